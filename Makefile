@@ -1,0 +1,67 @@
+# braid — a thin wrapper over CMake. The two commands a newcomer needs:
+#
+#   make demo   install what is missing, build, run the MLP demo
+#   make test   install what is missing, build, run the whole test suite
+#
+# Other targets: build, test-sanitize (ASan + UBSan), fuzz (libFuzzer on the
+# parser, clang), install (PREFIX=/usr/local), clean.
+#
+# Variables: BUILD (build folder), BRAID_CUDA (AUTO|ON|OFF), BRAID_WERROR
+# (ON in CI), JOBS, FUZZ_SECONDS.
+
+BUILD        ?= build
+BUILD_SAN    ?= build-sanitize
+BUILD_FUZZ   ?= build-fuzz
+BRAID_CUDA   ?= AUTO
+BRAID_WERROR ?= OFF
+PREFIX       ?= /usr/local
+JOBS         ?= $(shell nproc 2>/dev/null || echo 2)
+FUZZ_SECONDS ?= 60
+
+CMAKE_FLAGS = -DBRAID_CUDA=$(BRAID_CUDA) -DBRAID_WERROR=$(BRAID_WERROR) \
+              -DCMAKE_INSTALL_PREFIX=$(PREFIX)
+
+.PHONY: all demo test test-sanitize build deps fuzz install clean
+
+all: build
+
+# Debian packages braid needs to build and test (CUDA comes from the toolkit).
+deps:
+	@tools/install-deps.sh
+
+$(BUILD)/CMakeCache.txt: | deps
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
+
+build: deps $(BUILD)/CMakeCache.txt
+	cmake --build $(BUILD) -j $(JOBS)
+
+demo: build
+	$(BUILD)/examples/mlp
+
+test: build
+	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
+
+test-sanitize: deps
+	cmake -S . -B $(BUILD_SAN) -DCMAKE_BUILD_TYPE=Debug -DBRAID_SANITIZE=ON \
+	      $(CMAKE_FLAGS)
+	cmake --build $(BUILD_SAN) -j $(JOBS)
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	ctest --test-dir $(BUILD_SAN) --output-on-failure -j $(JOBS)
+
+# libFuzzer over the text parser for FUZZ_SECONDS, seeded with the examples.
+fuzz: deps
+	@command -v clang >/dev/null || { echo "make fuzz: clang is not installed (apt-get install clang)"; exit 1; }
+	CC=clang cmake -S . -B $(BUILD_FUZZ) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	      -DBRAID_FUZZ=ON -DBRAID_TESTS=OFF -DBRAID_CUDA=OFF
+	cmake --build $(BUILD_FUZZ) -j $(JOBS) --target fuzz_parse
+	mkdir -p $(BUILD_FUZZ)/corpus
+	cp examples/graphs/*.graph $(BUILD_FUZZ)/corpus/
+	$(BUILD_FUZZ)/fuzz_parse -max_total_time=$(FUZZ_SECONDS) -max_len=4096 \
+	      -timeout=10 $(BUILD_FUZZ)/corpus
+
+install: build
+	cmake --install $(BUILD) --prefix $(PREFIX)
+
+clean:
+	rm -rf $(BUILD) $(BUILD_SAN) $(BUILD_FUZZ)

@@ -1,0 +1,166 @@
+/* graph/graph.h — braid's IR, internal to the library (prefix bg_).
+ *
+ * A graph is an array of nodes with dense ids. A node's inputs always have
+ * smaller ids, so id order is a topological order. Nodes, names and constant
+ * data are allocated through the graph's allocator hook. Nothing here knows
+ * about devices or memory plans. */
+#ifndef BRAID_GRAPH_GRAPH_H
+#define BRAID_GRAPH_GRAPH_H
+
+#include "braid/braid.h"
+
+#include <stdarg.h>
+
+#define BG_NONE UINT32_MAX
+#define BG_ERROR_MAX 512
+/* Largest tensor a graph may describe, in bytes (keeps size arithmetic far
+ * from overflow: 2^50 bytes = 1 PiB). */
+#define BG_MAX_BYTES ((int64_t)1 << 50)
+
+/* Reduction flags (bg_attrs.flags) */
+#define BG_KEEPDIMS 1u
+
+/* Op attributes; which fields mean something depends on the op. */
+typedef struct bg_attrs {
+    double value[2];  /* fill: value[0]; random_uniform: low, high;
+                         random_normal: mean, stddev */
+    uint64_t seed;    /* random_*: the seed */
+    int32_t axis;     /* iota: counted axis; concat: joined axis */
+    uint32_t flags;   /* matmul: BRAID_TRANSPOSE_A|B; reduce: BG_KEEPDIMS */
+    uint8_t axes;     /* reduce: bit i set when input axis i is reduced */
+    uint8_t perm[BRAID_MAX_RANK]; /* permute: out axis i = input axis perm[i] */
+    int64_t start[BRAID_MAX_RANK]; /* slice: first index per input axis */
+    int64_t step[BRAID_MAX_RANK];  /* slice: stride per input axis (≥ 1) */
+    void *data;       /* constant: numel × dtype size bytes, C order; owned */
+} bg_attrs;
+
+typedef struct bg_node {
+    braid_op op;                   /* what the node computes */
+    braid_dtype dtype;             /* element type of the output */
+    uint8_t rank;                  /* number of dims, 0..BRAID_MAX_RANK */
+    int64_t dims[BRAID_MAX_RANK];  /* output shape; dims[rank..] are 0 */
+    uint32_t ninputs;              /* entries in inputs */
+    uint32_t *inputs;              /* input node ids, each < this id; owned */
+    bg_attrs attr;                 /* op attributes */
+    char *name;                    /* input name (required) or node name;
+                                      NULL when unnamed; owned */
+    char *device;                  /* placement hint or NULL; owned */
+} bg_node;
+
+typedef struct bg_output {
+    char *name;    /* output name, unique among outputs; owned */
+    uint32_t node; /* node id */
+} bg_output;
+
+struct braid_graph {
+    braid_alloc_fn alloc;  /* allocator hook (never NULL once created) */
+    void *alloc_user;      /* its user pointer */
+    bg_node *nodes;        /* nnodes nodes, capacity cap */
+    uint32_t nnodes;       /* number of nodes */
+    uint32_t cap;          /* allocated node slots */
+    bg_output *outputs;    /* noutputs named outputs, capacity ocap */
+    uint32_t noutputs;     /* number of outputs */
+    uint32_t ocap;         /* allocated output slots */
+    braid_status status;   /* first error, BRAID_OK when none */
+    char error[BG_ERROR_MAX]; /* first error's message */
+};
+
+/* ---- op table ----------------------------------------------------------- */
+
+typedef struct bg_op_info {
+    const char *name;   /* text-format name */
+    int arity;          /* inputs; -1 variadic */
+    braid_op_kind kind; /* drives passes */
+} bg_op_info;
+
+const bg_op_info *bg_op(braid_op op);
+/* Op by text name, or BRAID_OP_COUNT_ when unknown. */
+braid_op bg_op_lookup(const char *name, size_t len);
+/* dtype by text name ("f32", ...), or BRAID_DTYPE_COUNT_ when unknown. */
+braid_dtype bg_dtype_lookup(const char *name, size_t len);
+
+/* ---- memory and errors ---------------------------------------------------- */
+
+/* Allocate / resize / free through the graph's hook. On failure these record
+ * BRAID_ERR_OUT_OF_MEMORY on g and return NULL. */
+void *bg_alloc(braid_graph *g, size_t size);
+void *bg_realloc(braid_graph *g, void *ptr, size_t old_size, size_t new_size);
+void bg_free(braid_graph *g, void *ptr, size_t size);
+char *bg_strdup(braid_graph *g, const char *s);
+void bg_free_str(braid_graph *g, char *s);
+
+/* Records the first error on g (later ones are ignored) and returns s. */
+braid_status bg_fail(braid_graph *g, braid_status s, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Same, for any caller: sets the thread's braid_last_error() message. */
+braid_status bg_set_last_error(braid_status s, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+void bg_clear_last_error(void);
+
+/* ---- shapes ---------------------------------------------------------------- */
+
+/* Product of dims (1 for rank 0). Valid graphs keep this ≤ BG_MAX_BYTES. */
+int64_t bg_numel(const bg_node *n);
+size_t bg_nbytes(const bg_node *n);
+/* Formats "f32[2,3]" into buf (always NUL-terminated). */
+const char *bg_type_str(const bg_node *n, char *buf, size_t size);
+const char *bg_shape_str(int rank, const int64_t *dims, char *buf,
+                         size_t size);
+/* NumPy broadcast of two shapes into out; false when incompatible. */
+bool bg_broadcast_shapes(int ra, const int64_t *a, int rb, const int64_t *b,
+                         int *rout, int64_t *out);
+
+/* ---- the generic builder --------------------------------------------------- */
+
+/* The one place nodes are created: checks inputs, dtypes, shapes and
+ * attributes for op, infers the output type, appends the node and returns
+ * its id (BG_NONE on error, recorded on g; BG_NONE quietly when g already
+ * has an error or an input is BG_NONE).
+ *   dtype/rank/dims: the output type for source ops, the target dtype for
+ *   cast, the target shape for reshape (may hold one -1) and broadcast_to;
+ *   ignored otherwise.
+ *   attr: copied (constant data is copied too); NULL means all zero.
+ *   name: the input's name for BRAID_OP_INPUT, else ignored. */
+uint32_t bg_build(braid_graph *g, braid_op op, const uint32_t *inputs,
+                  uint32_t ninputs, braid_dtype dtype, int rank,
+                  const int64_t *dims, const bg_attrs *attr,
+                  const char *name);
+
+static inline const bg_node *bg_node_at(const braid_graph *g, uint32_t id) {
+    return &g->nodes[id];
+}
+
+/* A deep copy of g (same ids, attributes, names, outputs, error state),
+ * allocated with g's allocator. NULL when out of memory. */
+braid_graph *bg_graph_clone(const braid_graph *g);
+
+/* Structural equality (ops, types, attributes, constant bytes, names, hints,
+ * outputs). Used by round-trip tests. */
+bool bg_graph_equal(const braid_graph *a, const braid_graph *b);
+
+/* ---- elementwise scalar semantics ------------------------------------------ */
+
+/* f16 / bf16 conversions, round to nearest even, NaN preserved. */
+float bg_f16_to_f32(uint16_t h);
+uint16_t bg_f32_to_f16(float f);
+float bg_bf16_to_f32(uint16_t h);
+uint16_t bg_f32_to_bf16(float f);
+
+/* Reads element i of a buffer of dtype t as a double / writes it, rounding
+ * to t (i32: truncation toward zero, saturating, NaN → 0; bool: != 0). */
+double bg_load(braid_dtype t, const void *buf, int64_t i);
+void bg_store(braid_dtype t, void *buf, int64_t i, double v);
+
+/* ---- random generators (graph/rng.c) -------------------------------------- */
+
+/* Philox-4x32-10 of counter (i, 0, 0, 0) under key seed: 4 random words. */
+void bg_philox(uint64_t seed, uint64_t counter, uint32_t out[4]);
+/* Element i of random_uniform / random_normal with the node's attributes, as
+ * a double, before rounding to the node's dtype. Uses only IEEE basic
+ * operations so every device computes the same bits. */
+double bg_random_uniform_at(uint64_t seed, int64_t i, double low,
+                            double high);
+double bg_random_normal_at(uint64_t seed, int64_t i, double mean,
+                           double stddev);
+
+#endif /* BRAID_GRAPH_GRAPH_H */

@@ -1,0 +1,340 @@
+/* braid/braid.h — the public API of braid, a lazy tensor-graph compiler.
+ *
+ * Lifecycle: build a graph (braid_graph_new + builder calls, or parse a
+ * .graph file) → compile it into a plan (braid_compile) → create an executor
+ * (braid_exec_new) → run it many times (braid_run) → free all three.
+ *
+ * Errors never abort. Builder calls record the first error on the graph and
+ * return an invalid tensor; calls that receive an invalid tensor return an
+ * invalid tensor quietly. Read the message with braid_graph_error(). Every
+ * other call returns a braid_status and leaves a message for
+ * braid_last_error() (per thread). */
+#ifndef BRAID_BRAID_H
+#define BRAID_BRAID_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "braid/ops.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define BRAID_VERSION_MAJOR 0
+#define BRAID_VERSION_MINOR 1
+#define BRAID_VERSION_PATCH 0
+
+/* "0.1.0" plus the build's CUDA support, e.g. "0.1.0 (cuda 13.0)". */
+const char *braid_version(void);
+
+/* ---- status ------------------------------------------------------------ */
+
+typedef enum braid_status {
+    BRAID_OK = 0,
+    BRAID_ERR_INVALID_ARGUMENT, /* NULL, bad axis, bad name, ... */
+    BRAID_ERR_SHAPE,            /* shapes do not agree */
+    BRAID_ERR_DTYPE,            /* dtype not accepted by the op */
+    BRAID_ERR_OUT_OF_MEMORY,    /* an allocation failed */
+    BRAID_ERR_PARSE,            /* malformed .graph text */
+    BRAID_ERR_IO,               /* a file could not be read or written */
+    BRAID_ERR_NOT_FOUND,        /* an input/output name is unknown */
+    BRAID_ERR_UNSUPPORTED,      /* valid request braid cannot do (yet) */
+    BRAID_ERR_DEVICE,           /* a device is missing or failed */
+    BRAID_ERR_INTERNAL          /* a bug in braid: please report */
+} braid_status;
+
+/* "ok", "invalid argument", ... */
+const char *braid_status_name(braid_status s);
+
+/* The message left by the last failing call on this thread ("" if none). */
+const char *braid_last_error(void);
+
+/* ---- dtypes and shapes ------------------------------------------------- */
+
+typedef enum braid_dtype {
+    BRAID_F32,
+    BRAID_F16,
+    BRAID_BF16,
+    BRAID_F64,
+    BRAID_I32,
+    BRAID_BOOL,
+    BRAID_DTYPE_COUNT_
+} braid_dtype;
+
+#define BRAID_MAX_RANK 8
+
+size_t braid_dtype_size(braid_dtype t);      /* bytes per element; 0 if bad */
+const char *braid_dtype_name(braid_dtype t); /* "f32", ...; "?" if bad */
+bool braid_dtype_is_float(braid_dtype t);
+
+/* ---- allocator hook ---------------------------------------------------- */
+
+/* Lua-style: new_size == 0 frees ptr and returns NULL; otherwise behaves like
+ * realloc(ptr, new_size) (ptr NULL: allocate). old_size is the size the block
+ * was allocated with (0 when ptr is NULL). Returning NULL for a nonzero
+ * new_size means out of memory: the graph records BRAID_ERR_OUT_OF_MEMORY. */
+typedef void *(*braid_alloc_fn)(void *user, void *ptr, size_t old_size,
+                                size_t new_size);
+
+typedef struct braid_graph_options {
+    braid_alloc_fn alloc; /* NULL: the C library's malloc/realloc/free */
+    void *alloc_user;     /* passed to alloc unchanged */
+} braid_graph_options;
+
+/* ---- graphs ------------------------------------------------------------ */
+
+typedef struct braid_graph braid_graph;
+
+/* A tensor is the output of one graph node, named by its dense id. */
+typedef struct braid_tensor {
+    uint32_t id; /* node id; BRAID_INVALID_ID when invalid */
+} braid_tensor;
+
+#define BRAID_INVALID_ID UINT32_MAX
+#define BRAID_NONE ((braid_tensor){BRAID_INVALID_ID})
+
+static inline bool braid_tensor_valid(braid_tensor t) {
+    return t.id != BRAID_INVALID_ID;
+}
+
+/* opts may be NULL. Returns NULL only when the graph itself cannot be
+ * allocated. */
+braid_graph *braid_graph_new(const braid_graph_options *opts);
+void braid_graph_free(braid_graph *g); /* NULL is fine */
+
+/* BRAID_OK, or the first error recorded on the graph. */
+braid_status braid_graph_status(const braid_graph *g);
+/* The first error's message ("" when none): op, operand shapes, expectation.
+ * Parse errors start with "file:line:col: ". */
+const char *braid_graph_error(const braid_graph *g);
+
+/* Number of nodes (tensors) in the graph. */
+uint32_t braid_graph_node_count(const braid_graph *g);
+
+/* Shape and dtype of a tensor. rank and dims may be NULL; dims must hold
+ * BRAID_MAX_RANK entries. */
+braid_status braid_tensor_info(const braid_graph *g, braid_tensor t,
+                               braid_dtype *dtype, int *rank, int64_t *dims);
+/* Elements in a tensor (1 for a scalar), or -1 when t is invalid. */
+int64_t braid_tensor_numel(const braid_graph *g, braid_tensor t);
+
+/* Inputs and named outputs, in the order they were added. */
+uint32_t braid_graph_input_count(const braid_graph *g);
+braid_status braid_graph_input(const braid_graph *g, uint32_t i,
+                               const char **name, braid_tensor *t);
+uint32_t braid_graph_output_count(const braid_graph *g);
+braid_status braid_graph_output(const braid_graph *g, uint32_t i,
+                                const char **name, braid_tensor *t);
+
+/* ---- builder: sources --------------------------------------------------- */
+
+/* A value bound at run time. name must be unique among inputs:
+ * [A-Za-z_][A-Za-z0-9_.]* . */
+braid_tensor braid_input(braid_graph *g, const char *name, braid_dtype dtype,
+                         int rank, const int64_t *dims);
+/* data (numel × dtype size bytes, C order) is copied into the graph. */
+braid_tensor braid_constant(braid_graph *g, braid_dtype dtype, int rank,
+                            const int64_t *dims, const void *data);
+braid_tensor braid_fill(braid_graph *g, braid_dtype dtype, int rank,
+                        const int64_t *dims, double value);
+/* Element index along axis (0, 1, 2, ...). */
+braid_tensor braid_iota(braid_graph *g, braid_dtype dtype, int rank,
+                        const int64_t *dims, int axis);
+/* Counter-based (Philox-4x32-10) random numbers: element i depends only on
+ * (seed, i), so the result is the same on any device. Float dtypes only. */
+braid_tensor braid_random_uniform(braid_graph *g, braid_dtype dtype, int rank,
+                                  const int64_t *dims, uint64_t seed,
+                                  double low, double high);
+braid_tensor braid_random_normal(braid_graph *g, braid_dtype dtype, int rank,
+                                 const int64_t *dims, uint64_t seed,
+                                 double mean, double stddev);
+
+/* ---- builder: elementwise ----------------------------------------------
+ * Binary ops broadcast by NumPy's rules and need equal dtypes (no implicit
+ * promotion: use braid_cast). Integer arithmetic wraps; i32 division by zero
+ * gives 0. max/min propagate NaN. Comparisons give bool. */
+braid_tensor braid_unary(braid_graph *g, braid_op op, braid_tensor x);
+braid_tensor braid_binary(braid_graph *g, braid_op op, braid_tensor a,
+                          braid_tensor b);
+
+braid_tensor braid_neg(braid_graph *g, braid_tensor x);
+braid_tensor braid_abs(braid_graph *g, braid_tensor x);
+braid_tensor braid_exp(braid_graph *g, braid_tensor x);
+braid_tensor braid_log(braid_graph *g, braid_tensor x);
+braid_tensor braid_sqrt(braid_graph *g, braid_tensor x);
+braid_tensor braid_rsqrt(braid_graph *g, braid_tensor x);
+braid_tensor braid_sin(braid_graph *g, braid_tensor x);
+braid_tensor braid_cos(braid_graph *g, braid_tensor x);
+braid_tensor braid_tanh(braid_graph *g, braid_tensor x);
+braid_tensor braid_sigmoid(braid_graph *g, braid_tensor x);
+braid_tensor braid_relu(braid_graph *g, braid_tensor x);
+braid_tensor braid_gelu(braid_graph *g, braid_tensor x); /* erf form */
+braid_tensor braid_silu(braid_graph *g, braid_tensor x);
+braid_tensor braid_erf(braid_graph *g, braid_tensor x);
+braid_tensor braid_floor(braid_graph *g, braid_tensor x);
+braid_tensor braid_ceil(braid_graph *g, braid_tensor x);
+braid_tensor braid_reciprocal(braid_graph *g, braid_tensor x);
+braid_tensor braid_square(braid_graph *g, braid_tensor x);
+
+braid_tensor braid_add(braid_graph *g, braid_tensor a, braid_tensor b);
+braid_tensor braid_sub(braid_graph *g, braid_tensor a, braid_tensor b);
+braid_tensor braid_mul(braid_graph *g, braid_tensor a, braid_tensor b);
+braid_tensor braid_div(braid_graph *g, braid_tensor a, braid_tensor b);
+braid_tensor braid_pow(braid_graph *g, braid_tensor a, braid_tensor b);
+braid_tensor braid_max(braid_graph *g, braid_tensor a, braid_tensor b);
+braid_tensor braid_min(braid_graph *g, braid_tensor a, braid_tensor b);
+braid_tensor braid_eq(braid_graph *g, braid_tensor a, braid_tensor b);
+braid_tensor braid_ne(braid_graph *g, braid_tensor a, braid_tensor b);
+braid_tensor braid_lt(braid_graph *g, braid_tensor a, braid_tensor b);
+braid_tensor braid_le(braid_graph *g, braid_tensor a, braid_tensor b);
+braid_tensor braid_gt(braid_graph *g, braid_tensor a, braid_tensor b);
+braid_tensor braid_ge(braid_graph *g, braid_tensor a, braid_tensor b);
+
+/* cond (bool) ? a : b, all three broadcast together. */
+braid_tensor braid_where(braid_graph *g, braid_tensor cond, braid_tensor a,
+                         braid_tensor b);
+/* Float → i32 truncates toward zero, saturates, NaN → 0; x → bool is x != 0. */
+braid_tensor braid_cast(braid_graph *g, braid_tensor x, braid_dtype dtype);
+
+/* ---- builder: matmul, reductions, composites --------------------------- */
+
+#define BRAID_TRANSPOSE_A 1u
+#define BRAID_TRANSPOSE_B 2u
+
+/* a [..., M, K] × b [..., K, N] → [..., M, N]; ranks ≥ 2, batch dims
+ * broadcast. flags transpose the last two axes of a / b. Float dtypes. */
+braid_tensor braid_matmul(braid_graph *g, braid_tensor a, braid_tensor b,
+                          unsigned flags);
+
+/* Reduce over naxes axes (negative counts from the end); naxes == 0 reduces
+ * over every axis. keepdims keeps reduced axes as size 1. mean needs a float
+ * dtype; sum/max/min accept f*, i32. */
+braid_tensor braid_sum(braid_graph *g, braid_tensor x, int naxes,
+                       const int *axes, bool keepdims);
+braid_tensor braid_mean(braid_graph *g, braid_tensor x, int naxes,
+                        const int *axes, bool keepdims);
+braid_tensor braid_reduce_max(braid_graph *g, braid_tensor x, int naxes,
+                              const int *axes, bool keepdims);
+braid_tensor braid_reduce_min(braid_graph *g, braid_tensor x, int naxes,
+                              const int *axes, bool keepdims);
+
+/* Composites (built from the ops above): softmax over axis, subtracting the
+ * max first; layer norm over the last axis, then × gamma + beta when those
+ * are valid tensors (pass BRAID_NONE to skip). */
+braid_tensor braid_softmax(braid_graph *g, braid_tensor x, int axis);
+braid_tensor braid_layer_norm(braid_graph *g, braid_tensor x,
+                              braid_tensor gamma, braid_tensor beta,
+                              double eps);
+
+/* ---- builder: shape ops ------------------------------------------------- */
+
+/* One dim may be -1 (inferred). Element count must match. */
+braid_tensor braid_reshape(braid_graph *g, braid_tensor x, int rank,
+                           const int64_t *dims);
+/* Output axis i is input axis perm[i]. */
+braid_tensor braid_permute(braid_graph *g, braid_tensor x, const int *perm);
+/* Swap the last two axes. */
+braid_tensor braid_transpose(braid_graph *g, braid_tensor x);
+/* Per axis: elements start, start+step, ... below stop (Python rules for
+ * negative start/stop, clamped); step ≥ 1. NULL steps means all 1. */
+braid_tensor braid_slice(braid_graph *g, braid_tensor x, const int64_t *start,
+                         const int64_t *stop, const int64_t *step);
+braid_tensor braid_concat(braid_graph *g, int n, const braid_tensor *xs,
+                          int axis);
+braid_tensor braid_broadcast_to(braid_graph *g, braid_tensor x, int rank,
+                                const int64_t *dims);
+
+/* ---- outputs, names, placement hints ------------------------------------ */
+
+/* Mark t as a graph output called name (unique among outputs). */
+braid_status braid_output(braid_graph *g, const char *name, braid_tensor t);
+/* A name for the node (shown in dumps and errors). */
+braid_status braid_set_name(braid_graph *g, braid_tensor t, const char *name);
+/* Placement hint: "cpu" or "cuda:N". Recorded now; the placement pass of the
+ * compiler honours it. */
+braid_status braid_set_device(braid_graph *g, braid_tensor t,
+                              const char *device);
+
+/* ---- text format (.graph) ----------------------------------------------- */
+
+/* The graph as text (docs/graph-format.md). *text is NUL-terminated,
+ * allocated with malloc; free it with free(). */
+braid_status braid_graph_print(const braid_graph *g, char **text,
+                               size_t *len);
+braid_status braid_graph_write_file(const braid_graph *g, const char *path);
+/* Parse text (len bytes, need not be NUL-terminated). filename is used in
+ * messages ("file:line:col: ..."); may be NULL. Returns a graph whose status
+ * tells whether parsing succeeded (NULL only when out of memory). */
+braid_graph *braid_graph_parse(const char *text, size_t len,
+                               const char *filename,
+                               const braid_graph_options *opts);
+braid_graph *braid_graph_load(const char *path,
+                              const braid_graph_options *opts);
+
+/* ---- compile, plan, execute --------------------------------------------- */
+
+typedef struct braid_plan braid_plan;
+typedef struct braid_exec braid_exec;
+
+typedef struct braid_compile_options {
+    const char *devices; /* "cpu", "cpu,cuda:0", ...; NULL: detect */
+    int num_threads;     /* CPU worker threads; 0: one per core */
+} braid_compile_options;
+
+void braid_compile_options_init(braid_compile_options *o);
+
+/* Compiles g (which must have status OK and at least one output) into a
+ * plan. opts may be NULL (defaults). The plan does not refer to g. */
+braid_status braid_compile(const braid_graph *g,
+                           const braid_compile_options *opts,
+                           braid_plan **plan);
+void braid_plan_free(braid_plan *p);
+/* Human-readable summary: each scheduled node, its device, its bytes. */
+braid_status braid_plan_print(const braid_plan *p, FILE *out);
+
+braid_status braid_exec_new(const braid_plan *p, braid_exec **exec);
+void braid_exec_free(braid_exec *e);
+
+/* Caller buffers bound by tensor name: dense, C order, the tensor's dtype. */
+typedef struct braid_input_binding {
+    const char *name;
+    const void *data;
+    size_t bytes; /* must equal numel × dtype size */
+} braid_input_binding;
+
+typedef struct braid_output_binding {
+    const char *name;
+    void *data;
+    size_t bytes; /* must equal numel × dtype size */
+} braid_output_binding;
+
+/* Runs the plan once. Every graph input must be bound; any subset of the
+ * outputs may be requested. Returns when the outputs are written. */
+braid_status braid_run(braid_exec *e, const braid_input_binding *inputs,
+                       size_t ninputs, const braid_output_binding *outputs,
+                       size_t noutputs);
+
+/* The reference evaluator: naive, float64 arithmetic for float dtypes,
+ * results rounded to each node's dtype. The oracle of braid's tests. Same
+ * binding rules as braid_run. */
+braid_status braid_reference_run(const braid_graph *g,
+                                 const braid_input_binding *inputs,
+                                 size_t ninputs,
+                                 const braid_output_binding *outputs,
+                                 size_t noutputs);
+
+/* ---- devices ------------------------------------------------------------- */
+
+/* Number of usable CUDA devices (0 without toolkit, driver or GPU). The
+ * reason there are none, if any, is in braid_cuda_status(). */
+int braid_cuda_device_count(void);
+const char *braid_cuda_status(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* BRAID_BRAID_H */
