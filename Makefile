@@ -58,6 +58,7 @@ fuzz: deps
 	mkdir -p $(BUILD_FUZZ)/corpus
 	cp examples/graphs/*.graph $(BUILD_FUZZ)/corpus/
 	$(BUILD_FUZZ)/fuzz_parse -max_total_time=$(FUZZ_SECONDS) -max_len=4096 \
+	      -dict=fuzz/parse.dict \
 	      -timeout=10 $(BUILD_FUZZ)/corpus
 
 install: build

@@ -153,7 +153,8 @@ void bg_store(braid_dtype t, void *buf, int64_t i, double v);
 
 /* ---- random generators (graph/rng.c) -------------------------------------- */
 
-/* Philox-4x32-10 of counter (i, 0, 0, 0) under key seed: 4 random words. */
+/* Philox-4x32-10 of counter (low32(i), high32(i), 0, 0) under key seed
+ * (split into two 32-bit words): 4 random words. */
 void bg_philox(uint64_t seed, uint64_t counter, uint32_t out[4]);
 /* Element i of random_uniform / random_normal with the node's attributes, as
  * a double, before rounding to the node's dtype. Uses only IEEE basic

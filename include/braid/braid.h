@@ -49,7 +49,8 @@ typedef enum braid_status {
 /* "ok", "invalid argument", ... */
 const char *braid_status_name(braid_status s);
 
-/* The message left by the last failing call on this thread ("" if none). */
+/* The message left by the last failing call on this thread ("" if none).
+ * Successful calls leave it unchanged, like errno. */
 const char *braid_last_error(void);
 
 /* ---- dtypes and shapes ------------------------------------------------- */
@@ -295,10 +296,14 @@ void braid_plan_free(braid_plan *p);
 /* Human-readable summary: each scheduled node, its device, its bytes. */
 braid_status braid_plan_print(const braid_plan *p, FILE *out);
 
+/* An executor holds the buffers and threads to run p; p must outlive it.
+ * Many executors may share one plan; one executor runs one call at a time
+ * (a concurrent braid_run on the same executor is refused). */
 braid_status braid_exec_new(const braid_plan *p, braid_exec **exec);
 void braid_exec_free(braid_exec *e);
 
-/* Caller buffers bound by tensor name: dense, C order, the tensor's dtype. */
+/* Caller buffers bound by tensor name: dense, C order, the tensor's dtype
+ * (bool: one byte, 0 or 1). */
 typedef struct braid_input_binding {
     const char *name;
     const void *data;

@@ -1,0 +1,460 @@
+/* graph/builders.c — the public builder API. Each function turns its
+ * arguments into a bg_build call; the checks live in bg_build, except those
+ * about arguments bg_build never sees (negative axes, Python slice bounds,
+ * which op braid_unary/braid_binary may take). */
+#include "graph/internal.h"
+
+#include <math.h>
+#include <string.h>
+
+static braid_tensor bb_tensor(uint32_t id) {
+    braid_tensor t = {id};
+    return t;
+}
+
+/* The node behind t, or NULL after recording why not: a NULL graph, a graph
+ * that already failed (quietly), an id that is not a node of g. */
+static const bg_node *bb_peek(braid_graph *g, braid_tensor t, const char *op) {
+    if (g == NULL) {
+        bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT, "%s: graph is NULL", op);
+        return NULL;
+    }
+    if (g->status != BRAID_OK) return NULL;
+    if (t.id >= g->nnodes) {
+        if (t.id == BRAID_INVALID_ID)
+            bg_fail(g, BRAID_ERR_INVALID_ARGUMENT,
+                    "%s: operand is an invalid tensor (BRAID_NONE)", op);
+        else
+            bg_fail(g, BRAID_ERR_INVALID_ARGUMENT,
+                    "%s: operand has id %u; the graph has %u nodes", op,
+                    (unsigned)t.id, (unsigned)g->nnodes);
+        return NULL;
+    }
+    return bg_node_at(g, t.id);
+}
+
+/* A graph that can take a new node: not NULL, no error yet. */
+static bool bb_ready(braid_graph *g, const char *op) {
+    if (g == NULL) {
+        bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT, "%s: graph is NULL", op);
+        return false;
+    }
+    return g->status == BRAID_OK;
+}
+
+static braid_tensor bb_op1(braid_graph *g, braid_op op, braid_tensor x,
+                           const bg_attrs *a) {
+    if (!bb_ready(g, bg_op(op)->name)) return BRAID_NONE;
+    return bb_tensor(bg_build(g, op, &x.id, 1, BRAID_F32, 0, NULL, a, NULL));
+}
+
+static braid_tensor bb_op2(braid_graph *g, braid_op op, braid_tensor a,
+                           braid_tensor b, const bg_attrs *attr) {
+    if (!bb_ready(g, bg_op(op)->name)) return BRAID_NONE;
+    uint32_t in[2] = {a.id, b.id};
+    return bb_tensor(bg_build(g, op, in, 2, BRAID_F32, 0, NULL, attr, NULL));
+}
+
+/* ---- sources
+ * ----------------------------------------------------------------- */
+
+static braid_tensor bb_source(braid_graph *g, braid_op op, braid_dtype dtype,
+                              int rank, const int64_t *dims, const bg_attrs *a,
+                              const char *name) {
+    if (!bb_ready(g, bg_op(op)->name)) return BRAID_NONE;
+    return bb_tensor(bg_build(g, op, NULL, 0, dtype, rank, dims, a, name));
+}
+
+braid_tensor braid_input(braid_graph *g, const char *name, braid_dtype dtype,
+                         int rank, const int64_t *dims) {
+    return bb_source(g, BRAID_OP_INPUT, dtype, rank, dims, NULL, name);
+}
+
+braid_tensor braid_constant(braid_graph *g, braid_dtype dtype, int rank,
+                            const int64_t *dims, const void *data) {
+    bg_attrs a = {0};
+    a.data = (void *)data; /* only read: bg_build copies it */
+    return bb_source(g, BRAID_OP_CONSTANT, dtype, rank, dims, &a, NULL);
+}
+
+braid_tensor braid_fill(braid_graph *g, braid_dtype dtype, int rank,
+                        const int64_t *dims, double value) {
+    bg_attrs a = {0};
+    a.value[0] = value;
+    return bb_source(g, BRAID_OP_FILL, dtype, rank, dims, &a, NULL);
+}
+
+braid_tensor braid_iota(braid_graph *g, braid_dtype dtype, int rank,
+                        const int64_t *dims, int axis) {
+    bg_attrs a = {0};
+    a.axis = axis;
+    return bb_source(g, BRAID_OP_IOTA, dtype, rank, dims, &a, NULL);
+}
+
+braid_tensor braid_random_uniform(braid_graph *g, braid_dtype dtype, int rank,
+                                  const int64_t *dims, uint64_t seed,
+                                  double low, double high) {
+    bg_attrs a = {0};
+    a.seed = seed;
+    a.value[0] = low;
+    a.value[1] = high;
+    return bb_source(g, BRAID_OP_RANDOM_UNIFORM, dtype, rank, dims, &a, NULL);
+}
+
+braid_tensor braid_random_normal(braid_graph *g, braid_dtype dtype, int rank,
+                                 const int64_t *dims, uint64_t seed,
+                                 double mean, double stddev) {
+    bg_attrs a = {0};
+    a.seed = seed;
+    a.value[0] = mean;
+    a.value[1] = stddev;
+    return bb_source(g, BRAID_OP_RANDOM_NORMAL, dtype, rank, dims, &a, NULL);
+}
+
+/* ---- elementwise
+ * ------------------------------------------------------------- */
+
+braid_tensor braid_unary(braid_graph *g, braid_op op, braid_tensor x) {
+    if (!bb_ready(g, "braid_unary")) return BRAID_NONE;
+    const bg_op_info *info = bg_op(op);
+    if (info == NULL || info->arity != 1 ||
+        info->kind != BRAID_KIND_ELEMENTWISE || op == BRAID_OP_CAST) {
+        bg_fail(g, BRAID_ERR_INVALID_ARGUMENT,
+                "braid_unary: op '%s' is not a unary elementwise op",
+                info ? info->name : "?");
+        return BRAID_NONE;
+    }
+    return bb_op1(g, op, x, NULL);
+}
+
+braid_tensor braid_binary(braid_graph *g, braid_op op, braid_tensor a,
+                          braid_tensor b) {
+    if (!bb_ready(g, "braid_binary")) return BRAID_NONE;
+    const bg_op_info *info = bg_op(op);
+    if (info == NULL || info->arity != 2 ||
+        info->kind != BRAID_KIND_ELEMENTWISE) {
+        bg_fail(g, BRAID_ERR_INVALID_ARGUMENT,
+                "braid_binary: op '%s' is not a binary elementwise op",
+                info ? info->name : "?");
+        return BRAID_NONE;
+    }
+    return bb_op2(g, op, a, b, NULL);
+}
+
+#define BB_UNARY(fn, OP)                                                       \
+    braid_tensor braid_##fn(braid_graph *g, braid_tensor x) {                  \
+        return bb_op1(g, BRAID_OP_##OP, x, NULL);                              \
+    }
+#define BB_BINARY(fn, OP)                                                      \
+    braid_tensor braid_##fn(braid_graph *g, braid_tensor a, braid_tensor b) {  \
+        return bb_op2(g, BRAID_OP_##OP, a, b, NULL);                           \
+    }
+
+BB_UNARY(neg, NEG)
+BB_UNARY(abs, ABS)
+BB_UNARY(exp, EXP)
+BB_UNARY(log, LOG)
+BB_UNARY(sqrt, SQRT)
+BB_UNARY(rsqrt, RSQRT)
+BB_UNARY(sin, SIN)
+BB_UNARY(cos, COS)
+BB_UNARY(tanh, TANH)
+BB_UNARY(sigmoid, SIGMOID)
+BB_UNARY(relu, RELU)
+BB_UNARY(gelu, GELU)
+BB_UNARY(silu, SILU)
+BB_UNARY(erf, ERF)
+BB_UNARY(floor, FLOOR)
+BB_UNARY(ceil, CEIL)
+BB_UNARY(reciprocal, RECIPROCAL)
+BB_UNARY(square, SQUARE)
+
+BB_BINARY(add, ADD)
+BB_BINARY(sub, SUB)
+BB_BINARY(mul, MUL)
+BB_BINARY(div, DIV)
+BB_BINARY(pow, POW)
+BB_BINARY(max, MAX)
+BB_BINARY(min, MIN)
+BB_BINARY(eq, EQ)
+BB_BINARY(ne, NE)
+BB_BINARY(lt, LT)
+BB_BINARY(le, LE)
+BB_BINARY(gt, GT)
+BB_BINARY(ge, GE)
+
+braid_tensor braid_where(braid_graph *g, braid_tensor cond, braid_tensor a,
+                         braid_tensor b) {
+    if (!bb_ready(g, "where")) return BRAID_NONE;
+    uint32_t in[3] = {cond.id, a.id, b.id};
+    return bb_tensor(
+        bg_build(g, BRAID_OP_WHERE, in, 3, BRAID_F32, 0, NULL, NULL, NULL));
+}
+
+braid_tensor braid_cast(braid_graph *g, braid_tensor x, braid_dtype dtype) {
+    if (!bb_ready(g, "cast")) return BRAID_NONE;
+    return bb_tensor(
+        bg_build(g, BRAID_OP_CAST, &x.id, 1, dtype, 0, NULL, NULL, NULL));
+}
+
+/* ---- matmul and reductions
+ * ----------------------------------------------------- */
+
+braid_tensor braid_matmul(braid_graph *g, braid_tensor a, braid_tensor b,
+                          unsigned flags) {
+    bg_attrs attr = {0};
+    attr.flags = flags;
+    return bb_op2(g, BRAID_OP_MATMUL, a, b, &attr);
+}
+
+/* Turns a public axis (negative counts from the end) into 0..rank-1, or
+ * records an error and returns -1. */
+static int bb_axis(braid_graph *g, const bg_node *x, int axis, const char *op) {
+    if (axis >= -(int)x->rank && axis < (int)x->rank)
+        return axis < 0 ? axis + x->rank : axis;
+    char t[BG_ERROR_MAX / 2];
+    bg_fail(g, BRAID_ERR_INVALID_ARGUMENT,
+            "%s: axis %d out of range for operand %s", op, axis,
+            bg_type_str(x, t, sizeof t));
+    return -1;
+}
+
+/* naxes == 0 reduces every axis; otherwise each axis once. */
+static braid_tensor bb_reduce(braid_graph *g, braid_op op, braid_tensor x,
+                              int naxes, const int *axes, bool keepdims) {
+    const char *name = bg_op(op)->name;
+    const bg_node *n = bb_peek(g, x, name);
+    if (n == NULL) return BRAID_NONE;
+    bg_attrs a = {0};
+    a.flags = keepdims ? BG_KEEPDIMS : 0;
+    if (naxes == 0) a.axes = (uint8_t)((1u << n->rank) - 1);
+    if (naxes < 0 || naxes > n->rank || (naxes > 0 && axes == NULL)) {
+        bg_fail(g, BRAID_ERR_INVALID_ARGUMENT,
+                "%s: %d axes%s for an operand of rank %d", name, naxes,
+                naxes > 0 && axes == NULL ? " (NULL array)" : "", (int)n->rank);
+        return BRAID_NONE;
+    }
+    for (int i = 0; i < naxes; i++) {
+        int ax = bb_axis(g, n, axes[i], name);
+        if (ax < 0) return BRAID_NONE;
+        if (a.axes & (1u << ax)) {
+            bg_fail(g, BRAID_ERR_INVALID_ARGUMENT,
+                    "%s: duplicate axis %d (given as %d)", name, ax, axes[i]);
+            return BRAID_NONE;
+        }
+        a.axes |= (uint8_t)(1u << ax);
+    }
+    return bb_op1(g, op, x, &a);
+}
+
+braid_tensor braid_sum(braid_graph *g, braid_tensor x, int naxes,
+                       const int *axes, bool keepdims) {
+    return bb_reduce(g, BRAID_OP_SUM, x, naxes, axes, keepdims);
+}
+
+braid_tensor braid_mean(braid_graph *g, braid_tensor x, int naxes,
+                        const int *axes, bool keepdims) {
+    return bb_reduce(g, BRAID_OP_MEAN, x, naxes, axes, keepdims);
+}
+
+braid_tensor braid_reduce_max(braid_graph *g, braid_tensor x, int naxes,
+                              const int *axes, bool keepdims) {
+    return bb_reduce(g, BRAID_OP_REDUCE_MAX, x, naxes, axes, keepdims);
+}
+
+braid_tensor braid_reduce_min(braid_graph *g, braid_tensor x, int naxes,
+                              const int *axes, bool keepdims) {
+    return bb_reduce(g, BRAID_OP_REDUCE_MIN, x, naxes, axes, keepdims);
+}
+
+/* ---- composites
+ * -------------------------------------------------------------------- */
+
+static bool bb_need_float(braid_graph *g, const bg_node *x, const char *op) {
+    if (braid_dtype_is_float(x->dtype)) return true;
+    char t[BG_ERROR_MAX / 2];
+    bg_fail(g, BRAID_ERR_DTYPE, "%s: operand %s; expected a float dtype", op,
+            bg_type_str(x, t, sizeof t));
+    return false;
+}
+
+/* exp(x - max) / sum(exp(x - max)): subtracting the max keeps exp finite. */
+braid_tensor braid_softmax(braid_graph *g, braid_tensor x, int axis) {
+    const bg_node *n = bb_peek(g, x, "softmax");
+    if (n == NULL || !bb_need_float(g, n, "softmax")) return BRAID_NONE;
+    int ax = bb_axis(g, n, axis, "softmax");
+    if (ax < 0) return BRAID_NONE;
+    braid_tensor m = braid_reduce_max(g, x, 1, &ax, true);
+    braid_tensor e = braid_exp(g, braid_sub(g, x, m));
+    braid_tensor s = braid_sum(g, e, 1, &ax, true);
+    return braid_div(g, e, s);
+}
+
+/* gamma/beta must broadcast to x without changing its shape. */
+static bool bb_affine_ok(braid_graph *g, const bg_node *x, braid_tensor p,
+                         const char *what) {
+    if (!braid_tensor_valid(p)) return true;
+    const bg_node *n = bb_peek(g, p, "layer_norm");
+    if (n == NULL) return false;
+    int r;
+    int64_t d[BRAID_MAX_RANK];
+    bool ok = bg_broadcast_shapes(x->rank, x->dims, n->rank, n->dims, &r, d) &&
+              r == x->rank && memcmp(d, x->dims, (size_t)r * sizeof *d) == 0;
+    if (!ok) {
+        char tx[BG_ERROR_MAX / 4], tp[BG_ERROR_MAX / 4];
+        bg_fail(g, BRAID_ERR_SHAPE,
+                "layer_norm: %s %s does not broadcast to operand %s", what,
+                bg_type_str(n, tp, sizeof tp), bg_type_str(x, tx, sizeof tx));
+    }
+    return ok;
+}
+
+braid_tensor braid_layer_norm(braid_graph *g, braid_tensor x,
+                              braid_tensor gamma, braid_tensor beta,
+                              double eps) {
+    const bg_node *n = bb_peek(g, x, "layer_norm");
+    if (n == NULL || !bb_need_float(g, n, "layer_norm")) return BRAID_NONE;
+    if (n->rank == 0 || !isfinite(eps) || eps < 0) {
+        bg_fail(g, BRAID_ERR_INVALID_ARGUMENT,
+                "layer_norm: rank %d, eps %g; expected rank >= 1 and a "
+                "finite eps >= 0",
+                (int)n->rank, eps);
+        return BRAID_NONE;
+    }
+    braid_dtype dt = n->dtype;
+    int last = n->rank - 1;
+    if (!bb_affine_ok(g, n, gamma, "gamma") ||
+        !bb_affine_ok(g, n, beta, "beta"))
+        return BRAID_NONE;
+    braid_tensor mu = braid_mean(g, x, 1, &last, true);
+    braid_tensor d = braid_sub(g, x, mu);
+    braid_tensor var = braid_mean(g, braid_square(g, d), 1, &last, true);
+    braid_tensor e = braid_fill(g, dt, 0, NULL, eps);
+    braid_tensor y = braid_mul(g, d, braid_rsqrt(g, braid_add(g, var, e)));
+    if (braid_tensor_valid(gamma)) y = braid_mul(g, y, gamma);
+    if (braid_tensor_valid(beta)) y = braid_add(g, y, beta);
+    return y;
+}
+
+/* ---- shape ops
+ * ---------------------------------------------------------------------- */
+
+braid_tensor braid_reshape(braid_graph *g, braid_tensor x, int rank,
+                           const int64_t *dims) {
+    if (!bb_ready(g, "reshape")) return BRAID_NONE;
+    return bb_tensor(bg_build(g, BRAID_OP_RESHAPE, &x.id, 1, BRAID_F32, rank,
+                              dims, NULL, NULL));
+}
+
+braid_tensor braid_permute(braid_graph *g, braid_tensor x, const int *perm) {
+    const bg_node *n = bb_peek(g, x, "permute");
+    if (n == NULL) return BRAID_NONE;
+    if (n->rank > 0 && perm == NULL) {
+        bg_fail(g, BRAID_ERR_INVALID_ARGUMENT,
+                "permute: perm is NULL for rank %d", (int)n->rank);
+        return BRAID_NONE;
+    }
+    bg_attrs a = {0};
+    for (int i = 0; i < n->rank; i++) {
+        if (perm[i] < 0 || perm[i] >= n->rank) {
+            bg_fail(g, BRAID_ERR_INVALID_ARGUMENT,
+                    "permute: perm[%d] = %d out of range for rank %d", i,
+                    perm[i], (int)n->rank);
+            return BRAID_NONE;
+        }
+        a.perm[i] = (uint8_t)perm[i];
+    }
+    return bb_op1(g, BRAID_OP_PERMUTE, x, &a);
+}
+
+braid_tensor braid_transpose(braid_graph *g, braid_tensor x) {
+    const bg_node *n = bb_peek(g, x, "transpose");
+    if (n == NULL) return BRAID_NONE;
+    if (n->rank < 2) {
+        char t[BG_ERROR_MAX / 2];
+        bg_fail(g, BRAID_ERR_SHAPE,
+                "transpose: operand %s; expected rank "
+                ">= 2",
+                bg_type_str(n, t, sizeof t));
+        return BRAID_NONE;
+    }
+    int perm[BRAID_MAX_RANK];
+    for (int i = 0; i < n->rank; i++)
+        perm[i] = i;
+    perm[n->rank - 2] = n->rank - 1;
+    perm[n->rank - 1] = n->rank - 2;
+    return braid_permute(g, x, perm);
+}
+
+/* Python's rule for a bound with a positive step: negative counts from the
+ * end, then clamp to [0, dim]. */
+static int64_t bb_clamp_bound(int64_t v, int64_t dim) {
+    if (v < 0) {
+        v += dim; /* dim ≤ 2^50, so no overflow even for INT64_MIN */
+        return v < 0 ? 0 : v;
+    }
+    return v > dim ? dim : v;
+}
+
+braid_tensor braid_slice(braid_graph *g, braid_tensor x, const int64_t *start,
+                         const int64_t *stop, const int64_t *step) {
+    const bg_node *n = bb_peek(g, x, "slice");
+    if (n == NULL) return BRAID_NONE;
+    if (n->rank > 0 && (start == NULL || stop == NULL)) {
+        bg_fail(g, BRAID_ERR_INVALID_ARGUMENT,
+                "slice: start or stop is NULL for rank %d", (int)n->rank);
+        return BRAID_NONE;
+    }
+    bg_attrs a = {0};
+    int64_t count[BRAID_MAX_RANK];
+    for (int i = 0; i < n->rank; i++) {
+        int64_t st = step ? step[i] : 1, dim = n->dims[i];
+        if (st < 1) {
+            bg_fail(g, BRAID_ERR_INVALID_ARGUMENT,
+                    "slice: step %lld on axis %d; expected >= 1", (long long)st,
+                    i);
+            return BRAID_NONE;
+        }
+        int64_t lo = bb_clamp_bound(start[i], dim);
+        int64_t hi = bb_clamp_bound(stop[i], dim);
+        count[i] = hi > lo ? (hi - lo - 1) / st + 1 : 0;
+        a.start[i] = count[i] > 0 ? lo : 0;
+        a.step[i] = st;
+    }
+    if (!bb_ready(g, "slice")) return BRAID_NONE;
+    return bb_tensor(bg_build(g, BRAID_OP_SLICE, &x.id, 1, BRAID_F32, n->rank,
+                              count, &a, NULL));
+}
+
+braid_tensor braid_concat(braid_graph *g, int n, const braid_tensor *xs,
+                          int axis) {
+    if (!bb_ready(g, "concat")) return BRAID_NONE;
+    if (n < 1 || xs == NULL) {
+        bg_fail(g, BRAID_ERR_INVALID_ARGUMENT,
+                "concat: %d inputs%s; expected at least 1", n,
+                xs ? "" : " (NULL array)");
+        return BRAID_NONE;
+    }
+    const bg_node *x0 = bb_peek(g, xs[0], "concat");
+    if (x0 == NULL) return BRAID_NONE;
+    bg_attrs a = {0};
+    a.axis = axis < 0 ? axis + x0->rank : axis; /* bg_build range-checks */
+    if (axis < 0 && a.axis < 0) a.axis = axis;
+    uint32_t local[16];
+    size_t bytes = (size_t)n * sizeof(uint32_t);
+    uint32_t *ids = n <= 16 ? local : bg_alloc(g, bytes);
+    if (ids == NULL) return BRAID_NONE;
+    for (int i = 0; i < n; i++)
+        ids[i] = xs[i].id;
+    uint32_t id = bg_build(g, BRAID_OP_CONCAT, ids, (uint32_t)n, BRAID_F32, 0,
+                           NULL, &a, NULL);
+    if (ids != local) bg_free(g, ids, bytes);
+    return bb_tensor(id);
+}
+
+braid_tensor braid_broadcast_to(braid_graph *g, braid_tensor x, int rank,
+                                const int64_t *dims) {
+    if (!bb_ready(g, "broadcast_to")) return BRAID_NONE;
+    return bb_tensor(bg_build(g, BRAID_OP_BROADCAST_TO, &x.id, 1, BRAID_F32,
+                              rank, dims, NULL, NULL));
+}

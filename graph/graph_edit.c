@@ -1,0 +1,269 @@
+/* graph/graph_edit.c — outputs, names and placement hints; name validation;
+ * deep copy and structural equality of graphs. */
+#include "graph/internal.h"
+
+#include <string.h>
+
+/* ---- name rules
+ * -------------------------------------------------------------- */
+
+bool bg_valid_ident(const char *s) {
+    if (s == NULL || s[0] == '\0') return false;
+    for (size_t i = 0; s[i] != '\0'; i++) {
+        char c = s[i];
+        bool alpha =
+            (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_';
+        bool tail = (c >= '0' && c <= '9') || c == '.';
+        if (!alpha && !(i > 0 && tail)) return false;
+    }
+    return true;
+}
+
+bool bg_valid_label(const char *s) {
+    if (s == NULL || s[0] == '\0') return false;
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+        if (*p < 0x20 || *p == 0x7f) return false;
+    return true;
+}
+
+bool bg_input_name_taken(const braid_graph *g, const char *name,
+                         uint32_t except) {
+    for (uint32_t i = 0; i < g->nnodes; i++) {
+        const bg_node *n = &g->nodes[i];
+        if (i != except && n->op == BRAID_OP_INPUT && n->name &&
+            strcmp(n->name, name) == 0)
+            return true;
+    }
+    return false;
+}
+
+/* Canonical spellings only ("cuda:07" is refused) so that a hint survives a
+ * print/parse round trip unchanged and compares equal. */
+bool bg_valid_device(const char *dev) {
+    if (dev == NULL) return false;
+    if (strcmp(dev, "cpu") == 0) return true;
+    if (strncmp(dev, "cuda:", 5) != 0) return false;
+    const char *d = dev + 5;
+    size_t len = strlen(d);
+    if (len == 0 || len > 2 || (len == 2 && d[0] == '0')) return false;
+    int v = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (d[i] < '0' || d[i] > '9') return false;
+        v = v * 10 + (d[i] - '0');
+    }
+    return v < 64;
+}
+
+/* ---- outputs, names, hints --------------------------------------------------
+ */
+
+/* Shared prologue of the editing calls: a NULL graph, a graph that already
+ * failed (its first error is repeated to braid_last_error) or a tensor that
+ * is not in the graph. */
+static braid_status bg_edit_check(braid_graph *g, braid_tensor t,
+                                  const char *fn) {
+    if (g == NULL)
+        return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
+                                 "%s: graph is NULL", fn);
+    if (g->status != BRAID_OK)
+        return bg_set_last_error(g->status, "%s", g->error);
+    if (t.id >= g->nnodes)
+        return bg_fail(g, BRAID_ERR_INVALID_ARGUMENT,
+                       "%s: invalid tensor (id %u, graph has %u nodes)", fn,
+                       (unsigned)t.id, (unsigned)g->nnodes);
+    return BRAID_OK;
+}
+
+braid_status braid_output(braid_graph *g, const char *name, braid_tensor t) {
+    braid_status s = bg_edit_check(g, t, "braid_output");
+    if (s != BRAID_OK) return s;
+    if (!bg_valid_label(name))
+        return bg_fail(g, BRAID_ERR_INVALID_ARGUMENT,
+                       "braid_output: output name %s%s%s is empty, NULL or "
+                       "has control characters",
+                       name ? "\"" : "", name ? name : "(null)",
+                       name ? "\"" : "");
+    for (uint32_t i = 0; i < g->noutputs; i++)
+        if (strcmp(g->outputs[i].name, name) == 0)
+            return bg_fail(g, BRAID_ERR_INVALID_ARGUMENT,
+                           "braid_output: duplicate output name \"%s\"", name);
+    if (g->noutputs == g->ocap) {
+        uint32_t cap = g->ocap ? 2 * g->ocap : 4;
+        bg_output *o = bg_realloc(g, g->outputs, (size_t)g->ocap * sizeof *o,
+                                  (size_t)cap * sizeof *o);
+        if (o == NULL) return g->status;
+        g->outputs = o;
+        g->ocap = cap;
+    }
+    char *copy = bg_strdup(g, name);
+    if (copy == NULL) return g->status;
+    g->outputs[g->noutputs].name = copy;
+    g->outputs[g->noutputs].node = t.id;
+    g->noutputs++;
+    return BRAID_OK;
+}
+
+/* An input's name is its binding name, so it keeps the input rules. */
+braid_status braid_set_name(braid_graph *g, braid_tensor t, const char *name) {
+    braid_status s = bg_edit_check(g, t, "braid_set_name");
+    if (s != BRAID_OK) return s;
+    bg_node *n = &g->nodes[t.id];
+    const char *op = bg_op(n->op)->name;
+    if (n->op == BRAID_OP_INPUT) {
+        if (!bg_valid_ident(name))
+            return bg_fail(g, BRAID_ERR_INVALID_ARGUMENT,
+                           "braid_set_name: input name \"%s\" of node %u "
+                           "(input) must match [A-Za-z_][A-Za-z0-9_.]*",
+                           name ? name : "(null)", (unsigned)t.id);
+        if (bg_input_name_taken(g, name, t.id))
+            return bg_fail(g, BRAID_ERR_INVALID_ARGUMENT,
+                           "braid_set_name: duplicate input name \"%s\"", name);
+    } else if (name != NULL && !bg_valid_label(name)) {
+        return bg_fail(g, BRAID_ERR_INVALID_ARGUMENT,
+                       "braid_set_name: name of node %u (%s) is empty or "
+                       "has control characters",
+                       (unsigned)t.id, op);
+    }
+    char *copy = NULL;
+    if (name != NULL && (copy = bg_strdup(g, name)) == NULL) return g->status;
+    bg_free_str(g, n->name);
+    n->name = copy;
+    return BRAID_OK;
+}
+
+/* device NULL removes the hint. */
+braid_status braid_set_device(braid_graph *g, braid_tensor t,
+                              const char *device) {
+    braid_status s = bg_edit_check(g, t, "braid_set_device");
+    if (s != BRAID_OK) return s;
+    bg_node *n = &g->nodes[t.id];
+    if (device != NULL && !bg_valid_device(device))
+        return bg_fail(g, BRAID_ERR_INVALID_ARGUMENT,
+                       "braid_set_device: device \"%s\" for node %u (%s) is "
+                       "not \"cpu\" or \"cuda:N\" with 0 <= N < 64",
+                       device, (unsigned)t.id, bg_op(n->op)->name);
+    char *copy = NULL;
+    if (device != NULL && (copy = bg_strdup(g, device)) == NULL)
+        return g->status;
+    bg_free_str(g, n->device);
+    n->device = copy;
+    return BRAID_OK;
+}
+
+/* ---- clone
+ * --------------------------------------------------------------------- */
+
+/* Copies what src owns into dst (whose pointers start NULL). */
+static bool bg_node_copy(braid_graph *c, bg_node *dst, const bg_node *src) {
+    size_t in_bytes = (size_t)src->ninputs * sizeof *src->inputs;
+    if (in_bytes) {
+        if ((dst->inputs = bg_alloc(c, in_bytes)) == NULL) return false;
+        memcpy(dst->inputs, src->inputs, in_bytes);
+    }
+    size_t data_bytes = src->attr.data ? bg_nbytes(src) : 0;
+    if (data_bytes) {
+        if ((dst->attr.data = bg_alloc(c, data_bytes)) == NULL) return false;
+        memcpy(dst->attr.data, src->attr.data, data_bytes);
+    }
+    if (src->name && (dst->name = bg_strdup(c, src->name)) == NULL)
+        return false;
+    if (src->device && (dst->device = bg_strdup(c, src->device)) == NULL)
+        return false;
+    return true;
+}
+
+static bool bg_clone_outputs(braid_graph *c, const braid_graph *g) {
+    if (g->noutputs == 0) return true;
+    c->outputs = bg_alloc(c, (size_t)g->noutputs * sizeof *c->outputs);
+    if (c->outputs == NULL) return false;
+    c->ocap = g->noutputs;
+    for (uint32_t i = 0; i < g->noutputs; i++) {
+        c->outputs[i].node = g->outputs[i].node;
+        c->outputs[i].name = bg_strdup(c, g->outputs[i].name);
+        if (c->outputs[i].name == NULL) return false;
+        c->noutputs++;
+    }
+    return true;
+}
+
+braid_graph *bg_graph_clone(const braid_graph *g) {
+    if (g == NULL) return NULL;
+    braid_graph_options o = {g->alloc, g->alloc_user};
+    braid_graph *c = braid_graph_new(&o);
+    if (c == NULL) return NULL;
+    bool ok = true;
+    if (g->nnodes) {
+        c->nodes = bg_alloc(c, (size_t)g->nnodes * sizeof *c->nodes);
+        ok = c->nodes != NULL;
+        c->cap = ok ? g->nnodes : 0;
+    }
+    for (uint32_t i = 0; ok && i < g->nnodes; i++) {
+        bg_node *dst = &c->nodes[i];
+        *dst = g->nodes[i];
+        dst->inputs = NULL;
+        dst->attr.data = NULL;
+        dst->name = NULL;
+        dst->device = NULL;
+        c->nnodes++;
+        ok = bg_node_copy(c, dst, &g->nodes[i]);
+    }
+    ok = ok && bg_clone_outputs(c, g);
+    if (!ok) {
+        braid_graph_free(c);
+        bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY,
+                          "bg_graph_clone: out of memory");
+        return NULL;
+    }
+    c->status = g->status;
+    memcpy(c->error, g->error, sizeof c->error);
+    return c;
+}
+
+/* ---- equality
+ * ------------------------------------------------------------------ */
+
+static bool bg_str_eq(const char *a, const char *b) {
+    if (a == NULL || b == NULL) return a == b;
+    return strcmp(a, b) == 0;
+}
+
+/* bg_build zeroes every attribute its op does not use, so comparing all
+ * fields is exact. Doubles compare by bits (NaN fill values are equal to
+ * themselves, -0 differs from 0). */
+static bool bg_attrs_eq(const bg_node *a, const bg_node *b) {
+    const bg_attrs *x = &a->attr, *y = &b->attr;
+    if (memcmp(x->value, y->value, sizeof x->value) != 0 ||
+        x->seed != y->seed || x->axis != y->axis || x->flags != y->flags ||
+        x->axes != y->axes || memcmp(x->perm, y->perm, sizeof x->perm) ||
+        memcmp(x->start, y->start, sizeof x->start) ||
+        memcmp(x->step, y->step, sizeof x->step))
+        return false;
+    if ((x->data == NULL) != (y->data == NULL)) return false;
+    return x->data == NULL || memcmp(x->data, y->data, bg_nbytes(a)) == 0;
+}
+
+static bool bg_node_eq(const bg_node *a, const bg_node *b) {
+    if (a->op != b->op || a->dtype != b->dtype || a->rank != b->rank ||
+        memcmp(a->dims, b->dims, sizeof a->dims) != 0 ||
+        a->ninputs != b->ninputs)
+        return false;
+    if (a->ninputs &&
+        memcmp(a->inputs, b->inputs, a->ninputs * sizeof *a->inputs) != 0)
+        return false;
+    return bg_attrs_eq(a, b) && bg_str_eq(a->name, b->name) &&
+           bg_str_eq(a->device, b->device);
+}
+
+bool bg_graph_equal(const braid_graph *a, const braid_graph *b) {
+    if (a == NULL || b == NULL) return a == b;
+    if (a->status != b->status || a->nnodes != b->nnodes ||
+        a->noutputs != b->noutputs)
+        return false;
+    for (uint32_t i = 0; i < a->nnodes; i++)
+        if (!bg_node_eq(&a->nodes[i], &b->nodes[i])) return false;
+    for (uint32_t i = 0; i < a->noutputs; i++)
+        if (a->outputs[i].node != b->outputs[i].node ||
+            !bg_str_eq(a->outputs[i].name, b->outputs[i].name))
+            return false;
+    return true;
+}

@@ -1,0 +1,24 @@
+/* graph/internal.h — helpers shared by the files of graph/ (and their
+ * tests), not part of the IR contract in graph.h. */
+#ifndef BRAID_GRAPH_INTERNAL_H
+#define BRAID_GRAPH_INTERNAL_H
+
+#include "graph/graph.h"
+
+/* True when s is a valid input name: [A-Za-z_][A-Za-z0-9_.]* . */
+bool bg_valid_ident(const char *s);
+/* True when s is acceptable as a node or output name: non-empty, no control
+ * characters (so it survives the quoted strings of the text format). */
+bool bg_valid_label(const char *s);
+/* True when an input node other than `except` is called name. */
+bool bg_input_name_taken(const braid_graph *g, const char *name,
+                         uint32_t except);
+/* True when dev is "cpu" or "cuda:N" (N decimal, no leading zeros, < 64). */
+bool bg_valid_device(const char *dev);
+
+/* Deterministic elementary functions used by the random generators (see
+ * graph/rng.c for why they exist). Only IEEE + - * / and bit operations. */
+double bg_det_log(double x);    /* natural log; x ≤ 0 → -inf/NaN like log */
+double bg_det_cos2pi(double u); /* cos(2πu) for u in [0, 1) */
+
+#endif /* BRAID_GRAPH_INTERNAL_H */

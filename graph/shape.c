@@ -1,0 +1,61 @@
+/* graph/shape.c — element counts, type strings and NumPy broadcasting. */
+#include "graph/graph.h"
+
+#include <stdio.h>
+
+int64_t bg_numel(const bg_node *n) {
+    int64_t count = 1;
+    for (int i = 0; i < n->rank; i++)
+        count *= n->dims[i];
+    return count;
+}
+
+size_t bg_nbytes(const bg_node *n) {
+    return (size_t)bg_numel(n) * braid_dtype_size(n->dtype);
+}
+
+/* Truncates silently: the strings only feed messages. */
+const char *bg_shape_str(int rank, const int64_t *dims, char *buf,
+                         size_t size) {
+    if (buf == NULL || size == 0) return "";
+    size_t used = 0;
+    buf[0] = '\0';
+    int w = snprintf(buf, size, "[");
+    for (int i = 0; w >= 0 && i < rank && dims; i++) {
+        used += (size_t)w;
+        if (used >= size) return buf;
+        w = snprintf(buf + used, size - used, "%s%lld", i ? "," : "",
+                     (long long)dims[i]);
+    }
+    if (w >= 0 && (used += (size_t)w) < size)
+        snprintf(buf + used, size - used, "]");
+    return buf;
+}
+
+const char *bg_type_str(const bg_node *n, char *buf, size_t size) {
+    if (buf == NULL || size == 0) return "";
+    int w = snprintf(buf, size, "%s", braid_dtype_name(n->dtype));
+    if (w >= 0 && (size_t)w < size)
+        bg_shape_str(n->rank, n->dims, buf + w, size - (size_t)w);
+    return buf;
+}
+
+/* out may be a or b: the result is built in a temporary first. On failure
+ * out and rout are left unchanged. */
+bool bg_broadcast_shapes(int ra, const int64_t *a, int rb, const int64_t *b,
+                         int *rout, int64_t *out) {
+    int r = ra > rb ? ra : rb;
+    int64_t tmp[BRAID_MAX_RANK];
+    if (r > BRAID_MAX_RANK) return false;
+    for (int i = 0; i < r; i++) {
+        int ia = i - (r - ra), ib = i - (r - rb);
+        int64_t da = ia >= 0 ? a[ia] : 1;
+        int64_t db = ib >= 0 ? b[ib] : 1;
+        if (da != db && da != 1 && db != 1) return false;
+        tmp[i] = da == 1 ? db : da;
+    }
+    for (int i = 0; i < r; i++)
+        out[i] = tmp[i];
+    *rout = r;
+    return true;
+}

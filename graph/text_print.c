@@ -1,0 +1,444 @@
+/* graph/text_print.c — writes a graph in the .graph text format
+ * (docs/graph-format.md).
+ *
+ * The text is handed to the caller, who frees it with free(), so this file
+ * (unlike the rest of graph/) grows its buffer with plain malloc/realloc.
+ * The output is canonical: labels are %<id>, attributes come in a fixed
+ * order, and every number reads back to the same bits, so
+ * print(parse(print(g))) == print(g). */
+#define _POSIX_C_SOURCE 200809L /* fsync, getpid */
+#include "graph/text.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Constants with at most this many elements are written as a value list,
+ * larger ones as base64. */
+#define BG_TEXT_LIST_MAX 64
+
+/* A growing output buffer; after an allocation failure every append is a
+ * no-op and oom stays set. */
+typedef struct pbuf {
+    char *data; /* malloc'd, NUL-terminated once finished */
+    size_t len; /* bytes written */
+    size_t cap; /* bytes allocated */
+    bool oom;   /* an allocation failed */
+} pbuf;
+
+/* Makes room for n more bytes plus a NUL. */
+static bool reserve(pbuf *b, size_t n) {
+    if (b->oom) return false;
+    if (n < b->cap - b->len) return true;
+    if (n > SIZE_MAX / 2 - b->len - 1) {
+        b->oom = true;
+        return false;
+    }
+    size_t cap = b->cap ? b->cap : 256;
+    while (cap - b->len <= n)
+        cap *= 2;
+    char *p = realloc(b->data, cap);
+    if (p == NULL) {
+        b->oom = true;
+        return false;
+    }
+    b->data = p;
+    b->cap = cap;
+    return true;
+}
+
+static void put(pbuf *b, const char *s, size_t n) {
+    if (reserve(b, n)) {
+        memcpy(b->data + b->len, s, n);
+        b->len += n;
+    }
+}
+
+static void puts_(pbuf *b, const char *s) {
+    put(b, s, strlen(s));
+}
+
+static void putf(pbuf *b, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void putf(pbuf *b, const char *fmt, ...) {
+    char tmp[128];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+    va_end(ap);
+    if (n > 0) put(b, tmp, (size_t)n < sizeof tmp ? (size_t)n : sizeof tmp - 1);
+}
+
+/* A quoted string: \" \\ and control characters escaped, other bytes
+ * (UTF-8 included) as they are. */
+static void put_string(pbuf *b, const char *s) {
+    put(b, "\"", 1);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '"' || *p == '\\') {
+            char e[2] = {'\\', (char)*p};
+            put(b, e, 2);
+        } else if (*p == '\n') {
+            put(b, "\\n", 2);
+        } else if (*p == '\t') {
+            put(b, "\\t", 2);
+        } else if (*p == '\r') {
+            put(b, "\\r", 2);
+        } else if (*p < 0x20 || *p == 0x7f) {
+            putf(b, "\\x%02x", *p);
+        } else {
+            put(b, (const char *)p, 1);
+        }
+    }
+    put(b, "\"", 1);
+}
+
+static void put_f64(pbuf *b, double v) {
+    char num[BG_TEXT_NUMBUF];
+    bg_text_format_f64(v, num);
+    puts_(b, num);
+}
+
+/* "[a,b,c]" of int64 values. */
+static void put_int_list(pbuf *b, int n, const int64_t *v) {
+    put(b, "[", 1);
+    for (int i = 0; i < n; i++)
+        putf(b, "%s%lld", i ? "," : "", (long long)v[i]);
+    put(b, "]", 1);
+}
+
+/* "f32[2,3]" */
+static void put_type(pbuf *b, const bg_node *n) {
+    puts_(b, braid_dtype_name(n->dtype));
+    put_int_list(b, n->rank, n->dims);
+}
+
+/* ---- constants ----------------------------------------------------------- */
+
+/* NaN bit patterns the parser produces for "nan" / "-nan" per dtype. */
+static bool canonical_nan(braid_dtype t, const unsigned char *p) {
+    uint64_t u64;
+    uint32_t u32;
+    uint16_t u16;
+    switch (t) {
+    case BRAID_F64:
+        memcpy(&u64, p, 8);
+        return (u64 & ~(UINT64_C(1) << 63)) == UINT64_C(0x7ff8000000000000);
+    case BRAID_F32:
+        memcpy(&u32, p, 4);
+        return (u32 & 0x7fffffffu) == 0x7fc00000u;
+    case BRAID_F16:
+        memcpy(&u16, p, 2);
+        return (u16 & 0x7fffu) == 0x7e00u;
+    case BRAID_BF16:
+        memcpy(&u16, p, 2);
+        return (u16 & 0x7fffu) == 0x7fc0u;
+    default:
+        return true;
+    }
+}
+
+/* True when every element reads back from its decimal spelling to the same
+ * bytes: all but NaNs with payloads and bool bytes other than 0/1. */
+static bool list_exact(const bg_node *n) {
+    const unsigned char *d = n->attr.data;
+    size_t es = braid_dtype_size(n->dtype);
+    int64_t count = bg_numel(n);
+    for (int64_t i = 0; i < count; i++) {
+        const unsigned char *p = d + (size_t)i * es;
+        if (n->dtype == BRAID_BOOL) {
+            if (*p > 1) return false;
+        } else if (braid_dtype_is_float(n->dtype) &&
+                   isnan(bg_load(n->dtype, d, i)) &&
+                   !canonical_nan(n->dtype, p)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+static void put_element(pbuf *b, braid_dtype t, const unsigned char *p) {
+    char num[BG_TEXT_NUMBUF];
+    uint16_t h;
+    float f;
+    double v;
+    int32_t i;
+    switch (t) {
+    case BRAID_F32:
+        memcpy(&f, p, 4);
+        bg_text_format_f32(f, num);
+        break;
+    case BRAID_F16:
+        memcpy(&h, p, 2);
+        bg_text_format_f32(bg_f16_to_f32(h), num);
+        break;
+    case BRAID_BF16:
+        memcpy(&h, p, 2);
+        bg_text_format_f32(bg_bf16_to_f32(h), num);
+        break;
+    case BRAID_F64:
+        memcpy(&v, p, 8);
+        bg_text_format_f64(v, num);
+        break;
+    case BRAID_I32:
+        memcpy(&i, p, 4);
+        snprintf(num, sizeof num, "%ld", (long)i);
+        break;
+    default:
+        strcpy(num, *p ? "true" : "false");
+        break;
+    }
+    puts_(b, num);
+}
+
+static void put_constant_data(pbuf *b, const bg_node *n) {
+    const unsigned char *d = n->attr.data;
+    int64_t count = bg_numel(n);
+    size_t bytes = bg_nbytes(n);
+    if (count <= BG_TEXT_LIST_MAX && list_exact(n)) {
+        size_t es = braid_dtype_size(n->dtype);
+        put(b, "[", 1);
+        for (int64_t i = 0; i < count; i++) {
+            if (i) put(b, ", ", 2);
+            put_element(b, n->dtype, d + (size_t)i * es);
+        }
+        put(b, "]", 1);
+        return;
+    }
+    size_t enc = bg_base64_encoded_len(bytes);
+    put(b, "base64\"", 7);
+    if (reserve(b, enc)) {
+        bg_base64_encode(d, bytes, b->data + b->len);
+        b->len += enc;
+    }
+    put(b, "\"", 1);
+}
+
+/* ---- nodes --------------------------------------------------------------- */
+
+/* The attributes of a source op, after its type. */
+static void put_source_attrs(pbuf *b, const bg_node *n) {
+    const bg_attrs *a = &n->attr;
+    switch (n->op) {
+    case BRAID_OP_CONSTANT:
+        put(b, " ", 1);
+        put_constant_data(b, n);
+        break;
+    case BRAID_OP_FILL:
+        puts_(b, " value=");
+        put_f64(b, a->value[0]);
+        break;
+    case BRAID_OP_IOTA:
+        putf(b, " axis=%ld", (long)a->axis);
+        break;
+    case BRAID_OP_RANDOM_UNIFORM:
+    case BRAID_OP_RANDOM_NORMAL: {
+        bool u = n->op == BRAID_OP_RANDOM_UNIFORM;
+        putf(b, " seed=%llu %s=", (unsigned long long)a->seed,
+             u ? "low" : "mean");
+        put_f64(b, a->value[0]);
+        puts_(b, u ? " high=" : " stddev=");
+        put_f64(b, a->value[1]);
+        break;
+    }
+    default:
+        break;
+    }
+}
+
+/* "[i,j,...]" of the reduced axes of a rank-`rank` input. */
+static void put_axes(pbuf *b, unsigned axes, int rank) {
+    int64_t list[BRAID_MAX_RANK];
+    int k = 0;
+    for (int i = 0; i < rank && i < BRAID_MAX_RANK; i++)
+        if (axes & (1u << i)) list[k++] = i;
+    put_int_list(b, k, list);
+}
+
+/* slice start/stop/step; stop is the first index past the last element
+ * taken (start when nothing is taken), which reads back to the same node. */
+static void put_slice(pbuf *b, const bg_node *n, int rank) {
+    int64_t stop[BRAID_MAX_RANK], step[BRAID_MAX_RANK];
+    for (int i = 0; i < rank; i++) {
+        uint64_t count = (uint64_t)n->dims[i];
+        step[i] = n->attr.step[i];
+        stop[i] = count == 0 ? n->attr.start[i]
+                             : (int64_t)((uint64_t)n->attr.start[i] +
+                                         (count - 1) * (uint64_t)step[i] + 1);
+    }
+    puts_(b, " start=");
+    put_int_list(b, rank, n->attr.start);
+    puts_(b, " stop=");
+    put_int_list(b, rank, stop);
+    puts_(b, " step=");
+    put_int_list(b, rank, step);
+}
+
+/* The attributes of a non-source op, after its operands. */
+static void put_op_attrs(pbuf *b, const braid_graph *g, const bg_node *n) {
+    const bg_attrs *a = &n->attr;
+    int in_rank = n->ninputs ? g->nodes[n->inputs[0]].rank : 0;
+    int64_t perm[BRAID_MAX_RANK];
+    switch (bg_op(n->op)->kind == BRAID_KIND_REDUCE ? BRAID_OP_SUM : n->op) {
+    case BRAID_OP_CAST:
+        putf(b, " to=%s", braid_dtype_name(n->dtype));
+        break;
+    case BRAID_OP_MATMUL:
+        if (a->flags & BRAID_TRANSPOSE_A) puts_(b, " transpose_a");
+        if (a->flags & BRAID_TRANSPOSE_B) puts_(b, " transpose_b");
+        break;
+    case BRAID_OP_SUM:
+        puts_(b, " axes=");
+        put_axes(b, a->axes, in_rank);
+        if (a->flags & BG_KEEPDIMS) puts_(b, " keepdims");
+        break;
+    case BRAID_OP_RESHAPE:
+    case BRAID_OP_BROADCAST_TO:
+        puts_(b, " shape=");
+        put_int_list(b, n->rank, n->dims);
+        break;
+    case BRAID_OP_PERMUTE:
+        for (int i = 0; i < n->rank; i++)
+            perm[i] = a->perm[i];
+        puts_(b, " perm=");
+        put_int_list(b, n->rank, perm);
+        break;
+    case BRAID_OP_SLICE:
+        put_slice(b, n, in_rank);
+        break;
+    case BRAID_OP_CONCAT:
+        putf(b, " axis=%ld", (long)a->axis);
+        break;
+    default:
+        break;
+    }
+}
+
+static void put_node(pbuf *b, const braid_graph *g, uint32_t id) {
+    const bg_node *n = &g->nodes[id];
+    const bg_op_info *info = bg_op(n->op);
+    putf(b, "%%%lu = %s", (unsigned long)id, info->name);
+    bool source = info->kind == BRAID_KIND_SOURCE;
+    if (source) {
+        put(b, " ", 1);
+        put_type(b, n);
+        put_source_attrs(b, n);
+    } else {
+        for (uint32_t i = 0; i < n->ninputs; i++)
+            putf(b, "%s%%%lu", i ? ", " : " ", (unsigned long)n->inputs[i]);
+        put_op_attrs(b, g, n);
+    }
+    if (n->name) {
+        puts_(b, " name=");
+        put_string(b, n->name);
+    }
+    if (n->device) {
+        puts_(b, " device=");
+        put_string(b, n->device);
+    }
+    if (!source) {
+        puts_(b, " : ");
+        put_type(b, n);
+    }
+    put(b, "\n", 1);
+}
+
+/* ---- public entry points ------------------------------------------------- */
+
+braid_status braid_graph_print(const braid_graph *g, char **text, size_t *len) {
+    if (text) *text = NULL;
+    if (len) *len = 0;
+    if (g == NULL || text == NULL)
+        return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
+                                 "braid_graph_print: %s is NULL",
+                                 g ? "text" : "graph");
+    if (g->status != BRAID_OK)
+        return bg_set_last_error(g->status,
+                                 "braid_graph_print: the graph has an error: "
+                                 "%s",
+                                 g->error);
+    pbuf b = {0};
+    puts_(&b, "braid-graph 1\n");
+    for (uint32_t id = 0; id < g->nnodes; id++)
+        put_node(&b, g, id);
+    for (uint32_t i = 0; i < g->noutputs; i++) {
+        puts_(&b, "output ");
+        put_string(&b, g->outputs[i].name);
+        putf(&b, " = %%%lu\n", (unsigned long)g->outputs[i].node);
+    }
+    if (!reserve(&b, 0)) {
+        free(b.data);
+        return bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY,
+                                 "braid_graph_print: out of memory");
+    }
+    b.data[b.len] = '\0';
+    *text = b.data;
+    if (len) *len = b.len;
+    return BRAID_OK;
+}
+
+/* Creates a fresh temporary file next to path (so rename stays within one
+ * file system). Writes its name into tmp. */
+static FILE *open_temp(const char *path, char *tmp, size_t size) {
+    /* distinguishes calls within one process, threads included */
+    static atomic_uint counter;
+    for (int attempt = 0; attempt < 100; attempt++) {
+        int w = snprintf(tmp, size, "%s.tmp.%ld.%u", path, (long)getpid(),
+                         atomic_fetch_add(&counter, 1u));
+        if (w < 0 || (size_t)w >= size) return NULL;
+        FILE *f = fopen(tmp, "wbx");
+        if (f != NULL || errno != EEXIST) return f;
+    }
+    return NULL;
+}
+
+/* Writes all of text to f, flushes it to disk. */
+static bool write_all(FILE *f, const char *text, size_t len) {
+    if (fwrite(text, 1, len, f) != len || fflush(f) != 0) return false;
+    return fsync(fileno(f)) == 0;
+}
+
+braid_status braid_graph_write_file(const braid_graph *g, const char *path) {
+    if (path == NULL || path[0] == '\0')
+        return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
+                                 "braid_graph_write_file: path is %s",
+                                 path ? "empty" : "NULL");
+    char *text;
+    size_t len;
+    braid_status s = braid_graph_print(g, &text, &len);
+    if (s != BRAID_OK) return s;
+    size_t tsize = strlen(path) + 48;
+    char *tmp = malloc(tsize);
+    FILE *f = tmp ? open_temp(path, tmp, tsize) : NULL;
+    if (f == NULL) {
+        int err = errno;
+        free(text);
+        free(tmp);
+        if (tmp == NULL)
+            return bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY,
+                                     "braid_graph_write_file: out of memory");
+        return bg_set_last_error(BRAID_ERR_IO,
+                                 "braid_graph_write_file: cannot create a "
+                                 "temporary file beside %s: %s",
+                                 path, strerror(err));
+    }
+    bool ok = write_all(f, text, len);
+    int err = errno;
+    ok = (fclose(f) == 0) && ok;
+    if (ok && rename(tmp, path) != 0) {
+        err = errno;
+        ok = false;
+    }
+    if (!ok) remove(tmp);
+    free(text);
+    free(tmp);
+    if (!ok)
+        return bg_set_last_error(BRAID_ERR_IO,
+                                 "braid_graph_write_file: cannot write %s: %s",
+                                 path, strerror(err));
+    return BRAID_OK;
+}

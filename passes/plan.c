@@ -1,0 +1,197 @@
+/* passes/plan.c — plan data helpers: devices, allocation, free, print. */
+#include "passes/passes.h"
+
+#include <ctype.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+void *bp_calloc(size_t n, size_t size, const char *what) {
+    if (size != 0 && n > SIZE_MAX / size) {
+        bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY,
+                          "braid_compile: %s: %zu × %zu bytes overflows", what,
+                          n, size);
+        return NULL;
+    }
+    /* calloc(0) may return NULL; ask for one byte so NULL means failure. */
+    void *p = calloc(n == 0 ? 1 : n, size == 0 ? 1 : size);
+    if (!p)
+        bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY,
+                          "braid_compile: out of memory allocating %s (%zu "
+                          "entries)",
+                          what, n);
+    return p;
+}
+
+const char *bp_device_str(bp_device d, char *buf, size_t size) {
+    if (d.kind == BP_DEVICE_CPU)
+        snprintf(buf, size, "cpu");
+    else
+        snprintf(buf, size, "cuda:%d", (int)d.index);
+    return buf;
+}
+
+/* One device name, [s, s + len), already trimmed. */
+static bool parse_one_device(const char *s, size_t len, bp_device *d) {
+    if (len == 3 && memcmp(s, "cpu", 3) == 0) {
+        *d = (bp_device){BP_DEVICE_CPU, 0};
+        return true;
+    }
+    if (len < 6 || len > 9 || memcmp(s, "cuda:", 5) != 0) return false;
+    int32_t idx = 0;
+    for (size_t i = 5; i < len; i++) {
+        if (!isdigit((unsigned char)s[i])) return false;
+        idx = idx * 10 + (s[i] - '0'); /* ≤ 4 digits: no overflow */
+    }
+    if (len > 6 && s[5] == '0') /* no leading zeros: "cuda:01" */
+        return false;
+    *d = (bp_device){BP_DEVICE_CUDA, idx};
+    return true;
+}
+
+static braid_status detect_devices(bp_device *out, uint32_t *n) {
+    out[0] = (bp_device){BP_DEVICE_CPU, 0};
+    *n = 1;
+    int count = braid_cuda_device_count();
+    for (int i = 0; i < count && *n < BP_MAX_DEVICES; i++)
+        out[(*n)++] = (bp_device){BP_DEVICE_CUDA, i};
+    return BRAID_OK;
+}
+
+braid_status bp_parse_devices(const char *text, bp_device *out, uint32_t *n) {
+    *n = 0;
+    if (!text) return detect_devices(out, n);
+    const char *p = text;
+    for (;;) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        const char *s = p;
+        while (len > 0 && isspace((unsigned char)*s))
+            s++, len--;
+        while (len > 0 && isspace((unsigned char)s[len - 1]))
+            len--;
+        bp_device d;
+        if (len == 0)
+            return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
+                                     "braid_compile: empty device name in "
+                                     "devices \"%s\" (expected a "
+                                     "comma-separated list of cpu, cuda:N)",
+                                     text);
+        if (!parse_one_device(s, len, &d))
+            return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
+                                     "braid_compile: unknown device \"%.*s\" "
+                                     "in devices \"%s\" (expected cpu or "
+                                     "cuda:N)",
+                                     (int)(len > 64 ? 64 : len), s, text);
+        for (uint32_t i = 0; i < *n; i++)
+            if (bp_device_equal(out[i], d))
+                return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
+                                         "braid_compile: device \"%.*s\" "
+                                         "listed twice in devices \"%s\"",
+                                         (int)len, s, text);
+        if (*n == BP_MAX_DEVICES)
+            return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
+                                     "braid_compile: more than %d devices in "
+                                     "devices \"%s\"",
+                                     BP_MAX_DEVICES, text);
+        out[(*n)++] = d;
+        if (!end) break;
+        p = end + 1;
+    }
+    return BRAID_OK;
+}
+
+braid_status bp_plan_alloc_nodes(bp_plan *plan) {
+    uint32_t n = plan->graph->nnodes;
+    plan->nnodes = n;
+    plan->live = bp_calloc(n, sizeof *plan->live, "live flags");
+    plan->schedule = bp_calloc(n, sizeof *plan->schedule, "schedule");
+    plan->node_device = bp_calloc(n, sizeof *plan->node_device, "devices");
+    plan->place = bp_calloc(n, sizeof *plan->place, "tensor places");
+    if (!plan->live || !plan->schedule || !plan->node_device || !plan->place)
+        return BRAID_ERR_OUT_OF_MEMORY;
+    return BRAID_OK;
+}
+
+void braid_plan_free(braid_plan *p) {
+    if (!p) return;
+    braid_graph_free(p->graph);
+    free(p->devices_text);
+    free(p->live);
+    free(p->schedule);
+    free(p->node_device);
+    free(p->place);
+    free(p->arenas);
+    free(p->inputs);
+    free(p->outputs);
+    free(p);
+}
+
+static const char *storage_name(bp_storage s) {
+    switch (s) {
+    case BP_STORAGE_BUFFER:
+        return "buffer";
+    case BP_STORAGE_INPUT:
+        return "input";
+    case BP_STORAGE_CONSTANT:
+        return "constant";
+    case BP_STORAGE_NONE:
+        break;
+    }
+    return "none";
+}
+
+static void print_header(const bp_plan *p, FILE *out) {
+    char dev[32];
+    fprintf(out, "plan: %" PRIu32 " of %" PRIu32 " nodes scheduled, devices ",
+            p->nschedule, p->nnodes);
+    for (uint32_t i = 0; i < p->ndevices; i++)
+        fprintf(out, "%s%s", i ? "," : "",
+                bp_device_str(p->devices[i], dev, sizeof dev));
+    if (p->opts.num_threads > 0)
+        fprintf(out, ", %d cpu threads\n", p->opts.num_threads);
+    else
+        fprintf(out, ", cpu threads: one per core\n");
+}
+
+static void print_node(const bp_plan *p, uint32_t id, FILE *out) {
+    const bg_node *n = bg_node_at(p->graph, id);
+    const bp_tensor_place *pl = &p->place[id];
+    char type[128], dev[32];
+    fprintf(out, "  %%%-5" PRIu32 " %-14s %-24s %-8s %12" PRIu64 " B  %s", id,
+            bg_op(n->op)->name, bg_type_str(n, type, sizeof type),
+            bp_device_str(p->node_device[id], dev, sizeof dev), pl->bytes,
+            storage_name(pl->storage));
+    if (pl->storage == BP_STORAGE_BUFFER)
+        fprintf(out, " %" PRIu32 "+%" PRIu64, pl->arena, pl->offset);
+    if (n->name) fprintf(out, "  \"%s\"", n->name);
+    fputc('\n', out);
+}
+
+braid_status braid_plan_print(const braid_plan *p, FILE *out) {
+    if (!p || !out)
+        return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
+                                 "braid_plan_print: %s is NULL",
+                                 !p ? "plan" : "out");
+    print_header(p, out);
+    uint64_t by_kind[4] = {0};
+    for (uint32_t i = 0; i < p->nschedule; i++) {
+        uint32_t id = p->schedule[i];
+        print_node(p, id, out);
+        by_kind[p->place[id].storage] += p->place[id].bytes;
+    }
+    for (uint32_t i = 0; i < p->noutputs; i++)
+        fprintf(out, "  output \"%s\" = %%%" PRIu32 "\n", p->outputs[i].name,
+                p->outputs[i].node);
+    uint64_t arena_bytes = 0;
+    for (uint32_t i = 0; i < p->narenas; i++)
+        arena_bytes += p->arenas[i].bytes;
+    fprintf(out,
+            "total: %" PRIu32 " nodes, %" PRIu32 " buffers of %" PRIu64
+            " bytes; inputs %" PRIu64 " bytes, constants %" PRIu64 " bytes\n",
+            p->nschedule, p->narenas, arena_bytes, by_kind[BP_STORAGE_INPUT],
+            by_kind[BP_STORAGE_CONSTANT]);
+    return ferror(out) ? bg_set_last_error(BRAID_ERR_IO,
+                                           "braid_plan_print: write failed")
+                       : BRAID_OK;
+}

@@ -1,0 +1,133 @@
+/* passes/verify.c — re-checks the graph a plan was cloned from.
+ *
+ * The builder already checked every node once; this pass guards against
+ * graphs that did not come from the builder (plan files, passes that rewrite
+ * the graph) by re-running shape/dtype inference on a scratch graph and
+ * comparing the result with what each node says. */
+#include "passes/passes.h"
+
+#include <stdio.h>
+
+/* Type, arity and id checks that need no inference. */
+static braid_status check_node_basics(const braid_graph *g, uint32_t id) {
+    const bg_node *n = &g->nodes[id];
+    if ((unsigned)n->op >= BRAID_OP_COUNT_)
+        return bg_set_last_error(BRAID_ERR_INTERNAL,
+                                 "verify: node %u has op %d, out of range", id,
+                                 (int)n->op);
+    const char *op = bg_op(n->op)->name;
+    if ((unsigned)n->dtype >= BRAID_DTYPE_COUNT_ || n->rank > BRAID_MAX_RANK)
+        return bg_set_last_error(BRAID_ERR_INTERNAL,
+                                 "verify: node %u (%s) has dtype %d, rank %d",
+                                 id, op, (int)n->dtype, (int)n->rank);
+    int64_t bytes = (int64_t)braid_dtype_size(n->dtype);
+    for (int i = 0; i < n->rank; i++) {
+        if (n->dims[i] < 0 ||
+            (n->dims[i] > 0 && bytes > BG_MAX_BYTES / n->dims[i]))
+            return bg_set_last_error(BRAID_ERR_SHAPE,
+                                     "verify: node %u (%s): dim %d is %lld "
+                                     "(negative or too large)",
+                                     id, op, i, (long long)n->dims[i]);
+        bytes *= n->dims[i];
+    }
+    int arity = bg_op(n->op)->arity;
+    if ((arity >= 0 && n->ninputs != (uint32_t)arity) ||
+        (arity < 0 && n->ninputs == 0) || (n->ninputs > 0 && !n->inputs))
+        return bg_set_last_error(BRAID_ERR_INTERNAL,
+                                 "verify: node %u (%s) has %u inputs", id, op,
+                                 n->ninputs);
+    for (uint32_t i = 0; i < n->ninputs; i++)
+        if (n->inputs[i] >= id)
+            return bg_set_last_error(BRAID_ERR_INTERNAL,
+                                     "verify: node %u (%s) reads node %u: ids "
+                                     "are not topological",
+                                     id, op, n->inputs[i]);
+    if (n->op == BRAID_OP_INPUT && !n->name)
+        return bg_set_last_error(BRAID_ERR_INTERNAL,
+                                 "verify: input node %u has no name", id);
+    if (n->op == BRAID_OP_CONSTANT && bytes > 0 && !n->attr.data)
+        return bg_set_last_error(BRAID_ERR_INTERNAL,
+                                 "verify: constant node %u has no data", id);
+    return BRAID_OK;
+}
+
+/* Appends to scratch a node that should have n's type; sources (and ops
+ * the builder does not make) become typed placeholders. */
+static uint32_t rebuild(braid_graph *scratch, const bg_node *n, uint32_t id) {
+    braid_op_kind kind = bg_op(n->op)->kind;
+    if (kind == BRAID_KIND_SOURCE || kind == BRAID_KIND_FUSED) {
+        /* Fused groups are checked by the pass that makes them. */
+        char name[32];
+        snprintf(name, sizeof name, "v%u", id);
+        return bg_build(scratch, BRAID_OP_INPUT, NULL, 0, n->dtype, n->rank,
+                        n->dims, NULL, name);
+    }
+    if (kind == BRAID_KIND_COPY) {
+        /* A copy has its input's type. */
+        const bg_node *in = &scratch->nodes[n->inputs[0]];
+        char name[32];
+        snprintf(name, sizeof name, "v%u", id);
+        return bg_build(scratch, BRAID_OP_INPUT, NULL, 0, in->dtype, in->rank,
+                        in->dims, NULL, name);
+    }
+    bg_attrs attr = n->attr;
+    attr.data = NULL;
+    return bg_build(scratch, n->op, n->inputs, n->ninputs, n->dtype, n->rank,
+                    n->dims, &attr, NULL);
+}
+
+static bool same_type(const bg_node *a, const bg_node *b) {
+    if (a->dtype != b->dtype || a->rank != b->rank) return false;
+    for (int i = 0; i < a->rank; i++)
+        if (a->dims[i] != b->dims[i]) return false;
+    return true;
+}
+
+static braid_status check_inference(const braid_graph *g, braid_graph *scratch,
+                                    uint32_t id) {
+    const bg_node *n = &g->nodes[id];
+    uint32_t got = rebuild(scratch, n, id);
+    if (got == BG_NONE)
+        return bg_set_last_error(
+            scratch->status != BRAID_OK ? scratch->status : BRAID_ERR_INTERNAL,
+            "verify: node %u (%s): %s", id, bg_op(n->op)->name, scratch->error);
+    if (got != id)
+        return bg_set_last_error(BRAID_ERR_INTERNAL,
+                                 "verify: node %u rebuilt as %u", id, got);
+    if (!same_type(n, &scratch->nodes[got])) {
+        char want[128], have[128];
+        return bg_set_last_error(
+            BRAID_ERR_SHAPE, "verify: node %u (%s) says %s but infers %s", id,
+            bg_op(n->op)->name, bg_type_str(n, have, sizeof have),
+            bg_type_str(&scratch->nodes[got], want, sizeof want));
+    }
+    return BRAID_OK;
+}
+
+static braid_status check_outputs(const braid_graph *g) {
+    if (g->noutputs == 0)
+        return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
+                                 "verify: the graph has no outputs");
+    for (uint32_t i = 0; i < g->noutputs; i++)
+        if (!g->outputs[i].name || g->outputs[i].node >= g->nnodes)
+            return bg_set_last_error(BRAID_ERR_INTERNAL,
+                                     "verify: output %u names node %u of %u", i,
+                                     g->outputs[i].node, g->nnodes);
+    return BRAID_OK;
+}
+
+braid_status bp_verify(bp_plan *plan) {
+    const braid_graph *g = plan->graph;
+    braid_graph_options o = {g->alloc, g->alloc_user};
+    braid_graph *scratch = braid_graph_new(&o);
+    if (!scratch)
+        return bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY,
+                                 "verify: out of memory");
+    braid_status s = BRAID_OK;
+    for (uint32_t id = 0; s == BRAID_OK && id < g->nnodes; id++) {
+        s = check_node_basics(g, id);
+        if (s == BRAID_OK) s = check_inference(g, scratch, id);
+    }
+    braid_graph_free(scratch);
+    return s == BRAID_OK ? check_outputs(g) : s;
+}

@@ -1,0 +1,417 @@
+/* runtime/exec.c — the CPU executor: braid_exec_new, braid_run.
+ *
+ * An executor owns everything a run needs, allocated once: one 64-byte
+ * aligned buffer per arena of the plan (touched at creation so the first
+ * run pays no page faults), kernel scratch and a thread pool. A run binds
+ * the caller's buffers (inputs are read in place; an output the caller
+ * binds is computed straight into the caller's buffer when that is safe),
+ * runs the schedule and copies the other requested outputs out. */
+#define _POSIX_C_SOURCE 200809L
+#include "runtime/runtime.h"
+
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define BR_ALIGN 64
+
+struct braid_exec {
+    const braid_plan *plan; /* the plan run; not owned, must outlive us */
+    br_pool *pool;          /* CPU worker threads */
+    void **arena;           /* per plan arena: its buffer; owned */
+    void **home;            /* per node: its data outside a run (arena
+                               buffer, constant data, NULL for inputs) */
+    void **ptr;             /* per node: its data during a run */
+    const void **args;      /* a node's input pointers, max_inputs */
+    uint32_t max_inputs;    /* entries in args */
+    void *scratch;          /* kernel scratch; owned */
+    size_t scratch_bytes;   /* its size */
+    void **staging;         /* per plan input: an aligned copy used when the
+                               caller's data is misaligned; lazily; owned */
+    int64_t *in_binding;    /* per plan input: binding index this run */
+    int64_t *out_binding;   /* per plan output: binding index this run */
+    bool *in_place;         /* per output binding: computed in the
+                               caller's buffer this run (noutputs cap) */
+    size_t in_place_cap;    /* entries in in_place */
+    atomic_flag running;    /* set while braid_run runs */
+};
+
+/* ---- creation ------------------------------------------------------------ */
+
+static void *aligned_buffer(uint64_t bytes) {
+    if (bytes > SIZE_MAX - BR_ALIGN) return NULL;
+    size_t n = ((size_t)bytes + BR_ALIGN - 1) & ~(size_t)(BR_ALIGN - 1);
+    return aligned_alloc(BR_ALIGN, n ? n : BR_ALIGN);
+}
+
+static braid_status oom_for_node(const bp_plan *p, uint32_t id,
+                                 uint64_t bytes) {
+    char type[128];
+    const bg_node *n = bg_node_at(p->graph, id);
+    return bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY,
+                             "braid_exec_new: out of memory allocating %llu "
+                             "bytes for node %u (%s %s%s%s)",
+                             (unsigned long long)bytes, id, bg_op(n->op)->name,
+                             bg_type_str(n, type, sizeof type),
+                             n->name ? " " : "", n->name ? n->name : "");
+}
+
+/* Every scheduled node runs here: on the CPU, with a kernel. */
+static braid_status check_nodes(braid_exec *e) {
+    const bp_plan *p = e->plan;
+    for (uint32_t i = 0; i < p->nschedule; i++) {
+        uint32_t id = p->schedule[i];
+        const bg_node *n = bg_node_at(p->graph, id);
+        if (p->node_device[id].kind != BP_DEVICE_CPU) {
+            char dev[32];
+            return bg_set_last_error(
+                BRAID_ERR_UNSUPPORTED,
+                "braid_exec_new: node %u (%s) is placed on %s, but this "
+                "executor runs CPU nodes only",
+                id, bg_op(n->op)->name,
+                bp_device_str(p->node_device[id], dev, sizeof dev));
+        }
+        braid_status s = br_cpu_prepare(p->graph, id, &e->scratch_bytes);
+        if (s != BRAID_OK) return s;
+        if (n->ninputs > e->max_inputs) e->max_inputs = n->ninputs;
+    }
+    return BRAID_OK;
+}
+
+static braid_status alloc_tables(braid_exec *e) {
+    const bp_plan *p = e->plan;
+    e->arena = calloc(p->narenas ? p->narenas : 1, sizeof *e->arena);
+    e->home = calloc(p->nnodes ? p->nnodes : 1, sizeof *e->home);
+    e->ptr = calloc(p->nnodes ? p->nnodes : 1, sizeof *e->ptr);
+    e->args = calloc(e->max_inputs ? e->max_inputs : 1, sizeof *e->args);
+    e->staging = calloc(p->ninputs ? p->ninputs : 1, sizeof *e->staging);
+    e->in_binding = calloc(p->ninputs ? p->ninputs : 1, sizeof *e->in_binding);
+    e->out_binding = calloc(p->noutputs, sizeof *e->out_binding);
+    if (!e->arena || !e->home || !e->ptr || !e->args || !e->staging ||
+        !e->in_binding || !e->out_binding)
+        return bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY,
+                                 "braid_exec_new: out of memory for the "
+                                 "executor's tables (%u nodes)",
+                                 p->nnodes);
+    return BRAID_OK;
+}
+
+static braid_status alloc_buffers(braid_exec *e) {
+    const bp_plan *p = e->plan;
+    for (uint32_t i = 0; i < p->narenas; i++) {
+        e->arena[i] = aligned_buffer(p->arenas[i].bytes);
+        if (!e->arena[i])
+            return oom_for_node(p, p->arenas[i].node, p->arenas[i].bytes);
+        memset(e->arena[i], 0, p->arenas[i].bytes); /* fault pages in now */
+    }
+    if (e->scratch_bytes > 0) {
+        e->scratch = aligned_buffer(e->scratch_bytes);
+        if (!e->scratch)
+            return bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY,
+                                     "braid_exec_new: out of memory "
+                                     "allocating %zu bytes of kernel scratch",
+                                     e->scratch_bytes);
+    }
+    for (uint32_t i = 0; i < p->nschedule; i++) {
+        uint32_t id = p->schedule[i];
+        const bp_tensor_place *pl = &p->place[id];
+        if (pl->storage == BP_STORAGE_BUFFER)
+            e->home[id] = (char *)e->arena[pl->arena] + pl->offset;
+        else if (pl->storage == BP_STORAGE_CONSTANT)
+            e->home[id] = p->graph->nodes[id].attr.data;
+        e->ptr[id] = e->home[id];
+    }
+    return BRAID_OK;
+}
+
+braid_status braid_exec_new(const braid_plan *p, braid_exec **exec) {
+    if (!exec)
+        return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
+                                 "braid_exec_new: exec is NULL");
+    *exec = NULL;
+    if (!p)
+        return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
+                                 "braid_exec_new: plan is NULL");
+    braid_exec *e = calloc(1, sizeof *e);
+    if (!e)
+        return bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY,
+                                 "braid_exec_new: out of memory");
+    e->plan = p;
+    atomic_flag_clear(&e->running);
+    braid_status s = check_nodes(e);
+    if (s == BRAID_OK) s = alloc_tables(e);
+    if (s == BRAID_OK) s = alloc_buffers(e);
+    if (s == BRAID_OK && !(e->pool = br_pool_new(p->opts.num_threads)))
+        s = bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY,
+                              "braid_exec_new: cannot create the thread "
+                              "pool");
+    if (s != BRAID_OK) {
+        braid_exec_free(e);
+        return s;
+    }
+    *exec = e;
+    return BRAID_OK;
+}
+
+void braid_exec_free(braid_exec *e) {
+    if (!e) return;
+    br_pool_free(e->pool);
+    if (e->arena)
+        for (uint32_t i = 0; i < e->plan->narenas; i++)
+            free(e->arena[i]);
+    if (e->staging)
+        for (uint32_t i = 0; i < e->plan->ninputs; i++)
+            free(e->staging[i]);
+    free(e->arena);
+    free(e->home);
+    free(e->ptr);
+    free(e->args);
+    free(e->scratch);
+    free(e->staging);
+    free(e->in_binding);
+    free(e->out_binding);
+    free(e->in_place);
+    free(e);
+}
+
+/* ---- binding ------------------------------------------------------------- */
+
+/* "x, w, b" (shortened when long) for messages. */
+static const char *io_names(const bp_io *io, uint32_t n, char *buf,
+                            size_t size) {
+    size_t len = 0;
+    buf[0] = '\0';
+    for (uint32_t i = 0; i < n && len + 8 < size; i++)
+        len += (size_t)snprintf(buf + len, size - len, "%s%s", i ? ", " : "",
+                                io[i].name);
+    if (len >= size) snprintf(buf + size - 5, 5, "...");
+    return n ? buf : "none";
+}
+
+static int64_t find_io(const bp_io *io, uint32_t n, const char *name) {
+    for (uint32_t i = 0; i < n; i++)
+        if (strcmp(io[i].name, name) == 0) return i;
+    return -1;
+}
+
+/* The checks shared by inputs and outputs; kind is "input" / "output". */
+static braid_status check_binding(const bp_plan *p, const char *kind,
+                                  const bp_io *io, uint32_t nio, int64_t *bound,
+                                  size_t i, const char *name, const void *data,
+                                  size_t bytes) {
+    char buf[256], type[128];
+    if (!name)
+        return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
+                                 "braid_run: %s binding %zu has a NULL name",
+                                 kind, i);
+    int64_t k = find_io(io, nio, name);
+    if (k < 0)
+        return bg_set_last_error(BRAID_ERR_NOT_FOUND,
+                                 "braid_run: the plan has no %s named \"%s\" "
+                                 "(its %ss: %s)",
+                                 kind, name, kind,
+                                 io_names(io, nio, buf, sizeof buf));
+    if (bound[k] >= 0)
+        return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
+                                 "braid_run: %s \"%s\" is bound twice "
+                                 "(bindings %lld and %zu)",
+                                 kind, name, (long long)bound[k], i);
+    const bg_node *n = bg_node_at(p->graph, io[k].node);
+    if (bytes != io[k].bytes)
+        return bg_set_last_error(BRAID_ERR_SHAPE,
+                                 "braid_run: %s \"%s\" is bound to %zu bytes, "
+                                 "expected %llu (%s)",
+                                 kind, name, bytes,
+                                 (unsigned long long)io[k].bytes,
+                                 bg_type_str(n, type, sizeof type));
+    if (!data && bytes > 0)
+        return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
+                                 "braid_run: %s \"%s\" (%s) has NULL data",
+                                 kind, name, bg_type_str(n, type, sizeof type));
+    bound[k] = (int64_t)i;
+    return BRAID_OK;
+}
+
+/* Points each input node at the caller's data, or at an aligned copy when
+ * the data is not aligned to its element size. */
+static braid_status bind_inputs(braid_exec *e, const braid_input_binding *in,
+                                size_t nin) {
+    const bp_plan *p = e->plan;
+    for (uint32_t k = 0; k < p->ninputs; k++)
+        e->in_binding[k] = -1;
+    for (size_t i = 0; i < nin; i++) {
+        braid_status s =
+            check_binding(p, "input", p->inputs, p->ninputs, e->in_binding, i,
+                          in[i].name, in[i].data, in[i].bytes);
+        if (s != BRAID_OK) return s;
+    }
+    for (uint32_t k = 0; k < p->ninputs; k++) {
+        char type[128];
+        const bp_io *io = &p->inputs[k];
+        const bg_node *n = bg_node_at(p->graph, io->node);
+        if (e->in_binding[k] < 0)
+            return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
+                                     "braid_run: input \"%s\" (%s) is not "
+                                     "bound",
+                                     io->name,
+                                     bg_type_str(n, type, sizeof type));
+        const braid_input_binding *b = &in[e->in_binding[k]];
+        size_t align = braid_dtype_size(n->dtype);
+        if ((uintptr_t)b->data % align == 0) {
+            e->ptr[io->node] = (void *)(uintptr_t)b->data;
+            continue;
+        }
+        if (!e->staging[k] && !(e->staging[k] = aligned_buffer(io->bytes)))
+            return oom_for_node(p, io->node, io->bytes);
+        memcpy(e->staging[k], b->data, io->bytes);
+        e->ptr[io->node] = e->staging[k];
+    }
+    return BRAID_OK;
+}
+
+static bool overlaps(const void *a, size_t na, const void *b, size_t nb) {
+    uintptr_t x = (uintptr_t)a, y = (uintptr_t)b;
+    return na > 0 && nb > 0 && x < y + nb && y < x + na;
+}
+
+/* An output may be computed in the caller's buffer when the node has a
+ * buffer of its own, no earlier binding took it, the memory is aligned and
+ * it overlaps nothing else the run reads or writes. */
+static bool can_write_in_place(const braid_exec *e,
+                               const braid_input_binding *in, size_t nin,
+                               const braid_output_binding *out, size_t nout,
+                               size_t j) {
+    const bp_plan *p = e->plan;
+    uint32_t id =
+        p->outputs[find_io(p->outputs, p->noutputs, out[j].name)].node;
+    const bg_node *n = bg_node_at(p->graph, id);
+    if (p->place[id].storage != BP_STORAGE_BUFFER ||
+        e->ptr[id] != e->home[id] || out[j].bytes == 0 ||
+        (uintptr_t)out[j].data % braid_dtype_size(n->dtype) != 0)
+        return false;
+    for (size_t i = 0; i < nin; i++)
+        if (overlaps(out[j].data, out[j].bytes, in[i].data, in[i].bytes))
+            return false;
+    for (size_t i = 0; i < nout; i++)
+        if (i != j &&
+            overlaps(out[j].data, out[j].bytes, out[i].data, out[i].bytes))
+            return false;
+    return true;
+}
+
+static braid_status bind_outputs(braid_exec *e, const braid_input_binding *in,
+                                 size_t nin, const braid_output_binding *out,
+                                 size_t nout) {
+    const bp_plan *p = e->plan;
+    for (uint32_t k = 0; k < p->noutputs; k++)
+        e->out_binding[k] = -1;
+    for (size_t j = 0; j < nout; j++) {
+        braid_status s =
+            check_binding(p, "output", p->outputs, p->noutputs, e->out_binding,
+                          j, out[j].name, out[j].data, out[j].bytes);
+        if (s != BRAID_OK) return s;
+    }
+    if (nout > e->in_place_cap) {
+        bool *f = realloc(e->in_place, nout * sizeof *f);
+        if (!f)
+            return bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY,
+                                     "braid_run: out of memory");
+        e->in_place = f;
+        e->in_place_cap = nout;
+    }
+    for (size_t j = 0; j < nout; j++) {
+        e->in_place[j] = can_write_in_place(e, in, nin, out, nout, j);
+        if (e->in_place[j]) {
+            uint32_t id =
+                p->outputs[find_io(p->outputs, p->noutputs, out[j].name)].node;
+            e->ptr[id] = out[j].data;
+        }
+    }
+    return BRAID_OK;
+}
+
+/* ---- running ------------------------------------------------------------- */
+
+static void run_schedule(braid_exec *e) {
+    const bp_plan *p = e->plan;
+    br_kernel_args a = {.g = p->graph,
+                        .in = e->args,
+                        .pool = e->pool,
+                        .scratch = e->scratch,
+                        .scratch_bytes = e->scratch_bytes};
+    for (uint32_t i = 0; i < p->nschedule; i++) {
+        uint32_t id = p->schedule[i];
+        const bg_node *n = bg_node_at(p->graph, id);
+        if (n->op == BRAID_OP_INPUT || n->op == BRAID_OP_CONSTANT) continue;
+        for (uint32_t k = 0; k < n->ninputs; k++)
+            e->args[k] = e->ptr[n->inputs[k]];
+        a.id = id;
+        a.node = n;
+        a.out = e->ptr[id];
+        br_cpu_run(&a);
+    }
+}
+
+/* Copies what was not computed in place. Outputs that are graph inputs
+ * read the caller's memory, which another output binding may overwrite
+ * (the caller may reuse an input buffer for an output), so they go first. */
+static void finish_outputs(braid_exec *e, const braid_output_binding *out,
+                           size_t nout) {
+    const bp_plan *p = e->plan;
+    for (int pass = 0; pass < 2; pass++) {
+        for (size_t j = 0; j < nout; j++) {
+            uint32_t id =
+                p->outputs[find_io(p->outputs, p->noutputs, out[j].name)].node;
+            bool from_input = p->place[id].storage == BP_STORAGE_INPUT;
+            if (e->in_place[j] || out[j].bytes == 0 || from_input != !pass)
+                continue;
+            memmove(out[j].data, e->ptr[id], out[j].bytes);
+        }
+    }
+}
+
+static void reset_pointers(braid_exec *e) {
+    const bp_plan *p = e->plan;
+    for (uint32_t i = 0; i < p->nschedule; i++)
+        e->ptr[p->schedule[i]] = e->home[p->schedule[i]];
+}
+
+static braid_status check_run_args(const braid_exec *e,
+                                   const braid_input_binding *in, size_t nin,
+                                   const braid_output_binding *out,
+                                   size_t nout) {
+    if (!e)
+        return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
+                                 "braid_run: exec is NULL");
+    if (!in && nin > 0)
+        return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
+                                 "braid_run: inputs is NULL but ninputs is "
+                                 "%zu",
+                                 nin);
+    if (!out && nout > 0)
+        return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
+                                 "braid_run: outputs is NULL but noutputs is "
+                                 "%zu",
+                                 nout);
+    return BRAID_OK;
+}
+
+braid_status braid_run(braid_exec *e, const braid_input_binding *inputs,
+                       size_t ninputs, const braid_output_binding *outputs,
+                       size_t noutputs) {
+    braid_status s = check_run_args(e, inputs, ninputs, outputs, noutputs);
+    if (s != BRAID_OK) return s;
+    if (atomic_flag_test_and_set(&e->running))
+        return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
+                                 "braid_run: the executor is already running "
+                                 "on another thread (one call at a time)");
+    s = bind_inputs(e, inputs, ninputs);
+    if (s == BRAID_OK) s = bind_outputs(e, inputs, ninputs, outputs, noutputs);
+    if (s == BRAID_OK) {
+        run_schedule(e);
+        finish_outputs(e, outputs, noutputs);
+    }
+    reset_pointers(e);
+    atomic_flag_clear(&e->running);
+    return s;
+}

@@ -1,0 +1,57 @@
+/* runtime/runtime.h — internals of braid's executors (prefix br_).
+ *
+ * The CPU executor (runtime/exec.c) runs a plan's schedule node by node with
+ * the kernels of runtime/cpu_kernels*.c, which split their work over a
+ * persistent thread pool (runtime/threadpool.c). */
+#ifndef BRAID_RUNTIME_RUNTIME_H
+#define BRAID_RUNTIME_RUNTIME_H
+
+#include "passes/plan.h"
+
+/* ---- thread pool --------------------------------------------------------- */
+
+typedef struct br_pool br_pool;
+
+/* Work on the half-open index range [begin, end). */
+typedef void (*br_range_fn)(void *ctx, int64_t begin, int64_t end);
+
+/* A pool in which nthreads threads work on each parallel-for: the caller
+ * plus nthreads - 1 persistent workers (nthreads ≤ 0: one per online core).
+ * NULL when out of memory; when threads cannot be started the pool works
+ * with fewer. */
+br_pool *br_pool_new(int nthreads);
+void br_pool_free(br_pool *p); /* NULL is fine */
+/* Threads that take part in a parallel-for, the caller included. */
+int br_pool_threads(const br_pool *p);
+
+/* Calls fn over [0, n) split into chunks of at least grain indices, on the
+ * pool's threads and the caller, and returns when every chunk is done.
+ * Small ranges (n ≤ grain), a 1-thread pool, a NULL pool and calls made from
+ * inside another parallel-for run fn(ctx, 0, n) inline. Which thread runs
+ * which chunk varies, so fn must write disjoint results per index. */
+void br_parallel_for(br_pool *p, int64_t n, int64_t grain, br_range_fn fn,
+                     void *ctx);
+
+/* ---- CPU kernels --------------------------------------------------------- */
+
+/* What a kernel needs to compute one node. */
+typedef struct br_kernel_args {
+    const braid_graph *g;  /* the plan's graph (input nodes' types) */
+    uint32_t id;           /* the node computed */
+    const bg_node *node;   /* its description */
+    void *out;             /* its output, bg_nbytes(node) bytes */
+    const void *const *in; /* its inputs' data, node->ninputs pointers */
+    br_pool *pool;         /* threads to split the work over */
+    void *scratch;         /* executor scratch, at least what
+                              br_cpu_prepare asked for, 64-byte aligned */
+    size_t scratch_bytes;  /* its size */
+} br_kernel_args;
+
+/* Checks at executor creation that node id has a CPU kernel for its op,
+ * types and sizes, and adds the scratch bytes it needs to *scratch (max).
+ * BRAID_ERR_UNSUPPORTED naming the node otherwise. */
+braid_status br_cpu_prepare(const braid_graph *g, uint32_t id, size_t *scratch);
+/* Computes one node. Never fails for a node br_cpu_prepare accepted. */
+void br_cpu_run(const br_kernel_args *a);
+
+#endif /* BRAID_RUNTIME_RUNTIME_H */

@@ -1,0 +1,175 @@
+/* tools/braid.c — the braid command-line tool: dispatch, help, version and
+ * check. The run command lives in cli_run.c. See docs/cli.md. */
+#define _POSIX_C_SOURCE 200809L
+
+#include "tools/cli.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+void cli_print_help(FILE *out) {
+    fputs(
+        "usage: braid <command> [arguments]\n"
+        "\n"
+        "commands:\n"
+        "  check FILE.graph          parse and verify a graph; list its inputs "
+        "and outputs\n"
+        "  run FILE.graph [options]  compile and run a graph on random or "
+        "given inputs\n"
+        "  version                   print braid's version and the CUDA "
+        "devices found\n"
+        "  help                      print this help (also --help, -h)\n"
+        "\n"
+        "run options:\n"
+        "  --seed N                  seed of the random inputs (default 0)\n"
+        "  --input NAME=FILE.npy     bind graph input NAME to a .npy file "
+        "(repeatable);\n"
+        "                            inputs not given are random: floats in "
+        "[-1,1],\n"
+        "                            i32 in [-100,100], bool 0/1\n"
+        "  --output-dir DIR          write each output to DIR/<name>.npy "
+        "(DIR is created)\n"
+        "  --check                   also run the reference evaluator and "
+        "compare\n"
+        "  --devices LIST            devices to compile for, e.g. cpu or "
+        "cpu,cuda:0\n"
+        "                            (default: every device found)\n"
+        "  --threads N               CPU worker threads (default 0: one per "
+        "core)\n"
+        "  --repeat N                run N times, report first and median "
+        "time (default 1)\n"
+        "Options may also be written --name=value.\n"
+        "\n"
+        "exit status: 0 success; 1 parse, verify, compile or run failure, or "
+        "--check\n"
+        "over tolerance; 2 usage error.\n",
+        out);
+}
+
+static void cli_vprint(const char *fmt, va_list ap) {
+    fputs("braid: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+}
+
+int cli_usage_error(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    cli_vprint(fmt, ap);
+    va_end(ap);
+    fputs("Try 'braid --help'.\n", stderr);
+    return CLI_EXIT_USAGE;
+}
+
+int cli_fail(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    cli_vprint(fmt, ap);
+    va_end(ap);
+    return CLI_EXIT_FAIL;
+}
+
+bool cli_err(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    cli_vprint(fmt, ap);
+    va_end(ap);
+    return false;
+}
+
+braid_graph *cli_load_graph(const char *path) {
+    braid_graph *g = braid_graph_load(path, NULL);
+    if (!g) {
+        cli_fail("%s: out of memory", path);
+        return NULL;
+    }
+    if (braid_graph_status(g) != BRAID_OK) {
+        /* Parse errors already read "file:line:col: ..."; print them as
+         * they are so editors can jump to the spot. */
+        const char *msg = braid_graph_error(g);
+        if (strncmp(msg, path, strlen(path)) == 0)
+            fprintf(stderr, "%s\n", msg);
+        else
+            fprintf(stderr, "%s: %s\n", path, msg);
+        braid_graph_free(g);
+        return NULL;
+    }
+    return g;
+}
+
+/* Prints "name f32[2,3]" for tensor t. */
+static void print_tensor(FILE *out, const braid_graph *g, const char *name,
+                         braid_tensor t) {
+    braid_dtype dtype = BRAID_F32;
+    int rank = 0;
+    int64_t dims[BRAID_MAX_RANK] = {0};
+    braid_tensor_info(g, t, &dtype, &rank, dims);
+    fprintf(out, "%s %s[", name, braid_dtype_name(dtype));
+    for (int k = 0; k < rank; k++)
+        fprintf(out, "%s%lld", k ? "," : "", (long long)dims[k]);
+    fputc(']', out);
+}
+
+static int cmd_check(int argc, char **argv) {
+    if (argc == 1 && (!strcmp(argv[0], "--help") || !strcmp(argv[0], "-h"))) {
+        cli_print_help(stdout);
+        return CLI_EXIT_OK;
+    }
+    if (argc == 0) return cli_usage_error("check: missing FILE.graph");
+    if (argc > 1) return cli_usage_error("check: expects one FILE.graph");
+    if (argv[0][0] == '-')
+        return cli_usage_error("check: unknown option '%s'", argv[0]);
+    braid_graph *g = cli_load_graph(argv[0]);
+    if (!g) return CLI_EXIT_FAIL;
+    uint32_t nin = braid_graph_input_count(g);
+    uint32_t nout = braid_graph_output_count(g);
+    printf("ok: %u nodes, inputs: ", braid_graph_node_count(g));
+    for (uint32_t i = 0; i < nin; i++) {
+        const char *name = "";
+        braid_tensor t = BRAID_NONE;
+        braid_graph_input(g, i, &name, &t);
+        printf("%s", i ? ", " : "");
+        print_tensor(stdout, g, name, t);
+    }
+    printf("%s; outputs: ", nin ? "" : "none");
+    for (uint32_t i = 0; i < nout; i++) {
+        const char *name = "";
+        braid_tensor t = BRAID_NONE;
+        braid_graph_output(g, i, &name, &t);
+        printf("%s", i ? ", " : "");
+        print_tensor(stdout, g, name, t);
+    }
+    printf("%s\n", nout ? "" : "none");
+    braid_graph_free(g);
+    return CLI_EXIT_OK;
+}
+
+static int cmd_version(int argc, char **argv) {
+    (void)argv;
+    if (argc != 0) return cli_usage_error("version: takes no arguments");
+    printf("braid %s\n", braid_version());
+    int n = braid_cuda_device_count();
+    const char *status = braid_cuda_status();
+    if (n > 0)
+        printf("cuda: %d device%s: %s\n", n, n == 1 ? "" : "s", status);
+    else
+        printf("cuda: no usable device (%s); braid runs on the CPU\n",
+               status && *status ? status : "unknown reason");
+    return CLI_EXIT_OK;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) return cli_usage_error("missing command");
+    const char *cmd = argv[1];
+    if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
+        cli_print_help(stdout);
+        return CLI_EXIT_OK;
+    }
+    if (!strcmp(cmd, "version") || !strcmp(cmd, "--version"))
+        return cmd_version(argc - 2, argv + 2);
+    if (!strcmp(cmd, "check")) return cmd_check(argc - 2, argv + 2);
+    if (!strcmp(cmd, "run")) return cli_run(argc - 2, argv + 2);
+    if (cmd[0] == '-') return cli_usage_error("unknown option '%s'", cmd);
+    return cli_usage_error("unknown command '%s'", cmd);
+}

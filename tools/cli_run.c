@@ -1,0 +1,470 @@
+/* tools/cli_run.c — `braid run`: compile a .graph file, run it on random or
+ * given inputs, print output statistics and timings, optionally write the
+ * outputs as .npy files and compare them with the reference evaluator. */
+#define _POSIX_C_SOURCE 200809L
+
+#include "tools/cli.h"
+
+#include "runtime/npy.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* One --input NAME=FILE option. */
+typedef struct run_input_arg {
+    char *name;       /* graph input name (points into argv, split at '=') */
+    const char *path; /* .npy file */
+    bool used;        /* matched a graph input */
+} run_input_arg;
+
+/* The parsed command line. */
+typedef struct run_options {
+    const char *file;       /* the .graph file */
+    uint64_t seed;          /* --seed */
+    run_input_arg *inputs;  /* --input options, ninputs of them */
+    int ninputs;            /* number of --input options */
+    const char *output_dir; /* --output-dir or NULL */
+    bool check;             /* --check */
+    const char *devices;    /* --devices or NULL (detect) */
+    int threads;            /* --threads (0: one per core) */
+    int repeat;             /* --repeat (≥ 1) */
+} run_options;
+
+/* One graph tensor bound to a host buffer. */
+typedef struct run_tensor {
+    const char *name;             /* graph input/output name */
+    braid_dtype dtype;            /* element type */
+    int rank;                     /* number of dims */
+    int64_t dims[BRAID_MAX_RANK]; /* shape */
+    int64_t numel;                /* elements */
+    size_t bytes;                 /* numel × dtype size */
+    void *data;                   /* host buffer (malloc'd) */
+    void *ref;                    /* reference result (outputs, --check) */
+    char *path;                   /* output file (--output-dir) or NULL */
+} run_tensor;
+
+/* Everything one `braid run` holds, freed by run_free. */
+typedef struct run_state {
+    run_options opt;    /* command line */
+    braid_graph *graph; /* the loaded graph */
+    run_tensor *in;     /* one per graph input */
+    uint32_t nin;       /* graph inputs */
+    run_tensor *out;    /* one per graph output */
+    uint32_t nout;      /* graph outputs */
+    braid_plan *plan;   /* compiled plan */
+    braid_exec *exec;   /* its executor */
+} run_state;
+
+/* ---- command line -------------------------------------------------------- */
+
+/* Parses a decimal integer in [lo, hi] filling the whole string. */
+static bool parse_int(const char *s, long long lo, long long hi,
+                      long long *out) {
+    if (!s || !*s || (s[0] == '-' && lo >= 0)) return false;
+    errno = 0;
+    char *end = NULL;
+    long long v = strtoll(s, &end, 10);
+    if (errno || *end || v < lo || v > hi) return false;
+    *out = v;
+    return true;
+}
+
+static bool parse_u64(const char *s, uint64_t *out) {
+    if (!s || !*s || s[0] < '0' || s[0] > '9') return false;
+    errno = 0;
+    char *end = NULL;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || *end) return false;
+    *out = v;
+    return true;
+}
+
+/* Records one --input NAME=FILE. */
+static int add_input_arg(run_options *o, char *arg) {
+    char *eq = strchr(arg, '=');
+    if (!eq || eq == arg || !eq[1])
+        return cli_usage_error("--input expects NAME=FILE.npy, got '%s'", arg);
+    *eq = '\0';
+    for (int k = 0; k < o->ninputs; k++)
+        if (!strcmp(o->inputs[k].name, arg))
+            return cli_usage_error("--input %s given twice", arg);
+    o->inputs[o->ninputs++] = (run_input_arg){arg, eq + 1, false};
+    return CLI_EXIT_OK;
+}
+
+/* Applies option `name` with its value (NULL for flags). */
+static int apply_option(run_options *o, const char *name, char *value) {
+    long long v = 0;
+    if (!strcmp(name, "--seed")) {
+        if (!parse_u64(value, &o->seed))
+            return cli_usage_error("--seed expects an integer >= 0, got '%s'",
+                                   value);
+    } else if (!strcmp(name, "--threads")) {
+        if (!parse_int(value, 0, 4096, &v))
+            return cli_usage_error("--threads expects 0..4096, got '%s'",
+                                   value);
+        o->threads = (int)v;
+    } else if (!strcmp(name, "--repeat")) {
+        if (!parse_int(value, 1, 1000000, &v))
+            return cli_usage_error("--repeat expects 1..1000000, got '%s'",
+                                   value);
+        o->repeat = (int)v;
+    } else if (!strcmp(name, "--input")) {
+        return add_input_arg(o, value);
+    } else if (!strcmp(name, "--output-dir")) {
+        if (!*value) return cli_usage_error("--output-dir expects a directory");
+        o->output_dir = value;
+    } else if (!strcmp(name, "--devices")) {
+        if (!*value)
+            return cli_usage_error("--devices expects a list, e.g. cpu");
+        o->devices = value;
+    }
+    return CLI_EXIT_OK;
+}
+
+static bool option_takes_value(const char *name) {
+    static const char *const names[] = {"--seed",       "--input",
+                                        "--output-dir", "--devices",
+                                        "--threads",    "--repeat"};
+    for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
+        if (!strcmp(name, names[k])) return true;
+    return false;
+}
+
+/* Parses argv into o; o->inputs must have room for argc entries. Returns
+ * CLI_EXIT_OK, or an exit status to return (help: -1 then exit 0). */
+static int parse_args(int argc, char **argv, run_options *o) {
+    bool only_files = false;
+    for (int i = 0; i < argc; i++) {
+        char *arg = argv[i];
+        if (only_files || arg[0] != '-' || !arg[1]) {
+            if (o->file)
+                return cli_usage_error("run: expects one FILE.graph, got "
+                                       "'%s' and '%s'",
+                                       o->file, arg);
+            o->file = arg;
+            continue;
+        }
+        if (!strcmp(arg, "--")) {
+            only_files = true;
+        } else if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) {
+            return -1;
+        } else if (!strcmp(arg, "--check")) {
+            o->check = true;
+        } else if (!strncmp(arg, "--check=", 8)) {
+            return cli_usage_error("--check takes no value");
+        } else {
+            char *eq = strchr(arg, '=');
+            if (eq) *eq = '\0';
+            if (!option_takes_value(arg))
+                return cli_usage_error("run: unknown option '%s'", arg);
+            char *value = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
+            if (!value) return cli_usage_error("%s expects a value", arg);
+            int rc = apply_option(o, arg, value);
+            if (rc != CLI_EXIT_OK) return rc;
+        }
+    }
+    if (!o->file) return cli_usage_error("run: missing FILE.graph");
+    return CLI_EXIT_OK;
+}
+
+/* ---- inputs and outputs -------------------------------------------------- */
+
+/* Fills t's type from graph tensor id and allocates t->data. */
+static bool bind_tensor(const braid_graph *g, braid_tensor id, const char *name,
+                        run_tensor *t) {
+    t->name = name;
+    braid_tensor_info(g, id, &t->dtype, &t->rank, t->dims);
+    t->numel = braid_tensor_numel(g, id);
+    t->bytes = (size_t)t->numel * braid_dtype_size(t->dtype);
+    t->data = malloc(t->bytes ? t->bytes : 1);
+    if (!t->data) cli_fail("out of memory for %s (%zu bytes)", name, t->bytes);
+    return t->data != NULL;
+}
+
+static void type_str(braid_dtype dtype, int rank, const int64_t *dims,
+                     char *buf, size_t size) {
+    int n = snprintf(buf, size, "%s[", braid_dtype_name(dtype));
+    for (int k = 0; k < rank && n > 0 && (size_t)n < size; k++)
+        n += snprintf(buf + n, size - (size_t)n, "%s%lld", k ? "," : "",
+                      (long long)dims[k]);
+    if (n > 0 && (size_t)n < size) snprintf(buf + n, size - (size_t)n, "]");
+}
+
+/* Reads the .npy file for input t; its dtype and shape must match exactly. */
+static bool load_input(run_tensor *t, const char *path) {
+    br_npy_array a;
+    if (br_npy_read(path, t->dtype, &a) != BRAID_OK) {
+        cli_fail("input '%s': %s", t->name, braid_last_error());
+        return false;
+    }
+    bool same = a.dtype == t->dtype && a.rank == t->rank &&
+                memcmp(a.dims, t->dims, sizeof(int64_t) * (size_t)t->rank) == 0;
+    if (!same) {
+        char want[160], got[160];
+        type_str(t->dtype, t->rank, t->dims, want, sizeof want);
+        type_str(a.dtype, a.rank, a.dims, got, sizeof got);
+        cli_fail("input '%s': %s holds %s but the graph expects %s", t->name,
+                 path, got, want);
+    } else {
+        memcpy(t->data, a.data, t->bytes);
+    }
+    br_npy_array_free(&a);
+    return same;
+}
+
+/* Binds every graph input: from its --input file or random. */
+static bool prepare_inputs(run_state *st) {
+    st->nin = braid_graph_input_count(st->graph);
+    st->in = calloc(st->nin ? st->nin : 1, sizeof *st->in);
+    if (!st->in) return cli_err("out of memory");
+    for (uint32_t i = 0; i < st->nin; i++) {
+        const char *name = NULL;
+        braid_tensor id = BRAID_NONE;
+        braid_graph_input(st->graph, i, &name, &id);
+        run_tensor *t = &st->in[i];
+        if (!bind_tensor(st->graph, id, name, t)) return false;
+        run_input_arg *arg = NULL;
+        for (int k = 0; k < st->opt.ninputs; k++)
+            if (!strcmp(st->opt.inputs[k].name, name)) arg = &st->opt.inputs[k];
+        if (arg) {
+            arg->used = true;
+            if (!load_input(t, arg->path)) return false;
+        } else {
+            cli_fill_random(t->dtype, t->data, t->numel, st->opt.seed, name);
+        }
+    }
+    for (int k = 0; k < st->opt.ninputs; k++)
+        if (!st->opt.inputs[k].used)
+            return cli_err("--input %s: the graph has no input of that name",
+                           st->opt.inputs[k].name);
+    return true;
+}
+
+/* Chooses DIR/<name>.npy for output t and refuses paths that are --input
+ * files. */
+static bool output_path(run_state *st, run_tensor *t) {
+    if (!cli_safe_file_name(t->name))
+        return cli_err("output '%s': the name cannot be used as a file name "
+                       "(allowed: letters, digits, '_', '.', '-')",
+                       t->name);
+    size_t len = strlen(st->opt.output_dir) + strlen(t->name) + 6;
+    t->path = malloc(len);
+    if (!t->path) return cli_err("out of memory");
+    snprintf(t->path, len, "%s/%s.npy", st->opt.output_dir, t->name);
+    for (int k = 0; k < st->opt.ninputs; k++)
+        if (cli_same_file(t->path, st->opt.inputs[k].path))
+            return cli_err("refusing to overwrite input file %s with output "
+                           "'%s'",
+                           st->opt.inputs[k].path, t->name);
+    return true;
+}
+
+static bool prepare_outputs(run_state *st) {
+    st->nout = braid_graph_output_count(st->graph);
+    if (st->nout == 0)
+        return cli_err("%s: the graph has no outputs", st->opt.file);
+    st->out = calloc(st->nout, sizeof *st->out);
+    if (!st->out) return cli_err("out of memory");
+    if (st->opt.output_dir && !cli_make_dirs(st->opt.output_dir)) return false;
+    for (uint32_t i = 0; i < st->nout; i++) {
+        const char *name = NULL;
+        braid_tensor id = BRAID_NONE;
+        braid_graph_output(st->graph, i, &name, &id);
+        run_tensor *t = &st->out[i];
+        if (!bind_tensor(st->graph, id, name, t)) return false;
+        if (st->opt.output_dir && !output_path(st, t)) return false;
+        if (st->opt.check && !(t->ref = malloc(t->bytes ? t->bytes : 1)))
+            return cli_err("out of memory");
+    }
+    return true;
+}
+
+/* ---- compile, run, report ------------------------------------------------ */
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Binding arrays for braid_run / braid_reference_run; ref picks the
+ * reference buffers for outputs. Caller frees both. */
+static bool make_bindings(const run_state *st, bool ref,
+                          braid_input_binding **in,
+                          braid_output_binding **out) {
+    *in = calloc(st->nin ? st->nin : 1, sizeof **in);
+    *out = calloc(st->nout, sizeof **out);
+    if (!*in || !*out) return cli_err("out of memory");
+    for (uint32_t i = 0; i < st->nin; i++)
+        (*in)[i] = (braid_input_binding){st->in[i].name, st->in[i].data,
+                                         st->in[i].bytes};
+    for (uint32_t i = 0; i < st->nout; i++)
+        (*out)[i] = (braid_output_binding){
+            st->out[i].name, ref ? st->out[i].ref : st->out[i].data,
+            st->out[i].bytes};
+    return true;
+}
+
+static bool compile_plan(run_state *st) {
+    braid_compile_options co;
+    braid_compile_options_init(&co);
+    co.devices = st->opt.devices;
+    co.num_threads = st->opt.threads;
+    double t0 = cli_now();
+    if (braid_compile(st->graph, &co, &st->plan) != BRAID_OK)
+        return cli_err("compile failed: %s", braid_last_error());
+    double t1 = cli_now();
+    if (braid_exec_new(st->plan, &st->exec) != BRAID_OK)
+        return cli_err("cannot create an executor: %s", braid_last_error());
+    printf("compile: %.3f ms\n", (t1 - t0) * 1e3);
+    return true;
+}
+
+/* Runs the plan opt.repeat times; prints the first and the median time. */
+static bool run_plan(run_state *st) {
+    braid_input_binding *in = NULL;
+    braid_output_binding *out = NULL;
+    double *times = calloc((size_t)st->opt.repeat, sizeof *times);
+    bool ok = times && make_bindings(st, false, &in, &out);
+    for (int r = 0; ok && r < st->opt.repeat; r++) {
+        double t0 = cli_now();
+        if (braid_run(st->exec, in, st->nin, out, st->nout) != BRAID_OK) {
+            cli_fail("run failed: %s", braid_last_error());
+            ok = false;
+        }
+        times[r] = cli_now() - t0;
+    }
+    if (ok && st->opt.repeat == 1) {
+        printf("run: %.3f ms\n", times[0] * 1e3);
+    } else if (ok) {
+        double first = times[0];
+        qsort(times, (size_t)st->opt.repeat, sizeof *times, cmp_double);
+        printf("run: first %.3f ms, median %.3f ms over %d runs\n", first * 1e3,
+               times[st->opt.repeat / 2] * 1e3, st->opt.repeat);
+    }
+    free(times);
+    free(in);
+    free(out);
+    return ok;
+}
+
+static void print_outputs(const run_state *st) {
+    for (uint32_t i = 0; i < st->nout; i++) {
+        const run_tensor *t = &st->out[i];
+        char type[160];
+        type_str(t->dtype, t->rank, t->dims, type, sizeof type);
+        printf("output %s %s: ", t->name, type);
+        cli_print_stats(stdout, t->dtype, t->data, t->numel);
+        putchar('\n');
+    }
+}
+
+static bool write_outputs(const run_state *st) {
+    for (uint32_t i = 0; st->opt.output_dir && i < st->nout; i++) {
+        const run_tensor *t = &st->out[i];
+        if (br_npy_write(t->path, t->dtype, t->rank, t->dims, t->data) !=
+            BRAID_OK)
+            return cli_err("output '%s': %s", t->name, braid_last_error());
+        printf("wrote %s\n", t->path);
+    }
+    return true;
+}
+
+/* Runs the reference evaluator and compares every output. Returns false on
+ * a failure or when any output is over tolerance. */
+static bool check_outputs(const run_state *st) {
+    braid_input_binding *in = NULL;
+    braid_output_binding *out = NULL;
+    bool ok = make_bindings(st, true, &in, &out);
+    if (ok && braid_reference_run(st->graph, in, st->nin, out, st->nout) !=
+                  BRAID_OK) {
+        cli_fail("reference run failed: %s", braid_last_error());
+        ok = false;
+    }
+    free(in);
+    free(out);
+    if (!ok) return false;
+    int64_t acc = cli_longest_accumulation(st->graph);
+    int nfail = 0;
+    for (uint32_t i = 0; i < st->nout; i++) {
+        const run_tensor *t = &st->out[i];
+        cli_compare_result r;
+        cli_tolerance(t->dtype, acc, &r.atol, &r.rtol);
+        cli_compare(t->dtype, t->data, t->ref, t->numel, &r);
+        printf("check %s: max abs err %.3g, max rel err %.3g (tolerance "
+               "atol %.3g + rtol %.3g*|ref|): %s\n",
+               t->name, r.max_abs, r.max_rel, r.atol, r.rtol,
+               r.nbad ? "FAIL" : "ok");
+        if (r.nbad) {
+            printf("  %lld elements over tolerance; first at flat index "
+                   "%lld: got %.9g, reference %.9g\n",
+                   (long long)r.nbad, (long long)r.first_bad, r.bad_got,
+                   r.bad_ref);
+            nfail++;
+        }
+    }
+    if (nfail)
+        cli_fail("check failed: %d output%s over tolerance", nfail,
+                 nfail == 1 ? "" : "s");
+    return nfail == 0;
+}
+
+static void run_free(run_state *st) {
+    for (uint32_t i = 0; st->in && i < st->nin; i++)
+        free(st->in[i].data);
+    for (uint32_t i = 0; st->out && i < st->nout; i++) {
+        free(st->out[i].data);
+        free(st->out[i].ref);
+        free(st->out[i].path);
+    }
+    free(st->in);
+    free(st->out);
+    braid_exec_free(st->exec);
+    braid_plan_free(st->plan);
+    braid_graph_free(st->graph);
+    free(st->opt.inputs);
+}
+
+static void print_header(const run_state *st) {
+    printf("graph: %s (%u nodes, %u input%s, %u output%s)\n", st->opt.file,
+           braid_graph_node_count(st->graph), st->nin, st->nin == 1 ? "" : "s",
+           st->nout, st->nout == 1 ? "" : "s");
+    for (uint32_t i = 0; i < st->nin; i++) {
+        char type[160];
+        const run_tensor *t = &st->in[i];
+        type_str(t->dtype, t->rank, t->dims, type, sizeof type);
+        const char *from = NULL;
+        for (int k = 0; k < st->opt.ninputs; k++)
+            if (!strcmp(st->opt.inputs[k].name, t->name))
+                from = st->opt.inputs[k].path;
+        if (from)
+            printf("input %s %s: from %s\n", t->name, type, from);
+        else
+            printf("input %s %s: random (seed %llu)\n", t->name, type,
+                   (unsigned long long)st->opt.seed);
+    }
+}
+
+int cli_run(int argc, char **argv) {
+    run_state st;
+    memset(&st, 0, sizeof st);
+    st.opt.repeat = 1;
+    st.opt.inputs = calloc((size_t)argc + 1, sizeof *st.opt.inputs);
+    if (!st.opt.inputs) return cli_fail("out of memory");
+    int rc = parse_args(argc, argv, &st.opt);
+    if (rc != CLI_EXIT_OK) {
+        free(st.opt.inputs);
+        if (rc < 0) cli_print_help(stdout);
+        return rc < 0 ? CLI_EXIT_OK : rc;
+    }
+    st.graph = cli_load_graph(st.opt.file);
+    bool ok = st.graph && prepare_inputs(&st) && prepare_outputs(&st);
+    if (ok) print_header(&st);
+    ok = ok && compile_plan(&st) && run_plan(&st);
+    if (ok) print_outputs(&st);
+    ok = ok && write_outputs(&st);
+    if (ok && st.opt.check) ok = check_outputs(&st);
+    run_free(&st);
+    return ok ? CLI_EXIT_OK : CLI_EXIT_FAIL;
+}
