@@ -4,7 +4,9 @@
  * reads and rewrites the plan (passes/plan.h) and nothing else, and on
  * failure leaves a message naming itself and the node for braid_last_error().
  * The pipeline is the list in passes/pipeline.c; each pass lives in
- * passes/<name>.c. */
+ * passes/<name>.c. A pass that rewrites the graph ends with
+ * bp_plan_compact(), so the next pass again sees topological ids, only live
+ * nodes and one info entry per node. */
 #ifndef BRAID_PASSES_PASSES_H
 #define BRAID_PASSES_PASSES_H
 
@@ -12,27 +14,60 @@
 
 typedef braid_status (*bp_pass_fn)(bp_plan *plan);
 
+/* ---- the passes, in pipeline order ---------------------------------------- */
+
 /* Shapes and dtypes re-inferred for every node and compared with the stored
- * ones; ids topological; attributes and outputs in range. Requires
- * plan->graph. */
+ * ones; ids topological; attributes and outputs in range. */
 braid_status bp_verify(bp_plan *plan);
-/* Marks the nodes the outputs need (plan->live) and lists them in a
- * topological order (plan->schedule); dead nodes are dropped. */
-braid_status bp_schedule(bp_plan *plan);
-/* Gives every scheduled node a device (plan->node_device). For now: cpu.
- * Requires the schedule. */
+/* Dead nodes dropped, common subexpressions merged, small constant
+ * subgraphs folded, algebraic identities (x*1, x+0, x-0, x/1, double
+ * transpose/permute, reshape of reshape, cast to the same dtype, ...)
+ * applied. Never changes results beyond the rounding the reference does. */
+braid_status bp_simplify(bp_plan *plan);
+/* Every node gets info.device: hints win; generators go with their
+ * consumers; otherwise the cost model (settings.profile) picks, counting the
+ * copies a choice implies. With only the cpu listed everything is cpu. */
 braid_status bp_place(bp_plan *plan);
-/* Gives every scheduled tensor a place (plan->place) and lists the arenas.
- * For now: one buffer per computed tensor; inputs and constants in place.
- * Requires the schedule and devices. */
+/* One BRAID_OP_COPY node per (tensor, destination device) whose consumers
+ * run elsewhere; consumers read the copy. Copy nodes' info.device is the
+ * destination. */
+braid_status bp_copies(bp_plan *plan);
+/* Connected elementwise/broadcast/cast subgraphs on one device become one
+ * BRAID_OP_FUSED node with a program (plan->programs); elementwise producers
+ * fuse into a reduction; matmul + bias + activation becomes a MATMUL
+ * program. Never across devices, never duplicating expensive work. */
+braid_status bp_fuse(bp_plan *plan);
+/* Splits a large H2D copy → elementwise/fused → D2H copy chain along its
+ * leading axis into N slices (slice → copy → fused → copy per slice, one
+ * concat at the end, all marked info.chunk) when the cost model predicts a
+ * gain or settings.chunks asks. Results are unchanged. */
+braid_status bp_chunk(bp_plan *plan);
+/* Queues: the CPU queue, and per GPU one H2D, one D2H, one D2D stream and up
+ * to settings.max_streams compute streams (independent branches and chunks
+ * spread over them). An event for every cross-queue data edge, none within
+ * a queue. */
+braid_status bp_streams(bp_plan *plan);
+/* plan->schedule: one global issue order, topological, consistent with
+ * every queue's order, preferring orders that start transfers early and end
+ * lifetimes soon; info.order set. */
+braid_status bp_schedule(bp_plan *plan);
+/* Places every tensor: inputs and constants in place, views where legal
+ * (reshape, contiguous slice, concat into which inputs are written), others
+ * at offsets in one arena per device plus a pinned staging arena when host
+ * and device copy. A buffer is reused only when every use of its previous
+ * tensor happens-before the new producer (same queue earlier, or through
+ * events; the pass adds a reuse event or refuses the reuse). Elementwise
+ * ops may write in place over a dead input. Fills arena sizes and lower
+ * bounds. */
 braid_status bp_memory(bp_plan *plan);
-/* The independent checker: every scheduled node's inputs are scheduled
- * earlier, every scheduled tensor has a place on a listed device, no two
- * tensors live at once share bytes, every output is scheduled. Callable
- * after any pass that has produced a schedule. */
+/* The independent checker, callable after any pass: every node's inputs
+ * come earlier in the schedule; every tensor has a place on a listed
+ * device; every cross-queue edge has an event and no event joins one queue;
+ * no two tensors whose lifetimes may overlap (under happens-before, not
+ * just schedule order) share arena bytes; outputs are scheduled. */
 braid_status bp_verify_plan(bp_plan *plan);
 
-/* ---- plan helpers (passes/plan.c) ---------------------------------------- */
+/* ---- plan helpers (passes/plan.c, passes/plan_edit.c) ------------------------ */
 
 /* Parses a devices string ("cpu", "cpu,cuda:0", spaces around names
  * allowed) into out (BP_MAX_DEVICES entries). NULL text means detect: cpu
@@ -40,11 +75,39 @@ braid_status bp_verify_plan(bp_plan *plan);
  * empty entries and repeats are BRAID_ERR_INVALID_ARGUMENT. */
 braid_status bp_parse_devices(const char *text, bp_device *out, uint32_t *n);
 
-/* Allocates the per-node arrays of a plan whose graph is set (zeroed). */
-braid_status bp_plan_alloc_nodes(bp_plan *plan);
-
 /* Zeroed memory for plan data; NULL (with a message for braid_last_error)
  * when out of memory or when n × size overflows. */
 void *bp_calloc(size_t n, size_t size, const char *what);
+
+/* Appends a node to the plan's graph without the user-facing checks (for
+ * copy, fused and chunking nodes; inputs must exist), with a default info
+ * entry (device of the first input, program BG_NONE, origin BG_NONE).
+ * Returns the id or BG_NONE when out of memory (message set). */
+uint32_t bp_plan_add_node(bp_plan *plan, braid_op op, const uint32_t *inputs,
+                          uint32_t ninputs, braid_dtype dtype, int rank,
+                          const int64_t *dims, const bg_attrs *attr);
+/* Extends info to one entry per graph node (defaults for nodes made with
+ * bg_build on plan->graph). */
+braid_status bp_plan_sync_info(bp_plan *plan);
+/* Appends a program; returns its index or BG_NONE (out of memory). The
+ * plan takes ownership of prog->instr. */
+uint32_t bp_plan_add_program(bp_plan *plan, bp_program *prog);
+/* Makes every use of node `from` (inputs of other nodes, outputs) read
+ * node `to` instead. */
+void bp_plan_replace_uses(bp_plan *plan, uint32_t from, uint32_t to);
+/* Restores the invariants: drops nodes no output needs, renumbers the rest
+ * topologically (stable: earlier ids first where the edges allow), remaps
+ * info, programs' instr.source stays an origin id, the io tables. */
+braid_status bp_plan_compact(bp_plan *plan);
+
+/* Prints the plan's IR in the text format with plan annotations (device,
+ * queue, place) to out: what BRAID_DUMP=after:<pass> shows. */
+void bp_plan_dump(const bp_plan *plan, const char *after_pass, FILE *out);
+
+/* "cpu" or "cuda:0/compute1": the queue q of p ("-" when out of range). */
+const char *bp_queue_str(const bp_plan *p, uint32_t q, char *buf, size_t size);
+
+/* Default cost profile of a device kind (documented in docs/placement.md). */
+bp_device_profile bp_default_profile(bp_device_kind kind);
 
 #endif /* BRAID_PASSES_PASSES_H */

@@ -5,21 +5,97 @@
 #include <string.h>
 
 /* The pipeline, in order. Each pass sees only the plan the previous ones
- * left; bp_verify_plan may be inserted after any pass that produced a
- * schedule. */
+ * left. A pass with a nonzero `optional` bit is skipped when the options
+ * disable it. */
 static const struct {
-    const char *name; /* for messages and future dump flags */
-    bp_pass_fn run;   /* the pass */
+    const char *name;  /* for messages and BRAID_DUMP=after:<name> */
+    bp_pass_fn run;    /* the pass */
+    unsigned optional; /* BRAID_PASS_* bit that turns it off, or 0 */
 } pipeline[] = {
-    {"verify", bp_verify}, {"schedule", bp_schedule},       {"place", bp_place},
-    {"memory", bp_memory}, {"verify_plan", bp_verify_plan},
+    {"verify", bp_verify, 0},
+    {"simplify", bp_simplify, BRAID_PASS_SIMPLIFY},
+    {"place", bp_place, 0},
+    {"copies", bp_copies, 0},
+    {"fuse", bp_fuse, BRAID_PASS_FUSE},
+    {"chunk", bp_chunk, BRAID_PASS_CHUNK},
+    {"streams", bp_streams, 0},
+    {"schedule", bp_schedule, 0},
+    {"memory", bp_memory, 0},
+    {"verify_plan", bp_verify_plan, 0},
 };
+
+#define NPASSES (sizeof pipeline / sizeof *pipeline)
+
+/* Default compute streams per GPU. */
+#define BP_DEFAULT_STREAMS 4
 
 void braid_compile_options_init(braid_compile_options *o) {
     if (!o) return;
     memset(o, 0, sizeof *o);
     o->devices = NULL;
     o->num_threads = 0;
+}
+
+/* A known pass name (for dump_after), or false. */
+static bool known_pass(const char *name) {
+    for (size_t i = 0; i < NPASSES; i++)
+        if (strcmp(pipeline[i].name, name) == 0) return true;
+    return false;
+}
+
+static char *dup_string(const char *s) {
+    char *d = malloc(strlen(s) + 1);
+    if (d) strcpy(d, s);
+    return d;
+}
+
+/* The pass to dump after: the option, else $BRAID_DUMP ("after:<pass>"). */
+static braid_status dump_setting(bp_plan *p) {
+    const char *name = p->opts.dump_after;
+    const char *env = getenv("BRAID_DUMP");
+    if (!name && env && *env) {
+        if (strncmp(env, "after:", 6) != 0)
+            return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
+                                     "BRAID_DUMP=\"%s\": expected "
+                                     "after:<pass>",
+                                     env);
+        name = env + 6;
+    }
+    if (!name) return BRAID_OK;
+    if (!known_pass(name)) {
+        char list[256] = "";
+        for (size_t i = 0; i < NPASSES; i++) {
+            strncat(list, i ? ", " : "", sizeof list - strlen(list) - 1);
+            strncat(list, pipeline[i].name, sizeof list - strlen(list) - 1);
+        }
+        return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
+                                 "braid_compile: no pass \"%s\" to dump "
+                                 "after (passes: %s)",
+                                 name, list);
+    }
+    if (!(p->dump_text = dup_string(name)))
+        return bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY,
+                                 "braid_compile: out of memory");
+    p->opts.dump_after = p->settings.dump_after = p->dump_text;
+    return BRAID_OK;
+}
+
+/* settings from the options: pass bits, streams, chunks, profiles. */
+static braid_status fill_settings(bp_plan *p) {
+    const braid_compile_options *o = &p->opts;
+    bp_settings *st = &p->settings;
+    st->disabled = o->disable_passes;
+    st->max_streams = o->max_streams > 0 ? (uint32_t)o->max_streams
+                                         : BP_DEFAULT_STREAMS;
+    st->chunks = (uint32_t)o->chunks;
+    for (uint32_t i = 0; i < p->ndevices; i++) {
+        bp_device_kind k = p->devices[i].kind;
+        const braid_device_profile *user =
+            k == BP_DEVICE_CPU ? o->cpu_profile : o->cuda_profile;
+        st->profile[i] = user ? *user : bp_default_profile(k);
+    }
+    p->opts.cpu_profile = p->opts.cuda_profile = NULL; /* not ours to keep */
+    return dump_setting(p);
 }
 
 static braid_status check_args(const braid_graph *g,
@@ -46,6 +122,24 @@ static braid_status check_args(const braid_graph *g,
                                  "braid_compile: num_threads is %d (expected "
                                  "0 for one per core, or more)",
                                  opts->num_threads);
+    if (opts && (opts->max_streams < 0 || opts->max_streams > 64))
+        return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
+                                 "braid_compile: max_streams is %d (expected "
+                                 "0 for the default, or 1..64)",
+                                 opts->max_streams);
+    if (opts && (opts->chunks < 0 || opts->chunks > 1024))
+        return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
+                                 "braid_compile: chunks is %d (expected 0 "
+                                 "for the cost model, 1 for none, or up to "
+                                 "1024)",
+                                 opts->chunks);
+    if (opts && (opts->disable_passes &
+                 ~(unsigned)(BRAID_PASS_SIMPLIFY | BRAID_PASS_FUSE |
+                             BRAID_PASS_CHUNK | BRAID_PASS_REUSE)))
+        return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
+                                 "braid_compile: disable_passes has unknown "
+                                 "bits 0x%x",
+                                 opts->disable_passes);
     return BRAID_OK;
 }
 
@@ -96,8 +190,12 @@ static braid_status new_plan(const braid_graph *g,
                                  "braid_compile: out of memory copying the "
                                  "graph (%u nodes)",
                                  (unsigned)g->nnodes);
-    s = bp_plan_alloc_nodes(p);
-    return s != BRAID_OK ? s : fill_io(p);
+    s = fill_settings(p);
+    if (s == BRAID_OK) s = fill_io(p);
+    if (s == BRAID_OK) s = bp_plan_sync_info(p);
+    for (uint32_t id = 0; s == BRAID_OK && id < p->ninfo; id++)
+        p->info[id].origin = id;
+    return s;
 }
 
 braid_status braid_compile(const braid_graph *g,
@@ -107,9 +205,13 @@ braid_status braid_compile(const braid_graph *g,
     if (s != BRAID_OK) return s;
     bp_plan *p = NULL;
     s = new_plan(g, opts, &p);
-    for (size_t i = 0; s == BRAID_OK && i < sizeof pipeline / sizeof *pipeline;
-         i++)
+    for (size_t i = 0; s == BRAID_OK && i < NPASSES; i++) {
+        if (pipeline[i].optional & p->settings.disabled) continue;
         s = pipeline[i].run(p);
+        if (s == BRAID_OK && p->settings.dump_after &&
+            strcmp(p->settings.dump_after, pipeline[i].name) == 0)
+            bp_plan_dump(p, pipeline[i].name, stderr);
+    }
     if (s != BRAID_OK) {
         braid_plan_free(p);
         return s;

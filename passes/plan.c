@@ -101,26 +101,17 @@ braid_status bp_parse_devices(const char *text, bp_device *out, uint32_t *n) {
     return BRAID_OK;
 }
 
-braid_status bp_plan_alloc_nodes(bp_plan *plan) {
-    uint32_t n = plan->graph->nnodes;
-    plan->nnodes = n;
-    plan->live = bp_calloc(n, sizeof *plan->live, "live flags");
-    plan->schedule = bp_calloc(n, sizeof *plan->schedule, "schedule");
-    plan->node_device = bp_calloc(n, sizeof *plan->node_device, "devices");
-    plan->place = bp_calloc(n, sizeof *plan->place, "tensor places");
-    if (!plan->live || !plan->schedule || !plan->node_device || !plan->place)
-        return BRAID_ERR_OUT_OF_MEMORY;
-    return BRAID_OK;
-}
-
 void braid_plan_free(braid_plan *p) {
     if (!p) return;
     braid_graph_free(p->graph);
     free(p->devices_text);
-    free(p->live);
+    free(p->dump_text);
+    free(p->info);
     free(p->schedule);
-    free(p->node_device);
-    free(p->place);
+    free(p->queues);
+    free(p->events);
+    for (uint32_t i = 0; i < p->nprograms; i++) free(p->programs[i].instr);
+    free(p->programs);
     free(p->arenas);
     free(p->inputs);
     free(p->outputs);
@@ -129,8 +120,10 @@ void braid_plan_free(braid_plan *p) {
 
 static const char *storage_name(bp_storage s) {
     switch (s) {
-    case BP_STORAGE_BUFFER:
-        return "buffer";
+    case BP_STORAGE_ARENA:
+        return "arena";
+    case BP_STORAGE_VIEW:
+        return "view";
     case BP_STORAGE_INPUT:
         return "input";
     case BP_STORAGE_CONSTANT:
@@ -143,8 +136,8 @@ static const char *storage_name(bp_storage s) {
 
 static void print_header(const bp_plan *p, FILE *out) {
     char dev[32];
-    fprintf(out, "plan: %" PRIu32 " of %" PRIu32 " nodes scheduled, devices ",
-            p->nschedule, p->nnodes);
+    fprintf(out, "plan: %" PRIu32 " nodes, %" PRIu32 " queues, %" PRIu32
+            " events, devices ", p->nschedule, p->nqueues, p->nevents);
     for (uint32_t i = 0; i < p->ndevices; i++)
         fprintf(out, "%s%s", i ? "," : "",
                 bp_device_str(p->devices[i], dev, sizeof dev));
@@ -154,16 +147,41 @@ static void print_header(const bp_plan *p, FILE *out) {
         fprintf(out, ", cpu threads: one per core\n");
 }
 
+static const char *queue_kind_name(bp_queue_kind k) {
+    static const char *const names[] = {"cpu", "compute", "h2d", "d2h", "d2d"};
+    return k <= BP_QUEUE_D2D ? names[k] : "?";
+}
+
+/* "cpu" or "cuda:0/compute1" for the queue a node runs on. */
+const char *bp_queue_str(const bp_plan *p, uint32_t q, char *buf,
+                         size_t size) {
+    if (q >= p->nqueues) {
+        snprintf(buf, size, "-");
+        return buf;
+    }
+    char dev[32];
+    const bp_queue *qu = &p->queues[q];
+    if (qu->kind == BP_QUEUE_CPU)
+        snprintf(buf, size, "cpu");
+    else
+        snprintf(buf, size, "%s/%s%" PRIu32,
+                 bp_device_str(qu->device, dev, sizeof dev),
+                 queue_kind_name(qu->kind), qu->index);
+    return buf;
+}
+
 static void print_node(const bp_plan *p, uint32_t id, FILE *out) {
     const bg_node *n = bg_node_at(p->graph, id);
-    const bp_tensor_place *pl = &p->place[id];
-    char type[128], dev[32];
-    fprintf(out, "  %%%-5" PRIu32 " %-14s %-24s %-8s %12" PRIu64 " B  %s", id,
+    const bp_tensor_place *pl = &p->info[id].place;
+    char type[128], q[48];
+    fprintf(out, "  %%%-5" PRIu32 " %-14s %-24s %-18s %12" PRIu64 " B  %s", id,
             bg_op(n->op)->name, bg_type_str(n, type, sizeof type),
-            bp_device_str(p->node_device[id], dev, sizeof dev), pl->bytes,
+            bp_queue_str(p, p->info[id].queue, q, sizeof q), pl->bytes,
             storage_name(pl->storage));
-    if (pl->storage == BP_STORAGE_BUFFER)
+    if (pl->storage == BP_STORAGE_ARENA)
         fprintf(out, " %" PRIu32 "+%" PRIu64, pl->arena, pl->offset);
+    if (pl->storage == BP_STORAGE_VIEW)
+        fprintf(out, " %%%" PRIu32 "+%" PRIu64, pl->base, pl->offset);
     if (n->name) fprintf(out, "  \"%s\"", n->name);
     fputc('\n', out);
 }
@@ -174,11 +192,11 @@ braid_status braid_plan_print(const braid_plan *p, FILE *out) {
                                  "braid_plan_print: %s is NULL",
                                  !p ? "plan" : "out");
     print_header(p, out);
-    uint64_t by_kind[4] = {0};
+    uint64_t by_kind[BP_STORAGE_VIEW + 1] = {0};
     for (uint32_t i = 0; i < p->nschedule; i++) {
         uint32_t id = p->schedule[i];
         print_node(p, id, out);
-        by_kind[p->place[id].storage] += p->place[id].bytes;
+        by_kind[p->info[id].place.storage] += p->info[id].place.bytes;
     }
     for (uint32_t i = 0; i < p->noutputs; i++)
         fprintf(out, "  output \"%s\" = %%%" PRIu32 "\n", p->outputs[i].name,
@@ -187,7 +205,7 @@ braid_status braid_plan_print(const braid_plan *p, FILE *out) {
     for (uint32_t i = 0; i < p->narenas; i++)
         arena_bytes += p->arenas[i].bytes;
     fprintf(out,
-            "total: %" PRIu32 " nodes, %" PRIu32 " buffers of %" PRIu64
+            "total: %" PRIu32 " nodes, %" PRIu32 " arenas of %" PRIu64
             " bytes; inputs %" PRIu64 " bytes, constants %" PRIu64 " bytes\n",
             p->nschedule, p->narenas, arena_bytes, by_kind[BP_STORAGE_INPUT],
             by_kind[BP_STORAGE_CONSTANT]);

@@ -1,10 +1,16 @@
 /* passes/plan.h — the compiled plan as plain data (prefix bp_).
  *
- * A plan is what passes produce and what executors (and later plan files and
- * DOT export) consume. It owns a private clone of the user's graph, so node
- * ids in the plan are the user's ids and the plan never refers back to the
- * user's graph. Everything here is read-only once braid_compile returns, so
- * many executors may share one plan across threads. */
+ * A plan is what passes produce and what executors, DOT export and (later)
+ * plan files consume. It owns a private working copy of the user's graph
+ * that passes rewrite: they add compiler nodes (copy, fused, and the slice /
+ * concat nodes chunking makes) and drop dead ones. After every pass that
+ * rewrites the graph, bp_plan_compact() renumbers it so the invariants below
+ * hold again for the next pass:
+ *   - ids are topological (a node's inputs have smaller ids);
+ *   - every node is live (needed by an output);
+ *   - info[] has one entry per node.
+ * Everything here is read-only once braid_compile returns, so many executors
+ * may share one plan across threads. */
 #ifndef BRAID_PASSES_PLAN_H
 #define BRAID_PASSES_PLAN_H
 
@@ -12,6 +18,8 @@
 
 /* Largest number of devices a plan may list ("cpu,cuda:0,cuda:1,..."). */
 #define BP_MAX_DEVICES 64
+/* Largest number of queues (CPU + streams of every GPU) a plan may use. */
+#define BP_MAX_QUEUES 256
 
 typedef enum bp_device_kind {
     BP_DEVICE_CPU = 0, /* the host, run by the CPU backend */
@@ -23,31 +31,134 @@ typedef struct bp_device {
     int32_t index;       /* CUDA device ordinal; 0 for the cpu */
 } bp_device;
 
+/* ---- devices' cost profiles (the placement cost model) ------------------- */
+
+/* What the placement pass believes of a device: the public
+ * braid_device_profile (defaults in docs/placement.md). */
+typedef braid_device_profile bp_device_profile;
+
+/* ---- queues and events -------------------------------------------------- */
+
+/* What a queue carries. A CPU queue is the host dispatcher; CUDA queues are
+ * streams. */
+typedef enum bp_queue_kind {
+    BP_QUEUE_CPU = 0, /* host compute (one per plan) */
+    BP_QUEUE_COMPUTE, /* a GPU compute stream */
+    BP_QUEUE_H2D,     /* a GPU's host → device copy stream */
+    BP_QUEUE_D2H,     /* a GPU's device → host copy stream */
+    BP_QUEUE_D2D      /* device → device copies into this GPU */
+} bp_queue_kind;
+
+/* An in-order queue: nodes on it run one after another in schedule order. */
+typedef struct bp_queue {
+    bp_queue_kind kind; /* what runs on it */
+    bp_device device;   /* the device it belongs to */
+    uint32_t index;     /* n-th queue of this kind on this device */
+} bp_queue;
+
+/* A cross-queue dependency: node `after` (on another queue) must complete
+ * before node `before` starts. The streams pass adds exactly one for every
+ * cross-queue edge the graph needs (direct data edges and the memory pass's
+ * reuse edges), and none between nodes of the same queue. */
+typedef struct bp_event {
+    uint32_t after;  /* producer node id (records the event) */
+    uint32_t before; /* consumer node id (waits for it) */
+    bool reuse;      /* added by the memory pass for buffer reuse, not for
+                        data */
+} bp_event;
+
+/* ---- memory --------------------------------------------------------------- */
+
 /* Where a tensor's bytes come from at run time. */
 typedef enum bp_storage {
-    BP_STORAGE_NONE = 0, /* not scheduled: the tensor is never materialised */
-    BP_STORAGE_BUFFER,   /* an executor-owned buffer (arena + offset) */
+    BP_STORAGE_NONE = 0, /* not materialised (before the memory pass) */
+    BP_STORAGE_ARENA,    /* arena `arena` at `offset` (executor-owned) */
     BP_STORAGE_INPUT,    /* the caller's bound input, read in place */
-    BP_STORAGE_CONSTANT  /* attr.data of the plan's graph, read in place */
+    BP_STORAGE_CONSTANT, /* attr.data of the plan's graph, read in place */
+    BP_STORAGE_VIEW      /* bytes of tensor `base` at `offset`: the node
+                            (reshape, contiguous slice, in-place concat
+                            input) does no work */
 } bp_storage;
 
-/* A tensor's memory assignment. While each tensor gets a buffer of its own,
- * arena is the buffer's index and offset is 0; the memory pass will later
- * pack tensors into one arena per device and fill offset. */
+typedef enum bp_arena_kind {
+    BP_ARENA_DEVICE = 0, /* memory of the device (host malloc for cpu) */
+    BP_ARENA_PINNED      /* page-locked host memory for staging copies */
+} bp_arena_kind;
+
+/* A tensor's memory assignment. */
 typedef struct bp_tensor_place {
     bp_storage storage; /* kind of storage, see bp_storage */
-    bp_device device;   /* the device whose memory holds the bytes */
-    uint32_t arena;     /* BP_STORAGE_BUFFER: index in plan->arenas */
-    uint64_t offset;    /* BP_STORAGE_BUFFER: byte offset in that arena */
+    uint32_t arena;     /* ARENA: index in plan->arenas */
+    uint32_t base;      /* VIEW: node id whose bytes this tensor shares */
+    uint64_t offset;    /* ARENA: byte offset in the arena; VIEW: in base */
     uint64_t bytes;     /* numel × dtype size (0 for an empty tensor) */
 } bp_tensor_place;
 
 /* One block of memory an executor allocates, once, at creation. */
 typedef struct bp_arena {
-    bp_device device; /* where it lives */
-    uint64_t bytes;   /* size in bytes (the executor rounds up to 64) */
-    uint32_t node;    /* first tensor placed in it (for error messages) */
+    bp_arena_kind kind;    /* device memory or pinned staging */
+    bp_device device;      /* where it lives */
+    uint64_t bytes;        /* size chosen by the memory pass */
+    uint64_t lower_bound;  /* largest sum of simultaneously live bytes in
+                              it: no plan can use less */
 } bp_arena;
+
+/* ---- fused programs --------------------------------------------------------- */
+
+/* The op of a program instruction: a graph op of kind elementwise (the
+ * instruction computes it from its operands), a reduction (last instruction
+ * only), BRAID_OP_MATMUL (first instruction only, operands are loads), or
+ * one of the two below. */
+#define BP_INSTR_LOAD ((braid_op)(BRAID_OP_COUNT_ + 0))  /* read input k */
+#define BP_INSTR_CONST ((braid_op)(BRAID_OP_COUNT_ + 1)) /* a scalar value */
+
+typedef struct bp_instr {
+    braid_op op;       /* graph op, BP_INSTR_LOAD or BP_INSTR_CONST */
+    braid_dtype dtype; /* the value's dtype (what the graph node had) */
+    uint32_t arg[3];   /* operand instruction indices (< this index) */
+    uint32_t input;    /* LOAD: index into the fused node's inputs */
+    double value;      /* CONST: the value (already rounded to dtype) */
+    uint32_t source;   /* graph node this came from (for dumps / errors),
+                          BG_NONE for LOADs */
+} bp_instr;
+
+typedef enum bp_program_kind {
+    BP_PROGRAM_ELEMENTWISE = 0, /* out[i] = expr(inputs broadcast to out) */
+    BP_PROGRAM_REDUCE,          /* out = reduce(expr over the reduce
+                                   input's shape); last instr reduces */
+    BP_PROGRAM_MATMUL           /* out = epilogue(matmul(load, load)) */
+} bp_program_kind;
+
+/* A fused node's expression: instr[ninstr-1] is the result. Loads read the
+ * fused node's inputs with NumPy broadcasting against `shape` (the output
+ * shape for ELEMENTWISE, the reduction's input shape for REDUCE, the matmul
+ * result shape for MATMUL epilogues). */
+typedef struct bp_program {
+    bp_program_kind kind;           /* see bp_program_kind */
+    uint32_t ninstr;                /* entries in instr */
+    bp_instr *instr;                /* the instructions; owned */
+    uint8_t rank;                   /* rank of the iteration space */
+    int64_t dims[BRAID_MAX_RANK];   /* the iteration space (see above) */
+    uint8_t axes;                   /* REDUCE: reduced axes of dims */
+    uint32_t flags;                 /* REDUCE: BG_KEEPDIMS; MATMUL:
+                                       BRAID_TRANSPOSE_A|B */
+} bp_program;
+
+/* ---- the plan --------------------------------------------------------------- */
+
+/* What passes decided about one node. */
+typedef struct bp_node_info {
+    bp_device device;      /* where it runs (place pass); for a copy node,
+                              the destination device */
+    uint32_t queue;        /* index in plan->queues (streams pass) */
+    uint32_t program;      /* FUSED: index in plan->programs; else BG_NONE */
+    uint32_t order;        /* position in plan->schedule (schedule pass) */
+    bp_tensor_place place; /* where its output lives (memory pass) */
+    uint32_t origin;       /* node id in the user's graph this node came
+                              from (messages, dumps); BG_NONE for nodes the
+                              compiler made */
+    bool chunk;            /* made by the chunking pass (for DOT/info) */
+} bp_node_info;
 
 /* A named graph input or output. */
 typedef struct bp_io {
@@ -56,31 +167,48 @@ typedef struct bp_io {
     uint64_t bytes;   /* numel × dtype size the caller must bind */
 } bp_io;
 
+/* Compile-time settings the passes read (from braid_compile_options). */
+typedef struct bp_settings {
+    uint32_t disabled;        /* bit per pass (BP_PASS_*) turned off */
+    uint32_t max_streams;     /* compute streams per GPU (≥ 1) */
+    uint32_t chunks;          /* 0: the cost model decides; 1: never;
+                                 N: split eligible chains in N */
+    bp_device_profile profile[BP_MAX_DEVICES]; /* per plan->devices entry */
+    const char *dump_after;   /* pass name after which the IR is printed to
+                                 stderr (BRAID_DUMP=after:<pass>), or NULL */
+} bp_settings;
+
 struct braid_plan {
-    braid_graph *graph;         /* private clone of the compiled graph; owned */
-    braid_compile_options opts; /* the options compiled with; opts.devices
-                                   points to devices_text (or is NULL) */
-    char *devices_text;         /* owned copy of the devices string, or NULL */
-    bp_device devices[BP_MAX_DEVICES]; /* the devices the plan may use, in
-                                          the order listed ("cpu" first when
-                                          detected) */
+    braid_graph *graph;         /* working copy of the graph; owned */
+    braid_compile_options opts; /* the options compiled with; string
+                                   fields point to owned copies */
+    char *devices_text;         /* owned copy of opts.devices, or NULL */
+    char *dump_text;            /* owned copy of opts.dump_after, or NULL */
+    bp_settings settings;       /* what the passes read */
+    bp_device devices[BP_MAX_DEVICES]; /* devices the plan may use, in the
+                                          order listed ("cpu" first) */
     uint32_t ndevices;                 /* entries used in devices (≥ 1) */
-    uint32_t nnodes;        /* graph->nnodes, for the per-node arrays */
-    bool *live;             /* per node id: needed for an output; owned */
-    uint32_t *schedule;     /* ids of live nodes in execution order,
-                               inputs before users; owned */
-    uint32_t nschedule;     /* entries in schedule */
-    bp_device *node_device; /* per node id: where it runs (meaningful for
-                               scheduled nodes); owned */
-    bp_tensor_place *place; /* per node id: where its output lives;
-                               BP_STORAGE_NONE when not scheduled; owned */
-    bp_arena *arenas;       /* buffers to allocate; owned */
-    uint32_t narenas;       /* entries in arenas */
-    bp_io *inputs;          /* every graph input, in id order; owned */
-    uint32_t ninputs;       /* entries in inputs */
-    bp_io *outputs;         /* every named output, in the order added;
-                               owned */
-    uint32_t noutputs;      /* entries in outputs */
+    bp_node_info *info;         /* per node id; owned */
+    uint32_t ninfo;             /* entries in info (= graph->nnodes between
+                                   passes; bp_plan_sync_info catches up) */
+    uint32_t info_cap;          /* allocated entries */
+    uint32_t *schedule;         /* node ids in issue order, inputs before
+                                   users (schedule pass); owned */
+    uint32_t nschedule;         /* entries in schedule (= graph->nnodes
+                                   after the schedule pass) */
+    bp_queue *queues;           /* queues[0] is the CPU queue; owned */
+    uint32_t nqueues;           /* entries in queues */
+    bp_event *events;           /* cross-queue edges; owned */
+    uint32_t nevents;           /* entries in events */
+    bp_program *programs;       /* fused nodes' expressions; owned */
+    uint32_t nprograms;         /* entries in programs */
+    bp_arena *arenas;           /* memory to allocate; owned */
+    uint32_t narenas;           /* entries in arenas */
+    bp_io *inputs;              /* every graph input, in id order; owned */
+    uint32_t ninputs;           /* entries in inputs */
+    bp_io *outputs;             /* every named output, in the order added;
+                                   owned */
+    uint32_t noutputs;          /* entries in outputs */
 };
 
 typedef struct braid_plan bp_plan;

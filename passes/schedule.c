@@ -1,25 +1,17 @@
-/* passes/schedule.c — liveness from the outputs and a topological order.
- *
- * Node ids are already topological (inputs have smaller ids), so the live
- * nodes in ascending id order are a valid schedule; dead nodes (not needed
- * by any output) are dropped and never run. */
+/* passes/schedule.c — PLACEHOLDER: id order (topological after compaction). */
 #include "passes/passes.h"
 
+#include <stdlib.h>
+
 braid_status bp_schedule(bp_plan *plan) {
-    const braid_graph *g = plan->graph;
-    for (uint32_t i = 0; i < g->nnodes; i++)
-        plan->live[i] = false;
-    for (uint32_t i = 0; i < g->noutputs; i++)
-        plan->live[g->outputs[i].node] = true;
-    /* Walking ids downwards visits every user before what it reads. */
-    for (uint32_t id = g->nnodes; id-- > 0;) {
-        if (!plan->live[id]) continue;
-        const bg_node *n = &g->nodes[id];
-        for (uint32_t k = 0; k < n->ninputs; k++)
-            plan->live[n->inputs[k]] = true;
+    uint32_t n = plan->graph->nnodes;
+    free(plan->schedule);
+    plan->schedule = bp_calloc(n ? n : 1, sizeof *plan->schedule, "schedule");
+    if (!plan->schedule) return BRAID_ERR_OUT_OF_MEMORY;
+    for (uint32_t id = 0; id < n; id++) {
+        plan->schedule[id] = id;
+        plan->info[id].order = id;
     }
-    plan->nschedule = 0;
-    for (uint32_t id = 0; id < g->nnodes; id++)
-        if (plan->live[id]) plan->schedule[plan->nschedule++] = id;
+    plan->nschedule = n;
     return BRAID_OK;
 }

@@ -28,11 +28,11 @@ static bool device_listed(const bp_plan *p, bp_device d) {
 
 static braid_status check_order(vp_state *st) {
     const bp_plan *p = st->plan;
-    for (uint32_t i = 0; i < p->nnodes; i++)
+    for (uint32_t i = 0; i < p->ninfo; i++)
         st->pos[i] = st->last[i] = -1;
     for (uint32_t i = 0; i < p->nschedule; i++) {
         uint32_t id = p->schedule[i];
-        if (id >= p->nnodes)
+        if (id >= p->ninfo)
             return fail("scheduled id out of range, position", id, i);
         if (st->pos[id] >= 0)
             return fail("scheduled twice, again at position", id, i);
@@ -40,14 +40,14 @@ static braid_status check_order(vp_state *st) {
         const bg_node *n = &p->graph->nodes[id];
         for (uint32_t k = 0; k < n->ninputs; k++) {
             uint32_t in = n->inputs[k];
-            if (in >= p->nnodes || st->pos[in] < 0)
+            if (in >= p->ninfo || st->pos[in] < 0)
                 return fail("reads a node not scheduled before it:", id, in);
             st->last[in] = i;
         }
     }
     for (uint32_t i = 0; i < p->noutputs; i++) {
         uint32_t id = p->outputs[i].node;
-        if (id >= p->nnodes || st->pos[id] < 0)
+        if (id >= p->ninfo || st->pos[id] < 0)
             return fail("is an output but not scheduled; output", id, i);
         if (p->outputs[i].bytes != bg_nbytes(&p->graph->nodes[id]))
             return fail("output table has the wrong size; output", id, i);
@@ -58,10 +58,10 @@ static braid_status check_order(vp_state *st) {
 
 static braid_status check_place(const bp_plan *p, uint32_t id) {
     const bg_node *n = &p->graph->nodes[id];
-    const bp_tensor_place *pl = &p->place[id];
-    if (!device_listed(p, p->node_device[id]))
+    const bp_tensor_place *pl = &p->info[id].place;
+    if (!device_listed(p, p->info[id].device))
         return fail("runs on a device the plan does not list; kind", id,
-                    p->node_device[id].kind);
+                    p->info[id].device.kind);
     if (pl->bytes != bg_nbytes(n))
         return fail("place has the wrong size; storage", id, pl->storage);
     bool in = n->op == BRAID_OP_INPUT, k = n->op == BRAID_OP_CONSTANT;
@@ -77,7 +77,12 @@ static braid_status check_place(const bp_plan *p, uint32_t id) {
                         "storage",
                         id, pl->storage);
         return BRAID_OK;
-    case BP_STORAGE_BUFFER:
+    case BP_STORAGE_VIEW:
+        if (pl->base >= p->ninfo || pl->offset > p->info[pl->base].place.bytes ||
+            pl->bytes > p->info[pl->base].place.bytes - pl->offset)
+            return fail("is a view outside its base", id, pl->base);
+        return BRAID_OK;
+    case BP_STORAGE_ARENA:
         break;
     }
     if (pl->arena >= p->narenas)
@@ -85,8 +90,7 @@ static braid_status check_place(const bp_plan *p, uint32_t id) {
     const bp_arena *a = &p->arenas[pl->arena];
     if (pl->offset > a->bytes || pl->bytes > a->bytes - pl->offset)
         return fail("runs past the end of arena", id, pl->arena);
-    if (!bp_device_equal(a->device, pl->device) ||
-        !bp_device_equal(pl->device, p->node_device[id]))
+    if (!bp_device_equal(a->device, p->info[id].device))
         return fail("lives on another device than it runs on; arena", id,
                     pl->arena);
     return BRAID_OK;
@@ -138,13 +142,13 @@ static braid_status check_all(vp_state *st, vp_span *sp) {
     for (uint32_t i = 0; s == BRAID_OK && i < p->nschedule; i++) {
         uint32_t id = p->schedule[i];
         s = check_place(p, id);
-        const bp_tensor_place *pl = &p->place[id];
-        if (s == BRAID_OK && pl->storage == BP_STORAGE_BUFFER)
+        const bp_tensor_place *pl = &p->info[id].place;
+        if (s == BRAID_OK && pl->storage == BP_STORAGE_ARENA)
             sp[nbuf++] = (vp_span){pl->arena, pl->offset, pl->bytes, id};
     }
     for (uint32_t i = 0; s == BRAID_OK && i < p->ninputs; i++) {
         uint32_t id = p->inputs[i].node;
-        if (id >= p->nnodes || p->graph->nodes[id].op != BRAID_OP_INPUT ||
+        if (id >= p->ninfo || p->graph->nodes[id].op != BRAID_OP_INPUT ||
             p->inputs[i].bytes != bg_nbytes(&p->graph->nodes[id]))
             s = fail("input table entry is wrong; entry", id, i);
     }
@@ -153,8 +157,8 @@ static braid_status check_all(vp_state *st, vp_span *sp) {
 
 braid_status bp_verify_plan(bp_plan *plan) {
     vp_state st = {plan, NULL, NULL};
-    st.pos = bp_calloc(plan->nnodes, sizeof *st.pos, "verify_plan positions");
-    st.last = bp_calloc(plan->nnodes, sizeof *st.last, "verify_plan uses");
+    st.pos = bp_calloc(plan->ninfo, sizeof *st.pos, "verify_plan positions");
+    st.last = bp_calloc(plan->ninfo, sizeof *st.last, "verify_plan uses");
     vp_span *sp = bp_calloc(plan->nschedule, sizeof *sp, "verify_plan spans");
     braid_status s =
         st.pos && st.last && sp ? check_all(&st, sp) : BRAID_ERR_OUT_OF_MEMORY;

@@ -34,7 +34,23 @@ struct braid_exec {
                                caller's buffer this run (noutputs cap) */
     size_t in_place_cap;    /* entries in in_place */
     atomic_flag running;    /* set while braid_run runs */
+    bool emulate;           /* run device nodes on the host, interleaving
+                               queues at random (br_exec_new_emulated) */
+    uint64_t rng;           /* emulation: random state */
+    uint32_t *qorder;       /* emulation: node ids grouped by queue, each
+                               group in schedule order; owned */
+    uint32_t *qstart;       /* emulation: per queue, first index in qorder
+                               (nqueues + 1 entries); owned */
+    uint32_t *qnext;        /* emulation: per queue, next index; owned */
+    uint32_t *wstart;       /* emulation: per node, first index in waits
+                               (nnodes + 1 entries); owned */
+    uint32_t *waits;        /* emulation: producer node ids each node waits
+                               for (its events); owned */
+    bool *done;             /* emulation: per node, completed this run */
 };
+
+static braid_status br_emulate_prepare(braid_exec *e);
+static void run_node(braid_exec *e, br_kernel_args *a, uint32_t id);
 
 /* ---- creation ------------------------------------------------------------ */
 
@@ -44,33 +60,41 @@ static void *aligned_buffer(uint64_t bytes) {
     return aligned_alloc(BR_ALIGN, n ? n : BR_ALIGN);
 }
 
-static braid_status oom_for_node(const bp_plan *p, uint32_t id,
-                                 uint64_t bytes) {
-    char type[128];
-    const bg_node *n = bg_node_at(p->graph, id);
-    return bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY,
-                             "braid_exec_new: out of memory allocating %llu "
-                             "bytes for node %u (%s %s%s%s)",
-                             (unsigned long long)bytes, id, bg_op(n->op)->name,
-                             bg_type_str(n, type, sizeof type),
-                             n->name ? " " : "", n->name ? n->name : "");
+static braid_status oom_for_arena(const bp_plan *p, uint32_t a) {
+    char dev[32];
+    return bg_set_last_error(
+        BRAID_ERR_OUT_OF_MEMORY,
+        "braid_exec_new: out of memory allocating arena %u (%llu bytes on "
+        "%s)",
+        a, (unsigned long long)p->arenas[a].bytes,
+        bp_device_str(p->arenas[a].device, dev, sizeof dev));
 }
 
-/* Every scheduled node runs here: on the CPU, with a kernel. */
+/* "no CUDA device: <why>" or "braid has no CUDA backend yet". */
+static const char *why_no_device(void) {
+    return braid_cuda_device_count() == 0
+               ? braid_cuda_status()
+               : "this build of braid cannot run CUDA nodes yet";
+}
+
+/* Every scheduled node runs here: on the CPU (or any device, emulated),
+ * with a kernel. */
 static braid_status check_nodes(braid_exec *e) {
     const bp_plan *p = e->plan;
     for (uint32_t i = 0; i < p->nschedule; i++) {
         uint32_t id = p->schedule[i];
         const bg_node *n = bg_node_at(p->graph, id);
-        if (p->node_device[id].kind != BP_DEVICE_CPU) {
+        if (p->info[id].device.kind != BP_DEVICE_CPU && !e->emulate) {
             char dev[32];
             return bg_set_last_error(
-                BRAID_ERR_UNSUPPORTED,
-                "braid_exec_new: node %u (%s) is placed on %s, but this "
-                "executor runs CPU nodes only",
+                BRAID_ERR_DEVICE,
+                "braid_exec_new: the plan runs node %u (%s) on %s: %s "
+                "(compile for \"cpu\" to run here)",
                 id, bg_op(n->op)->name,
-                bp_device_str(p->node_device[id], dev, sizeof dev));
+                bp_device_str(p->info[id].device, dev, sizeof dev),
+                why_no_device());
         }
+        if (p->info[id].place.storage == BP_STORAGE_VIEW) continue;
         braid_status s = br_cpu_prepare(p->graph, id, &e->scratch_bytes);
         if (s != BRAID_OK) return s;
         if (n->ninputs > e->max_inputs) e->max_inputs = n->ninputs;
@@ -81,8 +105,8 @@ static braid_status check_nodes(braid_exec *e) {
 static braid_status alloc_tables(braid_exec *e) {
     const bp_plan *p = e->plan;
     e->arena = calloc(p->narenas ? p->narenas : 1, sizeof *e->arena);
-    e->home = calloc(p->nnodes ? p->nnodes : 1, sizeof *e->home);
-    e->ptr = calloc(p->nnodes ? p->nnodes : 1, sizeof *e->ptr);
+    e->home = calloc(p->ninfo ? p->ninfo : 1, sizeof *e->home);
+    e->ptr = calloc(p->ninfo ? p->ninfo : 1, sizeof *e->ptr);
     e->args = calloc(e->max_inputs ? e->max_inputs : 1, sizeof *e->args);
     e->staging = calloc(p->ninputs ? p->ninputs : 1, sizeof *e->staging);
     e->in_binding = calloc(p->ninputs ? p->ninputs : 1, sizeof *e->in_binding);
@@ -92,7 +116,7 @@ static braid_status alloc_tables(braid_exec *e) {
         return bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY,
                                  "braid_exec_new: out of memory for the "
                                  "executor's tables (%u nodes)",
-                                 p->nnodes);
+                                 p->ninfo);
     return BRAID_OK;
 }
 
@@ -101,7 +125,7 @@ static braid_status alloc_buffers(braid_exec *e) {
     for (uint32_t i = 0; i < p->narenas; i++) {
         e->arena[i] = aligned_buffer(p->arenas[i].bytes);
         if (!e->arena[i])
-            return oom_for_node(p, p->arenas[i].node, p->arenas[i].bytes);
+            return oom_for_arena(p, i);
         memset(e->arena[i], 0, p->arenas[i].bytes); /* fault pages in now */
     }
     if (e->scratch_bytes > 0) {
@@ -114,8 +138,8 @@ static braid_status alloc_buffers(braid_exec *e) {
     }
     for (uint32_t i = 0; i < p->nschedule; i++) {
         uint32_t id = p->schedule[i];
-        const bp_tensor_place *pl = &p->place[id];
-        if (pl->storage == BP_STORAGE_BUFFER)
+        const bp_tensor_place *pl = &p->info[id].place;
+        if (pl->storage == BP_STORAGE_ARENA)
             e->home[id] = (char *)e->arena[pl->arena] + pl->offset;
         else if (pl->storage == BP_STORAGE_CONSTANT)
             e->home[id] = p->graph->nodes[id].attr.data;
@@ -124,7 +148,8 @@ static braid_status alloc_buffers(braid_exec *e) {
     return BRAID_OK;
 }
 
-braid_status braid_exec_new(const braid_plan *p, braid_exec **exec) {
+static braid_status exec_new(const braid_plan *p, bool emulate, uint64_t seed,
+                             braid_exec **exec) {
     if (!exec)
         return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
                                  "braid_exec_new: exec is NULL");
@@ -137,10 +162,13 @@ braid_status braid_exec_new(const braid_plan *p, braid_exec **exec) {
         return bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY,
                                  "braid_exec_new: out of memory");
     e->plan = p;
+    e->emulate = emulate;
+    e->rng = seed;
     atomic_flag_clear(&e->running);
     braid_status s = check_nodes(e);
     if (s == BRAID_OK) s = alloc_tables(e);
     if (s == BRAID_OK) s = alloc_buffers(e);
+    if (s == BRAID_OK && emulate) s = br_emulate_prepare(e);
     if (s == BRAID_OK && !(e->pool = br_pool_new(p->opts.num_threads)))
         s = bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY,
                               "braid_exec_new: cannot create the thread "
@@ -151,6 +179,15 @@ braid_status braid_exec_new(const braid_plan *p, braid_exec **exec) {
     }
     *exec = e;
     return BRAID_OK;
+}
+
+braid_status braid_exec_new(const braid_plan *p, braid_exec **exec) {
+    return exec_new(p, false, 0, exec);
+}
+
+braid_status br_exec_new_emulated(const braid_plan *p, uint64_t seed,
+                                  braid_exec **exec) {
+    return exec_new(p, true, seed, exec);
 }
 
 void braid_exec_free(braid_exec *e) {
@@ -171,7 +208,96 @@ void braid_exec_free(braid_exec *e) {
     free(e->in_binding);
     free(e->out_binding);
     free(e->in_place);
+    free(e->qorder);
+    free(e->qstart);
+    free(e->qnext);
+    free(e->wstart);
+    free(e->waits);
+    free(e->done);
     free(e);
+}
+
+/* ---- emulation (br_exec_new_emulated) ------------------------------------- */
+
+/* Groups the schedule by queue and lists every node's event waits. */
+static braid_status br_emulate_prepare(braid_exec *e) {
+    const bp_plan *p = e->plan;
+    uint32_t nq = p->nqueues ? p->nqueues : 1, n = p->ninfo;
+    e->qorder = calloc(p->nschedule + 1, sizeof *e->qorder);
+    e->qstart = calloc(nq + 1, sizeof *e->qstart);
+    e->qnext = calloc(nq, sizeof *e->qnext);
+    e->wstart = calloc(n + 1, sizeof *e->wstart);
+    e->waits = calloc(p->nevents + 1, sizeof *e->waits);
+    e->done = calloc(n + 1, sizeof *e->done);
+    if (!e->qorder || !e->qstart || !e->qnext || !e->wstart || !e->waits ||
+        !e->done)
+        return bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY,
+                                 "braid_exec_new: out of memory");
+    for (uint32_t i = 0; i < p->nschedule; i++) {
+        uint32_t q = p->info[p->schedule[i]].queue;
+        if (q >= nq)
+            return bg_set_last_error(BRAID_ERR_INTERNAL,
+                                     "emulation: node %u has no queue",
+                                     p->schedule[i]);
+        e->qstart[q + 1]++;
+    }
+    for (uint32_t q = 0; q < nq; q++) e->qstart[q + 1] += e->qstart[q];
+    for (uint32_t q = 0; q < nq; q++) e->qnext[q] = e->qstart[q];
+    for (uint32_t i = 0; i < p->nschedule; i++) {
+        uint32_t q = p->info[p->schedule[i]].queue;
+        e->qorder[e->qnext[q]++] = p->schedule[i];
+    }
+    for (uint32_t k = 0; k < p->nevents; k++) e->wstart[p->events[k].before + 1]++;
+    for (uint32_t i = 0; i < n; i++) e->wstart[i + 1] += e->wstart[i];
+    uint32_t *fill = calloc(n + 1, sizeof *fill);
+    if (!fill)
+        return bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY,
+                                 "braid_exec_new: out of memory");
+    for (uint32_t k = 0; k < p->nevents; k++) {
+        uint32_t b = p->events[k].before;
+        e->waits[e->wstart[b] + fill[b]++] = p->events[k].after;
+    }
+    free(fill);
+    return BRAID_OK;
+}
+
+static uint64_t next_random(uint64_t *s) {
+    uint64_t z = (*s += 0x9E3779B97F4A7C15u);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9u;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBu;
+    return z ^ (z >> 31);
+}
+
+static bool ready(const braid_exec *e, uint32_t id) {
+    for (uint32_t k = e->wstart[id]; k < e->wstart[id + 1]; k++)
+        if (!e->done[e->waits[k]]) return false;
+    return true;
+}
+
+/* Runs one ready queue head at a time, picking the queue at random: only
+ * queue order and events constrain the interleaving, as on real streams. */
+static braid_status run_emulated(braid_exec *e, br_kernel_args *a) {
+    const bp_plan *p = e->plan;
+    uint32_t nq = p->nqueues ? p->nqueues : 1;
+    for (uint32_t q = 0; q < nq; q++) e->qnext[q] = e->qstart[q];
+    memset(e->done, 0, (p->ninfo + 1) * sizeof *e->done);
+    for (uint32_t left = p->nschedule; left > 0; left--) {
+        uint32_t start = (uint32_t)(next_random(&e->rng) % nq), pick = BG_NONE;
+        for (uint32_t k = 0; k < nq && pick == BG_NONE; k++) {
+            uint32_t q = (start + k) % nq;
+            if (e->qnext[q] < e->qstart[q + 1] &&
+                ready(e, e->qorder[e->qnext[q]]))
+                pick = q;
+        }
+        if (pick == BG_NONE)
+            return bg_set_last_error(BRAID_ERR_INTERNAL,
+                                     "emulation: no queue can proceed (the "
+                                     "plan's events form a cycle)");
+        uint32_t id = e->qorder[e->qnext[pick]++];
+        run_node(e, a, id);
+        e->done[id] = true;
+    }
+    return BRAID_OK;
 }
 
 /* ---- binding ------------------------------------------------------------- */
@@ -262,7 +388,10 @@ static braid_status bind_inputs(braid_exec *e, const braid_input_binding *in,
             continue;
         }
         if (!e->staging[k] && !(e->staging[k] = aligned_buffer(io->bytes)))
-            return oom_for_node(p, io->node, io->bytes);
+            return bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY,
+                                     "braid_run: out of memory copying "
+                                     "misaligned input \"%s\" (%llu bytes)",
+                                     io->name, (unsigned long long)io->bytes);
         memcpy(e->staging[k], b->data, io->bytes);
         e->ptr[io->node] = e->staging[k];
     }
@@ -285,7 +414,7 @@ static bool can_write_in_place(const braid_exec *e,
     uint32_t id =
         p->outputs[find_io(p->outputs, p->noutputs, out[j].name)].node;
     const bg_node *n = bg_node_at(p->graph, id);
-    if (p->place[id].storage != BP_STORAGE_BUFFER ||
+    if (p->info[id].place.storage != BP_STORAGE_ARENA ||
         e->ptr[id] != e->home[id] || out[j].bytes == 0 ||
         (uintptr_t)out[j].data % braid_dtype_size(n->dtype) != 0)
         return false;
@@ -332,24 +461,47 @@ static braid_status bind_outputs(braid_exec *e, const braid_input_binding *in,
 
 /* ---- running ------------------------------------------------------------- */
 
-static void run_schedule(braid_exec *e) {
+/* Views share their base's bytes; bases precede views in the schedule, so
+ * one pass in order resolves chains of views. Done after binding, since a
+ * base may be a caller's buffer. */
+static void resolve_views(braid_exec *e) {
+    const bp_plan *p = e->plan;
+    for (uint32_t i = 0; i < p->nschedule; i++) {
+        uint32_t id = p->schedule[i];
+        const bp_tensor_place *pl = &p->info[id].place;
+        if (pl->storage == BP_STORAGE_VIEW)
+            e->ptr[id] = (char *)e->ptr[pl->base] + pl->offset;
+    }
+}
+
+static void run_node(braid_exec *e, br_kernel_args *a, uint32_t id) {
+    const bp_plan *p = e->plan;
+    const bg_node *n = bg_node_at(p->graph, id);
+    if (n->op == BRAID_OP_INPUT || n->op == BRAID_OP_CONSTANT ||
+        p->info[id].place.storage == BP_STORAGE_VIEW)
+        return;
+    for (uint32_t k = 0; k < n->ninputs; k++)
+        e->args[k] = e->ptr[n->inputs[k]];
+    a->id = id;
+    a->node = n;
+    a->out = e->ptr[id];
+    a->program = p->info[id].program < p->nprograms
+                     ? &p->programs[p->info[id].program]
+                     : NULL;
+    br_cpu_run(a);
+}
+
+static braid_status run_schedule(braid_exec *e) {
     const bp_plan *p = e->plan;
     br_kernel_args a = {.g = p->graph,
                         .in = e->args,
                         .pool = e->pool,
                         .scratch = e->scratch,
                         .scratch_bytes = e->scratch_bytes};
-    for (uint32_t i = 0; i < p->nschedule; i++) {
-        uint32_t id = p->schedule[i];
-        const bg_node *n = bg_node_at(p->graph, id);
-        if (n->op == BRAID_OP_INPUT || n->op == BRAID_OP_CONSTANT) continue;
-        for (uint32_t k = 0; k < n->ninputs; k++)
-            e->args[k] = e->ptr[n->inputs[k]];
-        a.id = id;
-        a.node = n;
-        a.out = e->ptr[id];
-        br_cpu_run(&a);
-    }
+    resolve_views(e);
+    if (e->emulate) return run_emulated(e, &a);
+    for (uint32_t i = 0; i < p->nschedule; i++) run_node(e, &a, p->schedule[i]);
+    return BRAID_OK;
 }
 
 /* Copies what was not computed in place. Outputs that are graph inputs
@@ -362,7 +514,7 @@ static void finish_outputs(braid_exec *e, const braid_output_binding *out,
         for (size_t j = 0; j < nout; j++) {
             uint32_t id =
                 p->outputs[find_io(p->outputs, p->noutputs, out[j].name)].node;
-            bool from_input = p->place[id].storage == BP_STORAGE_INPUT;
+            bool from_input = p->info[id].place.storage == BP_STORAGE_INPUT;
             if (e->in_place[j] || out[j].bytes == 0 || from_input != !pass)
                 continue;
             memmove(out[j].data, e->ptr[id], out[j].bytes);
@@ -407,10 +559,8 @@ braid_status braid_run(braid_exec *e, const braid_input_binding *inputs,
                                  "on another thread (one call at a time)");
     s = bind_inputs(e, inputs, ninputs);
     if (s == BRAID_OK) s = bind_outputs(e, inputs, ninputs, outputs, noutputs);
-    if (s == BRAID_OK) {
-        run_schedule(e);
-        finish_outputs(e, outputs, noutputs);
-    }
+    if (s == BRAID_OK) s = run_schedule(e);
+    if (s == BRAID_OK) finish_outputs(e, outputs, noutputs);
     reset_pointers(e);
     atomic_flag_clear(&e->running);
     return s;

@@ -39,6 +39,7 @@ typedef struct br_kernel_args {
     const braid_graph *g;  /* the plan's graph (input nodes' types) */
     uint32_t id;           /* the node computed */
     const bg_node *node;   /* its description */
+    const bp_program *program; /* FUSED: its program; else NULL */
     void *out;             /* its output, bg_nbytes(node) bytes */
     const void *const *in; /* its inputs' data, node->ninputs pointers */
     br_pool *pool;         /* threads to split the work over */
@@ -53,5 +54,15 @@ typedef struct br_kernel_args {
 braid_status br_cpu_prepare(const braid_graph *g, uint32_t id, size_t *scratch);
 /* Computes one node. Never fails for a node br_cpu_prepare accepted. */
 void br_cpu_run(const br_kernel_args *a);
+
+/* ---- executors -------------------------------------------------------------- */
+
+/* A test executor that runs ANY plan on the host: every device's arenas are
+ * host memory, copy nodes are memcpy, and the queues are interleaved in a
+ * random order drawn from seed that respects only queue order and the
+ * plan's events, so a missing event or an unsafe buffer reuse shows up as
+ * wrong results. braid_run and braid_exec_free work on it as usual. */
+braid_status br_exec_new_emulated(const braid_plan *p, uint64_t seed,
+                                  braid_exec **exec);
 
 #endif /* BRAID_RUNTIME_RUNTIME_H */

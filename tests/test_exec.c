@@ -138,7 +138,7 @@ Test(exec, compile_checks_devices_and_threads) {
     cr_assert_eq(p->devices[1].kind, BP_DEVICE_CUDA);
     cr_assert_eq(p->devices[2].index, 1);
     for (uint32_t i = 0; i < p->nschedule; i++)
-        cr_assert_eq(p->node_device[p->schedule[i]].kind, BP_DEVICE_CPU);
+        cr_assert_eq(p->info[p->schedule[i]].device.kind, BP_DEVICE_CPU);
     braid_plan_free(p);
     p = compile_ok(g, NULL, 0); /* detect: the cpu, and no GPU here */
     cr_assert_eq(p->devices[0].kind, BP_DEVICE_CPU);

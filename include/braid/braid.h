@@ -280,9 +280,35 @@ braid_graph *braid_graph_load(const char *path,
 typedef struct braid_plan braid_plan;
 typedef struct braid_exec braid_exec;
 
+/* What the placement cost model believes of a device (sustained rates).
+ * Defaults per device kind are in docs/placement.md. */
+typedef struct braid_device_profile {
+    double flops[BRAID_DTYPE_COUNT_]; /* matmul FLOP/s per dtype */
+    double elementwise_flops;         /* elementwise FLOP/s (f32) */
+    double mem_bytes_per_s;           /* memory bandwidth, read + write */
+    double h2d_bytes_per_s;           /* host → device (0 for the cpu) */
+    double d2h_bytes_per_s;           /* device → host (0 for the cpu) */
+    double launch_s;                  /* fixed cost per node */
+} braid_device_profile;
+
+/* Optional passes, for braid_compile_options.disable_passes. */
+#define BRAID_PASS_SIMPLIFY 1u /* dead code, CSE, folding, identities */
+#define BRAID_PASS_FUSE 2u     /* elementwise fusion */
+#define BRAID_PASS_CHUNK 4u    /* copy/compute pipelining */
+#define BRAID_PASS_REUSE 8u    /* memory reuse (each tensor its own bytes) */
+
 typedef struct braid_compile_options {
-    const char *devices; /* "cpu", "cpu,cuda:0", ...; NULL: detect */
-    int num_threads;     /* CPU worker threads; 0: one per core */
+    const char *devices;   /* "cpu", "cpu,cuda:0", ...; NULL: detect. A list
+                              naming GPUs this machine lacks still compiles
+                              (the plan then needs them to run). */
+    int num_threads;       /* CPU worker threads; 0: one per core */
+    unsigned disable_passes; /* BRAID_PASS_* bits of passes to skip */
+    int max_streams;       /* compute streams per GPU; 0: default (4) */
+    int chunks;            /* pipeline chunks: 0 cost model, 1 never, N */
+    const braid_device_profile *cpu_profile;  /* NULL: defaults */
+    const braid_device_profile *cuda_profile; /* NULL: defaults */
+    const char *dump_after; /* print the IR to stderr after this pass
+                               ("fuse", ...); NULL: $BRAID_DUMP=after:<pass> */
 } braid_compile_options;
 
 void braid_compile_options_init(braid_compile_options *o);
@@ -337,6 +363,85 @@ braid_status braid_reference_run(const braid_graph *g,
  * reason there are none, if any, is in braid_cuda_status(). */
 int braid_cuda_device_count(void);
 const char *braid_cuda_status(void);
+
+/* ---- DOT and plan summary ------------------------------------------------- */
+
+/* Writes g to out as a Graphviz DOT digraph: one node per graph node,
+ * labelled with its id, op, type, name and device hint; an edge from each
+ * input to its user; inputs drawn as houses, outputs with a double border
+ * and their output names. g must have status OK. Returns BRAID_ERR_IO when
+ * writing to out fails. Calls from several threads are serialised
+ * (libcgraph, which builds the DOT, keeps global state). */
+braid_status braid_graph_to_dot(const braid_graph *g, FILE *out);
+
+/* Writes the compiled plan p to out as a DOT digraph (docs/cli.md, "braid
+ * dot"): nodes filled with their device's colour (legend in the cluster
+ * "cluster_legend"); one cluster "cluster_q<i>" per queue that runs nodes,
+ * labelled like "cpu", "cuda:0 compute 1", "cuda:0 h2d"; copy nodes as cds
+ * shapes labelled with direction and bytes; fused nodes as records listing
+ * their program's instructions; every node's memory place (arena index,
+ * offset and size, or input / constant / view of %base at offset); events
+ * as dashed red edges, reuse events as dotted orange ones; chunk nodes
+ * bold with "[chunk]". Every object carries a Graphviz "class" attribute
+ * (node, copy, fused, chunk, event, reuse-event, legend) for tools. */
+braid_status braid_plan_to_dot(const braid_plan *p, FILE *out);
+
+/* Size of the device-name fields below ("cpu", "cuda:12", NUL included). */
+#define BRAID_DEVICE_NAME_MAX 16
+
+/* Counts describing a compiled plan (braid info prints them). */
+typedef struct braid_plan_summary {
+    uint32_t devices;           /* devices the plan was compiled for
+                                   (braid_plan_device_get 0..devices-1) */
+    uint32_t nodes;             /* nodes the plan runs, compiler-made copy,
+                                   fused and chunk nodes included */
+    uint32_t fused_kernels;     /* fused nodes: one kernel each */
+    uint32_t copies;            /* copy nodes between devices */
+    uint64_t copy_bytes;        /* bytes those copies move per run */
+    uint32_t chunk_nodes;       /* nodes made by the chunking pass */
+    uint32_t queues;            /* in-order queues: the CPU queue plus every
+                                   GPU stream (compute and copy) */
+    uint32_t events;            /* cross-queue synchronisations, reuse
+                                   events included */
+    uint32_t reuse_events;      /* events added for memory reuse only */
+    uint32_t arenas;            /* memory blocks (braid_plan_arena_get
+                                   0..arenas-1) */
+    uint64_t arena_bytes;       /* sum of all arenas' sizes */
+    uint64_t lower_bound_bytes; /* sum of all arenas' lower bounds */
+} braid_plan_summary;
+
+/* What the plan does on one of its devices. */
+typedef struct braid_plan_device_info {
+    char name[BRAID_DEVICE_NAME_MAX]; /* "cpu", "cuda:0" */
+    uint32_t nodes;  /* nodes running there (a copy counts on the device it
+                        copies to) */
+    uint32_t queues; /* queues it owns: the CPU queue, or the GPU's streams */
+} braid_plan_device_info;
+
+typedef enum braid_arena_kind {
+    BRAID_ARENA_DEVICE = 0, /* the device's memory (host memory for cpu) */
+    BRAID_ARENA_PINNED      /* page-locked host memory staging copies */
+} braid_arena_kind;
+
+/* One block of memory an executor of the plan allocates. */
+typedef struct braid_plan_arena_info {
+    char device[BRAID_DEVICE_NAME_MAX]; /* where it lives: "cpu", "cuda:0" */
+    braid_arena_kind kind;              /* device memory or pinned staging */
+    uint64_t bytes;                     /* size allocated */
+    uint64_t lower_bound_bytes;         /* largest total of tensors live in
+                                           it at one time: no placement of
+                                           them can use less */
+} braid_plan_arena_info;
+
+/* Fills *out; BRAID_ERR_INVALID_ARGUMENT for NULL arguments. */
+braid_status braid_plan_summary_get(const braid_plan *p,
+                                    braid_plan_summary *out);
+/* Device i (0 .. summary.devices-1, in the order compiled for) and arena i
+ * (0 .. summary.arenas-1); BRAID_ERR_INVALID_ARGUMENT when out of range. */
+braid_status braid_plan_device_get(const braid_plan *p, uint32_t i,
+                                   braid_plan_device_info *out);
+braid_status braid_plan_arena_get(const braid_plan *p, uint32_t i,
+                                  braid_plan_arena_info *out);
 
 #ifdef __cplusplus
 }

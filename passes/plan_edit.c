@@ -1,0 +1,255 @@
+/* passes/plan_edit.c — rewriting the plan's working graph: appending compiler
+ * nodes and programs, rewiring uses, and compaction, which restores the
+ * invariants of passes/plan.h (topological ids, only live nodes, one info
+ * entry per node) after a pass has rewritten the graph. */
+#include "passes/passes.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static bp_node_info default_info(const bp_plan *plan, uint32_t ninputs,
+                                 const uint32_t *inputs) {
+    bp_node_info in = {0};
+    in.device = (bp_device){BP_DEVICE_CPU, 0};
+    if (ninputs > 0 && inputs[0] < plan->ninfo)
+        in.device = plan->info[inputs[0]].device;
+    in.program = BG_NONE;
+    in.origin = BG_NONE;
+    return in;
+}
+
+/* Grows info to one entry per graph node (nodes made by bg_build on the
+ * plan's graph get defaults here). */
+braid_status bp_plan_sync_info(bp_plan *plan) {
+    const braid_graph *g = plan->graph;
+    if (plan->ninfo >= g->nnodes) return BRAID_OK;
+    if (g->nnodes > plan->info_cap) {
+        size_t cap = plan->info_cap ? plan->info_cap : 16;
+        while (cap < g->nnodes) cap *= 2;
+        bp_node_info *n = realloc(plan->info, cap * sizeof *n);
+        if (!n)
+            return bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY,
+                                     "compile: out of memory for node info");
+        plan->info = n;
+        plan->info_cap = (uint32_t)cap;
+    }
+    for (uint32_t id = plan->ninfo; id < g->nnodes; id++) {
+        const bg_node *n = &g->nodes[id];
+        plan->info[id] = default_info(plan, n->ninputs, n->inputs);
+    }
+    plan->ninfo = g->nnodes;
+    return BRAID_OK;
+}
+
+static braid_status graph_status(bp_plan *plan, const char *what) {
+    braid_graph *g = plan->graph;
+    return bg_set_last_error(g->status ? g->status : BRAID_ERR_INTERNAL,
+                             "compile: %s: %s", what, g->error);
+}
+
+uint32_t bp_plan_add_node(bp_plan *plan, braid_op op, const uint32_t *inputs,
+                          uint32_t ninputs, braid_dtype dtype, int rank,
+                          const int64_t *dims, const bg_attrs *attr) {
+    braid_graph *g = plan->graph;
+    if (bp_plan_sync_info(plan) != BRAID_OK) return BG_NONE;
+    if (g->nnodes == g->cap) {
+        uint32_t cap = g->cap ? g->cap * 2 : 16;
+        bg_node *n = bg_realloc(g, g->nodes, (size_t)g->cap * sizeof *n,
+                                (size_t)cap * sizeof *n);
+        if (!n) return graph_status(plan, "adding a node"), BG_NONE;
+        g->nodes = n;
+        g->cap = cap;
+    }
+    uint32_t *in = NULL;
+    if (ninputs) {
+        in = bg_alloc(g, ninputs * sizeof *in);
+        if (!in) return graph_status(plan, "adding a node"), BG_NONE;
+        memcpy(in, inputs, ninputs * sizeof *in);
+    }
+    bg_node *n = &g->nodes[g->nnodes];
+    memset(n, 0, sizeof *n);
+    n->op = op;
+    n->dtype = dtype;
+    n->rank = (uint8_t)rank;
+    for (int i = 0; i < rank; i++) n->dims[i] = dims[i];
+    n->ninputs = ninputs;
+    n->inputs = in;
+    if (attr) n->attr = *attr;
+    n->attr.data = NULL; /* compiler nodes never own constant bytes */
+    g->nnodes++;
+    if (bp_plan_sync_info(plan) != BRAID_OK) {
+        g->nnodes--;
+        bg_free(g, in, ninputs * sizeof *in);
+        return BG_NONE;
+    }
+    return g->nnodes - 1;
+}
+
+uint32_t bp_plan_add_program(bp_plan *plan, bp_program *prog) {
+    bp_program *p = realloc(plan->programs,
+                            (plan->nprograms + 1) * sizeof *plan->programs);
+    if (!p) {
+        bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY,
+                          "compile: out of memory for a fused program");
+        return BG_NONE;
+    }
+    plan->programs = p;
+    p[plan->nprograms] = *prog;
+    return plan->nprograms++;
+}
+
+void bp_plan_replace_uses(bp_plan *plan, uint32_t from, uint32_t to) {
+    braid_graph *g = plan->graph;
+    for (uint32_t id = 0; id < g->nnodes; id++) {
+        bg_node *n = &g->nodes[id];
+        if (id == to) continue; /* `to` may read `from` (e.g. a copy) */
+        for (uint32_t k = 0; k < n->ninputs; k++)
+            if (n->inputs[k] == from) n->inputs[k] = to;
+    }
+    for (uint32_t i = 0; i < g->noutputs; i++)
+        if (g->outputs[i].node == from) g->outputs[i].node = to;
+}
+
+/* ---- compaction --------------------------------------------------------- */
+
+/* Live: reachable backwards from the outputs, plus every input (callers
+ * bind all inputs by name, needed or not). */
+static braid_status mark_live(const braid_graph *g, bool *live,
+                              uint32_t *stack) {
+    uint32_t top = 0;
+    for (uint32_t i = 0; i < g->noutputs; i++) stack[top++] = g->outputs[i].node;
+    for (uint32_t id = 0; id < g->nnodes; id++)
+        if (g->nodes[id].op == BRAID_OP_INPUT) live[id] = true;
+    while (top > 0) {
+        uint32_t id = stack[--top];
+        if (live[id]) continue;
+        live[id] = true;
+        const bg_node *n = &g->nodes[id];
+        for (uint32_t k = 0; k < n->ninputs; k++)
+            if (!live[n->inputs[k]]) stack[top++] = n->inputs[k];
+    }
+    return BRAID_OK;
+}
+
+/* Post-order DFS from roots in ascending id: a topological order that keeps
+ * ids' relative order wherever the edges allow. state: 0 new, 1 open,
+ * 2 done. order receives the live nodes. A cycle is an internal error. */
+static braid_status topo_order(const braid_graph *g, const bool *live,
+                               uint8_t *state, uint32_t *stack, uint32_t *kid,
+                               uint32_t *order, uint32_t *norder) {
+    *norder = 0;
+    for (uint32_t root = 0; root < g->nnodes; root++) {
+        if (!live[root] || state[root]) continue;
+        uint32_t top = 0;
+        stack[top] = root;
+        kid[top++] = 0;
+        state[root] = 1;
+        while (top > 0) {
+            uint32_t id = stack[top - 1];
+            const bg_node *n = &g->nodes[id];
+            if (kid[top - 1] < n->ninputs) {
+                uint32_t in = n->inputs[kid[top - 1]++];
+                if (state[in] == 1)
+                    return bg_set_last_error(BRAID_ERR_INTERNAL,
+                                             "compile: cycle through node %u",
+                                             (unsigned)in);
+                if (state[in] == 0) {
+                    state[in] = 1;
+                    stack[top] = in;
+                    kid[top++] = 0;
+                }
+                continue;
+            }
+            state[id] = 2;
+            order[(*norder)++] = id;
+            top--;
+        }
+    }
+    return BRAID_OK;
+}
+
+static void free_node(braid_graph *g, bg_node *n) {
+    bg_free(g, n->inputs, n->ninputs * sizeof *n->inputs);
+    bg_free_str(g, n->name);
+    bg_free_str(g, n->device);
+    if (n->op == BRAID_OP_CONSTANT) bg_free(g, n->attr.data, bg_nbytes(n));
+}
+
+/* Moves the nodes into their new order (newid[old] = new id or BG_NONE). */
+static braid_status renumber(bp_plan *plan, const uint32_t *order,
+                             uint32_t norder, uint32_t *newid) {
+    braid_graph *g = plan->graph;
+    uint32_t n = g->nnodes;
+    bg_node *nodes = bg_alloc(g, (size_t)(norder ? norder : 1) * sizeof *nodes);
+    bp_node_info *info = malloc((norder ? norder : 1) * sizeof *info);
+    if (!nodes || !info) {
+        bg_free(g, nodes, (size_t)(norder ? norder : 1) * sizeof *nodes);
+        free(info);
+        return bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY,
+                                 "compile: out of memory renumbering nodes");
+    }
+    for (uint32_t i = 0; i < n; i++) newid[i] = BG_NONE;
+    for (uint32_t k = 0; k < norder; k++) newid[order[k]] = k;
+    for (uint32_t k = 0; k < norder; k++) {
+        nodes[k] = g->nodes[order[k]];
+        info[k] = plan->info[order[k]];
+        for (uint32_t j = 0; j < nodes[k].ninputs; j++)
+            nodes[k].inputs[j] = newid[nodes[k].inputs[j]];
+    }
+    for (uint32_t i = 0; i < n; i++)
+        if (newid[i] == BG_NONE) free_node(g, &g->nodes[i]);
+    bg_free(g, g->nodes, (size_t)g->cap * sizeof *g->nodes);
+    g->nodes = nodes;
+    g->cap = norder ? norder : 1;
+    g->nnodes = norder;
+    free(plan->info);
+    plan->info = info;
+    plan->ninfo = norder;
+    plan->info_cap = norder ? norder : 1;
+    for (uint32_t i = 0; i < g->noutputs; i++)
+        g->outputs[i].node = newid[g->outputs[i].node];
+    for (uint32_t i = 0; i < plan->ninputs; i++)
+        plan->inputs[i].node = newid[plan->inputs[i].node];
+    for (uint32_t i = 0; i < plan->noutputs; i++)
+        plan->outputs[i].node = g->outputs[i].node;
+    return BRAID_OK;
+}
+
+braid_status bp_plan_compact(bp_plan *plan) {
+    braid_status s = bp_plan_sync_info(plan);
+    if (s != BRAID_OK) return s;
+    const braid_graph *g = plan->graph;
+    uint32_t n = g->nnodes;
+    size_t m = n ? n : 1;
+    bool *live = calloc(m, sizeof *live);
+    uint8_t *state = calloc(m, 1);
+    uint32_t *stack = malloc(m * sizeof *stack);
+    uint32_t *kid = malloc(m * sizeof *kid);
+    uint32_t *order = malloc(m * sizeof *order);
+    uint32_t *newid = malloc(m * sizeof *newid);
+    if (!live || !state || !stack || !kid || !order || !newid)
+        s = bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY,
+                              "compile: out of memory compacting the plan");
+    uint32_t norder = 0;
+    /* The liveness stack may hold a node once per edge into it; bound it by
+     * the number of edges plus outputs. */
+    size_t edges = g->noutputs;
+    for (uint32_t id = 0; id < n; id++) edges += g->nodes[id].ninputs;
+    uint32_t *wstack = s == BRAID_OK ? malloc((edges + 1) * sizeof *wstack)
+                                     : NULL;
+    if (s == BRAID_OK && !wstack)
+        s = bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY,
+                              "compile: out of memory compacting the plan");
+    if (s == BRAID_OK) s = mark_live(g, live, wstack);
+    if (s == BRAID_OK)
+        s = topo_order(g, live, state, stack, kid, order, &norder);
+    if (s == BRAID_OK) s = renumber(plan, order, norder, newid);
+    free(wstack);
+    free(live);
+    free(state);
+    free(stack);
+    free(kid);
+    free(order);
+    free(newid);
+    return s;
+}
