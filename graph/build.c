@@ -571,7 +571,9 @@ static uint32_t bg_append(bg_ctx *c) {
         return BG_NONE;
     }
     g->nodes[g->nnodes] = *n;
-    return g->nnodes++;
+    uint32_t id = g->nnodes++;
+    if (n->op == BRAID_OP_INPUT) bg_names_added_input(g, id);
+    return id;
 }
 
 /* ---- entry

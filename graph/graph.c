@@ -38,7 +38,7 @@ braid_graph *braid_graph_new(const braid_graph_options *opts) {
 
 /* Frees what a node owns (not the node slot itself). Works on partially
  * built nodes as long as unset pointers are NULL. */
-static void bg_node_release(braid_graph *g, bg_node *n) {
+void bg_node_release(braid_graph *g, bg_node *n) {
     bg_free(g, n->inputs, (size_t)n->ninputs * sizeof *n->inputs);
     bg_free(g, n->attr.data, bg_nbytes(n));
     bg_free_str(g, n->name);
@@ -57,6 +57,7 @@ void braid_graph_free(braid_graph *g) {
     for (uint32_t i = 0; i < g->noutputs; i++)
         bg_free_str(g, g->outputs[i].name);
     bg_free(g, g->outputs, (size_t)g->ocap * sizeof *g->outputs);
+    bg_names_free(g);
     g->alloc(g->alloc_user, g, sizeof *g, 0);
 }
 

@@ -52,6 +52,15 @@ typedef struct bg_output {
     uint32_t node; /* node id */
 } bg_output;
 
+/* A hash index of names (open addressing, linear probing), rebuilt lazily
+ * from the graph when stale, so name checks stay linear overall. */
+typedef struct bg_name_index {
+    uint32_t *slot; /* entry + 1 per slot, 0 when empty; owned */
+    uint32_t cap;   /* slots (a power of two), 0 before the first build */
+    uint32_t count; /* entries */
+    bool stale;     /* out of date: rebuild before the next lookup */
+} bg_name_index;
+
 struct braid_graph {
     braid_alloc_fn alloc;  /* allocator hook (never NULL once created) */
     void *alloc_user;      /* its user pointer */
@@ -63,6 +72,8 @@ struct braid_graph {
     uint32_t ocap;         /* allocated output slots */
     braid_status status;   /* first error, BRAID_OK when none */
     char error[BG_ERROR_MAX]; /* first error's message */
+    bg_name_index input_names;  /* input node ids by name */
+    bg_name_index output_names; /* output indices by name */
 };
 
 /* ---- op table ----------------------------------------------------------- */
@@ -96,6 +107,22 @@ braid_status bg_fail(braid_graph *g, braid_status s, const char *fmt, ...)
 braid_status bg_set_last_error(braid_status s, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 void bg_clear_last_error(void);
+
+/* ---- name indexes (graph/names.c) ----------------------------------------- */
+
+/* The input node called name, or BG_NONE. */
+uint32_t bg_find_input(braid_graph *g, const char *name);
+/* The output index called name, or BG_NONE. */
+uint32_t bg_find_output(braid_graph *g, const char *name);
+/* Records that node id (an input) / output index i was just added. */
+void bg_names_added_input(braid_graph *g, uint32_t id);
+void bg_names_added_output(braid_graph *g, uint32_t i);
+/* Marks both indexes stale (after renaming or renumbering nodes). */
+void bg_names_invalidate(braid_graph *g);
+/* Frees both indexes. */
+void bg_names_free(braid_graph *g);
+/* Releases what a node owns (inputs, name, hint, constant bytes). */
+void bg_node_release(braid_graph *g, bg_node *n);
 
 /* ---- shapes ---------------------------------------------------------------- */
 

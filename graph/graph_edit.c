@@ -26,15 +26,9 @@ bool bg_valid_label(const char *s) {
     return true;
 }
 
-bool bg_input_name_taken(const braid_graph *g, const char *name,
-                         uint32_t except) {
-    for (uint32_t i = 0; i < g->nnodes; i++) {
-        const bg_node *n = &g->nodes[i];
-        if (i != except && n->op == BRAID_OP_INPUT && n->name &&
-            strcmp(n->name, name) == 0)
-            return true;
-    }
-    return false;
+bool bg_input_name_taken(braid_graph *g, const char *name, uint32_t except) {
+    uint32_t id = bg_find_input(g, name);
+    return id != BG_NONE && id != except;
 }
 
 /* Canonical spellings only ("cuda:07" is refused) so that a hint survives a
@@ -83,10 +77,9 @@ braid_status braid_output(braid_graph *g, const char *name, braid_tensor t) {
                        "has control characters",
                        name ? "\"" : "", name ? name : "(null)",
                        name ? "\"" : "");
-    for (uint32_t i = 0; i < g->noutputs; i++)
-        if (strcmp(g->outputs[i].name, name) == 0)
-            return bg_fail(g, BRAID_ERR_INVALID_ARGUMENT,
-                           "braid_output: duplicate output name \"%s\"", name);
+    if (bg_find_output(g, name) != BG_NONE)
+        return bg_fail(g, BRAID_ERR_INVALID_ARGUMENT,
+                       "braid_output: duplicate output name \"%s\"", name);
     if (g->noutputs == g->ocap) {
         uint32_t cap = g->ocap ? 2 * g->ocap : 4;
         bg_output *o = bg_realloc(g, g->outputs, (size_t)g->ocap * sizeof *o,
@@ -99,7 +92,7 @@ braid_status braid_output(braid_graph *g, const char *name, braid_tensor t) {
     if (copy == NULL) return g->status;
     g->outputs[g->noutputs].name = copy;
     g->outputs[g->noutputs].node = t.id;
-    g->noutputs++;
+    bg_names_added_output(g, g->noutputs++);
     return BRAID_OK;
 }
 
@@ -128,6 +121,7 @@ braid_status braid_set_name(braid_graph *g, braid_tensor t, const char *name) {
     if (name != NULL && (copy = bg_strdup(g, name)) == NULL) return g->status;
     bg_free_str(g, n->name);
     n->name = copy;
+    if (n->op == BRAID_OP_INPUT) bg_names_invalidate(g);
     return BRAID_OK;
 }
 

@@ -11,7 +11,7 @@ bool bg_valid_ident(const char *s);
  * characters (so it survives the quoted strings of the text format). */
 bool bg_valid_label(const char *s);
 /* True when an input node other than `except` is called name. */
-bool bg_input_name_taken(const braid_graph *g, const char *name,
+bool bg_input_name_taken(braid_graph *g, const char *name,
                          uint32_t except);
 /* True when dev is "cpu" or "cuda:N" (N decimal, no leading zeros, < 64). */
 bool bg_valid_device(const char *dev);

@@ -168,13 +168,6 @@ static braid_status topo_order(const braid_graph *g, const bool *live,
     return BRAID_OK;
 }
 
-static void free_node(braid_graph *g, bg_node *n) {
-    bg_free(g, n->inputs, n->ninputs * sizeof *n->inputs);
-    bg_free_str(g, n->name);
-    bg_free_str(g, n->device);
-    if (n->op == BRAID_OP_CONSTANT) bg_free(g, n->attr.data, bg_nbytes(n));
-}
-
 /* Moves the nodes into their new order (newid[old] = new id or BG_NONE). */
 static braid_status renumber(bp_plan *plan, const uint32_t *order,
                              uint32_t norder, uint32_t *newid) {
@@ -197,7 +190,7 @@ static braid_status renumber(bp_plan *plan, const uint32_t *order,
             nodes[k].inputs[j] = newid[nodes[k].inputs[j]];
     }
     for (uint32_t i = 0; i < n; i++)
-        if (newid[i] == BG_NONE) free_node(g, &g->nodes[i]);
+        if (newid[i] == BG_NONE) bg_node_release(g, &g->nodes[i]);
     bg_free(g, g->nodes, (size_t)g->cap * sizeof *g->nodes);
     g->nodes = nodes;
     g->cap = norder ? norder : 1;
@@ -208,6 +201,7 @@ static braid_status renumber(bp_plan *plan, const uint32_t *order,
     plan->info_cap = norder ? norder : 1;
     for (uint32_t i = 0; i < g->noutputs; i++)
         g->outputs[i].node = newid[g->outputs[i].node];
+    bg_names_invalidate(g);
     for (uint32_t i = 0; i < plan->ninputs; i++)
         plan->inputs[i].node = newid[plan->inputs[i].node];
     for (uint32_t i = 0; i < plan->noutputs; i++)
