@@ -1,7 +1,320 @@
-/* passes/fuse.c — PLACEHOLDER: no fusion. */
-#include "passes/passes.h"
+/* passes/fuse.c — the fuse pass: groups of elementwise work become one
+ * BRAID_OP_FUSED node each (the rules are in docs/fusion.md).
+ *
+ * Two phases over the graph as it stands (ids topological):
+ *   1. matmul epilogues: a matmul whose only user adds a row bias, and the
+ *      activation after it when the add's only user is one;
+ *   2. from the last node to the first, every node not yet taken roots a
+ *      group: a reduction grows one from its input (the prologue), an
+ *      elementwise or broadcast_to node from itself.
+ * Growing pops candidate producers in decreasing id order, so when a node is
+ * considered every one of its users has already been decided: it joins
+ * only when all its uses are inside the group, which keeps every group
+ * convex (no path leaves it and comes back), its only outside use its root,
+ * and nothing computed twice. Then each group with work worth fusing
+ * becomes a fused node (passes/fuse_program.c), and bp_plan_compact drops
+ * what it replaced. */
+#include "passes/fuse.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* The pass's working state; arrays are per node id below n. */
+typedef struct fuse_state {
+    bp_plan *plan;         /* the plan */
+    braid_graph *g;        /* its graph */
+    uint32_t n;            /* nodes when the pass started */
+    uint32_t *nuse;        /* input slots reading the node */
+    uint32_t *user;        /* the last node found reading it */
+    bool *is_output;       /* a graph output */
+    bool *taken;           /* member, root, reduction or matmul of a group */
+    bool *member;          /* in the group being grown (scratch) */
+    uint32_t *inref;       /* uses from the group being grown (scratch) */
+    uint32_t *heap;        /* candidate producers, a max-heap (scratch) */
+    bool *queued;          /* in heap or popped this group (scratch) */
+    uint32_t nheap;        /* entries in heap */
+    uint32_t *touched;     /* nodes whose scratch entries to reset */
+    uint32_t ntouched;     /* entries in touched */
+    uint32_t *members;     /* all groups' members, group after group */
+    uint32_t nmembers;     /* entries in members */
+    bp_fuse_group *groups; /* the groups found */
+    uint32_t ngroups;      /* entries in groups */
+} fuse_state;
+
+static braid_status oom(void) {
+    return bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY, "fuse: out of memory");
+}
+
+static braid_status state_init(fuse_state *s, bp_plan *plan) {
+    memset(s, 0, sizeof *s);
+    s->plan = plan;
+    s->g = plan->graph;
+    uint32_t n = s->n = plan->graph->nnodes;
+    size_t m = n ? n : 1;
+    s->nuse = calloc(m, sizeof *s->nuse);
+    s->user = calloc(m, sizeof *s->user);
+    s->is_output = calloc(m, sizeof *s->is_output);
+    s->taken = calloc(m, sizeof *s->taken);
+    s->member = calloc(m, sizeof *s->member);
+    s->inref = calloc(m, sizeof *s->inref);
+    s->heap = calloc(m, sizeof *s->heap);
+    s->queued = calloc(m, sizeof *s->queued);
+    s->touched = calloc(m, sizeof *s->touched);
+    s->members = calloc(m, sizeof *s->members);
+    s->groups = calloc(m, sizeof *s->groups);
+    if (!s->nuse || !s->user || !s->is_output || !s->taken || !s->member ||
+        !s->inref || !s->heap || !s->queued || !s->touched || !s->members ||
+        !s->groups)
+        return oom();
+    for (uint32_t id = 0; id < n; id++) {
+        const bg_node *nd = bg_node_at(s->g, id);
+        for (uint32_t k = 0; k < nd->ninputs; k++) {
+            s->nuse[nd->inputs[k]]++;
+            s->user[nd->inputs[k]] = id;
+        }
+    }
+    for (uint32_t i = 0; i < s->g->noutputs; i++)
+        s->is_output[s->g->outputs[i].node] = true;
+    return BRAID_OK;
+}
+
+static void state_free(fuse_state *s) {
+    free(s->nuse);
+    free(s->user);
+    free(s->is_output);
+    free(s->taken);
+    free(s->member);
+    free(s->inref);
+    free(s->heap);
+    free(s->queued);
+    free(s->touched);
+    free(s->members);
+    free(s->groups);
+}
+
+static const bg_node *node(const fuse_state *s, uint32_t id) {
+    return bg_node_at(s->g, id);
+}
+
+static bool same_device(const fuse_state *s, uint32_t a, uint32_t b) {
+    return bp_device_equal(s->plan->info[a].device, s->plan->info[b].device);
+}
+
+/* An op a group may hold: elementwise (incl. cast, compare, where) and
+ * broadcast_to. Copies, shape ops, sources, reductions and matmuls never
+ * are members. */
+static bool fusible_op(braid_op op) {
+    braid_op_kind k = bg_op(op)->kind;
+    return k == BRAID_KIND_ELEMENTWISE || k == BRAID_KIND_BROADCAST;
+}
+
+static bool same_shape(const bg_node *a, const bg_node *b) {
+    if (a->rank != b->rank) return false;
+    for (int i = 0; i < a->rank; i++)
+        if (a->dims[i] != b->dims[i]) return false;
+    return true;
+}
+
+/* ---- the candidate heap ------------------------------------------------- */
+
+static void heap_push(fuse_state *s, uint32_t id) {
+    if (s->queued[id]) return;
+    s->queued[id] = true;
+    s->touched[s->ntouched++] = id;
+    uint32_t i = s->nheap++;
+    while (i > 0 && s->heap[(i - 1) / 2] < id) {
+        s->heap[i] = s->heap[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    s->heap[i] = id;
+}
+
+static uint32_t heap_pop(fuse_state *s) {
+    uint32_t top = s->heap[0], last = s->heap[--s->nheap], i = 0;
+    for (;;) {
+        uint32_t c = 2 * i + 1;
+        if (c >= s->nheap) break;
+        if (c + 1 < s->nheap && s->heap[c + 1] > s->heap[c]) c++;
+        if (s->heap[c] <= last) break;
+        s->heap[i] = s->heap[c];
+        i = c;
+    }
+    if (s->nheap > 0) s->heap[i] = last;
+    return top;
+}
+
+/* ---- growing a group ---------------------------------------------------- */
+
+/* Marks id a member and queues its producers. Every node touched enters
+ * `touched` once (through the heap), so its scratch entries get reset. */
+static void add_member(fuse_state *s, uint32_t id) {
+    s->member[id] = true;
+    s->members[s->nmembers++] = id;
+    if (!s->queued[id]) {
+        s->queued[id] = true;
+        s->touched[s->ntouched++] = id;
+    }
+    const bg_node *nd = node(s, id);
+    for (uint32_t k = 0; k < nd->ninputs; k++) {
+        s->inref[nd->inputs[k]]++;
+        heap_push(s, nd->inputs[k]);
+    }
+}
+
+/* p may join the group rooted at root (iteration space of `numel`
+ * elements): fusible, free, on the root's device, every use inside the
+ * group, not an output, and of the full size (a smaller, broadcast value
+ * would be recomputed for every element it is broadcast to). */
+static bool joinable(const fuse_state *s, uint32_t p, uint32_t root,
+                     int64_t numel, uint32_t count) {
+    const bg_node *nd = node(s, p);
+    return count < BP_FUSE_MAX_MEMBERS && !s->taken[p] && !s->member[p] &&
+           fusible_op(nd->op) && same_device(s, p, root) && !s->is_output[p] &&
+           s->inref[p] == s->nuse[p] && bg_numel(nd) == numel;
+}
+
+/* Grows the group rooted at root (already joinable or the group's out);
+ * `extra` is the reduction reading root, or BG_NONE. Returns the member
+ * count; the members are the tail of s->members, in descending id. */
+static uint32_t grow(fuse_state *s, uint32_t root, uint32_t extra) {
+    uint32_t first = s->nmembers;
+    int64_t numel = bg_numel(node(s, root));
+    if (extra != BG_NONE) s->inref[root]++;
+    add_member(s, root);
+    while (s->nheap > 0) {
+        uint32_t p = heap_pop(s);
+        if (joinable(s, p, root, numel, s->nmembers - first)) add_member(s, p);
+    }
+    return s->nmembers - first;
+}
+
+/* Clears the scratch entries of everything the last grow touched. */
+static void reset_scratch(fuse_state *s) {
+    for (uint32_t i = 0; i < s->ntouched; i++) {
+        uint32_t id = s->touched[i];
+        s->member[id] = s->queued[id] = false;
+        s->inref[id] = 0;
+    }
+    s->ntouched = 0;
+    s->nheap = 0;
+}
+
+/* Members popped in descending id: store them ascending, mark them taken
+ * and record the group. */
+static void keep_group(fuse_state *s, bp_program_kind kind, uint32_t out,
+                       uint32_t root, uint32_t first, uint32_t count) {
+    uint32_t *m = s->members + first;
+    for (uint32_t i = 0; i < count / 2; i++) {
+        uint32_t t = m[i];
+        m[i] = m[count - 1 - i];
+        m[count - 1 - i] = t;
+    }
+    for (uint32_t i = 0; i < count; i++)
+        s->taken[m[i]] = true;
+    s->taken[out] = s->taken[root] = true;
+    s->groups[s->ngroups++] = (bp_fuse_group){kind, out, root, first, count};
+}
+
+/* ---- phase 1: matmul epilogues ---------------------------------------- */
+
+/* The only user of id when it has exactly one and is no output. */
+static uint32_t sole_user(const fuse_state *s, uint32_t id) {
+    return s->nuse[id] == 1 && !s->is_output[id] ? s->user[id] : BG_NONE;
+}
+
+/* bias broadcasts along the rows of mm: shape [N] or [1, N]. */
+static bool row_bias(const bg_node *bias, const bg_node *mm) {
+    int64_t N = mm->dims[mm->rank - 1];
+    if (bias->rank == 1) return bias->dims[0] == N;
+    return bias->rank == 2 && bias->dims[0] == 1 && bias->dims[1] == N;
+}
+
+static bool activation(braid_op op) {
+    return op == BRAID_OP_RELU || op == BRAID_OP_GELU || op == BRAID_OP_SILU ||
+           op == BRAID_OP_SIGMOID || op == BRAID_OP_TANH;
+}
+
+/* matmul mm → add(mm, bias) [→ activation] on one device: a MATMUL group
+ * when mm and the add have no other user. */
+static void try_epilogue(fuse_state *s, uint32_t mm) {
+    uint32_t add = sole_user(s, mm);
+    if (add == BG_NONE || s->taken[add] || !same_device(s, add, mm)) return;
+    const bg_node *a = node(s, add);
+    if (a->op != BRAID_OP_ADD || a->inputs[0] == a->inputs[1] ||
+        !same_shape(a, node(s, mm)))
+        return;
+    uint32_t bias = a->inputs[0] == mm ? a->inputs[1] : a->inputs[0];
+    if (!row_bias(node(s, bias), node(s, mm))) return;
+    uint32_t first = s->nmembers, out = add;
+    s->members[s->nmembers++] = add;
+    uint32_t act = sole_user(s, add);
+    if (act != BG_NONE && !s->taken[act] && same_device(s, act, mm) &&
+        activation(node(s, act)->op)) {
+        s->members[s->nmembers++] = act;
+        out = act;
+    }
+    /* ascending already: keep_group's reversal must leave it so */
+    uint32_t count = s->nmembers - first;
+    if (count == 2) {
+        s->members[first] = out;
+        s->members[first + 1] = add;
+    }
+    keep_group(s, BP_PROGRAM_MATMUL, out, mm, first, count);
+}
+
+/* ---- phase 2: reductions and elementwise groups ------------------------- */
+
+static void try_reduce(fuse_state *s, uint32_t r) {
+    uint32_t p = node(s, r)->inputs[0];
+    if (s->taken[p] || !fusible_op(node(s, p)->op) || !same_device(s, p, r) ||
+        sole_user(s, p) != r)
+        return;
+    uint32_t first = s->nmembers, count = grow(s, p, r);
+    reset_scratch(s);
+    keep_group(s, BP_PROGRAM_REDUCE, r, p, first, count);
+}
+
+/* A group of one op gains nothing from fusion: left as it is. */
+static void try_elementwise(fuse_state *s, uint32_t root) {
+    uint32_t first = s->nmembers, count = grow(s, root, BG_NONE);
+    reset_scratch(s);
+    if (count < 2) {
+        s->nmembers = first;
+        return;
+    }
+    keep_group(s, BP_PROGRAM_ELEMENTWISE, root, root, first, count);
+}
+
+static void find_groups(fuse_state *s) {
+    for (uint32_t id = 0; id < s->n; id++)
+        if (node(s, id)->op == BRAID_OP_MATMUL && !s->taken[id])
+            try_epilogue(s, id);
+    for (uint32_t id = s->n; id-- > 0;) {
+        if (s->taken[id]) continue;
+        braid_op_kind k = bg_op(node(s, id)->op)->kind;
+        if (k == BRAID_KIND_REDUCE)
+            try_reduce(s, id);
+        else if (fusible_op(node(s, id)->op))
+            try_elementwise(s, id);
+    }
+}
+
+static int by_out(const void *a, const void *b) {
+    uint32_t x = ((const bp_fuse_group *)a)->out;
+    uint32_t y = ((const bp_fuse_group *)b)->out;
+    return (x > y) - (x < y);
+}
 
 braid_status bp_fuse(bp_plan *plan) {
-    (void)plan;
-    return BRAID_OK;
+    fuse_state s;
+    braid_status st = state_init(&s, plan);
+    if (st == BRAID_OK) find_groups(&s);
+    /* fused nodes appended in the order of what they replace keep the
+     * graph's order through compaction */
+    if (st == BRAID_OK) qsort(s.groups, s.ngroups, sizeof *s.groups, by_out);
+    for (uint32_t i = 0; st == BRAID_OK && i < s.ngroups; i++)
+        st = bp_fuse_build(plan, &s.groups[i], s.members, s.member, s.n);
+    if (st == BRAID_OK && s.ngroups > 0) st = bp_plan_compact(plan);
+    state_free(&s);
+    return st;
 }

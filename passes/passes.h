@@ -75,6 +75,13 @@ braid_status bp_verify_plan(bp_plan *plan);
  * empty entries and repeats are BRAID_ERR_INVALID_ARGUMENT. */
 braid_status bp_parse_devices(const char *text, bp_device *out, uint32_t *n);
 
+/* A plan for g before any pass ran: options and settings filled, the graph
+ * cloned, io tables and info entries made (origin = id). On failure *out
+ * may hold a partial plan for braid_plan_free. For tests of single passes
+ * and for braid_compile. g must have status OK. */
+braid_status bp_plan_new(const braid_graph *g, const braid_compile_options *opts,
+                         bp_plan **out);
+
 /* Zeroed memory for plan data; NULL (with a message for braid_last_error)
  * when out of memory or when n × size overflows. */
 void *bp_calloc(size_t n, size_t size, const char *what);
@@ -82,6 +89,8 @@ void *bp_calloc(size_t n, size_t size, const char *what);
 /* Appends a node to the plan's graph without the user-facing checks (for
  * copy, fused and chunking nodes; inputs must exist), with a default info
  * entry (device of the first input, program BG_NONE, origin BG_NONE).
+ * attr.data is not copied: a pass that makes a constant attaches bytes it
+ * allocated with bg_alloc on plan->graph (the graph then owns them).
  * Returns the id or BG_NONE when out of memory (message set). */
 uint32_t bp_plan_add_node(bp_plan *plan, braid_op op, const uint32_t *inputs,
                           uint32_t ninputs, braid_dtype dtype, int rank,

@@ -1,6 +1,8 @@
 /* passes/pipeline.c — braid_compile: checks, then the pass list. */
 #include "passes/passes.h"
 
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -80,6 +82,37 @@ static braid_status dump_setting(bp_plan *p) {
     return BRAID_OK;
 }
 
+static braid_status bad_rate(bp_device d, const char *field, double v) {
+    char dev[32];
+    return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
+                             "braid_compile: the %s profile has %s = %g "
+                             "(expected a finite value >= 0)",
+                             bp_device_str(d, dev, sizeof dev), field, v);
+}
+
+#define RATE_OK(v) (isfinite(v) && (v) >= 0)
+
+/* Every rate finite and ≥ 0 (0: the device cannot do it). */
+static braid_status check_profile(const braid_device_profile *pr,
+                                  bp_device d) {
+    for (int t = 0; t < BRAID_DTYPE_COUNT_; t++)
+        if (!RATE_OK(pr->flops[t])) {
+            char f[32];
+            snprintf(f, sizeof f, "flops[%s]", braid_dtype_name(t));
+            return bad_rate(d, f, pr->flops[t]);
+        }
+    if (!RATE_OK(pr->elementwise_flops))
+        return bad_rate(d, "elementwise_flops", pr->elementwise_flops);
+    if (!RATE_OK(pr->mem_bytes_per_s))
+        return bad_rate(d, "mem_bytes_per_s", pr->mem_bytes_per_s);
+    if (!RATE_OK(pr->h2d_bytes_per_s))
+        return bad_rate(d, "h2d_bytes_per_s", pr->h2d_bytes_per_s);
+    if (!RATE_OK(pr->d2h_bytes_per_s))
+        return bad_rate(d, "d2h_bytes_per_s", pr->d2h_bytes_per_s);
+    if (!RATE_OK(pr->launch_s)) return bad_rate(d, "launch_s", pr->launch_s);
+    return BRAID_OK;
+}
+
 /* settings from the options: pass bits, streams, chunks, profiles. */
 static braid_status fill_settings(bp_plan *p) {
     const braid_compile_options *o = &p->opts;
@@ -95,6 +128,10 @@ static braid_status fill_settings(bp_plan *p) {
         st->profile[i] = user ? *user : bp_default_profile(k);
     }
     p->opts.cpu_profile = p->opts.cuda_profile = NULL; /* not ours to keep */
+    for (uint32_t i = 0; i < p->ndevices; i++) {
+        braid_status s = check_profile(&st->profile[i], p->devices[i]);
+        if (s != BRAID_OK) return s;
+    }
     return dump_setting(p);
 }
 
@@ -165,7 +202,7 @@ static braid_status fill_io(bp_plan *p) {
     return BRAID_OK;
 }
 
-static braid_status new_plan(const braid_graph *g,
+braid_status bp_plan_new(const braid_graph *g,
                              const braid_compile_options *opts, bp_plan **out) {
     bp_plan *p = bp_calloc(1, sizeof *p, "plan");
     if (!p) return BRAID_ERR_OUT_OF_MEMORY;
@@ -204,7 +241,7 @@ braid_status braid_compile(const braid_graph *g,
     braid_status s = check_args(g, opts, plan);
     if (s != BRAID_OK) return s;
     bp_plan *p = NULL;
-    s = new_plan(g, opts, &p);
+    s = bp_plan_new(g, opts, &p);
     for (size_t i = 0; s == BRAID_OK && i < NPASSES; i++) {
         if (pipeline[i].optional & p->settings.disabled) continue;
         s = pipeline[i].run(p);

@@ -58,6 +58,24 @@ static braid_status detect_devices(bp_device *out, uint32_t *n) {
     return BRAID_OK;
 }
 
+/* The host holds inputs and outputs, so "cpu" is always a device and comes
+ * first: moved to the front when listed later, added when not listed. */
+static braid_status cpu_first(bp_device *out, uint32_t *n, const char *text) {
+    uint32_t k = 0;
+    while (k < *n && out[k].kind != BP_DEVICE_CPU) k++;
+    if (k == *n) {
+        if (*n == BP_MAX_DEVICES)
+            return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
+                                     "braid_compile: more than %d devices in "
+                                     "devices \"%s\" with the cpu",
+                                     BP_MAX_DEVICES - 1, text);
+        (*n)++;
+    }
+    for (; k > 0; k--) out[k] = out[k - 1];
+    out[0] = (bp_device){BP_DEVICE_CPU, 0};
+    return BRAID_OK;
+}
+
 braid_status bp_parse_devices(const char *text, bp_device *out, uint32_t *n) {
     *n = 0;
     if (!text) return detect_devices(out, n);
@@ -98,7 +116,7 @@ braid_status bp_parse_devices(const char *text, bp_device *out, uint32_t *n) {
         if (!end) break;
         p = end + 1;
     }
-    return BRAID_OK;
+    return cpu_first(out, n, text);
 }
 
 void braid_plan_free(braid_plan *p) {

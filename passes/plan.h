@@ -72,17 +72,29 @@ typedef struct bp_event {
 /* Where a tensor's bytes come from at run time. */
 typedef enum bp_storage {
     BP_STORAGE_NONE = 0, /* not materialised (before the memory pass) */
-    BP_STORAGE_ARENA,    /* arena `arena` at `offset` (executor-owned) */
-    BP_STORAGE_INPUT,    /* the caller's bound input, read in place */
-    BP_STORAGE_CONSTANT, /* attr.data of the plan's graph, read in place */
-    BP_STORAGE_VIEW      /* bytes of tensor `base` at `offset`: the node
-                            (reshape, contiguous slice, in-place concat
-                            input) does no work */
+    BP_STORAGE_ARENA,    /* arena `arena` at `offset` (executor-owned).
+                            A constant on a GPU is ARENA: the executor
+                            uploads attr.data there once, at creation, and
+                            no other tensor ever shares those bytes */
+    BP_STORAGE_INPUT,    /* the caller's bound input, read in place (inputs
+                            are always on the cpu) */
+    BP_STORAGE_CONSTANT, /* attr.data of the plan's graph, read in place
+                            (cpu constants only) */
+    BP_STORAGE_VIEW      /* bytes of tensor `base` at `offset`. `base` is
+                            never itself a VIEW, so views resolve in any
+                            order once bases are bound. A pure view
+                            (reshape, contiguous slice, ...) has info.noop
+                            set and does no work; an input of a concat
+                            assembled in place is a VIEW of the concat
+                            that still runs (noop false): it computes
+                            straight into the concat's bytes */
 } bp_storage;
 
 typedef enum bp_arena_kind {
     BP_ARENA_DEVICE = 0, /* memory of the device (host malloc for cpu) */
-    BP_ARENA_PINNED      /* page-locked host memory for staging copies */
+    BP_ARENA_PINNED      /* page-locked host memory for staging copies:
+                            on the cpu, holds no tensor; two slots of
+                            min(largest host↔GPU copy, 64 MiB) */
 } bp_arena_kind;
 
 /* A tensor's memory assignment. */
@@ -107,8 +119,10 @@ typedef struct bp_arena {
 
 /* The op of a program instruction: a graph op of kind elementwise (the
  * instruction computes it from its operands), a reduction (last instruction
- * only), BRAID_OP_MATMUL (first instruction only, operands are loads), or
- * one of the two below. */
+ * only), BRAID_OP_MATMUL (MATMUL programs only, as instruction 2: its
+ * operands are instructions 0 and 1, LOADs of the fused node's inputs 0
+ * and 1, which it reads whole as matrices instead of broadcasting them),
+ * or one of the two below. */
 #define BP_INSTR_LOAD ((braid_op)(BRAID_OP_COUNT_ + 0))  /* read input k */
 #define BP_INSTR_CONST ((braid_op)(BRAID_OP_COUNT_ + 1)) /* a scalar value */
 
@@ -158,6 +172,10 @@ typedef struct bp_node_info {
                               from (messages, dumps); BG_NONE for nodes the
                               compiler made */
     bool chunk;            /* made by the chunking pass (for DOT/info) */
+    bool noop;             /* does no work at run time (memory pass):
+                              inputs, constants, pure views, and a concat
+                              whose inputs were computed into its bytes.
+                              Executors skip it (its events still count) */
 } bp_node_info;
 
 /* A named graph input or output. */

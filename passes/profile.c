@@ -21,13 +21,13 @@ static bp_device_profile cpu_profile(void) {
     p.flops[BRAID_F64] = 0.75e11;
     p.flops[BRAID_F16] = 0.5e11;
     p.flops[BRAID_BF16] = 0.5e11;
-    p.elementwise_flops = 5e10;  /* 16 cores × a few GFLOP/s of libm-heavy
-                                    scalar-ish code */
-    p.mem_bytes_per_s = 50e9;    /* read + write; memcpy reached 34–39 GB/s
-                                    copied (≈ 70 GB/s of traffic) */
-    p.h2d_bytes_per_s = 0;       /* the host does not copy to itself */
+    p.elementwise_flops = 5e10; /* 16 cores × a few GFLOP/s of libm-heavy
+                                   scalar-ish code */
+    p.mem_bytes_per_s = 50e9;   /* read + write; memcpy reached 34–39 GB/s
+                                   copied (≈ 70 GB/s of traffic) */
+    p.h2d_bytes_per_s = 0;      /* the host does not copy to itself */
     p.d2h_bytes_per_s = 0;
-    p.launch_s = 2e-6;           /* dispatching a node to the thread pool */
+    p.launch_s = 2e-6; /* dispatching a node to the thread pool */
     return p;
 }
 

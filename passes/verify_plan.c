@@ -1,169 +1,562 @@
 /* passes/verify_plan.c — the independent plan checker.
  *
- * Trusts nothing the other passes computed: it re-derives positions and
- * lifetimes from the schedule and checks every read, every place and every
- * pair of tensors sharing an arena. Runs at the end of every compile. */
-#include "passes/passes.h"
+ * Trusts nothing the other passes computed and calls none of their code:
+ * it re-derives positions, queue order, happens-before and lifetimes from
+ * the plan's tables and checks, in order:
+ *   schedule  a permutation of all nodes, inputs first, info.order right;
+ *   io        the input and output tables; outputs scheduled;
+ *   device    every node on a listed device;
+ *   queue     every node on a queue of its device and kind (copies on the
+ *             stream of their direction);
+ *   event     valid nodes, the source earlier in the schedule, never two
+ *             nodes of one queue, no repeats, data events on data edges;
+ *             every cross-queue data edge has one;
+ *   place     storage fits the op, views inside their base on the same
+ *             device, arena tensors inside an arena of their device and
+ *             aligned, work skipped only where nothing is to be done;
+ *   arena     listed devices, lower bound ≤ size;
+ *   overlap   (verify_plan_overlap.c) tensors sharing arena bytes are
+ *             ordered by happens-before.
+ * Every failure is BRAID_ERR_INTERNAL with "verify_plan: <check>: ..."
+ * naming the nodes. Parts a pass has not produced yet (no schedule, no
+ * queues, no places) are skipped, so it can run after any pass. */
+#include "passes/verify_plan.h"
 
+#include <stdarg.h>
 #include <stdlib.h>
 
-typedef struct vp_state {
-    const bp_plan *plan; /* the plan checked */
-    int64_t *pos;        /* per node: schedule position, -1 when absent */
-    int64_t *last;       /* per node: last reading position (nschedule for
-                            outputs), -1 when never read */
-} vp_state;
+braid_status vp_fail(const char *fmt, ...) {
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return bg_set_last_error(BRAID_ERR_INTERNAL, "verify_plan: %s", msg);
+}
 
-static braid_status fail(const char *fmt, uint32_t id, uint32_t other) {
-    return bg_set_last_error(BRAID_ERR_INTERNAL, "verify_plan: node %u: %s %u",
-                             id, fmt, other);
+static const char *op_name(const bp_plan *p, uint32_t id) {
+    return bg_op(p->graph->nodes[id].op)->name;
 }
 
 static bool device_listed(const bp_plan *p, bp_device d) {
-    if (d.kind == BP_DEVICE_CPU) return true; /* the host always exists */
     for (uint32_t i = 0; i < p->ndevices; i++)
         if (bp_device_equal(p->devices[i], d)) return true;
     return false;
 }
 
-static braid_status check_order(vp_state *st) {
+/* ---- schedule and io -------------------------------------------------------- */
+
+static braid_status check_schedule(vp_state *st) {
     const bp_plan *p = st->plan;
-    for (uint32_t i = 0; i < p->ninfo; i++)
-        st->pos[i] = st->last[i] = -1;
+    if (p->nschedule != st->n)
+        return vp_fail("schedule: %u entries for %u nodes", p->nschedule,
+                       st->n);
     for (uint32_t i = 0; i < p->nschedule; i++) {
         uint32_t id = p->schedule[i];
-        if (id >= p->ninfo)
-            return fail("scheduled id out of range, position", id, i);
+        if (id >= st->n)
+            return vp_fail("schedule: entry %u is node %u, which does not "
+                           "exist",
+                           i, id);
         if (st->pos[id] >= 0)
-            return fail("scheduled twice, again at position", id, i);
+            return vp_fail("schedule: node %u is scheduled twice (entries "
+                           "%lld and %u)",
+                           id, (long long)st->pos[id], i);
         st->pos[id] = i;
+        if (p->info[id].order != i)
+            return vp_fail("schedule: node %u is entry %u but its info.order "
+                           "is %u",
+                           id, i, p->info[id].order);
         const bg_node *n = &p->graph->nodes[id];
-        for (uint32_t k = 0; k < n->ninputs; k++) {
-            uint32_t in = n->inputs[k];
-            if (in >= p->ninfo || st->pos[in] < 0)
-                return fail("reads a node not scheduled before it:", id, in);
-            st->last[in] = i;
-        }
+        for (uint32_t k = 0; k < n->ninputs; k++)
+            if (n->inputs[k] >= st->n || st->pos[n->inputs[k]] < 0)
+                return vp_fail("schedule: node %u (%s) reads node %u, which "
+                               "is not scheduled before it",
+                               id, op_name(p, id), n->inputs[k]);
     }
+    return BRAID_OK;
+}
+
+static braid_status check_io(vp_state *st, bool scheduled) {
+    const bp_plan *p = st->plan;
     for (uint32_t i = 0; i < p->noutputs; i++) {
         uint32_t id = p->outputs[i].node;
-        if (id >= p->ninfo || st->pos[id] < 0)
-            return fail("is an output but not scheduled; output", id, i);
+        if (id >= st->n || (scheduled && st->pos[id] < 0))
+            return vp_fail("io: output \"%s\" is node %u, which is not "
+                           "scheduled",
+                           p->outputs[i].name, id);
         if (p->outputs[i].bytes != bg_nbytes(&p->graph->nodes[id]))
-            return fail("output table has the wrong size; output", id, i);
-        st->last[id] = p->nschedule;
+            return vp_fail("io: output \"%s\" (node %u) has %llu bytes in "
+                           "the table, %zu in the graph",
+                           p->outputs[i].name, id,
+                           (unsigned long long)p->outputs[i].bytes,
+                           bg_nbytes(&p->graph->nodes[id]));
+        st->output[id] = true;
+    }
+    for (uint32_t i = 0; i < p->ninputs; i++) {
+        uint32_t id = p->inputs[i].node;
+        if (id >= st->n || p->graph->nodes[id].op != BRAID_OP_INPUT ||
+            p->inputs[i].bytes != bg_nbytes(&p->graph->nodes[id]))
+            return vp_fail("io: input table entry %u (node %u) is wrong", i,
+                           id);
     }
     return BRAID_OK;
 }
 
-static braid_status check_place(const bp_plan *p, uint32_t id) {
+/* ---- queues and events --------------------------------------------------------- */
+
+/* The queue kind and device node id must run on. */
+static bool expected_queue(const bp_plan *p, uint32_t id, bp_queue *want) {
     const bg_node *n = &p->graph->nodes[id];
-    const bp_tensor_place *pl = &p->info[id].place;
-    if (!device_listed(p, p->info[id].device))
-        return fail("runs on a device the plan does not list; kind", id,
-                    p->info[id].device.kind);
-    if (pl->bytes != bg_nbytes(n))
-        return fail("place has the wrong size; storage", id, pl->storage);
-    bool in = n->op == BRAID_OP_INPUT, k = n->op == BRAID_OP_CONSTANT;
-    switch (pl->storage) {
-    case BP_STORAGE_NONE:
-        return fail("has no place; storage", id, pl->storage);
-    case BP_STORAGE_INPUT:
-    case BP_STORAGE_CONSTANT:
-        if (pl->storage != (in  ? BP_STORAGE_INPUT
-                            : k ? BP_STORAGE_CONSTANT
-                                : BP_STORAGE_NONE))
-            return fail("is placed in caller/graph memory it is not; "
-                        "storage",
-                        id, pl->storage);
-        return BRAID_OK;
-    case BP_STORAGE_VIEW:
-        if (pl->base >= p->ninfo || pl->offset > p->info[pl->base].place.bytes ||
-            pl->bytes > p->info[pl->base].place.bytes - pl->offset)
-            return fail("is a view outside its base", id, pl->base);
-        return BRAID_OK;
-    case BP_STORAGE_ARENA:
-        break;
-    }
-    if (pl->arena >= p->narenas)
-        return fail("is placed in a missing arena", id, pl->arena);
-    const bp_arena *a = &p->arenas[pl->arena];
-    if (pl->offset > a->bytes || pl->bytes > a->bytes - pl->offset)
-        return fail("runs past the end of arena", id, pl->arena);
-    if (!bp_device_equal(a->device, p->info[id].device))
-        return fail("lives on another device than it runs on; arena", id,
-                    pl->arena);
+    bp_device dst = p->info[id].device;
+    *want = (bp_queue){dst.kind == BP_DEVICE_CPU ? BP_QUEUE_CPU
+                                                 : BP_QUEUE_COMPUTE,
+                       dst, 0};
+    if (n->op != BRAID_OP_COPY) return true;
+    bp_device src = p->info[n->inputs[0]].device;
+    if (bp_device_equal(src, dst)) return false;
+    if (src.kind == BP_DEVICE_CPU)
+        *want = (bp_queue){BP_QUEUE_H2D, dst, 0};
+    else if (dst.kind == BP_DEVICE_CPU)
+        *want = (bp_queue){BP_QUEUE_D2H, src, 0};
+    else
+        *want = (bp_queue){BP_QUEUE_D2D, dst, 0};
+    return true;
+}
+
+static braid_status check_queue(const bp_plan *p, uint32_t id) {
+    static const char *const kinds[] = {"cpu", "compute", "H2D", "D2H",
+                                        "D2D"};
+    char want_dev[32], got[64];
+    uint32_t q = p->info[id].queue;
+    if (q >= p->nqueues)
+        return vp_fail("queue: node %u (%s) is on queue %u of %u", id,
+                       op_name(p, id), q, p->nqueues);
+    bp_queue want;
+    if (!expected_queue(p, id, &want))
+        return vp_fail("queue: node %u copies from a device to itself", id);
+    const bp_queue *have = &p->queues[q];
+    if (have->kind != want.kind || !bp_device_equal(have->device, want.device))
+        return vp_fail("queue: node %u (%s) runs on queue %u (%s), expected "
+                       "a %s queue of %s",
+                       id, op_name(p, id), q,
+                       bp_queue_str(p, q, got, sizeof got),
+                       kinds[want.kind],
+                       bp_device_str(want.device, want_dev, sizeof want_dev));
     return BRAID_OK;
 }
 
-/* A buffer tensor, keyed for sorting by where it lives. */
-typedef struct vp_span {
-    uint32_t arena;  /* arena index */
-    uint64_t offset; /* first byte */
-    uint64_t bytes;  /* size */
-    uint32_t id;     /* node id */
-} vp_span;
-
-static int by_arena_offset(const void *x, const void *y) {
-    const vp_span *a = x, *b = y;
-    if (a->arena != b->arena) return a->arena < b->arena ? -1 : 1;
-    return a->offset < b->offset ? -1 : a->offset > b->offset;
+static braid_status check_queues(vp_state *st) {
+    const bp_plan *p = st->plan;
+    if (p->nqueues == 0 || p->queues[0].kind != BP_QUEUE_CPU)
+        return vp_fail("queue: queue 0 is not the cpu queue");
+    for (uint32_t q = 0; q < p->nqueues; q++)
+        if (!device_listed(p, p->queues[q].device))
+            return vp_fail("queue: queue %u is on a device the plan does not "
+                           "list",
+                           q);
+    for (uint32_t id = 0; id < st->n; id++) {
+        braid_status s = check_queue(p, id);
+        if (s != BRAID_OK) return s;
+    }
+    return BRAID_OK;
 }
 
-static bool lifetimes_meet(const vp_state *st, uint32_t a, uint32_t b) {
-    int64_t a0 = st->pos[a], a1 = st->last[a] < a0 ? a0 : st->last[a];
-    int64_t b0 = st->pos[b], b1 = st->last[b] < b0 ? b0 : st->last[b];
-    return a0 <= b1 && b0 <= a1;
+/* Index of the event (after → before), or -1. */
+static int64_t find_event(const bp_plan *p, const uint32_t *estart,
+                          const uint32_t *elist, uint32_t after,
+                          uint32_t before) {
+    for (uint32_t k = estart[before]; k < estart[before + 1]; k++)
+        if (p->events[elist[k]].after == after) return elist[k];
+    return -1;
 }
 
-/* Two tensors may share bytes only when one is dead before the other is
- * written. Sorted by (arena, offset), only spans that overlap in bytes need
- * comparing. */
-static braid_status check_overlaps(vp_state *st, vp_span *sp, uint32_t n) {
-    qsort(sp, n, sizeof *sp, by_arena_offset);
-    for (uint32_t i = 0; i < n; i++) {
-        for (uint32_t j = i + 1; j < n; j++) {
-            if (sp[j].arena != sp[i].arena ||
-                sp[j].offset >= sp[i].offset + sp[i].bytes)
-                break;
-            if (sp[i].bytes > 0 && sp[j].bytes > 0 &&
-                lifetimes_meet(st, sp[i].id, sp[j].id))
-                return fail("shares arena bytes with live node", sp[i].id,
-                            sp[j].id);
+static bool reads(const bg_node *n, uint32_t id) {
+    for (uint32_t k = 0; k < n->ninputs; k++)
+        if (n->inputs[k] == id) return true;
+    return false;
+}
+
+static braid_status check_event(const vp_state *st, uint32_t k,
+                                bool scheduled) {
+    const bp_plan *p = st->plan;
+    const bp_event *e = &p->events[k];
+    if (e->after >= st->n || e->before >= st->n)
+        return vp_fail("event: event %u joins node %u and node %u, which "
+                       "do not both exist",
+                       k, e->after, e->before);
+    if (scheduled && st->pos[e->after] >= st->pos[e->before])
+        return vp_fail("event: event %u makes node %u wait for node %u, "
+                       "which is not scheduled before it",
+                       k, e->before, e->after);
+    if (p->info[e->after].queue == p->info[e->before].queue)
+        return vp_fail("event: event %u joins node %u and node %u on one "
+                       "queue (%u)",
+                       k, e->after, e->before, p->info[e->after].queue);
+    if (!e->reuse && !reads(&p->graph->nodes[e->before], e->after))
+        return vp_fail("event: event %u (node %u → node %u) is a data event "
+                       "but node %u does not read node %u",
+                       k, e->after, e->before, e->before, e->after);
+    return BRAID_OK;
+}
+
+static braid_status events_against_edges(const vp_state *st, uint32_t *estart,
+                                         uint32_t *elist) {
+    const bp_plan *p = st->plan;
+    for (uint32_t k = 0; k < p->nevents; k++) estart[p->events[k].before + 1]++;
+    for (uint32_t i = 0; i < st->n; i++) estart[i + 1] += estart[i];
+    for (uint32_t k = 0; k < p->nevents; k++)
+        elist[estart[p->events[k].before]++] = k;
+    for (uint32_t i = st->n; i > 0; i--) estart[i] = estart[i - 1];
+    estart[0] = 0;
+    for (uint32_t k = 0; k < p->nevents; k++) {
+        const bp_event *e = &p->events[k];
+        int64_t first = find_event(p, estart, elist, e->after, e->before);
+        if (first != k)
+            return vp_fail("event: events %lld and %u both make node %u wait "
+                           "for node %u",
+                           (long long)first, k, e->before, e->after);
+    }
+    for (uint32_t id = 0; id < st->n; id++) {
+        const bg_node *n = &p->graph->nodes[id];
+        for (uint32_t j = 0; j < n->ninputs; j++) {
+            uint32_t in = n->inputs[j];
+            if (p->info[in].queue != p->info[id].queue &&
+                find_event(p, estart, elist, in, id) < 0)
+                return vp_fail("event: node %u (%s) reads node %u across "
+                               "queues %u → %u without an event",
+                               id, op_name(p, id), in, p->info[in].queue,
+                               p->info[id].queue);
         }
     }
     return BRAID_OK;
 }
 
-static braid_status check_all(vp_state *st, vp_span *sp) {
+static braid_status check_events(vp_state *st, bool scheduled) {
     const bp_plan *p = st->plan;
-    braid_status s = check_order(st);
-    uint32_t nbuf = 0;
-    for (uint32_t i = 0; s == BRAID_OK && i < p->nschedule; i++) {
-        uint32_t id = p->schedule[i];
-        s = check_place(p, id);
-        const bp_tensor_place *pl = &p->info[id].place;
-        if (s == BRAID_OK && pl->storage == BP_STORAGE_ARENA)
-            sp[nbuf++] = (vp_span){pl->arena, pl->offset, pl->bytes, id};
+    for (uint32_t k = 0; k < p->nevents; k++) {
+        braid_status s = check_event(st, k, scheduled);
+        if (s != BRAID_OK) return s;
     }
-    for (uint32_t i = 0; s == BRAID_OK && i < p->ninputs; i++) {
-        uint32_t id = p->inputs[i].node;
-        if (id >= p->ninfo || p->graph->nodes[id].op != BRAID_OP_INPUT ||
-            p->inputs[i].bytes != bg_nbytes(&p->graph->nodes[id]))
-            s = fail("input table entry is wrong; entry", id, i);
+    uint32_t *estart = bp_calloc((size_t)st->n + 1, sizeof *estart, "events");
+    uint32_t *elist = bp_calloc(p->nevents, sizeof *elist, "events");
+    braid_status s = estart && elist
+                         ? events_against_edges(st, estart, elist)
+                         : BRAID_ERR_OUT_OF_MEMORY;
+    free(estart);
+    free(elist);
+    return s;
+}
+
+/* ---- places ---------------------------------------------------------------------- */
+
+/* Offset of a slice's first element in its input, and whether the
+ * selected elements are one contiguous range of the input's bytes. */
+static bool slice_range(const bg_node *n, const bg_node *x, uint64_t *first) {
+    int64_t lo = 0, hi = 0, stride = (int64_t)braid_dtype_size(x->dtype);
+    int64_t esize = stride;
+    if (n->rank != x->rank) return false;
+    for (int a = n->rank - 1; a >= 0; a--) {
+        lo += n->attr.start[a] * stride;
+        hi += (n->attr.start[a] + (n->dims[a] - 1) * n->attr.step[a]) * stride;
+        stride *= x->dims[a];
     }
-    return s == BRAID_OK ? check_overlaps(st, sp, nbuf) : s;
+    *first = (uint64_t)lo;
+    return bg_numel(n) == 0 || hi - lo + esize == (int64_t)bg_nbytes(n);
+}
+
+/* Where a pure view's bytes must start within its input's root. */
+static bool view_expected(const vp_state *st, uint32_t id, uint64_t *off) {
+    const bp_plan *p = st->plan;
+    const bg_node *n = &p->graph->nodes[id];
+    const bg_node *x = &p->graph->nodes[n->inputs[0]];
+    uint64_t in_off = st->roff[n->inputs[0]], rel = 0;
+    switch (n->op) {
+    case BRAID_OP_RESHAPE:
+        break;
+    case BRAID_OP_SLICE:
+        if (!slice_range(n, x, &rel)) return false;
+        break;
+    case BRAID_OP_PERMUTE: {
+        int last = -1;
+        for (int i = 0; i < n->rank; i++) {
+            int a = n->attr.perm[i];
+            if (a >= x->rank) return false;
+            if (x->dims[a] == 1) continue;
+            if (a < last) return false;
+            last = a;
+        }
+        break;
+    }
+    case BRAID_OP_BROADCAST_TO:
+        if (bg_numel(n) != bg_numel(x)) return false;
+        break;
+    default:
+        return false;
+    }
+    *off = bg_numel(n) == 0 ? st->roff[id] : in_off + rel;
+    return n->dtype == x->dtype;
+}
+
+/* A noop concat: each input sits in its bytes where the concat puts it. */
+static braid_status check_noop_concat(const vp_state *st, uint32_t id) {
+    const bp_plan *p = st->plan;
+    const bg_node *n = &p->graph->nodes[id];
+    int axis = n->attr.axis < 0 ? n->attr.axis + n->rank : n->attr.axis;
+    for (int a = 0; a < axis && a < n->rank; a++)
+        if (n->dims[a] != 1)
+            return vp_fail("place: node %u (concat) is skipped but its "
+                           "inputs cannot be contiguous in it (axis %d)",
+                           id, axis);
+    if (p->info[st->root[id]].place.storage != BP_STORAGE_ARENA)
+        return vp_fail("place: node %u (concat) is skipped but its bytes are "
+                       "not in an arena",
+                       id);
+    uint64_t off = st->roff[id];
+    for (uint32_t k = 0; k < n->ninputs; k++) {
+        uint32_t x = n->inputs[k];
+        if (st->root[x] != st->root[id] || st->roff[x] != off)
+            return vp_fail("place: node %u (concat) is skipped but its input "
+                           "node %u is not in its bytes at offset %llu",
+                           id, x, (unsigned long long)(off - st->roff[id]));
+        off += bg_nbytes(&p->graph->nodes[x]);
+    }
+    return BRAID_OK;
+}
+
+/* A VIEW that runs writes into its base: only an input of a noop concat
+ * sharing its root does that. */
+static bool feeds_noop_concat(const vp_state *st, uint32_t id) {
+    const bp_plan *p = st->plan;
+    for (uint32_t u = 0; u < st->n; u++) {
+        const bg_node *n = &p->graph->nodes[u];
+        if (n->op == BRAID_OP_CONCAT && p->info[u].noop && reads(n, id) &&
+            st->root[u] == st->root[id])
+            return true;
+    }
+    return false;
+}
+
+/* Work is skipped (info.noop) only where there is none, and views that
+ * run feed a concat assembled in place. */
+static braid_status check_noop(const vp_state *st, uint32_t id) {
+    const bp_plan *p = st->plan;
+    const bg_node *n = &p->graph->nodes[id];
+    const bp_node_info *in = &p->info[id];
+    if (!in->noop) {
+        if (in->place.storage == BP_STORAGE_VIEW && !feeds_noop_concat(st, id))
+            return vp_fail("place: node %u (%s) is a view of node %u that "
+                           "writes into it, but no concat is assembled "
+                           "there",
+                           id, op_name(p, id), in->place.base);
+        return BRAID_OK;
+    }
+    if (n->op == BRAID_OP_INPUT || n->op == BRAID_OP_CONSTANT) return BRAID_OK;
+    if (n->op == BRAID_OP_CONCAT && in->place.storage != BP_STORAGE_INPUT &&
+        in->place.storage != BP_STORAGE_CONSTANT)
+        return check_noop_concat(st, id);
+    uint64_t want = 0;
+    if (in->place.storage != BP_STORAGE_VIEW || n->ninputs != 1 ||
+        st->root[id] != st->root[n->inputs[0]] || !view_expected(st, id, &want))
+        return vp_fail("place: node %u (%s) is skipped but its output is not "
+                       "a view of its input's bytes",
+                       id, op_name(p, id));
+    if (want != st->roff[id])
+        return vp_fail("place: node %u (%s) is a view at byte %llu of node "
+                       "%u, expected byte %llu",
+                       id, op_name(p, id), (unsigned long long)st->roff[id],
+                       st->root[id], (unsigned long long)want);
+    return BRAID_OK;
+}
+
+static braid_status check_view(vp_state *st, uint32_t id) {
+    const bp_plan *p = st->plan;
+    const bp_tensor_place *pl = &p->info[id].place;
+    uint32_t b = pl->base;
+    if (b >= st->n || b == id)
+        return vp_fail("view: node %u is a view of node %u, which does not "
+                       "exist",
+                       id, b);
+    const bp_tensor_place *bp = &p->info[b].place;
+    if (bp->storage == BP_STORAGE_VIEW && st->pos[b] >= st->pos[id])
+        return vp_fail("view: node %u is a view of node %u, a view scheduled "
+                       "after it",
+                       id, b);
+    if (pl->offset > bp->bytes || pl->bytes > bp->bytes - pl->offset)
+        return vp_fail("view: node %u (bytes %llu..%llu) lies outside its "
+                       "base node %u (%llu bytes)",
+                       id, (unsigned long long)pl->offset,
+                       (unsigned long long)(pl->offset + pl->bytes), b,
+                       (unsigned long long)bp->bytes);
+    if (!bp_device_equal(p->info[b].device, p->info[id].device))
+        return vp_fail("view: node %u is a view of node %u on another device",
+                       id, b);
+    return BRAID_OK;
+}
+
+static braid_status check_arena_place(const bp_plan *p, uint32_t id) {
+    const bp_tensor_place *pl = &p->info[id].place;
+    if (pl->arena >= p->narenas)
+        return vp_fail("arena: node %u is in arena %u of %u", id, pl->arena,
+                       p->narenas);
+    const bp_arena *a = &p->arenas[pl->arena];
+    uint64_t align = a->device.kind == BP_DEVICE_CPU ? 64 : 256;
+    if (a->kind != BP_ARENA_DEVICE)
+        return vp_fail("arena: node %u is in the pinned staging arena %u", id,
+                       pl->arena);
+    if (!bp_device_equal(a->device, p->info[id].device))
+        return vp_fail("arena: node %u lives in arena %u of another device "
+                       "than it runs on",
+                       id, pl->arena);
+    if (pl->offset % align != 0)
+        return vp_fail("arena: node %u at offset %llu of arena %u is not "
+                       "%llu-byte aligned",
+                       id, (unsigned long long)pl->offset, pl->arena,
+                       (unsigned long long)align);
+    if (pl->offset > a->bytes || pl->bytes > a->bytes - pl->offset)
+        return vp_fail("arena: node %u (bytes %llu..%llu) runs past the end "
+                       "of arena %u (%llu bytes)",
+                       id, (unsigned long long)pl->offset,
+                       (unsigned long long)(pl->offset + pl->bytes), pl->arena,
+                       (unsigned long long)a->bytes);
+    return BRAID_OK;
+}
+
+static const char *storage_name(bp_storage s) {
+    static const char *const names[] = {"none", "arena", "input", "constant",
+                                        "view"};
+    return (unsigned)s < sizeof names / sizeof *names ? names[s] : "invalid";
+}
+
+static braid_status check_place(vp_state *st, uint32_t id) {
+    const bp_plan *p = st->plan;
+    const bg_node *n = &p->graph->nodes[id];
+    const bp_tensor_place *pl = &p->info[id].place;
+    bool cpu = p->info[id].device.kind == BP_DEVICE_CPU;
+    char dev[32];
+    bp_device_str(p->info[id].device, dev, sizeof dev);
+    if (pl->bytes != bg_nbytes(n))
+        return vp_fail("place: node %u has %llu bytes, its type %zu", id,
+                       (unsigned long long)pl->bytes, bg_nbytes(n));
+    bool want_input = n->op == BRAID_OP_INPUT;
+    bool want_const = n->op == BRAID_OP_CONSTANT && cpu;
+    if (pl->storage == BP_STORAGE_NONE ||
+        (pl->storage == BP_STORAGE_INPUT) != want_input ||
+        (pl->storage == BP_STORAGE_CONSTANT) != want_const)
+        return vp_fail("place: node %u (%s on %s) has storage %s", id,
+                       op_name(p, id), dev, storage_name(pl->storage));
+    if (n->op == BRAID_OP_CONSTANT && !cpu &&
+        pl->storage != BP_STORAGE_ARENA)
+        return vp_fail("place: constant node %u on %s is not in its arena",
+                       id, dev);
+    if (want_input && !cpu)
+        return vp_fail("place: input node %u is on %s (inputs are read from "
+                       "host memory)",
+                       id, dev);
+    if (pl->storage == BP_STORAGE_VIEW) return check_view(st, id);
+    if (pl->storage == BP_STORAGE_ARENA) return check_arena_place(p, id);
+    return BRAID_OK;
+}
+
+/* root/roff of every node (after every place checked: chains end). */
+static void resolve_roots(vp_state *st) {
+    const bp_plan *p = st->plan;
+    for (uint32_t id = 0; id < st->n; id++) {
+        uint32_t r = id;
+        uint64_t off = 0;
+        for (uint32_t hops = 0;
+             p->info[r].place.storage == BP_STORAGE_VIEW && hops <= st->n;
+             hops++) {
+            off += p->info[r].place.offset;
+            r = p->info[r].place.base;
+        }
+        st->root[id] = r;
+        st->roff[id] = off;
+    }
+}
+
+static braid_status check_devices(const vp_state *st) {
+    const bp_plan *p = st->plan;
+    for (uint32_t id = 0; id < st->n; id++) {
+        char dev[32];
+        if (!device_listed(p, p->info[id].device))
+            return vp_fail("device: node %u (%s) runs on %s, which the plan "
+                           "does not list",
+                           id, op_name(p, id),
+                           bp_device_str(p->info[id].device, dev, sizeof dev));
+    }
+    return BRAID_OK;
+}
+
+static braid_status check_places(vp_state *st) {
+    const bp_plan *p = st->plan;
+    for (uint32_t id = 0; id < st->n; id++) {
+        braid_status s = check_place(st, id);
+        if (s != BRAID_OK) return s;
+    }
+    resolve_roots(st);
+    for (uint32_t id = 0; id < st->n; id++) {
+        if (p->info[st->root[id]].place.storage == BP_STORAGE_VIEW)
+            return vp_fail("view: node %u's chain of views has a cycle", id);
+        braid_status s = check_noop(st, id);
+        if (s != BRAID_OK) return s;
+    }
+    for (uint32_t a = 0; a < p->narenas; a++) {
+        const bp_arena *ar = &p->arenas[a];
+        if (!device_listed(p, ar->device) ||
+            (ar->kind == BP_ARENA_PINNED && ar->device.kind != BP_DEVICE_CPU))
+            return vp_fail("arena: arena %u is on a device it cannot be on", a);
+        if (ar->lower_bound > ar->bytes)
+            return vp_fail("arena: arena %u has %llu bytes, below its lower "
+                           "bound %llu",
+                           a, (unsigned long long)ar->bytes,
+                           (unsigned long long)ar->lower_bound);
+    }
+    return BRAID_OK;
+}
+
+/* ---- the checker -------------------------------------------------------------------- */
+
+static braid_status check_all(vp_state *st) {
+    const bp_plan *p = st->plan;
+    bool scheduled = p->schedule != NULL, queued = p->queues != NULL;
+    bool placed = p->arenas != NULL;
+    if (p->ninfo < st->n)
+        return vp_fail("plan: %u info entries for %u nodes", p->ninfo, st->n);
+    braid_status s = scheduled ? check_schedule(st) : BRAID_OK;
+    if (s == BRAID_OK) s = check_io(st, scheduled);
+    if (s == BRAID_OK) s = check_devices(st);
+    if (s == BRAID_OK && queued) s = check_queues(st);
+    if (s == BRAID_OK && queued) s = check_events(st, scheduled);
+    if (s == BRAID_OK && placed) s = check_places(st);
+    if (s == BRAID_OK && scheduled && queued && placed) s = vp_clocks(st);
+    if (s == BRAID_OK && scheduled && queued && placed)
+        s = vp_check_overlaps(st);
+    return s;
 }
 
 braid_status bp_verify_plan(bp_plan *plan) {
-    vp_state st = {plan, NULL, NULL};
-    st.pos = bp_calloc(plan->ninfo, sizeof *st.pos, "verify_plan positions");
-    st.last = bp_calloc(plan->ninfo, sizeof *st.last, "verify_plan uses");
-    vp_span *sp = bp_calloc(plan->nschedule, sizeof *sp, "verify_plan spans");
-    braid_status s =
-        st.pos && st.last && sp ? check_all(&st, sp) : BRAID_ERR_OUT_OF_MEMORY;
+    vp_state st = {.plan = plan, .n = plan->graph->nnodes};
+    size_t n = st.n;
+    st.pos = bp_calloc(n, sizeof *st.pos, "verify_plan tables");
+    st.root = bp_calloc(n, sizeof *st.root, "verify_plan tables");
+    st.roff = bp_calloc(n, sizeof *st.roff, "verify_plan tables");
+    st.output = bp_calloc(n, sizeof *st.output, "verify_plan tables");
+    st.dq = bp_calloc(n, sizeof *st.dq, "verify_plan tables");
+    st.qpos = bp_calloc(n, sizeof *st.qpos, "verify_plan tables");
+    st.qprev = bp_calloc(n, sizeof *st.qprev, "verify_plan tables");
+    braid_status s = BRAID_ERR_OUT_OF_MEMORY;
+    if (st.pos && st.root && st.roff && st.output && st.dq && st.qpos &&
+        st.qprev) {
+        for (size_t i = 0; i < n; i++) st.pos[i] = -1;
+        s = check_all(&st);
+    }
     free(st.pos);
-    free(st.last);
-    free(sp);
+    free(st.root);
+    free(st.roff);
+    free(st.output);
+    free(st.dq);
+    free(st.qpos);
+    free(st.qprev);
+    free(st.clock);
     return s;
 }

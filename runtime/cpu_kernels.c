@@ -1,5 +1,6 @@
 /* runtime/cpu_kernels.c — CPU kernel dispatch, n-d iteration, conversions. */
 #include "runtime/cpu_kernels.h"
+#include "runtime/cpu_fused.h"
 
 #include <string.h>
 
@@ -28,6 +29,7 @@ braid_status br_cpu_prepare(const braid_graph *g, uint32_t id,
     case BRAID_KIND_MATMUL:
         return br_matmul_prepare(g, id, scratch);
     case BRAID_KIND_FUSED:
+        return br_fused_prepare(g, id, scratch);
     case BRAID_KIND_COUNT_:
         break;
     }
@@ -60,6 +62,8 @@ void br_cpu_run(const br_kernel_args *a) {
         br_shape_run(a);
         return;
     case BRAID_KIND_FUSED:
+        br_fused_run(a);
+        return;
     case BRAID_KIND_COUNT_:
         break;
     }

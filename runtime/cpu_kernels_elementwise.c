@@ -5,12 +5,25 @@
  * uint32 so overflow wraps, f16/bf16 staged through f32 in blocks. The
  * inner loops special-case unit and zero strides so the common contiguous
  * and scalar-broadcast cases vectorise. */
+#include "runtime/cpu_ew.h"
 #include "runtime/cpu_kernels.h"
+#include "runtime/cpu_math.h"
 
 #include <string.h>
 #include <tgmath.h>
 
 #define SQRT1_2 0.70710678118654752440
+
+/* exp and tanh: braid's vectorisable versions for float (runtime/
+ * cpu_math.h), the C library's for double. */
+static inline double exp_f64(double x) {
+    return exp(x);
+}
+static inline double tanh_f64(double x) {
+    return tanh(x);
+}
+#define EW_EXP(x) _Generic((x), float : br_expf, default : exp_f64)(x)
+#define EW_TANH(x) _Generic((x), float : br_tanhf, default : tanh_f64)(x)
 
 /* A run: n outputs at o, inputs at a/b/c stepping sa/sb/sc elements. */
 typedef struct ew_ctx ew_ctx;
@@ -36,15 +49,15 @@ struct ew_ctx {
     }                                                                          \
     break
 
-/* Float unary ops written once for float and double (tgmath picks expf or
- * exp from the argument type). relu keeps NaN. */
+/* Float unary ops written once for float and double (tgmath picks logf or
+ * log from the argument type). relu keeps NaN. */
 #define FLOAT_UNARY_CASES(T)                                                   \
     case BRAID_OP_NEG:                                                         \
         LOOP1(T, -x);                                                          \
     case BRAID_OP_ABS:                                                         \
         LOOP1(T, fabs(x));                                                     \
     case BRAID_OP_EXP:                                                         \
-        LOOP1(T, exp(x));                                                      \
+        LOOP1(T, EW_EXP(x));                                                   \
     case BRAID_OP_LOG:                                                         \
         LOOP1(T, log(x));                                                      \
     case BRAID_OP_SQRT:                                                        \
@@ -56,15 +69,15 @@ struct ew_ctx {
     case BRAID_OP_COS:                                                         \
         LOOP1(T, cos(x));                                                      \
     case BRAID_OP_TANH:                                                        \
-        LOOP1(T, tanh(x));                                                     \
+        LOOP1(T, EW_TANH(x));                                                  \
     case BRAID_OP_SIGMOID:                                                     \
-        LOOP1(T, (T)1 / ((T)1 + exp(-x)));                                     \
+        LOOP1(T, (T)1 / ((T)1 + EW_EXP(-x)));                                  \
     case BRAID_OP_RELU:                                                        \
         LOOP1(T, x < (T)0 ? (T)0 : x);                                         \
     case BRAID_OP_GELU:                                                        \
         LOOP1(T, (T)0.5 * x * ((T)1 + erf(x * (T)SQRT1_2)));                   \
     case BRAID_OP_SILU:                                                        \
-        LOOP1(T, x / ((T)1 + exp(-x)));                                        \
+        LOOP1(T, x / ((T)1 + EW_EXP(-x)));                                     \
     case BRAID_OP_ERF:                                                         \
         LOOP1(T, erf(x));                                                      \
     case BRAID_OP_FLOOR:                                                       \
@@ -78,19 +91,19 @@ struct ew_ctx {
     default:                                                                   \
         break
 
-static void unary_f32(braid_op op, int64_t n, float *restrict o,
-                      const float *restrict a) {
+void br_ew_unary_f32(braid_op op, int64_t n, float *restrict o,
+                     const float *restrict a) {
     switch (op) { FLOAT_UNARY_CASES(float); }
 }
 
-static void unary_f64(braid_op op, int64_t n, double *restrict o,
-                      const double *restrict a) {
+void br_ew_unary_f64(braid_op op, int64_t n, double *restrict o,
+                     const double *restrict a) {
     switch (op) { FLOAT_UNARY_CASES(double); }
 }
 
 /* i32 through uint32: -INT32_MIN and INT32_MIN² wrap instead of being UB. */
-static void unary_i32(braid_op op, int64_t n, int32_t *restrict o,
-                      const int32_t *restrict a) {
+void br_ew_unary_i32(braid_op op, int64_t n, int32_t *restrict o,
+                     const int32_t *restrict a) {
     switch (op) {
     case BRAID_OP_NEG:
         LOOP1(int32_t, (int32_t)(0u - (uint32_t)x));
@@ -111,13 +124,13 @@ static void ew_unary(const ew_ctx *c, int64_t n, void *o, const void *a,
     (void)sa, (void)b, (void)sb;
     switch (c->t) {
     case BRAID_F32:
-        unary_f32(c->op, n, o, a);
+        br_ew_unary_f32(c->op, n, o, a);
         return;
     case BRAID_F64:
-        unary_f64(c->op, n, o, a);
+        br_ew_unary_f64(c->op, n, o, a);
         return;
     case BRAID_I32:
-        unary_i32(c->op, n, o, a);
+        br_ew_unary_i32(c->op, n, o, a);
         return;
     default:
         break;
@@ -126,7 +139,7 @@ static void ew_unary(const ew_ctx *c, int64_t n, void *o, const void *a,
     for (int64_t i = 0; i < n; i += BR_BLOCK) {
         int64_t m = n - i < BR_BLOCK ? n - i : BR_BLOCK;
         br_load_f32(c->t, (const char *)a + i * 2, 1, m, x);
-        unary_f32(c->op, m, y, x);
+        br_ew_unary_f32(c->op, m, y, x);
         br_store_f32(c->t, (char *)o + i * 2, m, y);
     }
 }
@@ -195,15 +208,15 @@ static void ew_unary(const ew_ctx *c, int64_t n, void *o, const void *a,
     default:                                                                   \
         break
 
-static void binary_f32(braid_op op, int64_t n, float *restrict o,
-                       const float *restrict a, int64_t sa,
-                       const float *restrict b, int64_t sb) {
+void br_ew_binary_f32(braid_op op, int64_t n, float *restrict o,
+                      const float *restrict a, int64_t sa,
+                      const float *restrict b, int64_t sb) {
     switch (op) { FLOAT_BINARY_CASES(float); }
 }
 
-static void binary_f64(braid_op op, int64_t n, double *restrict o,
-                       const double *restrict a, int64_t sa,
-                       const double *restrict b, int64_t sb) {
+void br_ew_binary_f64(braid_op op, int64_t n, double *restrict o,
+                      const double *restrict a, int64_t sa,
+                      const double *restrict b, int64_t sb) {
     switch (op) { FLOAT_BINARY_CASES(double); }
 }
 
@@ -214,9 +227,9 @@ static inline int32_t div_i32(int32_t x, int32_t y) {
     return x / y;
 }
 
-static void binary_i32(braid_op op, int64_t n, int32_t *restrict o,
-                       const int32_t *restrict a, int64_t sa,
-                       const int32_t *restrict b, int64_t sb) {
+void br_ew_binary_i32(braid_op op, int64_t n, int32_t *restrict o,
+                      const int32_t *restrict a, int64_t sa,
+                      const int32_t *restrict b, int64_t sb) {
     switch (op) {
     case BRAID_OP_ADD:
         LOOP2(int32_t, (int32_t)((uint32_t)x + (uint32_t)y));
@@ -235,28 +248,28 @@ static void binary_i32(braid_op op, int64_t n, int32_t *restrict o,
     }
 }
 
-static void compare_f32(braid_op op, int64_t n, uint8_t *restrict o,
-                        const float *restrict a, int64_t sa,
-                        const float *restrict b, int64_t sb) {
+void br_ew_compare_f32(braid_op op, int64_t n, uint8_t *restrict o,
+                       const float *restrict a, int64_t sa,
+                       const float *restrict b, int64_t sb) {
     switch (op) { COMPARE_CASES(float); }
 }
 
-static void compare_f64(braid_op op, int64_t n, uint8_t *restrict o,
-                        const double *restrict a, int64_t sa,
-                        const double *restrict b, int64_t sb) {
+void br_ew_compare_f64(braid_op op, int64_t n, uint8_t *restrict o,
+                       const double *restrict a, int64_t sa,
+                       const double *restrict b, int64_t sb) {
     switch (op) { COMPARE_CASES(double); }
 }
 
-static void compare_i32(braid_op op, int64_t n, uint8_t *restrict o,
-                        const int32_t *restrict a, int64_t sa,
-                        const int32_t *restrict b, int64_t sb) {
+void br_ew_compare_i32(braid_op op, int64_t n, uint8_t *restrict o,
+                       const int32_t *restrict a, int64_t sa,
+                       const int32_t *restrict b, int64_t sb) {
     switch (op) { COMPARE_CASES(int32_t); }
 }
 
 /* Bools compare as 0/1 whatever nonzero byte the caller stored. */
-static void compare_bool(braid_op op, int64_t n, uint8_t *restrict o,
-                         const uint8_t *restrict a, int64_t sa,
-                         const uint8_t *restrict b, int64_t sb) {
+void br_ew_compare_bool(braid_op op, int64_t n, uint8_t *restrict o,
+                        const uint8_t *restrict a, int64_t sa,
+                        const uint8_t *restrict b, int64_t sb) {
     switch (op) { COMPARE_CASES(bool); }
 }
 
@@ -264,13 +277,13 @@ static void ew_binary(const ew_ctx *c, int64_t n, void *o, const void *a,
                       int64_t sa, const void *b, int64_t sb) {
     switch (c->t) {
     case BRAID_F32:
-        binary_f32(c->op, n, o, a, sa, b, sb);
+        br_ew_binary_f32(c->op, n, o, a, sa, b, sb);
         return;
     case BRAID_F64:
-        binary_f64(c->op, n, o, a, sa, b, sb);
+        br_ew_binary_f64(c->op, n, o, a, sa, b, sb);
         return;
     case BRAID_I32:
-        binary_i32(c->op, n, o, a, sa, b, sb);
+        br_ew_binary_i32(c->op, n, o, a, sa, b, sb);
         return;
     default:
         break;
@@ -280,7 +293,7 @@ static void ew_binary(const ew_ctx *c, int64_t n, void *o, const void *a,
         int64_t m = n - i < BR_BLOCK ? n - i : BR_BLOCK;
         br_load_f32(c->t, (const char *)a + i * sa * 2, sa, m, x);
         br_load_f32(c->t, (const char *)b + i * sb * 2, sb, m, y);
-        binary_f32(c->op, m, z, x, 1, y, 1);
+        br_ew_binary_f32(c->op, m, z, x, 1, y, 1);
         br_store_f32(c->t, (char *)o + i * 2, m, z);
     }
 }
@@ -289,16 +302,16 @@ static void ew_compare(const ew_ctx *c, int64_t n, void *o, const void *a,
                        int64_t sa, const void *b, int64_t sb) {
     switch (c->t) {
     case BRAID_F32:
-        compare_f32(c->op, n, o, a, sa, b, sb);
+        br_ew_compare_f32(c->op, n, o, a, sa, b, sb);
         return;
     case BRAID_F64:
-        compare_f64(c->op, n, o, a, sa, b, sb);
+        br_ew_compare_f64(c->op, n, o, a, sa, b, sb);
         return;
     case BRAID_I32:
-        compare_i32(c->op, n, o, a, sa, b, sb);
+        br_ew_compare_i32(c->op, n, o, a, sa, b, sb);
         return;
     case BRAID_BOOL:
-        compare_bool(c->op, n, o, a, sa, b, sb);
+        br_ew_compare_bool(c->op, n, o, a, sa, b, sb);
         return;
     default:
         break;
@@ -310,7 +323,7 @@ static void ew_compare(const ew_ctx *c, int64_t n, void *o, const void *a,
         int64_t m = n - i < BR_BLOCK ? n - i : BR_BLOCK;
         br_load_f32(c->t, (const char *)a + i * sa * 2, sa, m, x);
         br_load_f32(c->t, (const char *)b + i * sb * 2, sb, m, y);
-        compare_f32(c->op, m, (uint8_t *)o + i, x, 1, y, 1);
+        br_ew_compare_f32(c->op, m, (uint8_t *)o + i, x, 1, y, 1);
     }
 }
 
@@ -329,9 +342,9 @@ static void ew_compare(const ew_ctx *c, int64_t n, void *o, const void *a,
     } while (0)
 
 /* Selection copies bytes, so it is exact for every dtype. */
-static void where_run(size_t esize, int64_t n, void *out,
-                      const uint8_t *restrict cond, int64_t sc, const void *a_,
-                      int64_t sa, const void *b_, int64_t sb) {
+void br_ew_where(size_t esize, int64_t n, void *out,
+                 const uint8_t *restrict cond, int64_t sc, const void *a_,
+                 int64_t sa, const void *b_, int64_t sb) {
     switch (esize) {
     case 1:
         WHERE_LOOP(uint8_t);
@@ -361,10 +374,10 @@ static void seg_two(void *ctx, int64_t o, int64_t n, const int64_t *off,
 static void seg_where(void *ctx, int64_t o, int64_t n, const int64_t *off,
                       const int64_t *step) {
     const ew_ctx *c = ctx;
-    where_run(c->osz, n, c->out + o * c->osz,
-              (const uint8_t *)c->in[0] + off[0], step[0],
-              c->in[1] + off[1] * c->isz[1], step[1],
-              c->in[2] + off[2] * c->isz[2], step[2]);
+    br_ew_where(c->osz, n, c->out + o * c->osz,
+                (const uint8_t *)c->in[0] + off[0], step[0],
+                c->in[1] + off[1] * c->isz[1], step[1],
+                c->in[2] + off[2] * c->isz[2], step[2]);
 }
 
 static bool is_compare(braid_op op) {

@@ -7,6 +7,7 @@
  * binds is computed straight into the caller's buffer when that is safe),
  * runs the schedule and copies the other requested outputs out. */
 #define _POSIX_C_SOURCE 200809L
+#include "runtime/cuda.h"
 #include "runtime/runtime.h"
 
 #include <stdatomic.h>
@@ -47,6 +48,10 @@ struct braid_exec {
     uint32_t *waits;        /* emulation: producer node ids each node waits
                                for (its events); owned */
     bool *done;             /* emulation: per node, completed this run */
+    br_cuda *cuda;          /* the CUDA backend (runtime/cuda*.c) when the
+                               plan runs GPU nodes: it owns the GPU and
+                               pinned arenas and dispatches runs; NULL
+                               otherwise; owned */
 };
 
 static braid_status br_emulate_prepare(braid_exec *e);
@@ -84,6 +89,8 @@ static braid_status check_nodes(braid_exec *e) {
     for (uint32_t i = 0; i < p->nschedule; i++) {
         uint32_t id = p->schedule[i];
         const bg_node *n = bg_node_at(p->graph, id);
+        if (e->cuda && (br_cuda_node_on_gpu(p, id) || p->info[id].noop))
+            continue; /* the CUDA backend issues it, or nothing runs */
         if (p->info[id].device.kind != BP_DEVICE_CPU && !e->emulate) {
             char dev[32];
             return bg_set_last_error(
@@ -94,7 +101,7 @@ static braid_status check_nodes(braid_exec *e) {
                 bp_device_str(p->info[id].device, dev, sizeof dev),
                 why_no_device());
         }
-        if (p->info[id].place.storage == BP_STORAGE_VIEW) continue;
+        if (p->info[id].noop) continue;
         braid_status s = br_cpu_prepare(p->graph, id, &e->scratch_bytes);
         if (s != BRAID_OK) return s;
         if (n->ninputs > e->max_inputs) e->max_inputs = n->ninputs;
@@ -123,6 +130,8 @@ static braid_status alloc_tables(braid_exec *e) {
 static braid_status alloc_buffers(braid_exec *e) {
     const bp_plan *p = e->plan;
     for (uint32_t i = 0; i < p->narenas; i++) {
+        if ((e->arena[i] = br_cuda_arena(e->cuda, i))) continue; /* GPU,
+                                                                    pinned */
         e->arena[i] = aligned_buffer(p->arenas[i].bytes);
         if (!e->arena[i])
             return oom_for_arena(p, i);
@@ -141,8 +150,13 @@ static braid_status alloc_buffers(braid_exec *e) {
         const bp_tensor_place *pl = &p->info[id].place;
         if (pl->storage == BP_STORAGE_ARENA)
             e->home[id] = (char *)e->arena[pl->arena] + pl->offset;
+        if (pl->storage == BP_STORAGE_ARENA && pl->bytes > 0 && !e->cuda &&
+            p->graph->nodes[id].op == BRAID_OP_CONSTANT) /* a GPU constant */
+            memcpy(e->home[id], p->graph->nodes[id].attr.data, pl->bytes);
         else if (pl->storage == BP_STORAGE_CONSTANT)
             e->home[id] = p->graph->nodes[id].attr.data;
+        if (br_cuda_home(e->cuda, id)) /* uploaded by the CUDA backend */
+            e->home[id] = br_cuda_home(e->cuda, id);
         e->ptr[id] = e->home[id];
     }
     return BRAID_OK;
@@ -165,7 +179,9 @@ static braid_status exec_new(const braid_plan *p, bool emulate, uint64_t seed,
     e->emulate = emulate;
     e->rng = seed;
     atomic_flag_clear(&e->running);
-    braid_status s = check_nodes(e);
+    braid_status s = BRAID_OK;
+    if (!emulate && br_plan_uses_cuda(p)) s = br_cuda_new(p, &e->cuda);
+    if (s == BRAID_OK) s = check_nodes(e);
     if (s == BRAID_OK) s = alloc_tables(e);
     if (s == BRAID_OK) s = alloc_buffers(e);
     if (s == BRAID_OK && emulate) s = br_emulate_prepare(e);
@@ -195,7 +211,8 @@ void braid_exec_free(braid_exec *e) {
     br_pool_free(e->pool);
     if (e->arena)
         for (uint32_t i = 0; i < e->plan->narenas; i++)
-            free(e->arena[i]);
+            if (!br_cuda_arena(e->cuda, i)) free(e->arena[i]);
+    br_cuda_free(e->cuda);
     if (e->staging)
         for (uint32_t i = 0; i < e->plan->ninputs; i++)
             free(e->staging[i]);
@@ -478,7 +495,7 @@ static void run_node(braid_exec *e, br_kernel_args *a, uint32_t id) {
     const bp_plan *p = e->plan;
     const bg_node *n = bg_node_at(p->graph, id);
     if (n->op == BRAID_OP_INPUT || n->op == BRAID_OP_CONSTANT ||
-        p->info[id].place.storage == BP_STORAGE_VIEW)
+        p->info[id].noop)
         return;
     for (uint32_t k = 0; k < n->ninputs; k++)
         e->args[k] = e->ptr[n->inputs[k]];
@@ -491,7 +508,20 @@ static void run_node(braid_exec *e, br_kernel_args *a, uint32_t id) {
     br_cpu_run(a);
 }
 
-static braid_status run_schedule(braid_exec *e) {
+/* What the CUDA backend's callback needs to run one CPU node. */
+typedef struct cpu_node_ctx {
+    braid_exec *e;     /* the executor */
+    br_kernel_args *a; /* the run's kernel arguments */
+} cpu_node_ctx;
+
+static void run_cpu_node(void *ctx, uint32_t id) {
+    cpu_node_ctx *c = ctx;
+    run_node(c->e, c->a, id);
+}
+
+static braid_status run_schedule(braid_exec *e, const braid_input_binding *in,
+                                 size_t nin, const braid_output_binding *out,
+                                 size_t nout) {
     const bp_plan *p = e->plan;
     br_kernel_args a = {.g = p->graph,
                         .in = e->args,
@@ -500,6 +530,12 @@ static braid_status run_schedule(braid_exec *e) {
                         .scratch_bytes = e->scratch_bytes};
     resolve_views(e);
     if (e->emulate) return run_emulated(e, &a);
+    if (e->cuda) { /* GPU nodes issued async, CPU nodes through the hook */
+        cpu_node_ctx ctx = {e, &a};
+        br_cuda_run_args ra = {e->ptr, in,     nin,          out,
+                               nout,   e->pool, run_cpu_node, &ctx};
+        return br_cuda_run(e->cuda, &ra);
+    }
     for (uint32_t i = 0; i < p->nschedule; i++) run_node(e, &a, p->schedule[i]);
     return BRAID_OK;
 }
@@ -559,9 +595,11 @@ braid_status braid_run(braid_exec *e, const braid_input_binding *inputs,
                                  "on another thread (one call at a time)");
     s = bind_inputs(e, inputs, ninputs);
     if (s == BRAID_OK) s = bind_outputs(e, inputs, ninputs, outputs, noutputs);
-    if (s == BRAID_OK) s = run_schedule(e);
+    if (s == BRAID_OK) s = run_schedule(e, inputs, ninputs, outputs, noutputs);
     if (s == BRAID_OK) finish_outputs(e, outputs, noutputs);
     reset_pointers(e);
     atomic_flag_clear(&e->running);
     return s;
 }
+
+br_cuda *br_exec_cuda(const braid_exec *e) { return e ? e->cuda : NULL; }

@@ -52,8 +52,15 @@ typedef struct br_kernel_args {
  * types and sizes, and adds the scratch bytes it needs to *scratch (max).
  * BRAID_ERR_UNSUPPORTED naming the node otherwise. */
 braid_status br_cpu_prepare(const braid_graph *g, uint32_t id, size_t *scratch);
-/* Computes one node. Never fails for a node br_cpu_prepare accepted. */
+/* Computes one node. Never fails for a node br_cpu_prepare accepted (and,
+ * for a FUSED node, br_fused_check). */
 void br_cpu_run(const br_kernel_args *a);
+/* For a FUSED node id, with br_cpu_prepare: checks that program (plan->
+ * programs[info.program]) is one the CPU interpreter runs safely (ops,
+ * operands, dtypes, inputs and iteration space against the node).
+ * BRAID_ERR_INTERNAL naming the node and the instruction otherwise. */
+braid_status br_fused_check(const braid_graph *g, uint32_t id,
+                            const bp_program *program);
 
 /* ---- executors -------------------------------------------------------------- */
 

@@ -1,5 +1,6 @@
 /* tools/braid.c — the braid command-line tool: dispatch, help, version and
- * check. The run command lives in cli_run.c. See docs/cli.md. */
+ * check. The run, info and dot commands live in cli_run.c, cli_info.c and
+ * cli_dot.c. See docs/cli.md. */
 #define _POSIX_C_SOURCE 200809L
 
 #include "tools/cli.h"
@@ -17,6 +18,12 @@ void cli_print_help(FILE *out) {
         "and outputs\n"
         "  run FILE.graph [options]  compile and run a graph on random or "
         "given inputs\n"
+        "  info FILE.graph [options] compile a graph; print the plan's "
+        "devices, nodes,\n"
+        "                            fused kernels, copies, streams, events "
+        "and memory\n"
+        "  dot FILE.graph [options]  draw the graph (or its plan) as DOT, SVG "
+        "or PNG\n"
         "  version                   print braid's version and the CUDA "
         "devices found\n"
         "  help                      print this help (also --help, -h)\n"
@@ -32,19 +39,32 @@ void cli_print_help(FILE *out) {
         "(DIR is created)\n"
         "  --check                   also run the reference evaluator and "
         "compare\n"
-        "  --devices LIST            devices to compile for, e.g. cpu or "
-        "cpu,cuda:0\n"
-        "                            (default: every device found)\n"
         "  --threads N               CPU worker threads (default 0: one per "
         "core)\n"
         "  --repeat N                run N times, report first and median "
         "time (default 1)\n"
-        "Options may also be written --name=value.\n"
         "\n"
-        "exit status: 0 success; 1 parse, verify, compile or run failure, or "
-        "--check\n"
-        "over tolerance; 2 usage error.\n",
+        "info options:\n"
+        "  --json                    print one JSON object instead of text\n"
+        "\n"
+        "dot options:\n"
+        "  -o, --output OUT          write OUT.dot (or .gv), or render "
+        "OUT.svg / OUT.png\n"
+        "                            with Graphviz's dot program (default: "
+        "DOT on stdout)\n"
+        "  --plan                    draw the compiled plan instead of the "
+        "graph\n"
+        "\n",
         out);
+    cli_print_compile_help(out);
+    fputs("\n"
+          "Options may also be written --name=value.\n"
+          "\n"
+          "exit status: 0 success; 1 parse, verify, compile or run failure, "
+          "--check\n"
+          "over tolerance, or an output that cannot be written; 2 usage "
+          "error.\n",
+          out);
 }
 
 static void cli_vprint(const char *fmt, va_list ap) {
@@ -170,6 +190,8 @@ int main(int argc, char **argv) {
         return cmd_version(argc - 2, argv + 2);
     if (!strcmp(cmd, "check")) return cmd_check(argc - 2, argv + 2);
     if (!strcmp(cmd, "run")) return cli_run(argc - 2, argv + 2);
+    if (!strcmp(cmd, "info")) return cli_info(argc - 2, argv + 2);
+    if (!strcmp(cmd, "dot")) return cli_dot(argc - 2, argv + 2);
     if (cmd[0] == '-') return cli_usage_error("unknown option '%s'", cmd);
     return cli_usage_error("unknown command '%s'", cmd);
 }

@@ -1,8 +1,10 @@
 /* tools/cli.h — shared pieces of the braid command-line tool (prefix cli_).
  *
  * braid.c holds main, help, version and check; cli_run.c the run command;
- * cli_data.c the data helpers (random inputs, statistics, comparison with
- * the reference, files). docs/cli.md describes the behaviour. */
+ * cli_info.c the info command; cli_dot.c the dot command; cli_compile.c the
+ * compile flags those three share; cli_data.c the data helpers (random
+ * inputs, statistics, comparison with the reference, files). docs/cli.md
+ * describes the behaviour. */
 #ifndef BRAID_TOOLS_CLI_H
 #define BRAID_TOOLS_CLI_H
 
@@ -29,6 +31,53 @@ braid_graph *cli_load_graph(const char *path);
 
 /* `braid run ARGS...` (args exclude "run"). Returns an exit status. */
 int cli_run(int argc, char **argv);
+/* `braid info ARGS...`: the compiled plan's summary, as text or JSON. */
+int cli_info(int argc, char **argv);
+/* `braid dot ARGS...`: the graph or plan as DOT, SVG or PNG. */
+int cli_dot(int argc, char **argv);
+
+/* ---- compile flags shared by run, info and dot (cli_compile.c) ---------- */
+
+/* What the compile flags asked for; all zero means the defaults. */
+typedef struct cli_compile_flags {
+    const char *devices;    /* --devices LIST, or NULL (detect) */
+    const char *dump_after; /* --dump-after PASS, or NULL */
+    unsigned disable;       /* BRAID_PASS_* bits from --no-<pass> */
+    int streams;            /* --streams N, or 0 (the default) */
+    int chunks;             /* --chunks N, or 0 (the cost model) */
+    bool given;             /* any compile flag appeared */
+} cli_compile_flags;
+
+/* Prints the compile flags' help lines. */
+void cli_print_compile_help(FILE *out);
+/* When argv[*i] is a compile flag ("--name", "--name=value" or "--name"
+ * followed by its value, which *i then skips), applies it to f, sets *rc
+ * to CLI_EXIT_OK or a usage-error status (message printed) and returns
+ * true. Returns false for any other argument. */
+bool cli_compile_flag(cli_compile_flags *f, int argc, char **argv, int *i,
+                      int *rc);
+/* braid_compile options from f (num_threads 0: one per core). */
+void cli_compile_options(const cli_compile_flags *f, braid_compile_options *o);
+
+/* One option of a command besides the compile flags: a flag (flag set) or
+ * an option with a value (value set; "--name=value" also accepted for
+ * names starting with "--"). */
+typedef struct cli_extra_option {
+    const char *name;   /* "--json", "-o" */
+    bool *flag;         /* set to true when present, or NULL */
+    const char **value; /* receives the value, or NULL */
+} cli_extra_option;
+
+/* Parses `braid <cmd> FILE [options]`: exactly one FILE ("--" ends the
+ * options), compile flags into f, extra options. Returns CLI_EXIT_OK, a
+ * usage-error status (message printed), or -1 for --help / -h. */
+int cli_parse_command(const char *cmd, int argc, char **argv,
+                      const cli_extra_option *extra, size_t nextra,
+                      const char **file, cli_compile_flags *f);
+/* Loads and compiles path with f. On failure prints why and returns NULL
+ * (*graph NULL too); on success the caller frees the plan and *graph. */
+braid_plan *cli_compile_file(const char *path, const cli_compile_flags *f,
+                             braid_graph **graph);
 
 /* ---- data helpers (cli_data.c) ------------------------------------------ */
 

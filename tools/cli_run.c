@@ -20,15 +20,15 @@ typedef struct run_input_arg {
 
 /* The parsed command line. */
 typedef struct run_options {
-    const char *file;       /* the .graph file */
-    uint64_t seed;          /* --seed */
-    run_input_arg *inputs;  /* --input options, ninputs of them */
-    int ninputs;            /* number of --input options */
-    const char *output_dir; /* --output-dir or NULL */
-    bool check;             /* --check */
-    const char *devices;    /* --devices or NULL (detect) */
-    int threads;            /* --threads (0: one per core) */
-    int repeat;             /* --repeat (≥ 1) */
+    const char *file;          /* the .graph file */
+    uint64_t seed;             /* --seed */
+    run_input_arg *inputs;     /* --input options, ninputs of them */
+    int ninputs;               /* number of --input options */
+    const char *output_dir;    /* --output-dir or NULL */
+    bool check;                /* --check */
+    cli_compile_flags compile; /* --devices, --dump-after, --no-<pass>, ... */
+    int threads;               /* --threads (0: one per core) */
+    int repeat;                /* --repeat (≥ 1) */
 } run_options;
 
 /* One graph tensor bound to a host buffer. */
@@ -115,18 +115,13 @@ static int apply_option(run_options *o, const char *name, char *value) {
     } else if (!strcmp(name, "--output-dir")) {
         if (!*value) return cli_usage_error("--output-dir expects a directory");
         o->output_dir = value;
-    } else if (!strcmp(name, "--devices")) {
-        if (!*value)
-            return cli_usage_error("--devices expects a list, e.g. cpu");
-        o->devices = value;
     }
     return CLI_EXIT_OK;
 }
 
 static bool option_takes_value(const char *name) {
-    static const char *const names[] = {"--seed",       "--input",
-                                        "--output-dir", "--devices",
-                                        "--threads",    "--repeat"};
+    static const char *const names[] = {"--seed", "--input", "--output-dir",
+                                        "--threads", "--repeat"};
     for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
         if (!strcmp(name, names[k])) return true;
     return false;
@@ -138,6 +133,7 @@ static int parse_args(int argc, char **argv, run_options *o) {
     bool only_files = false;
     for (int i = 0; i < argc; i++) {
         char *arg = argv[i];
+        int rc = CLI_EXIT_OK;
         if (only_files || arg[0] != '-' || !arg[1]) {
             if (o->file)
                 return cli_usage_error("run: expects one FILE.graph, got "
@@ -154,6 +150,8 @@ static int parse_args(int argc, char **argv, run_options *o) {
             o->check = true;
         } else if (!strncmp(arg, "--check=", 8)) {
             return cli_usage_error("--check takes no value");
+        } else if (cli_compile_flag(&o->compile, argc, argv, &i, &rc)) {
+            if (rc != CLI_EXIT_OK) return rc;
         } else {
             char *eq = strchr(arg, '=');
             if (eq) *eq = '\0';
@@ -161,7 +159,7 @@ static int parse_args(int argc, char **argv, run_options *o) {
                 return cli_usage_error("run: unknown option '%s'", arg);
             char *value = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
             if (!value) return cli_usage_error("%s expects a value", arg);
-            int rc = apply_option(o, arg, value);
+            rc = apply_option(o, arg, value);
             if (rc != CLI_EXIT_OK) return rc;
         }
     }
@@ -308,8 +306,7 @@ static bool make_bindings(const run_state *st, bool ref,
 
 static bool compile_plan(run_state *st) {
     braid_compile_options co;
-    braid_compile_options_init(&co);
-    co.devices = st->opt.devices;
+    cli_compile_options(&st->opt.compile, &co);
     co.num_threads = st->opt.threads;
     double t0 = cli_now();
     if (braid_compile(st->graph, &co, &st->plan) != BRAID_OK)

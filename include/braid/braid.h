@@ -298,7 +298,9 @@ typedef struct braid_device_profile {
 #define BRAID_PASS_REUSE 8u    /* memory reuse (each tensor its own bytes) */
 
 typedef struct braid_compile_options {
-    const char *devices;   /* "cpu", "cpu,cuda:0", ...; NULL: detect. A list
+    const char *devices;   /* "cpu", "cpu,cuda:0", ...; NULL: detect. The
+                              cpu is always included (it holds inputs and
+                              outputs). A list
                               naming GPUs this machine lacks still compiles
                               (the plan then needs them to run). */
     int num_threads;       /* CPU worker threads; 0: one per core */
@@ -309,6 +311,9 @@ typedef struct braid_compile_options {
     const braid_device_profile *cuda_profile; /* NULL: defaults */
     const char *dump_after; /* print the IR to stderr after this pass
                                ("fuse", ...); NULL: $BRAID_DUMP=after:<pass> */
+    bool allow_tf32;       /* f32 matmuls on a GPU may use TF32 tensor
+                              cores (10-bit mantissa products, ~1e-3
+                              relative error); false: full f32 */
 } braid_compile_options;
 
 void braid_compile_options_init(braid_compile_options *o);
@@ -381,9 +386,11 @@ braid_status braid_graph_to_dot(const braid_graph *g, FILE *out);
  * shapes labelled with direction and bytes; fused nodes as records listing
  * their program's instructions; every node's memory place (arena index,
  * offset and size, or input / constant / view of %base at offset); events
- * as dashed red edges, reuse events as dotted orange ones; chunk nodes
- * bold with "[chunk]". Every object carries a Graphviz "class" attribute
- * (node, copy, fused, chunk, event, reuse-event, legend) for tools. */
+ * as dashed red edges (a data edge an event synchronises is itself drawn
+ * dashed), reuse events as dotted orange ones; chunk nodes bold with
+ * "[chunk]". Every object carries a Graphviz "class" attribute (input,
+ * node, copy, fused, chunk, output, data, event, reuse-event, queue,
+ * legend) for tools. The same plan always gives the same text. */
 braid_status braid_plan_to_dot(const braid_plan *p, FILE *out);
 
 /* Size of the device-name fields below ("cpu", "cuda:12", NUL included). */

@@ -1,0 +1,192 @@
+/* codegen/codegen.h — CUDA code generation and NVRTC compilation (prefix
+ * bc_).
+ *
+ * Two halves:
+ *   1. Source generation (pure C, no CUDA needed): every GPU node of a plan
+ *      that needs a generated kernel becomes CUDA C text plus its launch
+ *      geometry (bc_kernel). One plan gives one module (bc_plan_source):
+ *      all kernels in one source, compiled by one NVRTC call, loaded as one
+ *      library by the runtime.
+ *   2. Compilation (bc_compile, needs BRAID_HAVE_CUDA): NVRTC to CUBIN for
+ *      the exact architecture, PTX kept too, behind an in-memory cache and
+ *      an on-disk cache under $BRAID_CACHE_DIR, else $XDG_CACHE_HOME/braid,
+ *      else ~/.cache/braid.
+ *
+ * Kernel calling convention (every generated kernel, every launch):
+ *   extern "C" __global__ void <entry>(out, in_0, ..., in_{n-1} [, extra])
+ * All parameters are device pointers, so a launcher builds
+ *   void *args[] = {&out_ptr, &in_ptr[0], ..., &in_ptr[n-1], &extra_ptr};
+ * `out` is the node's output, in_k the data of node->inputs[k] (every
+ * tensor is dense C order with the shape its graph node states), and the
+ * extra pointer exists only when bc_kernel.extra is not BC_EXTRA_NONE.
+ * Kernels need no alignment beyond the element size: they check 16-byte
+ * alignment themselves and take a vectorised path only when it holds.
+ * Outputs may alias a same-shaped, same-dtype input (in-place elementwise):
+ * every thread reads its elements before writing them. Launches of one
+ * kernel run in order on the node's stream; no launch needs dynamic shared
+ * memory or a cooperative launch. */
+#ifndef BRAID_CODEGEN_CODEGEN_H
+#define BRAID_CODEGEN_CODEGEN_H
+
+#include "passes/plan.h"
+
+/* ---- what a node needs on a GPU ------------------------------------------ */
+
+/* How the CUDA runtime executes a node placed on a GPU. */
+typedef enum bc_node_class {
+    BC_NODE_HOST = 0,        /* not on a GPU: nothing for the CUDA backend */
+    BC_NODE_KERNEL,          /* a generated kernel (bc_kernel) */
+    BC_NODE_MATMUL,          /* plain matmul: cuBLAS, no kernel */
+    BC_NODE_MATMUL_EPILOGUE, /* FUSED with a MATMUL program: cuBLAS into
+                                the bc_kernel's matmul buffer, then the
+                                generated epilogue kernel */
+    BC_NODE_COPY,            /* copy node: cudaMemcpy* */
+    BC_NODE_VIEW,            /* no work: the bytes are already in place
+                                (views, in-place concat) */
+    BC_NODE_DATA             /* input or constant: bytes the runtime
+                                provides (uploads); nothing runs */
+} bc_node_class;
+
+/* The class of node id of p (BC_NODE_HOST for nodes not on a GPU). */
+bc_node_class bc_classify(const bp_plan *p, uint32_t node);
+
+/* ---- kernels -------------------------------------------------------------- */
+
+#define BC_NAME_MAX 48   /* entry names ("k12", "k12_final"), NUL included */
+#define BC_MAX_LAUNCHES 2
+
+/* What kind of kernel was generated (for dumps and profiles). */
+typedef enum bc_kernel_kind {
+    BC_KERNEL_ELEMENTWISE = 0, /* fused or single elementwise/broadcast */
+    BC_KERNEL_REDUCE,          /* reduction, prologue inlined */
+    BC_KERNEL_GATHER,          /* permute/slice/concat/broadcast/reshape */
+    BC_KERNEL_SOURCE,          /* fill, iota, random_uniform/normal */
+    BC_KERNEL_EPILOGUE         /* matmul epilogue (after cuBLAS) */
+} bc_kernel_kind;
+
+/* The pointer a kernel takes after its inputs, if any. */
+typedef enum bc_extra {
+    BC_EXTRA_NONE = 0, /* no extra parameter */
+    BC_EXTRA_SCRATCH,  /* device scratch of scratch_bytes (any content; the
+                          launches of one node share it; 256-byte aligned) */
+    BC_EXTRA_MATMUL    /* the matmul result (mm_dtype, mm_bytes) the
+                          epilogue reads; may equal `out` when mm_in_place */
+} bc_extra;
+
+/* One kernel launch. */
+typedef struct bc_launch {
+    char entry[BC_NAME_MAX]; /* extern "C" symbol in the module */
+    uint32_t grid[3];        /* grid dimensions (x < 2^31, y, z < 65536) */
+    uint32_t block[3];       /* block dimensions (≤ 1024 threads) */
+} bc_launch;
+
+/* Everything the runtime needs to run one node's generated kernel. */
+typedef struct bc_kernel {
+    uint32_t node;            /* plan node id */
+    bc_kernel_kind kind;      /* what was generated */
+    uint32_t nlaunch;         /* launches in order: 0 (empty output, nothing
+                                 to do), 1 or 2 */
+    bc_launch launch[BC_MAX_LAUNCHES]; /* the launches */
+    uint32_t nparams;         /* pointer parameters: 1 + ninputs (+ 1) */
+    bc_extra extra;           /* the last parameter's meaning */
+    uint64_t scratch_bytes;   /* SCRATCH: bytes needed (multiple of 256) */
+    braid_dtype mm_dtype;     /* MATMUL: dtype cuBLAS must produce */
+    uint64_t mm_bytes;        /* MATMUL: bytes of the matmul result */
+    bool mm_in_place;         /* MATMUL: cuBLAS may write straight into
+                                 `out` (same dtype) and pass out as extra */
+    uint32_t mm_instr;        /* MATMUL: index of the matmul instruction in
+                                 the program (its loads name a and b) */
+} bc_kernel;
+
+/* A generated module: CUDA C text and its kernels. */
+typedef struct bc_source {
+    char *text;          /* NUL-terminated CUDA C; owned */
+    size_t len;          /* strlen(text) */
+    bc_kernel *kernels;  /* sorted by node id; owned */
+    uint32_t nkernels;   /* entries in kernels */
+    bool uses_rng;       /* embeds graph/rng.c (random generators) */
+} bc_source;
+
+/* Generates the kernel of one node (bc_classify says BC_NODE_KERNEL or
+ * BC_NODE_MATMUL_EPILOGUE) as a complete module with one bc_kernel.
+ * BRAID_ERR_INVALID_ARGUMENT for another class or a bad id,
+ * BRAID_ERR_UNSUPPORTED (message naming the node) for what codegen cannot
+ * do (e.g. > BC_MAX_PARAMS inputs), BRAID_ERR_OUT_OF_MEMORY. On failure
+ * *out is zeroed. Free with bc_source_free. */
+braid_status bc_kernel_source(const bp_plan *p, uint32_t node,
+                              bc_source *out);
+
+/* Generates one module holding the kernels of every node of p that needs
+ * one (every GPU of the plan: the module is arch-generic source). A plan
+ * with no such node gives an empty module (nkernels 0, text still valid
+ * and compilable). Errors as bc_kernel_source. */
+braid_status bc_plan_source(const bp_plan *p, bc_source *out);
+
+/* The kernel of node in s, or NULL (binary search). */
+const bc_kernel *bc_source_kernel(const bc_source *s, uint32_t node);
+
+void bc_source_free(bc_source *s); /* NULL and zeroed are fine */
+
+/* Largest number of inputs a kernel may take (CUDA's 4 KiB of parameters
+ * with room to spare). */
+#define BC_MAX_PARAMS 400
+
+/* ---- compilation ------------------------------------------------------------ */
+
+/* A compiled module. */
+typedef struct bc_binary {
+    void *cubin;       /* CUBIN for sm_<sm>, or NULL when NVRTC does not
+                          know that architecture (then load the PTX) */
+    size_t cubin_size; /* bytes in cubin */
+    char *ptx;         /* NUL-terminated PTX (for a newer GPU's JIT) */
+    size_t ptx_size;   /* strlen(ptx) + 1 */
+    int sm;            /* the architecture asked for (e.g. 90) */
+    bool cached;       /* came from the memory or disk cache */
+} bc_binary;
+
+void bc_binary_free(bc_binary *b); /* NULL and zeroed are fine */
+
+/* Compiles CUDA source (NUL-terminated; name is its file name in messages,
+ * e.g. "kernel.cu") for compute capability sm (90 = sm_90) with NVRTC.
+ * Options: --fmad=false (CPU-identical rounding, required by the random
+ * generators), -default-device, -std=c++17. Results are cached in memory
+ * and on disk, keyed by a 128-bit hash of (source, options, sm, NVRTC
+ * version, cache format).
+ * On failure *out is zeroed and err (errsize bytes, may be NULL) receives
+ * the message, also left for braid_last_error(); a compile error reads
+ * "node %12 (fused): kernel.cu:34: error: <NVRTC's text>" followed by the
+ * offending generated line and the full NVRTC log, and returns
+ * BRAID_ERR_INTERNAL (generated code must always compile).
+ * BRAID_ERR_UNSUPPORTED when braid was built without the CUDA toolkit;
+ * BRAID_ERR_INVALID_ARGUMENT for NULL source/out or sm ≤ 0. Thread-safe. */
+braid_status bc_compile(const char *source, const char *name, int sm,
+                        bc_binary *out, char *err, size_t errsize);
+
+/* Counters since the process started (or the last bc_stats_reset). */
+typedef struct bc_stats {
+    uint64_t compiles;      /* NVRTC compilations that succeeded */
+    uint64_t failures;      /* NVRTC compilations that failed */
+    uint64_t memory_hits;   /* answered by the in-memory cache */
+    uint64_t disk_hits;     /* answered by the on-disk cache */
+    uint64_t disk_writes;   /* entries written to the disk cache */
+    uint64_t disk_rejected; /* disk entries found corrupt or truncated */
+    double nvrtc_seconds;   /* wall time spent inside NVRTC */
+    double disk_seconds;    /* wall time spent reading/writing entries */
+} bc_stats;
+
+void bc_stats_get(bc_stats *out);
+void bc_stats_reset(void);
+
+/* Empties the in-memory cache (the disk cache stays). */
+void bc_cache_clear(void);
+
+/* The disk cache folder bc_compile uses now, written to buf (always
+ * NUL-terminated); false when the disk cache is off: BRAID_CACHE_DIR set
+ * but empty, or neither XDG_CACHE_HOME nor HOME usable. */
+bool bc_cache_dir(char *buf, size_t size);
+
+/* NVRTC's version as major * 1000 + minor * 10 (13000 for 13.0), 0 when
+ * braid has no NVRTC. */
+int bc_nvrtc_version(void);
+
+#endif /* BRAID_CODEGEN_CODEGEN_H */

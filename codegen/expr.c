@@ -1,0 +1,272 @@
+/* codegen/expr.c — a program's instructions as a CUDA device function.
+ *
+ * Each instruction becomes one `const T v<i> = ...;` in the compute type of
+ * its dtype (float for f32/f16/bf16, double, int, bool), with the op
+ * semantics of docs/ops.md spelled exactly as the CPU kernels compute them:
+ * i32 arithmetic through unsigned (wrapping), i32 x/0 = 0 and
+ * INT32_MIN/-1 = INT32_MIN, NaN-propagating max/min, rsqrt as 1/sqrt, gelu
+ * with erf, casts saturating with NaN → 0. f16/bf16 results are rounded to
+ * their dtype after every instruction, as the reference rounds every node.
+ * The module is compiled with --fmad=false, so a*b+c rounds twice as on
+ * the CPU. */
+#include "codegen/internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- op spellings ------------------------------------------------------------- */
+
+/* Templates: $0 $1 $2 are the operands. */
+typedef struct op_text {
+    braid_op op;      /* the op */
+    const char *f;    /* float version (f32, f16, bf16 computed in float) */
+    const char *d;    /* double version */
+    const char *i;    /* i32 version, NULL when i32 is not accepted */
+} op_text;
+
+static const op_text op_texts[] = {
+    {BRAID_OP_NEG, "(-$0)", "(-$0)", "(int)(0u - (unsigned)$0)"},
+    {BRAID_OP_ABS, "fabsf($0)", "fabs($0)",
+     "($0 < 0 ? (int)(0u - (unsigned)$0) : $0)"},
+    {BRAID_OP_EXP, "expf($0)", "exp($0)", NULL},
+    {BRAID_OP_LOG, "logf($0)", "log($0)", NULL},
+    {BRAID_OP_SQRT, "sqrtf($0)", "sqrt($0)", NULL},
+    {BRAID_OP_RSQRT, "(1.0f / sqrtf($0))", "(1.0 / sqrt($0))", NULL},
+    {BRAID_OP_SIN, "sinf($0)", "sin($0)", NULL},
+    {BRAID_OP_COS, "cosf($0)", "cos($0)", NULL},
+    {BRAID_OP_TANH, "tanhf($0)", "tanh($0)", NULL},
+    {BRAID_OP_SIGMOID, "(1.0f / (1.0f + expf(-$0)))",
+     "(1.0 / (1.0 + exp(-$0)))", NULL},
+    {BRAID_OP_RELU, "($0 < 0.0f ? 0.0f : $0)", "($0 < 0.0 ? 0.0 : $0)",
+     "($0 < 0 ? 0 : $0)"},
+    {BRAID_OP_GELU, "(0.5f * $0 * (1.0f + erff($0 * 0.70710678118654752440f)))",
+     "(0.5 * $0 * (1.0 + erf($0 * 0.70710678118654752440)))", NULL},
+    {BRAID_OP_SILU, "($0 / (1.0f + expf(-$0)))", "($0 / (1.0 + exp(-$0)))",
+     NULL},
+    {BRAID_OP_ERF, "erff($0)", "erf($0)", NULL},
+    {BRAID_OP_FLOOR, "floorf($0)", "floor($0)", NULL},
+    {BRAID_OP_CEIL, "ceilf($0)", "ceil($0)", NULL},
+    {BRAID_OP_RECIPROCAL, "(1.0f / $0)", "(1.0 / $0)", NULL},
+    {BRAID_OP_SQUARE, "($0 * $0)", "($0 * $0)",
+     "(int)((unsigned)$0 * (unsigned)$0)"},
+    {BRAID_OP_ADD, "($0 + $1)", "($0 + $1)",
+     "(int)((unsigned)$0 + (unsigned)$1)"},
+    {BRAID_OP_SUB, "($0 - $1)", "($0 - $1)",
+     "(int)((unsigned)$0 - (unsigned)$1)"},
+    {BRAID_OP_MUL, "($0 * $1)", "($0 * $1)",
+     "(int)((unsigned)$0 * (unsigned)$1)"},
+    {BRAID_OP_DIV, "($0 / $1)", "($0 / $1)", "bc_divi($0, $1)"},
+    {BRAID_OP_POW, "powf($0, $1)", "pow($0, $1)", NULL},
+    {BRAID_OP_MAX, "bc_maxf($0, $1)", "bc_maxd($0, $1)",
+     "($0 > $1 ? $0 : $1)"},
+    {BRAID_OP_MIN, "bc_minf($0, $1)", "bc_mind($0, $1)",
+     "($0 < $1 ? $0 : $1)"},
+    {BRAID_OP_EQ, "($0 == $1)", "($0 == $1)", "($0 == $1)"},
+    {BRAID_OP_NE, "($0 != $1)", "($0 != $1)", "($0 != $1)"},
+    {BRAID_OP_LT, "($0 < $1)", "($0 < $1)", "($0 < $1)"},
+    {BRAID_OP_LE, "($0 <= $1)", "($0 <= $1)", "($0 <= $1)"},
+    {BRAID_OP_GT, "($0 > $1)", "($0 > $1)", "($0 > $1)"},
+    {BRAID_OP_GE, "($0 >= $1)", "($0 >= $1)", "($0 >= $1)"},
+    {BRAID_OP_WHERE, "($0 ? $1 : $2)", "($0 ? $1 : $2)", "($0 ? $1 : $2)"},
+};
+
+static const op_text *find_op(braid_op op) {
+    for (size_t k = 0; k < sizeof op_texts / sizeof op_texts[0]; k++)
+        if (op_texts[k].op == op) return &op_texts[k];
+    return NULL;
+}
+
+/* Writes template t with $k replaced by v<arg[k]>. */
+static void emit_template(bc_buf *b, const char *t, const uint32_t *arg) {
+    for (const char *s = t; *s; s++) {
+        if (s[0] == '$' && s[1] >= '0' && s[1] <= '2') {
+            bc_buf_printf(b, "v%u", (unsigned)arg[s[1] - '0']);
+            s++;
+        } else {
+            char c[2] = {*s, 0};
+            bc_buf_puts(b, c);
+        }
+    }
+}
+
+static bool is_compare(braid_op op) {
+    return op >= BRAID_OP_EQ && op <= BRAID_OP_GE;
+}
+
+/* cast: source dtype s to d, by bg_store's rules (f64 → f16 via f32). */
+static void emit_cast(bc_buf *b, braid_dtype s, braid_dtype d, uint32_t a) {
+    if (s == d) {
+        bc_buf_printf(b, "v%u", (unsigned)a);
+        return;
+    }
+    switch (d) {
+    case BRAID_BOOL:
+        bc_buf_printf(b, "(v%u != 0)", (unsigned)a);
+        return;
+    case BRAID_F64:
+        bc_buf_printf(b, "(double)v%u", (unsigned)a);
+        return;
+    case BRAID_F16:
+        bc_buf_printf(b, "bc_rh((float)v%u)", (unsigned)a);
+        return;
+    case BRAID_BF16:
+        bc_buf_printf(b, "bc_rb((float)v%u)", (unsigned)a);
+        return;
+    case BRAID_I32:
+        if (s == BRAID_BOOL)
+            bc_buf_printf(b, "(int)v%u", (unsigned)a);
+        else
+            bc_buf_printf(b, "bc_d2i((double)v%u)", (unsigned)a);
+        return;
+    default: /* f32 */
+        bc_buf_printf(b, "(float)v%u", (unsigned)a);
+        return;
+    }
+}
+
+/* The right-hand side of instruction i (an op). */
+static void emit_op(bc_buf *b, const bp_program *pr, uint32_t i) {
+    const bp_instr *in = &pr->instr[i];
+    braid_dtype s = pr->instr[in->arg[0]].dtype; /* operand dtype */
+    if (in->op == BRAID_OP_WHERE) s = pr->instr[in->arg[1]].dtype;
+    if (in->op == BRAID_OP_CAST) {
+        emit_cast(b, s, in->dtype, in->arg[0]);
+        return;
+    }
+    const op_text *t = find_op(in->op);
+    if (!t) { /* validated by bc_check_program; keep the text compiling */
+        bc_buf_puts(b, "0");
+        return;
+    }
+    const char *tmpl = s == BRAID_F64 ? t->d
+                       : (s == BRAID_I32 || s == BRAID_BOOL) ? t->i
+                                                             : t->f;
+    if (!tmpl) tmpl = t->f;
+    bool round = !is_compare(in->op) && in->op != BRAID_OP_WHERE &&
+                 (in->dtype == BRAID_F16 || in->dtype == BRAID_BF16);
+    if (round) bc_buf_puts(b, in->dtype == BRAID_F16 ? "bc_rh(" : "bc_rb(");
+    emit_template(b, tmpl, in->arg);
+    if (round) bc_buf_puts(b, ")");
+}
+
+/* ---- liveness ------------------------------------------------------------------- */
+
+/* needed[i] for every instruction root depends on; the matmul instruction
+ * is a leaf (its operands are cuBLAS's business). Caller frees. */
+static bool *needed_instrs(const bp_program *pr, uint32_t root,
+                           uint32_t mm_instr) {
+    bool *need = calloc(pr->ninstr ? pr->ninstr : 1, sizeof *need);
+    if (!need) return NULL;
+    need[root] = true;
+    for (uint32_t i = root + 1; i-- > 0;) {
+        if (!need[i] || i == mm_instr) continue;
+        const bp_instr *in = &pr->instr[i];
+        if (in->op == BP_INSTR_LOAD || in->op == BP_INSTR_CONST) continue;
+        int arity = bg_op(in->op)->arity;
+        for (int a = 0; a < arity && a < 3; a++) need[in->arg[a]] = true;
+    }
+    return need;
+}
+
+void bc_operands_used(const bc_node *c, uint32_t root, uint32_t mm_instr,
+                      bc_operand *mode) {
+    const bp_program *pr = c->prog;
+    for (uint32_t k = 0; k < c->n->ninputs; k++) mode[k] = BC_OPERAND_UNUSED;
+    bool *need = needed_instrs(pr, root, mm_instr);
+    for (uint32_t i = 0; i <= root; i++) {
+        const bp_instr *in = &pr->instr[i];
+        if ((!need || need[i]) && in->op == BP_INSTR_LOAD &&
+            in->input < c->n->ninputs)
+            mode[in->input] = BC_OPERAND_POINTER;
+    }
+    free(need);
+}
+
+/* ---- the function --------------------------------------------------------------- */
+
+/* Writes the offset expression of load instruction `in` at index i. */
+static void emit_load(bc_buf *b, const bc_node *c, const bp_instr *in) {
+    const bp_program *pr = c->prog;
+    const bg_node *x = bc_input(c, in->input);
+    int64_t xn = bg_numel(x);
+    char ptr[64];
+    bc_buf tmp = {0};
+    if (xn == c->numel) {
+        bc_buf_puts(&tmp, "i");
+    } else if (xn <= 1) {
+        bc_buf_puts(&tmp, "0");
+    } else {
+        int64_t st[BRAID_MAX_RANK];
+        bc_term t[BRAID_MAX_RANK];
+        bc_broadcast_strides(pr->rank, pr->dims, x->rank, x->dims, st);
+        int nt = bc_terms(pr->rank, pr->dims, st, t);
+        bc_emit_terms(&tmp, t, nt, "i", c->idx);
+    }
+    snprintf(ptr, sizeof ptr, "in%u[", (unsigned)in->input);
+    bc_buf e = {0};
+    bc_buf_puts(&e, ptr);
+    bc_buf_puts(&e, tmp.p ? tmp.p : "0");
+    bc_buf_puts(&e, "]");
+    if (tmp.oom || e.oom)
+        b->oom = true;
+    else
+        bc_emit_from_storage(b, x->dtype, e.p);
+    bc_buf_free(&tmp);
+    bc_buf_free(&e);
+}
+
+void bc_emit_expr_fn(bc_buf *b, const bc_node *c, const char *fn,
+                     uint32_t root, const bc_operand *mode,
+                     uint32_t mm_instr) {
+    const bp_program *pr = c->prog;
+    bc_buf_printf(b, "static __device__ __forceinline__ %s %s(%s i",
+                  bc_ctype(pr->instr[root].dtype), fn, c->idx);
+    for (uint32_t k = 0; k < c->n->ninputs; k++) {
+        const bg_node *x = bc_input(c, k);
+        if (mode[k] == BC_OPERAND_VALUE)
+            bc_buf_printf(b, ", %s f%u", bc_ctype(x->dtype), (unsigned)k);
+        else if (mode[k] == BC_OPERAND_POINTER)
+            bc_buf_printf(b, ", const %s *in%u", bc_stype(x->dtype),
+                          (unsigned)k);
+    }
+    if (mm_instr != BG_NONE)
+        bc_buf_printf(b, ", %s fmm", bc_ctype(pr->instr[mm_instr].dtype));
+    bc_buf_puts(b, ") {\n");
+    bool *need = needed_instrs(pr, root, mm_instr);
+    if (!need) {
+        b->oom = true;
+        return;
+    }
+    for (uint32_t i = 0; i <= root; i++) {
+        if (!need[i]) continue;
+        const bp_instr *in = &pr->instr[i];
+        bc_buf_printf(b, "    const %s v%u = ", bc_ctype(in->dtype),
+                      (unsigned)i);
+        if (i == mm_instr)
+            bc_buf_puts(b, "fmm");
+        else if (in->op == BP_INSTR_CONST)
+            bc_emit_literal(b, in->dtype, in->value);
+        else if (in->op == BP_INSTR_LOAD && mode[in->input] == BC_OPERAND_VALUE)
+            bc_buf_printf(b, "f%u", (unsigned)in->input);
+        else if (in->op == BP_INSTR_LOAD)
+            emit_load(b, c, in);
+        else
+            emit_op(b, pr, i);
+        bc_buf_puts(b, ";\n");
+    }
+    free(need);
+    bc_buf_printf(b, "    (void)i;\n    return v%u;\n}\n\n", (unsigned)root);
+}
+
+void bc_emit_expr_args(bc_buf *b, const bc_node *c, const char *ix,
+                       const bc_operand *mode, const char *const *values,
+                       uint32_t mm_instr, const char *mm) {
+    bc_buf_puts(b, ix);
+    for (uint32_t k = 0; k < c->n->ninputs; k++) {
+        if (mode[k] == BC_OPERAND_VALUE)
+            bc_buf_printf(b, ", %s", values[k]);
+        else if (mode[k] == BC_OPERAND_POINTER)
+            bc_buf_printf(b, ", in%u", (unsigned)k);
+    }
+    if (mm_instr != BG_NONE) bc_buf_printf(b, ", %s", mm);
+}

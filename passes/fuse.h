@@ -1,0 +1,39 @@
+/* passes/fuse.h — internals of the fuse pass (prefix bp_fuse_).
+ *
+ * passes/fuse.c finds the groups (docs/fusion.md states the rules);
+ * passes/fuse_program.c turns each group into a BRAID_OP_FUSED node with
+ * its program. */
+#ifndef BRAID_PASSES_FUSE_H
+#define BRAID_PASSES_FUSE_H
+
+#include "passes/passes.h"
+
+/* Most member nodes in one group. Each member adds one instruction and at
+ * most three loads or constants, so a program has at most
+ * 4 · BP_FUSE_MAX_MEMBERS + 4 instructions (the CPU interpreter's limit,
+ * BR_FZ_MAX_INSTR, is above that). */
+#define BP_FUSE_MAX_MEMBERS 60
+
+/* One group found by the pass. */
+typedef struct bp_fuse_group {
+    bp_program_kind kind; /* what program it becomes */
+    uint32_t out;         /* the node the fused node replaces: the group's
+                             root, its reduction, or its epilogue's last op */
+    uint32_t root;        /* ELEMENTWISE: = out; REDUCE: the reduction's
+                             input (the prologue's result); MATMUL: the
+                             matmul node */
+    uint32_t first;       /* index of its first member in the pass's member
+                             list */
+    uint32_t nmembers;    /* members: elementwise and broadcast_to nodes in
+                             ascending id (MATMUL: the bias add and the
+                             activation); the reduction and the matmul are
+                             not members */
+} bp_fuse_group;
+
+/* Builds group g's program, appends its fused node, and makes every use of
+ * g->out read it. members: the pass's member list. member: scratch flags,
+ * one per node id below n (all false on entry and on return). */
+braid_status bp_fuse_build(bp_plan *plan, const bp_fuse_group *g,
+                           const uint32_t *members, bool *member, uint32_t n);
+
+#endif /* BRAID_PASSES_FUSE_H */

@@ -1,0 +1,238 @@
+/* passes/fuse_program.c — a fuse group (passes/fuse.c) as a fused node.
+ *
+ * The program lists the group's work in ascending node id (a topological
+ * order). Values from outside the group become LOADs of the fused node's
+ * inputs (each outside node once), except fills and constants whose
+ * elements are all equal, which become CONSTs. broadcast_to members emit
+ * nothing: loads broadcast against the iteration space by themselves, so a
+ * broadcast_to is its operand's value. MATMUL programs start with
+ * LOAD 0, LOAD 1, MATMUL(0, 1): the operands read whole as matrices. */
+#include "passes/fuse.h"
+
+#include <assert.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A program under construction. */
+typedef struct prog_build {
+    bp_plan *plan;       /* the plan */
+    bp_instr *instr;     /* instructions so far; owned until handed over */
+    uint32_t ninstr;     /* entries used */
+    uint32_t cap;        /* entries allocated */
+    uint32_t *inputs;    /* the fused node's inputs (node ids) */
+    uint32_t ninputs;    /* entries used (capacity cap) */
+    uint32_t *ext;       /* outside nodes already emitted, with */
+    uint32_t *ext_instr; /* their instruction */
+    uint32_t next;       /* entries used in ext (capacity cap) */
+    const bool *member;  /* per node id below n: in the group */
+    uint32_t *vmap;      /* per member: its instruction */
+    uint32_t n;          /* nodes when the pass started */
+} prog_build;
+
+static braid_status oom(uint32_t id) {
+    return bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY,
+                             "fuse: out of memory building the fused node "
+                             "for node %u",
+                             (unsigned)id);
+}
+
+/* The group never has more instructions than 4 per member plus 4, nor
+ * more inputs or outside values than instructions. */
+static braid_status build_init(prog_build *b, bp_plan *plan,
+                               const bp_fuse_group *g, const bool *member,
+                               uint32_t n) {
+    memset(b, 0, sizeof *b);
+    b->plan = plan;
+    b->member = member;
+    b->n = n;
+    b->cap = 4 * g->nmembers + 4;
+    b->instr = calloc(b->cap, sizeof *b->instr);
+    b->inputs = calloc(b->cap, sizeof *b->inputs);
+    b->ext = calloc(b->cap, sizeof *b->ext);
+    b->ext_instr = calloc(b->cap, sizeof *b->ext_instr);
+    b->vmap = calloc(n ? n : 1, sizeof *b->vmap);
+    if (!b->instr || !b->inputs || !b->ext || !b->ext_instr || !b->vmap)
+        return oom(g->out);
+    return BRAID_OK;
+}
+
+static void build_free(prog_build *b) {
+    free(b->instr);
+    free(b->inputs);
+    free(b->ext);
+    free(b->ext_instr);
+    free(b->vmap);
+}
+
+static uint32_t emit(prog_build *b, bp_instr in) {
+    assert(b->ninstr < b->cap); /* see build_init */
+    b->instr[b->ninstr] = in;
+    return b->ninstr++;
+}
+
+static uint32_t add_input(prog_build *b, uint32_t id) {
+    for (uint32_t i = 0; i < b->ninputs; i++)
+        if (b->inputs[i] == id) return i;
+    b->inputs[b->ninputs] = id;
+    return b->ninputs++;
+}
+
+/* The value every element of node id has, rounded to its dtype, when it
+ * is a fill or a constant whose elements are all bitwise equal. */
+static bool uniform_value(const bg_node *nd, double *value) {
+    uint64_t cell = 0;
+    if (nd->op == BRAID_OP_FILL) {
+        bg_store(nd->dtype, &cell, 0, nd->attr.value[0]);
+        *value = bg_load(nd->dtype, &cell, 0);
+        return true;
+    }
+    if (nd->op != BRAID_OP_CONSTANT || !nd->attr.data) return false;
+    int64_t numel = bg_numel(nd);
+    size_t esz = braid_dtype_size(nd->dtype);
+    const unsigned char *d = nd->attr.data;
+    if (numel < 1) return false;
+    for (int64_t i = 1; i < numel; i++)
+        if (memcmp(d, d + (size_t)i * esz, esz) != 0) return false;
+    *value = bg_load(nd->dtype, d, 0);
+    return true;
+}
+
+/* The instruction holding the value of node id, emitting a LOAD or CONST
+ * the first time an outside node is read. */
+static uint32_t operand(prog_build *b, uint32_t id) {
+    if (id < b->n && b->member[id]) return b->vmap[id];
+    for (uint32_t i = 0; i < b->next; i++)
+        if (b->ext[i] == id) return b->ext_instr[i];
+    const bg_node *nd = bg_node_at(b->plan->graph, id);
+    bp_instr in = {.dtype = nd->dtype, .source = BG_NONE};
+    in.arg[0] = in.arg[1] = in.arg[2] = BG_NONE;
+    in.input = BG_NONE;
+    if (uniform_value(nd, &in.value)) {
+        in.op = BP_INSTR_CONST;
+        in.source = b->plan->info[id].origin;
+    } else {
+        in.op = BP_INSTR_LOAD;
+        in.input = add_input(b, id);
+    }
+    uint32_t k = emit(b, in);
+    b->ext[b->next] = id;
+    b->ext_instr[b->next++] = k;
+    return k;
+}
+
+/* The instruction computing member or extra node id from its operands. */
+static uint32_t compute(prog_build *b, uint32_t id) {
+    const bg_node *nd = bg_node_at(b->plan->graph, id);
+    uint32_t arg[3] = {BG_NONE, BG_NONE, BG_NONE};
+    for (uint32_t k = 0; k < nd->ninputs && k < 3; k++)
+        arg[k] = operand(b, nd->inputs[k]);
+    if (nd->op == BRAID_OP_BROADCAST_TO) return arg[0];
+    bp_instr in = {.op = nd->op,
+                   .dtype = nd->dtype,
+                   .input = BG_NONE,
+                   .source = b->plan->info[id].origin};
+    memcpy(in.arg, arg, sizeof arg);
+    return emit(b, in);
+}
+
+/* LOAD 0, LOAD 1, MATMUL(0, 1): the matmul's operands are inputs 0 and 1
+ * (twice the same node for x·x), read whole. */
+static void matmul_head(prog_build *b, uint32_t mm) {
+    const bg_node *nd = bg_node_at(b->plan->graph, mm);
+    for (uint32_t k = 0; k < 2; k++) {
+        uint32_t src = nd->inputs[k];
+        b->inputs[b->ninputs++] = src;
+        bp_instr ld = {.op = BP_INSTR_LOAD,
+                       .dtype = bg_node_at(b->plan->graph, src)->dtype,
+                       .arg = {BG_NONE, BG_NONE, BG_NONE},
+                       .input = k,
+                       .source = BG_NONE};
+        emit(b, ld);
+    }
+    bp_instr in = {.op = BRAID_OP_MATMUL,
+                   .dtype = nd->dtype,
+                   .arg = {0, 1, BG_NONE},
+                   .input = BG_NONE,
+                   .source = b->plan->info[mm].origin};
+    b->vmap[mm] = emit(b, in);
+}
+
+/* The program of group g (instructions in b), its iteration space and
+ * attributes. */
+static void fill_program(prog_build *b, const bp_fuse_group *g,
+                         const uint32_t *members) {
+    const braid_graph *gr = b->plan->graph;
+    if (g->kind == BP_PROGRAM_MATMUL) matmul_head(b, g->root);
+    for (uint32_t i = 0; i < g->nmembers; i++) {
+        uint32_t id = members[g->first + i];
+        b->vmap[id] = compute(b, id);
+    }
+    if (g->kind == BP_PROGRAM_REDUCE) {
+        const bg_node *r = bg_node_at(gr, g->out);
+        bp_instr in = {.op = r->op,
+                       .dtype = r->dtype,
+                       .arg = {b->vmap[g->root], BG_NONE, BG_NONE},
+                       .input = BG_NONE,
+                       .source = b->plan->info[g->out].origin};
+        emit(b, in);
+    }
+}
+
+/* Appends the fused node for g with program prog, carrying g->out's name,
+ * device and origin, and points every use of g->out at it. */
+static braid_status add_fused(prog_build *b, const bp_fuse_group *g,
+                              bp_program *prog) {
+    bp_plan *plan = b->plan;
+    braid_graph *gr = plan->graph;
+    const bg_node *out = bg_node_at(gr, g->out);
+    int64_t dims[BRAID_MAX_RANK];
+    memcpy(dims, out->dims, sizeof dims);
+    uint32_t id = bp_plan_add_node(plan, BRAID_OP_FUSED, b->inputs, b->ninputs,
+                                   out->dtype, out->rank, dims, NULL);
+    if (id == BG_NONE) return oom(g->out);
+    uint32_t pi = bp_plan_add_program(plan, prog);
+    if (pi == BG_NONE) return oom(g->out);
+    b->instr = NULL;              /* the plan owns it now */
+    out = bg_node_at(gr, g->out); /* the node array may have moved */
+    if (out->name) {
+        gr->nodes[id].name = bg_strdup(gr, out->name);
+        if (!gr->nodes[id].name) return oom(g->out);
+    }
+    plan->info[id].device = plan->info[g->out].device;
+    plan->info[id].program = pi;
+    plan->info[id].origin = plan->info[g->out].origin;
+    bp_plan_replace_uses(plan, g->out, id);
+    return BRAID_OK;
+}
+
+braid_status bp_fuse_build(bp_plan *plan, const bp_fuse_group *g,
+                           const uint32_t *members, bool *member, uint32_t n) {
+    prog_build b;
+    braid_status s = build_init(&b, plan, g, member, n);
+    for (uint32_t i = 0; i < g->nmembers; i++)
+        member[members[g->first + i]] = true;
+    if (g->kind == BP_PROGRAM_MATMUL) member[g->root] = true;
+    if (s == BRAID_OK) {
+        fill_program(&b, g, members);
+        const bg_node *space = bg_node_at(plan->graph, g->root);
+        bp_program prog = {.kind = g->kind,
+                           .ninstr = b.ninstr,
+                           .instr = b.instr,
+                           .rank = space->rank};
+        memcpy(prog.dims, space->dims, sizeof prog.dims);
+        const bg_node *out = bg_node_at(plan->graph, g->out);
+        if (g->kind == BP_PROGRAM_REDUCE) {
+            prog.axes = out->attr.axes;
+            prog.flags = out->attr.flags & BG_KEEPDIMS;
+        } else if (g->kind == BP_PROGRAM_MATMUL) {
+            prog.flags =
+                space->attr.flags & (BRAID_TRANSPOSE_A | BRAID_TRANSPOSE_B);
+        }
+        s = add_fused(&b, g, &prog);
+    }
+    for (uint32_t i = 0; i < g->nmembers; i++)
+        member[members[g->first + i]] = false;
+    if (g->kind == BP_PROGRAM_MATMUL) member[g->root] = false;
+    build_free(&b);
+    return s;
+}

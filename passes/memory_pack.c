@@ -1,0 +1,454 @@
+/* passes/memory_pack.c — buffer groups, lower bounds and offsets.
+ *
+ * A group's accesses are the nodes that write its bytes (its computing
+ * members) and the computing nodes that read any member. Group a may hand
+ * its bytes to group b when every access of a happens-before every writer
+ * of b (then it happens-before every access of b, since each of those
+ * follows one of b's writers through a data edge). Outputs keep their
+ * bytes to the end of the run, GPU constants for the executor's lifetime.
+ *
+ * Offsets: greedy by size. Groups are placed largest first, each at the
+ * offset that fits it among the groups placed so far that it may not share
+ * bytes with — "best fit" (the smallest gap that holds it) and "first fit"
+ * (the lowest offset) are both tried and the smaller arena kept. Where
+ * sharing is refused only for want of ordering (the schedule puts one
+ * group's accesses entirely before the other's, but no chain of queue
+ * order and events says so), the packer may add reuse events from the
+ * earlier group's last accesses to the later group's writers — only when
+ * that keeps the arena from growing, and at most a budget of them. An
+ * event from an earlier to a later node in the schedule cannot make a
+ * cycle. */
+#include "passes/memory.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define END UINT32_MAX /* "until the end of the run" */
+
+uint64_t bp_mem_align(const bp_plan *p, uint32_t d) {
+    return p->devices[d].kind == BP_DEVICE_CPU ? BP_MEM_ALIGN_CPU
+                                               : BP_MEM_ALIGN_GPU;
+}
+
+static uint64_t round_up(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }
+
+static uint32_t device_index(const bp_plan *p, bp_device d) {
+    for (uint32_t i = 0; i < p->ndevices; i++)
+        if (bp_device_equal(p->devices[i], d)) return i;
+    return BG_NONE;
+}
+
+/* The ARENA root whose bytes node id uses, or BG_NONE. */
+static uint32_t arena_root(const bp_mem *m, uint32_t id) {
+    const bp_plan *p = m->plan;
+    uint32_t r = p->info[id].place.storage == BP_STORAGE_VIEW ? m->base[id]
+                                                              : id;
+    return p->info[r].place.storage == BP_STORAGE_ARENA ? r : BG_NONE;
+}
+
+/* Notes an access of group g by node u (a computing node). */
+static void access(bp_mem *m, uint32_t g, uint32_t u) {
+    const bp_mem_hb *hb = &m->hb;
+    bp_mem_group *gr = &m->group[g];
+    int32_t *acc = m->lastacc + (size_t)g * hb->nq;
+    if ((int32_t)hb->qpos[u] > acc[hb->queue[u]])
+        acc[hb->queue[u]] = (int32_t)hb->qpos[u];
+    if (hb->pos[u] < gr->first) gr->first = hb->pos[u];
+    if (hb->pos[u] > gr->last) gr->last = hb->pos[u];
+}
+
+/* Numbers the groups (in schedule order of their first member) and sizes
+ * them. */
+static braid_status number_groups(bp_mem *m) {
+    bp_plan *p = m->plan;
+    m->ngroups = 0;
+    for (uint32_t id = 0; id < m->hb.n; id++) m->gid[id] = BG_NONE;
+    for (uint32_t i = 0; i < p->nschedule; i++) {
+        uint32_t id = p->schedule[i], r = arena_root(m, id);
+        if (r == BG_NONE) continue;
+        uint32_t top = bp_mem_find(m, r);
+        if (m->gid[top] == BG_NONE) {
+            uint32_t d = device_index(p, p->info[top].device);
+            if (d == BG_NONE) {
+                char dev[32];
+                return bg_set_last_error(
+                    BRAID_ERR_INTERNAL,
+                    "memory: node %u runs on %s, which the plan does not "
+                    "list",
+                    top, bp_device_str(p->info[top].device, dev, sizeof dev));
+            }
+            m->group[m->ngroups] = (bp_mem_group){
+                .device = d, .first = END, .last = 0,
+                .to_end = m->to_end[top]};
+            m->gid[top] = m->ngroups++;
+        }
+        uint32_t g = m->gid[top];
+        m->gid[id] = g;
+        bp_mem_group *gr = &m->group[g];
+        uint64_t b = round_up(p->info[id].place.bytes,
+                              bp_mem_align(p, gr->device));
+        if (id == r && b > gr->bytes) gr->bytes = b;
+        if (p->graph->nodes[id].op == BRAID_OP_CONSTANT) gr->whole_run = true;
+        if (m->output[id]) gr->to_end = true;
+    }
+    return BRAID_OK;
+}
+
+/* Writers (computing members), accesses and lifetimes of every group. */
+static braid_status summarise(bp_mem *m) {
+    bp_plan *p = m->plan;
+    const bp_mem_hb *hb = &m->hb;
+    for (size_t i = 0; i < (size_t)m->ngroups * hb->nq; i++) m->lastacc[i] = -1;
+    uint32_t nw = 0;
+    for (uint32_t i = 0; i < p->nschedule; i++) {
+        uint32_t id = p->schedule[i], g = m->gid[id];
+        if (g == BG_NONE) continue;
+        if (!p->info[id].noop) {
+            access(m, g, id);
+            m->group[g].nwriters++;
+            nw++;
+        }
+        for (uint32_t k = m->ustart[id]; k < m->ustart[id + 1]; k++)
+            if (!p->info[m->users[k]].noop) access(m, g, m->users[k]);
+    }
+    m->writer = bp_calloc(nw, sizeof *m->writer, "memory writers");
+    if (!m->writer) return BRAID_ERR_OUT_OF_MEMORY;
+    uint32_t at = 0;
+    for (uint32_t g = 0; g < m->ngroups; g++) {
+        bp_mem_group *gr = &m->group[g];
+        gr->wstart = at;
+        at += gr->nwriters;
+        gr->nwriters = 0;
+        if (gr->first == END) gr->first = gr->last = 0; /* never accessed */
+        if (gr->to_end || gr->whole_run) gr->last = END;
+        if (gr->whole_run) gr->first = 0;
+    }
+    for (uint32_t i = 0; i < p->nschedule; i++) {
+        uint32_t id = p->schedule[i], g = m->gid[id];
+        if (g != BG_NONE && !p->info[id].noop)
+            m->writer[m->group[g].wstart + m->group[g].nwriters++] = id;
+    }
+    return BRAID_OK;
+}
+
+/* known[g][j]: the least any writer of g knows complete on queue j; and
+ * safe[g]: every node scheduled before position safe[g] happens-before
+ * every writer of g (the first node not known, over all queues). */
+static void compute_known(bp_mem *m) {
+    const bp_mem_hb *hb = &m->hb;
+    for (uint32_t g = 0; g < m->ngroups; g++) {
+        bp_mem_group *gr = &m->group[g];
+        int32_t *kn = m->known + (size_t)g * hb->nq;
+        for (uint32_t j = 0; j < hb->nq; j++) kn[j] = INT32_MAX;
+        for (uint32_t w = 0; w < gr->nwriters; w++) {
+            const int32_t *c =
+                hb->clock + (size_t)m->writer[gr->wstart + w] * hb->nq;
+            for (uint32_t j = 0; j < hb->nq; j++)
+                if (c[j] < kn[j]) kn[j] = c[j];
+        }
+        gr->safe = gr->nwriters == 0 ? 0 : END;
+        for (uint32_t j = 0; j < hb->nq && gr->nwriters > 0; j++) {
+            uint32_t next = (uint32_t)(kn[j] + 1);
+            if (hb->qstart[j] + next >= hb->qstart[j + 1]) continue;
+            uint32_t p = hb->pos[hb->qnode[hb->qstart[j] + next]];
+            if (p < gr->safe) gr->safe = p;
+        }
+    }
+}
+
+braid_status bp_mem_groups(bp_mem *m) {
+    size_t cells = (size_t)m->hb.n * (m->hb.nq ? m->hb.nq : 1);
+    m->group = bp_calloc(m->hb.n, sizeof *m->group, "memory groups");
+    m->known = bp_calloc(cells, sizeof *m->known, "memory groups");
+    if (!m->group || !m->known) return BRAID_ERR_OUT_OF_MEMORY;
+    braid_status s = number_groups(m);
+    if (s == BRAID_OK) s = summarise(m);
+    if (s == BRAID_OK) compute_known(m);
+    return s;
+}
+
+uint64_t bp_mem_lower_bound(const bp_mem *m, uint32_t d) {
+    uint32_t n = m->plan->nschedule;
+    int64_t *delta = calloc((size_t)n + 2, sizeof *delta);
+    if (!delta) return 0; /* only a report; the arena size stands */
+    for (uint32_t g = 0; g < m->ngroups; g++) {
+        const bp_mem_group *gr = &m->group[g];
+        if (gr->device != d || gr->bytes == 0) continue;
+        uint32_t last = gr->last == END ? n : gr->last + 1;
+        delta[gr->first] += (int64_t)gr->bytes;
+        delta[last] -= (int64_t)gr->bytes;
+    }
+    int64_t live = 0, best = 0;
+    for (uint32_t i = 0; i <= n; i++) {
+        live += delta[i];
+        if (live > best) best = live;
+    }
+    free(delta);
+    return (uint64_t)best;
+}
+
+/* ---- packing -------------------------------------------------------------- */
+
+/* Group a's every access happens-before every writer of group b. */
+static bool ordered(const bp_mem *m, uint32_t a, uint32_t b) {
+    const bp_mem_group *ga = &m->group[a], *gb = &m->group[b];
+    if (ga->last == END || gb->whole_run || gb->nwriters == 0) return false;
+    const int32_t *acc = m->lastacc + (size_t)a * m->hb.nq;
+    const int32_t *kn = m->known + (size_t)b * m->hb.nq;
+    for (uint32_t j = 0; j < m->hb.nq; j++)
+        if (acc[j] > kn[j]) return false;
+    return true;
+}
+
+/* How group h and the group g being placed relate. */
+typedef enum { PK_FREE, PK_HARD, PK_SOFT } pk_conflict;
+
+static pk_conflict conflict(const bp_mem *m, uint32_t h, uint32_t g) {
+    const bp_mem_group *gh = &m->group[h], *gg = &m->group[g];
+    if (gh->last != END && gh->last < gg->first)
+        return gh->last < gg->safe || ordered(m, h, g) ? PK_FREE : PK_SOFT;
+    if (gg->last != END && gg->last < gh->first)
+        return gg->last < gh->safe || ordered(m, g, h) ? PK_FREE : PK_SOFT;
+    return PK_HARD;
+}
+
+/* A byte range taken by a placed group. */
+typedef struct pk_span {
+    uint64_t lo, hi; /* [lo, hi) */
+    uint32_t group;  /* which group */
+    bool soft;       /* could be shared by adding events */
+} pk_span;
+
+static int by_lo(const void *x, const void *y) {
+    const pk_span *a = x, *b = y;
+    return a->lo < b->lo ? -1 : a->lo > b->lo;
+}
+
+/* Offset for size bytes avoiding spans (sorted by lo; soft ones skipped
+ * when use_soft is false): the lowest fitting gap (first fit) or the
+ * smallest (best fit); past the last span when no gap fits. */
+static uint64_t fit(const pk_span *sp, uint32_t n, bool use_soft,
+                    uint64_t size, bool best) {
+    uint64_t cur = 0, pick = UINT64_MAX, pick_gap = UINT64_MAX;
+    for (uint32_t i = 0; i < n; i++) {
+        if (sp[i].soft && !use_soft) continue;
+        if (sp[i].lo > cur) {
+            uint64_t gap = sp[i].lo - cur;
+            if (gap >= size && gap < pick_gap) {
+                pick = cur;
+                pick_gap = gap;
+                if (!best) return pick;
+            }
+        }
+        if (sp[i].hi > cur) cur = sp[i].hi;
+    }
+    return pick != UINT64_MAX ? pick : cur;
+}
+
+/* Events that order group a before group b: from a's last access on each
+ * queue to each writer of b not yet knowing it. Counts them into *count
+ * and, when add is set, adds them. */
+static braid_status order_groups(bp_mem *m, uint32_t a, uint32_t b, bool add,
+                                 uint32_t *count) {
+    bp_mem_hb *hb = &m->hb;
+    const bp_mem_group *gb = &m->group[b];
+    const int32_t *acc = m->lastacc + (size_t)a * hb->nq;
+    for (uint32_t j = 0; j < hb->nq; j++) {
+        if (acc[j] < 0) continue;
+        uint32_t src = hb->qnode[hb->qstart[j] + (uint32_t)acc[j]];
+        for (uint32_t w = 0; w < gb->nwriters; w++) {
+            uint32_t dst = m->writer[gb->wstart + w];
+            if (hb->clock[(size_t)dst * hb->nq + j] >= acc[j]) continue;
+            ++*count;
+            if (!add) continue;
+            braid_status s = bp_mem_hb_add_wait(hb, m->plan, src, dst);
+            if (s != BRAID_OK) return s;
+        }
+    }
+    return BRAID_OK;
+}
+
+/* Adds the events that let g share [lo, lo + size) with the soft spans
+ * there; false (nothing added) when they exceed the budget. */
+static braid_status add_events(bp_mem *m, uint32_t g, const pk_span *sp,
+                               uint32_t n, uint64_t lo, uint64_t size,
+                               bool *done) {
+    uint32_t need = 0;
+    *done = false;
+    for (uint32_t i = 0; i < n; i++) {
+        if (!sp[i].soft || sp[i].hi <= lo || sp[i].lo >= lo + size) continue;
+        uint32_t h = sp[i].group;
+        bool h_first = m->group[h].last < m->group[g].first;
+        order_groups(m, h_first ? h : g, h_first ? g : h, false, &need);
+    }
+    if (need > m->event_budget) return BRAID_OK;
+    for (uint32_t i = 0; i < n; i++) {
+        if (!sp[i].soft || sp[i].hi <= lo || sp[i].lo >= lo + size) continue;
+        uint32_t h = sp[i].group, added = 0;
+        bool h_first = m->group[h].last < m->group[g].first;
+        braid_status s =
+            order_groups(m, h_first ? h : g, h_first ? g : h, true, &added);
+        if (s != BRAID_OK) return s;
+        m->event_budget -= added < m->event_budget ? added : m->event_budget;
+        compute_known(m);
+    }
+    *done = true;
+    return BRAID_OK;
+}
+
+/* Places group g among the placed groups of its device (order[0..nplaced)). */
+static braid_status place_one(bp_mem *m, const uint32_t *order,
+                              uint32_t nplaced, uint32_t g, bool best,
+                              pk_span *sp, uint64_t *top) {
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < nplaced; i++) {
+        uint32_t h = order[i];
+        pk_conflict c = conflict(m, h, g);
+        if (c == PK_FREE) continue;
+        sp[n++] = (pk_span){m->group[h].offset,
+                            m->group[h].offset + m->group[h].bytes, h,
+                            c == PK_SOFT};
+    }
+    qsort(sp, n, sizeof *sp, by_lo);
+    uint64_t size = m->group[g].bytes;
+    uint64_t all = fit(sp, n, true, size, best);
+    uint64_t hard = fit(sp, n, false, size, best);
+    m->group[g].offset = all;
+    if (hard < all && all + size > *top && m->event_budget > 0) {
+        bool done = false;
+        braid_status s = add_events(m, g, sp, n, hard, size, &done);
+        if (s != BRAID_OK) return s;
+        if (done) m->group[g].offset = hard;
+    }
+    if (m->group[g].offset + size > *top) *top = m->group[g].offset + size;
+    return BRAID_OK;
+}
+
+/* A group's place in one packing order. */
+typedef struct pk_key {
+    uint64_t k1, k2; /* sort keys, larger first */
+    uint32_t group;  /* its index (smaller first on ties) */
+} pk_key;
+
+static int by_key(const void *x, const void *y) {
+    const pk_key *a = x, *b = y;
+    if (a->k1 != b->k1) return a->k1 > b->k1 ? -1 : 1;
+    if (a->k2 != b->k2) return a->k2 > b->k2 ? -1 : 1;
+    return a->group < b->group ? -1 : a->group > b->group;
+}
+
+/* The orders tried: largest first (then earliest), earliest first (then
+ * largest), longest-lived first, most byte-time first. */
+#define PK_ORDERS 4
+
+static braid_status sort_groups(const bp_mem *m, uint32_t *order, uint32_t n,
+                                int how) {
+    pk_key *key = bp_calloc(n, sizeof *key, "memory order");
+    if (!key) return BRAID_ERR_OUT_OF_MEMORY;
+    uint64_t end = (uint64_t)m->plan->nschedule + 1;
+    for (uint32_t i = 0; i < n; i++) {
+        const bp_mem_group *gr = &m->group[order[i]];
+        uint64_t last = gr->last == END ? end : gr->last;
+        uint64_t life = last - gr->first + 1, early = end - gr->first;
+        switch (how) {
+        case 0:
+            key[i] = (pk_key){gr->bytes, early, order[i]};
+            break;
+        case 1:
+            key[i] = (pk_key){early, gr->bytes, order[i]};
+            break;
+        case 2:
+            key[i] = (pk_key){life, gr->bytes, order[i]};
+            break;
+        default:
+            key[i] = (pk_key){gr->bytes * life, gr->bytes, order[i]};
+            break;
+        }
+    }
+    qsort(key, n, sizeof *key, by_key);
+    for (uint32_t i = 0; i < n; i++) order[i] = key[i].group;
+    free(key);
+    return BRAID_OK;
+}
+
+static braid_status pack_mode(bp_mem *m, const uint32_t *order, uint32_t n,
+                              bool best, pk_span *sp, uint64_t *bytes) {
+    *bytes = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        braid_status s = place_one(m, order, i, order[i], best, sp, bytes);
+        if (s != BRAID_OK) return s;
+    }
+    return BRAID_OK;
+}
+
+/* Without reuse every group gets bytes of its own, in schedule order. */
+static uint64_t pack_apart(bp_mem *m, const uint32_t *order, uint32_t n) {
+    uint64_t top = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        m->group[order[i]].offset = top;
+        top += m->group[order[i]].bytes;
+    }
+    return top;
+}
+
+/* One packing: order `how`, best or first fit. Returns the arena size and
+ * the events it added (left in place). */
+static braid_status pack_try(bp_mem *m, uint32_t *order, uint32_t n, int how,
+                             bool best, pk_span *sp, uint64_t *bytes) {
+    braid_status s = sort_groups(m, order, n, how);
+    return s == BRAID_OK ? pack_mode(m, order, n, best, sp, bytes) : s;
+}
+
+/* Undoes the events of a packing try. */
+static void undo_try(bp_mem *m, uint32_t nx0, uint32_t budget0) {
+    bp_mem_hb_truncate(&m->hb, m->plan, nx0);
+    m->event_budget = budget0;
+    compute_known(m);
+}
+
+/* Every order with both fits from the same starting events; keeps the
+ * smallest arena (ties: fewer events, then the first tried). Each try is
+ * quadratic in the groups, so big plans try fewer: both fits of the
+ * largest-first order up to 6000 groups, best fit alone beyond. */
+static braid_status pack_best(bp_mem *m, uint32_t *order, uint32_t n,
+                              pk_span *sp, uint64_t *bytes) {
+    uint32_t nx0 = m->hb.nx, budget0 = m->event_budget;
+    uint64_t best_bytes = UINT64_MAX;
+    uint32_t best_events = UINT32_MAX;
+    int best_try = 0;
+    int tries = n <= 1500 ? 2 * PK_ORDERS : n <= 6000 ? 2 : 1;
+    for (int t = 0; t < tries; t++) {
+        uint64_t b = 0;
+        braid_status s = pack_try(m, order, n, t / 2, t % 2 == 0, sp, &b);
+        if (s != BRAID_OK) return s;
+        uint32_t ev = m->hb.nx - nx0;
+        if (b < best_bytes || (b == best_bytes && ev < best_events)) {
+            best_bytes = b;
+            best_events = ev;
+            best_try = t;
+        }
+        undo_try(m, nx0, budget0);
+    }
+    return pack_try(m, order, n, best_try / 2, best_try % 2 == 0, sp, bytes);
+}
+
+braid_status bp_mem_pack(bp_mem *m, uint32_t d, uint64_t *bytes) {
+    uint32_t *order = bp_calloc(m->ngroups, sizeof *order, "memory order");
+    pk_span *sp = bp_calloc(m->ngroups, sizeof *sp, "memory spans");
+    braid_status s = order && sp ? BRAID_OK : BRAID_ERR_OUT_OF_MEMORY;
+    uint32_t n = 0;
+    for (uint32_t g = 0; s == BRAID_OK && g < m->ngroups; g++) {
+        if (m->group[g].device != d) continue;
+        m->group[g].offset = 0;
+        if (m->group[g].bytes > 0) order[n++] = g;
+    }
+    *bytes = 0;
+    if (s == BRAID_OK && !m->reuse) {
+        *bytes = pack_apart(m, order, n);
+    } else if (s == BRAID_OK) {
+        s = pack_best(m, order, n, sp, bytes);
+    }
+    free(order);
+    free(sp);
+    return s;
+}

@@ -1,0 +1,88 @@
+/* passes/plan_summary.c — the public plan summary: counts, devices and
+ * arenas of a compiled plan (braid_plan_summary_get and friends), read
+ * straight from the plan's data (passes/plan.h). */
+#include "passes/passes.h"
+
+#include <string.h>
+
+/* Nodes with both a graph node and an info entry: all of them in a
+ * compiled plan; fewer only in a half-built one, which must not crash the
+ * accessors. */
+static uint32_t plan_nodes(const bp_plan *p) {
+    if (!p->graph || !p->info) return 0;
+    return p->ninfo < p->graph->nnodes ? p->ninfo : p->graph->nnodes;
+}
+
+braid_status braid_plan_summary_get(const braid_plan *p,
+                                    braid_plan_summary *out) {
+    if (!p || !out)
+        return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
+                                 "braid_plan_summary_get: %s is NULL",
+                                 !p ? "plan" : "out");
+    memset(out, 0, sizeof *out);
+    out->devices = p->ndevices;
+    out->nodes = plan_nodes(p);
+    for (uint32_t id = 0; id < out->nodes; id++) {
+        const bg_node *n = bg_node_at(p->graph, id);
+        out->fused_kernels += n->op == BRAID_OP_FUSED;
+        if (n->op == BRAID_OP_COPY) {
+            out->copies++;
+            out->copy_bytes += bg_nbytes(n);
+        }
+        out->chunk_nodes += p->info[id].chunk;
+    }
+    out->queues = p->nqueues;
+    out->events = p->events ? p->nevents : 0;
+    for (uint32_t i = 0; i < out->events; i++)
+        out->reuse_events += p->events[i].reuse;
+    out->arenas = p->arenas ? p->narenas : 0;
+    for (uint32_t i = 0; i < out->arenas; i++) {
+        out->arena_bytes += p->arenas[i].bytes;
+        out->lower_bound_bytes += p->arenas[i].lower_bound;
+    }
+    return BRAID_OK;
+}
+
+braid_status braid_plan_device_get(const braid_plan *p, uint32_t i,
+                                   braid_plan_device_info *out) {
+    if (!p || !out)
+        return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
+                                 "braid_plan_device_get: %s is NULL",
+                                 !p ? "plan" : "out");
+    if (i >= p->ndevices || i >= BP_MAX_DEVICES)
+        return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
+                                 "braid_plan_device_get: device %u out of "
+                                 "range (the plan has %u)",
+                                 (unsigned)i, (unsigned)p->ndevices);
+    memset(out, 0, sizeof *out);
+    bp_device d = p->devices[i];
+    bp_device_str(d, out->name, sizeof out->name);
+    uint32_t n = plan_nodes(p);
+    for (uint32_t id = 0; id < n; id++)
+        out->nodes += bp_device_equal(p->info[id].device, d);
+    for (uint32_t q = 0; p->queues && q < p->nqueues; q++)
+        out->queues += bp_device_equal(p->queues[q].device, d);
+    return BRAID_OK;
+}
+
+braid_status braid_plan_arena_get(const braid_plan *p, uint32_t i,
+                                  braid_plan_arena_info *out) {
+    if (!p || !out)
+        return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
+                                 "braid_plan_arena_get: %s is NULL",
+                                 !p ? "plan" : "out");
+    uint32_t narenas = p->arenas ? p->narenas : 0;
+    if (i >= narenas)
+        return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
+                                 "braid_plan_arena_get: arena %u out of "
+                                 "range (the plan has %u)",
+                                 (unsigned)i, (unsigned)narenas);
+    memset(out, 0, sizeof *out);
+    const bp_arena *a = &p->arenas[i];
+    bp_device_str(a->device, out->device, sizeof out->device);
+    out->kind =
+        a->kind == BP_ARENA_PINNED ? BRAID_ARENA_PINNED : BRAID_ARENA_DEVICE;
+    out->bytes = a->bytes;
+    out->lower_bound_bytes = a->lower_bound;
+    return BRAID_OK;
+}

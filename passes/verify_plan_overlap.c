@@ -1,0 +1,310 @@
+/* passes/verify_plan_overlap.c — shared arena bytes under happens-before.
+ *
+ * A tensor owning arena bytes (storage ARENA) is accessed by the nodes that
+ * write it (itself unless skipped, and views that compute into it) and by
+ * every computing node reading it or a view of it. Two such tensors whose
+ * bytes overlap are fine only when one of them, A, is entirely done before
+ * the other, B, is written: every access of A happens-before every writer
+ * of B — on every executor, so through queue order and events, not just
+ * schedule order. The one exception is an elementwise node writing its
+ * output exactly over an input it is the last to read (in place). An
+ * output is never done (callers read it after the run) and a GPU constant
+ * lives as long as the executor. */
+#include "passes/verify_plan.h"
+
+#include <stdlib.h>
+
+bool vp_before(const vp_state *st, uint32_t a, uint32_t b) {
+    return a != b &&
+           (int32_t)st->qpos[a] <= st->clock[(size_t)b * st->nq + st->dq[a]];
+}
+
+/* c := max(c, what is known once node a has completed). */
+static void join_done(const vp_state *st, int32_t *c, uint32_t a) {
+    const int32_t *ca = st->clock + (size_t)a * st->nq;
+    for (uint32_t j = 0; j < st->nq; j++)
+        if (ca[j] > c[j]) c[j] = ca[j];
+    if ((int32_t)st->qpos[a] > c[st->dq[a]]) c[st->dq[a]] = (int32_t)st->qpos[a];
+}
+
+/* Dense queue numbers, queue positions and predecessors. */
+static braid_status number_queues(vp_state *st) {
+    const bp_plan *p = st->plan;
+    uint32_t *dense = bp_calloc(p->nqueues, sizeof *dense, "verify_plan");
+    uint32_t *last = bp_calloc(p->nqueues, sizeof *last, "verify_plan");
+    if (!dense || !last) {
+        free(dense);
+        free(last);
+        return BRAID_ERR_OUT_OF_MEMORY;
+    }
+    for (uint32_t q = 0; q < p->nqueues; q++) dense[q] = last[q] = BG_NONE;
+    st->nq = 0;
+    for (uint32_t i = 0; i < p->nschedule; i++) {
+        uint32_t id = p->schedule[i], q = p->info[id].queue;
+        if (dense[q] == BG_NONE) dense[q] = st->nq++;
+        st->dq[id] = dense[q];
+        st->qprev[id] = last[q];
+        st->qpos[id] = last[q] == BG_NONE ? 0 : st->qpos[last[q]] + 1;
+        last[q] = id;
+    }
+    free(dense);
+    free(last);
+    return BRAID_OK;
+}
+
+braid_status vp_clocks(vp_state *st) {
+    const bp_plan *p = st->plan;
+    braid_status s = number_queues(st);
+    if (s != BRAID_OK) return s;
+    uint32_t nq = st->nq ? st->nq : 1;
+    st->clock = bp_calloc((size_t)st->n * nq, sizeof *st->clock,
+                          "verify_plan clocks");
+    uint32_t *estart = bp_calloc((size_t)st->n + 1, sizeof *estart, "events");
+    uint32_t *eafter = bp_calloc(p->nevents, sizeof *eafter, "events");
+    if (!st->clock || !estart || !eafter) {
+        free(estart);
+        free(eafter);
+        return BRAID_ERR_OUT_OF_MEMORY;
+    }
+    for (uint32_t k = 0; k < p->nevents; k++) estart[p->events[k].before + 1]++;
+    for (uint32_t i = 0; i < st->n; i++) estart[i + 1] += estart[i];
+    for (uint32_t k = 0; k < p->nevents; k++)
+        eafter[estart[p->events[k].before]++] = p->events[k].after;
+    for (uint32_t i = st->n; i > 0; i--) estart[i] = estart[i - 1];
+    estart[0] = 0;
+    for (uint32_t i = 0; i < p->nschedule; i++) {
+        uint32_t id = p->schedule[i];
+        int32_t *c = st->clock + (size_t)id * st->nq;
+        for (uint32_t j = 0; j < st->nq; j++) c[j] = -1;
+        if (st->qprev[id] != BG_NONE) join_done(st, c, st->qprev[id]);
+        for (uint32_t k = estart[id]; k < estart[id + 1]; k++)
+            join_done(st, c, eafter[k]); /* earlier: checked with events */
+    }
+    free(estart);
+    free(eafter);
+    return BRAID_OK;
+}
+
+bool vp_aliasing_ok(const bp_plan *p, uint32_t id) {
+    const bg_node *n = &p->graph->nodes[id];
+    if (n->op == BRAID_OP_CAST) /* same-dtype casts are memcpy */
+        return p->graph->nodes[n->inputs[0]].dtype != n->dtype;
+    if (bg_op(n->op)->kind == BRAID_KIND_ELEMENTWISE) return true;
+    return n->op == BRAID_OP_FUSED && p->info[id].program < p->nprograms &&
+           p->programs[p->info[id].program].kind == BP_PROGRAM_ELEMENTWISE;
+}
+
+/* ---- spans ------------------------------------------------------------------ */
+
+/* Every tensor owning arena bytes, with its accesses. */
+typedef struct vp_spans {
+    uint32_t n;         /* spans */
+    uint32_t *node;     /* per span: the owning node, sorted by (arena,
+                           offset) */
+    uint32_t *of;       /* per node: its span, or BG_NONE */
+    uint32_t *astart;   /* per span: first index in acc (n + 1) */
+    uint32_t *acc;      /* accessing nodes; writers first in each span */
+    uint32_t *nwrite;   /* per span: how many of its accesses write */
+    bool *to_end;       /* per span: holds an output */
+    int32_t *lastacc;   /* n × nq: last access position per queue */
+    int32_t *known;     /* n × nq: min over writers of their clock */
+} vp_spans;
+
+/* (arena, offset, node) sort key. */
+typedef struct vp_key {
+    uint32_t arena;
+    uint64_t offset;
+    uint32_t node;
+} vp_key;
+
+static int by_place(const void *x, const void *y) {
+    const vp_key *a = x, *b = y;
+    if (a->arena != b->arena) return a->arena < b->arena ? -1 : 1;
+    if (a->offset != b->offset) return a->offset < b->offset ? -1 : 1;
+    return a->node < b->node ? -1 : a->node > b->node;
+}
+
+/* The span node u's bytes belong to, or BG_NONE. */
+static uint32_t span_of(const vp_state *st, const vp_spans *sp, uint32_t u) {
+    return sp->of[st->root[u]];
+}
+
+/* Calls fn(span, u, writes) for each access, writers first. */
+static void each_access(const vp_state *st, vp_spans *sp,
+                        void (*fn)(vp_spans *, uint32_t, uint32_t, bool)) {
+    const bp_plan *p = st->plan;
+    for (int writers = 1; writers >= 0; writers--) {
+        for (uint32_t i = 0; i < p->nschedule; i++) {
+            uint32_t u = p->schedule[i];
+            if (p->info[u].noop) continue;
+            if (writers) {
+                uint32_t s = span_of(st, sp, u);
+                if (s != BG_NONE) fn(sp, s, u, true);
+                continue;
+            }
+            const bg_node *n = &p->graph->nodes[u];
+            for (uint32_t k = 0; k < n->ninputs; k++) {
+                uint32_t s = span_of(st, sp, n->inputs[k]);
+                if (s != BG_NONE) fn(sp, s, u, false);
+            }
+        }
+    }
+}
+
+static void count_access(vp_spans *sp, uint32_t s, uint32_t u, bool w) {
+    (void)u;
+    sp->astart[s + 1]++;
+    sp->nwrite[s] += w;
+}
+
+static void fill_access(vp_spans *sp, uint32_t s, uint32_t u, bool w) {
+    (void)w;
+    sp->acc[sp->astart[s]++] = u;
+}
+
+static braid_status build_spans(const vp_state *st, vp_spans *sp) {
+    const bp_plan *p = st->plan;
+    vp_key *key = bp_calloc(st->n, sizeof *key, "verify_plan spans");
+    if (!key) return BRAID_ERR_OUT_OF_MEMORY;
+    sp->n = 0;
+    for (uint32_t id = 0; id < st->n; id++) {
+        sp->of[id] = BG_NONE;
+        const bp_tensor_place *pl = &p->info[id].place;
+        if (pl->storage == BP_STORAGE_ARENA && pl->bytes > 0)
+            key[sp->n++] = (vp_key){pl->arena, pl->offset, id};
+    }
+    qsort(key, sp->n, sizeof *key, by_place);
+    for (uint32_t s = 0; s < sp->n; s++) {
+        sp->node[s] = key[s].node;
+        sp->of[key[s].node] = s;
+    }
+    free(key);
+    for (uint32_t id = 0; id < st->n; id++)
+        if (st->output[id] && span_of(st, sp, id) != BG_NONE)
+            sp->to_end[span_of(st, sp, id)] = true;
+    each_access(st, sp, count_access);
+    for (uint32_t s = 0; s < sp->n; s++) sp->astart[s + 1] += sp->astart[s];
+    sp->acc = bp_calloc(sp->astart[sp->n], sizeof *sp->acc, "verify_plan");
+    if (!sp->acc) return BRAID_ERR_OUT_OF_MEMORY;
+    each_access(st, sp, fill_access);
+    for (uint32_t s = sp->n; s > 0; s--) sp->astart[s] = sp->astart[s - 1];
+    sp->astart[0] = 0;
+    return BRAID_OK;
+}
+
+/* lastacc and known of every span. */
+static void summarise(const vp_state *st, vp_spans *sp) {
+    for (uint32_t s = 0; s < sp->n; s++) {
+        int32_t *la = sp->lastacc + (size_t)s * st->nq;
+        int32_t *kn = sp->known + (size_t)s * st->nq;
+        for (uint32_t j = 0; j < st->nq; j++) {
+            la[j] = -1;
+            kn[j] = INT32_MAX;
+        }
+        for (uint32_t k = sp->astart[s]; k < sp->astart[s + 1]; k++) {
+            uint32_t u = sp->acc[k];
+            if ((int32_t)st->qpos[u] > la[st->dq[u]])
+                la[st->dq[u]] = (int32_t)st->qpos[u];
+            if (k - sp->astart[s] >= sp->nwrite[s]) continue;
+            const int32_t *c = st->clock + (size_t)u * st->nq;
+            for (uint32_t j = 0; j < st->nq; j++)
+                if (c[j] < kn[j]) kn[j] = c[j];
+        }
+    }
+}
+
+/* Node w writes span b exactly over span a, which it is allowed to read
+ * while writing (in place). */
+static bool in_place(const vp_state *st, const vp_spans *sp, uint32_t a,
+                     uint32_t b, uint32_t w) {
+    const bp_plan *p = st->plan;
+    uint32_t x = sp->node[a];
+    const bp_tensor_place *pa = &p->info[x].place, *pb = &p->info[w].place;
+    if (sp->node[b] != w || pa->offset != pb->offset ||
+        pa->bytes != pb->bytes || !vp_aliasing_ok(p, w) ||
+        bg_numel(&p->graph->nodes[x]) != bg_numel(&p->graph->nodes[w]))
+        return false;
+    const bg_node *n = &p->graph->nodes[w];
+    bool reads_x = false;
+    for (uint32_t k = 0; k < n->ninputs; k++) {
+        if (st->root[n->inputs[k]] == x && n->inputs[k] != x) return false;
+        reads_x |= n->inputs[k] == x;
+    }
+    return reads_x;
+}
+
+/* Span a is done before span b is written. */
+static bool done_before(const vp_state *st, const vp_spans *sp, uint32_t a,
+                        uint32_t b) {
+    const bp_plan *p = st->plan;
+    if (sp->to_end[a] || sp->nwrite[b] == 0 ||
+        p->graph->nodes[sp->node[a]].op == BRAID_OP_CONSTANT ||
+        p->graph->nodes[sp->node[b]].op == BRAID_OP_CONSTANT)
+        return false;
+    const int32_t *la = sp->lastacc + (size_t)a * st->nq;
+    const int32_t *kn = sp->known + (size_t)b * st->nq;
+    bool fast = true;
+    for (uint32_t j = 0; j < st->nq && fast; j++) fast = la[j] <= kn[j];
+    if (fast) return true;
+    for (uint32_t i = 0; i < sp->nwrite[b]; i++) {
+        uint32_t w = sp->acc[sp->astart[b] + i];
+        for (uint32_t k = sp->astart[a]; k < sp->astart[a + 1]; k++) {
+            uint32_t u = sp->acc[k];
+            if (u == w ? !in_place(st, sp, a, b, w) : !vp_before(st, u, w))
+                return false;
+        }
+    }
+    return true;
+}
+
+static braid_status sweep(const vp_state *st, const vp_spans *sp) {
+    const bp_plan *p = st->plan;
+    for (uint32_t i = 0; i < sp->n; i++) {
+        const bp_tensor_place *pi = &p->info[sp->node[i]].place;
+        for (uint32_t j = i + 1; j < sp->n; j++) {
+            const bp_tensor_place *pj = &p->info[sp->node[j]].place;
+            if (pj->arena != pi->arena || pj->offset >= pi->offset + pi->bytes)
+                break;
+            if (done_before(st, sp, i, j) || done_before(st, sp, j, i))
+                continue;
+            uint64_t hi = pi->offset + pi->bytes < pj->offset + pj->bytes
+                              ? pi->offset + pi->bytes
+                              : pj->offset + pj->bytes;
+            return vp_fail("overlap: node %u and node %u share bytes "
+                           "%llu..%llu of arena %u while both may be live "
+                           "(no happens-before order between their uses)",
+                           sp->node[i], sp->node[j],
+                           (unsigned long long)pj->offset,
+                           (unsigned long long)hi, pi->arena);
+        }
+    }
+    return BRAID_OK;
+}
+
+braid_status vp_check_overlaps(vp_state *st) {
+    vp_spans sp = {0};
+    size_t n = st->n, cells = n * (st->nq ? st->nq : 1);
+    sp.node = bp_calloc(n, sizeof *sp.node, "verify_plan spans");
+    sp.of = bp_calloc(n, sizeof *sp.of, "verify_plan spans");
+    sp.astart = bp_calloc(n + 1, sizeof *sp.astart, "verify_plan spans");
+    sp.nwrite = bp_calloc(n, sizeof *sp.nwrite, "verify_plan spans");
+    sp.to_end = bp_calloc(n, sizeof *sp.to_end, "verify_plan spans");
+    sp.lastacc = bp_calloc(cells, sizeof *sp.lastacc, "verify_plan spans");
+    sp.known = bp_calloc(cells, sizeof *sp.known, "verify_plan spans");
+    braid_status s = BRAID_ERR_OUT_OF_MEMORY;
+    if (sp.node && sp.of && sp.astart && sp.nwrite && sp.to_end &&
+        sp.lastacc && sp.known) {
+        s = build_spans(st, &sp);
+        if (s == BRAID_OK) summarise(st, &sp);
+        if (s == BRAID_OK) s = sweep(st, &sp);
+    }
+    free(sp.node);
+    free(sp.of);
+    free(sp.astart);
+    free(sp.acc);
+    free(sp.nwrite);
+    free(sp.to_end);
+    free(sp.lastacc);
+    free(sp.known);
+    return s;
+}

@@ -1,0 +1,267 @@
+/* runtime/cuda_impl.h — the CUDA backend's own state, shared by
+ * runtime/cuda_*.c only (exec.c sees runtime/cuda.h). Compiled only with
+ * the toolkit (BRAID_HAVE_CUDA).
+ *
+ * Everything a run needs is prepared at creation: per node what it is
+ * (kernel, cuBLAS matmul, copy direction, nothing), its stream, the events
+ * it waits for and records, its kernel; per copy stream the pinned staging
+ * slots. A run only reads these tables and the executor's pointer table. */
+#ifndef BRAID_RUNTIME_CUDA_IMPL_H
+#define BRAID_RUNTIME_CUDA_IMPL_H
+
+#ifdef BRAID_HAVE_CUDA
+
+#include "codegen/codegen.h"
+#include "runtime/cuda.h"
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+/* Staging of pageable host memory: slots per copy stream, bytes per slot
+ * at most (a copy larger than a slot moves in slot-sized chunks, the host
+ * memcpy of one chunk overlapping the DMA of the previous ones). */
+#define BR_STAGE_SLOTS 4
+#define BR_STAGE_SLOT_MAX ((uint64_t)32 << 20)
+/* Host bytes per thread per staging memcpy job (below this the copy runs
+ * on the calling thread). */
+#define BR_STAGE_GRAIN ((int64_t)2 << 20)
+/* The CPU arena is allocated as pinned memory (so copies to and from it
+ * are plain DMA) when copies touch it and it is at most this big. */
+#define BR_PIN_CPU_ARENA_MAX ((uint64_t)4 << 30)
+/* cuBLAS workspace per handle (set explicitly so that cuBLAS never
+ * allocates during a CUDA-graph capture). */
+#define BR_BLAS_WORKSPACE ((size_t)32 << 20)
+/* Largest total of caller bytes a CUDA graph run stages through its fixed
+ * pinned buffers; plans moving more stream through the staging slots
+ * instead, where copies overlap host memcpys. */
+#define BR_GRAPH_STAGING_MAX ((uint64_t)16 << 20)
+/* Distinct GPU architectures one executor compiles for. */
+#define BR_MAX_ARCHS 8
+/* Size of the executor log. */
+#define BR_LOG_MAX 4096
+
+/* What the backend does for one node. */
+typedef enum br_node_kind {
+    BR_NODE_CPU = 0,   /* on the CPU queue: exec.c's kernels run it */
+    BR_NODE_NOOP,      /* on a GPU queue, no work (a view, in-place
+                          concat): only its events */
+    BR_NODE_KERNEL,    /* a generated kernel */
+    BR_NODE_GEMM,      /* matmul through cuBLAS */
+    BR_NODE_GEMM_EPI,  /* a fused MATMUL program: cuBLAS, then the
+                          generated epilogue kernel */
+    BR_NODE_H2D,       /* copy host → device */
+    BR_NODE_D2H,       /* copy device → host */
+    BR_NODE_D2D,       /* copy device → device (peer) */
+    BR_NODE_CONST_H2D  /* copy of constant bytes to a GPU: uploaded at
+                          creation, nothing to do per run */
+} br_node_kind;
+
+/* Per node of the plan. */
+typedef struct br_cnode {
+    br_node_kind kind; /* see above */
+    int dev;           /* CUDA ordinal of its queue's GPU; -1 on the CPU */
+    uint32_t queue;    /* index in plan->queues */
+    uint32_t kernel;   /* KERNEL, GEMM_EPI: index in c->kern; else BG_NONE */
+    bool gpu_dep;      /* depends (data or events, transitively) on GPU
+                          work: a CPU node that must wait in graph mode */
+    bool feeds_gpu;    /* GPU work depends on it (transitively) */
+} br_cnode;
+
+/* Pinned staging slots of one copy stream. */
+typedef struct br_stage {
+    void *host;                     /* BR_STAGE_SLOTS × slot bytes, pinned;
+                                       NULL when the stream never stages */
+    uint64_t slot;                  /* bytes per slot */
+    cudaEvent_t free[BR_STAGE_SLOTS]; /* recorded after the DMA using the
+                                         slot; the host waits on it before
+                                         refilling the slot */
+    uint32_t next;                  /* slot the next chunk uses */
+} br_stage;
+
+/* One node's generated kernel (codegen/), loaded. */
+typedef struct br_kernel {
+    const bc_kernel *bk;   /* codegen's description (points into c->src) */
+    cudaKernel_t fn[BC_MAX_LAUNCHES]; /* its launches' functions */
+    void *extra;           /* the last parameter's buffer when codegen asks
+                              for one (SCRATCH, or a MATMUL result that
+                              cannot live in the output); device, owned */
+} br_kernel;
+
+/* State of a CUDA graph (cuda_graph.c). */
+typedef struct br_graph_state {
+    bool enabled;         /* capture allowed (br_cuda_set_graphs) */
+    bool static_plan;     /* the plan's GPU part can be captured */
+    bool failed;          /* capture failed once: never again */
+    uint32_t runs;        /* successful runs so far (capture after 1) */
+    bool used_last;       /* the last run replayed the graph */
+    cudaGraph_t graph;    /* the captured graph */
+    cudaGraphExec_t exec; /* its executable instance */
+    uint32_t origin;      /* queue whose stream launches the graph */
+    uint32_t npre;        /* CPU nodes (cpu_list prefix) run before the
+                             launch: every CPU node up to the last one
+                             GPU work depends on */
+    void **src;           /* per node (H2D copies): the fixed pinned host
+                             buffer the graph reads */
+    void **dst;           /* per node (D2H copies): the fixed pinned host
+                             buffer the graph writes */
+    bool *owned;          /* per node: src / dst allocated here (pinned,
+                             freed with the state) */
+    cudaEvent_t *join;    /* per queue: joins its stream into the origin
+                             at the end of a capture */
+    cudaEvent_t fork;     /* recorded on the origin at capture start */
+} br_graph_state;
+
+struct br_cuda {
+    const bp_plan *plan;    /* the plan run; not owned */
+    int ndev;               /* CUDA devices present */
+    bool allow_tf32;        /* compile option: f32 matmul may use TF32 */
+    void **arena;           /* per plan arena: the backend's buffer, or NULL
+                               when exec.c allocates it */
+    uint8_t *arena_kind;    /* per arena: 0 exec's, 1 device, 2 pinned
+                               host, 3 a stand-in for an unused staging
+                               reservation (256 pinned bytes) */
+    void **home;            /* per node: where a pre-uploaded constant copy
+                               lives (device memory, owned), or NULL */
+    br_cnode *node;         /* per node */
+    uint32_t *wstart;       /* per node: first index in waits (n + 1) */
+    uint32_t *waits;        /* event indices each node waits for */
+    uint32_t *rstart;       /* per node: first index in recs (n + 1) */
+    uint32_t *recs;         /* event indices each node records */
+    uint32_t *gpu_list;     /* GPU-queue nodes in schedule order */
+    uint32_t ngpu;          /* entries in gpu_list */
+    uint32_t *cpu_list;     /* CPU-queue nodes in schedule order */
+    uint32_t ncpu;          /* entries in cpu_list */
+    cudaStream_t *stream;   /* per queue (NULL for the CPU queue) */
+    cublasHandle_t *blas;   /* per queue (compute streams only) */
+    void **blas_ws;         /* per queue: cuBLAS workspace (device) */
+    cudaEvent_t *event;     /* per plan event (NULL when its producer is a
+                               CPU node: the host orders those) */
+    br_stage *stage;        /* per queue: staging of H2D / D2H streams */
+    bc_source src;          /* the plan's generated module (codegen) */
+    br_kernel *kern;        /* per kernel of src (same order) */
+    uint32_t nkern;         /* entries in kern */
+    int sm[BR_MAX_ARCHS];   /* compute capabilities compiled for (90) */
+    bc_binary bin[BR_MAX_ARCHS];     /* the module compiled, per sm (kept
+                                        while loaded) */
+    cudaLibrary_t lib[BR_MAX_ARCHS]; /* the module loaded, per sm */
+    uint32_t nlib;          /* entries used in sm and lib */
+    void **argv;            /* a launch's parameter values (max params) */
+    void **argp;            /* pointers to them, what cudaLaunchKernel
+                               takes */
+    br_graph_state graph;   /* CUDA graph capture and replay */
+    /* run state */
+    bool *cpu_done;         /* per node: CPU node ran this run */
+    bool *pending;          /* per node: a D2H copy into pageable memory
+                               whose DMA and host copy are still to do */
+    uint32_t *pend_list;    /* pending nodes in issue order */
+    uint32_t npend;         /* entries in pend_list */
+    int cur_dev;            /* device current on this thread (-1 unknown) */
+    bool capturing;         /* issuing into a CUDA-graph capture: copies
+                               use the graph's fixed host buffers */
+    bool dry;               /* made by br_cuda_check_plan: no CUDA objects */
+    const br_cuda_run_args *run; /* the run in progress */
+    char log[BR_LOG_MAX];   /* executor log (br_cuda_log) */
+    size_t loglen;          /* bytes used in log */
+};
+
+/* ---- cuda_util.c ------------------------------------------------------------ */
+
+/* Appends one line to the executor log (printf-like; dropped when full). */
+void br_cuda_logf(br_cuda *c, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* The error helpers turn a failed call into a status and a message:
+ *   "<where>: node %u (op "name") on cuda:N: <call> failed: <why> (error E)"
+ * where is "braid_exec_new" or "braid_run"; node BG_NONE leaves out the
+ * node part. cudaSuccess / CUBLAS_STATUS_SUCCESS return BRAID_OK. A CUDA
+ * out-of-memory error becomes BRAID_ERR_OUT_OF_MEMORY, every other one
+ * BRAID_ERR_DEVICE. The non-sticky error state is cleared. */
+braid_status br_cu(const br_cuda *c, const char *where, uint32_t node,
+                   const char *call, cudaError_t err);
+braid_status br_blas(const br_cuda *c, const char *where, uint32_t node,
+                     const char *call, cublasStatus_t st);
+
+/* Makes device dev current on this thread (cheap when it already is). */
+braid_status br_cuda_use(br_cuda *c, const char *where, uint32_t node,
+                         int dev);
+
+/* The node whose bytes node id's data is (following views), and the byte
+ * offset of id's data in it. */
+uint32_t br_root(const bp_plan *p, uint32_t id, uint64_t *offset);
+
+/* The kind of queue q ("cpu" for out-of-range). */
+bp_queue_kind br_queue_kind(const bp_plan *p, uint32_t q);
+
+/* Where host pointer ptr lives: 0 pageable (or unknown), 1 pinned or
+ * registered host memory, 2 device memory (*dev set). */
+int br_pointer_kind(const void *ptr, int *dev);
+
+/* Copies n bytes from src to dst on the pool's threads. */
+void br_parallel_memcpy(br_pool *pool, void *dst, const void *src,
+                        uint64_t n);
+
+/* True when node id does no work (info.noop: inputs, constants, pure
+ * views, concats assembled in place). */
+bool br_node_noop(const bp_plan *p, uint32_t id);
+
+/* ---- cuda_kernels.c ------------------------------------------------------------ */
+
+/* Generates, compiles (cached) and loads the kernels of every GPU node
+ * that needs one; sets node[].kernel. */
+braid_status br_cuda_load_kernels(br_cuda *c);
+/* The same without a GPU: generates the module, checks every node against
+ * its kernel, and when sm > 0 compiles it with NVRTC for sm_<sm>. */
+braid_status br_cuda_check_kernels(br_cuda *c, int sm);
+void br_cuda_free_kernels(br_cuda *c);
+/* Launches node id's kernel on stream s with the run's pointers. */
+braid_status br_cuda_launch(br_cuda *c, uint32_t id, cudaStream_t s);
+/* The buffer the matmul of GEMM_EPI node id writes: its output when the
+ * epilogue reads it in place, else the kernel's own buffer. */
+void *br_cuda_matmul_target(const br_cuda *c, uint32_t id);
+
+/* ---- cuda_blas.c ----------------------------------------------------------------- */
+
+/* Checks that matmul node id (or a fused MATMUL program) fits cuBLAS:
+ * BRAID_ERR_UNSUPPORTED for a non-float dtype. */
+braid_status br_cuda_gemm_check(const br_cuda *c, uint32_t id);
+/* The dtype and bytes of the product of matmul node id (plain or fused). */
+braid_status br_cuda_gemm_result(const br_cuda *c, uint32_t id,
+                                 braid_dtype *dtype, uint64_t *bytes);
+/* Issues the matmul of node id (plain, or the product of a fused MATMUL
+ * program) into out on its queue's stream and cuBLAS handle. */
+braid_status br_cuda_gemm(br_cuda *c, uint32_t id, void *out);
+
+/* ---- cuda_copy.c ------------------------------------------------------------------ */
+
+/* Allocates the staging slots of each H2D / D2H stream that may stage
+ * pageable memory (sized by the largest such copy). */
+braid_status br_cuda_stage_init(br_cuda *c);
+void br_cuda_stage_free(br_cuda *c);
+/* Issues copy node id. A D2H copy into pageable memory is deferred
+ * (c->pending) when nothing on a GPU waits for it; br_cuda_flush does it. */
+braid_status br_cuda_copy(br_cuda *c, uint32_t id);
+/* Completes the deferred D2H copy id (staged through pinned slots). */
+braid_status br_cuda_flush(br_cuda *c, uint32_t id);
+/* Uploads, at creation, the constant bytes every CONST_H2D node copies. */
+braid_status br_cuda_upload_constants(br_cuda *c);
+
+/* ---- cuda_run.c ------------------------------------------------------------------- */
+
+/* Issues GPU node id: its event waits, its work, its event records. */
+braid_status br_cuda_issue(br_cuda *c, uint32_t id);
+/* Waits on every stream; the first error wins over st. */
+braid_status br_cuda_sync_all(br_cuda *c, braid_status st);
+
+/* ---- cuda_graph.c ----------------------------------------------------------------- */
+
+/* Decides at creation whether the plan's GPU part is static (logs why
+ * not); computes node[].gpu_dep / feeds_gpu. */
+braid_status br_graph_prepare(br_cuda *c);
+/* Runs once through the CUDA graph when possible: captures it on the
+ * second run, replays afterwards. *done false: the caller runs the
+ * schedule the ordinary way. */
+braid_status br_graph_run(br_cuda *c, bool *done);
+void br_graph_free(br_cuda *c);
+
+#endif /* BRAID_HAVE_CUDA */
+#endif /* BRAID_RUNTIME_CUDA_IMPL_H */

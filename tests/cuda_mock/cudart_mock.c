@@ -1,0 +1,767 @@
+/* tests/cuda_mock/cudart_mock.c — a host emulation of the part of the CUDA
+ * runtime and cuBLAS braid's CUDA backend uses, so the backend (dispatcher,
+ * events, staging, deferral, CUDA graphs, bindings) runs on a machine
+ * without a GPU. Development tool only (tests/cuda_mock/run.sh builds the
+ * library against it); never part of braid.
+ *
+ * Model:
+ *   - one device (compute capability 9.0); device memory is host memory
+ *     mapped PROT_NONE except while a mock operation runs, so the host
+ *     touching device memory directly crashes (as it would on a GPU);
+ *     pinned memory is plain host memory the mock remembers;
+ *   - streams are lazy FIFOs: async calls enqueue, nothing runs until a
+ *     synchronising call (stream/event synchronise, a copy from pageable
+ *     memory, free) needs it; then ready stream heads run in a random order
+ *     (seeded by $MOCK_SEED), honouring only FIFO order and event waits —
+ *     so a missing event or synchronisation shows up as wrong values;
+ *   - kernels: a launch of entry "k<id>" runs the CPU executor's kernel for
+ *     plan node id (br_cpu_run) on the launch's pointers; "_final" launches
+ *     do nothing (the first launch computed everything). The plan comes
+ *     from br_cuda_mock_hook, which runtime/cuda_kernels.c calls before each
+ *     launch when built with -DBRAID_CUDA_MOCK;
+ *   - cuBLAS gemm: a naive column-major gemm (f32, f64, f16, bf16);
+ *   - stream capture: every operation issued while capturing is recorded
+ *     in issue order; launching the graph enqueues one operation that runs
+ *     the record in order. Synchronising or copying pageable memory while
+ *     capturing is an error, as on a GPU. */
+#define _GNU_SOURCE
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "graph/graph.h"
+#include "runtime/runtime.h"
+
+/* ---- memory ------------------------------------------------------------- */
+
+typedef struct region {
+    char *base;
+    size_t size; /* mapped bytes (page multiple) */
+    int kind;    /* 1 device, 2 pinned */
+} region;
+
+static region *regions;
+static size_t nregions, cap_regions;
+static int unprotected; /* nesting of "device memory readable" */
+
+static void add_region(void *p, size_t size, int kind) {
+    if (nregions == cap_regions) {
+        cap_regions = cap_regions ? 2 * cap_regions : 64;
+        regions = realloc(regions, cap_regions * sizeof *regions);
+    }
+    regions[nregions++] = (region){p, size, kind};
+}
+
+static region *find_region(const void *p) {
+    for (size_t i = 0; i < nregions; i++)
+        if ((const char *)p >= regions[i].base &&
+            (const char *)p < regions[i].base + regions[i].size)
+            return &regions[i];
+    return NULL;
+}
+
+static void protect_all(int prot) {
+    for (size_t i = 0; i < nregions; i++)
+        if (regions[i].kind == 1) mprotect(regions[i].base, regions[i].size, prot);
+}
+
+static void device_open(void) {
+    if (unprotected++ == 0) protect_all(PROT_READ | PROT_WRITE);
+}
+static void device_close(void) {
+    if (--unprotected == 0) protect_all(PROT_NONE);
+}
+
+static size_t page_round(size_t n) { return (n + 4095) / 4096 * 4096; }
+
+/* ---- operations and streams ------------------------------------------------ */
+
+typedef enum op_kind {
+    OP_COPY, OP_SET, OP_RECORD, OP_WAIT, OP_KERNEL, OP_GEMM, OP_GRAPH
+} op_kind;
+
+typedef struct gemm_args {
+    cublasOperation_t ta, tb;
+    int64_t m, n, k, lda, ldb, ldc, sa, sb, sc, count;
+    const void *A, *B;
+    void *C;
+    cudaDataType type;
+} gemm_args;
+
+struct CUgraph_st;
+
+typedef struct op {
+    op_kind kind;
+    uint64_t id;       /* global issue number */
+    void *dst;         /* COPY/SET */
+    const void *src;   /* COPY */
+    size_t n;          /* COPY/SET bytes */
+    int value;         /* SET */
+    uint64_t wait_for; /* WAIT: record op id (0: none) */
+    struct CUevent_st *event; /* RECORD */
+    const bp_plan *plan; /* KERNEL */
+    uint32_t node;       /* KERNEL */
+    void **ptrs;         /* KERNEL: out, inputs (owned) */
+    uint32_t nptrs;
+    gemm_args gemm;      /* GEMM */
+    struct CUgraph_st *graph; /* GRAPH */
+    struct op *next;
+} op;
+
+struct CUstream_st {
+    op *head, *tail; /* pending FIFO */
+    int live;
+};
+
+struct CUevent_st {
+    uint64_t last_record; /* op id of the latest record, 0 none */
+    int captured;         /* recorded during a capture */
+};
+
+struct CUgraph_st {
+    op **ops;
+    size_t n, cap;
+};
+
+struct CUgraphExec_st {
+    struct CUgraph_st *g;
+};
+
+static uint64_t next_id = 1;
+static unsigned char *done; /* done[id]: op id executed */
+static size_t done_cap;
+static struct CUstream_st *streams[512];
+static int nstreams;
+static uint64_t rng = 0x1234567;
+static struct CUgraph_st *capturing; /* NULL: not capturing */
+static cudaError_t sticky = cudaSuccess;
+
+static uint64_t rnd(void) {
+    uint64_t z = (rng += 0x9E3779B97F4A7C15u);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9u;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBu;
+    return z ^ (z >> 31);
+}
+
+static void mark_done(uint64_t id) {
+    if (id >= done_cap) {
+        size_t cap = done_cap ? done_cap : 4096;
+        while (cap <= id) cap *= 2;
+        done = realloc(done, cap);
+        memset(done + done_cap, 0, cap - done_cap);
+        done_cap = cap;
+    }
+    done[id] = 1;
+}
+
+static int is_done(uint64_t id) { return id == 0 || (id < done_cap && done[id]); }
+
+/* ---- executing one operation --------------------------------------------------- */
+
+static void run_kernel(op *o);
+static void run_gemm(const gemm_args *g);
+
+static void execute(op *o) {
+    device_open();
+    switch (o->kind) {
+    case OP_COPY:
+        memmove(o->dst, o->src, o->n);
+        break;
+    case OP_SET:
+        memset(o->dst, o->value, o->n);
+        break;
+    case OP_KERNEL:
+        run_kernel(o);
+        break;
+    case OP_GEMM:
+        run_gemm(&o->gemm);
+        break;
+    case OP_GRAPH:
+        for (size_t i = 0; i < o->graph->n; i++) execute(o->graph->ops[i]);
+        break;
+    default:
+        break;
+    }
+    device_close();
+    mark_done(o->id);
+}
+
+static int head_ready(struct CUstream_st *s) {
+    return s->head && (s->head->kind != OP_WAIT || is_done(s->head->wait_for));
+}
+
+/* Runs one ready stream head chosen at random; 0 when none is ready. */
+static int step(void) {
+    int ready[512], n = 0;
+    for (int i = 0; i < nstreams; i++)
+        if (streams[i] && head_ready(streams[i])) ready[n++] = i;
+    if (n == 0) return 0;
+    struct CUstream_st *s = streams[ready[rnd() % (uint64_t)n]];
+    op *o = s->head;
+    s->head = o->next;
+    if (!s->head) s->tail = NULL;
+    execute(o);
+    free(o->ptrs);
+    free(o);
+    return 1;
+}
+
+/* Runs streams until op id is done; a deadlock aborts (a bug). */
+static void drive_until(uint64_t id) {
+    while (!is_done(id))
+        if (!step()) {
+            fprintf(stderr, "cuda mock: deadlock waiting for op %llu\n",
+                    (unsigned long long)id);
+            abort();
+        }
+}
+
+static void drain_all(void) {
+    while (step()) {
+    }
+    for (int i = 0; i < nstreams; i++)
+        if (streams[i] && streams[i]->head) {
+            fprintf(stderr, "cuda mock: stream %d blocked forever\n", i);
+            abort();
+        }
+}
+
+static op *new_op(op_kind k) {
+    op *o = calloc(1, sizeof *o);
+    o->kind = k;
+    o->id = next_id++;
+    return o;
+}
+
+/* Enqueues o on stream s (or records it into the capture). */
+static void enqueue(struct CUstream_st *s, op *o) {
+    if (capturing) {
+        struct CUgraph_st *g = capturing;
+        if (o->kind == OP_WAIT || o->kind == OP_RECORD) {
+            free(o);
+            return; /* the record keeps issue order */
+        }
+        if (g->n == g->cap) {
+            g->cap = g->cap ? 2 * g->cap : 64;
+            g->ops = realloc(g->ops, g->cap * sizeof *g->ops);
+        }
+        g->ops[g->n++] = o;
+        return;
+    }
+    if (!s) {
+        fprintf(stderr, "cuda mock: operation on the legacy default stream\n");
+        abort();
+    }
+    o->next = NULL;
+    if (s->tail)
+        s->tail->next = o;
+    else
+        s->head = o;
+    s->tail = o;
+}
+
+/* ---- kernels (via the CPU executor's kernels) ------------------------------------- */
+
+static const bp_plan *hook_plan;
+static uint32_t hook_node;
+
+void br_cuda_mock_hook(const bp_plan *p, uint32_t node);
+void br_cuda_mock_hook(const bp_plan *p, uint32_t node) {
+    hook_plan = p;
+    hook_node = node;
+}
+
+static void run_kernel(op *o) {
+    const bp_plan *p = o->plan;
+    const bg_node *n = bg_node_at(p->graph, o->node);
+    size_t scratch = 0;
+    if (br_cpu_prepare(p->graph, o->node, &scratch) != BRAID_OK) {
+        fprintf(stderr, "cuda mock: no CPU kernel for node %u: %s\n", o->node,
+                braid_last_error());
+        abort();
+    }
+    void *sbuf = scratch ? aligned_alloc(64, (scratch + 63) / 64 * 64) : NULL;
+    br_kernel_args a = {.g = p->graph,
+                        .id = o->node,
+                        .node = n,
+                        .program = p->info[o->node].program < p->nprograms
+                                       ? &p->programs[p->info[o->node].program]
+                                       : NULL,
+                        .out = o->ptrs[0],
+                        .in = (const void *const *)(o->ptrs + 1),
+                        .pool = NULL,
+                        .scratch = sbuf,
+                        .scratch_bytes = scratch};
+    br_cpu_run(&a);
+    free(sbuf);
+}
+
+/* ---- gemm ----------------------------------------------------------------------------- */
+
+static double load(cudaDataType t, const void *p, int64_t i) {
+    switch (t) {
+    case CUDA_R_64F:
+        return ((const double *)p)[i];
+    case CUDA_R_16F:
+        return bg_f16_to_f32(((const uint16_t *)p)[i]);
+    case CUDA_R_16BF:
+        return bg_bf16_to_f32(((const uint16_t *)p)[i]);
+    default:
+        return ((const float *)p)[i];
+    }
+}
+
+static void store(cudaDataType t, void *p, int64_t i, double v) {
+    switch (t) {
+    case CUDA_R_64F:
+        ((double *)p)[i] = v;
+        break;
+    case CUDA_R_16F:
+        ((uint16_t *)p)[i] = bg_f32_to_f16((float)v);
+        break;
+    case CUDA_R_16BF:
+        ((uint16_t *)p)[i] = bg_f32_to_bf16((float)v);
+        break;
+    default:
+        ((float *)p)[i] = (float)v;
+    }
+}
+
+static size_t type_size(cudaDataType t) {
+    return t == CUDA_R_64F ? 8 : t == CUDA_R_32F ? 4 : 2;
+}
+
+/* Column-major C(m×n) = op(A)·op(B), checking the leading dimensions. */
+static void run_gemm(const gemm_args *g) {
+    size_t es = type_size(g->type);
+    int64_t ar = g->ta == CUBLAS_OP_N ? g->m : g->k; /* rows of stored A */
+    int64_t br = g->tb == CUBLAS_OP_N ? g->k : g->n;
+    if (g->lda < (ar > 1 ? ar : 1) || g->ldb < (br > 1 ? br : 1) ||
+        g->ldc < (g->m > 1 ? g->m : 1)) {
+        fprintf(stderr, "cuda mock: gemm with bad leading dimensions\n");
+        abort();
+    }
+    for (int64_t b = 0; b < g->count; b++) {
+        const char *A = (const char *)g->A + (size_t)(b * g->sa) * es;
+        const char *B = (const char *)g->B + (size_t)(b * g->sb) * es;
+        char *C = (char *)g->C + (size_t)(b * g->sc) * es;
+        for (int64_t j = 0; j < g->n; j++)
+            for (int64_t i = 0; i < g->m; i++) {
+                double s = 0;
+                for (int64_t l = 0; l < g->k; l++) {
+                    double a = g->ta == CUBLAS_OP_N ? load(g->type, A, i + l * g->lda)
+                                                    : load(g->type, A, l + i * g->lda);
+                    double x = g->tb == CUBLAS_OP_N ? load(g->type, B, l + j * g->ldb)
+                                                    : load(g->type, B, j + l * g->ldb);
+                    s += a * x;
+                }
+                store(g->type, C, i + j * g->ldc, s);
+            }
+    }
+}
+
+/* ---- the CUDA runtime ------------------------------------------------------------------- */
+
+static cudaError_t fail(cudaError_t e) {
+    return e;
+}
+
+cudaError_t cudaGetDeviceCount(int *n) {
+    const char *seed = getenv("MOCK_SEED");
+    if (seed) rng = strtoull(seed, NULL, 10) * 7919 + 1;
+    *n = 1;
+    return cudaSuccess;
+}
+
+const char *cudaGetErrorString(cudaError_t e) {
+    switch (e) {
+    case cudaSuccess:
+        return "no error";
+    case cudaErrorMemoryAllocation:
+        return "out of memory (mock)";
+    case cudaErrorStreamCaptureUnsupported:
+        return "operation not permitted when stream is capturing (mock)";
+    default:
+        return "mock error";
+    }
+}
+
+cudaError_t cudaGetLastError(void) {
+    cudaError_t e = sticky;
+    sticky = cudaSuccess;
+    return e;
+}
+
+cudaError_t cudaSetDevice(int d) { return d == 0 ? cudaSuccess : cudaErrorInvalidDevice; }
+
+cudaError_t cudaDeviceGetAttribute(int *v, enum cudaDeviceAttr a, int d) {
+    (void)d;
+    *v = a == cudaDevAttrComputeCapabilityMajor ? 9 : 0;
+    return cudaSuccess;
+}
+
+cudaError_t cudaMalloc(void **p, size_t n) {
+    if (n > ((size_t)1 << 40)) return fail(cudaErrorMemoryAllocation);
+    size_t sz = page_round(n ? n : 1);
+    void *m = mmap(NULL, sz, unprotected ? PROT_READ | PROT_WRITE : PROT_NONE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (m == MAP_FAILED) return fail(cudaErrorMemoryAllocation);
+    add_region(m, sz, 1);
+    *p = m;
+    return cudaSuccess;
+}
+
+static void remove_region(void *p) {
+    for (size_t i = 0; i < nregions; i++)
+        if (regions[i].base == p) {
+            regions[i] = regions[--nregions];
+            return;
+        }
+}
+
+cudaError_t cudaFree(void *p) {
+    if (capturing) return cudaErrorStreamCaptureUnsupported;
+    drain_all();
+    region *r = find_region(p);
+    if (!p) return cudaSuccess;
+    if (!r || r->base != p || r->kind != 1) return cudaErrorInvalidValue;
+    munmap(r->base, r->size);
+    remove_region(p);
+    return cudaSuccess;
+}
+
+cudaError_t cudaHostAlloc(void **p, size_t n, unsigned flags) {
+    (void)flags;
+    size_t sz = page_round(n ? n : 1);
+    void *m = mmap(NULL, sz, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (m == MAP_FAILED) return cudaErrorMemoryAllocation;
+    add_region(m, sz, 2);
+    *p = m;
+    return cudaSuccess;
+}
+
+cudaError_t cudaFreeHost(void *p) {
+    drain_all();
+    region *r = find_region(p);
+    if (!r || r->base != p || r->kind != 2) return cudaErrorInvalidValue;
+    munmap(r->base, r->size);
+    remove_region(p);
+    return cudaSuccess;
+}
+
+cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *a,
+                                     const void *p) {
+    memset(a, 0, sizeof *a);
+    region *r = find_region(p);
+    a->type = !r ? cudaMemoryTypeUnregistered
+                 : r->kind == 1 ? cudaMemoryTypeDevice : cudaMemoryTypeHost;
+    a->device = 0;
+    return cudaSuccess;
+}
+
+/* Host memory a copy touches that is neither pinned nor device memory. */
+static int pageable(const void *p) { return find_region(p) == NULL; }
+
+cudaError_t cudaMemcpy(void *dst, const void *src, size_t n,
+                       enum cudaMemcpyKind k) {
+    (void)k;
+    if (capturing) return cudaErrorStreamCaptureUnsupported;
+    drain_all();
+    device_open();
+    memmove(dst, src, n);
+    device_close();
+    return cudaSuccess;
+}
+
+cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n,
+                            enum cudaMemcpyKind k, cudaStream_t s) {
+    (void)k;
+    int sync = pageable(dst) || pageable(src);
+    if (sync && capturing) return cudaErrorStreamCaptureUnsupported;
+    op *o = new_op(OP_COPY);
+    o->dst = dst;
+    o->src = src;
+    o->n = n;
+    uint64_t id = o->id;
+    enqueue(s, o);
+    if (sync) drive_until(id); /* pageable: returns when done */
+    return cudaSuccess;
+}
+
+cudaError_t cudaMemcpyPeerAsync(void *dst, int dd, const void *src, int sd,
+                                size_t n, cudaStream_t s) {
+    (void)dd;
+    (void)sd;
+    return cudaMemcpyAsync(dst, src, n, cudaMemcpyDefault, s);
+}
+
+cudaError_t cudaMemsetAsync(void *dst, int v, size_t n, cudaStream_t s) {
+    op *o = new_op(OP_SET);
+    o->dst = dst;
+    o->value = v;
+    o->n = n;
+    enqueue(s, o);
+    return cudaSuccess;
+}
+
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned flags) {
+    (void)flags;
+    struct CUstream_st *st = calloc(1, sizeof *st);
+    st->live = 1;
+    streams[nstreams++] = st;
+    *s = st;
+    return cudaSuccess;
+}
+
+cudaError_t cudaStreamDestroy(cudaStream_t s) {
+    drain_all();
+    for (int i = 0; i < nstreams; i++)
+        if (streams[i] == s) streams[i] = NULL;
+    free(s);
+    return cudaSuccess;
+}
+
+cudaError_t cudaStreamSynchronize(cudaStream_t s) {
+    if (capturing) return cudaErrorStreamCaptureUnsupported;
+    while (s->head)
+        if (!step()) {
+            fprintf(stderr, "cuda mock: deadlock in cudaStreamSynchronize\n");
+            abort();
+        }
+    return cudaSuccess;
+}
+
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t *e, unsigned flags) {
+    (void)flags;
+    *e = calloc(1, sizeof **e);
+    return cudaSuccess;
+}
+
+cudaError_t cudaEventDestroy(cudaEvent_t e) {
+    free(e);
+    return cudaSuccess;
+}
+
+cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
+    if (capturing) {
+        e->captured = 1;
+        return cudaSuccess;
+    }
+    op *o = new_op(OP_RECORD);
+    o->event = e;
+    e->last_record = o->id;
+    e->captured = 0;
+    enqueue(s, o);
+    return cudaSuccess;
+}
+
+cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned flags) {
+    (void)flags;
+    if (capturing) return cudaSuccess;
+    if (e->captured) {
+        fprintf(stderr, "cuda mock: waiting outside a capture on an event "
+                        "recorded inside one\n");
+        abort();
+    }
+    op *o = new_op(OP_WAIT);
+    o->wait_for = e->last_record;
+    enqueue(s, o);
+    return cudaSuccess;
+}
+
+cudaError_t cudaEventSynchronize(cudaEvent_t e) {
+    if (capturing) return cudaErrorStreamCaptureUnsupported;
+    drive_until(e->last_record);
+    return cudaSuccess;
+}
+
+cudaError_t cudaDeviceCanAccessPeer(int *ok, int a, int b) {
+    *ok = a == b;
+    return cudaSuccess;
+}
+
+cudaError_t cudaDeviceEnablePeerAccess(int peer, unsigned flags) {
+    (void)peer;
+    (void)flags;
+    return cudaSuccess;
+}
+
+/* ---- libraries and kernels ---------------------------------------------------------------- */
+
+cudaError_t cudaLibraryLoadData(cudaLibrary_t *lib, const void *code,
+                                enum cudaJitOption *o, void **ov, unsigned no,
+                                enum cudaLibraryOption *lo, void **lov,
+                                unsigned nlo) {
+    (void)code, (void)o, (void)ov, (void)no, (void)lo, (void)lov, (void)nlo;
+    *lib = (cudaLibrary_t)calloc(1, 16);
+    return cudaSuccess;
+}
+
+cudaError_t cudaLibraryUnload(cudaLibrary_t lib) {
+    free(lib);
+    return cudaSuccess;
+}
+
+/* Kernel handles: the entry name (leaked, like a loaded module's). */
+cudaError_t cudaLibraryGetKernel(cudaKernel_t *k, cudaLibrary_t lib,
+                                 const char *name) {
+    (void)lib;
+    *k = (cudaKernel_t)strdup(name);
+    return cudaSuccess;
+}
+
+cudaError_t cudaLaunchKernel(const void *func, dim3 grid, dim3 block,
+                             void **args, size_t shared, cudaStream_t s) {
+    (void)shared;
+    const char *name = func;
+    if (grid.x == 0 || block.x == 0 || block.x * block.y * block.z > 1024)
+        return cudaErrorInvalidConfiguration;
+    if (strstr(name, "_final")) return cudaSuccess; /* computed already */
+    unsigned id = 0;
+    if (sscanf(name, "k%u", &id) != 1 || !hook_plan || id != hook_node) {
+        fprintf(stderr, "cuda mock: launch of %s without the hook\n", name);
+        abort();
+    }
+    const bg_node *n = bg_node_at(hook_plan->graph, id);
+    op *o = new_op(OP_KERNEL);
+    o->plan = hook_plan;
+    o->node = id;
+    o->nptrs = 1 + n->ninputs;
+    o->ptrs = calloc(o->nptrs, sizeof *o->ptrs);
+    for (uint32_t i = 0; i < o->nptrs; i++) o->ptrs[i] = *(void **)args[i];
+    enqueue(s, o);
+    return cudaSuccess;
+}
+
+/* ---- capture and graphs ------------------------------------------------------------------- */
+
+cudaError_t cudaStreamBeginCapture(cudaStream_t s, enum cudaStreamCaptureMode m) {
+    (void)s;
+    (void)m;
+    if (capturing) return cudaErrorIllegalState;
+    capturing = calloc(1, sizeof *capturing);
+    return cudaSuccess;
+}
+
+cudaError_t cudaStreamEndCapture(cudaStream_t s, cudaGraph_t *g) {
+    (void)s;
+    *g = capturing;
+    capturing = NULL;
+    return *g ? cudaSuccess : cudaErrorIllegalState;
+}
+
+cudaError_t cudaGraphInstantiate(cudaGraphExec_t *e, cudaGraph_t g,
+                                 unsigned long long flags) {
+    (void)flags;
+    *e = calloc(1, sizeof **e);
+    (*e)->g = g;
+    return cudaSuccess;
+}
+
+cudaError_t cudaGraphGetNodes(cudaGraph_t g, cudaGraphNode_t *nodes,
+                              size_t *n) {
+    (void)nodes;
+    *n = g->n;
+    return cudaSuccess;
+}
+
+cudaError_t cudaGraphLaunch(cudaGraphExec_t e, cudaStream_t s) {
+    op *o = new_op(OP_GRAPH);
+    o->graph = e->g;
+    enqueue(s, o);
+    return cudaSuccess;
+}
+
+cudaError_t cudaGraphExecDestroy(cudaGraphExec_t e) {
+    free(e);
+    return cudaSuccess;
+}
+
+cudaError_t cudaGraphDestroy(cudaGraph_t g) {
+    for (size_t i = 0; i < g->n; i++) {
+        free(g->ops[i]->ptrs);
+        free(g->ops[i]);
+    }
+    free(g->ops);
+    free(g);
+    return cudaSuccess;
+}
+
+/* ---- cuBLAS ------------------------------------------------------------------------------- */
+
+struct cublasContext {
+    cudaStream_t stream;
+};
+
+cublasStatus_t cublasCreate_v2(cublasHandle_t *h) {
+    *h = calloc(1, sizeof **h);
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasDestroy_v2(cublasHandle_t h) {
+    free(h);
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasSetStream_v2(cublasHandle_t h, cudaStream_t s) {
+    h->stream = s;
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasSetWorkspace_v2(cublasHandle_t h, void *w, size_t n) {
+    (void)h, (void)w, (void)n;
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasSetMathMode(cublasHandle_t h, cublasMath_t m) {
+    (void)h, (void)m;
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+const char *cublasGetStatusString(cublasStatus_t s) {
+    return s == CUBLAS_STATUS_SUCCESS ? "success" : "mock cuBLAS error";
+}
+
+static cublasStatus_t gemm(cublasHandle_t h, cublasOperation_t ta,
+                           cublasOperation_t tb, int64_t m, int64_t n,
+                           int64_t k, const void *A, cudaDataType at,
+                           int64_t lda, int64_t sa, const void *B,
+                           cudaDataType bt, int64_t ldb, int64_t sb, void *C,
+                           cudaDataType ct, int64_t ldc, int64_t sc,
+                           int64_t count) {
+    if (at != bt || bt != ct) return CUBLAS_STATUS_NOT_SUPPORTED;
+    op *o = new_op(OP_GEMM);
+    o->gemm = (gemm_args){ta, tb, m, n, k, lda, ldb, ldc, sa, sb, sc, count,
+                          A, B, C, at};
+    enqueue(h->stream, o);
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasGemmEx_64(cublasHandle_t h, cublasOperation_t ta,
+                               cublasOperation_t tb, int64_t m, int64_t n,
+                               int64_t k, const void *alpha, const void *A,
+                               cudaDataType at, int64_t lda, const void *B,
+                               cudaDataType bt, int64_t ldb, const void *beta,
+                               void *C, cudaDataType ct, int64_t ldc,
+                               cublasComputeType_t comp, cublasGemmAlgo_t algo) {
+    (void)alpha, (void)beta, (void)comp, (void)algo;
+    return gemm(h, ta, tb, m, n, k, A, at, lda, 0, B, bt, ldb, 0, C, ct, ldc,
+                0, 1);
+}
+
+cublasStatus_t cublasGemmStridedBatchedEx_64(
+    cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int64_t m,
+    int64_t n, int64_t k, const void *alpha, const void *A, cudaDataType at,
+    int64_t lda, long long sa, const void *B, cudaDataType bt, int64_t ldb,
+    long long sb, const void *beta, void *C, cudaDataType ct, int64_t ldc,
+    long long sc, int64_t count, cublasComputeType_t comp,
+    cublasGemmAlgo_t algo) {
+    (void)alpha, (void)beta, (void)comp, (void)algo;
+    return gemm(h, ta, tb, m, n, k, A, at, lda, sa, B, bt, ldb, sb, C, ct, ldc,
+                sc, count);
+}

@@ -1,0 +1,209 @@
+/* tests/test_cuda_matmul.c — matmul on a GPU through cuBLAS against the
+ * reference evaluator: every float dtype, the four transpose combinations,
+ * batch broadcasting (one side, both sides, rank mismatch), empty
+ * dimensions, BLAS-sized products, fused bias + activation epilogues
+ * (including one whose epilogue changes the dtype), TF32 when allowed, and
+ * a 1024³ product against the CPU executor. Skipped without a CUDA device.
+ *
+ * Tolerances: ts_tolerance (f32 1e-4 relative + absolute: sums of ≤ 200
+ * products of magnitude ≤ 2·2); TF32: 0.1 absolute for sums of 256
+ * products of magnitude ≤ 1 (TF32 keeps 10 mantissa bits, 2^-11 relative
+ * per product, random signs); 1024³: 1e-3 relative to the largest |value|. */
+#include <math.h>
+
+#include "tests/test_cuda_common.h"
+
+static void matmul_case(braid_dtype dt, const ts_shape *ba, const ts_shape *bb,
+                        int64_t M, int64_t K, int64_t N, unsigned flags,
+                        uint64_t seed, double mag) {
+    ts_shape a = *ba, b = *bb;
+    bool ta = flags & BRAID_TRANSPOSE_A, tb = flags & BRAID_TRANSPOSE_B;
+    a.dims[a.rank++] = ta ? K : M;
+    a.dims[a.rank++] = ta ? M : K;
+    b.dims[b.rank++] = tb ? N : K;
+    b.dims[b.rank++] = tb ? K : N;
+    braid_graph *g = braid_graph_new(NULL);
+    braid_tensor y = braid_matmul(g, ts_shape_input(g, "a", dt, &a),
+                                  ts_shape_input(g, "b", dt, &b), flags);
+    char what[200], sa[64], sb[64];
+    snprintf(what, sizeof what, "matmul %s %s x %s flags %u seed %llu",
+             braid_dtype_name(dt), ts_shape_str(&a, sa, sizeof sa),
+             ts_shape_str(&b, sb, sizeof sb), flags, (unsigned long long)seed);
+    ts_range r[2] = {TS_RANGE(-mag, mag), TS_RANGE(-mag, mag)};
+    TC_CHECK(g, y, r, seed, what);
+    braid_graph_free(g);
+}
+
+Test(cuda_matmul, small_and_transposed) {
+    TC_REQUIRE_GPU();
+    ts_shape none = ts_scalar_shape();
+    TS_FOR_DTYPES(dt, TS_FLOATS)
+    for (unsigned flags = 0; flags < 4; flags++)
+        for (uint64_t seed = 0; seed < 3; seed++) {
+            uint64_t st = seed * 13 + flags + dt * 100;
+            matmul_case(dt, &none, &none, ts_rand_int(&st, 1, 9),
+                        ts_rand_int(&st, 1, 9), ts_rand_int(&st, 1, 9), flags,
+                        seed, 2);
+        }
+    cr_assert_gt(tc_gpu_cases, 0, "no case ran on the GPU");
+}
+
+Test(cuda_matmul, batch_broadcast) {
+    TC_REQUIRE_GPU();
+    /* batch shapes for a and b: equal, one side none, 1 vs B, rank
+     * mismatch, both broadcasting (a loop of strided-batched calls) */
+    static const ts_shape cases[][2] = {
+        {{1, {3}}, {1, {3}}},       {{1, {3}}, {0, {0}}},
+        {{0, {0}}, {2, {2, 3}}},    {{2, {1, 3}}, {2, {4, 1}}},
+        {{3, {2, 1, 3}}, {1, {3}}}, {{1, {1}}, {2, {2, 2}}},
+        {{3, {2, 3, 1}}, {3, {1, 3, 2}}}, {{2, {5, 4}}, {2, {5, 4}}},
+    };
+    TS_FOR_DTYPES(dt, TS_FLOATS)
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        uint64_t st = c * 31 + dt;
+        matmul_case(dt, &cases[c][0], &cases[c][1], ts_rand_int(&st, 1, 6),
+                    ts_rand_int(&st, 1, 6), ts_rand_int(&st, 1, 6),
+                    (unsigned)(c % 4), c, 2);
+    }
+}
+
+Test(cuda_matmul, blas_sized) {
+    TC_REQUIRE_GPU();
+    ts_shape none = ts_scalar_shape(), batch = {1, {3}};
+    TS_FOR_DTYPES(dt, TS_FLOATS) {
+        matmul_case(dt, &none, &none, 67, 129, 33, 0, 1, 1);
+        matmul_case(dt, &batch, &none, 40, 70, 50, BRAID_TRANSPOSE_B, 2, 1);
+        matmul_case(dt, &none, &batch, 64, 64, 64,
+                    BRAID_TRANSPOSE_A | BRAID_TRANSPOSE_B, 3, 1);
+        matmul_case(dt, &batch, &batch, 128, 96, 80, BRAID_TRANSPOSE_A, 4, 1);
+    }
+}
+
+Test(cuda_matmul, empty_dims) {
+    TC_REQUIRE_GPU();
+    ts_shape none = ts_scalar_shape(), batch0 = {1, {0}};
+    TS_FOR_DTYPES(dt, TS_FLOATS) {
+        matmul_case(dt, &none, &none, 3, 0, 4, 0, 1, 1); /* K = 0: zeros */
+        matmul_case(dt, &none, &none, 0, 3, 4, 0, 2, 1);
+        matmul_case(dt, &none, &none, 3, 4, 0, BRAID_TRANSPOSE_B, 3, 1);
+        matmul_case(dt, &batch0, &none, 3, 4, 5, 0, 4, 1);
+    }
+}
+
+/* ---- epilogues -------------------------------------------------------------- */
+
+/* act(x·w + b), optionally cast to `to`: fuse makes a MATMUL program. */
+static void epilogue_case(braid_dtype dt, int act, braid_dtype to,
+                          uint64_t seed) {
+    braid_graph *g = braid_graph_new(NULL);
+    int64_t M = 37 + (int64_t)seed, K = 64, N = 48;
+    braid_tensor x = braid_input(g, "x", dt, 2, TC_DIMS(M, K));
+    braid_tensor w = braid_input(g, "w", dt, 2, TC_DIMS(K, N));
+    braid_tensor b = braid_input(g, "b", dt, 1, TC_DIMS(N));
+    braid_tensor y = braid_add(g, braid_matmul(g, x, w, 0), b);
+    y = act == 0 ? braid_relu(g, y) : act == 1 ? braid_gelu(g, y) : y;
+    if (to != dt) y = braid_cast(g, y, to);
+    char what[96];
+    snprintf(what, sizeof what, "epilogue %s act %d to %s seed %llu",
+             braid_dtype_name(dt), act, braid_dtype_name(to),
+             (unsigned long long)seed);
+    ts_range r[3] = {TS_RANGE(-1, 1), TS_RANGE(-1, 1), TS_RANGE(-1, 1)};
+    TC_CHECK(g, y, r, seed, what);
+    braid_graph_free(g);
+}
+
+Test(cuda_matmul, bias_activation_epilogues) {
+    TC_REQUIRE_GPU();
+    TS_FOR_DTYPES(dt, TS_FLOATS)
+    for (int act = 0; act < 3; act++)
+        epilogue_case(dt, act, dt, (uint64_t)act);
+    epilogue_case(BRAID_F32, 1, BRAID_F16, 7);  /* epilogue changes dtype */
+    epilogue_case(BRAID_F32, 0, BRAID_F64, 8);  /* ... and size */
+    epilogue_case(BRAID_BF16, 1, BRAID_F32, 9);
+}
+
+Test(cuda_matmul, mlp_two_layers) {
+    TC_REQUIRE_GPU();
+    braid_graph *g = braid_graph_new(NULL);
+    braid_tensor x = braid_input(g, "x", BRAID_F32, 2, TC_DIMS(64, 96));
+    braid_tensor w1 = braid_input(g, "w1", BRAID_F32, 2, TC_DIMS(96, 128));
+    braid_tensor b1 = braid_input(g, "b1", BRAID_F32, 1, TC_DIMS(128));
+    braid_tensor w2 = braid_input(g, "w2", BRAID_F32, 2, TC_DIMS(128, 32));
+    braid_tensor h = braid_gelu(g, braid_add(g, braid_matmul(g, x, w1, 0), b1));
+    braid_tensor y = braid_softmax(g, braid_matmul(g, h, w2, 0), -1);
+    ts_range r[4] = {TS_RANGE(-1, 1), TS_RANGE(-0.2, 0.2), TS_RANGE(-1, 1),
+                     TS_RANGE(-0.2, 0.2)};
+    TC_CHECK(g, y, r, 1, "mlp");
+    braid_graph_free(g);
+}
+
+/* ---- TF32 and a large product ---------------------------------------------- */
+
+/* Runs y = a·b (n×n) with options o into out; a and b from seed. */
+static void run_square(int64_t n, const braid_compile_options *o,
+                       bool gpu, float *out, uint64_t seed) {
+    braid_graph *g = braid_graph_new(NULL);
+    braid_tensor a = braid_input(g, "a", BRAID_F32, 2, TC_DIMS(n, n));
+    braid_tensor b = braid_input(g, "b", BRAID_F32, 2, TC_DIMS(n, n));
+    braid_tensor y = braid_matmul(g, a, b, 0);
+    cr_assert_eq(braid_output(g, "y", y), BRAID_OK);
+    if (gpu) tc_hint_all(g, "cuda:0");
+    ts_io *io = ts_io_new(g, seed);
+    ts_fill_input(io, 0, BRAID_F32, TS_RANGE(-1, 1), seed);
+    ts_fill_input(io, 1, BRAID_F32, TS_RANGE(-1, 1), seed + 1);
+    braid_plan *p = NULL;
+    braid_exec *e = NULL;
+    cr_assert_eq(braid_compile(g, o, &p), BRAID_OK, "%s", braid_last_error());
+    cr_assert_eq(braid_exec_new(p, &e), BRAID_OK, "%s", braid_last_error());
+    braid_output_binding ob = {"y", out, (size_t)(n * n) * sizeof(float)};
+    cr_assert_eq(braid_run(e, io->in, io->ninputs, &ob, 1), BRAID_OK, "%s",
+                 braid_last_error());
+    braid_exec_free(e);
+    braid_plan_free(p);
+    ts_io_free(io);
+    braid_graph_free(g);
+}
+
+Test(cuda_matmul, tf32_only_when_allowed) {
+    TC_REQUIRE_GPU();
+    int64_t n = 256;
+    float *cpu = malloc(n * n * sizeof *cpu), *full = malloc(n * n * sizeof *full),
+          *tf32 = malloc(n * n * sizeof *tf32);
+    braid_compile_options o = tc_options();
+    braid_compile_options c = o;
+    c.devices = "cpu";
+    run_square(n, &c, false, cpu, 5);
+    run_square(n, &o, true, full, 5);
+    o.allow_tf32 = true;
+    run_square(n, &o, true, tf32, 5);
+    double err_full = 0, err_tf32 = 0;
+    for (int64_t i = 0; i < n * n; i++) {
+        err_full = fmax(err_full, fabs((double)full[i] - cpu[i]));
+        err_tf32 = fmax(err_tf32, fabs((double)tf32[i] - cpu[i]));
+    }
+    cr_log_info("max |error| vs CPU: f32 %.3g, tf32 %.3g", err_full, err_tf32);
+    cr_assert_lt(err_full, 2e-4, "f32 matmul off by %g (TF32 used?)", err_full);
+    cr_assert_lt(err_tf32, 0.1, "TF32 matmul off by %g", err_tf32);
+    free(cpu);
+    free(full);
+    free(tf32);
+}
+
+Test(cuda_matmul, large_against_cpu) {
+    TC_REQUIRE_GPU();
+    int64_t n = 1024;
+    float *cpu = malloc(n * n * sizeof *cpu), *gpu = malloc(n * n * sizeof *gpu);
+    braid_compile_options o = tc_options(), c = tc_options();
+    c.devices = "cpu";
+    c.num_threads = 0;
+    run_square(n, &c, false, cpu, 11);
+    run_square(n, &o, true, gpu, 11);
+    double big = 0, err = 0;
+    for (int64_t i = 0; i < n * n; i++) {
+        big = fmax(big, fabs((double)cpu[i]));
+        err = fmax(err, fabs((double)gpu[i] - cpu[i]));
+    }
+    cr_assert_lt(err, 1e-3 * big, "1024^3: max error %g (largest %g)", err, big);
+    free(cpu);
+    free(gpu);
+}

@@ -1,0 +1,195 @@
+/* tools/cli_dot.c — `braid dot`: a graph (or, with --plan, its compiled
+ * plan) as Graphviz DOT, or rendered to SVG / PNG by Graphviz's `dot`
+ * program. Files are written to a temporary name next to the output and
+ * renamed into place, so a failure never leaves half a file. */
+#define _POSIX_C_SOURCE 200809L
+
+#include "tools/cli.h"
+
+#include <errno.h>
+#include <spawn.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+
+/* What the output file name asks for. */
+typedef enum dot_format { DOT_TEXT, DOT_SVG, DOT_PNG } dot_format;
+
+/* The command line. */
+typedef struct dot_args {
+    const char *file;        /* the .graph file */
+    const char *out;         /* -o OUT, or NULL for stdout */
+    bool plan;               /* --plan */
+    cli_compile_flags flags; /* compile flags (only with --plan) */
+    dot_format format;       /* from OUT's extension */
+} dot_args;
+
+static bool ends_with(const char *s, const char *suffix) {
+    size_t n = strlen(s), k = strlen(suffix);
+    return n > k && strcmp(s + n - k, suffix) == 0;
+}
+
+static int parse(int argc, char **argv, dot_args *a) {
+    const cli_extra_option extra[] = {{"--plan", &a->plan, NULL},
+                                      {"-o", NULL, &a->out},
+                                      {"--output", NULL, &a->out}};
+    int rc =
+        cli_parse_command("dot", argc, argv, extra,
+                          sizeof extra / sizeof extra[0], &a->file, &a->flags);
+    if (rc != CLI_EXIT_OK) return rc;
+    if (a->flags.given && !a->plan)
+        return cli_usage_error("dot: compile options (--devices, "
+                               "--dump-after, --no-<pass>, --streams, "
+                               "--chunks) need --plan");
+    if (!a->out || ends_with(a->out, ".dot") || ends_with(a->out, ".gv"))
+        a->format = DOT_TEXT;
+    else if (ends_with(a->out, ".svg"))
+        a->format = DOT_SVG;
+    else if (ends_with(a->out, ".png"))
+        a->format = DOT_PNG;
+    else
+        return cli_usage_error("dot: cannot tell the format of '%s' (use "
+                               "a .dot, .gv, .svg or .png name)",
+                               a->out);
+    return CLI_EXIT_OK;
+}
+
+/* The path of Graphviz's `dot` program on $PATH (malloc'd), or NULL. */
+static char *find_dot(void) {
+    const char *path = getenv("PATH");
+    if (!path) path = "/usr/bin:/bin";
+    while (*path) {
+        const char *end = strchr(path, ':');
+        size_t len = end ? (size_t)(end - path) : strlen(path);
+        /* Empty entries (the current directory) are skipped on purpose: a
+         * stray ./dot should not run. */
+        char *cand = len ? malloc(len + 5) : NULL;
+        if (cand) {
+            memcpy(cand, path, len);
+            memcpy(cand + len, "/dot", 5);
+            struct stat st;
+            if (stat(cand, &st) == 0 && S_ISREG(st.st_mode) &&
+                access(cand, X_OK) == 0)
+                return cand;
+            free(cand);
+        }
+        if (!end) break;
+        path = end + 1;
+    }
+    return NULL;
+}
+
+/* A new empty file "<base>.XXXXXX" (name in *tmp, malloc'd), opened. */
+static FILE *open_temp(const char *base, char **tmp) {
+    size_t len = strlen(base) + 8;
+    *tmp = malloc(len);
+    if (!*tmp) return NULL;
+    snprintf(*tmp, len, "%s.XXXXXX", base);
+    int fd = mkstemp(*tmp);
+    /* mkstemp makes the file private; the output gets the usual mode. */
+    mode_t mask = umask(0);
+    umask(mask);
+    if (fd >= 0) fchmod(fd, 0666 & ~mask);
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+    if (!f) {
+        cli_fail("cannot create a temporary file next to %s: %s", base,
+                 strerror(errno));
+        if (fd >= 0) {
+            close(fd);
+            unlink(*tmp);
+        }
+        free(*tmp);
+        *tmp = NULL;
+    }
+    return f;
+}
+
+/* Writes the DOT text of the graph or plan to f. */
+static bool write_dot(const braid_graph *g, const braid_plan *p, FILE *f) {
+    braid_status s = p ? braid_plan_to_dot(p, f) : braid_graph_to_dot(g, f);
+    if (s != BRAID_OK) return cli_err("dot: %s", braid_last_error());
+    return true;
+}
+
+/* Runs `dot -T<fmt> -o out in`; true when it exits 0. */
+static bool render(const char *dot, dot_format format, const char *in,
+                   const char *out) {
+    const char *type = format == DOT_SVG ? "-Tsvg" : "-Tpng";
+    char *argv[] = {(char *)dot, (char *)type, (char *)"-o",
+                    (char *)out, (char *)in,   NULL};
+    pid_t pid;
+    int rc = posix_spawn(&pid, dot, NULL, NULL, argv, environ);
+    if (rc != 0) return cli_err("cannot run %s: %s", dot, strerror(rc));
+    int ws = 0;
+    while (waitpid(pid, &ws, 0) < 0)
+        if (errno != EINTR) return cli_err("waiting for %s failed", dot);
+    if (WIFEXITED(ws) && WEXITSTATUS(ws) == 0) return true;
+    if (WIFEXITED(ws))
+        return cli_err("%s failed (exit status %d) rendering %s", dot,
+                       WEXITSTATUS(ws), out);
+    return cli_err("%s was killed by signal %d rendering %s", dot, WTERMSIG(ws),
+                   out);
+}
+
+/* Writes the DOT to a temporary file, renders it when asked, renames the
+ * result to a->out. */
+static bool write_file(const dot_args *a, const char *dot, const braid_graph *g,
+                       const braid_plan *p) {
+    char *text = NULL, *image = NULL;
+    FILE *f = open_temp(a->out, &text);
+    bool ok = f && write_dot(g, p, f);
+    if (f && fclose(f) != 0 && ok)
+        ok = cli_err("writing %s failed: %s", text, strerror(errno));
+    const char *result = text;
+    if (ok && a->format != DOT_TEXT) {
+        FILE *img = open_temp(a->out, &image);
+        ok = img != NULL;
+        if (img) fclose(img);
+        ok = ok && render(dot, a->format, text, image);
+        result = image;
+    }
+    if (ok && rename(result, a->out) != 0)
+        ok = cli_err("cannot write %s: %s", a->out, strerror(errno));
+    if (text && (!ok || result != text)) unlink(text);
+    if (image && !ok) unlink(image);
+    free(text);
+    free(image);
+    return ok;
+}
+
+int cli_dot(int argc, char **argv) {
+    dot_args a = {0};
+    int rc = parse(argc, argv, &a);
+    if (rc < 0) cli_print_help(stdout);
+    if (rc != CLI_EXIT_OK) return rc < 0 ? CLI_EXIT_OK : rc;
+    if (a.out && cli_same_file(a.out, a.file))
+        return cli_fail("dot: refusing to overwrite the graph file %s with "
+                        "the output",
+                        a.file);
+    char *dot = NULL;
+    if (a.format != DOT_TEXT && !(dot = find_dot()))
+        return cli_fail("dot: cannot render %s: Graphviz's 'dot' program is "
+                        "not installed (not found on PATH); install Graphviz "
+                        "or write DOT text with -o FILE.dot",
+                        a.out);
+    braid_graph *g = NULL;
+    braid_plan *p = NULL;
+    if (a.plan)
+        p = cli_compile_file(a.file, &a.flags, &g);
+    else
+        g = cli_load_graph(a.file);
+    bool ok = p || (g && !a.plan);
+    if (ok && a.out) {
+        ok = write_file(&a, dot, g, p);
+    } else if (ok) {
+        ok = write_dot(g, p, stdout);
+    }
+    free(dot);
+    braid_plan_free(p);
+    braid_graph_free(g);
+    return ok ? CLI_EXIT_OK : CLI_EXIT_FAIL;
+}

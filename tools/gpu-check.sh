@@ -1,0 +1,204 @@
+#!/bin/bash
+# tools/gpu-check.sh — build braid and run every test, the GPU suites
+# included, on the GPU machine; prints a summary table last.
+#
+# Run from the repository root on the GPU machine (see ../shared/DEVICE.md):
+#
+#   here, once:   ../shared/tools/device-deps.sh        # makes .devdeps/
+#   there:        tools/gpu-check.sh                    # carry .devdeps
+#
+# e.g. with the device tool: run(command="tools/gpu-check.sh",
+# carry=[".devdeps"], timeout_s=600).
+#
+# Steps (each logged to a file under $OUT when set, else build-gpu/logs):
+#   1. environment: GPU (nvidia-smi), toolkit, compilers
+#   2. configure (BRAID_CUDA=ON: the toolkit must be found) and build with
+#      -j16 into build-gpu (warnings reported, not fatal: gcc 13 there)
+#   3. the whole ctest suite except the GPU suites (ctest -j16)
+#   4. the GPU suites tests/test_cuda_*, one binary at a time, each test in
+#      parallel (Criterion --jobs 16), with a time limit each
+#   5. compute-sanitizer memcheck over two small GPU suites (slow: last)
+# and finally a table: step/test, result, counts, seconds. The exit status
+# is 0 only when everything passed.
+#
+# Environment: GPU_CHECK_SKIP_CTEST=1 skips step 3, GPU_CHECK_SKIP_SANITIZER=1
+# step 5; GPU_CHECK_ONLY=<regex> runs only the GPU suites matching it;
+# GPU_CHECK_BUDGET=<seconds> (default 540) is the time after which the
+# remaining steps are skipped (rows say so), so the summary always prints
+# within one 10-minute device call.
+set -u
+START=$(date +%s)
+BUDGET=${GPU_CHECK_BUDGET:-540}
+left() { echo $((BUDGET - ($(date +%s) - START))); }
+cd "$(dirname "$0")/.." || exit 2
+ROOT=$PWD
+BUILD=$ROOT/build-gpu
+LOGS=${OUT:-$BUILD/logs}
+mkdir -p "$LOGS" "$BUILD"
+SUMMARY=$LOGS/summary.txt
+: >"$SUMMARY"
+export NCCL_NVLS_ENABLE=0
+
+# ---- environment ---------------------------------------------------------------
+D=$ROOT/.devdeps/usr
+if [ ! -d "$D" ]; then
+    echo "gpu-check: $ROOT/.devdeps is missing: run ../shared/tools/device-deps.sh" \
+         "on the build machine and carry .devdeps along" >&2
+    exit 2
+fi
+export LD_LIBRARY_PATH=$D/lib/x86_64-linux-gnu:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export PKG_CONFIG_PATH=$D/lib/x86_64-linux-gnu/pkgconfig
+export CMAKE_PREFIX_PATH=$D
+export PATH=/usr/local/cuda/bin:$PATH
+export CUDAToolkit_ROOT=/usr/local/cuda
+# a fresh kernel cache inside the build folder: the first compile of every
+# kernel is part of what is tested
+export XDG_CACHE_HOME=$BUILD/cache
+rm -rf "$XDG_CACHE_HOME"
+JOBS=16
+
+ROWS=() # "name<TAB>result<TAB>detail<TAB>seconds"
+row() { ROWS+=("$1"$'\t'"$2"$'\t'"$3"$'\t'"$4"); }
+now() { date +%s.%N; }
+secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
+
+{
+    echo "== gpu-check $(date -u '+%Y-%m-%d %H:%M:%S UTC') commit $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
+    nvidia-smi --query-gpu=name,driver_version,memory.total,pcie.link.gen.current,pcie.link.width.current --format=csv 2>&1
+    nvcc --version 2>&1 | tail -2
+    gcc --version | head -1
+    cmake --version | head -1
+    echo "cores: $(nproc)"
+} 2>&1 | tee "$LOGS/env.txt"
+
+# ---- configure and build --------------------------------------------------------------
+t0=$(now)
+GEN=()
+command -v ninja >/dev/null && GEN=(-G Ninja)
+{
+    cmake -S "$ROOT" -B "$BUILD" "${GEN[@]}" -DBRAID_CUDA=ON -DBRAID_WERROR=OFF \
+        -DCMAKE_BUILD_TYPE=RelWithDebInfo &&
+    cmake --build "$BUILD" -j "$JOBS"
+} >"$LOGS/build.log" 2>&1
+build_rc=$?
+t1=$(now)
+warnings=$(grep -c "warning:" "$LOGS/build.log")
+if [ $build_rc -ne 0 ]; then
+    row "build" "FAIL" "rc $build_rc, see build.log" "$(secs "$t0" "$t1")"
+    echo "gpu-check: build failed; last lines of build.log:"
+    tail -40 "$LOGS/build.log"
+else
+    row "build" "ok" "$warnings compiler warnings" "$(secs "$t0" "$t1")"
+    grep "braid: CUDA backend" "$LOGS/build.log"
+fi
+
+# ---- the whole suite but the GPU tests -------------------------------------------------
+all_ok=$build_rc
+if [ $build_rc -eq 0 ] && [ "${GPU_CHECK_SKIP_CTEST:-0}" != 1 ]; then
+    t0=$(now)
+    (cd "$BUILD" && timeout 200 ctest -j "$JOBS" -E '^test_cuda_' \
+        --output-on-failure --timeout 180) >"$LOGS/ctest.log" 2>&1
+    rc=$?
+    t1=$(now)
+    line=$(grep -E "tests passed|tests failed" "$LOGS/ctest.log" | tail -1)
+    failed=$(sed -n '/The following tests FAILED/,$p' "$LOGS/ctest.log" |
+             grep -oE 'test_[a-z_0-9]+|install_consumer' | sort -u | tr '\n' ' ')
+    row "ctest (all but test_cuda_*)" "$([ $rc -eq 0 ] && echo ok || echo FAIL)" \
+        "${line:-no summary}${failed:+; failed: $failed}" "$(secs "$t0" "$t1")"
+    [ $rc -ne 0 ] && all_ok=1
+fi
+
+# ---- GPU suites ---------------------------------------------------------------------------
+# Criterion prints "[====] Synthesis: Tested: T | Passing: P | Failing: F |
+# Crashing: C"; skipped tests are not counted there, so count [SKIP] lines.
+run_suite() { # name, timeout, extra command prefix...
+    local name=$1 limit=$2
+    shift 2
+    if [ "$(left)" -lt 20 ]; then
+        row "$name${*:+ ($(basename "$1"))}" "SKIP" "time budget spent" "0"
+        all_ok=1
+        return
+    fi
+    [ "$limit" -gt "$(left)" ] && limit=$(left)
+    local bin=$BUILD/tests/$name log=$LOGS/gpu-tests.log
+    echo "==================== $name $*" >>"$log"
+    local t0 t1 rc
+    t0=$(now)
+    timeout "$limit" "$@" "$bin" --jobs "$JOBS" --verbose >"$BUILD/$name.out" 2>&1
+    rc=$?
+    t1=$(now)
+    # failures and logs in full, passing tests as one line each
+    grep -vE '^\[(RUN |PASS)\]' "$BUILD/$name.out" >>"$log"
+    local syn skips result detail
+    syn=$(grep -oE 'Tested: [0-9]+ \| Passing: [0-9]+ \| Failing: [0-9]+ \| Crashing: [0-9]+' \
+          "$BUILD/$name.out" | tail -1)
+    skips=$(grep -c '^\[SKIP\]' "$BUILD/$name.out")
+    if [ $rc -eq 124 ]; then
+        result=TIMEOUT
+    elif [ $rc -ne 0 ]; then
+        result=FAIL
+    elif [ -n "$syn" ] && echo "$syn" | grep -q 'Tested: 0 '; then
+        result=SKIP
+    else
+        result=ok
+    fi
+    detail="${syn:-no synthesis (rc $rc)}"
+    [ "$skips" -gt 0 ] && detail="$detail | skipped $skips"
+    row "$name${*:+ ($(basename "$1"))}" "$result" "$detail" "$(secs "$t0" "$t1")"
+    [ "$result" = ok ] || all_ok=1
+}
+
+if [ $build_rc -eq 0 ]; then
+    : >"$LOGS/gpu-tests.log"
+    # most telling first, in case the time budget runs out
+    order="test_cuda_errors test_cuda_plan test_cuda_ops test_cuda_structural"
+    order="$order test_cuda_matmul test_cuda_copies test_cuda_graph"
+    order="$order test_cuda_dags test_cuda_perf"
+    for bin in "$BUILD"/tests/test_cuda_*; do
+        case " $order " in *" $(basename "$bin") "*) ;; *) order="$order $(basename "$bin")" ;; esac
+    done
+    for name in $order; do
+        [ -x "$BUILD/tests/$name" ] || continue
+        [ -n "${GPU_CHECK_ONLY:-}" ] && ! echo "$name" | grep -qE "$GPU_CHECK_ONLY" && continue
+        run_suite "$name" 480
+    done
+    # performance figures the suites logged (cr_log_info lines with "perf:")
+    grep -h '^\[----\] perf: ' "$BUILD"/test_cuda_*.out 2>/dev/null |
+        sed 's/^\[----\] //' >"$LOGS/perf.txt"
+    if [ "${GPU_CHECK_SKIP_SANITIZER:-0}" != 1 ] && command -v compute-sanitizer >/dev/null; then
+        for name in test_cuda_graph test_cuda_errors; do
+            [ -x "$BUILD/tests/$name" ] || continue
+            JOBS=4 run_suite "$name" 150 compute-sanitizer --tool memcheck \
+                --error-exitcode 3 --print-limit 20
+        done
+    fi
+fi
+
+# ---- summary ---------------------------------------------------------------------------------
+{
+    echo
+    echo "================================ gpu-check summary ================================"
+    head -3 "$LOGS/env.txt"
+    printf '%-46s %-8s %8s  %s\n' "step / test" "result" "seconds" "details"
+    printf '%-46s %-8s %8s  %s\n' "-----------" "------" "-------" "-------"
+    for r in "${ROWS[@]}"; do
+        IFS=$'\t' read -r name result detail t <<<"$r"
+        printf '%-46s %-8s %8s  %s\n' "$name" "$result" "$t" "$detail"
+    done
+    if [ -s "$LOGS/perf.txt" ]; then
+        echo
+        echo "performance (logged by the suites; compare ratios, not absolutes):"
+        sed 's/^/  /' "$LOGS/perf.txt"
+    fi
+    echo
+    echo "logs: $LOGS (env.txt build.log ctest.log gpu-tests.log perf.txt summary.txt)"
+    if [ $all_ok -eq 0 ]; then
+        echo "RESULT: ALL PASSED"
+    else
+        echo "RESULT: FAILURES (see the rows above; failing assertions are in gpu-tests.log)"
+        # the first failing assertions, so the table's reader sees why
+        grep -B1 -A3 -m 12 "Assertion Failed\|CRASH\|Timeout\|ERROR SUMMARY: [1-9]" \
+            "$LOGS/gpu-tests.log" 2>/dev/null | head -60
+    fi
+} | tee -a "$SUMMARY"
+exit $all_ok
