@@ -23,6 +23,9 @@ if [ ! -f "$build/CMakeCache.txt" ]; then
 fi
 cmake --build "$build" --target bench_elementwise_chain -j2 >/dev/null
 
+# Other work on the machine skews the figures (braid uses every core,
+# NumPy one): the load average before and after is printed with them.
+load_before=$(cut -d' ' -f1 /proc/loadavg 2>/dev/null || echo '?')
 echo "== braid (bench/elementwise_chain.c)"
 braid_out=$("$build/bench/elementwise_chain" "$@")
 echo "$braid_out"
@@ -37,8 +40,11 @@ unfused=$(kv "$braid_out" braid_unfused_ms)
 numpy=$(kv "$numpy_out" numpy_ms)
 n=$(kv "$braid_out" n)
 
+load_after=$(cut -d' ' -f1 /proc/loadavg 2>/dev/null || echo '?')
+
 echo
-echo "== elementwise chain, $n f32 elements, $(nproc) cores"
+echo "== elementwise chain, $n f32 elements, $(nproc) cores" \
+     "(load average $load_before before, $load_after after)"
 awk -v f="$fused" -v u="$unfused" -v p="$numpy" -v n="$n" 'BEGIN {
     gb = 16 * n / 1e9
     printf "| %-22s | %10s | %8s | %14s |\n", "implementation", "median ms", "GB/s", "speed vs NumPy"

@@ -37,10 +37,11 @@
 
 #define BC_MAGIC "BRKCUBIN"
 #define BC_HEADER 64
-#define BC_MEM_LIMIT ((size_t)128 << 20)     /* bytes the memory cache keeps */
-#define BC_FILE_LIMIT ((uint64_t)256 << 20)  /* larger files are corrupt */
+#define BC_MEM_LIMIT ((size_t)128 << 20)    /* bytes the memory cache keeps */
+#define BC_FILE_LIMIT ((uint64_t)256 << 20) /* larger files are corrupt */
 
-/* ---- hashing --------------------------------------------------------------- */
+/* ---- hashing ---------------------------------------------------------------
+ */
 
 static uint64_t rotl(uint64_t x, int r) {
     return (x << r) | (x >> (64 - r));
@@ -58,7 +59,8 @@ static uint64_t avalanche(uint64_t x) {
 
 static uint64_t read64(const unsigned char *p) {
     uint64_t v = 0;
-    for (int i = 7; i >= 0; i--) v = (v << 8) | p[i];
+    for (int i = 7; i >= 0; i--)
+        v = (v << 8) | p[i];
     return v;
 }
 
@@ -96,7 +98,8 @@ void bc_hash128(const void *data, size_t n, uint64_t seed, uint64_t out[2]) {
     out[1] = b;
 }
 
-/* ---- counters ---------------------------------------------------------------------- */
+/* ---- counters
+ * ---------------------------------------------------------------------- */
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static bc_stats stats;
@@ -132,7 +135,8 @@ double bc_now(void) {
     return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
-/* ---- binaries ------------------------------------------------------------------- */
+/* ---- binaries
+ * ------------------------------------------------------------------- */
 
 void bc_binary_free(bc_binary *b) {
     if (!b) return;
@@ -162,16 +166,17 @@ bool bc_binary_set(bc_binary *out, const void *cubin, size_t cubin_size,
     return true;
 }
 
-/* ---- memory cache ------------------------------------------------------------------ */
+/* ---- memory cache
+ * ------------------------------------------------------------------ */
 
 typedef struct mem_entry {
-    uint64_t key[2];  /* the key */
-    bc_binary bin;    /* an owned copy */
+    uint64_t key[2]; /* the key */
+    bc_binary bin;   /* an owned copy */
 } mem_entry;
 
-static mem_entry *mem;       /* entries, oldest first */
+static mem_entry *mem;        /* entries, oldest first */
 static size_t mem_n, mem_cap; /* used / allocated entries */
-static size_t mem_bytes;     /* cubin + ptx bytes held */
+static size_t mem_bytes;      /* cubin + ptx bytes held */
 
 static size_t entry_bytes(const bc_binary *b) {
     return b->cubin_size + b->ptx_size;
@@ -232,14 +237,16 @@ void bc_mem_store(const uint64_t key[2], const bc_binary *b) {
 
 void bc_cache_clear(void) {
     pthread_mutex_lock(&lock);
-    for (size_t i = 0; i < mem_n; i++) bc_binary_free(&mem[i].bin);
+    for (size_t i = 0; i < mem_n; i++)
+        bc_binary_free(&mem[i].bin);
     free(mem);
     mem = NULL;
     mem_n = mem_cap = mem_bytes = 0;
     pthread_mutex_unlock(&lock);
 }
 
-/* ---- disk cache ------------------------------------------------------------------- */
+/* ---- disk cache
+ * ------------------------------------------------------------------- */
 
 bool bc_cache_dir(char *buf, size_t size) {
     const char *env = getenv("BRAID_CACHE_DIR");
@@ -281,11 +288,13 @@ static void entry_path(char *buf, size_t size, const char *dir,
 }
 
 static void put64(unsigned char *p, uint64_t v) {
-    for (int i = 0; i < 8; i++) p[i] = (unsigned char)(v >> (8 * i));
+    for (int i = 0; i < 8; i++)
+        p[i] = (unsigned char)(v >> (8 * i));
 }
 
 static void put32(unsigned char *p, uint32_t v) {
-    for (int i = 0; i < 4; i++) p[i] = (unsigned char)(v >> (8 * i));
+    for (int i = 0; i < 4; i++)
+        p[i] = (unsigned char)(v >> (8 * i));
 }
 
 static uint32_t read32(const unsigned char *p) {
@@ -324,9 +333,9 @@ static unsigned char *read_file(const char *path, size_t *size) {
 static bool entry_valid(const unsigned char *buf, size_t size,
                         const uint64_t key[2], int sm) {
     if (size < BC_HEADER || memcmp(buf, BC_MAGIC, 8) != 0 ||
-        read32(buf + 8) != BC_CACHE_VERSION || read32(buf + 12) != (uint32_t)sm ||
-        read64(buf + 16) != key[0] || read64(buf + 24) != key[1] ||
-        read64(buf + 56) != hash64(buf, 56))
+        read32(buf + 8) != BC_CACHE_VERSION ||
+        read32(buf + 12) != (uint32_t)sm || read64(buf + 16) != key[0] ||
+        read64(buf + 24) != key[1] || read64(buf + 56) != hash64(buf, 56))
         return false;
     uint64_t cubin = read64(buf + 32), ptx = read64(buf + 40);
     if (cubin > size || ptx > size || BC_HEADER + cubin + ptx != size ||

@@ -50,9 +50,10 @@ typedef enum bc_node_class {
 /* The class of node id of p (BC_NODE_HOST for nodes not on a GPU). */
 bc_node_class bc_classify(const bp_plan *p, uint32_t node);
 
-/* ---- kernels -------------------------------------------------------------- */
+/* ---- kernels --------------------------------------------------------------
+ */
 
-#define BC_NAME_MAX 48   /* entry names ("k12", "k12_final"), NUL included */
+#define BC_NAME_MAX 48 /* entry names ("k12", "k12_final"), NUL included */
 #define BC_MAX_LAUNCHES 2
 
 /* What kind of kernel was generated (for dumps and profiles). */
@@ -82,29 +83,29 @@ typedef struct bc_launch {
 
 /* Everything the runtime needs to run one node's generated kernel. */
 typedef struct bc_kernel {
-    uint32_t node;            /* plan node id */
-    bc_kernel_kind kind;      /* what was generated */
-    uint32_t nlaunch;         /* launches in order: 0 (empty output, nothing
-                                 to do), 1 or 2 */
+    uint32_t node;       /* plan node id */
+    bc_kernel_kind kind; /* what was generated */
+    uint32_t nlaunch;    /* launches in order: 0 (empty output, nothing
+                            to do), 1 or 2 */
     bc_launch launch[BC_MAX_LAUNCHES]; /* the launches */
-    uint32_t nparams;         /* pointer parameters: 1 + ninputs (+ 1) */
-    bc_extra extra;           /* the last parameter's meaning */
-    uint64_t scratch_bytes;   /* SCRATCH: bytes needed (multiple of 256) */
-    braid_dtype mm_dtype;     /* MATMUL: dtype cuBLAS must produce */
-    uint64_t mm_bytes;        /* MATMUL: bytes of the matmul result */
-    bool mm_in_place;         /* MATMUL: cuBLAS may write straight into
-                                 `out` (same dtype) and pass out as extra */
-    uint32_t mm_instr;        /* MATMUL: index of the matmul instruction in
-                                 the program (its loads name a and b) */
+    uint32_t nparams;       /* pointer parameters: 1 + ninputs (+ 1) */
+    bc_extra extra;         /* the last parameter's meaning */
+    uint64_t scratch_bytes; /* SCRATCH: bytes needed (multiple of 256) */
+    braid_dtype mm_dtype;   /* MATMUL: dtype cuBLAS must produce */
+    uint64_t mm_bytes;      /* MATMUL: bytes of the matmul result */
+    bool mm_in_place;       /* MATMUL: cuBLAS may write straight into
+                               `out` (same dtype) and pass out as extra */
+    uint32_t mm_instr;      /* MATMUL: index of the matmul instruction in
+                               the program (its loads name a and b) */
 } bc_kernel;
 
 /* A generated module: CUDA C text and its kernels. */
 typedef struct bc_source {
-    char *text;          /* NUL-terminated CUDA C; owned */
-    size_t len;          /* strlen(text) */
-    bc_kernel *kernels;  /* sorted by node id; owned */
-    uint32_t nkernels;   /* entries in kernels */
-    bool uses_rng;       /* embeds graph/rng.c (random generators) */
+    char *text;         /* NUL-terminated CUDA C; owned */
+    size_t len;         /* strlen(text) */
+    bc_kernel *kernels; /* sorted by node id; owned */
+    uint32_t nkernels;  /* entries in kernels */
+    bool uses_rng;      /* embeds graph/rng.c (random generators) */
 } bc_source;
 
 /* Generates the kernel of one node (bc_classify says BC_NODE_KERNEL or
@@ -113,8 +114,7 @@ typedef struct bc_source {
  * BRAID_ERR_UNSUPPORTED (message naming the node) for what codegen cannot
  * do (e.g. > BC_MAX_PARAMS inputs), BRAID_ERR_OUT_OF_MEMORY. On failure
  * *out is zeroed. Free with bc_source_free. */
-braid_status bc_kernel_source(const bp_plan *p, uint32_t node,
-                              bc_source *out);
+braid_status bc_kernel_source(const bp_plan *p, uint32_t node, bc_source *out);
 
 /* Generates one module holding the kernels of every node of p that needs
  * one (every GPU of the plan: the module is arch-generic source). A plan
@@ -131,7 +131,8 @@ void bc_source_free(bc_source *s); /* NULL and zeroed are fine */
  * with room to spare). */
 #define BC_MAX_PARAMS 400
 
-/* ---- compilation ------------------------------------------------------------ */
+/* ---- compilation ------------------------------------------------------------
+ */
 
 /* A compiled module. */
 typedef struct bc_binary {

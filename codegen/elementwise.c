@@ -46,9 +46,10 @@ static void emit_vector_path(bc_buf *b, const bc_node *c,
     bc_buf_puts(b, ") {\n");
     for (uint32_t k = 0; k < c->n->ninputs; k++) {
         if (mode[k] != BC_OPERAND_VALUE) continue;
-        bc_buf_printf(b, "        %s a%u[%d];\n        bc_vload(a%u, in%u + base);\n",
-                      bc_stype(bc_input(c, k)->dtype), (unsigned)k, vec,
-                      (unsigned)k, (unsigned)k);
+        bc_buf_printf(
+            b, "        %s a%u[%d];\n        bc_vload(a%u, in%u + base);\n",
+            bc_stype(bc_input(c, k)->dtype), (unsigned)k, vec, (unsigned)k,
+            (unsigned)k);
         char e[24];
         snprintf(e, sizeof e, "a%u[j]", (unsigned)k);
         bc_buf tmp = {0};
@@ -60,11 +61,13 @@ static void emit_vector_path(bc_buf *b, const bc_node *c,
     }
     braid_dtype mmt = mm != BG_NONE ? pr->instr[mm].dtype : BRAID_F32;
     if (mm != BG_NONE)
-        bc_buf_printf(b, "        %s am[%d];\n        bc_vload(am, mm + base);\n",
+        bc_buf_printf(b,
+                      "        %s am[%d];\n        bc_vload(am, mm + base);\n",
                       bc_stype(mmt), vec);
-    bc_buf_printf(b, "        %s r[%d];\n#pragma unroll\n"
-                     "        for (int j = 0; j < %d; j++) {\n"
-                     "            const %s v = %s_e(",
+    bc_buf_printf(b,
+                  "        %s r[%d];\n#pragma unroll\n"
+                  "        for (int j = 0; j < %d; j++) {\n"
+                  "            const %s v = %s_e(",
                   bc_stype(c->n->dtype), vec, vec,
                   bc_ctype(pr->instr[pr->ninstr - 1].dtype), c->entry);
     char mmv[32] = "";
@@ -104,8 +107,9 @@ static void emit_scalar_path(bc_buf *b, const bc_node *c,
         snprintf(mmv, sizeof mmv, "%.31s", tmp.p ? tmp.p : "0");
         bc_buf_free(&tmp);
     }
-    bc_buf_printf(b, "    for (%s i = base; i < n && i < base + %d; i++) {\n"
-                     "        const %s v = %s_e(",
+    bc_buf_printf(b,
+                  "    for (%s i = base; i < n && i < base + %d; i++) {\n"
+                  "        const %s v = %s_e(",
                   c->idx, vec, bc_ctype(pr->instr[pr->ninstr - 1].dtype),
                   c->entry);
     bc_emit_expr_args(b, c, "i", mode, vals, mm, mmv);
@@ -131,17 +135,18 @@ static braid_status gen(const bc_node *c, bc_buf *b, bc_kernel *k,
     memset(vals, 0, sizeof vals);
     char fn[BC_NAME_MAX + 4];
     snprintf(fn, sizeof fn, "%s_e", c->entry);
-    bc_emit_expr_fn(b, c, fn, pr->ninstr - 1, mode, mm);
+    bc_emit_expr_fn(b, c, fn, pr->ninstr - 1, mode, mm, true);
     char extra[64] = "";
     if (mm != BG_NONE)
         snprintf(extra, sizeof extra, "const %s *mm",
                  bc_stype(pr->instr[mm].dtype));
     bc_emit_signature(b, c->plan, c->id, c->entry, BC_BLOCK,
                       mm != BG_NONE ? extra : NULL);
-    bc_buf_printf(b, "    const %s n = %lld;\n"
-                     "    const %s base = ((%s)blockIdx.x * %d + threadIdx.x) "
-                     "* %d;\n"
-                     "    if (base >= n) return;\n",
+    bc_buf_printf(b,
+                  "    const %s n = %lld;\n"
+                  "    const %s base = ((%s)blockIdx.x * %d + threadIdx.x) "
+                  "* %d;\n"
+                  "    if (base >= n) return;\n",
                   c->idx, (long long)c->numel, c->idx, c->idx, BC_BLOCK, vec);
     emit_vector_path(b, c, mode, vec, mm, vals, names);
     emit_scalar_path(b, c, mode, vec, mm, vals, names);

@@ -14,14 +14,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- op spellings ------------------------------------------------------------- */
+/* ---- op spellings
+ * ------------------------------------------------------------- */
 
 /* Templates: $0 $1 $2 are the operands. */
 typedef struct op_text {
-    braid_op op;      /* the op */
-    const char *f;    /* float version (f32, f16, bf16 computed in float) */
-    const char *d;    /* double version */
-    const char *i;    /* i32 version, NULL when i32 is not accepted */
+    braid_op op;   /* the op */
+    const char *f; /* float version (f32, f16, bf16 computed in float) */
+    const char *d; /* double version */
+    const char *i; /* i32 version, NULL when i32 is not accepted */
 } op_text;
 
 static const op_text op_texts[] = {
@@ -57,10 +58,8 @@ static const op_text op_texts[] = {
      "(int)((unsigned)$0 * (unsigned)$1)"},
     {BRAID_OP_DIV, "($0 / $1)", "($0 / $1)", "bc_divi($0, $1)"},
     {BRAID_OP_POW, "powf($0, $1)", "pow($0, $1)", NULL},
-    {BRAID_OP_MAX, "bc_maxf($0, $1)", "bc_maxd($0, $1)",
-     "($0 > $1 ? $0 : $1)"},
-    {BRAID_OP_MIN, "bc_minf($0, $1)", "bc_mind($0, $1)",
-     "($0 < $1 ? $0 : $1)"},
+    {BRAID_OP_MAX, "bc_maxf($0, $1)", "bc_maxd($0, $1)", "($0 > $1 ? $0 : $1)"},
+    {BRAID_OP_MIN, "bc_minf($0, $1)", "bc_mind($0, $1)", "($0 < $1 ? $0 : $1)"},
     {BRAID_OP_EQ, "($0 == $1)", "($0 == $1)", "($0 == $1)"},
     {BRAID_OP_NE, "($0 != $1)", "($0 != $1)", "($0 != $1)"},
     {BRAID_OP_LT, "($0 < $1)", "($0 < $1)", "($0 < $1)"},
@@ -94,7 +93,8 @@ static bool is_compare(braid_op op) {
 }
 
 /* cast: source dtype s to d, by bg_store's rules (f64 → f16 via f32). */
-static void emit_cast(bc_buf *b, braid_dtype s, braid_dtype d, uint32_t a) {
+static void emit_cast(bc_buf *b, braid_dtype s, braid_dtype d, uint32_t a,
+                      bool root) {
     if (s == d) {
         bc_buf_printf(b, "v%u", (unsigned)a);
         return;
@@ -107,10 +107,12 @@ static void emit_cast(bc_buf *b, braid_dtype s, braid_dtype d, uint32_t a) {
         bc_buf_printf(b, "(double)v%u", (unsigned)a);
         return;
     case BRAID_F16:
-        bc_buf_printf(b, "bc_rh((float)v%u)", (unsigned)a);
+        bc_buf_printf(b, root ? "(float)v%u" : "bc_rh((float)v%u)",
+                      (unsigned)a);
         return;
     case BRAID_BF16:
-        bc_buf_printf(b, "bc_rb((float)v%u)", (unsigned)a);
+        bc_buf_printf(b, root ? "(float)v%u" : "bc_rb((float)v%u)",
+                      (unsigned)a);
         return;
     case BRAID_I32:
         if (s == BRAID_BOOL)
@@ -124,13 +126,14 @@ static void emit_cast(bc_buf *b, braid_dtype s, braid_dtype d, uint32_t a) {
     }
 }
 
-/* The right-hand side of instruction i (an op). */
-static void emit_op(bc_buf *b, const bp_program *pr, uint32_t i) {
+/* The right-hand side of instruction i (an op). An f16/bf16 result is
+ * rounded to its dtype unless it is the root (the store rounds it). */
+static void emit_op(bc_buf *b, const bp_program *pr, uint32_t i, bool root) {
     const bp_instr *in = &pr->instr[i];
     braid_dtype s = pr->instr[in->arg[0]].dtype; /* operand dtype */
     if (in->op == BRAID_OP_WHERE) s = pr->instr[in->arg[1]].dtype;
     if (in->op == BRAID_OP_CAST) {
-        emit_cast(b, s, in->dtype, in->arg[0]);
+        emit_cast(b, s, in->dtype, in->arg[0], root);
         return;
     }
     const op_text *t = find_op(in->op);
@@ -138,18 +141,19 @@ static void emit_op(bc_buf *b, const bp_program *pr, uint32_t i) {
         bc_buf_puts(b, "0");
         return;
     }
-    const char *tmpl = s == BRAID_F64 ? t->d
+    const char *tmpl = s == BRAID_F64                        ? t->d
                        : (s == BRAID_I32 || s == BRAID_BOOL) ? t->i
                                                              : t->f;
     if (!tmpl) tmpl = t->f;
-    bool round = !is_compare(in->op) && in->op != BRAID_OP_WHERE &&
+    bool round = !root && !is_compare(in->op) && in->op != BRAID_OP_WHERE &&
                  (in->dtype == BRAID_F16 || in->dtype == BRAID_BF16);
     if (round) bc_buf_puts(b, in->dtype == BRAID_F16 ? "bc_rh(" : "bc_rb(");
     emit_template(b, tmpl, in->arg);
     if (round) bc_buf_puts(b, ")");
 }
 
-/* ---- liveness ------------------------------------------------------------------- */
+/* ---- liveness
+ * ------------------------------------------------------------------- */
 
 /* needed[i] for every instruction root depends on; the matmul instruction
  * is a leaf (its operands are cuBLAS's business). Caller frees. */
@@ -163,7 +167,8 @@ static bool *needed_instrs(const bp_program *pr, uint32_t root,
         const bp_instr *in = &pr->instr[i];
         if (in->op == BP_INSTR_LOAD || in->op == BP_INSTR_CONST) continue;
         int arity = bg_op(in->op)->arity;
-        for (int a = 0; a < arity && a < 3; a++) need[in->arg[a]] = true;
+        for (int a = 0; a < arity && a < 3; a++)
+            need[in->arg[a]] = true;
     }
     return need;
 }
@@ -171,7 +176,8 @@ static bool *needed_instrs(const bp_program *pr, uint32_t root,
 void bc_operands_used(const bc_node *c, uint32_t root, uint32_t mm_instr,
                       bc_operand *mode) {
     const bp_program *pr = c->prog;
-    for (uint32_t k = 0; k < c->n->ninputs; k++) mode[k] = BC_OPERAND_UNUSED;
+    for (uint32_t k = 0; k < c->n->ninputs; k++)
+        mode[k] = BC_OPERAND_UNUSED;
     bool *need = needed_instrs(pr, root, mm_instr);
     for (uint32_t i = 0; i <= root; i++) {
         const bp_instr *in = &pr->instr[i];
@@ -182,7 +188,8 @@ void bc_operands_used(const bc_node *c, uint32_t root, uint32_t mm_instr,
     free(need);
 }
 
-/* ---- the function --------------------------------------------------------------- */
+/* ---- the function
+ * --------------------------------------------------------------- */
 
 /* Writes the offset expression of load instruction `in` at index i. */
 static void emit_load(bc_buf *b, const bc_node *c, const bp_instr *in) {
@@ -215,9 +222,9 @@ static void emit_load(bc_buf *b, const bc_node *c, const bp_instr *in) {
     bc_buf_free(&e);
 }
 
-void bc_emit_expr_fn(bc_buf *b, const bc_node *c, const char *fn,
-                     uint32_t root, const bc_operand *mode,
-                     uint32_t mm_instr) {
+void bc_emit_expr_fn(bc_buf *b, const bc_node *c, const char *fn, uint32_t root,
+                     const bc_operand *mode, uint32_t mm_instr,
+                     bool root_stored) {
     const bp_program *pr = c->prog;
     bc_buf_printf(b, "static __device__ __forceinline__ %s %s(%s i",
                   bc_ctype(pr->instr[root].dtype), fn, c->idx);
@@ -251,7 +258,7 @@ void bc_emit_expr_fn(bc_buf *b, const bc_node *c, const char *fn,
         else if (in->op == BP_INSTR_LOAD)
             emit_load(b, c, in);
         else
-            emit_op(b, pr, i);
+            emit_op(b, pr, i, i == root && root_stored);
         bc_buf_puts(b, ";\n");
     }
     free(need);

@@ -63,12 +63,13 @@ static const char *idx_type(int64_t numel) {
  * keeps the module small and NVRTC fast. */
 static void emit_loop_head(bc_buf *b, const char *ix, int64_t numel,
                            bool unroll) {
-    bc_buf_printf(b, "    const %s n = %lld;\n"
-                     "    const %s first = (%s)blockIdx.x * %d + threadIdx.x;\n"
-                     "#pragma unroll %s\n"
-                     "    for (int j = 0; j < %d; j++) {\n"
-                     "        const %s i = first + (%s)j * %d;\n"
-                     "        if (i >= n) return;\n",
+    bc_buf_printf(b,
+                  "    const %s n = %lld;\n"
+                  "    const %s first = (%s)blockIdx.x * %d + threadIdx.x;\n"
+                  "#pragma unroll %s\n"
+                  "    for (int j = 0; j < %d; j++) {\n"
+                  "        const %s i = first + (%s)j * %d;\n"
+                  "        if (i >= n) return;\n",
                   ix, (long long)numel, ix, ix, BC_BLOCK * PER_THREAD,
                   unroll ? "" : "1", PER_THREAD, ix, ix, BC_BLOCK);
 }
@@ -82,7 +83,8 @@ static braid_status too_big(const bp_plan *p, uint32_t id, int64_t numel) {
                    (long long)numel);
 }
 
-/* ---- shape ops --------------------------------------------------------------------- */
+/* ---- shape ops
+ * --------------------------------------------------------------------- */
 
 /* Per output dim, the input's element stride, and the constant start. */
 static void gather_strides(const bg_node *n, const bg_node *x, int64_t *st,
@@ -95,7 +97,8 @@ static void gather_strides(const bg_node *n, const bg_node *x, int64_t *st,
     *start = 0;
     switch (n->op) {
     case BRAID_OP_PERMUTE:
-        for (int d = 0; d < n->rank; d++) st[d] = xs[n->attr.perm[d]];
+        for (int d = 0; d < n->rank; d++)
+            st[d] = xs[n->attr.perm[d]];
         return;
     case BRAID_OP_SLICE:
         for (int d = 0; d < n->rank; d++) {
@@ -121,10 +124,12 @@ static void emit_concat_body(bc_buf *b, const bp_plan *p, uint32_t id,
     const bg_node *n = bg_node_at(p->graph, id);
     int axis = n->attr.axis;
     int64_t inner = 1;
-    for (int d = axis + 1; d < n->rank; d++) inner *= n->dims[d];
+    for (int d = axis + 1; d < n->rank; d++)
+        inner *= n->dims[d];
     int64_t row = n->dims[axis] * inner, at = 0;
-    bc_buf_printf(b, "        const %s o = i / (%s)%lld, rem = i %% (%s)%lld;\n"
-                     "        (void)o;\n        ",
+    bc_buf_printf(b,
+                  "        const %s o = i / (%s)%lld, rem = i %% (%s)%lld;\n"
+                  "        (void)o;\n        ",
                   ix, ix, (long long)(row > 0 ? row : 1), ix,
                   (long long)(row > 0 ? row : 1));
     for (uint32_t k = 0; k < n->ninputs; k++) {
@@ -136,8 +141,9 @@ static void emit_concat_body(bc_buf *b, const bp_plan *p, uint32_t id,
             bc_buf_printf(b, "if (rem < (%s)%lld) {\n", ix,
                           (long long)(at + part));
             if (!in_place)
-                bc_buf_printf(b, "            out[i] = in%u[o * (%s)%lld + "
-                                 "(rem - (%s)%lld)];\n",
+                bc_buf_printf(b,
+                              "            out[i] = in%u[o * (%s)%lld + "
+                              "(rem - (%s)%lld)];\n",
                               (unsigned)k, ix, (long long)part, ix,
                               (long long)at);
             bc_buf_puts(b, "        } else ");
@@ -167,8 +173,7 @@ braid_status bc_gen_gather(const bp_plan *p, uint32_t id, bc_buf *b,
     if (n->op == BRAID_OP_CONCAT) {
         if (n->attr.axis < 0 || n->attr.axis >= n->rank)
             return bc_fail(p, id, BRAID_ERR_INTERNAL,
-                           "concat axis %d out of range",
-                           (int)n->attr.axis);
+                           "concat axis %d out of range", (int)n->attr.axis);
         emit_concat_body(b, p, id, ix);
     } else {
         const bg_node *x = bg_node_at(p->graph, n->inputs[0]);
@@ -186,7 +191,8 @@ braid_status bc_gen_gather(const bp_plan *p, uint32_t id, bc_buf *b,
     return BRAID_OK;
 }
 
-/* ---- generators -------------------------------------------------------------------- */
+/* ---- generators
+ * -------------------------------------------------------------------- */
 
 /* fill: the value stored once by bg_store, written VEC at a time. */
 static void emit_fill(bc_buf *b, const bg_node *n, const char *ix,
@@ -196,19 +202,20 @@ static void emit_fill(bc_buf *b, const bg_node *n, const char *ix,
     uint64_t bits = 0;
     memcpy(&bits, raw, braid_dtype_size(n->dtype));
     const char *st = bc_stype(n->dtype);
-    bc_buf_printf(b, "    const %s n = %lld;\n"
-                     "    const %s base = ((%s)blockIdx.x * %d + "
-                     "threadIdx.x) * %d;\n"
-                     "    if (base >= n) return;\n"
-                     "    %s v;\n    const bc_u64 bits = 0x%llxull;\n"
-                     "    memcpy(&v, &bits, sizeof v);\n"
-                     "    if (base + %d <= n && bc_al16(out)) {\n"
-                     "        %s r[%d];\n#pragma unroll\n"
-                     "        for (int j = 0; j < %d; j++) r[j] = v;\n"
-                     "        bc_vstore(out + base, r);\n"
-                     "        return;\n    }\n"
-                     "    for (%s i = base; i < n && i < base + %d; i++) "
-                     "out[i] = v;\n",
+    bc_buf_printf(b,
+                  "    const %s n = %lld;\n"
+                  "    const %s base = ((%s)blockIdx.x * %d + "
+                  "threadIdx.x) * %d;\n"
+                  "    if (base >= n) return;\n"
+                  "    %s v;\n    const bc_u64 bits = 0x%llxull;\n"
+                  "    memcpy(&v, &bits, sizeof v);\n"
+                  "    if (base + %d <= n && bc_al16(out)) {\n"
+                  "        %s r[%d];\n#pragma unroll\n"
+                  "        for (int j = 0; j < %d; j++) r[j] = v;\n"
+                  "        bc_vstore(out + base, r);\n"
+                  "        return;\n    }\n"
+                  "    for (%s i = base; i < n && i < base + %d; i++) "
+                  "out[i] = v;\n",
                   ix, (long long)numel, ix, ix, BC_BLOCK, vec, st,
                   (unsigned long long)bits, vec, st, vec, vec, ix, vec);
 }
@@ -217,12 +224,14 @@ static void emit_iota(bc_buf *b, const bg_node *n, const char *ix,
                       int64_t numel) {
     int64_t inner = 1, dim = 1;
     if (n->rank > 0) {
-        for (int d = n->attr.axis + 1; d < n->rank; d++) inner *= n->dims[d];
+        for (int d = n->attr.axis + 1; d < n->rank; d++)
+            inner *= n->dims[d];
         dim = n->dims[n->attr.axis];
     }
     emit_loop_head(b, ix, numel, true);
-    bc_buf_printf(b, "        const double v = (double)((i / (%s)%lld) %% "
-                     "(%s)%lld);\n        out[i] = ",
+    bc_buf_printf(b,
+                  "        const double v = (double)((i / (%s)%lld) %% "
+                  "(%s)%lld);\n        out[i] = ",
                   ix, (long long)inner, ix, (long long)(dim > 0 ? dim : 1));
     emit_store_double(b, n->dtype, "v");
     bc_buf_puts(b, ";\n    }\n");
@@ -234,9 +243,10 @@ static void emit_random(bc_buf *b, const bg_node *n, const char *ix,
     memcpy(&a, &n->attr.value[0], sizeof a);
     memcpy(&c, &n->attr.value[1], sizeof c);
     emit_loop_head(b, ix, numel, false);
-    bc_buf_printf(b, "        const double v = bc_%s(0x%llxull, "
-                     "(long long)i, __longlong_as_double(0x%016llxLL), "
-                     "__longlong_as_double(0x%016llxLL));\n        out[i] = ",
+    bc_buf_printf(b,
+                  "        const double v = bc_%s(0x%llxull, "
+                  "(long long)i, __longlong_as_double(0x%016llxLL), "
+                  "__longlong_as_double(0x%016llxLL));\n        out[i] = ",
                   n->op == BRAID_OP_RANDOM_UNIFORM ? "uniform" : "normal",
                   (unsigned long long)n->attr.seed, (unsigned long long)a,
                   (unsigned long long)c);

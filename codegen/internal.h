@@ -21,7 +21,8 @@
 /* Largest grid.x; larger work needs bigger per-thread strides. */
 #define BC_GRID_X_MAX 2147483647u
 
-/* ---- text ------------------------------------------------------------------ */
+/* ---- text ------------------------------------------------------------------
+ */
 
 /* A growable NUL-terminated string; `oom` is sticky. */
 typedef struct bc_buf {
@@ -36,7 +37,8 @@ void bc_buf_printf(bc_buf *b, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 void bc_buf_free(bc_buf *b);
 
-/* ---- types ------------------------------------------------------------------ */
+/* ---- types ------------------------------------------------------------------
+ */
 
 /* C type a value of dtype t is computed in: float (f32, f16, bf16), double,
  * int (i32, wrapping through unsigned), bool. */
@@ -53,39 +55,40 @@ void bc_emit_to_storage(bc_buf *b, braid_dtype t, const char *e);
 /* A literal of dtype t with value v (exact: bit patterns for floats). */
 void bc_emit_literal(bc_buf *b, braid_dtype t, double v);
 
-/* ---- the node being generated ------------------------------------------------ */
+/* ---- the node being generated
+ * ------------------------------------------------ */
 
 /* Instructions a single node becomes (loads of its inputs, one op). */
 #define BC_SINGLE_INSTR 4
 
 /* A node seen as a program. */
 typedef struct bc_node {
-    const bp_plan *plan;    /* the plan */
-    uint32_t id;            /* node id */
-    const bg_node *n;       /* the node */
-    const bp_program *prog; /* its program (fused) or `own` */
-    bp_program own;         /* a single node's program */
+    const bp_plan *plan;             /* the plan */
+    uint32_t id;                     /* node id */
+    const bg_node *n;                /* the node */
+    const bp_program *prog;          /* its program (fused) or `own` */
+    bp_program own;                  /* a single node's program */
     bp_instr instr[BC_SINGLE_INSTR]; /* own's instructions */
-    int64_t numel;          /* elements of the iteration space */
-    bool idx64;             /* index arithmetic needs 64 bits */
-    const char *idx;        /* "unsigned" or "unsigned long long" */
-    char entry[BC_NAME_MAX]; /* base entry name ("k12") */
+    int64_t numel;                   /* elements of the iteration space */
+    bool idx64;                      /* index arithmetic needs 64 bits */
+    const char *idx;                 /* "unsigned" or "unsigned long long" */
+    char entry[BC_NAME_MAX];         /* base entry name ("k12") */
 } bc_node;
 
 /* Fills *c for node id (a program kind of node: fused, elementwise,
  * broadcast, reduce). BRAID_ERR_UNSUPPORTED with a message otherwise. */
 braid_status bc_node_init(bc_node *c, const bp_plan *p, uint32_t id);
-/* The dims (rank, dims) of input k of the node. */
+/* The graph node of the node's input k. */
 const bg_node *bc_input(const bc_node *c, uint32_t k);
 /* "%12 (fused)" style description for messages and markers. */
-const char *bc_node_desc(const bp_plan *p, uint32_t id, char *buf,
-                         size_t size);
+const char *bc_node_desc(const bp_plan *p, uint32_t id, char *buf, size_t size);
 /* Formats an error naming the node and returns s. */
 braid_status bc_fail(const bp_plan *p, uint32_t id, braid_status s,
                      const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
-/* ---- index arithmetic --------------------------------------------------------- */
+/* ---- index arithmetic
+ * --------------------------------------------------------- */
 
 /* One term of an input offset: ((i / div) % mod) * stride, where mod 0
  * means "no modulo" (outermost term). */
@@ -109,7 +112,8 @@ void bc_broadcast_strides(int rank, const int64_t *dims, int irank,
 void bc_emit_terms(bc_buf *b, const bc_term *t, int n, const char *ix,
                    const char *idx_type);
 
-/* ---- expressions ----------------------------------------------------------------- */
+/* ---- expressions
+ * ----------------------------------------------------------------- */
 
 /* How the expression function receives input k. */
 typedef enum bc_operand {
@@ -124,10 +128,12 @@ typedef enum bc_operand {
  * program's iteration space. Parameters, in input order: `<ctype> f<k>`
  * for VALUE operands, `const <stype> *in<k>` for POINTER ones; then
  * `<ctype> fmm` when mm_instr != BG_NONE (that instruction's value is the
- * parameter: a matmul result). */
-void bc_emit_expr_fn(bc_buf *b, const bc_node *c, const char *fn,
-                     uint32_t root, const bc_operand *mode,
-                     uint32_t mm_instr);
+ * parameter: a matmul result). root_stored: the caller stores the result
+ * as root's dtype, which rounds an f16/bf16 root (so it is not rounded
+ * twice); otherwise the result is rounded like every instruction. */
+void bc_emit_expr_fn(bc_buf *b, const bc_node *c, const char *fn, uint32_t root,
+                     const bc_operand *mode, uint32_t mm_instr,
+                     bool root_stored);
 /* Writes the argument list matching bc_emit_expr_fn's parameters:
  * "i" then per used operand its value expression (values[k]) or "in<k>",
  * then "mm" when mm_instr != BG_NONE. */
@@ -139,7 +145,8 @@ void bc_emit_expr_args(bc_buf *b, const bc_node *c, const char *ix,
 void bc_operands_used(const bc_node *c, uint32_t root, uint32_t mm_instr,
                       bc_operand *mode);
 
-/* ---- emitters (one per kernel family) --------------------------------------------- */
+/* ---- emitters (one per kernel family)
+ * --------------------------------------------- */
 
 /* Each appends its kernel's text, named BC_ENTRY (no marker line), to b
  * and fills k's launches. */

@@ -58,8 +58,8 @@ int bc_nvrtc_version(void) {
 
 /* "--gpu-architecture=sm_90", or compute_<newest> when NVRTC does not
  * know sm; false (with a message) when sm is older than NVRTC supports. */
-static bool arch_option(int sm, char *buf, size_t size, bool *real,
-                        char *why, size_t whysize) {
+static bool arch_option(int sm, char *buf, size_t size, bool *real, char *why,
+                        size_t whysize) {
     int n = 0;
     int archs[128];
     *real = false;
@@ -108,7 +108,8 @@ static bool make_key(const char *source, const char *arch, uint64_t key[2]) {
     return true;
 }
 
-/* ---- compile errors ------------------------------------------------------------ */
+/* ---- compile errors
+ * ------------------------------------------------------------ */
 
 /* The first "<name>(<line>): ...error..." line of log: its line number and
  * the text after "): ". */
@@ -121,9 +122,10 @@ static bool first_error(const char *log, const char *name, long *line,
         if (len > nl + 3 && strncmp(s, name, nl) == 0 && s[nl] == '(') {
             char *end = NULL;
             long l = strtol(s + nl + 1, &end, 10);
-            const char *t = end && end[0] == ')' && end[1] == ':' ? end + 2
-                                                                  : NULL;
-            while (t && *t == ' ') t++;
+            const char *t =
+                end && end[0] == ')' && end[1] == ':' ? end + 2 : NULL;
+            while (t && *t == ' ')
+                t++;
             if (t && t < s + len && strstr(t, "error") &&
                 (size_t)(strstr(t, "error") - s) < len) {
                 *line = l;
@@ -140,8 +142,7 @@ static bool first_error(const char *log, const char *name, long *line,
 /* Line `line` (1-based) of source and the last "// @braid node " marker
  * at or above it. */
 static void find_line(const char *source, long line, const char **code,
-                      size_t *codelen, const char **marker,
-                      size_t *markerlen) {
+                      size_t *codelen, const char **marker, size_t *markerlen) {
     static const char tag[] = "// @braid node ";
     *code = *marker = NULL;
     *codelen = *markerlen = 0;
@@ -162,8 +163,7 @@ static void find_line(const char *source, long line, const char **code,
 }
 
 static braid_status compile_error(const char *source, const char *name,
-                                  const char *log, char *err,
-                                  size_t errsize) {
+                                  const char *log, char *err, size_t errsize) {
     size_t cap = strlen(log) + 2048;
     char *msg = malloc(cap);
     if (!msg)
@@ -176,8 +176,8 @@ static braid_status compile_error(const char *source, const char *name,
     if (first_error(log, name, &line, &text, &textlen)) {
         find_line(source, line, &code, &codelen, &marker, &markerlen);
         if (marker)
-            n = snprintf(msg, cap, "node %.*s: ", (int)(markerlen < 200 ? markerlen : 200),
-                         marker);
+            n = snprintf(msg, cap, "node %.*s: ",
+                         (int)(markerlen < 200 ? markerlen : 200), marker);
         n += snprintf(msg + n, cap - (size_t)n, "%s:%ld: %.*s\n", name, line,
                       (int)(textlen < 400 ? textlen : 400), text);
         if (code)
@@ -202,7 +202,8 @@ static braid_status nvrtc_fail(nvrtcResult r, const char *what, char *err,
                   err, errsize, msg);
 }
 
-/* ---- compiling ------------------------------------------------------------------- */
+/* ---- compiling
+ * ------------------------------------------------------------------- */
 
 /* Takes CUBIN (when real) and PTX out of a compiled program. */
 static braid_status take_outputs(nvrtcProgram prog, bool real, int sm,
@@ -211,7 +212,8 @@ static braid_status take_outputs(nvrtcProgram prog, bool real, int sm,
     nvrtcResult r = NVRTC_SUCCESS;
     if (real) r = nvrtcGetCUBINSize(prog, &cubin_size);
     if (r == NVRTC_SUCCESS) r = nvrtcGetPTXSize(prog, &ptx_size);
-    if (r != NVRTC_SUCCESS) return nvrtc_fail(r, "reading results", err, errsize);
+    if (r != NVRTC_SUCCESS)
+        return nvrtc_fail(r, "reading results", err, errsize);
     char *cubin = malloc(cubin_size ? cubin_size : 1);
     char *ptx = malloc(ptx_size + 1);
     if (!cubin || !ptx) {
@@ -245,7 +247,8 @@ static braid_status run_nvrtc(const char *source, const char *name,
     if (r != NVRTC_SUCCESS)
         return nvrtc_fail(r, "creating the program", err, errsize);
     const char *opts[NFIXED + 1];
-    for (size_t i = 0; i < NFIXED; i++) opts[i] = fixed_options[i];
+    for (size_t i = 0; i < NFIXED; i++)
+        opts[i] = fixed_options[i];
     opts[NFIXED] = arch;
     r = nvrtcCompileProgram(prog, (int)NFIXED + 1, opts);
     braid_status s = BRAID_OK;

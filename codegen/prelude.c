@@ -2,8 +2,10 @@
  * random generators' source.
  *
  * Modules include no headers at all: f16/bf16 conversions are one PTX
- * instruction each (plus a NaN case matching graph/dtype.c bit for bit),
- * and the vector types NVRTC predefines are enough. So a module compiles
+ * instruction each (round to nearest even, the same bits as graph/dtype.c
+ * for every number; NaNs stay NaN, though their payload bits may differ,
+ * as those of computed NaNs differ between any two libms anyway), and the
+ * vector types NVRTC predefines are enough. So a module compiles
  * with nothing but libnvrtc (no toolkit headers or include paths at run
  * time), and the source alone, stored in a plan file, rebuilds it.
  *
@@ -21,21 +23,14 @@ static const char prelude[] =
     "// braid generated module (codegen/): do not edit\n"
     "typedef unsigned long long bc_u64;\n"
     "\n"
-    "// f16 / bf16 <-> f32, round to nearest even; NaNs as graph/dtype.c\n"
+    "// f16 / bf16 <-> f32, round to nearest even (as graph/dtype.c; a NaN\n"
+    "// stays a NaN, its payload bits are the hardware's)\n"
     "static __device__ __forceinline__ float bc_h2f(unsigned short h) {\n"
-    "    if ((h & 0x7c00u) == 0x7c00u && (h & 0x3ffu))\n"
-    "        return __uint_as_float(((unsigned)(h & 0x8000u) << 16) |\n"
-    "                               0x7f800000u | ((unsigned)(h & 0x3ffu) << "
-    "13));\n"
     "    float f;\n"
     "    asm(\"cvt.f32.f16 %0, %1;\" : \"=f\"(f) : \"h\"(h));\n"
     "    return f;\n"
     "}\n"
     "static __device__ __forceinline__ unsigned short bc_f2h(float f) {\n"
-    "    unsigned x = __float_as_uint(f);\n"
-    "    if ((x & 0x7fffffffu) > 0x7f800000u)\n"
-    "        return (unsigned short)(((x >> 16) & 0x8000u) | 0x7e00u |\n"
-    "                                ((x >> 13) & 0x3ffu));\n"
     "    unsigned short h;\n"
     "    asm(\"cvt.rn.f16.f32 %0, %1;\" : \"=h\"(h) : \"f\"(f));\n"
     "    return h;\n"
@@ -44,14 +39,14 @@ static const char prelude[] =
     "    return __uint_as_float((unsigned)h << 16);\n"
     "}\n"
     "static __device__ __forceinline__ unsigned short bc_f2b(float f) {\n"
-    "    unsigned x = __float_as_uint(f);\n"
-    "    if ((x & 0x7fffffffu) > 0x7f800000u)\n"
-    "        return (unsigned short)((x >> 16) | 0x40u);\n"
     "#if __CUDA_ARCH__ >= 800\n"
     "    unsigned short h;\n"
     "    asm(\"cvt.rn.bf16.f32 %0, %1;\" : \"=h\"(h) : \"f\"(f));\n"
     "    return h;\n"
     "#else\n"
+    "    unsigned x = __float_as_uint(f);\n"
+    "    if ((x & 0x7fffffffu) > 0x7f800000u)\n"
+    "        return (unsigned short)((x >> 16) | 0x40u);\n"
     "    x += 0x7fffu + ((x >> 16) & 1u);\n"
     "    return (unsigned short)(x >> 16);\n"
     "#endif\n"
@@ -190,7 +185,8 @@ void bc_emit_rng(bc_buf *b) {
         const char *e = strchr(s, '\n');
         size_t n = e ? (size_t)(e - s) + 1 : strlen(s);
         const char *t = s;
-        while (t < s + n && (*t == ' ' || *t == '\t')) t++;
+        while (t < s + n && (*t == ' ' || *t == '\t'))
+            t++;
         if (strncmp(t, "#include", 8) == 0) bc_buf_puts(b, "// ");
         char line[512];
         while (n > 0) { /* lines longer than the buffer go in pieces */

@@ -32,19 +32,19 @@
 typedef enum red_strategy { RED_THREAD, RED_WARP, RED_BLOCK } red_strategy;
 
 typedef struct red_plan {
-    int64_t O, R;                 /* outputs, reduced elements per output */
-    int nk, nr;                   /* kept / reduced groups, outer to inner */
+    int64_t O, R; /* outputs, reduced elements per output */
+    int nk, nr;   /* kept / reduced groups, outer to inner */
     int64_t kd[BRAID_MAX_RANK], ks[BRAID_MAX_RANK]; /* kept dims, strides */
     int64_t rd[BRAID_MAX_RANK], rs[BRAID_MAX_RANK]; /* reduced dims, strides */
-    bool inner_reduced;           /* the innermost group is reduced */
-    red_strategy how;             /* see above */
-    int bx, by;                   /* thread: block shape (outputs × slices) */
-    int threads;                  /* block: threads per output */
-    int64_t split;                /* slices of r over blocks (1: none) */
-    int64_t chunk;                /* r per slice */
-    braid_op op;                  /* the reduction */
-    braid_dtype in_t, out_t;      /* operand and output dtypes */
-    const char *acc;              /* accumulator C type */
+    bool inner_reduced;      /* the innermost group is reduced */
+    red_strategy how;        /* see above */
+    int bx, by;              /* thread: block shape (outputs × slices) */
+    int threads;             /* block: threads per output */
+    int64_t split;           /* slices of r over blocks (1: none) */
+    int64_t chunk;           /* r per slice */
+    braid_op op;             /* the reduction */
+    braid_dtype in_t, out_t; /* operand and output dtypes */
+    const char *acc;         /* accumulator C type */
 } red_plan;
 
 static void analyze(const bp_program *pr, red_plan *r) {
@@ -95,8 +95,7 @@ static void choose(red_plan *r) {
             r->bx = BC_BLOCK / 8;
         }
         int64_t blocks = bc_cdiv(r->O, r->bx);
-        if (!r->inner_reduced && r->R >= 4096 &&
-            blocks < RED_TARGET_BLOCKS / 2)
+        if (!r->inner_reduced && r->R >= 4096 && blocks < RED_TARGET_BLOCKS / 2)
             r->split = clamp64(bc_cdiv(RED_TARGET_BLOCKS, blocks), 1,
                                clamp64(r->R / (16 * r->by), 1, RED_MAX_SPLIT));
     } else if (r->R <= 2048) {
@@ -105,16 +104,15 @@ static void choose(red_plan *r) {
         r->how = RED_BLOCK;
         r->threads = r->R > 8192 ? 512 : 256;
         if (r->O < RED_TARGET_BLOCKS / 2 && r->R >= 16384)
-            r->split = clamp64(bc_cdiv(RED_TARGET_BLOCKS, r->O), 1,
-                               clamp64(r->R / (16 * r->threads), 1,
-                                       RED_MAX_SPLIT));
+            r->split =
+                clamp64(bc_cdiv(RED_TARGET_BLOCKS, r->O), 1,
+                        clamp64(r->R / (16 * r->threads), 1, RED_MAX_SPLIT));
     }
     r->chunk = bc_cdiv(r->R, r->split);
 }
 
 /* Terms of a group decode: flat index over the groups' dims → offset. */
-static int group_terms(int n, const int64_t *d, const int64_t *s,
-                       bc_term *t) {
+static int group_terms(int n, const int64_t *d, const int64_t *s, bc_term *t) {
     int64_t div = 1;
     int nt = 0;
     for (int g = n - 1; g >= 0; g--) {
@@ -125,7 +123,8 @@ static int group_terms(int n, const int64_t *d, const int64_t *s,
     return nt;
 }
 
-/* ---- helper functions ----------------------------------------------------------- */
+/* ---- helper functions
+ * ----------------------------------------------------------- */
 
 static bool is_sum(braid_op op) {
     return op == BRAID_OP_SUM || op == BRAID_OP_MEAN;
@@ -157,8 +156,9 @@ static void emit_identity(bc_buf *b, const red_plan *r) {
  * shuffle tree, named <entry>_c, _i, _f, _w. */
 static void emit_helpers(bc_buf *b, const char *e, const red_plan *r) {
     const char *a = r->acc;
-    bc_buf_printf(b, "static __device__ __forceinline__ %s %s_c(%s x, %s y) "
-                     "{\n    return ",
+    bc_buf_printf(b,
+                  "static __device__ __forceinline__ %s %s_c(%s x, %s y) "
+                  "{\n    return ",
                   a, e, a, a);
     if (is_sum(r->op))
         bc_buf_puts(b, "x + y");
@@ -168,12 +168,14 @@ static void emit_helpers(bc_buf *b, const char *e, const red_plan *r) {
                       r->in_t == BRAID_F64   ? 'd'
                       : r->in_t == BRAID_I32 ? 'i'
                                              : 'f');
-    bc_buf_printf(b, ";\n}\nstatic __device__ __forceinline__ %s %s_i() {\n"
-                     "    return ",
+    bc_buf_printf(b,
+                  ";\n}\nstatic __device__ __forceinline__ %s %s_i() {\n"
+                  "    return ",
                   a, e);
     emit_identity(b, r);
-    bc_buf_printf(b, ";\n}\nstatic __device__ __forceinline__ %s %s_f(%s x) "
-                     "{\n",
+    bc_buf_printf(b,
+                  ";\n}\nstatic __device__ __forceinline__ %s %s_f(%s x) "
+                  "{\n",
                   bc_stype(r->out_t), e, a);
     if (r->op == BRAID_OP_MEAN && r->R == 0)
         bc_buf_printf(b, "    (void)x;\n    const %s v = %s;\n", a,
@@ -189,11 +191,12 @@ static void emit_helpers(bc_buf *b, const char *e, const red_plan *r) {
         bc_buf_printf(b, "    const %s v = x;\n", a);
     bc_buf_puts(b, "    return ");
     bc_emit_to_storage(b, r->out_t, "v");
-    bc_buf_printf(b, ";\n}\nstatic __device__ __forceinline__ %s %s_w(%s x) "
-                     "{\n#pragma unroll\n"
-                     "    for (int o = 16; o > 0; o >>= 1)\n"
-                     "        x = %s_c(x, __shfl_xor_sync(0xffffffffu, x, "
-                     "o));\n    return x;\n}\n\n",
+    bc_buf_printf(b,
+                  ";\n}\nstatic __device__ __forceinline__ %s %s_w(%s x) "
+                  "{\n#pragma unroll\n"
+                  "    for (int o = 16; o > 0; o >>= 1)\n"
+                  "        x = %s_c(x, __shfl_xor_sync(0xffffffffu, x, "
+                  "o));\n    return x;\n}\n\n",
                   a, e, a, e);
 }
 
@@ -226,8 +229,9 @@ static void emit_kbase(bc_buf *b, const bc_node *c, const red_plan *r,
 static void emit_range(bc_buf *b, const bc_node *c, const red_plan *r,
                        const char *slice) {
     if (r->split > 1)
-        bc_buf_printf(b, "    const %s r0 = (%s)%s * %lld;\n"
-                         "    const %s r1 = r0 + %lld < R ? r0 + %lld : R;\n",
+        bc_buf_printf(b,
+                      "    const %s r0 = (%s)%s * %lld;\n"
+                      "    const %s r1 = r0 + %lld < R ? r0 + %lld : R;\n",
                       c->idx, c->idx, slice, (long long)r->chunk, c->idx,
                       (long long)r->chunk, (long long)r->chunk);
     else
@@ -244,7 +248,8 @@ static void emit_result(bc_buf *b, const bc_node *c, const red_plan *r,
         bc_buf_printf(b, "%sout[o] = %s_f(acc);\n", indent, c->entry);
 }
 
-/* ---- kernels -------------------------------------------------------------------- */
+/* ---- kernels
+ * -------------------------------------------------------------------- */
 
 static void emit_head(bc_buf *b, const bc_node *c, const red_plan *r,
                       const char *entry, unsigned threads) {
@@ -252,8 +257,8 @@ static void emit_head(bc_buf *b, const bc_node *c, const red_plan *r,
     snprintf(extra, sizeof extra, "%s *part", r->acc);
     bc_emit_signature(b, c->plan, c->id, entry, threads,
                       r->split > 1 ? extra : NULL);
-    bc_buf_printf(b, "    const %s O = %lld, R = %lld;\n    (void)R;\n",
-                  c->idx, (long long)r->O, (long long)r->R);
+    bc_buf_printf(b, "    const %s O = %lld, R = %lld;\n    (void)R;\n", c->idx,
+                  (long long)r->O, (long long)r->R);
 }
 
 static void emit_thread(bc_buf *b, const bc_node *c, const red_plan *r,
@@ -270,12 +275,13 @@ static void emit_thread(bc_buf *b, const bc_node *c, const red_plan *r,
     emit_accumulate(b, c, r, mode, "            ");
     bc_buf_puts(b, "    }\n");
     if (r->by > 1)
-        bc_buf_printf(b, "    __shared__ %s sh[%d][%d];\n"
-                         "    sh[threadIdx.y][threadIdx.x] = acc;\n"
-                         "    __syncthreads();\n"
-                         "    if (threadIdx.y != 0) return;\n"
-                         "    for (int y = 1; y < %d; y++)\n"
-                         "        acc = %s_c(acc, sh[y][threadIdx.x]);\n",
+        bc_buf_printf(b,
+                      "    __shared__ %s sh[%d][%d];\n"
+                      "    sh[threadIdx.y][threadIdx.x] = acc;\n"
+                      "    __syncthreads();\n"
+                      "    if (threadIdx.y != 0) return;\n"
+                      "    for (int y = 1; y < %d; y++)\n"
+                      "        acc = %s_c(acc, sh[y][threadIdx.x]);\n",
                       r->acc, r->by, r->bx, r->by, c->entry);
     bc_buf_puts(b, "    if (o >= O) return;\n");
     emit_result(b, c, r, "blockIdx.y", "    ");
@@ -285,14 +291,16 @@ static void emit_thread(bc_buf *b, const bc_node *c, const red_plan *r,
 static void emit_warp(bc_buf *b, const bc_node *c, const red_plan *r,
                       const bc_operand *mode) {
     emit_head(b, c, r, c->entry, BC_BLOCK);
-    bc_buf_printf(b, "    const %s o = (%s)blockIdx.x * %d + (threadIdx.x >> "
-                     "5);\n"
-                     "    const unsigned lane = threadIdx.x & 31u;\n"
-                     "    if (o >= O) return;\n",
+    bc_buf_printf(b,
+                  "    const %s o = (%s)blockIdx.x * %d + (threadIdx.x >> "
+                  "5);\n"
+                  "    const unsigned lane = threadIdx.x & 31u;\n"
+                  "    if (o >= O) return;\n",
                   c->idx, c->idx, BC_BLOCK / 32);
     emit_kbase(b, c, r, "    ");
-    bc_buf_printf(b, "    %s acc = %s_i();\n"
-                     "    for (%s r = lane; r < R; r += 32)\n",
+    bc_buf_printf(b,
+                  "    %s acc = %s_i();\n"
+                  "    for (%s r = lane; r < R; r += 32)\n",
                   r->acc, c->entry, c->idx);
     emit_accumulate(b, c, r, mode, "        ");
     bc_buf_printf(b, "    acc = %s_w(acc);\n    if (lane != 0) return;\n",
@@ -308,20 +316,22 @@ static void emit_block(bc_buf *b, const bc_node *c, const red_plan *r,
                   r->split > 1 ? "blockIdx.y" : "blockIdx.x");
     emit_range(b, c, r, "blockIdx.x");
     emit_kbase(b, c, r, "    ");
-    bc_buf_printf(b, "    %s acc = %s_i();\n"
-                     "    for (%s r = r0 + threadIdx.x; r < r1; r += %d)\n",
+    bc_buf_printf(b,
+                  "    %s acc = %s_i();\n"
+                  "    for (%s r = r0 + threadIdx.x; r < r1; r += %d)\n",
                   r->acc, c->entry, c->idx, r->threads);
     emit_accumulate(b, c, r, mode, "        ");
-    bc_buf_printf(b, "    acc = %s_w(acc);\n"
-                     "    __shared__ %s sh[32];\n"
-                     "    const unsigned lane = threadIdx.x & 31u, "
-                     "w = threadIdx.x >> 5;\n"
-                     "    if (lane == 0) sh[w] = acc;\n"
-                     "    __syncthreads();\n"
-                     "    if (w != 0) return;\n"
-                     "    acc = lane < %d ? sh[lane] : %s_i();\n"
-                     "    acc = %s_w(acc);\n"
-                     "    if (lane != 0) return;\n",
+    bc_buf_printf(b,
+                  "    acc = %s_w(acc);\n"
+                  "    __shared__ %s sh[32];\n"
+                  "    const unsigned lane = threadIdx.x & 31u, "
+                  "w = threadIdx.x >> 5;\n"
+                  "    if (lane == 0) sh[w] = acc;\n"
+                  "    __syncthreads();\n"
+                  "    if (w != 0) return;\n"
+                  "    acc = lane < %d ? sh[lane] : %s_i();\n"
+                  "    acc = %s_w(acc);\n"
+                  "    if (lane != 0) return;\n",
                   c->entry, r->acc, r->threads / 32, c->entry, c->entry);
     emit_result(b, c, r, "blockIdx.x", "    ");
     bc_buf_puts(b, "}\n\n");
@@ -331,18 +341,19 @@ static void emit_block(bc_buf *b, const bc_node *c, const red_plan *r,
 static void emit_final(bc_buf *b, const bc_node *c, const red_plan *r,
                        const char *entry) {
     emit_head(b, c, r, entry, BC_BLOCK);
-    bc_buf_printf(b, "    const %s o = (%s)blockIdx.x * %d + threadIdx.x;\n"
-                     "    if (o >= O) return;\n"
-                     "    %s acc = %s_i();\n"
-                     "    for (%s s = 0; s < %lld; s++)\n"
-                     "        acc = %s_c(acc, part[s * O + o]);\n"
-                     "    out[o] = %s_f(acc);\n}\n\n",
+    bc_buf_printf(b,
+                  "    const %s o = (%s)blockIdx.x * %d + threadIdx.x;\n"
+                  "    if (o >= O) return;\n"
+                  "    %s acc = %s_i();\n"
+                  "    for (%s s = 0; s < %lld; s++)\n"
+                  "        acc = %s_c(acc, part[s * O + o]);\n"
+                  "    out[o] = %s_f(acc);\n}\n\n",
                   c->idx, c->idx, BC_BLOCK, r->acc, c->entry, c->idx,
                   (long long)r->split, c->entry, c->entry);
 }
 
-static void set_launch(bc_launch *l, const char *entry, int64_t gx,
-                       int64_t gy, int bx, int by) {
+static void set_launch(bc_launch *l, const char *entry, int64_t gx, int64_t gy,
+                       int bx, int by) {
     snprintf(l->entry, BC_NAME_MAX, "%s", entry);
     l->grid[0] = (uint32_t)(gx > 0 ? gx : 1);
     l->grid[1] = (uint32_t)(gy > 0 ? gy : 1);
@@ -367,8 +378,7 @@ static void fill_launches(const bc_node *c, const red_plan *r, bc_kernel *k) {
     if (r->split > 1 && r->O > 0) {
         char fin[BC_NAME_MAX];
         snprintf(fin, sizeof fin, "%.24s_final", c->entry);
-        set_launch(&k->launch[1], fin, bc_cdiv(r->O, BC_BLOCK), 1, BC_BLOCK,
-                   1);
+        set_launch(&k->launch[1], fin, bc_cdiv(r->O, BC_BLOCK), 1, BC_BLOCK, 1);
         k->nlaunch = 2;
         k->extra = BC_EXTRA_SCRATCH;
         size_t asz = strcmp(r->acc, "double") == 0 ? 8 : 4;
@@ -402,7 +412,7 @@ braid_status bc_gen_reduce(const bc_node *c, bc_buf *b, bc_kernel *k) {
     bc_operands_used(c, last->arg[0], BG_NONE, mode);
     char fn[BC_NAME_MAX + 4];
     snprintf(fn, sizeof fn, "%s_e", c->entry);
-    bc_emit_expr_fn(b, c, fn, last->arg[0], mode, BG_NONE);
+    bc_emit_expr_fn(b, c, fn, last->arg[0], mode, BG_NONE, false);
     emit_helpers(b, c->entry, &r);
     if (r.how == RED_THREAD)
         emit_thread(b, c, &r, mode);

@@ -11,7 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- messages ------------------------------------------------------------------ */
+/* ---- messages
+ * ------------------------------------------------------------------ */
 
 const char *bc_node_desc(const bp_plan *p, uint32_t id, char *buf,
                          size_t size) {
@@ -69,7 +70,8 @@ void bc_emit_signature(bc_buf *b, const bp_plan *p, uint32_t id,
         bc_buf_printf(b, "    (void)in%u;\n", (unsigned)k);
 }
 
-/* ---- classification --------------------------------------------------------------- */
+/* ---- classification
+ * --------------------------------------------------------------- */
 
 /* A concat whose every non-empty input was computed in place in its
  * buffer does no work (the memory pass marks it noop too). */
@@ -94,7 +96,8 @@ bc_node_class bc_classify(const bp_plan *p, uint32_t id) {
     if (n->op == BRAID_OP_INPUT || n->op == BRAID_OP_CONSTANT)
         return BC_NODE_DATA;
     if (kind == BRAID_KIND_COPY) return BC_NODE_COPY;
-    if (p->info[id].noop || (n->op == BRAID_OP_CONCAT && concat_in_place(p, id)))
+    if (p->info[id].noop ||
+        (n->op == BRAID_OP_CONCAT && concat_in_place(p, id)))
         return BC_NODE_VIEW;
     if (kind == BRAID_KIND_MATMUL) return BC_NODE_MATMUL;
     if (kind == BRAID_KIND_FUSED) {
@@ -105,7 +108,8 @@ bc_node_class bc_classify(const bp_plan *p, uint32_t id) {
     return BC_NODE_KERNEL;
 }
 
-/* ---- programs ------------------------------------------------------------------------ */
+/* ---- programs
+ * ------------------------------------------------------------------------ */
 
 const bg_node *bc_input(const bc_node *c, uint32_t k) {
     return bg_node_at(c->plan->graph, c->n->inputs[k]);
@@ -128,12 +132,13 @@ static void single_program(bc_node *c) {
     if (kind != BRAID_KIND_BROADCAST) {
         bp_instr *op = &c->instr[n->ninputs];
         *op = (bp_instr){.op = n->op, .dtype = n->dtype, .source = c->id};
-        for (uint32_t k = 0; k < n->ninputs && k < 3; k++) op->arg[k] = k;
+        for (uint32_t k = 0; k < n->ninputs && k < 3; k++)
+            op->arg[k] = k;
         pr->ninstr++;
     }
     const bg_node *space = kind == BRAID_KIND_REDUCE ? bc_input(c, 0) : n;
-    pr->kind = kind == BRAID_KIND_REDUCE ? BP_PROGRAM_REDUCE
-                                         : BP_PROGRAM_ELEMENTWISE;
+    pr->kind =
+        kind == BRAID_KIND_REDUCE ? BP_PROGRAM_REDUCE : BP_PROGRAM_ELEMENTWISE;
     pr->rank = space->rank;
     memcpy(pr->dims, space->dims, sizeof pr->dims);
     pr->axes = n->attr.axes;
@@ -260,8 +265,8 @@ braid_status bc_node_init(bc_node *c, const bp_plan *p, uint32_t id) {
             return bc_fail(p, id, BRAID_ERR_INTERNAL,
                            "fused node without a program");
         c->prog = &p->programs[pi];
-    } else if (kind == BRAID_KIND_ELEMENTWISE ||
-               kind == BRAID_KIND_BROADCAST || kind == BRAID_KIND_REDUCE) {
+    } else if (kind == BRAID_KIND_ELEMENTWISE || kind == BRAID_KIND_BROADCAST ||
+               kind == BRAID_KIND_REDUCE) {
         if (c->n->ninputs + 1 > BC_SINGLE_INSTR || c->n->ninputs == 0)
             return bc_fail(p, id, BRAID_ERR_INTERNAL, "bad input count");
         single_program(c);
@@ -272,7 +277,8 @@ braid_status bc_node_init(bc_node *c, const bp_plan *p, uint32_t id) {
     braid_status s = check_program(c);
     if (s != BRAID_OK) return s;
     c->numel = 1;
-    for (int d = 0; d < c->prog->rank; d++) c->numel *= c->prog->dims[d];
+    for (int d = 0; d < c->prog->rank; d++)
+        c->numel *= c->prog->dims[d];
     int64_t big = c->numel > bg_numel(c->n) ? c->numel : bg_numel(c->n);
     c->idx64 = big >= ((int64_t)1 << 32) - ((int64_t)1 << 16);
     c->idx = c->idx64 ? "unsigned long long" : "unsigned";
@@ -280,7 +286,8 @@ braid_status bc_node_init(bc_node *c, const bp_plan *p, uint32_t id) {
     return BRAID_OK;
 }
 
-/* ---- generation ---------------------------------------------------------------------- */
+/* ---- generation
+ * ---------------------------------------------------------------------- */
 
 /* Appends node id's kernel text to b and fills *k. */
 static braid_status gen_node(const bp_plan *p, uint32_t id, bc_buf *b,
@@ -382,8 +389,8 @@ static void name_launches(bc_kernel *k, const char *name) {
 /* Generates node ids[i] into b, sharing code with an earlier kernel of
  * seen[] when the text is identical. */
 static braid_status add_kernel(const bp_plan *p, uint32_t id, bc_buf *b,
-                               bc_source *out, seen_text *seen,
-                               uint32_t *nseen, bool *rng) {
+                               bc_source *out, seen_text *seen, uint32_t *nseen,
+                               bool *rng) {
     bc_kernel *k = &out->kernels[out->nkernels];
     bc_buf kb = {0};
     braid_status s = gen_node(p, id, &kb, k, rng);
@@ -417,8 +424,8 @@ static braid_status add_kernel(const bp_plan *p, uint32_t id, bc_buf *b,
     return BRAID_OK;
 }
 
-static braid_status generate(const bp_plan *p, const uint32_t *ids,
-                             uint32_t n, bc_source *out) {
+static braid_status generate(const bp_plan *p, const uint32_t *ids, uint32_t n,
+                             bc_source *out) {
     memset(out, 0, sizeof *out);
     out->kernels = calloc(n ? n : 1, sizeof *out->kernels);
     seen_text *seen = calloc(n ? n : 1, sizeof *seen);
@@ -437,7 +444,8 @@ static braid_status generate(const bp_plan *p, const uint32_t *ids,
         s = add_kernel(p, ids[i], &b, out, seen, &nseen, &rng);
     if (s == BRAID_OK) s = assemble(out, &b, rng);
     bc_buf_free(&b);
-    for (uint32_t i = 0; i < nseen; i++) free(seen[i].text);
+    for (uint32_t i = 0; i < nseen; i++)
+        free(seen[i].text);
     free(seen);
     if (s != BRAID_OK) bc_source_free(out);
     return s;
@@ -447,15 +455,15 @@ static bool wants_kernel(bc_node_class k) {
     return k == BC_NODE_KERNEL || k == BC_NODE_MATMUL_EPILOGUE;
 }
 
-braid_status bc_kernel_source(const bp_plan *p, uint32_t node,
-                              bc_source *out) {
+braid_status bc_kernel_source(const bp_plan *p, uint32_t node, bc_source *out) {
     if (!out)
         return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
                                  "bc_kernel_source: out is NULL");
     memset(out, 0, sizeof *out);
     if (!p || node >= p->graph->nnodes)
         return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
-                                 "bc_kernel_source: no node %u", (unsigned)node);
+                                 "bc_kernel_source: no node %u",
+                                 (unsigned)node);
     if (!wants_kernel(bc_classify(p, node)))
         return bc_fail(p, node, BRAID_ERR_INVALID_ARGUMENT,
                        "needs no generated kernel (not on a GPU, or run by "

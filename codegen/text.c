@@ -6,13 +6,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- text buffer ------------------------------------------------------------ */
+/* ---- text buffer ------------------------------------------------------------
+ */
 
 static bool reserve(bc_buf *b, size_t extra) {
     if (b->oom) return false;
     if (b->len + extra + 1 <= b->cap) return true;
     size_t cap = b->cap ? b->cap : 4096;
-    while (cap < b->len + extra + 1) cap *= 2;
+    while (cap < b->len + extra + 1)
+        cap *= 2;
     char *p = realloc(b->p, cap);
     if (!p) {
         b->oom = true;
@@ -56,7 +58,8 @@ void bc_buf_free(bc_buf *b) {
     memset(b, 0, sizeof *b);
 }
 
-/* ---- types ------------------------------------------------------------------ */
+/* ---- types ------------------------------------------------------------------
+ */
 
 const char *bc_ctype(braid_dtype t) {
     switch (t) {
@@ -135,10 +138,10 @@ void bc_emit_literal(bc_buf *b, braid_dtype t, double v) {
         return;
     }
     case BRAID_I32: {
-        int32_t x = v != v                ? 0
-                    : v >= 2147483647.0   ? INT32_MAX
-                    : v <= -2147483648.0  ? INT32_MIN
-                                          : (int32_t)v;
+        int32_t x = v != v               ? 0
+                    : v >= 2147483647.0  ? INT32_MAX
+                    : v <= -2147483648.0 ? INT32_MIN
+                                         : (int32_t)v;
         bc_buf_printf(b, "(int)0x%08xu", (unsigned)(uint32_t)x);
         return;
     }
@@ -155,7 +158,8 @@ void bc_emit_literal(bc_buf *b, braid_dtype t, double v) {
     }
 }
 
-/* ---- index arithmetic ----------------------------------------------------------- */
+/* ---- index arithmetic
+ * ----------------------------------------------------------- */
 
 void bc_broadcast_strides(int rank, const int64_t *dims, int irank,
                           const int64_t *idims, int64_t *strides) {

@@ -173,13 +173,12 @@ static bool joinable(const fuse_state *s, uint32_t p, uint32_t root,
            s->inref[p] == s->nuse[p] && bg_numel(nd) == numel;
 }
 
-/* Grows the group rooted at root (already joinable or the group's out);
- * `extra` is the reduction reading root, or BG_NONE. Returns the member
- * count; the members are the tail of s->members, in descending id. */
-static uint32_t grow(fuse_state *s, uint32_t root, uint32_t extra) {
+/* Grows the group rooted at root (a fusible node, taken by no group).
+ * Returns the member count; the members are the tail of s->members, in
+ * descending id. */
+static uint32_t grow(fuse_state *s, uint32_t root) {
     uint32_t first = s->nmembers;
     int64_t numel = bg_numel(node(s, root));
-    if (extra != BG_NONE) s->inref[root]++;
     add_member(s, root);
     while (s->nheap > 0) {
         uint32_t p = heap_pop(s);
@@ -253,7 +252,7 @@ static void try_epilogue(fuse_state *s, uint32_t mm) {
         s->members[s->nmembers++] = act;
         out = act;
     }
-    /* ascending already: keep_group's reversal must leave it so */
+    /* keep_group expects members in descending id (as grow leaves them) */
     uint32_t count = s->nmembers - first;
     if (count == 2) {
         s->members[first] = out;
@@ -269,14 +268,14 @@ static void try_reduce(fuse_state *s, uint32_t r) {
     if (s->taken[p] || !fusible_op(node(s, p)->op) || !same_device(s, p, r) ||
         sole_user(s, p) != r)
         return;
-    uint32_t first = s->nmembers, count = grow(s, p, r);
+    uint32_t first = s->nmembers, count = grow(s, p);
     reset_scratch(s);
     keep_group(s, BP_PROGRAM_REDUCE, r, p, first, count);
 }
 
 /* A group of one op gains nothing from fusion: left as it is. */
 static void try_elementwise(fuse_state *s, uint32_t root) {
-    uint32_t first = s->nmembers, count = grow(s, root, BG_NONE);
+    uint32_t first = s->nmembers, count = grow(s, root);
     reset_scratch(s);
     if (count < 2) {
         s->nmembers = first;

@@ -1,5 +1,5 @@
 /* passes/simplify.c — the simplify pass: dead nodes, common subexpressions,
- * constant folding and algebraic identities (docs/passes/simplify.md).
+ * constant folding and algebraic identities (docs/simplify.md).
  *
  * Contract: the simplified plan computes, on every executor, bit for bit
  * what the original computes (NaN payloads aside, see the doc), never has

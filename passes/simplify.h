@@ -4,7 +4,7 @@
  * the per-node rewrites live in passes/simplify_rules.c (algebraic
  * identities, what is known of constant values) and passes/simplify_fold.c
  * (constant folding through the reference evaluator). The rules themselves
- * are listed at the top of passes/simplify.c and in docs/passes/simplify.md. */
+ * are listed at the top of passes/simplify.c and in docs/simplify.md. */
 #ifndef BRAID_PASSES_SIMPLIFY_H
 #define BRAID_PASSES_SIMPLIFY_H
 

@@ -103,6 +103,14 @@ static braid_status check_nodes(braid_exec *e) {
         }
         if (p->info[id].noop) continue;
         braid_status s = br_cpu_prepare(p->graph, id, &e->scratch_bytes);
+        if (s == BRAID_OK && n->op == BRAID_OP_FUSED)
+            s = p->info[id].program < p->nprograms
+                    ? br_fused_check(p->graph, id,
+                                     &p->programs[p->info[id].program])
+                    : bg_set_last_error(BRAID_ERR_INTERNAL,
+                                        "braid_exec_new: fused node %u has "
+                                        "no program",
+                                        id);
         if (s != BRAID_OK) return s;
         if (n->ninputs > e->max_inputs) e->max_inputs = n->ninputs;
     }

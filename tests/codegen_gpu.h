@@ -20,7 +20,8 @@
 #include "codegen/codegen.h"
 #include "tests/support/support.h"
 
-/* ---- the node as a reference graph ----------------------------------------------- */
+/* ---- the node as a reference graph
+ * ----------------------------------------------- */
 
 /* Program instruction values as graph tensors; NULL-safe on failure (the
  * graph records the error). abs_reduce inserts abs before the reduction
@@ -41,8 +42,8 @@ static braid_tensor gpu_program_graph(braid_graph *g, const bp_program *pr,
             v[i] = braid_fill(g, s->dtype, 0, NULL, s->value);
         } else if (s->op == BRAID_OP_MATMUL) {
             v[i] = braid_matmul(g, a, v[s->arg[1]],
-                                pr->flags & (BRAID_TRANSPOSE_A |
-                                             BRAID_TRANSPOSE_B));
+                                pr->flags &
+                                    (BRAID_TRANSPOSE_A | BRAID_TRANSPOSE_B));
             if (mm_only) {
                 y = v[i];
                 break;
@@ -51,8 +52,8 @@ static braid_tensor gpu_program_graph(braid_graph *g, const bp_program *pr,
             if (abs_reduce) a = braid_abs(g, a);
             a = braid_broadcast_to(g, a, pr->rank, pr->dims);
             bg_attrs at = {.axes = pr->axes, .flags = pr->flags};
-            v[i].id = bg_build(g, s->op, &a.id, 1, s->dtype, 0, NULL, &at,
-                               NULL);
+            v[i].id =
+                bg_build(g, s->op, &a.id, 1, s->dtype, 0, NULL, &at, NULL);
         } else if (s->op == BRAID_OP_CAST) {
             v[i] = braid_cast(g, a, s->dtype);
         } else if (s->op == BRAID_OP_WHERE) {
@@ -93,19 +94,21 @@ static braid_graph *gpu_node_graph(const bp_plan *p, uint32_t id,
             y = braid_reshape(g, y, n->rank, n->dims);
     } else {
         uint32_t ids[BC_MAX_PARAMS];
-        for (uint32_t k = 0; k < n->ninputs; k++) ids[k] = in[k].id;
+        for (uint32_t k = 0; k < n->ninputs; k++)
+            ids[k] = in[k].id;
         if (abs_reduce) ids[0] = braid_abs(g, in[0]).id;
-        y.id = bg_build(g, n->op, ids, n->ninputs, n->dtype, n->rank,
-                        n->dims, &n->attr, NULL);
+        y.id = bg_build(g, n->op, ids, n->ninputs, n->dtype, n->rank, n->dims,
+                        &n->attr, NULL);
     }
     braid_output(g, "out", y);
-    cr_assert_eq(braid_graph_status(g), BRAID_OK, "node %u: %s",
-                 (unsigned)id, braid_graph_error(g));
+    cr_assert_eq(braid_graph_status(g), BRAID_OK, "node %u: %s", (unsigned)id,
+                 braid_graph_error(g));
     free(in);
     return g;
 }
 
-/* ---- running ------------------------------------------------------------------- */
+/* ---- running
+ * ------------------------------------------------------------------- */
 
 static int gpu_state = -1; /* -1 unknown, 0 none, 1 present */
 
@@ -117,20 +120,20 @@ static bool gpu_available(void) {
     return gpu_state == 1;
 }
 
-#define GPU_OK(call)                                                          \
-    do {                                                                      \
-        cudaError_t e_ = (call);                                              \
-        cr_assert_eq(e_, cudaSuccess, "%s: %s", #call,                        \
-                     cudaGetErrorString(e_));                                 \
+#define GPU_OK(call)                                                           \
+    do {                                                                       \
+        cudaError_t e_ = (call);                                               \
+        cr_assert_eq(e_, cudaSuccess, "%s: %s", #call,                         \
+                     cudaGetErrorString(e_));                                  \
     } while (0)
 
 /* Host data of one run: the node's inputs, reference outputs. */
 typedef struct gpu_case {
-    uint32_t nin;                  /* node inputs */
-    void **host;                   /* per input: random data */
-    size_t *bytes;                 /* per input: its size */
-    braid_input_binding *bind;     /* bindings in0.. */
-    char (*names)[16];             /* binding names */
+    uint32_t nin;              /* node inputs */
+    void **host;               /* per input: random data */
+    size_t *bytes;             /* per input: its size */
+    braid_input_binding *bind; /* bindings in0.. */
+    char (*names)[16];         /* binding names */
 } gpu_case;
 
 static void *gpu_ref(const braid_graph *g, const gpu_case *c, size_t bytes) {
@@ -159,13 +162,14 @@ static void gpu_case_init(gpu_case *c, const bp_plan *p, uint32_t id,
         double r = x->dtype == BRAID_I32 ? 100.0 : 2.0;
         ts_fill_random(x->dtype, c->host[k], bg_numel(x), seed + k, -r, r);
         snprintf(c->names[k], sizeof c->names[k], "in%u", (unsigned)k);
-        c->bind[k] = (braid_input_binding){c->names[k], c->host[k],
-                                           c->bytes[k]};
+        c->bind[k] =
+            (braid_input_binding){c->names[k], c->host[k], c->bytes[k]};
     }
 }
 
 static void gpu_case_free(gpu_case *c) {
-    for (uint32_t k = 0; k < c->nin; k++) free(c->host[k]);
+    for (uint32_t k = 0; k < c->nin; k++)
+        free(c->host[k]);
     free(c->host);
     free(c->bytes);
     free(c->bind);
@@ -178,8 +182,8 @@ static bool gpu_close(braid_dtype t, braid_dtype tol_t, const void *x,
                       const void *r, int64_t i, double mag, bool bits) {
     size_t es = braid_dtype_size(t);
     if (bits || t == BRAID_BOOL || t == BRAID_I32)
-        return memcmp((const char *)x + i * es, (const char *)r + i * es,
-                      es) == 0;
+        return memcmp((const char *)x + i * es, (const char *)r + i * es, es) ==
+               0;
     double a = bg_load(t, x, i), b = bg_load(t, r, i), atol, rtol;
     if (a != a || b != b) return a != a && b != b;
     if (isinf(a) || isinf(b)) return a == b;
@@ -243,7 +247,8 @@ static void gpu_log_kernel(const char *text, uint32_t id) {
 static void gpu_launch_async(cudaLibrary_t lib, const bc_kernel *k,
                              void **ptr) {
     void *args[BC_MAX_PARAMS + 2];
-    for (uint32_t i = 0; i < k->nparams; i++) args[i] = &ptr[i];
+    for (uint32_t i = 0; i < k->nparams; i++)
+        args[i] = &ptr[i];
     for (uint32_t l = 0; l < k->nlaunch; l++) {
         const bc_launch *L = &k->launch[l];
         cudaKernel_t fn;
@@ -292,9 +297,8 @@ static void gpu_check_kernel(const bp_plan *p, cudaLibrary_t lib,
     void *ref = gpu_ref(g, &c, ob);
     braid_graph_free(g);
     void *mag = NULL; /* magnitude sums of float sum/mean outputs */
-    const bp_program *pr = n->op == BRAID_OP_FUSED
-                               ? &p->programs[p->info[k->node].program]
-                               : NULL;
+    const bp_program *pr =
+        n->op == BRAID_OP_FUSED ? &p->programs[p->info[k->node].program] : NULL;
     braid_op last = pr ? pr->instr[pr->ninstr - 1].op : n->op;
     if ((last == BRAID_OP_SUM || last == BRAID_OP_MEAN) &&
         braid_dtype_is_float(n->dtype)) {
@@ -307,8 +311,8 @@ static void gpu_check_kernel(const bp_plan *p, cudaLibrary_t lib,
     if (seed & 1) {
         shift[0] = braid_dtype_size(n->dtype);
         for (uint32_t i = 0; i < c.nin; i++)
-            shift[1 + i] = braid_dtype_size(
-                bg_node_at(p->graph, n->inputs[i])->dtype);
+            shift[1 + i] =
+                braid_dtype_size(bg_node_at(p->graph, n->inputs[i])->dtype);
         if (k->extra == BC_EXTRA_MATMUL)
             shift[1 + c.nin] = braid_dtype_size(k->mm_dtype);
     }
@@ -339,15 +343,15 @@ static void gpu_check_kernel(const bp_plan *p, cudaLibrary_t lib,
         cr_log_info("node %u (%s, %s%s): element %lld of %lld: gpu %.17g, "
                     "reference %.17g",
                     (unsigned)k->node, bg_op(n->op)->name,
-                    braid_dtype_name(n->dtype),
-                    shift[0] ? ", misaligned" : "", (long long)i,
-                    (long long)numel, bg_load(n->dtype, out, i),
+                    braid_dtype_name(n->dtype), shift[0] ? ", misaligned" : "",
+                    (long long)i, (long long)numel, bg_load(n->dtype, out, i),
                     bg_load(n->dtype, ref, i));
         gpu_log_kernel(text, k->node);
         ++*failures;
         break;
     }
-    for (uint32_t i = 0; i < k->nparams; i++) gpu_free(ptr[i], shift[i]);
+    for (uint32_t i = 0; i < k->nparams; i++)
+        gpu_free(ptr[i], shift[i]);
     free(out);
     free(ref);
     free(mag);
@@ -359,27 +363,27 @@ static void gpu_check_module(const bp_plan *p, const bc_source *src,
                              const bc_binary *bin, uint64_t seed,
                              const char *what) {
     cudaLibrary_t lib;
-    GPU_OK(cudaLibraryLoadData(&lib, bin->cubin, NULL, NULL, 0, NULL, NULL,
-                               0));
+    GPU_OK(cudaLibraryLoadData(&lib, bin->cubin, NULL, NULL, 0, NULL, NULL, 0));
     int failures = 0;
     for (uint32_t i = 0; i < src->nkernels; i++)
-        gpu_check_kernel(p, lib, &src->kernels[i], src->text,
-                         seed + 7919 * i, &failures);
+        gpu_check_kernel(p, lib, &src->kernels[i], src->text, seed + 7919 * i,
+                         &failures);
     GPU_OK(cudaLibraryUnload(lib));
-    cr_assert_eq(failures, 0, "%s: %d of %u kernels differ from the "
-                              "reference (details above)",
+    cr_assert_eq(failures, 0,
+                 "%s: %d of %u kernels differ from the "
+                 "reference (details above)",
                  what, failures, (unsigned)src->nkernels);
 }
 
-/* ---- timing (tests/test_codegen.c, gpu_bandwidth) ---------------------------- */
+/* ---- timing (tests/test_codegen.c, gpu_bandwidth)
+ * ---------------------------- */
 
 /* Average seconds of one run of kernel k (on zeroed buffers). */
 static double gpu_bench_kernel(const bp_plan *p, const bc_source *src,
-                           const bc_binary *bin, const bc_kernel *k) {
+                               const bc_binary *bin, const bc_kernel *k) {
     const bg_node *n = bg_node_at(p->graph, k->node);
     cudaLibrary_t lib;
-    GPU_OK(cudaLibraryLoadData(&lib, bin->cubin, NULL, NULL, 0, NULL, NULL,
-                               0));
+    GPU_OK(cudaLibraryLoadData(&lib, bin->cubin, NULL, NULL, 0, NULL, NULL, 0));
     void *ptr[BC_MAX_PARAMS + 2] = {0};
     ptr[0] = gpu_alloc(bg_nbytes(n), 0);
     for (uint32_t i = 0; i < n->ninputs; i++) {
@@ -392,15 +396,18 @@ static double gpu_bench_kernel(const bp_plan *p, const bc_source *src,
     cudaEvent_t e0, e1;
     GPU_OK(cudaEventCreate(&e0));
     GPU_OK(cudaEventCreate(&e1));
-    for (int w = 0; w < 3; w++) gpu_launch(lib, k, ptr);
+    for (int w = 0; w < 3; w++)
+        gpu_launch(lib, k, ptr);
     enum { REPS = 20 };
     GPU_OK(cudaEventRecord(e0, 0));
-    for (int r = 0; r < REPS; r++) gpu_launch_async(lib, k, ptr);
+    for (int r = 0; r < REPS; r++)
+        gpu_launch_async(lib, k, ptr);
     GPU_OK(cudaEventRecord(e1, 0));
     GPU_OK(cudaEventSynchronize(e1));
     float ms = 0;
     GPU_OK(cudaEventElapsedTime(&ms, e0, e1));
-    for (uint32_t i = 0; i < k->nparams; i++) gpu_free(ptr[i], 0);
+    for (uint32_t i = 0; i < k->nparams; i++)
+        gpu_free(ptr[i], 0);
     cudaEventDestroy(e0);
     cudaEventDestroy(e1);
     GPU_OK(cudaLibraryUnload(lib));

@@ -16,7 +16,8 @@
 #include "passes/passes.h"
 #include "tests/support/support.h"
 
-/* ---- hand-built plans ------------------------------------------------------------- */
+/* ---- hand-built plans
+ * ------------------------------------------------------------- */
 
 /* A plan holding only a graph and node info, as codegen needs: inputs on
  * the cpu, everything else on cuda:0. */
@@ -58,9 +59,10 @@ static uint32_t hand_fused(bp_plan *p, const braid_tensor *in, uint32_t nin,
                            bp_program *prog) {
     hand_place(p);
     uint32_t ids[16];
-    for (uint32_t k = 0; k < nin; k++) ids[k] = in[k].id;
-    uint32_t id = bp_plan_add_node(p, BRAID_OP_FUSED, ids, nin, t, rank, dims,
-                                   NULL);
+    for (uint32_t k = 0; k < nin; k++)
+        ids[k] = in[k].id;
+    uint32_t id =
+        bp_plan_add_node(p, BRAID_OP_FUSED, ids, nin, t, rank, dims, NULL);
     cr_assert_neq(id, BG_NONE);
     p->info[id].device = (bp_device){BP_DEVICE_CUDA, 0};
     p->info[id].program = bp_plan_add_program(p, prog);
@@ -68,7 +70,8 @@ static uint32_t hand_fused(bp_plan *p, const braid_tensor *in, uint32_t nin,
     return id;
 }
 
-/* ---- random fused programs ------------------------------------------------------ */
+/* ---- random fused programs
+ * ------------------------------------------------------ */
 
 /* A program being generated. */
 typedef struct pgen {
@@ -88,8 +91,11 @@ static uint32_t pg_add(pgen *g, braid_op op, braid_dtype t, uint32_t a,
         g->ins = realloc(g->ins, g->cap * sizeof *g->ins);
         cr_assert_not_null(g->ins);
     }
-    g->ins[g->n] = (bp_instr){.op = op, .dtype = t, .arg = {a, b, c},
-                              .input = BG_NONE, .source = BG_NONE};
+    g->ins[g->n] = (bp_instr){.op = op,
+                              .dtype = t,
+                              .arg = {a, b, c},
+                              .input = BG_NONE,
+                              .source = BG_NONE};
     return g->n++;
 }
 
@@ -123,23 +129,25 @@ static uint32_t pg_compare(pgen *g, const uint32_t *ld, const braid_dtype *ldt,
 static uint32_t pg_body(pgen *g, braid_dtype t, const uint32_t *ld,
                         const braid_dtype *ldt, int nld, int depth) {
     static const braid_op fun[] = {
-        BRAID_OP_NEG,  BRAID_OP_ABS,  BRAID_OP_TANH, BRAID_OP_SIGMOID,
-        BRAID_OP_SIN,  BRAID_OP_COS,  BRAID_OP_RELU, BRAID_OP_GELU,
-        BRAID_OP_SILU, BRAID_OP_ERF,  BRAID_OP_SQUARE};
-    static const braid_op ifun[] = {BRAID_OP_NEG, BRAID_OP_ABS,
-                                    BRAID_OP_SQUARE, BRAID_OP_RELU};
+        BRAID_OP_NEG,  BRAID_OP_ABS, BRAID_OP_TANH,  BRAID_OP_SIGMOID,
+        BRAID_OP_SIN,  BRAID_OP_COS, BRAID_OP_RELU,  BRAID_OP_GELU,
+        BRAID_OP_SILU, BRAID_OP_ERF, BRAID_OP_SQUARE};
+    static const braid_op ifun[] = {BRAID_OP_NEG, BRAID_OP_ABS, BRAID_OP_SQUARE,
+                                    BRAID_OP_RELU};
     static const braid_op bin[] = {BRAID_OP_ADD, BRAID_OP_SUB, BRAID_OP_MUL,
                                    BRAID_OP_MAX, BRAID_OP_MIN, BRAID_OP_DIV};
     bool integer = t == BRAID_I32;
     uint32_t v[64], nv = 0;
     for (int k = 0; k < nld; k++)
-        v[nv++] = ldt[k] == t ? ld[k]
-                              : pg_add(g, BRAID_OP_CAST, t, ld[k], 0, 0);
+        v[nv++] =
+            ldt[k] == t ? ld[k] : pg_add(g, BRAID_OP_CAST, t, ld[k], 0, 0);
     for (int d = 0; d < depth && nv < 60; d++) {
-        uint32_t a = v[pg_int(g, 0, (int)nv - 1)], b = v[pg_int(g, 0, (int)nv - 1)];
+        uint32_t a = v[pg_int(g, 0, (int)nv - 1)],
+                 b = v[pg_int(g, 0, (int)nv - 1)];
         int r = pg_int(g, 0, 9);
         if (r < 4) {
-            braid_op op = integer ? ifun[pg_int(g, 0, 3)] : fun[pg_int(g, 0, 10)];
+            braid_op op =
+                integer ? ifun[pg_int(g, 0, 3)] : fun[pg_int(g, 0, 10)];
             /* large arguments would turn an ulp into a different value */
             if (op == BRAID_OP_SIN || op == BRAID_OP_COS)
                 a = pg_add(g, BRAID_OP_TANH, t, a, 0, 0);
@@ -213,8 +221,7 @@ static void pg_node(bp_plan *p, pgen *g, bp_program_kind kind, int rank,
         }
     } else if (pg_int(g, 0, 3) == 0) { /* store as another dtype */
         braid_dtype u = pg_int(g, 0, 4) == 0 ? BRAID_BOOL : pg_dtype(g, false);
-        if (u == BRAID_BOOL || u == BRAID_I32)
-            y = pg_compare(g, ld, ldt, nin);
+        if (u == BRAID_BOOL || u == BRAID_I32) y = pg_compare(g, ld, ldt, nin);
         if (u == BRAID_I32)
             y = pg_add(g, BRAID_OP_CAST, BRAID_I32, y, 0, 0);
         else if (u != BRAID_BOOL)
@@ -226,8 +233,7 @@ static void pg_node(bp_plan *p, pgen *g, bp_program_kind kind, int rank,
 }
 
 /* A matmul epilogue: bias add, maybe an activation, maybe a cast. */
-static void pg_epilogue(bp_plan *p, pgen *g, int64_t m, int64_t k,
-                        int64_t n) {
+static void pg_epilogue(bp_plan *p, pgen *g, int64_t m, int64_t k, int64_t n) {
     g->ins = NULL;
     g->n = g->cap = 0;
     braid_dtype t = pg_dtype(g, true);
@@ -241,12 +247,15 @@ static void pg_epilogue(bp_plan *p, pgen *g, int64_t m, int64_t k,
     pg_load(g, 1, t);
     uint32_t mm = pg_add(g, BRAID_OP_MATMUL, t, 0, 1, 0);
     uint32_t y = pg_add(g, BRAID_OP_ADD, t, mm, pg_load(g, 2, t), 0);
-    static const braid_op act[] = {BRAID_OP_RELU, BRAID_OP_GELU,
-                                   BRAID_OP_SILU, BRAID_OP_TANH};
+    static const braid_op act[] = {BRAID_OP_RELU, BRAID_OP_GELU, BRAID_OP_SILU,
+                                   BRAID_OP_TANH};
     if (pg_int(g, 0, 2)) y = pg_add(g, act[pg_int(g, 0, 3)], t, y, 0, 0);
     if (pg_int(g, 0, 3) == 0) y = pg_add(g, BRAID_OP_CAST, BRAID_F16, y, 0, 0);
-    bp_program prog = {.kind = BP_PROGRAM_MATMUL, .rank = 2, .flags = flags,
-                       .ninstr = g->n, .instr = g->ins};
+    bp_program prog = {.kind = BP_PROGRAM_MATMUL,
+                       .rank = 2,
+                       .flags = flags,
+                       .ninstr = g->n,
+                       .instr = g->ins};
     memcpy(prog.dims, od, sizeof od);
     hand_fused(p, in, 3, g->ins[y].dtype, 2, od, &prog);
 }

@@ -43,7 +43,8 @@ static double now(void) {
     return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
-/* ---- modules ------------------------------------------------------------------ */
+/* ---- modules
+ * ------------------------------------------------------------------ */
 
 /* Logs text with line numbers (the lines compile errors name). */
 static void log_source(const char *text) {
@@ -111,16 +112,15 @@ static uint32_t check_plan(const bp_plan *p, const char *what, uint64_t seed) {
     s = bc_compile(src.text, "kernel.cu", 90, &bin, err, sizeof err);
     if (s != BRAID_OK) log_source(src.text);
     if (verbose_times)
-        cr_log_info("%s: %u kernels, %zu bytes of source, NVRTC %.0f ms",
-                    what, (unsigned)src.nkernels, src.len, 1e3 * (now() - t0));
+        cr_log_info("%s: %u kernels, %zu bytes of source, NVRTC %.0f ms", what,
+                    (unsigned)src.nkernels, src.len, 1e3 * (now() - t0));
     cr_assert_eq(s, BRAID_OK, "%s: %s", what, err);
     for (uint32_t i = 0; i < src.nkernels; i++)
         for (uint32_t l = 0; l < src.kernels[i].nlaunch; l++) {
             char entry[BC_NAME_MAX + 16];
             snprintf(entry, sizeof entry, ".entry %s(",
                      src.kernels[i].launch[l].entry);
-            cr_assert(strstr(bin.ptx, entry), "%s: PTX lacks %s", what,
-                      entry);
+            cr_assert(strstr(bin.ptx, entry), "%s: PTX lacks %s", what, entry);
         }
     if (gpu_available()) gpu_check_module(p, &src, &bin, seed, what);
     bc_binary_free(&bin);
@@ -191,7 +191,8 @@ Test(codegen, fuse_test_graphs, .init = setup) {
     cr_log_info("%d fuse graphs", n);
 }
 
-/* ---- random graphs --------------------------------------------------------------- */
+/* ---- random graphs
+ * --------------------------------------------------------------- */
 
 static uint64_t env_scale(void) {
     const char *v = getenv("BRAID_CODEGEN_GRAPHS");
@@ -216,8 +217,8 @@ static void random_graphs(uint64_t base, int count, bool mixed) {
         braid_graph_free(g);
     }
     bc_stats_get(&after);
-    cr_log_info("%d graphs, %u kernels: %.1f s, of which NVRTC %.1f s",
-                count, (unsigned)kernels, now() - t0,
+    cr_log_info("%d graphs, %u kernels: %.1f s, of which NVRTC %.1f s", count,
+                (unsigned)kernels, now() - t0,
                 after.nvrtc_seconds - before.nvrtc_seconds);
 }
 
@@ -237,7 +238,8 @@ Test(codegen, random_graphs_mixed_c, .init = setup, .timeout = 600) {
     random_graphs(4000, 50, true);
 }
 
-/* ---- op × dtype matrix ---------------------------------------------------------- */
+/* ---- op × dtype matrix
+ * ---------------------------------------------------------- */
 
 static bool is_float(braid_dtype t) {
     return braid_dtype_is_float(t);
@@ -343,7 +345,8 @@ Test(codegen, op_dtype_matrix, .init = setup, .timeout = 600) {
 
 static void random_shape(pgen *g, int *rank, int64_t *dims) {
     *rank = pg_int(g, 0, 4);
-    for (int d = 0; d < *rank; d++) dims[d] = pg_int(g, 1, 7);
+    for (int d = 0; d < *rank; d++)
+        dims[d] = pg_int(g, 1, 7);
 }
 
 Test(codegen, random_programs, .init = setup, .timeout = 600) {
@@ -372,7 +375,8 @@ Test(codegen, random_programs, .init = setup, .timeout = 600) {
     }
 }
 
-/* ---- reduction strategies and launch geometry ------------------------------------- */
+/* ---- reduction strategies and launch geometry
+ * ------------------------------------- */
 
 /* One reduction of a random prologue over (rank, dims, axes): its kernel. */
 static void check_reduce_case(int rank, const int64_t *dims, uint8_t axes,
@@ -412,18 +416,18 @@ Test(codegen, reduce_strategies, .init = setup, .timeout = 600) {
     int64_t colsk[2] = {100000, 64}, colsm[2] = {3000, 256};
     int64_t narrow[2] = {1000, 7}, mixed[3] = {4, 6, 5};
     int64_t empty_r[2] = {0, 5}, empty_o[2] = {5, 0};
-    check_reduce_case(2, rows, 2, 1, 256, 1);     /* warp per row */
-    check_reduce_case(2, wide, 2, 1, 256, 2);     /* block per row */
-    check_reduce_case(2, wider, 2, 2, 512, 12);   /* bigger rows, split */
-    check_reduce_case(2, few, 2, 2, 512, 3);      /* rows split over blocks */
-    check_reduce_case(1, flat, 1, 2, 512, 4);     /* full: two passes */
-    check_reduce_case(2, tall, 1, 2, 512, 5);     /* narrow columns, split */
-    check_reduce_case(3, cols, 2, 1, 256, 6);     /* strided rows */
-    check_reduce_case(3, tallk, 2, 2, 512, 7);    /* strided rows, split */
-    check_reduce_case(2, colsk, 1, 2, 256, 13);   /* columns 32 × 8, split */
-    check_reduce_case(2, colsm, 1, 1, 256, 14);   /* columns 32 × 8 */
-    check_reduce_case(2, narrow, 2, 1, 256, 8);   /* short rows: a thread each */
-    check_reduce_case(3, mixed, 5, 1, 256, 9);    /* kept axis between */
+    check_reduce_case(2, rows, 2, 1, 256, 1);   /* warp per row */
+    check_reduce_case(2, wide, 2, 1, 256, 2);   /* block per row */
+    check_reduce_case(2, wider, 2, 2, 512, 12); /* bigger rows, split */
+    check_reduce_case(2, few, 2, 2, 512, 3);    /* rows split over blocks */
+    check_reduce_case(1, flat, 1, 2, 512, 4);   /* full: two passes */
+    check_reduce_case(2, tall, 1, 2, 512, 5);   /* narrow columns, split */
+    check_reduce_case(3, cols, 2, 1, 256, 6);   /* strided rows */
+    check_reduce_case(3, tallk, 2, 2, 512, 7);  /* strided rows, split */
+    check_reduce_case(2, colsk, 1, 2, 256, 13); /* columns 32 × 8, split */
+    check_reduce_case(2, colsm, 1, 1, 256, 14); /* columns 32 × 8 */
+    check_reduce_case(2, narrow, 2, 1, 256, 8); /* short rows: a thread each */
+    check_reduce_case(3, mixed, 5, 1, 256, 9);  /* kept axis between */
     check_reduce_case(2, empty_r, 1, 1, 256, 10); /* zero reduced elements */
     check_reduce_case(2, empty_o, 1, 0, 0, 11);   /* zero outputs */
 }
@@ -446,10 +450,8 @@ Test(codegen, elementwise_geometry, .init = setup) {
     cr_assert_eq(k->launch[0].block[0], 256);
     cr_assert_eq(k->launch[0].grid[0], (999 * 1001 + 8 * 256 - 1) / (8 * 256));
     cr_assert(strstr(src.text, "bc_vload(a0, in0 + base)"), "%s", src.text);
-    cr_assert(strstr(src.text, "in1[((i % (unsigned)1001))]"), "%s",
-              src.text);
-    cr_assert(strstr(src.text, "in1[((i / (unsigned)1001))]"), "%s",
-              src.text);
+    cr_assert(strstr(src.text, "in1[((i % (unsigned)1001))]"), "%s", src.text);
+    cr_assert(strstr(src.text, "in1[((i / (unsigned)1001))]"), "%s", src.text);
     cr_assert(strstr(src.text, "bc_rh("), "f16 results are rounded");
     cr_assert_not(src.uses_rng);
     bc_source_free(&src);
@@ -457,7 +459,8 @@ Test(codegen, elementwise_geometry, .init = setup) {
     braid_plan_free(p);
 }
 
-/* ---- classification, refusals, errors ------------------------------------------- */
+/* ---- classification, refusals, errors
+ * ------------------------------------------- */
 
 Test(codegen, classify_plan_nodes, .init = setup) {
     braid_graph *g = braid_graph_new(NULL);
@@ -506,8 +509,11 @@ Test(codegen, malformed_program_refused) {
     cr_assert_not_null(ins);
     ins[0] = (bp_instr){.op = BP_INSTR_LOAD, .dtype = BRAID_F32, .input = 0};
     ins[1] = (bp_instr){.op = BRAID_OP_ADD, .dtype = BRAID_F32, .arg = {0, 5}};
-    bp_program prog = {.kind = BP_PROGRAM_ELEMENTWISE, .ninstr = 2,
-                       .instr = ins, .rank = 1, .dims = {8}};
+    bp_program prog = {.kind = BP_PROGRAM_ELEMENTWISE,
+                       .ninstr = 2,
+                       .instr = ins,
+                       .rank = 1,
+                       .dims = {8}};
     uint32_t id = hand_fused(p, &x, 1, BRAID_F32, 1, d, &prog);
     bc_source src;
     cr_assert_eq(bc_kernel_source(p, id, &src), BRAID_ERR_INTERNAL);
@@ -549,7 +555,8 @@ Test(codegen, compile_error_names_generated_node, .init = setup) {
     memcpy(text + head, bad, sizeof bad - 1);
     strcpy(text + head + sizeof bad - 1, body);
     int line = 1;
-    for (size_t i = 0; i < head; i++) line += text[i] == '\n';
+    for (size_t i = 0; i < head; i++)
+        line += text[i] == '\n';
     bc_binary bin;
     char err[16384], want[96];
     cr_assert_eq(bc_compile(text, "kernel.cu", 90, &bin, err, sizeof err),
@@ -558,7 +565,9 @@ Test(codegen, compile_error_names_generated_node, .init = setup) {
     cr_assert(strncmp(err, want, strlen(want)) == 0, "%s", err);
     snprintf(want, sizeof want, "kernel.cu:%d: error", line);
     cr_assert(strstr(err, want), "%s", err);
-    cr_assert(strstr(err, "| " "    int planted = no_such_name;"), "%s", err);
+    cr_assert(strstr(err, "| "
+                          "    int planted = no_such_name;"),
+              "%s", err);
     cr_log_info("%.300s", err);
     free(text);
     bc_source_free(&src);
@@ -566,7 +575,8 @@ Test(codegen, compile_error_names_generated_node, .init = setup) {
     braid_graph_free(g);
 }
 
-/* ---- GPU bandwidth (BRAID_CODEGEN_BENCH=1 on a machine with a GPU) ------------- */
+/* ---- GPU bandwidth (BRAID_CODEGEN_BENCH=1 on a machine with a GPU)
+ * ------------- */
 
 /* out as output "y", every node hinted to the GPU, then timed. */
 static void bench(braid_graph *g, braid_tensor out, const char *label,
@@ -581,20 +591,18 @@ Test(codegen, gpu_bandwidth, .init = setup, .timeout = 600) {
     if (!want || !*want || !gpu_available())
         cr_skip_test("set BRAID_CODEGEN_BENCH=1 on a machine with a GPU");
     double d2d = gpu_d2d_bandwidth();
-    cr_log_info("device-to-device copy: %.0f GB/s (read + write)",
-                d2d * 1e-9);
+    cr_log_info("device-to-device copy: %.0f GB/s (read + write)", d2d * 1e-9);
     int64_t n = (int64_t)1 << 26, sq[2] = {8192, 8192};
     braid_graph *g = braid_graph_new(NULL);
     braid_tensor x = braid_input(g, "x", BRAID_F32, 1, &n);
     braid_tensor y = braid_input(g, "y", BRAID_F32, 1, &n);
     braid_tensor z = braid_input(g, "z", BRAID_F32, 1, &n);
     braid_tensor t = braid_tanh(g, braid_add(g, braid_mul(g, x, y), z));
-    braid_tensor acc = braid_add(
-        g, braid_mul(g, t, braid_sigmoid(g, x)),
-        braid_mul(g, y, braid_fill(g, BRAID_F32, 0, NULL, 0.5)));
+    braid_tensor acc =
+        braid_add(g, braid_mul(g, t, braid_sigmoid(g, x)),
+                  braid_mul(g, y, braid_fill(g, BRAID_F32, 0, NULL, 0.5)));
     bench(g, braid_sub(g, acc, braid_exp(g, braid_neg(g, z))),
-                "elementwise chain 2^26 f32, 3 in 1 out",
-                16.0 * (double)n, d2d);
+          "elementwise chain 2^26 f32, 3 in 1 out", 16.0 * (double)n, d2d);
     braid_graph_free(g);
     g = braid_graph_new(NULL);
     x = braid_input(g, "x", BRAID_F32, 2, sq);
@@ -605,18 +613,18 @@ Test(codegen, gpu_bandwidth, .init = setup, .timeout = 600) {
     int axis1 = 1, axis0 = 0;
     g = braid_graph_new(NULL);
     x = braid_input(g, "x", BRAID_F32, 2, sq);
-    bench(g, braid_reduce_max(g, x, 1, &axis1, true),
-                "row max 8192 x 8192 f32", 4.0 * 8192 * 8192, d2d);
+    bench(g, braid_reduce_max(g, x, 1, &axis1, true), "row max 8192 x 8192 f32",
+          4.0 * 8192 * 8192, d2d);
     braid_graph_free(g);
     g = braid_graph_new(NULL);
     x = braid_input(g, "x", BRAID_F32, 2, sq);
-    bench(g, braid_sum(g, x, 1, &axis0, false),
-                "column sum 8192 x 8192 f32", 4.0 * 8192 * 8192, d2d);
+    bench(g, braid_sum(g, x, 1, &axis0, false), "column sum 8192 x 8192 f32",
+          4.0 * 8192 * 8192, d2d);
     braid_graph_free(g);
     g = braid_graph_new(NULL);
     x = braid_input(g, "x", BRAID_F32, 1, &n);
     bench(g, braid_sum(g, braid_square(g, x), 0, NULL, false),
-                "full sum of squares 2^26 f32", 4.0 * (double)n, d2d);
+          "full sum of squares 2^26 f32", 4.0 * (double)n, d2d);
     braid_graph_free(g);
     g = braid_graph_new(NULL);
     x = braid_input(g, "x", BRAID_F16, 1, &n);

@@ -83,7 +83,11 @@ Test(nvrtc, compiles_cubin_and_ptx) {
     cr_assert_eq(b.sm, 90);
     cr_assert_not(b.cached);
     /* CUBIN is an ELF image; the PTX names the entry and the target. */
-    cr_assert_eq(memcmp(b.cubin, "\x7f" "ELF", 4), 0);
+    cr_assert_eq(memcmp(b.cubin,
+                        "\x7f"
+                        "ELF",
+                        4),
+                 0);
     cr_assert(strstr(b.ptx, ".entry k0"));
     cr_assert(strstr(b.ptx, ".target sm_90"));
     cr_assert_gt(bc_nvrtc_version(), 12000);
@@ -227,9 +231,9 @@ Test(nvrtc, garbage_entry_rebuilt) {
 }
 
 typedef struct writer {
-    const char *src;  /* the source every thread compiles */
-    bc_binary bin;    /* its result */
-    braid_status s;   /* its status */
+    const char *src; /* the source every thread compiles */
+    bc_binary bin;   /* its result */
+    braid_status s;  /* its status */
 } writer;
 
 static void *write_one(void *arg) {
@@ -250,12 +254,13 @@ Test(nvrtc, concurrent_writers_leave_one_good_entry) {
         w[i] = (writer){.src = src};
         cr_assert_eq(pthread_create(&t[i], NULL, write_one, &w[i]), 0);
     }
-    for (int i = 0; i < N; i++) pthread_join(t[i], NULL);
+    for (int i = 0; i < N; i++)
+        pthread_join(t[i], NULL);
     for (int i = 0; i < N; i++) {
         cr_assert_eq(w[i].s, BRAID_OK);
         cr_assert_eq(w[i].bin.cubin_size, w[0].bin.cubin_size);
-        cr_assert_eq(memcmp(w[i].bin.cubin, w[0].bin.cubin,
-                            w[0].bin.cubin_size), 0);
+        cr_assert_eq(
+            memcmp(w[i].bin.cubin, w[0].bin.cubin, w[0].bin.cubin_size), 0);
     }
     bc_stats st;
     bc_stats_get(&st);
@@ -270,7 +275,8 @@ Test(nvrtc, concurrent_writers_leave_one_good_entry) {
     bc_binary b;
     compile_ok(src, &b);
     cr_assert(b.cached);
-    for (int i = 0; i < N; i++) bc_binary_free(&w[i].bin);
+    for (int i = 0; i < N; i++)
+        bc_binary_free(&w[i].bin);
     bc_binary_free(&b);
     free(src);
     tf_rmtree(dir);
@@ -351,8 +357,8 @@ Test(nvrtc, compile_error_names_node_and_line) {
     cr_assert_eq(s, BRAID_ERR_INTERNAL);
     cr_assert_null(b.cubin);
     cr_log_info("%s", err);
-    cr_assert(strstr(err, "node %12 (fused \"h1\"): kernel.cu:9: error"),
-              "%s", err);
+    cr_assert(strstr(err, "node %12 (fused \"h1\"): kernel.cu:9: error"), "%s",
+              err);
     cr_assert(strstr(err, "undefined_thing"), "%s", err);
     cr_assert(strstr(err, "     9 |     return x * undefined_thing;"), "%s",
               err);

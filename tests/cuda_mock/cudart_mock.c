@@ -14,11 +14,11 @@
  *     memory, free) needs it; then ready stream heads run in a random order
  *     (seeded by $MOCK_SEED), honouring only FIFO order and event waits —
  *     so a missing event or synchronisation shows up as wrong values;
- *   - kernels: a launch of entry "k<id>" runs the CPU executor's kernel for
- *     plan node id (br_cpu_run) on the launch's pointers; "_final" launches
- *     do nothing (the first launch computed everything). The plan comes
- *     from br_cuda_mock_hook, which runtime/cuda_kernels.c calls before each
- *     launch when built with -DBRAID_CUDA_MOCK;
+ *   - kernels: a launch runs the CPU executor's kernel for the plan node
+ *     being launched (br_cpu_run) on the launch's pointers; "_final"
+ *     launches do nothing (the first launch computed everything). The plan
+ *     and node come from br_cuda_mock_hook, which runtime/cuda_kernels.c
+ *     calls before each launch when built with -DBRAID_CUDA_MOCK;
  *   - cuBLAS gemm: a naive column-major gemm (f32, f64, f16, bf16);
  *   - stream capture: every operation issued while capturing is recorded
  *     in issue order; launching the graph enqueues one operation that runs
@@ -622,14 +622,18 @@ cudaError_t cudaLaunchKernel(const void *func, dim3 grid, dim3 block,
     if (grid.x == 0 || block.x == 0 || block.x * block.y * block.z > 1024)
         return cudaErrorInvalidConfiguration;
     if (strstr(name, "_final")) return cudaSuccess; /* computed already */
-    unsigned id = 0;
-    if (sscanf(name, "k%u", &id) != 1 || !hook_plan || id != hook_node) {
+    /* nodes with identical code share an entry ("k3" may run node 5): the
+       node is the hook's */
+    unsigned id = hook_node;
+    if (name[0] != 'k' || !hook_plan) {
         fprintf(stderr, "cuda mock: launch of %s without the hook\n", name);
         abort();
     }
-    const bg_node *n = bg_node_at(hook_plan->graph, id);
+    const bp_plan *plan = hook_plan;
+    hook_plan = NULL; /* one launch per hook */
+    const bg_node *n = bg_node_at(plan->graph, id);
     op *o = new_op(OP_KERNEL);
-    o->plan = hook_plan;
+    o->plan = plan;
     o->node = id;
     o->nptrs = 1 + n->ninputs;
     o->ptrs = calloc(o->nptrs, sizeof *o->ptrs);
