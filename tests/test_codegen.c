@@ -367,7 +367,7 @@ Test(codegen, random_programs, .init = setup, .timeout = 600) {
                 pg_epilogue(p, &g, pg_int(&g, 1, 40), pg_int(&g, 1, 40),
                             pg_int(&g, 1, 40));
         }
-        char what[32];
+        char what[48];
         snprintf(what, sizeof what, "random programs %llu",
                  (unsigned long long)round);
         check_plan(p, what, round);
