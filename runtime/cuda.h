@@ -65,18 +65,18 @@ void *br_cuda_home(const br_cuda *c, uint32_t id);
 
 /* What br_cuda_run needs from the executor. */
 typedef struct br_cuda_run_args {
-    void *const *ptr;        /* per node: its data this run (views
-                                resolved); device pointers for GPU
-                                nodes */
+    void *const *ptr;                /* per node: its data this run (views
+                                        resolved); device pointers for GPU
+                                        nodes */
     const braid_input_binding *in;   /* the caller's inputs */
     size_t nin;                      /* entries in in */
     const braid_output_binding *out; /* the caller's outputs */
     size_t nout;                     /* entries in out */
-    br_pool *pool;           /* host threads for staging memcpys */
+    br_pool *pool;                   /* host threads for staging memcpys */
     void (*run_cpu)(void *ctx, uint32_t id); /* computes CPU node id (a
                                                 no-op for inputs, constants
                                                 and views) */
-    void *cpu_ctx;           /* passed to run_cpu */
+    void *cpu_ctx;                           /* passed to run_cpu */
 } br_cuda_run_args;
 
 /* Runs the plan's schedule once (see the top of this file); returns when
@@ -84,7 +84,7 @@ typedef struct br_cuda_run_args {
  * error names the node, its op and the failing call. */
 braid_status br_cuda_run(br_cuda *c, const br_cuda_run_args *a);
 
-/* ---- inspection (tests, tools) --------------------------------------------- */
+/* ---- inspection (tests, tools) ------------------------------------------- */
 
 /* Everything br_cuda_new decides without a GPU, for CI: classifies every
  * node, lists events, decides arenas and CUDA-graph eligibility, generates
@@ -109,7 +109,7 @@ void br_cuda_set_graphs(br_cuda *c, bool on);
 /* True when the last br_cuda_run replayed a CUDA graph. */
 bool br_cuda_last_run_used_graph(const br_cuda *c);
 
-/* ---- memory helpers (tests, benchmarks) ------------------------------------ */
+/* ---- memory helpers (tests, benchmarks) ---------------------------------- */
 
 /* Page-locked host memory / device memory on GPU dev, or NULL (no CUDA,
  * out of memory). Free with the matching call (NULL is fine). */

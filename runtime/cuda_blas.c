@@ -26,15 +26,15 @@
 
 /* The product to compute, from a matmul node or a MATMUL program. */
 typedef struct gemm_shape {
-    uint32_t a, b;           /* operand node ids */
-    braid_dtype dtype;       /* operands' and result's dtype */
-    bool ta, tb;             /* BRAID_TRANSPOSE_A / _B */
-    int64_t m, n, k;         /* C is m×n, contraction k */
-    int nb;                  /* batch dims after merging */
-    int64_t bdim[BRAID_MAX_RANK];  /* their sizes, outermost first */
-    int64_t sa[BRAID_MAX_RANK];    /* a's stride per batch dim (elements) */
-    int64_t sb[BRAID_MAX_RANK];    /* b's */
-    int64_t sc[BRAID_MAX_RANK];    /* c's */
+    uint32_t a, b;                /* operand node ids */
+    braid_dtype dtype;            /* operands' and result's dtype */
+    bool ta, tb;                  /* BRAID_TRANSPOSE_A / _B */
+    int64_t m, n, k;              /* C is m×n, contraction k */
+    int nb;                       /* batch dims after merging */
+    int64_t bdim[BRAID_MAX_RANK]; /* their sizes, outermost first */
+    int64_t sa[BRAID_MAX_RANK];   /* a's stride per batch dim (elements) */
+    int64_t sb[BRAID_MAX_RANK];   /* b's */
+    int64_t sc[BRAID_MAX_RANK];   /* c's */
 } gemm_shape;
 
 /* Stride (in matrices) of each of x's batch dims aligned to the result's
@@ -93,11 +93,11 @@ static bool gemm_shape_of(const bp_plan *p, uint32_t id, gemm_shape *g) {
         if (n->op != BRAID_OP_FUSED || pi >= p->nprograms) return false;
         const bp_program *pr = &p->programs[pi];
         uint32_t mi = 0; /* the matmul instruction (the first, by plan.h) */
-        while (mi < pr->ninstr && pr->instr[mi].op != BRAID_OP_MATMUL) mi++;
+        while (mi < pr->ninstr && pr->instr[mi].op != BRAID_OP_MATMUL)
+            mi++;
         if (pr->kind != BP_PROGRAM_MATMUL || mi >= pr->ninstr) return false;
         const bp_instr *mm = &pr->instr[mi];
-        if (mm->arg[0] >= pr->ninstr ||
-            mm->arg[1] >= pr->ninstr ||
+        if (mm->arg[0] >= pr->ninstr || mm->arg[1] >= pr->ninstr ||
             pr->instr[mm->arg[0]].op != BP_INSTR_LOAD ||
             pr->instr[mm->arg[1]].op != BP_INSTR_LOAD ||
             pr->instr[mm->arg[0]].input >= n->ninputs ||
@@ -110,7 +110,8 @@ static bool gemm_shape_of(const bp_plan *p, uint32_t id, gemm_shape *g) {
         odims = pr->dims;
         flags = pr->flags;
     }
-    const bg_node *a = bg_node_at(p->graph, g->a), *b = bg_node_at(p->graph, g->b);
+    const bg_node *a = bg_node_at(p->graph, g->a),
+                  *b = bg_node_at(p->graph, g->b);
     if (rank < 2 || a->rank < 2 || b->rank < 2) return false;
     g->ta = (flags & BRAID_TRANSPOSE_A) != 0;
     g->tb = (flags & BRAID_TRANSPOSE_B) != 0;
@@ -153,7 +154,8 @@ braid_status br_cuda_gemm_result(const br_cuda *c, uint32_t id,
         return bg_set_last_error(BRAID_ERR_INTERNAL,
                                  "braid_exec_new: node %u is not a matmul", id);
     uint64_t n = (uint64_t)g.m * (uint64_t)g.n;
-    for (int i = 0; i < g.nb; i++) n *= (uint64_t)g.bdim[i];
+    for (int i = 0; i < g.nb; i++)
+        n *= (uint64_t)g.bdim[i];
     *dtype = g.dtype;
     *bytes = n * braid_dtype_size(g.dtype);
     return BRAID_OK;
@@ -177,8 +179,8 @@ static void blas_types(const br_cuda *c, braid_dtype t, cudaDataType *data,
         return;
     default:
         *data = CUDA_R_32F;
-        *compute = c->allow_tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32
-                                 : CUBLAS_COMPUTE_32F;
+        *compute =
+            c->allow_tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
         return;
     }
 }
@@ -194,10 +196,10 @@ static braid_status gemm_call(br_cuda *c, uint32_t id, const gemm_shape *g,
     blas_types(c, g->dtype, &dt, &ct);
     double one64 = 1.0, zero64 = 0.0;
     float one32 = 1.0f, zero32 = 0.0f;
-    const void *alpha = g->dtype == BRAID_F64 ? (const void *)&one64
-                                              : (const void *)&one32;
-    const void *beta = g->dtype == BRAID_F64 ? (const void *)&zero64
-                                             : (const void *)&zero32;
+    const void *alpha =
+        g->dtype == BRAID_F64 ? (const void *)&one64 : (const void *)&one32;
+    const void *beta =
+        g->dtype == BRAID_F64 ? (const void *)&zero64 : (const void *)&zero32;
     cublasOperation_t opa = g->tb ? CUBLAS_OP_T : CUBLAS_OP_N; /* on B */
     cublasOperation_t opb = g->ta ? CUBLAS_OP_T : CUBLAS_OP_N; /* on A */
     int64_t ldb = g->tb ? g->k : g->n, lda = g->ta ? g->m : g->k;
@@ -206,13 +208,13 @@ static braid_status gemm_call(br_cuda *c, uint32_t id, const gemm_shape *g,
     int64_t sc = last >= 0 ? g->sc[last] : g->m * g->n;
     if (count == 1)
         return br_blas(c, "braid_run", id, "cublasGemmEx",
-                       cublasGemmEx_64(h, opa, opb, g->n, g->m, g->k, alpha,
-                                       b, dt, ldb, a, dt, lda, beta, out, dt,
-                                       g->n, ct, CUBLAS_GEMM_DEFAULT));
+                       cublasGemmEx_64(h, opa, opb, g->n, g->m, g->k, alpha, b,
+                                       dt, ldb, a, dt, lda, beta, out, dt, g->n,
+                                       ct, CUBLAS_GEMM_DEFAULT));
     return br_blas(c, "braid_run", id, "cublasGemmStridedBatchedEx",
                    cublasGemmStridedBatchedEx_64(
-                       h, opa, opb, g->n, g->m, g->k, alpha, b, dt, ldb, sb,
-                       a, dt, lda, sa, beta, out, dt, g->n, sc, count, ct,
+                       h, opa, opb, g->n, g->m, g->k, alpha, b, dt, ldb, sb, a,
+                       dt, lda, sa, beta, out, dt, g->n, sc, count, ct,
                        CUBLAS_GEMM_DEFAULT));
 }
 
@@ -224,14 +226,15 @@ braid_status br_cuda_gemm(br_cuda *c, uint32_t id, void *out) {
                                  "braid_run: node %u is not a matmul", id);
     size_t es = braid_dtype_size(g.dtype);
     int64_t outer = 1, inner = g.nb > 0 ? g.bdim[g.nb - 1] : 1;
-    for (int i = 0; i + 1 < g.nb; i++) outer *= g.bdim[i];
+    for (int i = 0; i + 1 < g.nb; i++)
+        outer *= g.bdim[i];
     if (g.m == 0 || g.n == 0 || inner == 0 || outer == 0) return BRAID_OK;
     if (g.k == 0) { /* an empty sum: zeros */
-        uint64_t bytes = (uint64_t)g.m * (uint64_t)g.n * es *
-                         (uint64_t)inner * (uint64_t)outer;
-        return br_cu(c, "braid_run", id, "cudaMemsetAsync",
-                     cudaMemsetAsync(out, 0, bytes,
-                                     c->stream[c->node[id].queue]));
+        uint64_t bytes = (uint64_t)g.m * (uint64_t)g.n * es * (uint64_t)inner *
+                         (uint64_t)outer;
+        return br_cu(
+            c, "braid_run", id, "cudaMemsetAsync",
+            cudaMemsetAsync(out, 0, bytes, c->stream[c->node[id].queue]));
     }
     const char *a = c->run->ptr[g.a], *b = c->run->ptr[g.b];
     braid_status s = BRAID_OK;

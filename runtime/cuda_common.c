@@ -85,8 +85,9 @@ braid_status br_cuda_memcpy(void *dst, const void *src, size_t bytes) {
     cudaError_t err = cudaMemcpy(dst, src, bytes, cudaMemcpyDefault);
     if (err == cudaSuccess) return BRAID_OK;
     (void)cudaGetLastError();
-    return bg_set_last_error(BRAID_ERR_DEVICE, "br_cuda_memcpy: cudaMemcpy "
-                                               "failed: %s",
+    return bg_set_last_error(BRAID_ERR_DEVICE,
+                             "br_cuda_memcpy: cudaMemcpy "
+                             "failed: %s",
                              cudaGetErrorString(err));
 }
 
@@ -106,7 +107,9 @@ void *br_cuda_pinned_alloc(size_t bytes) {
     return NULL;
 }
 
-void br_cuda_pinned_free(void *p) { (void)p; }
+void br_cuda_pinned_free(void *p) {
+    (void)p;
+}
 
 void *br_cuda_device_alloc(int dev, size_t bytes) {
     (void)dev;
@@ -114,7 +117,9 @@ void *br_cuda_device_alloc(int dev, size_t bytes) {
     return NULL;
 }
 
-void br_cuda_device_free(void *p) { (void)p; }
+void br_cuda_device_free(void *p) {
+    (void)p;
+}
 
 braid_status br_cuda_memcpy(void *dst, const void *src, size_t bytes) {
     (void)dst;
@@ -129,7 +134,9 @@ braid_status br_cuda_new(const bp_plan *p, br_cuda **out) {
     return br_cuda_no_device(p, "built without CUDA");
 }
 
-void br_cuda_free(br_cuda *c) { (void)c; }
+void br_cuda_free(br_cuda *c) {
+    (void)c;
+}
 
 void *br_cuda_arena(const br_cuda *c, uint32_t a) {
     (void)c;

@@ -11,8 +11,10 @@
  *     DMAs of up to BR_STAGE_SLOTS chunks are in flight while the host
  *     copies finished chunks out. A D2H copy into pageable memory that no
  *     GPU node waits for is deferred (c->pending) until a CPU node needs
- *     its bytes or the run ends, so the host keeps issuing GPU work and
- *     running CPU nodes in the meantime;
+ *     its bytes, the next node of its stream is issued (a stream is never
+ *     reordered: events behind later nodes imply earlier ones are done) or
+ *     the run ends, so the host need not wait for the GPU work it depends
+ *     on right away;
  *   - constants copied to a GPU: uploaded once at creation (c->home), no
  *     work per run. */
 #define _POSIX_C_SOURCE 200809L
@@ -25,7 +27,7 @@
 
 static const char *const WHERE = "braid_run";
 
-/* ---- staging slots ----------------------------------------------------------- */
+/* ---- staging slots ------------------------------------------------------- */
 
 /* Bytes the copies on queue q may stage at most (0: they never stage). */
 static uint64_t staged_bytes(const br_cuda *c, uint32_t q) {
@@ -81,9 +83,9 @@ braid_status br_cuda_stage_init(br_cuda *c) {
                 cudaGetErrorString(err));
         st->slot = slot;
         for (int i = 0; s == BRAID_OK && i < BR_STAGE_SLOTS; i++)
-            s = br_cu(c, "braid_exec_new", BG_NONE, "cudaEventCreateWithFlags",
-                      cudaEventCreateWithFlags(&st->free[i],
-                                               cudaEventDisableTiming));
+            s = br_cu(
+                c, "braid_exec_new", BG_NONE, "cudaEventCreateWithFlags",
+                cudaEventCreateWithFlags(&st->free[i], cudaEventDisableTiming));
         if (s != BRAID_OK) return s;
         br_cuda_logf(c, "staging: queue %u has %d pinned slots of %llu bytes",
                      q, BR_STAGE_SLOTS, (unsigned long long)slot);
@@ -101,7 +103,7 @@ void br_cuda_stage_free(br_cuda *c) {
     }
 }
 
-/* ---- constants ------------------------------------------------------------------ */
+/* ---- constants ----------------------------------------------------------- */
 
 /* Bytes of a constant a CONST_H2D node copies: the root's attr.data. */
 static const char *constant_bytes(const bp_plan *p, uint32_t id) {
@@ -135,8 +137,8 @@ braid_status br_cuda_upload_constants(br_cuda *c) {
             pl->arena < p->narenas && c->arena_kind[pl->arena] == 1) {
             /* a constant placed on a GPU: its arena bytes are its own */
             s = upload(c, id, p->arenas[pl->arena].device.index,
-                       (char *)c->arena[pl->arena] + pl->offset,
-                       n->attr.data, bytes);
+                       (char *)c->arena[pl->arena] + pl->offset, n->attr.data,
+                       bytes);
             total += bytes;
         } else if (c->node[id].kind == BR_NODE_CONST_H2D) {
             /* a copy of a cpu constant: its own device buffer */
@@ -156,7 +158,7 @@ braid_status br_cuda_upload_constants(br_cuda *c) {
     return s;
 }
 
-/* ---- the copies --------------------------------------------------------------------- */
+/* ---- the copies ---------------------------------------------------------- */
 
 /* True when ptr lies in one of the backend's pinned arenas. */
 static bool in_pinned_arena(const br_cuda *c, const void *ptr) {
@@ -215,9 +217,9 @@ static braid_status staged_d2h(br_cuda *c, uint32_t id, char *dst,
     br_stage *st = &c->stage[cn->queue];
     cudaStream_t s = c->stream[cn->queue];
     if (!st->host) { /* not foreseen at creation: the driver stages */
-        braid_status r = br_cu(c, WHERE, id, "cudaMemcpyAsync (pageable D2H)",
-                               cudaMemcpyAsync(dst, src, n,
-                                               cudaMemcpyDeviceToHost, s));
+        braid_status r =
+            br_cu(c, WHERE, id, "cudaMemcpyAsync (pageable D2H)",
+                  cudaMemcpyAsync(dst, src, n, cudaMemcpyDeviceToHost, s));
         return r == BRAID_OK ? br_cu(c, WHERE, id, "cudaStreamSynchronize",
                                      cudaStreamSynchronize(s))
                              : r;
@@ -287,9 +289,9 @@ braid_status br_cuda_copy(br_cuda *c, uint32_t id) {
     case BR_NODE_D2D: {
         int from = c->node[n->inputs[0]].dev;
         if (from >= 0 && from != cn->dev)
-            return br_cu(c, WHERE, id, "cudaMemcpyPeerAsync",
-                         cudaMemcpyPeerAsync(dst, cn->dev, src, from, bytes,
-                                             s));
+            return br_cu(
+                c, WHERE, id, "cudaMemcpyPeerAsync",
+                cudaMemcpyPeerAsync(dst, cn->dev, src, from, bytes, s));
         break;
     }
     default:
@@ -300,8 +302,9 @@ braid_status br_cuda_copy(br_cuda *c, uint32_t id) {
                  cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, s));
 }
 
-braid_status br_cuda_flush(br_cuda *c, uint32_t id) {
-    if (!c->pending[id]) return BRAID_OK;
+/* Completes deferred copy id (staged through the stream's slots) and
+ * records its events. */
+static braid_status flush_one(br_cuda *c, uint32_t id) {
     c->pending[id] = false;
     const bg_node *n = bg_node_at(c->plan->graph, id);
     braid_status s = br_cuda_use(c, WHERE, id, c->node[id].dev);
@@ -315,6 +318,18 @@ braid_status br_cuda_flush(br_cuda *c, uint32_t id) {
             s = br_cu(c, WHERE, id, "cudaEventRecord",
                       cudaEventRecord(c->event[c->recs[k]],
                                       c->stream[c->node[id].queue]));
+    return s;
+}
+
+braid_status br_cuda_flush(br_cuda *c, uint32_t q, uint32_t upto) {
+    braid_status s = BRAID_OK;
+    for (uint32_t i = 0; s == BRAID_OK && i < c->npend; i++) {
+        uint32_t id = c->pend_list[i];
+        if (!c->pending[id] || (q != BG_NONE && c->node[id].queue != q))
+            continue;
+        s = flush_one(c, id);
+        if (id == upto) break;
+    }
     return s;
 }
 

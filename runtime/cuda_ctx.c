@@ -69,7 +69,7 @@ static braid_status check_devices(br_cuda *c) {
     return BRAID_OK;
 }
 
-/* ---- tables ---------------------------------------------------------------- */
+/* ---- tables -------------------------------------------------------------- */
 
 static void *zalloc(size_t n, size_t size) {
     return calloc(n ? n : 1, size ? size : 1);
@@ -116,9 +116,12 @@ static braid_status alloc_tables(br_cuda *c) {
 static br_node_kind copy_kind(const bp_plan *p, uint32_t id) {
     switch (br_queue_kind(p, p->info[id].queue)) {
     case BP_QUEUE_H2D: {
+        /* a copy that writes into another tensor's bytes (an input of a
+           concat assembled in place) must really copy */
         uint32_t root = br_root(p, bg_node_at(p->graph, id)->inputs[0], NULL);
         return p->info[root].place.storage == BP_STORAGE_CONSTANT &&
-                       bg_node_at(p->graph, root)->op == BRAID_OP_CONSTANT
+                       bg_node_at(p->graph, root)->op == BRAID_OP_CONSTANT &&
+                       p->info[id].place.storage != BP_STORAGE_VIEW
                    ? BR_NODE_CONST_H2D
                    : BR_NODE_H2D;
     }
@@ -211,7 +214,8 @@ static braid_status event_lists(br_cuda *c) {
         c->wstart[i + 1] += c->wstart[i];
         c->rstart[i + 1] += c->rstart[i];
     }
-    uint32_t *wfill = zalloc(n, sizeof *wfill), *rfill = zalloc(n, sizeof *rfill);
+    uint32_t *wfill = zalloc(n, sizeof *wfill),
+             *rfill = zalloc(n, sizeof *rfill);
     if (!wfill || !rfill) {
         free(wfill);
         free(rfill);
@@ -228,7 +232,7 @@ static braid_status event_lists(br_cuda *c) {
     return BRAID_OK;
 }
 
-/* ---- arenas ---------------------------------------------------------------- */
+/* ---- arenas -------------------------------------------------------------- */
 
 /* True when a copy node reads or writes bytes of CPU arena a. */
 static bool copies_touch(const br_cuda *c, uint32_t a) {
@@ -294,8 +298,8 @@ static braid_status alloc_arenas(br_cuda *c) {
     const bp_plan *p = c->plan;
     for (uint32_t a = 0; a < p->narenas; a++) {
         const bp_arena *ar = &p->arenas[a];
-        size_t bytes = ar->bytes && c->arena_kind[a] != 3 ? (size_t)ar->bytes
-                                                          : 256;
+        size_t bytes =
+            ar->bytes && c->arena_kind[a] != 3 ? (size_t)ar->bytes : 256;
         cudaError_t err;
         if (c->arena_kind[a] == 1) {
             braid_status s = br_cuda_use(c, WHERE, BG_NONE, ar->device.index);
@@ -307,26 +311,28 @@ static braid_status alloc_arenas(br_cuda *c) {
         if (c->arena_kind[a] == 0) continue;
         err = cudaHostAlloc(&c->arena[a], bytes, cudaHostAllocPortable);
         if (err != cudaSuccess)
-            return arena_oom(c, a, "pinned host memory", "cudaHostAlloc",
-                             err);
+            return arena_oom(c, a, "pinned host memory", "cudaHostAlloc", err);
         memset(c->arena[a], 0, bytes); /* fault pages in now */
         if (c->arena_kind[a] == 3)
-            br_cuda_logf(c, "arena %u: pinned staging of %llu bytes replaced "
-                            "by per-stream staging slots",
+            br_cuda_logf(c,
+                         "arena %u: pinned staging of %llu bytes replaced "
+                         "by per-stream staging slots",
                          a, (unsigned long long)ar->bytes);
         else if (ar->kind == BP_ARENA_DEVICE)
-            br_cuda_logf(c, "arena %u: cpu arena of %llu bytes allocated "
-                            "pinned (copies use it)",
+            br_cuda_logf(c,
+                         "arena %u: cpu arena of %llu bytes allocated "
+                         "pinned (copies use it)",
                          a, (unsigned long long)ar->bytes);
     }
     return BRAID_OK;
 }
 
-/* ---- streams, handles, events ---------------------------------------------- */
+/* ---- streams, handles, events -------------------------------------------- */
 
 static braid_status make_blas(br_cuda *c, uint32_t q) {
     cublasHandle_t h;
-    braid_status s = br_blas(c, WHERE, BG_NONE, "cublasCreate", cublasCreate(&h));
+    braid_status s =
+        br_blas(c, WHERE, BG_NONE, "cublasCreate", cublasCreate(&h));
     if (s != BRAID_OK) return s;
     c->blas[q] = h;
     s = br_cu(c, WHERE, BG_NONE, "cudaMalloc (cuBLAS workspace)",
@@ -378,10 +384,9 @@ static braid_status make_events(br_cuda *c) {
         if (a->kind == BR_NODE_CPU) continue;
         braid_status s = br_cuda_use(c, WHERE, p->events[k].after, a->dev);
         if (s == BRAID_OK)
-            s = br_cu(c, WHERE, p->events[k].after,
-                      "cudaEventCreateWithFlags",
-                      cudaEventCreateWithFlags(&c->event[k],
-                                               cudaEventDisableTiming));
+            s = br_cu(
+                c, WHERE, p->events[k].after, "cudaEventCreateWithFlags",
+                cudaEventCreateWithFlags(&c->event[k], cudaEventDisableTiming));
         if (s != BRAID_OK) return s;
     }
     return BRAID_OK;
@@ -402,8 +407,9 @@ static braid_status enable_peers(br_cuda *c) {
                                cudaDeviceCanAccessPeer(&ok, dst, src));
         if (s != BRAID_OK) return s;
         if (!ok) {
-            br_cuda_logf(c, "peer: cuda:%d cannot read cuda:%d directly; "
-                            "copies go through the host",
+            br_cuda_logf(c,
+                         "peer: cuda:%d cannot read cuda:%d directly; "
+                         "copies go through the host",
                          dst, src);
             continue;
         }
@@ -420,7 +426,7 @@ static braid_status enable_peers(br_cuda *c) {
     return BRAID_OK;
 }
 
-/* ---- creation and freeing ---------------------------------------------------- */
+/* ---- creation and freeing ------------------------------------------------ */
 
 /* The decisions that need no GPU: tables, node kinds, event lists, arena
  * kinds. */
@@ -457,7 +463,8 @@ braid_status br_cuda_check_plan(const bp_plan *p, int sm, char *report,
     if (s == BRAID_OK) s = br_graph_prepare(c);
     if (s == BRAID_OK && report && size) {
         uint32_t kinds[BR_NODE_CONST_H2D + 1] = {0};
-        for (uint32_t i = 0; i < c->ngpu; i++) kinds[c->node[c->gpu_list[i]].kind]++;
+        for (uint32_t i = 0; i < c->ngpu; i++)
+            kinds[c->node[c->gpu_list[i]].kind]++;
         snprintf(report, size,
                  "%u GPU nodes (%u kernels, %u matmuls, %u matmul epilogues, "
                  "%u H2D, %u D2H, %u D2D, %u constant uploads, %u no-ops), "

@@ -34,7 +34,7 @@
 
 static const char *const WHERE = "braid_run";
 
-/* ---- dependencies ---------------------------------------------------------- */
+/* ---- dependencies -------------------------------------------------------- */
 
 /* node[].gpu_dep: the node runs after GPU work (through data or events);
  * node[].feeds_gpu: GPU work runs after it. GPU nodes are both. */
@@ -100,18 +100,20 @@ static const char *why_not_static(br_cuda *c, char *buf, size_t size) {
     }
     c->graph.npre = last_feed;
     for (uint32_t a = 0; a < p->narenas; a++)
-        if (p->arenas[a].device.kind == BP_DEVICE_CPU && c->arena_kind[a] == 0) {
+        if (p->arenas[a].device.kind == BP_DEVICE_CPU &&
+            c->arena_kind[a] == 0) {
             for (uint32_t i = 0; i < c->ngpu; i++) {
                 uint32_t id = c->gpu_list[i], t = BG_NONE;
                 if (c->node[id].kind == BR_NODE_H2D)
                     t = br_root(p, bg_node_at(p->graph, id)->inputs[0], NULL);
                 else if (c->node[id].kind == BR_NODE_D2H)
-                    t = id;
+                    t = br_root(p, id, NULL);
                 if (t != BG_NONE &&
                     p->info[t].place.storage == BP_STORAGE_ARENA &&
                     p->info[t].place.arena == a) {
-                    snprintf(buf, size, "copies use cpu arena %u, which is "
-                                        "not pinned",
+                    snprintf(buf, size,
+                             "copies use cpu arena %u, which is "
+                             "not pinned",
                              a);
                     return buf;
                 }
@@ -134,7 +136,8 @@ braid_status br_graph_prepare(br_cuda *c) {
     uint32_t n = c->plan->ninfo, nq = c->plan->nqueues ? c->plan->nqueues : 1;
     dependencies(c);
     char buf[256];
-    const char *why = c->ngpu == 0 ? "no GPU work" : why_not_static(c, buf, sizeof buf);
+    const char *why =
+        c->ngpu == 0 ? "no GPU work" : why_not_static(c, buf, sizeof buf);
     if (why) {
         br_cuda_logf(c, "graph: not used: %s", why);
         return BRAID_OK;
@@ -148,8 +151,9 @@ braid_status br_graph_prepare(br_cuda *c) {
                                  "braid_exec_new: out of memory");
     g->static_plan = true;
     g->origin = c->node[c->gpu_list[0]].queue;
-    br_cuda_logf(c, "graph: static GPU part (%u GPU nodes, %u cpu nodes "
-                    "before the launch); captured on the second run",
+    br_cuda_logf(c,
+                 "graph: static GPU part (%u GPU nodes, %u cpu nodes "
+                 "before the launch); captured on the second run",
                  c->ngpu, g->npre);
     return BRAID_OK;
 }
@@ -169,7 +173,7 @@ void br_graph_free(br_cuda *c) {
     free(g->join);
 }
 
-/* ---- fixed buffers -------------------------------------------------------------- */
+/* ---- fixed buffers ------------------------------------------------------- */
 
 /* Tensor t's bytes (plus off) when they lie in a pinned arena, else NULL. */
 static void *pinned_home(const br_cuda *c, uint32_t t, uint64_t off) {
@@ -188,16 +192,17 @@ static braid_status fixed_buffers(br_cuda *c) {
         br_node_kind k = c->node[id].kind;
         if ((k != BR_NODE_H2D && k != BR_NODE_D2H) || g->src[id] || g->dst[id])
             continue;
-        uint64_t off = 0;
-        uint32_t t = k == BR_NODE_H2D
-                         ? br_root(p, bg_node_at(p->graph, id)->inputs[0], &off)
-                         : id;
+        uint64_t off = 0; /* D2H: its own bytes may be a view (concat) */
+        uint32_t t = br_root(
+            p, k == BR_NODE_H2D ? bg_node_at(p->graph, id)->inputs[0] : id,
+            &off);
         void *buf = pinned_home(c, t, off);
         if (!buf) {
             size_t bytes = bg_nbytes(bg_node_at(p->graph, id));
-            braid_status s = br_cu(c, WHERE, id, "cudaHostAlloc (graph staging)",
-                                   cudaHostAlloc(&buf, bytes ? bytes : 256,
-                                                 cudaHostAllocPortable));
+            braid_status s =
+                br_cu(c, WHERE, id, "cudaHostAlloc (graph staging)",
+                      cudaHostAlloc(&buf, bytes ? bytes : 256,
+                                    cudaHostAllocPortable));
             if (s != BRAID_OK) return s;
             g->owned[id] = true;
         }
@@ -209,7 +214,7 @@ static braid_status fixed_buffers(br_cuda *c) {
     return BRAID_OK;
 }
 
-/* ---- capture ------------------------------------------------------------------- */
+/* ---- capture ------------------------------------------------------------- */
 
 static braid_status fork_join_events(br_cuda *c) {
     br_graph_state *g = &c->graph;
@@ -219,9 +224,9 @@ static braid_status fork_join_events(br_cuda *c) {
                   cudaEventCreateWithFlags(&g->fork, cudaEventDisableTiming));
     for (uint32_t q = 0; s == BRAID_OK && q < c->plan->nqueues; q++)
         if (c->stream[q] && q != g->origin && !g->join[q])
-            s = br_cu(c, WHERE, BG_NONE, "cudaEventCreateWithFlags",
-                      cudaEventCreateWithFlags(&g->join[q],
-                                               cudaEventDisableTiming));
+            s = br_cu(
+                c, WHERE, BG_NONE, "cudaEventCreateWithFlags",
+                cudaEventCreateWithFlags(&g->join[q], cudaEventDisableTiming));
     return s;
 }
 
@@ -261,8 +266,8 @@ static braid_status capture(br_cuda *c, bool *ok) {
     cudaStream_t origin = c->stream[g->origin];
     s = br_cuda_use(c, WHERE, BG_NONE, c->plan->queues[g->origin].device.index);
     if (s != BRAID_OK) return s;
-    cudaError_t err = cudaStreamBeginCapture(origin,
-                                             cudaStreamCaptureModeThreadLocal);
+    cudaError_t err =
+        cudaStreamBeginCapture(origin, cudaStreamCaptureModeThreadLocal);
     if (err == cudaSuccess) {
         s = capture_body(c);
         err = cudaStreamEndCapture(origin, &g->graph);
@@ -288,7 +293,7 @@ static braid_status capture(br_cuda *c, bool *ok) {
     return BRAID_OK;
 }
 
-/* ---- replay ---------------------------------------------------------------------- */
+/* ---- replay -------------------------------------------------------------- */
 
 /* Copies the caller's bytes into the fixed buffers the graph reads. */
 static void copy_in(br_cuda *c) {
@@ -331,8 +336,8 @@ braid_status br_graph_run(br_cuda *c, bool *done) {
         c->cpu_done[c->cpu_list[i]] = true;
     }
     copy_in(c);
-    braid_status s = br_cuda_use(c, WHERE, BG_NONE,
-                                 c->plan->queues[g->origin].device.index);
+    braid_status s =
+        br_cuda_use(c, WHERE, BG_NONE, c->plan->queues[g->origin].device.index);
     if (s == BRAID_OK)
         s = br_cu(c, WHERE, BG_NONE, "cudaGraphLaunch",
                   cudaGraphLaunch(g->exec, c->stream[g->origin]));

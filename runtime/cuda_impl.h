@@ -42,18 +42,18 @@
 
 /* What the backend does for one node. */
 typedef enum br_node_kind {
-    BR_NODE_CPU = 0,   /* on the CPU queue: exec.c's kernels run it */
-    BR_NODE_NOOP,      /* on a GPU queue, no work (a view, in-place
-                          concat): only its events */
-    BR_NODE_KERNEL,    /* a generated kernel */
-    BR_NODE_GEMM,      /* matmul through cuBLAS */
-    BR_NODE_GEMM_EPI,  /* a fused MATMUL program: cuBLAS, then the
-                          generated epilogue kernel */
-    BR_NODE_H2D,       /* copy host → device */
-    BR_NODE_D2H,       /* copy device → host */
-    BR_NODE_D2D,       /* copy device → device (peer) */
-    BR_NODE_CONST_H2D  /* copy of constant bytes to a GPU: uploaded at
-                          creation, nothing to do per run */
+    BR_NODE_CPU = 0,  /* on the CPU queue: exec.c's kernels run it */
+    BR_NODE_NOOP,     /* on a GPU queue, no work (a view, in-place
+                         concat): only its events */
+    BR_NODE_KERNEL,   /* a generated kernel */
+    BR_NODE_GEMM,     /* matmul through cuBLAS */
+    BR_NODE_GEMM_EPI, /* a fused MATMUL program: cuBLAS, then the
+                         generated epilogue kernel */
+    BR_NODE_H2D,      /* copy host → device */
+    BR_NODE_D2H,      /* copy device → host */
+    BR_NODE_D2D,      /* copy device → device (peer) */
+    BR_NODE_CONST_H2D /* copy of constant bytes to a GPU: uploaded at
+                         creation, nothing to do per run */
 } br_node_kind;
 
 /* Per node of the plan. */
@@ -69,22 +69,22 @@ typedef struct br_cnode {
 
 /* Pinned staging slots of one copy stream. */
 typedef struct br_stage {
-    void *host;                     /* BR_STAGE_SLOTS × slot bytes, pinned;
-                                       NULL when the stream never stages */
-    uint64_t slot;                  /* bytes per slot */
+    void *host;                       /* BR_STAGE_SLOTS × slot bytes, pinned;
+                                         NULL when the stream never stages */
+    uint64_t slot;                    /* bytes per slot */
     cudaEvent_t free[BR_STAGE_SLOTS]; /* recorded after the DMA using the
                                          slot; the host waits on it before
                                          refilling the slot */
-    uint32_t next;                  /* slot the next chunk uses */
+    uint32_t next;                    /* slot the next chunk uses */
 } br_stage;
 
 /* One node's generated kernel (codegen/), loaded. */
 typedef struct br_kernel {
-    const bc_kernel *bk;   /* codegen's description (points into c->src) */
+    const bc_kernel *bk; /* codegen's description (points into c->src) */
     cudaKernel_t fn[BC_MAX_LAUNCHES]; /* its launches' functions */
-    void *extra;           /* the last parameter's buffer when codegen asks
-                              for one (SCRATCH, or a MATMUL result that
-                              cannot live in the output); device, owned */
+    void *extra; /* the last parameter's buffer when codegen asks
+                    for one (SCRATCH, or a MATMUL result that
+                    cannot live in the output); device, owned */
 } br_kernel;
 
 /* State of a CUDA graph (cuda_graph.c). */
@@ -112,59 +112,59 @@ typedef struct br_graph_state {
 } br_graph_state;
 
 struct br_cuda {
-    const bp_plan *plan;    /* the plan run; not owned */
-    int ndev;               /* CUDA devices present */
-    bool allow_tf32;        /* compile option: f32 matmul may use TF32 */
-    void **arena;           /* per plan arena: the backend's buffer, or NULL
-                               when exec.c allocates it */
-    uint8_t *arena_kind;    /* per arena: 0 exec's, 1 device, 2 pinned
-                               host, 3 a stand-in for an unused staging
-                               reservation (256 pinned bytes) */
-    void **home;            /* per node: where a pre-uploaded constant copy
-                               lives (device memory, owned), or NULL */
-    br_cnode *node;         /* per node */
-    uint32_t *wstart;       /* per node: first index in waits (n + 1) */
-    uint32_t *waits;        /* event indices each node waits for */
-    uint32_t *rstart;       /* per node: first index in recs (n + 1) */
-    uint32_t *recs;         /* event indices each node records */
-    uint32_t *gpu_list;     /* GPU-queue nodes in schedule order */
-    uint32_t ngpu;          /* entries in gpu_list */
-    uint32_t *cpu_list;     /* CPU-queue nodes in schedule order */
-    uint32_t ncpu;          /* entries in cpu_list */
-    cudaStream_t *stream;   /* per queue (NULL for the CPU queue) */
-    cublasHandle_t *blas;   /* per queue (compute streams only) */
-    void **blas_ws;         /* per queue: cuBLAS workspace (device) */
-    cudaEvent_t *event;     /* per plan event (NULL when its producer is a
-                               CPU node: the host orders those) */
-    br_stage *stage;        /* per queue: staging of H2D / D2H streams */
-    bc_source src;          /* the plan's generated module (codegen) */
-    br_kernel *kern;        /* per kernel of src (same order) */
-    uint32_t nkern;         /* entries in kern */
-    int sm[BR_MAX_ARCHS];   /* compute capabilities compiled for (90) */
+    const bp_plan *plan;  /* the plan run; not owned */
+    int ndev;             /* CUDA devices present */
+    bool allow_tf32;      /* compile option: f32 matmul may use TF32 */
+    void **arena;         /* per plan arena: the backend's buffer, or NULL
+                             when exec.c allocates it */
+    uint8_t *arena_kind;  /* per arena: 0 exec's, 1 device, 2 pinned
+                             host, 3 a stand-in for an unused staging
+                             reservation (256 pinned bytes) */
+    void **home;          /* per node: where a pre-uploaded constant copy
+                             lives (device memory, owned), or NULL */
+    br_cnode *node;       /* per node */
+    uint32_t *wstart;     /* per node: first index in waits (n + 1) */
+    uint32_t *waits;      /* event indices each node waits for */
+    uint32_t *rstart;     /* per node: first index in recs (n + 1) */
+    uint32_t *recs;       /* event indices each node records */
+    uint32_t *gpu_list;   /* GPU-queue nodes in schedule order */
+    uint32_t ngpu;        /* entries in gpu_list */
+    uint32_t *cpu_list;   /* CPU-queue nodes in schedule order */
+    uint32_t ncpu;        /* entries in cpu_list */
+    cudaStream_t *stream; /* per queue (NULL for the CPU queue) */
+    cublasHandle_t *blas; /* per queue (compute streams only) */
+    void **blas_ws;       /* per queue: cuBLAS workspace (device) */
+    cudaEvent_t *event;   /* per plan event (NULL when its producer is a
+                             CPU node: the host orders those) */
+    br_stage *stage;      /* per queue: staging of H2D / D2H streams */
+    bc_source src;        /* the plan's generated module (codegen) */
+    br_kernel *kern;      /* per kernel of src (same order) */
+    uint32_t nkern;       /* entries in kern */
+    int sm[BR_MAX_ARCHS]; /* compute capabilities compiled for (90) */
     bc_binary bin[BR_MAX_ARCHS];     /* the module compiled, per sm (kept
                                         while loaded) */
     cudaLibrary_t lib[BR_MAX_ARCHS]; /* the module loaded, per sm */
-    uint32_t nlib;          /* entries used in sm and lib */
-    void **argv;            /* a launch's parameter values (max params) */
-    void **argp;            /* pointers to them, what cudaLaunchKernel
-                               takes */
-    br_graph_state graph;   /* CUDA graph capture and replay */
+    uint32_t nlib;                   /* entries used in sm and lib */
+    void **argv;          /* a launch's parameter values (max params) */
+    void **argp;          /* pointers to them, what cudaLaunchKernel
+                             takes */
+    br_graph_state graph; /* CUDA graph capture and replay */
     /* run state */
-    bool *cpu_done;         /* per node: CPU node ran this run */
-    bool *pending;          /* per node: a D2H copy into pageable memory
-                               whose DMA and host copy are still to do */
-    uint32_t *pend_list;    /* pending nodes in issue order */
-    uint32_t npend;         /* entries in pend_list */
-    int cur_dev;            /* device current on this thread (-1 unknown) */
-    bool capturing;         /* issuing into a CUDA-graph capture: copies
-                               use the graph's fixed host buffers */
-    bool dry;               /* made by br_cuda_check_plan: no CUDA objects */
+    bool *cpu_done;      /* per node: CPU node ran this run */
+    bool *pending;       /* per node: a D2H copy into pageable memory
+                            whose DMA and host copy are still to do */
+    uint32_t *pend_list; /* pending nodes in issue order */
+    uint32_t npend;      /* entries in pend_list */
+    int cur_dev;         /* device current on this thread (-1 unknown) */
+    bool capturing;      /* issuing into a CUDA-graph capture: copies
+                            use the graph's fixed host buffers */
+    bool dry;            /* made by br_cuda_check_plan: no CUDA objects */
     const br_cuda_run_args *run; /* the run in progress */
-    char log[BR_LOG_MAX];   /* executor log (br_cuda_log) */
-    size_t loglen;          /* bytes used in log */
+    char log[BR_LOG_MAX];        /* executor log (br_cuda_log) */
+    size_t loglen;               /* bytes used in log */
 };
 
-/* ---- cuda_util.c ------------------------------------------------------------ */
+/* ---- cuda_util.c --------------------------------------------------------- */
 
 /* Appends one line to the executor log (printf-like; dropped when full). */
 void br_cuda_logf(br_cuda *c, const char *fmt, ...)
@@ -182,8 +182,7 @@ braid_status br_blas(const br_cuda *c, const char *where, uint32_t node,
                      const char *call, cublasStatus_t st);
 
 /* Makes device dev current on this thread (cheap when it already is). */
-braid_status br_cuda_use(br_cuda *c, const char *where, uint32_t node,
-                         int dev);
+braid_status br_cuda_use(br_cuda *c, const char *where, uint32_t node, int dev);
 
 /* The node whose bytes node id's data is (following views), and the byte
  * offset of id's data in it. */
@@ -197,14 +196,13 @@ bp_queue_kind br_queue_kind(const bp_plan *p, uint32_t q);
 int br_pointer_kind(const void *ptr, int *dev);
 
 /* Copies n bytes from src to dst on the pool's threads. */
-void br_parallel_memcpy(br_pool *pool, void *dst, const void *src,
-                        uint64_t n);
+void br_parallel_memcpy(br_pool *pool, void *dst, const void *src, uint64_t n);
 
 /* True when node id does no work (info.noop: inputs, constants, pure
  * views, concats assembled in place). */
 bool br_node_noop(const bp_plan *p, uint32_t id);
 
-/* ---- cuda_kernels.c ------------------------------------------------------------ */
+/* ---- cuda_kernels.c ------------------------------------------------------ */
 
 /* Generates, compiles (cached) and loads the kernels of every GPU node
  * that needs one; sets node[].kernel. */
@@ -219,7 +217,7 @@ braid_status br_cuda_launch(br_cuda *c, uint32_t id, cudaStream_t s);
  * epilogue reads it in place, else the kernel's own buffer. */
 void *br_cuda_matmul_target(const br_cuda *c, uint32_t id);
 
-/* ---- cuda_blas.c ----------------------------------------------------------------- */
+/* ---- cuda_blas.c --------------------------------------------------------- */
 
 /* Checks that matmul node id (or a fused MATMUL program) fits cuBLAS:
  * BRAID_ERR_UNSUPPORTED for a non-float dtype. */
@@ -231,28 +229,33 @@ braid_status br_cuda_gemm_result(const br_cuda *c, uint32_t id,
  * program) into out on its queue's stream and cuBLAS handle. */
 braid_status br_cuda_gemm(br_cuda *c, uint32_t id, void *out);
 
-/* ---- cuda_copy.c ------------------------------------------------------------------ */
+/* ---- cuda_copy.c --------------------------------------------------------- */
 
 /* Allocates the staging slots of each H2D / D2H stream that may stage
  * pageable memory (sized by the largest such copy). */
 braid_status br_cuda_stage_init(br_cuda *c);
 void br_cuda_stage_free(br_cuda *c);
 /* Issues copy node id. A D2H copy into pageable memory is deferred
- * (c->pending) when nothing on a GPU waits for it; br_cuda_flush does it. */
+ * (c->pending) when no GPU node waits for it: its DMA and host copy are
+ * done by br_cuda_flush, before a CPU node needs it, before the next node
+ * of its stream is issued, or at the end of the run. */
 braid_status br_cuda_copy(br_cuda *c, uint32_t id);
-/* Completes the deferred D2H copy id (staged through pinned slots). */
-braid_status br_cuda_flush(br_cuda *c, uint32_t id);
+/* Completes, in issue order, the deferred copies of queue q (BG_NONE: of
+ * every queue) up to and including node upto (BG_NONE: all of them), so
+ * that deferral never reorders a stream: an event recorded behind a later
+ * node of the stream still implies the deferred copy is done. */
+braid_status br_cuda_flush(br_cuda *c, uint32_t q, uint32_t upto);
 /* Uploads, at creation, the constant bytes every CONST_H2D node copies. */
 braid_status br_cuda_upload_constants(br_cuda *c);
 
-/* ---- cuda_run.c ------------------------------------------------------------------- */
+/* ---- cuda_run.c ---------------------------------------------------------- */
 
 /* Issues GPU node id: its event waits, its work, its event records. */
 braid_status br_cuda_issue(br_cuda *c, uint32_t id);
 /* Waits on every stream; the first error wins over st. */
 braid_status br_cuda_sync_all(br_cuda *c, braid_status st);
 
-/* ---- cuda_graph.c ----------------------------------------------------------------- */
+/* ---- cuda_graph.c -------------------------------------------------------- */
 
 /* Decides at creation whether the plan's GPU part is static (logs why
  * not); computes node[].gpu_dep / feeds_gpu. */

@@ -39,9 +39,9 @@ static double now_s(void) {
 /* Compute capability of device dev as 10·major + minor (90 for sm_90). */
 static braid_status device_sm(br_cuda *c, int dev, int *sm) {
     int major = 0, minor = 0;
-    braid_status s = br_cu(c, WHERE, BG_NONE, "cudaDeviceGetAttribute",
-                           cudaDeviceGetAttribute(
-                               &major, cudaDevAttrComputeCapabilityMajor, dev));
+    braid_status s = br_cu(
+        c, WHERE, BG_NONE, "cudaDeviceGetAttribute",
+        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
     if (s == BRAID_OK)
         s = br_cu(c, WHERE, BG_NONE, "cudaDeviceGetAttribute",
                   cudaDeviceGetAttribute(
@@ -65,8 +65,8 @@ static braid_status module_for(br_cuda *c, int sm, uint32_t *index) {
     char *err = malloc(ERR_MAX);
     bc_binary *bin = &c->bin[c->nlib];
     double t0 = now_s();
-    braid_status s = bc_compile(c->src.text, "kernel.cu", sm, bin, err,
-                                err ? ERR_MAX : 0);
+    braid_status s =
+        bc_compile(c->src.text, "kernel.cu", sm, bin, err, err ? ERR_MAX : 0);
     if (s != BRAID_OK) {
         s = bg_set_last_error(s,
                               "braid_exec_new: compiling the plan's %u "
@@ -84,8 +84,8 @@ static braid_status module_for(br_cuda *c, int sm, uint32_t *index) {
         bc_binary_free(bin);
         return s;
     }
-    br_cuda_logf(c, "kernels: %u for sm_%d (%s, %s, %.1f ms)",
-                 c->src.nkernels, sm, bin->cubin ? "cubin" : "ptx",
+    br_cuda_logf(c, "kernels: %u for sm_%d (%s, %s, %.1f ms)", c->src.nkernels,
+                 sm, bin->cubin ? "cubin" : "ptx",
                  bin->cached ? "cached" : "compiled", 1e3 * (now_s() - t0));
     c->sm[c->nlib] = sm;
     *index = c->nlib++;
@@ -127,8 +127,8 @@ static braid_status check_kernel(br_cuda *c, uint32_t id) {
                 "product of %llu bytes%s, cuBLAS makes %s, %llu bytes",
                 id, bg_op(n->op)->name, braid_dtype_name(bk->mm_dtype),
                 (unsigned long long)bk->mm_bytes,
-                bk->mm_in_place ? " in the output" : "",
-                braid_dtype_name(dt), (unsigned long long)bytes);
+                bk->mm_in_place ? " in the output" : "", braid_dtype_name(dt),
+                (unsigned long long)bytes);
     }
     uint32_t ki = (uint32_t)(bk - c->src.kernels);
     c->kern[ki].bk = bk;
@@ -145,9 +145,9 @@ static braid_status bind_kernel(br_cuda *c, uint32_t id) {
     braid_status s = device_sm(c, dev, &sm);
     if (s == BRAID_OK) s = module_for(c, sm, &li);
     for (uint32_t l = 0; s == BRAID_OK && l < bk->nlaunch; l++)
-        s = br_cu(c, WHERE, id, "cudaLibraryGetKernel",
-                  cudaLibraryGetKernel(&k->fn[l], c->lib[li],
-                                       bk->launch[l].entry));
+        s = br_cu(
+            c, WHERE, id, "cudaLibraryGetKernel",
+            cudaLibraryGetKernel(&k->fn[l], c->lib[li], bk->launch[l].entry));
     uint64_t extra = bk->extra == BC_EXTRA_SCRATCH ? bk->scratch_bytes
                      : bk->extra == BC_EXTRA_MATMUL && !bk->mm_in_place
                          ? bk->mm_bytes
@@ -175,8 +175,7 @@ static braid_status generate(br_cuda *c) {
     c->kern = calloc(c->nkern ? c->nkern : 1, sizeof *c->kern);
     uint32_t maxp = 1;
     for (uint32_t k = 0; k < c->nkern; k++)
-        if (c->src.kernels[k].nparams > maxp)
-            maxp = c->src.kernels[k].nparams;
+        if (c->src.kernels[k].nparams > maxp) maxp = c->src.kernels[k].nparams;
     c->argv = calloc(maxp, sizeof *c->argv);
     c->argp = calloc(maxp, sizeof *c->argp);
     if (!c->kern || !c->argv || !c->argp)
@@ -239,11 +238,14 @@ braid_status br_cuda_launch(br_cuda *c, uint32_t id, cudaStream_t s) {
     const bg_node *n = bg_node_at(c->plan->graph, id);
     void *const *ptr = c->run->ptr;
     c->argv[0] = ptr[id];
-    for (uint32_t i = 0; i < n->ninputs; i++) c->argv[1 + i] = ptr[n->inputs[i]];
+    for (uint32_t i = 0; i < n->ninputs; i++)
+        c->argv[1 + i] = ptr[n->inputs[i]];
     if (bk->extra != BC_EXTRA_NONE)
         c->argv[1 + n->ninputs] =
-            bk->extra == BC_EXTRA_MATMUL && bk->mm_in_place ? ptr[id] : k->extra;
-    for (uint32_t i = 0; i < bk->nparams; i++) c->argp[i] = &c->argv[i];
+            bk->extra == BC_EXTRA_MATMUL && bk->mm_in_place ? ptr[id]
+                                                            : k->extra;
+    for (uint32_t i = 0; i < bk->nparams; i++)
+        c->argp[i] = &c->argv[i];
 #ifdef BRAID_CUDA_MOCK /* tests/cuda_mock: runs the node's CPU kernel */
     br_cuda_mock_hook(c->plan, id);
 #endif
@@ -251,10 +253,9 @@ braid_status br_cuda_launch(br_cuda *c, uint32_t id, cudaStream_t s) {
         const bc_launch *L = &bk->launch[l];
         dim3 grid = {L->grid[0], L->grid[1], L->grid[2]};
         dim3 block = {L->block[0], L->block[1], L->block[2]};
-        braid_status r =
-            br_cu(c, "braid_run", id, "cudaLaunchKernel",
-                  cudaLaunchKernel((const void *)k->fn[l], grid, block,
-                                   c->argp, 0, s));
+        braid_status r = br_cu(c, "braid_run", id, "cudaLaunchKernel",
+                               cudaLaunchKernel((const void *)k->fn[l], grid,
+                                                block, c->argp, 0, s));
         if (r != BRAID_OK) return r;
     }
     return BRAID_OK;

@@ -25,7 +25,7 @@
 
 static const char *const WHERE = "braid_run";
 
-/* ---- issuing a GPU node -------------------------------------------------------- */
+/* ---- issuing a GPU node -------------------------------------------------- */
 
 static braid_status do_work(br_cuda *c, uint32_t id, cudaStream_t s) {
     switch (c->node[id].kind) {
@@ -49,7 +49,10 @@ static braid_status do_work(br_cuda *c, uint32_t id, cudaStream_t s) {
 braid_status br_cuda_issue(br_cuda *c, uint32_t id) {
     const br_cnode *cn = &c->node[id];
     cudaStream_t s = c->stream[cn->queue];
-    braid_status r = br_cuda_use(c, WHERE, id, cn->dev);
+    braid_status r = BRAID_OK;
+    if (c->npend > 0) /* deferred copies keep their place in the stream */
+        r = br_cuda_flush(c, cn->queue, BG_NONE);
+    if (r == BRAID_OK) r = br_cuda_use(c, WHERE, id, cn->dev);
     for (uint32_t k = c->wstart[id]; r == BRAID_OK && k < c->wstart[id + 1];
          k++) {
         cudaEvent_t ev = c->event[c->waits[k]];
@@ -64,8 +67,7 @@ braid_status br_cuda_issue(br_cuda *c, uint32_t id) {
          k++) {
         cudaEvent_t ev = c->event[c->recs[k]];
         if (ev)
-            r = br_cu(c, WHERE, id, "cudaEventRecord",
-                      cudaEventRecord(ev, s));
+            r = br_cu(c, WHERE, id, "cudaEventRecord", cudaEventRecord(ev, s));
     }
     return r;
 }
@@ -79,7 +81,7 @@ static bool gpu_ready(const br_cuda *c, uint32_t id) {
     return true;
 }
 
-/* ---- running a CPU node ------------------------------------------------------- */
+/* ---- running a CPU node -------------------------------------------------- */
 
 static braid_status run_cpu_node(br_cuda *c, uint32_t id) {
     braid_status r = BRAID_OK;
@@ -87,7 +89,7 @@ static braid_status run_cpu_node(br_cuda *c, uint32_t id) {
          k++) {
         uint32_t ek = c->waits[k], a = c->plan->events[ek].after;
         if (c->pending[a])
-            r = br_cuda_flush(c, a);
+            r = br_cuda_flush(c, c->node[a].queue, a);
         else if (c->event[ek])
             r = br_cu(c, WHERE, id, "cudaEventSynchronize",
                       cudaEventSynchronize(c->event[ek]));
@@ -98,13 +100,14 @@ static braid_status run_cpu_node(br_cuda *c, uint32_t id) {
     return BRAID_OK;
 }
 
-/* ---- the end of a run ----------------------------------------------------------- */
+/* ---- the end of a run ---------------------------------------------------- */
 
 braid_status br_cuda_sync_all(br_cuda *c, braid_status st) {
     const bp_plan *p = c->plan;
     for (uint32_t q = 0; q < p->nqueues; q++) {
         if (!c->stream[q]) continue;
-        braid_status r = br_cuda_use(c, WHERE, BG_NONE, p->queues[q].device.index);
+        braid_status r =
+            br_cuda_use(c, WHERE, BG_NONE, p->queues[q].device.index);
         if (r == BRAID_OK)
             r = br_cu(c, WHERE, BG_NONE, "cudaStreamSynchronize",
                       cudaStreamSynchronize(c->stream[q]));
@@ -114,14 +117,12 @@ braid_status br_cuda_sync_all(br_cuda *c, braid_status st) {
 }
 
 static braid_status flush_all(br_cuda *c) {
-    braid_status r = BRAID_OK;
-    for (uint32_t i = 0; r == BRAID_OK && i < c->npend; i++)
-        r = br_cuda_flush(c, c->pend_list[i]);
+    braid_status r = br_cuda_flush(c, BG_NONE, BG_NONE);
     c->npend = 0;
     return r;
 }
 
-/* ---- bindings ---------------------------------------------------------------------- */
+/* ---- bindings ------------------------------------------------------------ */
 
 /* A CPU node that computes from node id's bytes (directly or through
  * views), or BG_NONE. */
@@ -162,7 +163,8 @@ static braid_status check_bindings(br_cuda *c, bool *device) {
                 BRAID_ERR_INVALID_ARGUMENT,
                 "braid_run: input \"%s\" is device memory (cuda:%d) but node "
                 "%u (%s) reads it on the cpu (bind host memory)",
-                a->in[i].name, dev, u, bg_op(bg_node_at(p->graph, u)->op)->name);
+                a->in[i].name, dev, u,
+                bg_op(bg_node_at(p->graph, u)->op)->name);
     }
     for (size_t j = 0; j < a->nout; j++) {
         int dev = -1;
@@ -181,7 +183,7 @@ static braid_status check_bindings(br_cuda *c, bool *device) {
     return BRAID_OK;
 }
 
-/* ---- the run -------------------------------------------------------------------------- */
+/* ---- the run ------------------------------------------------------------- */
 
 static braid_status run_schedule(br_cuda *c) {
     uint32_t gi = 0, ci = 0;

@@ -23,7 +23,9 @@ void br_cuda_logf(br_cuda *c, const char *fmt, ...) {
     c->log[c->loglen] = '\0';
 }
 
-const char *br_cuda_log(const br_cuda *c) { return c ? c->log : ""; }
+const char *br_cuda_log(const br_cuda *c) {
+    return c ? c->log : "";
+}
 
 /* "node 12 (add "h1") on cuda:0: " into buf, or "" for BG_NONE. */
 static const char *node_part(const br_cuda *c, uint32_t node, char *buf,
@@ -38,9 +40,9 @@ static const char *node_part(const br_cuda *c, uint32_t node, char *buf,
         snprintf(dev, sizeof dev, "cuda:%d", c->node[node].dev);
         where = dev;
     }
-    snprintf(buf, size, "node %u (%s%s%s%s) on %s: ", node,
-             bg_op(n->op)->name, n->name ? " \"" : "", n->name ? n->name : "",
-             n->name ? "\"" : "", where);
+    snprintf(buf, size, "node %u (%s%s%s%s) on %s: ", node, bg_op(n->op)->name,
+             n->name ? " \"" : "", n->name ? n->name : "", n->name ? "\"" : "",
+             where);
     return buf;
 }
 
@@ -62,11 +64,10 @@ braid_status br_blas(const br_cuda *c, const char *where, uint32_t node,
     char np[256];
     (void)cudaGetLastError();
     braid_status s = st == CUBLAS_STATUS_ALLOC_FAILED ? BRAID_ERR_OUT_OF_MEMORY
-                     : st == CUBLAS_STATUS_NOT_SUPPORTED
-                         ? BRAID_ERR_UNSUPPORTED
-                         : BRAID_ERR_DEVICE;
-    return bg_set_last_error(s, "%s: %s%s failed: %s (cuBLAS status %d)",
-                             where, node_part(c, node, np, sizeof np), call,
+                     : st == CUBLAS_STATUS_NOT_SUPPORTED ? BRAID_ERR_UNSUPPORTED
+                                                         : BRAID_ERR_DEVICE;
+    return bg_set_last_error(s, "%s: %s%s failed: %s (cuBLAS status %d)", where,
+                             node_part(c, node, np, sizeof np), call,
                              cublasGetStatusString(st), (int)st);
 }
 
@@ -121,8 +122,7 @@ static void memcpy_range(void *ctx, int64_t begin, int64_t end) {
     memcpy(j->dst + begin, j->src + begin, (size_t)(end - begin));
 }
 
-void br_parallel_memcpy(br_pool *pool, void *dst, const void *src,
-                        uint64_t n) {
+void br_parallel_memcpy(br_pool *pool, void *dst, const void *src, uint64_t n) {
     if (n == 0 || dst == src) return;
     memcpy_job j = {dst, src};
     br_parallel_for(pool, (int64_t)n, BR_STAGE_GRAIN, memcpy_range, &j);

@@ -138,8 +138,8 @@ static braid_status alloc_tables(braid_exec *e) {
 static braid_status alloc_buffers(braid_exec *e) {
     const bp_plan *p = e->plan;
     for (uint32_t i = 0; i < p->narenas; i++) {
-        if ((e->arena[i] = br_cuda_arena(e->cuda, i))) continue; /* GPU,
-                                                                    pinned */
+        e->arena[i] = br_cuda_arena(e->cuda, i); /* GPU, pinned: CUDA's */
+        if (e->arena[i]) continue;
         e->arena[i] = aligned_buffer(p->arenas[i].bytes);
         if (!e->arena[i])
             return oom_for_arena(p, i);

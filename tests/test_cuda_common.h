@@ -39,8 +39,7 @@ static inline void tc_hint_all(braid_graph *g, const char *device) {
 }
 
 /* Hints each non-input node to "cpu" or "cuda:0" at random (p_gpu). */
-static inline void tc_hint_random(braid_graph *g, uint64_t seed,
-                                  double p_gpu) {
+static inline void tc_hint_random(braid_graph *g, uint64_t seed, double p_gpu) {
     uint64_t st = seed * 0x9E3779B97F4A7C15u + 17;
     for (uint32_t id = 0; id < braid_graph_node_count(g); id++) {
         braid_op op = g->nodes[id].op;
@@ -140,9 +139,9 @@ static inline bool tc_check_gpu(braid_graph *g, braid_tensor y,
 #define TC_CHECK(g, y, ranges, seed, what)                                     \
     do {                                                                       \
         char msg_[900];                                                        \
-        cr_assert(tc_check_gpu((g), (y), (ranges), (seed), NULL, msg_,         \
-                               sizeof msg_),                                   \
-                  "%s: %s", (what), msg_);                                     \
+        cr_assert(                                                             \
+            tc_check_gpu((g), (y), (ranges), (seed), NULL, msg_, sizeof msg_), \
+            "%s: %s", (what), msg_);                                           \
     } while (0)
 
 #endif /* BRAID_TESTS_TEST_CUDA_COMMON_H */

@@ -51,8 +51,8 @@ static void check_affine(const float *x, const float *y, int64_t n,
 }
 
 /* Runs the executor on x → y `runs` times with buffers from alloc. */
-static void run_with(void *(*alloc)(size_t), void (*release)(void *),
-                     int64_t n, int runs, const char *what) {
+static void run_with(void *(*alloc)(size_t), void (*release)(void *), int64_t n,
+                     int runs, const char *what) {
     braid_graph *g = affine_graph(n, false);
     braid_plan *p = NULL;
     braid_exec *e = new_exec(g, &p);
@@ -76,8 +76,12 @@ static void run_with(void *(*alloc)(size_t), void (*release)(void *),
     braid_graph_free(g);
 }
 
-static void *pageable_alloc(size_t n) { return malloc(n); }
-static void *pinned_alloc(size_t n) { return br_cuda_pinned_alloc(n); }
+static void *pageable_alloc(size_t n) {
+    return malloc(n);
+}
+static void *pinned_alloc(size_t n) {
+    return br_cuda_pinned_alloc(n);
+}
 
 Test(cuda_copies, pageable_larger_than_staging_slots) {
     TC_REQUIRE_GPU();
@@ -128,7 +132,8 @@ Test(cuda_copies, device_pointers) {
     braid_plan *p = NULL;
     braid_exec *e = new_exec(g, &p);
     float *x = malloc(bytes), *y = malloc(bytes);
-    void *dx = br_cuda_device_alloc(0, bytes), *dy = br_cuda_device_alloc(0, bytes);
+    void *dx = br_cuda_device_alloc(0, bytes),
+         *dy = br_cuda_device_alloc(0, bytes);
     cr_assert(dx && dy);
     fill_x(x, n, 3);
     cr_assert_eq(br_cuda_memcpy(dx, x, bytes), BRAID_OK);
@@ -193,14 +198,16 @@ Test(cuda_copies, gpu_result_read_by_caller_and_cpu_node) {
     float *x = malloc(bytes), *y = malloc(bytes), z = 0;
     for (int r = 0; r < 3; r++) {
         /* small integers: the sum is exact in any order */
-        for (int64_t i = 0; i < n; i++) x[i] = (float)((i * 7 + r) % 5) - 2;
+        for (int64_t i = 0; i < n; i++)
+            x[i] = (float)((i * 7 + r) % 5) - 2;
         braid_input_binding in = {"x", x, bytes};
         braid_output_binding out[2] = {{"y", y, bytes}, {"z", &z, 4}};
         cr_assert_eq(braid_run(e, &in, 1, out, 2), BRAID_OK, "%s",
                      braid_last_error());
         check_affine(x, y, n, "caller and cpu");
         double want = 0;
-        for (int64_t i = 0; i < n; i++) want -= x[i] * 2.0 + 1.0;
+        for (int64_t i = 0; i < n; i++)
+            want -= x[i] * 2.0 + 1.0;
         cr_assert_eq((double)z, want, "z = %.9g, expected %.9g", z, want);
         /* only z this time: y is computed but not returned */
         cr_assert_eq(braid_run(e, &in, 1, &out[1], 1), BRAID_OK, "%s",
@@ -234,7 +241,8 @@ Test(cuda_copies, round_trip_through_the_cpu) {
     ts_io *io = ts_io_new(g, 21);
     ts_fill_input(io, 0, BRAID_F32, TS_RANGE(0.1, 1), 21);
     braid_compile_options o = tc_options();
-    cr_assert_eq(tc_run(g, &o, io, 3, NULL), BRAID_OK, "%s", braid_last_error());
+    cr_assert_eq(tc_run(g, &o, io, 3, NULL), BRAID_OK, "%s",
+                 braid_last_error());
     char msg[512];
     cr_assert(ts_io_compare(io, msg, sizeof msg), "%s", msg);
     ts_io_free(io);

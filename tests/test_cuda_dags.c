@@ -103,10 +103,11 @@ Test(cuda_dags, chunked_equals_unchunked) {
     int64_t n = 1 << 22;
     braid_graph *g = braid_graph_new(NULL);
     braid_tensor x = braid_input(g, "x", BRAID_F32, 2, TC_DIMS(n / 256, 256));
-    braid_tensor y = braid_add(
-        g, braid_sqrt(g, braid_add(g, braid_square(g, braid_sin(g, x)),
-                                   braid_square(g, braid_cos(g, x)))),
-        x);
+    braid_tensor y =
+        braid_add(g,
+                  braid_sqrt(g, braid_add(g, braid_square(g, braid_sin(g, x)),
+                                          braid_square(g, braid_cos(g, x)))),
+                  x);
     cr_assert_eq(braid_output(g, "y", y), BRAID_OK);
     tc_hint_all(g, "cuda:0");
     ts_io *a = ts_io_new(g, 3), *b = ts_io_new(g, 3);
@@ -139,8 +140,10 @@ Test(cuda_dags, independent_branches_on_streams) {
         for (int k = 0; k < 4; k++) {
             char name[8];
             snprintf(name, sizeof name, "x%d", k);
-            braid_tensor x = braid_input(g, name, BRAID_F32, 2, TC_DIMS(96, 96));
-            braid_tensor t = braid_matmul(g, x, x, k & 1 ? BRAID_TRANSPOSE_B : 0);
+            braid_tensor x =
+                braid_input(g, name, BRAID_F32, 2, TC_DIMS(96, 96));
+            braid_tensor t =
+                braid_matmul(g, x, x, k & 1 ? BRAID_TRANSPOSE_B : 0);
             t = braid_tanh(g, braid_add(g, t, x));
             t = braid_sum(g, t, 1, (int[]){1}, false);
             acc = k == 0 ? t : braid_add(g, acc, t);
@@ -192,7 +195,8 @@ Test(cuda_dags, cpu_and_gpu_branches) {
     ts_io *io = ts_io_new(g, 4);
     ts_fill_input(io, 0, BRAID_F32, TS_RANGE(-0.05, 0.05), 4);
     ts_fill_input(io, 1, BRAID_F32, TS_RANGE(-0.05, 0.05), 5);
-    cr_assert_eq(tc_run(g, &o, io, 3, NULL), BRAID_OK, "%s", braid_last_error());
+    cr_assert_eq(tc_run(g, &o, io, 3, NULL), BRAID_OK, "%s",
+                 braid_last_error());
     char msg[512];
     cr_assert(ts_io_compare(io, msg, sizeof msg), "%s", msg);
     ts_io_free(io);

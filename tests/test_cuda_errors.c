@@ -15,8 +15,8 @@
 static braid_graph *small_graph(const char *device) {
     braid_graph *g = braid_graph_new(NULL);
     braid_tensor x = braid_input(g, "x", BRAID_F32, 2, TC_DIMS(3, 5));
-    braid_tensor y = braid_add(g, braid_exp(g, x),
-                               braid_fill(g, BRAID_F32, 0, NULL, 1.0));
+    braid_tensor y =
+        braid_add(g, braid_exp(g, x), braid_fill(g, BRAID_F32, 0, NULL, 1.0));
     cr_assert_eq(braid_output(g, "y", y), BRAID_OK);
     tc_hint_all(g, device);
     return g;
@@ -69,8 +69,8 @@ Test(cuda_errors, device_arena_out_of_memory) {
     TC_REQUIRE_GPU();
     /* a 4 TiB tensor made and reduced on the GPU */
     braid_graph *g = braid_graph_new(NULL);
-    braid_tensor big =
-        braid_random_uniform(g, BRAID_F32, 2, TC_DIMS(1 << 20, 1 << 20), 1, 0, 1);
+    braid_tensor big = braid_random_uniform(g, BRAID_F32, 2,
+                                            TC_DIMS(1 << 20, 1 << 20), 1, 0, 1);
     braid_tensor y = braid_sum(g, big, 0, NULL, false);
     cr_assert_eq(braid_output(g, "y", y), BRAID_OK);
     tc_hint_all(g, "cuda:0");
@@ -78,7 +78,8 @@ Test(cuda_errors, device_arena_out_of_memory) {
     braid_exec *e = NULL;
     braid_status s = braid_exec_new(p, &e);
     const char *msg = braid_last_error();
-    cr_assert_eq(s, BRAID_ERR_OUT_OF_MEMORY, "%s: %s", braid_status_name(s), msg);
+    cr_assert_eq(s, BRAID_ERR_OUT_OF_MEMORY, "%s: %s", braid_status_name(s),
+                 msg);
     cr_assert(strstr(msg, "arena"), "no arena named: %s", msg);
     cr_assert(strstr(msg, "cuda:0"), "no device named: %s", msg);
     cr_log_info("%s", msg);
@@ -95,9 +96,9 @@ Test(cuda_errors, cpu_placed_plan_needs_no_gpu) {
     ts_io *io = ts_io_new(g, 1);
     cr_assert_eq(braid_run(e, io->in, io->ninputs, io->out, io->noutputs),
                  BRAID_OK, "%s", braid_last_error());
-    cr_assert_eq(braid_reference_run(g, io->in, io->ninputs, io->ref,
-                                     io->noutputs),
-                 BRAID_OK);
+    cr_assert_eq(
+        braid_reference_run(g, io->in, io->ninputs, io->ref, io->noutputs),
+        BRAID_OK);
     char msg[256];
     cr_assert(ts_io_compare(io, msg, sizeof msg), "%s", msg);
     ts_io_free(io);
@@ -117,9 +118,9 @@ Test(cuda_errors, emulated_gpu_plan_needs_no_gpu) {
     ts_io *io = ts_io_new(g, 2);
     cr_assert_eq(braid_run(e, io->in, io->ninputs, io->out, io->noutputs),
                  BRAID_OK, "%s", braid_last_error());
-    cr_assert_eq(braid_reference_run(g, io->in, io->ninputs, io->ref,
-                                     io->noutputs),
-                 BRAID_OK);
+    cr_assert_eq(
+        braid_reference_run(g, io->in, io->ninputs, io->ref, io->noutputs),
+        BRAID_OK);
     char msg[256];
     cr_assert(ts_io_compare(io, msg, sizeof msg), "%s", msg);
     ts_io_free(io);

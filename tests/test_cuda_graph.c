@@ -21,10 +21,18 @@ static braid_graph *chain_graph(int64_t n, bool cpu_parts) {
     braid_tensor start = t;
     for (int i = 0; i < 24; i++) {
         switch (i % 4) {
-        case 0: t = braid_sin(g, t); break;
-        case 1: t = braid_add(g, t, w); break;
-        case 2: t = braid_mul(g, t, t); break;
-        default: t = braid_tanh(g, t); break;
+        case 0:
+            t = braid_sin(g, t);
+            break;
+        case 1:
+            t = braid_add(g, t, w);
+            break;
+        case 2:
+            t = braid_mul(g, t, t);
+            break;
+        default:
+            t = braid_tanh(g, t);
+            break;
         }
         braid_set_device(g, t, "cuda:0");
     }
@@ -58,21 +66,24 @@ static int compare_runs(const braid_graph *g, braid_exec *with,
                         braid_exec *without, int runs, bool subset) {
     int replayed = 0;
     for (int r = 0; r < runs; r++) {
-        ts_io *a = ts_io_new(g, (uint64_t)r + 40), *b = ts_io_new(g, (uint64_t)r + 40);
+        ts_io *a = ts_io_new(g, (uint64_t)r + 40),
+              *b = ts_io_new(g, (uint64_t)r + 40);
         size_t nout = subset && r % 2 ? 1 : a->noutputs;
         braid_status s = braid_run(with, a->in, a->ninputs, a->out, nout);
-        cr_assert_eq(s, BRAID_OK, "run %d with graphs: %s", r, braid_last_error());
+        cr_assert_eq(s, BRAID_OK, "run %d with graphs: %s", r,
+                     braid_last_error());
         replayed += br_cuda_last_run_used_graph(br_exec_cuda(with));
         s = braid_run(without, b->in, b->ninputs, b->out, nout);
         cr_assert_eq(s, BRAID_OK, "run %d without: %s", r, braid_last_error());
         cr_assert(!br_cuda_last_run_used_graph(br_exec_cuda(without)));
         for (size_t k = 0; k < nout; k++)
-            cr_assert(memcmp(a->out[k].data, b->out[k].data, a->out[k].bytes) == 0,
+            cr_assert(memcmp(a->out[k].data, b->out[k].data, a->out[k].bytes) ==
+                          0,
                       "run %d output %s: graph replay differs from dispatch", r,
                       a->out[k].name);
-        cr_assert_eq(braid_reference_run(g, a->in, a->ninputs, a->ref,
-                                         a->noutputs),
-                     BRAID_OK, "%s", braid_last_error());
+        cr_assert_eq(
+            braid_reference_run(g, a->in, a->ninputs, a->ref, a->noutputs),
+            BRAID_OK, "%s", braid_last_error());
         if (nout == a->noutputs) {
             char msg[512];
             cr_assert(ts_io_compare(a, msg, sizeof msg), "run %d: %s", r, msg);
@@ -86,12 +97,14 @@ static int compare_runs(const braid_graph *g, braid_exec *with,
 static void replay_case(int64_t n, bool cpu_parts, bool subset) {
     braid_graph *g = chain_graph(n, cpu_parts);
     braid_plan *p1 = NULL, *p2 = NULL;
-    braid_exec *with = exec_for(g, &p1, true), *without = exec_for(g, &p2, false);
+    braid_exec *with = exec_for(g, &p1, true),
+               *without = exec_for(g, &p2, false);
     int replayed = compare_runs(g, with, without, 5, subset);
     const char *log = br_cuda_log(br_exec_cuda(with));
     cr_log_info("log:\n%s", log);
-    cr_assert_eq(replayed, 4, "runs 2..5 should replay a graph (%d did); "
-                              "log:\n%s",
+    cr_assert_eq(replayed, 4,
+                 "runs 2..5 should replay a graph (%d did); "
+                 "log:\n%s",
                  replayed, log);
     cr_assert(strstr(log, "graph: captured"), "log:\n%s", log);
     braid_exec_free(with);
@@ -126,9 +139,9 @@ static void not_captured(braid_graph *g, const char *reason) {
         cr_assert_eq(braid_run(e, io->in, io->ninputs, io->out, io->noutputs),
                      BRAID_OK, "%s", braid_last_error());
         cr_assert(!br_cuda_last_run_used_graph(br_exec_cuda(e)));
-        cr_assert_eq(braid_reference_run(g, io->in, io->ninputs, io->ref,
-                                         io->noutputs),
-                     BRAID_OK);
+        cr_assert_eq(
+            braid_reference_run(g, io->in, io->ninputs, io->ref, io->noutputs),
+            BRAID_OK);
         char msg[512];
         cr_assert(ts_io_compare(io, msg, sizeof msg), "%s", msg);
         ts_io_free(io);

@@ -53,10 +53,14 @@ Test(cuda_matmul, batch_broadcast) {
     /* batch shapes for a and b: equal, one side none, 1 vs B, rank
      * mismatch, both broadcasting (a loop of strided-batched calls) */
     static const ts_shape cases[][2] = {
-        {{1, {3}}, {1, {3}}},       {{1, {3}}, {0, {0}}},
-        {{0, {0}}, {2, {2, 3}}},    {{2, {1, 3}}, {2, {4, 1}}},
-        {{3, {2, 1, 3}}, {1, {3}}}, {{1, {1}}, {2, {2, 2}}},
-        {{3, {2, 3, 1}}, {3, {1, 3, 2}}}, {{2, {5, 4}}, {2, {5, 4}}},
+        {{1, {3}}, {1, {3}}},
+        {{1, {3}}, {0, {0}}},
+        {{0, {0}}, {2, {2, 3}}},
+        {{2, {1, 3}}, {2, {4, 1}}},
+        {{3, {2, 1, 3}}, {1, {3}}},
+        {{1, {1}}, {2, {2, 2}}},
+        {{3, {2, 3, 1}}, {3, {1, 3, 2}}},
+        {{2, {5, 4}}, {2, {5, 4}}},
     };
     TS_FOR_DTYPES(dt, TS_FLOATS)
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
@@ -90,7 +94,7 @@ Test(cuda_matmul, empty_dims) {
     }
 }
 
-/* ---- epilogues -------------------------------------------------------------- */
+/* ---- epilogues ----------------------------------------------------------- */
 
 /* act(x·w + b), optionally cast to `to`: fuse makes a MATMUL program. */
 static void epilogue_case(braid_dtype dt, int act, braid_dtype to,
@@ -117,8 +121,8 @@ Test(cuda_matmul, bias_activation_epilogues) {
     TS_FOR_DTYPES(dt, TS_FLOATS)
     for (int act = 0; act < 3; act++)
         epilogue_case(dt, act, dt, (uint64_t)act);
-    epilogue_case(BRAID_F32, 1, BRAID_F16, 7);  /* epilogue changes dtype */
-    epilogue_case(BRAID_F32, 0, BRAID_F64, 8);  /* ... and size */
+    epilogue_case(BRAID_F32, 1, BRAID_F16, 7); /* epilogue changes dtype */
+    epilogue_case(BRAID_F64, 0, BRAID_F32, 8); /* ... and size */
     epilogue_case(BRAID_BF16, 1, BRAID_F32, 9);
 }
 
@@ -137,11 +141,11 @@ Test(cuda_matmul, mlp_two_layers) {
     braid_graph_free(g);
 }
 
-/* ---- TF32 and a large product ---------------------------------------------- */
+/* ---- TF32 and a large product -------------------------------------------- */
 
 /* Runs y = a·b (n×n) with options o into out; a and b from seed. */
-static void run_square(int64_t n, const braid_compile_options *o,
-                       bool gpu, float *out, uint64_t seed) {
+static void run_square(int64_t n, const braid_compile_options *o, bool gpu,
+                       float *out, uint64_t seed) {
     braid_graph *g = braid_graph_new(NULL);
     braid_tensor a = braid_input(g, "a", BRAID_F32, 2, TC_DIMS(n, n));
     braid_tensor b = braid_input(g, "b", BRAID_F32, 2, TC_DIMS(n, n));
@@ -167,7 +171,8 @@ static void run_square(int64_t n, const braid_compile_options *o,
 Test(cuda_matmul, tf32_only_when_allowed) {
     TC_REQUIRE_GPU();
     int64_t n = 256;
-    float *cpu = malloc(n * n * sizeof *cpu), *full = malloc(n * n * sizeof *full),
+    float *cpu = malloc(n * n * sizeof *cpu),
+          *full = malloc(n * n * sizeof *full),
           *tf32 = malloc(n * n * sizeof *tf32);
     braid_compile_options o = tc_options();
     braid_compile_options c = o;
@@ -192,7 +197,8 @@ Test(cuda_matmul, tf32_only_when_allowed) {
 Test(cuda_matmul, large_against_cpu) {
     TC_REQUIRE_GPU();
     int64_t n = 1024;
-    float *cpu = malloc(n * n * sizeof *cpu), *gpu = malloc(n * n * sizeof *gpu);
+    float *cpu = malloc(n * n * sizeof *cpu),
+          *gpu = malloc(n * n * sizeof *gpu);
     braid_compile_options o = tc_options(), c = tc_options();
     c.devices = "cpu";
     c.num_threads = 0;
@@ -203,7 +209,8 @@ Test(cuda_matmul, large_against_cpu) {
         big = fmax(big, fabs((double)cpu[i]));
         err = fmax(err, fabs((double)gpu[i] - cpu[i]));
     }
-    cr_assert_lt(err, 1e-3 * big, "1024^3: max error %g (largest %g)", err, big);
+    cr_assert_lt(err, 1e-3 * big, "1024^3: max error %g (largest %g)", err,
+                 big);
     free(cpu);
     free(gpu);
 }

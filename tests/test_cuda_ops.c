@@ -174,7 +174,7 @@ Test(cuda_ops, nan_propagation) {
     braid_graph_free(g);
 }
 
-/* ---- comparisons and where ------------------------------------------------ */
+/* ---- comparisons and where ----------------------------------------------- */
 
 static void compare_all(braid_op op) {
     TC_REQUIRE_GPU();
@@ -225,7 +225,7 @@ Test(cuda_ops, where) {
     }
 }
 
-/* ---- casts ------------------------------------------------------------------ */
+/* ---- casts --------------------------------------------------------------- */
 
 /* Values that hit every cast rule: truncation, saturation, NaN, ±inf, f16
  * overflow, ties of f16/bf16 rounding, -0. */
@@ -293,7 +293,7 @@ Test(cuda_ops, cast_from_bool) {
     cast_from(BRAID_BOOL);
 }
 
-/* ---- fused chains -------------------------------------------------------------- */
+/* ---- fused chains -------------------------------------------------------- */
 
 /* A chain of elementwise ops with broadcasting and a cast in the middle:
  * the fuse pass makes it one kernel (or a few); results must not change. */
@@ -305,7 +305,8 @@ static braid_tensor chain(braid_graph *g, braid_dtype dt, const ts_shape *sa,
     t = braid_sub(g, braid_tanh(g, t), braid_abs(g, b));
     braid_tensor c = braid_cast(g, braid_gt(g, t, a), dt);
     t = braid_where(g, braid_lt(g, a, b), t, braid_mul(g, c, b));
-    return braid_add(g, braid_gelu(g, t), braid_exp(g, braid_neg(g, braid_square(g, a))));
+    return braid_add(g, braid_gelu(g, t),
+                     braid_exp(g, braid_neg(g, braid_square(g, a))));
 }
 
 Test(cuda_ops, fused_chains) {
@@ -341,8 +342,9 @@ Test(cuda_ops, fused_chain_large_vectorised) {
         else
             x = braid_slice(g, x, TC_DIMS(0), TC_DIMS(n), NULL);
         braid_tensor y = braid_add(
-            g, braid_sqrt(g, braid_add(g, braid_square(g, braid_sin(g, x)),
-                                       braid_square(g, braid_cos(g, x)))),
+            g,
+            braid_sqrt(g, braid_add(g, braid_square(g, braid_sin(g, x)),
+                                    braid_square(g, braid_cos(g, x)))),
             braid_mul(g, x, b));
         char what[64];
         snprintf(what, sizeof what, "large chain variant %d", variant);

@@ -53,7 +53,7 @@ static braid_exec *make_exec(braid_graph *g, braid_plan **p,
     return e;
 }
 
-/* ---- copies ------------------------------------------------------------- */
+/* ---- copies -------------------------------------------------------------- */
 
 #define GIB ((size_t)1 << 30)
 
@@ -116,7 +116,8 @@ static double memcpy_seconds(void *dst, const void *src, size_t bytes) {
 }
 
 static void fill_ones(float *x, size_t n) {
-    for (size_t i = 0; i < n; i++) x[i] = (float)(i % 7) / 6.0f;
+    for (size_t i = 0; i < n; i++)
+        x[i] = (float)(i % 7) / 6.0f;
 }
 
 Test(cuda_perf, copies_1gib, .timeout = 300) {
@@ -149,7 +150,7 @@ Test(cuda_perf, copies_1gib, .timeout = 300) {
     br_cuda_device_free(dev);
 }
 
-/* ---- small nodes ------------------------------------------------------------ */
+/* ---- small nodes --------------------------------------------------------- */
 
 Test(cuda_perf, chain_of_100_small_nodes) {
     TC_REQUIRE_GPU();
@@ -191,7 +192,7 @@ Test(cuda_perf, chain_of_100_small_nodes) {
     braid_graph_free(g);
 }
 
-/* ---- matmul --------------------------------------------------------------------- */
+/* ---- matmul -------------------------------------------------------------- */
 
 Test(cuda_perf, matmul_f32_4096) {
     TC_REQUIRE_GPU();
@@ -199,11 +200,13 @@ Test(cuda_perf, matmul_f32_4096) {
     braid_graph *g = braid_graph_new(NULL);
     /* operands made on the GPU, result reduced there: the time is the
        matmul's (plus two generator kernels, ~1% of it) */
-    braid_tensor a = braid_random_uniform(g, BRAID_F32, 2, TC_DIMS(n, n), 1, -1, 1);
-    braid_tensor b = braid_random_uniform(g, BRAID_F32, 2, TC_DIMS(n, n), 2, -1, 1);
+    braid_tensor a =
+        braid_random_uniform(g, BRAID_F32, 2, TC_DIMS(n, n), 1, -1, 1);
+    braid_tensor b =
+        braid_random_uniform(g, BRAID_F32, 2, TC_DIMS(n, n), 2, -1, 1);
     braid_tensor s = braid_input(g, "s", BRAID_F32, 0, NULL);
-    braid_tensor y = braid_sum(g, braid_matmul(g, braid_mul(g, a, s), b, 0), 0,
-                               NULL, false);
+    braid_tensor y =
+        braid_sum(g, braid_matmul(g, braid_mul(g, a, s), b, 0), 0, NULL, false);
     cr_assert_eq(braid_output(g, "y", y), BRAID_OK);
     tc_hint_all(g, "cuda:0");
     float one = 1, out = 0;

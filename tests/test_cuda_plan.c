@@ -24,7 +24,8 @@ static void skip_without_toolkit(void) {
     braid_status s = br_cuda_check_plan(p, 0, report, sizeof report);
     braid_plan_free(p);
     braid_graph_free(g);
-    if (s == BRAID_ERR_UNSUPPORTED && strstr(braid_last_error(), "without CUDA"))
+    if (s == BRAID_ERR_UNSUPPORTED &&
+        strstr(braid_last_error(), "without CUDA"))
         cr_skip_test("built without CUDA");
 }
 
@@ -79,9 +80,9 @@ Test(cuda_plan, example_graphs_compile_for_sm90) {
 
 Test(cuda_plan, golden_graphs) {
     skip_without_toolkit();
-    static const char *const dirs[] = {"chunk", "copies", "fuse", "memory",
-                                       "place", "schedule", "simplify",
-                                       "streams"};
+    static const char *const dirs[] = {"chunk",    "copies", "fuse",
+                                       "memory",   "place",  "schedule",
+                                       "simplify", "streams"};
     for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
         char path[512];
         snprintf(path, sizeof path, "%s/tests/golden/%s", BRAID_SOURCE_DIR,

@@ -33,8 +33,8 @@ static braid_tensor reduce(braid_graph *g, braid_op op, braid_tensor x,
 static void reduce_case(braid_op op, braid_dtype dt, uint64_t seed, bool empty,
                         bool big) {
     uint64_t st = seed * 5555 + (uint64_t)op * 17 + dt;
-    ts_shape s = ts_random_shape(&st, seed % 5 == 0 ? 0 : 1, big ? 3 : 4,
-                                 big ? 64 : 5);
+    ts_shape s =
+        ts_random_shape(&st, seed % 5 == 0 ? 0 : 1, big ? 3 : 4, big ? 64 : 5);
     if (empty && s.rank > 0) s.dims[ts_rand_int(&st, 0, s.rank - 1)] = 0;
     int axes[BRAID_MAX_RANK], naxes = 0;
     for (int k = 0; k < s.rank; k++)
@@ -86,16 +86,18 @@ Test(cuda_structural, reduce_long_rows_and_full) {
         int64_t dims[2];
         int naxes;
         int axis;
-    } cases[] = {{1, {65541, 0}, 1, 0}, {2, {300, 301}, 0, 0},
-                 {2, {1000, 33}, 1, 0}, {2, {33, 1000}, 1, 1}};
+    } cases[] = {{1, {65541, 0}, 1, 0},
+                 {2, {300, 301}, 0, 0},
+                 {2, {1000, 33}, 1, 0},
+                 {2, {33, 1000}, 1, 1}};
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
         for (int op = 0; op < 4; op++) {
             static const braid_op ops[] = {BRAID_OP_SUM, BRAID_OP_MEAN,
                                            BRAID_OP_REDUCE_MAX,
                                            BRAID_OP_REDUCE_MIN};
             braid_graph *g = braid_graph_new(NULL);
-            braid_tensor x = braid_input(g, "x", BRAID_F32, cases[c].rank,
-                                         cases[c].dims);
+            braid_tensor x =
+                braid_input(g, "x", BRAID_F32, cases[c].rank, cases[c].dims);
             braid_tensor y = reduce(g, ops[op], braid_mul(g, x, x),
                                     cases[c].naxes, &cases[c].axis, false);
             char what[96];
@@ -106,7 +108,7 @@ Test(cuda_structural, reduce_long_rows_and_full) {
         }
 }
 
-/* ---- shape ops ------------------------------------------------------------ */
+/* ---- shape ops ----------------------------------------------------------- */
 
 typedef braid_tensor (*shape_op_fn)(braid_graph *g, braid_tensor x,
                                     const ts_shape *s, uint64_t *st);
@@ -134,7 +136,8 @@ static void shape_op_all(shape_op_fn fn, const char *name, int min_rank) {
 static braid_tensor do_reshape(braid_graph *g, braid_tensor x,
                                const ts_shape *s, uint64_t *st) {
     int64_t n = 1;
-    for (int k = 0; k < s->rank; k++) n *= s->dims[k];
+    for (int k = 0; k < s->rank; k++)
+        n *= s->dims[k];
     int64_t last = 1;
     for (int64_t c = 1; c <= n; c++)
         if (n % c == 0 && ts_rand_int(st, 0, 2) == 0) last = c;
@@ -145,7 +148,8 @@ static braid_tensor do_reshape(braid_graph *g, braid_tensor x,
 static braid_tensor do_permute(braid_graph *g, braid_tensor x,
                                const ts_shape *s, uint64_t *st) {
     int perm[BRAID_MAX_RANK];
-    for (int k = 0; k < s->rank; k++) perm[k] = k;
+    for (int k = 0; k < s->rank; k++)
+        perm[k] = k;
     for (int k = s->rank - 1; k > 0; k--) {
         int j = ts_rand_int(st, 0, k), t = perm[k];
         perm[k] = perm[j];
@@ -188,9 +192,11 @@ static braid_tensor do_broadcast(braid_graph *g, braid_tensor x,
     ts_shape t;
     t.rank = s->rank + ts_rand_int(st, 0, 2);
     int extra = t.rank - s->rank;
-    for (int k = 0; k < extra; k++) t.dims[k] = ts_rand_int(st, 1, 3);
+    for (int k = 0; k < extra; k++)
+        t.dims[k] = ts_rand_int(st, 1, 3);
     for (int k = 0; k < s->rank; k++)
-        t.dims[extra + k] = s->dims[k] == 1 ? ts_rand_int(st, 1, 3) : s->dims[k];
+        t.dims[extra + k] =
+            s->dims[k] == 1 ? ts_rand_int(st, 1, 3) : s->dims[k];
     return braid_broadcast_to(g, x, t.rank, t.dims);
 }
 
@@ -210,7 +216,7 @@ Test(cuda_structural, broadcast_to) {
     shape_op_all(do_broadcast, "broadcast_to", 0);
 }
 
-/* ---- sources ---------------------------------------------------------------- */
+/* ---- sources ------------------------------------------------------------- */
 
 /* The source on the GPU must equal the CPU executor's bit for bit (and
  * the reference within tolerance). 5000 elements: too big to be folded
@@ -233,7 +239,8 @@ static void source_bits(braid_tensor (*make)(braid_graph *, braid_dtype,
     char msg[512];
     cr_assert(ts_io_compare(gpu, msg, sizeof msg), "%s %s: %s", name,
               braid_dtype_name(dt), msg);
-    cr_assert(memcmp(gpu->out[0].data, cpu->out[0].data, gpu->out[0].bytes) == 0,
+    cr_assert(memcmp(gpu->out[0].data, cpu->out[0].data, gpu->out[0].bytes) ==
+                  0,
               "%s %s seed %llu: GPU and CPU bits differ", name,
               braid_dtype_name(dt), (unsigned long long)seed);
     cr_assert_gt(nodes, 0, "%s: nothing ran on the GPU", name);
@@ -244,7 +251,8 @@ static void source_bits(braid_tensor (*make)(braid_graph *, braid_dtype,
 
 static braid_tensor make_fill(braid_graph *g, braid_dtype dt, int64_t n,
                               uint64_t seed) {
-    static const double values[] = {0.1, -2.5, 3.0, 1e10, -1e10, 70000.0, NAN, 0};
+    static const double values[] = {0.1,   -2.5,    3.0, 1e10,
+                                    -1e10, 70000.0, NAN, 0};
     return braid_fill(g, dt, 2, TC_DIMS(n / 10, 10), values[seed % 8]);
 }
 static braid_tensor make_iota(braid_graph *g, braid_dtype dt, int64_t n,
@@ -291,7 +299,7 @@ Test(cuda_structural, generator_feeds_compute) {
     }
 }
 
-/* ---- composites ------------------------------------------------------------ */
+/* ---- composites ---------------------------------------------------------- */
 
 Test(cuda_structural, softmax) {
     TC_REQUIRE_GPU();
@@ -321,8 +329,10 @@ Test(cuda_structural, layer_norm) {
         ts_shape p = {1, {s.dims[s.rank - 1]}};
         braid_graph *g = braid_graph_new(NULL);
         braid_tensor x = ts_shape_input(g, "x", dt, &s);
-        braid_tensor gm = seed & 1 ? ts_shape_input(g, "g", dt, &p) : BRAID_NONE;
-        braid_tensor bt = seed & 2 ? ts_shape_input(g, "b", dt, &p) : BRAID_NONE;
+        braid_tensor gm =
+            seed & 1 ? ts_shape_input(g, "g", dt, &p) : BRAID_NONE;
+        braid_tensor bt =
+            seed & 2 ? ts_shape_input(g, "b", dt, &p) : BRAID_NONE;
         double eps = dt == BRAID_F16 || dt == BRAID_BF16 ? 0.1 : 1e-5;
         braid_tensor y = braid_layer_norm(g, x, gm, bt, eps);
         char what[96];
@@ -333,7 +343,7 @@ Test(cuda_structural, layer_norm) {
     }
 }
 
-/* ---- broadcasting across op kinds --------------------------------------------- */
+/* ---- broadcasting across op kinds ---------------------------------------- */
 
 Test(cuda_structural, broadcast_variants) {
     TC_REQUIRE_GPU();
@@ -349,7 +359,8 @@ Test(cuda_structural, broadcast_variants) {
         braid_tensor ta = ts_shape_input(g, "a", dt, &a),
                      tb = ts_shape_input(g, "b", dt, &b);
         braid_tensor y = braid_binary(g, ops[o], ta, tb);
-        if (ops[o] != BRAID_OP_EQ) y = braid_where(g, braid_gt(g, ta, tb), y, ta);
+        if (ops[o] != BRAID_OP_EQ)
+            y = braid_where(g, braid_gt(g, ta, tb), y, ta);
         char what[160], sa[64], sb[64];
         snprintf(what, sizeof what, "%s %s%s %s", bg_op(ops[o])->name,
                  braid_dtype_name(dt), ts_shape_str(&a, sa, sizeof sa),

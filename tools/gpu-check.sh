@@ -138,7 +138,8 @@ run_suite() { # name, timeout, extra command prefix...
     elif [ $rc -ne 0 ]; then
         result=FAIL
     elif [ -n "$syn" ] && echo "$syn" | grep -q 'Tested: 0 '; then
-        result=SKIP
+        result=SKIP # every test skipped: the first reason goes in details
+        syn="$syn | $(grep -m1 '^\[SKIP\]' "$BUILD/$name.out" | cut -d: -f4- | cut -c1-90)"
     else
         result=ok
     fi
@@ -160,7 +161,11 @@ if [ $build_rc -eq 0 ]; then
     for name in $order; do
         [ -x "$BUILD/tests/$name" ] || continue
         [ -n "${GPU_CHECK_ONLY:-}" ] && ! echo "$name" | grep -qE "$GPU_CHECK_ONLY" && continue
-        run_suite "$name" 480
+        if [ "$name" = test_cuda_perf ]; then # timings: one test at a time
+            JOBS=1 run_suite "$name" 300
+        else
+            run_suite "$name" 300
+        fi
     done
     # performance figures the suites logged (cr_log_info lines with "perf:")
     grep -h '^\[----\] perf: ' "$BUILD"/test_cuda_*.out 2>/dev/null |

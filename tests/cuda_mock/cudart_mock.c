@@ -36,7 +36,7 @@
 #include "graph/graph.h"
 #include "runtime/runtime.h"
 
-/* ---- memory ------------------------------------------------------------- */
+/* ---- memory -------------------------------------------------------------- */
 
 typedef struct region {
     char *base;
@@ -66,7 +66,8 @@ static region *find_region(const void *p) {
 
 static void protect_all(int prot) {
     for (size_t i = 0; i < nregions; i++)
-        if (regions[i].kind == 1) mprotect(regions[i].base, regions[i].size, prot);
+        if (regions[i].kind == 1)
+            mprotect(regions[i].base, regions[i].size, prot);
 }
 
 static void device_open(void) {
@@ -76,12 +77,20 @@ static void device_close(void) {
     if (--unprotected == 0) protect_all(PROT_NONE);
 }
 
-static size_t page_round(size_t n) { return (n + 4095) / 4096 * 4096; }
+static size_t page_round(size_t n) {
+    return (n + 4095) / 4096 * 4096;
+}
 
-/* ---- operations and streams ------------------------------------------------ */
+/* ---- operations and streams ---------------------------------------------- */
 
 typedef enum op_kind {
-    OP_COPY, OP_SET, OP_RECORD, OP_WAIT, OP_KERNEL, OP_GEMM, OP_GRAPH
+    OP_COPY,
+    OP_SET,
+    OP_RECORD,
+    OP_WAIT,
+    OP_KERNEL,
+    OP_GEMM,
+    OP_GRAPH
 } op_kind;
 
 typedef struct gemm_args {
@@ -96,18 +105,18 @@ struct CUgraph_st;
 
 typedef struct op {
     op_kind kind;
-    uint64_t id;       /* global issue number */
-    void *dst;         /* COPY/SET */
-    const void *src;   /* COPY */
-    size_t n;          /* COPY/SET bytes */
-    int value;         /* SET */
-    uint64_t wait_for; /* WAIT: record op id (0: none) */
+    uint64_t id;              /* global issue number */
+    void *dst;                /* COPY/SET */
+    const void *src;          /* COPY */
+    size_t n;                 /* COPY/SET bytes */
+    int value;                /* SET */
+    uint64_t wait_for;        /* WAIT: record op id (0: none) */
     struct CUevent_st *event; /* RECORD */
-    const bp_plan *plan; /* KERNEL */
-    uint32_t node;       /* KERNEL */
-    void **ptrs;         /* KERNEL: out, inputs (owned) */
+    const bp_plan *plan;      /* KERNEL */
+    uint32_t node;            /* KERNEL */
+    void **ptrs;              /* KERNEL: out, inputs (owned) */
     uint32_t nptrs;
-    gemm_args gemm;      /* GEMM */
+    gemm_args gemm;           /* GEMM */
     struct CUgraph_st *graph; /* GRAPH */
     struct op *next;
 } op;
@@ -150,7 +159,8 @@ static uint64_t rnd(void) {
 static void mark_done(uint64_t id) {
     if (id >= done_cap) {
         size_t cap = done_cap ? done_cap : 4096;
-        while (cap <= id) cap *= 2;
+        while (cap <= id)
+            cap *= 2;
         done = realloc(done, cap);
         memset(done + done_cap, 0, cap - done_cap);
         done_cap = cap;
@@ -158,9 +168,11 @@ static void mark_done(uint64_t id) {
     done[id] = 1;
 }
 
-static int is_done(uint64_t id) { return id == 0 || (id < done_cap && done[id]); }
+static int is_done(uint64_t id) {
+    return id == 0 || (id < done_cap && done[id]);
+}
 
-/* ---- executing one operation --------------------------------------------------- */
+/* ---- executing one operation --------------------------------------------- */
 
 static void run_kernel(op *o);
 static void run_gemm(const gemm_args *g);
@@ -181,7 +193,8 @@ static void execute(op *o) {
         run_gemm(&o->gemm);
         break;
     case OP_GRAPH:
-        for (size_t i = 0; i < o->graph->n; i++) execute(o->graph->ops[i]);
+        for (size_t i = 0; i < o->graph->n; i++)
+            execute(o->graph->ops[i]);
         break;
     default:
         break;
@@ -264,7 +277,7 @@ static void enqueue(struct CUstream_st *s, op *o) {
     s->tail = o;
 }
 
-/* ---- kernels (via the CPU executor's kernels) ------------------------------------- */
+/* ---- kernels (via the CPU executor's kernels) ---------------------------- */
 
 static const bp_plan *hook_plan;
 static uint32_t hook_node;
@@ -300,7 +313,7 @@ static void run_kernel(op *o) {
     free(sbuf);
 }
 
-/* ---- gemm ----------------------------------------------------------------------------- */
+/* ---- gemm ---------------------------------------------------------------- */
 
 static double load(cudaDataType t, const void *p, int64_t i) {
     switch (t) {
@@ -353,10 +366,12 @@ static void run_gemm(const gemm_args *g) {
             for (int64_t i = 0; i < g->m; i++) {
                 double s = 0;
                 for (int64_t l = 0; l < g->k; l++) {
-                    double a = g->ta == CUBLAS_OP_N ? load(g->type, A, i + l * g->lda)
-                                                    : load(g->type, A, l + i * g->lda);
-                    double x = g->tb == CUBLAS_OP_N ? load(g->type, B, l + j * g->ldb)
-                                                    : load(g->type, B, j + l * g->ldb);
+                    double a = g->ta == CUBLAS_OP_N
+                                   ? load(g->type, A, i + l * g->lda)
+                                   : load(g->type, A, l + i * g->lda);
+                    double x = g->tb == CUBLAS_OP_N
+                                   ? load(g->type, B, l + j * g->ldb)
+                                   : load(g->type, B, j + l * g->ldb);
                     s += a * x;
                 }
                 store(g->type, C, i + j * g->ldc, s);
@@ -364,7 +379,7 @@ static void run_gemm(const gemm_args *g) {
     }
 }
 
-/* ---- the CUDA runtime ------------------------------------------------------------------- */
+/* ---- the CUDA runtime ---------------------------------------------------- */
 
 static cudaError_t fail(cudaError_t e) {
     return e;
@@ -396,7 +411,9 @@ cudaError_t cudaGetLastError(void) {
     return e;
 }
 
-cudaError_t cudaSetDevice(int d) { return d == 0 ? cudaSuccess : cudaErrorInvalidDevice; }
+cudaError_t cudaSetDevice(int d) {
+    return d == 0 ? cudaSuccess : cudaErrorInvalidDevice;
+}
 
 cudaError_t cudaDeviceGetAttribute(int *v, enum cudaDeviceAttr a, int d) {
     (void)d;
@@ -458,14 +475,17 @@ cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *a,
                                      const void *p) {
     memset(a, 0, sizeof *a);
     region *r = find_region(p);
-    a->type = !r ? cudaMemoryTypeUnregistered
-                 : r->kind == 1 ? cudaMemoryTypeDevice : cudaMemoryTypeHost;
+    a->type = !r             ? cudaMemoryTypeUnregistered
+              : r->kind == 1 ? cudaMemoryTypeDevice
+                             : cudaMemoryTypeHost;
     a->device = 0;
     return cudaSuccess;
 }
 
 /* Host memory a copy touches that is neither pinned nor device memory. */
-static int pageable(const void *p) { return find_region(p) == NULL; }
+static int pageable(const void *p) {
+    return find_region(p) == NULL;
+}
 
 cudaError_t cudaMemcpy(void *dst, const void *src, size_t n,
                        enum cudaMemcpyKind k) {
@@ -591,7 +611,7 @@ cudaError_t cudaDeviceEnablePeerAccess(int peer, unsigned flags) {
     return cudaSuccess;
 }
 
-/* ---- libraries and kernels ---------------------------------------------------------------- */
+/* ---- libraries and kernels ----------------------------------------------- */
 
 cudaError_t cudaLibraryLoadData(cudaLibrary_t *lib, const void *code,
                                 enum cudaJitOption *o, void **ov, unsigned no,
@@ -637,14 +657,16 @@ cudaError_t cudaLaunchKernel(const void *func, dim3 grid, dim3 block,
     o->node = id;
     o->nptrs = 1 + n->ninputs;
     o->ptrs = calloc(o->nptrs, sizeof *o->ptrs);
-    for (uint32_t i = 0; i < o->nptrs; i++) o->ptrs[i] = *(void **)args[i];
+    for (uint32_t i = 0; i < o->nptrs; i++)
+        o->ptrs[i] = *(void **)args[i];
     enqueue(s, o);
     return cudaSuccess;
 }
 
-/* ---- capture and graphs ------------------------------------------------------------------- */
+/* ---- capture and graphs -------------------------------------------------- */
 
-cudaError_t cudaStreamBeginCapture(cudaStream_t s, enum cudaStreamCaptureMode m) {
+cudaError_t cudaStreamBeginCapture(cudaStream_t s,
+                                   enum cudaStreamCaptureMode m) {
     (void)s;
     (void)m;
     if (capturing) return cudaErrorIllegalState;
@@ -696,7 +718,7 @@ cudaError_t cudaGraphDestroy(cudaGraph_t g) {
     return cudaSuccess;
 }
 
-/* ---- cuBLAS ------------------------------------------------------------------------------- */
+/* ---- cuBLAS -------------------------------------------------------------- */
 
 struct cublasContext {
     cudaStream_t stream;
@@ -731,17 +753,15 @@ const char *cublasGetStatusString(cublasStatus_t s) {
     return s == CUBLAS_STATUS_SUCCESS ? "success" : "mock cuBLAS error";
 }
 
-static cublasStatus_t gemm(cublasHandle_t h, cublasOperation_t ta,
-                           cublasOperation_t tb, int64_t m, int64_t n,
-                           int64_t k, const void *A, cudaDataType at,
-                           int64_t lda, int64_t sa, const void *B,
-                           cudaDataType bt, int64_t ldb, int64_t sb, void *C,
-                           cudaDataType ct, int64_t ldc, int64_t sc,
-                           int64_t count) {
+static cublasStatus_t
+gemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int64_t m,
+     int64_t n, int64_t k, const void *A, cudaDataType at, int64_t lda,
+     int64_t sa, const void *B, cudaDataType bt, int64_t ldb, int64_t sb,
+     void *C, cudaDataType ct, int64_t ldc, int64_t sc, int64_t count) {
     if (at != bt || bt != ct) return CUBLAS_STATUS_NOT_SUPPORTED;
     op *o = new_op(OP_GEMM);
-    o->gemm = (gemm_args){ta, tb, m, n, k, lda, ldb, ldc, sa, sb, sc, count,
-                          A, B, C, at};
+    o->gemm = (gemm_args){ta, tb, m,  n,     k, lda, ldb, ldc,
+                          sa, sb, sc, count, A, B,   C,   at};
     enqueue(h->stream, o);
     return CUBLAS_STATUS_SUCCESS;
 }
@@ -752,10 +772,11 @@ cublasStatus_t cublasGemmEx_64(cublasHandle_t h, cublasOperation_t ta,
                                cudaDataType at, int64_t lda, const void *B,
                                cudaDataType bt, int64_t ldb, const void *beta,
                                void *C, cudaDataType ct, int64_t ldc,
-                               cublasComputeType_t comp, cublasGemmAlgo_t algo) {
+                               cublasComputeType_t comp,
+                               cublasGemmAlgo_t algo) {
     (void)alpha, (void)beta, (void)comp, (void)algo;
-    return gemm(h, ta, tb, m, n, k, A, at, lda, 0, B, bt, ldb, 0, C, ct, ldc,
-                0, 1);
+    return gemm(h, ta, tb, m, n, k, A, at, lda, 0, B, bt, ldb, 0, C, ct, ldc, 0,
+                1);
 }
 
 cublasStatus_t cublasGemmStridedBatchedEx_64(

@@ -11,17 +11,25 @@
 #   e.g. tests/cuda_mock/run.sh 'graph|copies' 3
 # Builds in $MOCK_BUILD (default build-mock), links each suite's objects
 # with the mock instead of libcudart/libcublas, runs it once per seed.
+# MOCK_SANITIZE=1 builds everything with ASan + UBSan (use another
+# MOCK_BUILD).
 set -eu
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 B=${MOCK_BUILD:-$ROOT/build-mock}
 ONLY=${1:-.}
 SEEDS=${2:-2}
-cmake -S "$ROOT" -B "$B" -DBRAID_CUDA=ON -DBRAID_WERROR=ON >/dev/null
+SAN=()
+FSAN=""
+if [ "${MOCK_SANITIZE:-0}" = 1 ]; then
+    SAN=(-DBRAID_SANITIZE=ON)
+    FSAN="-fsanitize=address,undefined -fno-sanitize-recover=all"
+fi
+cmake -S "$ROOT" -B "$B" -DBRAID_CUDA=ON -DBRAID_WERROR=ON "${SAN[@]}" >/dev/null
 suites=$(cd "$ROOT/tests" && ls test_cuda_*.c | sed 's/\.c$//' | grep -E "$ONLY")
 cmake --build "$B" -j "$(nproc)" --target braid_obj braid_test_support $suites >/dev/null
 M=$B/mock
 mkdir -p "$M"
-CFLAGS="-std=c11 -g -O1 -Wall -Wextra -Werror -I$ROOT -I$ROOT/include -I/usr/local/cuda/include"
+CFLAGS="-std=c11 -g -O1 -Wall -Wextra -Werror $FSAN -I$ROOT -I$ROOT/include -I/usr/local/cuda/include"
 gcc $CFLAGS -c "$ROOT/tests/cuda_mock/cudart_mock.c" -o "$M/cudart_mock.o"
 gcc $CFLAGS -DBRAID_HAVE_CUDA=1 -DBRAID_CUDA_MOCK -c "$ROOT/runtime/cuda_kernels.c" \
     -o "$M/cuda_kernels.o"
@@ -29,7 +37,7 @@ objs=$(find "$B/CMakeFiles/braid_obj.dir" -name '*.o' ! -name 'cuda_kernels.c.o'
 rc=0
 for t in $suites; do
     tobj=$(find "$B/CMakeFiles/$t.dir" -name '*.o')
-    gcc -o "$M/$t" $tobj "$M/cuda_kernels.o" "$M/cudart_mock.o" $objs \
+    gcc $FSAN -o "$M/$t" $tobj "$M/cuda_kernels.o" "$M/cudart_mock.o" $objs \
         "$B/libbraid_test_support.a" -L/usr/local/cuda/lib64 -lnvrtc \
         -Wl,-rpath,/usr/local/cuda/lib64 \
         $(pkg-config --libs criterion openblas libcgraph) -lpthread -lm

@@ -8,9 +8,11 @@ tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 cmake --install "$build" --prefix "$tmp/prefix" >/dev/null
 cmake -S "$src" -B "$tmp/consumer" -DCMAKE_PREFIX_PATH="$tmp/prefix" >/dev/null
 cmake --build "$tmp/consumer" >/dev/null
-LD_LIBRARY_PATH="$tmp/prefix/lib" "$tmp/consumer/consumer_shared"
+LD_LIBRARY_PATH="$tmp/prefix/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+    "$tmp/consumer/consumer_shared"
 "$tmp/consumer/consumer_static"
 libdir=$(ls -d "$tmp"/prefix/lib*/pkgconfig | head -n 1)
 PKG_CONFIG_PATH=$libdir cc -o "$tmp/pc_consumer" "$src/consumer.c" \
     $(PKG_CONFIG_PATH=$libdir pkg-config --cflags --libs braid)
-LD_LIBRARY_PATH=$(dirname "$libdir") "$tmp/pc_consumer"
+LD_LIBRARY_PATH="$(dirname "$libdir")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+    "$tmp/pc_consumer"
