@@ -4,90 +4,25 @@
 
 #include <criterion/criterion.h>
 
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
-
 #include "runtime/npy.h"
+#include "support/cli.h"
+#include "support/golden.h"
 #include "support/support.h"
 #include "tmpfiles.h"
 
-extern char **environ;
-
-/* What one run of the tool gave. */
-typedef struct cli_result {
-    int status; /* exit status; 128 + signal when killed */
-    char *out;  /* stdout, NUL-terminated */
-    char *err;  /* stderr, NUL-terminated */
-} cli_result;
-
-/* Runs BRAID_CLI_PATH with args (NULL-terminated) in no particular working
- * directory, capturing stdout and stderr through files in dir. */
-static cli_result run_cli(const char *dir, const char *const *args) {
-    const char *argv[32] = {BRAID_CLI_PATH};
-    int argc = 1;
-    while (args[argc - 1] && argc < 31) {
-        argv[argc] = args[argc - 1];
-        argc++;
-    }
-    argv[argc] = NULL;
-    char *out = tf_path(dir, "stdout.txt"), *err = tf_path(dir, "stderr.txt");
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 1, out, O_WRONLY | O_CREAT | O_TRUNC,
-                                     0644);
-    posix_spawn_file_actions_addopen(&fa, 2, err, O_WRONLY | O_CREAT | O_TRUNC,
-                                     0644);
-    pid_t pid;
-    int rc =
-        posix_spawn(&pid, BRAID_CLI_PATH, &fa, NULL, (char **)argv, environ);
-    posix_spawn_file_actions_destroy(&fa);
-    cr_assert_eq(rc, 0, "cannot start %s", BRAID_CLI_PATH);
-    int ws = 0;
-    cr_assert_eq(waitpid(pid, &ws, 0), pid);
-    cli_result r;
-    r.status = WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
-    r.out = tf_read(out, NULL);
-    r.err = tf_read(err, NULL);
-    cr_assert(r.out && r.err);
-    unlink(out);
-    unlink(err);
-    free(out);
-    free(err);
-    return r;
-}
-
-static void cli_result_free(cli_result *r) {
-    free(r->out);
-    free(r->err);
+/* Runs BRAID_CLI_PATH with args (NULL-terminated), capturing stdout and
+ * stderr through files in dir. */
+static ts_cli_result run_cli(const char *dir, const char *const *args) {
+    return ts_run_cli(BRAID_CLI_PATH, dir, NULL, args);
 }
 
 #define CLI(dir, ...) run_cli(dir, (const char *const[]){__VA_ARGS__, NULL})
 
-/* Expects exit status want; shows both streams otherwise. */
-#define EXPECT_STATUS(r, want)                                                 \
-    cr_assert_eq((r).status, (want),                                           \
-                 "exit %d, want %d\nstdout:\n%s\nstderr:\n%s", (r).status,     \
-                 (want), (r).out, (r).err)
+TestSuite(cli, .init = ts_tmpdir_setup, .fini = ts_tmpdir_teardown);
 
-/* A temporary directory per test, removed at the end. */
-static char *tmp;
-
-static void setup(void) {
-    tmp = tf_mkdtemp();
-    cr_assert(tmp);
-}
-
-static void teardown(void) {
-    tf_rmtree(tmp);
-    free(tmp);
-}
-
-TestSuite(cli, .init = setup, .fini = teardown);
-
-/* Writes text to tmp/name and returns the path (caller frees). */
+/* Writes text to ts_tmpdir/name and returns the path (caller frees). */
 static char *put(const char *name, const char *text) {
-    char *p = tf_path(tmp, name);
+    char *p = tf_path(ts_tmpdir, name);
     cr_assert(tf_write_str(p, text));
     return p;
 }
@@ -115,8 +50,8 @@ static const char g_mixed[] = "braid-graph 1\n"
                               "output \"w\" = %w\n";
 
 Test(cli, version_names_braid_and_cuda) {
-    cli_result r = CLI(tmp, "version");
-    EXPECT_STATUS(r, 0);
+    ts_cli_result r = CLI(ts_tmpdir, "version");
+    TS_EXPECT_STATUS(r, 0);
     char want[64];
     snprintf(want, sizeof want, "braid %d.%d.%d", BRAID_VERSION_MAJOR,
              BRAID_VERSION_MINOR, BRAID_VERSION_PATCH);
@@ -124,7 +59,7 @@ Test(cli, version_names_braid_and_cuda) {
     cr_assert(strstr(r.out, "cuda:"), "%s", r.out);
     if (braid_cuda_device_count() == 0)
         cr_assert(strstr(r.out, "runs on the CPU"), "%s", r.out);
-    cli_result_free(&r);
+    ts_cli_result_free(&r);
 }
 
 Test(cli, help_in_every_spelling) {
@@ -134,11 +69,11 @@ Test(cli, help_in_every_spelling) {
                                                {"run", "--help"},
                                                {"check", "-h"}};
     for (size_t k = 0; k < 5; k++) {
-        cli_result r = run_cli(tmp, spellings[k]);
-        EXPECT_STATUS(r, 0);
+        ts_cli_result r = run_cli(ts_tmpdir, spellings[k]);
+        TS_EXPECT_STATUS(r, 0);
         cr_assert(strstr(r.out, "usage: braid"), "%s", r.out);
         cr_assert(strstr(r.out, "--output-dir"));
-        cli_result_free(&r);
+        ts_cli_result_free(&r);
     }
 }
 
@@ -167,23 +102,23 @@ Test(cli, usage_errors_exit_2) {
         {"run", g, "--output-dir=", NULL},
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
-        cli_result r = run_cli(tmp, cases[k]);
+        ts_cli_result r = run_cli(ts_tmpdir, cases[k]);
         cr_assert_eq(r.status, 2, "case %zu: exit %d\n%s", k, r.status, r.err);
         cr_assert(strstr(r.err, "braid: "), "case %zu: %s", k, r.err);
         cr_assert(strstr(r.err, "--help"), "case %zu: %s", k, r.err);
-        cli_result_free(&r);
+        ts_cli_result_free(&r);
     }
     free(g);
 }
 
 Test(cli, check_lists_inputs_and_outputs) {
     char *g = put("a.graph", g_affine);
-    cli_result r = CLI(tmp, "check", g);
-    EXPECT_STATUS(r, 0);
+    ts_cli_result r = CLI(ts_tmpdir, "check", g);
+    TS_EXPECT_STATUS(r, 0);
     cr_assert(strstr(r.out, "ok: 5 nodes, inputs: x f32[4,3]; outputs: "
                             "y f32[4,3]"),
               "%s", r.out);
-    cli_result_free(&r);
+    ts_cli_result_free(&r);
     free(g);
 }
 
@@ -192,8 +127,8 @@ Test(cli, check_reports_file_line_col) {
                                "%x = input f32[2] name=\"x\"\n"
                                "%y = exp %nope\n"
                                "output \"y\" = %y\n");
-    cli_result r = CLI(tmp, "check", g);
-    EXPECT_STATUS(r, 1);
+    ts_cli_result r = CLI(ts_tmpdir, "check", g);
+    TS_EXPECT_STATUS(r, 1);
     char want[512];
     snprintf(want, sizeof want, "%s:3:", g);
     cr_assert(strncmp(r.err, want, strlen(want)) == 0, "stderr: %s", r.err);
@@ -203,7 +138,7 @@ Test(cli, check_reports_file_line_col) {
         col++;
     cr_assert_eq(*col, ':', "%s", r.err);
     cr_assert_str_empty(r.out);
-    cli_result_free(&r);
+    ts_cli_result_free(&r);
     free(g);
 }
 
@@ -213,38 +148,38 @@ Test(cli, check_rejects_bad_shapes_and_missing_files) {
                                  "%b = input f32[4,5] name=\"b\"\n"
                                  "%c = add %a, %b\n"
                                  "output \"c\" = %c\n");
-    cli_result r = CLI(tmp, "check", g);
-    EXPECT_STATUS(r, 1);
+    ts_cli_result r = CLI(ts_tmpdir, "check", g);
+    TS_EXPECT_STATUS(r, 1);
     cr_assert(strstr(r.err, "add"), "%s", r.err);
-    cli_result_free(&r);
-    r = CLI(tmp, "check", "/nonexistent/x.graph");
-    EXPECT_STATUS(r, 1);
+    ts_cli_result_free(&r);
+    r = CLI(ts_tmpdir, "check", "/nonexistent/x.graph");
+    TS_EXPECT_STATUS(r, 1);
     cr_assert(strstr(r.err, "/nonexistent/x.graph"), "%s", r.err);
-    cli_result_free(&r);
-    r = CLI(tmp, "run", g);
-    EXPECT_STATUS(r, 1);
-    cli_result_free(&r);
+    ts_cli_result_free(&r);
+    r = CLI(ts_tmpdir, "run", g);
+    TS_EXPECT_STATUS(r, 1);
+    ts_cli_result_free(&r);
     free(g);
 }
 
 Test(cli, run_prints_stats_and_times) {
     char *g = put("a.graph", g_affine);
-    cli_result r = CLI(tmp, "run", g, "--seed", "3", "--repeat", "3",
-                       "--threads=1", "--devices", "cpu");
-    EXPECT_STATUS(r, 0);
+    ts_cli_result r = CLI(ts_tmpdir, "run", g, "--seed", "3", "--repeat", "3",
+                          "--threads=1", "--devices", "cpu");
+    TS_EXPECT_STATUS(r, 0);
     cr_assert(strstr(r.out, "input x f32[4,3]: random (seed 3)"), "%s", r.out);
     cr_assert(strstr(r.out, "compile: "), "%s", r.out);
     cr_assert(strstr(r.out, "median"), "%s", r.out);
     cr_assert(strstr(r.out, "output y f32[4,3]: min "), "%s", r.out);
-    cli_result_free(&r);
+    ts_cli_result_free(&r);
     free(g);
 }
 
-/* Reads tmp/dir/name.npy as dtype t (must exist). */
+/* Reads ts_tmpdir/dir/name.npy as dtype t (must exist). */
 static br_npy_array load(const char *dir, const char *name, braid_dtype t) {
     char rel[256];
     snprintf(rel, sizeof rel, "%s/%s.npy", dir, name);
-    char *p = tf_path(tmp, rel);
+    char *p = tf_path(ts_tmpdir, rel);
     br_npy_array a;
     cr_assert_eq(br_npy_read(p, t, &a), BRAID_OK, "%s", braid_last_error());
     free(p);
@@ -253,7 +188,7 @@ static br_npy_array load(const char *dir, const char *name, braid_dtype t) {
 
 static bool same_file_bytes(const char *a, const char *b) {
     size_t na = 0, nb = 0;
-    char *x = tf_read(a, &na), *y = tf_read(b, &nb);
+    char *x = ts_read_file_len(a, &na), *y = ts_read_file_len(b, &nb);
     bool same = x && y && na == nb && memcmp(x, y, na) == 0;
     free(x);
     free(y);
@@ -262,17 +197,18 @@ static bool same_file_bytes(const char *a, const char *b) {
 
 Test(cli, same_seed_same_outputs) {
     char *g = put("m.graph", g_mixed);
-    char *d1 = tf_path(tmp, "s1"), *d2 = tf_path(tmp, "s2"),
-         *d3 = tf_path(tmp, "s3");
-    cli_result r = CLI(tmp, "run", g, "--seed", "7", "--output-dir", d1);
-    EXPECT_STATUS(r, 0);
-    cli_result_free(&r);
-    r = CLI(tmp, "run", g, "--seed=7", "--output-dir", d2, "--check");
-    EXPECT_STATUS(r, 0);
-    cli_result_free(&r);
-    r = CLI(tmp, "run", g, "--seed", "8", "--output-dir", d3);
-    EXPECT_STATUS(r, 0);
-    cli_result_free(&r);
+    char *d1 = tf_path(ts_tmpdir, "s1"), *d2 = tf_path(ts_tmpdir, "s2"),
+         *d3 = tf_path(ts_tmpdir, "s3");
+    ts_cli_result r =
+        CLI(ts_tmpdir, "run", g, "--seed", "7", "--output-dir", d1);
+    TS_EXPECT_STATUS(r, 0);
+    ts_cli_result_free(&r);
+    r = CLI(ts_tmpdir, "run", g, "--seed=7", "--output-dir", d2, "--check");
+    TS_EXPECT_STATUS(r, 0);
+    ts_cli_result_free(&r);
+    r = CLI(ts_tmpdir, "run", g, "--seed", "8", "--output-dir", d3);
+    TS_EXPECT_STATUS(r, 0);
+    ts_cli_result_free(&r);
     static const char *const outs[] = {"ax", "nj", "w"};
     for (int k = 0; k < 3; k++) {
         char n[16];
@@ -312,7 +248,8 @@ Test(cli, same_seed_same_outputs) {
 
 Test(cli, run_with_npy_input) {
     char *g = put("a.graph", g_affine);
-    char *x = tf_path(tmp, "x.npy"), *out = tf_path(tmp, "out/deeper");
+    char *x = tf_path(ts_tmpdir, "x.npy"),
+         *out = tf_path(ts_tmpdir, "out/deeper");
     float v[12];
     for (int i = 0; i < 12; i++)
         v[i] = (float)(i - 6) * 0.25f;
@@ -320,9 +257,9 @@ Test(cli, run_with_npy_input) {
     cr_assert_eq(br_npy_write(x, BRAID_F32, 2, dims, v), BRAID_OK);
     char bind[600];
     snprintf(bind, sizeof bind, "x=%s", x);
-    cli_result r =
-        CLI(tmp, "run", g, "--input", bind, "--output-dir", out, "--check");
-    EXPECT_STATUS(r, 0);
+    ts_cli_result r = CLI(ts_tmpdir, "run", g, "--input", bind, "--output-dir",
+                          out, "--check");
+    TS_EXPECT_STATUS(r, 0);
     cr_assert(strstr(r.out, "from "), "%s", r.out);
     cr_assert(strstr(r.out, "check y: max abs err"), "%s", r.out);
     cr_assert(strstr(r.out, "ok"), "%s", r.out);
@@ -331,7 +268,7 @@ Test(cli, run_with_npy_input) {
     for (int i = 0; i < 12; i++)
         cr_assert_eq(((float *)y.data)[i], 2 * v[i] + 1, "y[%d]", i);
     br_npy_array_free(&y);
-    cli_result_free(&r);
+    ts_cli_result_free(&r);
     free(x);
     free(out);
     free(g);
@@ -344,16 +281,16 @@ static void expect_input_error(const char *file, const char *n1,
     char *g = put("a.graph", g_affine);
     char bind[600];
     snprintf(bind, sizeof bind, "x=%s", file);
-    cli_result r = CLI(tmp, "run", g, "--input", bind);
-    EXPECT_STATUS(r, 1);
+    ts_cli_result r = CLI(ts_tmpdir, "run", g, "--input", bind);
+    TS_EXPECT_STATUS(r, 1);
     cr_assert(strstr(r.err, n1), "'%s' not in: %s", n1, r.err);
     cr_assert(strstr(r.err, n2), "'%s' not in: %s", n2, r.err);
-    cli_result_free(&r);
+    ts_cli_result_free(&r);
     free(g);
 }
 
 Test(cli, input_errors_name_the_input) {
-    char *p = tf_path(tmp, "wrong.npy");
+    char *p = tf_path(ts_tmpdir, "wrong.npy");
     float v[12] = {0};
     int64_t d43[2] = {4, 3}, d34[2] = {3, 4};
     cr_assert_eq(br_npy_write(p, BRAID_F32, 2, d34, v), BRAID_OK);
@@ -369,33 +306,35 @@ Test(cli, input_errors_name_the_input) {
     free(p);
 
     char *g = put("a.graph", g_affine);
-    cli_result r = CLI(tmp, "run", g, "--input", "nosuch=/dev/null");
-    EXPECT_STATUS(r, 1);
+    ts_cli_result r = CLI(ts_tmpdir, "run", g, "--input", "nosuch=/dev/null");
+    TS_EXPECT_STATUS(r, 1);
     cr_assert(strstr(r.err, "nosuch"), "%s", r.err);
-    cli_result_free(&r);
+    ts_cli_result_free(&r);
     free(g);
 }
 
 Test(cli, never_overwrites_an_input_file) {
     char *g = put("a.graph", g_affine);
-    char *y = tf_path(tmp, "y.npy"), *link = tf_path(tmp, "link.npy");
+    char *y = tf_path(ts_tmpdir, "y.npy"),
+         *link = tf_path(ts_tmpdir, "link.npy");
     float v[12] = {1, 2, 3};
     int64_t dims[2] = {4, 3};
     cr_assert_eq(br_npy_write(y, BRAID_F32, 2, dims, v), BRAID_OK);
     size_t n0 = 0;
-    char *before = tf_read(y, &n0);
+    char *before = ts_read_file_len(y, &n0);
     cr_assert_eq(symlink(y, link), 0);
     const char *binds[2] = {"x=", "x="};
     const char *files[2] = {y, link};
     for (int k = 0; k < 2; k++) {
         char bind[600];
         snprintf(bind, sizeof bind, "%s%s", binds[k], files[k]);
-        cli_result r = CLI(tmp, "run", g, "--input", bind, "--output-dir", tmp);
-        EXPECT_STATUS(r, 1);
+        ts_cli_result r = CLI(ts_tmpdir, "run", g, "--input", bind,
+                              "--output-dir", ts_tmpdir);
+        TS_EXPECT_STATUS(r, 1);
         cr_assert(strstr(r.err, "refusing to overwrite"), "%s", r.err);
-        cli_result_free(&r);
+        ts_cli_result_free(&r);
         size_t n1 = 0;
-        char *after = tf_read(y, &n1);
+        char *after = ts_read_file_len(y, &n1);
         cr_assert(n0 == n1 && !memcmp(before, after, n0), "input changed");
         free(after);
     }
@@ -416,12 +355,12 @@ Test(cli, check_passes_on_example_graphs, .timeout = 600) {
         size_t len = strlen(e->d_name);
         if (len < 7 || strcmp(e->d_name + len - 6, ".graph") != 0) continue;
         char *g = tf_path(dir, e->d_name);
-        cli_result r = CLI(tmp, "run", g, "--check", "--seed", "1");
-        EXPECT_STATUS(r, 0);
+        ts_cli_result r = CLI(ts_tmpdir, "run", g, "--check", "--seed", "1");
+        TS_EXPECT_STATUS(r, 0);
         cr_assert(strstr(r.out, "check "), "%s", r.out);
         cr_assert(!strstr(r.out, "FAIL"), "%s", r.out);
         cr_log_info("%s:\n%s", e->d_name, r.out);
-        cli_result_free(&r);
+        ts_cli_result_free(&r);
         free(g);
         n++;
     }

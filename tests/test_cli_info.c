@@ -7,10 +7,9 @@
 
 #include <cgraph.h>
 #include <ctype.h>
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
 
+#include "support/cli.h"
+#include "support/golden.h"
 #include "support/support.h"
 #include "tmpfiles.h"
 
@@ -20,73 +19,13 @@ extern char **environ;
 
 /* ---- running the tool ---------------------------------------------------- */
 
-/* What one run of the tool gave. */
-typedef struct cli_result {
-    int status; /* exit status; 128 + signal when killed */
-    char *out;  /* stdout, NUL-terminated */
-    char *err;  /* stderr, NUL-terminated */
-} cli_result;
-
-/* A temporary directory per test, removed at the end. */
-static char *tmp;
-
-static void setup(void) {
-    tmp = tf_mkdtemp();
-    cr_assert(tmp);
-}
-
-static void teardown(void) {
-    tf_rmtree(tmp);
-    free(tmp);
-}
-
 /* Runs BRAID_CLI_PATH with args (NULL-terminated) and environment env
- * (NULL: ours), capturing stdout and stderr through files in tmp. */
-static cli_result run_env(char *const *env, const char *const *args) {
-    const char *argv[40] = {BRAID_CLI_PATH};
-    int argc = 1;
-    while (args[argc - 1] && argc < 39) {
-        argv[argc] = args[argc - 1];
-        argc++;
-    }
-    argv[argc] = NULL;
-    char *out = tf_path(tmp, "stdout.txt"), *err = tf_path(tmp, "stderr.txt");
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 1, out, O_WRONLY | O_CREAT | O_TRUNC,
-                                     0644);
-    posix_spawn_file_actions_addopen(&fa, 2, err, O_WRONLY | O_CREAT | O_TRUNC,
-                                     0644);
-    pid_t pid;
-    int rc = posix_spawn(&pid, BRAID_CLI_PATH, &fa, NULL, (char **)argv,
-                         env ? env : environ);
-    posix_spawn_file_actions_destroy(&fa);
-    cr_assert_eq(rc, 0, "cannot start %s", BRAID_CLI_PATH);
-    int ws = 0;
-    cr_assert_eq(waitpid(pid, &ws, 0), pid);
-    cli_result r;
-    r.status = WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
-    r.out = tf_read(out, NULL);
-    r.err = tf_read(err, NULL);
-    cr_assert(r.out && r.err);
-    unlink(out);
-    unlink(err);
-    free(out);
-    free(err);
-    return r;
-}
-
-static void result_free(cli_result *r) {
-    free(r->out);
-    free(r->err);
+ * (NULL: ours), capturing stdout and stderr through files in ts_tmpdir. */
+static ts_cli_result run_env(char *const *env, const char *const *args) {
+    return ts_run_cli(BRAID_CLI_PATH, ts_tmpdir, env, args);
 }
 
 #define CLI(...) run_env(NULL, (const char *const[]){__VA_ARGS__, NULL})
-
-#define EXPECT_STATUS(r, want)                                                 \
-    cr_assert_eq((r).status, (want),                                           \
-                 "exit %d, want %d\nstdout:\n%s\nstderr:\n%s", (r).status,     \
-                 (want), (r).out, (r).err)
 
 /* A graph whose hints put work on cuda:0: copies, streams, events. */
 static char *gpu_graph(void) {
@@ -99,7 +38,7 @@ static char *gpu_graph(void) {
                                "%d = add %b, %c device=\"cuda:0\" : f32[4096]\n"
                                "%e = relu %d device=\"cpu\" : f32[4096]\n"
                                "output \"out\" = %e\n";
-    char *path = tf_path(tmp, "gpu.graph");
+    char *path = tf_path(ts_tmpdir, "gpu.graph");
     FILE *f = fopen(path, "w");
     cr_assert(f);
     fputs(text, f);
@@ -259,11 +198,11 @@ static long long json_uint(const char *text, const char *key) {
 
 /* ---- braid info ---------------------------------------------------------- */
 
-TestSuite(cli_info, .init = setup, .fini = teardown);
+TestSuite(cli_info, .init = ts_tmpdir_setup, .fini = ts_tmpdir_teardown);
 
 Test(cli_info, text_summary) {
-    cli_result r = CLI("info", EX("mlp.graph"), "--devices", "cpu");
-    EXPECT_STATUS(r, 0);
+    ts_cli_result r = CLI("info", EX("mlp.graph"), "--devices", "cpu");
+    TS_EXPECT_STATUS(r, 0);
     static const char *const want[] = {"graph: ",
                                        "devices: cpu (",
                                        "nodes: ",
@@ -278,21 +217,18 @@ Test(cli_info, text_summary) {
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
         cr_assert(strstr(r.out, want[i]), "no '%s' in:\n%s", want[i], r.out);
     cr_assert_str_empty(r.err);
-    result_free(&r);
+    ts_cli_result_free(&r);
 }
 
 /* JSON parses, holds the memory table, and agrees with the library's own
  * summary of the same compile. */
 static void check_json(const char *graph, const char *devices) {
-    cli_result r = CLI("info", graph, "--devices", devices, "--json");
-    EXPECT_STATUS(r, 0);
+    ts_cli_result r = CLI("info", graph, "--devices", devices, "--json");
+    TS_EXPECT_STATUS(r, 0);
     cr_assert(json_valid_object(r.out), "not JSON:\n%s", r.out);
-    braid_graph *g = braid_graph_load(graph, NULL);
-    braid_compile_options o;
-    braid_compile_options_init(&o);
-    o.devices = devices;
-    braid_plan *p = NULL;
-    cr_assert_eq(braid_compile(g, &o, &p), BRAID_OK);
+    braid_graph *g = ts_load_ok(graph);
+    braid_compile_options o = ts_compile_options(devices, 0);
+    braid_plan *p = ts_compile_ok(g, &o);
     braid_plan_summary s;
     cr_assert_eq(braid_plan_summary_get(p, &s), BRAID_OK);
     cr_assert_eq(json_uint(r.out, "nodes"), s.nodes, "%s", r.out);
@@ -322,7 +258,7 @@ static void check_json(const char *graph, const char *devices) {
     cr_assert_geq(narenas, 1);
     braid_plan_free(p);
     braid_graph_free(g);
-    result_free(&r);
+    ts_cli_result_free(&r);
 }
 
 Test(cli_info, json_for_every_example_graph) {
@@ -338,62 +274,62 @@ Test(cli_info, json_for_every_example_graph) {
 Test(cli_info, json_of_a_gpu_plan) {
     char *g = gpu_graph();
     check_json(g, "cpu,cuda:0");
-    cli_result r = CLI("info", g, "--devices=cpu,cuda:0", "--json");
-    EXPECT_STATUS(r, 0);
+    ts_cli_result r = CLI("info", g, "--devices=cpu,cuda:0", "--json");
+    TS_EXPECT_STATUS(r, 0);
     cr_assert_geq(json_uint(r.out, "copies"), 3, "%s", r.out);
     cr_assert_geq(json_uint(r.out, "events"), 1, "%s", r.out);
     cr_assert(strstr(r.out, "\"device\": \"cuda:0\""), "%s", r.out);
-    result_free(&r);
+    ts_cli_result_free(&r);
     free(g);
 }
 
 Test(cli_info, compile_flags_change_the_plan) {
     /* The elementwise chain is one fused kernel unless fusion is off. */
-    cli_result on = CLI("info", EX("elementwise_chain.graph"), "--devices",
-                        "cpu", "--json");
-    cli_result off =
+    ts_cli_result on = CLI("info", EX("elementwise_chain.graph"), "--devices",
+                           "cpu", "--json");
+    ts_cli_result off =
         CLI("info", EX("elementwise_chain.graph"), "--devices", "cpu", "--json",
             "--no-fuse", "--no-simplify", "--no-chunk", "--no-reuse",
             "--streams", "2", "--chunks=1");
-    EXPECT_STATUS(on, 0);
-    EXPECT_STATUS(off, 0);
+    TS_EXPECT_STATUS(on, 0);
+    TS_EXPECT_STATUS(off, 0);
     cr_assert_eq(json_uint(off.out, "fused_kernels"), 0, "%s", off.out);
     cr_assert_geq(json_uint(on.out, "nodes"), 1);
-    result_free(&on);
-    result_free(&off);
+    ts_cli_result_free(&on);
+    ts_cli_result_free(&off);
 }
 
 Test(cli_info, dump_after_prints_the_ir) {
-    cli_result r = CLI("info", EX("elementwise_chain.graph"), "--devices",
-                       "cpu", "--dump-after", "fuse");
-    EXPECT_STATUS(r, 0);
+    ts_cli_result r = CLI("info", EX("elementwise_chain.graph"), "--devices",
+                          "cpu", "--dump-after", "fuse");
+    TS_EXPECT_STATUS(r, 0);
     cr_assert(strstr(r.err, "after pass \"fuse\""), "stderr:\n%s", r.err);
     cr_assert(strstr(r.err, "braid-graph 1"), "stderr:\n%s", r.err);
     cr_assert(strstr(r.out, "nodes: "));
-    result_free(&r);
+    ts_cli_result_free(&r);
     r = CLI("info", EX("mlp.graph"), "--dump-after=nope");
-    EXPECT_STATUS(r, 1);
+    TS_EXPECT_STATUS(r, 1);
     cr_assert(strstr(r.err, "nope"), "%s", r.err);
-    result_free(&r);
+    ts_cli_result_free(&r);
 }
 
 Test(cli_info, bad_devices_fail_with_a_message) {
-    cli_result r = CLI("info", EX("mlp.graph"), "--devices", "gpu:0");
-    EXPECT_STATUS(r, 1);
+    ts_cli_result r = CLI("info", EX("mlp.graph"), "--devices", "gpu:0");
+    TS_EXPECT_STATUS(r, 1);
     cr_assert(strstr(r.err, "gpu:0"), "%s", r.err);
     cr_assert_str_empty(r.out);
-    result_free(&r);
+    ts_cli_result_free(&r);
     r = CLI("dot", EX("mlp.graph"), "--plan", "--devices", "cpu,cpu");
-    EXPECT_STATUS(r, 1);
+    TS_EXPECT_STATUS(r, 1);
     cr_assert(strstr(r.err, "twice"), "%s", r.err);
-    result_free(&r);
+    ts_cli_result_free(&r);
 }
 
 Test(cli_info, missing_or_bad_graph_fails) {
-    cli_result r = CLI("info", "no-such-file.graph");
-    EXPECT_STATUS(r, 1);
+    ts_cli_result r = CLI("info", "no-such-file.graph");
+    TS_EXPECT_STATUS(r, 1);
     cr_assert(strstr(r.err, "no-such-file.graph"), "%s", r.err);
-    result_free(&r);
+    ts_cli_result_free(&r);
 }
 
 Test(cli_info, usage_errors_exit_2) {
@@ -418,43 +354,43 @@ Test(cli_info, usage_errors_exit_2) {
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const char *const *c = cases[i];
-        cli_result r = run_env(NULL, c);
+        ts_cli_result r = run_env(NULL, c);
         cr_assert_eq(r.status, 2, "case %zu (%s %s %s): exit %d\n%s", i, c[0],
                      c[1] ? c[1] : "", c[1] && c[2] ? c[2] : "", r.status,
                      r.err);
         cr_assert(strstr(r.err, "braid: ") && strstr(r.err, "--help"),
                   "case %zu: %s", i, r.err);
-        result_free(&r);
+        ts_cli_result_free(&r);
     }
 }
 
 Test(cli_info, help_lists_the_commands) {
-    cli_result r = CLI("--help");
-    EXPECT_STATUS(r, 0);
+    ts_cli_result r = CLI("--help");
+    TS_EXPECT_STATUS(r, 0);
     static const char *const want[] = {"info FILE", "dot FILE",     "--json",
                                        "--plan",    "--dump-after", "--no-fuse",
                                        "--streams", "--chunks"};
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
         cr_assert(strstr(r.out, want[i]), "no '%s' in help", want[i]);
-    result_free(&r);
+    ts_cli_result_free(&r);
     r = CLI("info", "--help");
-    EXPECT_STATUS(r, 0);
-    result_free(&r);
+    TS_EXPECT_STATUS(r, 0);
+    ts_cli_result_free(&r);
 }
 
 /* run takes the same compile flags. */
 Test(cli_info, run_accepts_compile_flags) {
-    cli_result r = CLI("run", EX("elementwise_chain.graph"), "--devices", "cpu",
-                       "--no-fuse", "--no-simplify", "--streams", "2",
-                       "--chunks", "1", "--check");
-    EXPECT_STATUS(r, 0);
+    ts_cli_result r = CLI("run", EX("elementwise_chain.graph"), "--devices",
+                          "cpu", "--no-fuse", "--no-simplify", "--streams", "2",
+                          "--chunks", "1", "--check");
+    TS_EXPECT_STATUS(r, 0);
     cr_assert(strstr(r.out, "check out:"), "%s", r.out);
-    result_free(&r);
+    ts_cli_result_free(&r);
 }
 
 /* ---- braid dot ----------------------------------------------------------- */
 
-TestSuite(cli_dot, .init = setup, .fini = teardown);
+TestSuite(cli_dot, .init = ts_tmpdir_setup, .fini = ts_tmpdir_teardown);
 
 /* Reads a DOT file back with libcgraph's agread. */
 static Agraph_t *read_dot(const char *path) {
@@ -474,24 +410,24 @@ static int clusters(Agraph_t *g) {
 }
 
 Test(cli_dot, graph_to_dot_file) {
-    char *out = tf_path(tmp, "g.dot");
-    cli_result r = CLI("dot", EX("softmax_layernorm.graph"), "-o", out);
-    EXPECT_STATUS(r, 0);
+    char *out = tf_path(ts_tmpdir, "g.dot");
+    ts_cli_result r = CLI("dot", EX("softmax_layernorm.graph"), "-o", out);
+    TS_EXPECT_STATUS(r, 0);
     Agraph_t *g = read_dot(out);
     braid_graph *bg = braid_graph_load(EX("softmax_layernorm.graph"), NULL);
     cr_assert_eq((uint32_t)agnnodes(g), braid_graph_node_count(bg));
     agclose(g);
     braid_graph_free(bg);
-    result_free(&r);
+    ts_cli_result_free(&r);
     free(out);
 }
 
 Test(cli_dot, plan_to_dot_file) {
     char *graph = gpu_graph();
-    char *out = tf_path(tmp, "p.gv");
-    cli_result r =
+    char *out = tf_path(ts_tmpdir, "p.gv");
+    ts_cli_result r =
         CLI("dot", graph, "--plan", "--devices", "cpu,cuda:0", "--output", out);
-    EXPECT_STATUS(r, 0);
+    TS_EXPECT_STATUS(r, 0);
     Agraph_t *g = read_dot(out);
     /* The legend and at least the cpu queue, an h2d, a compute and a d2h
      * stream. */
@@ -503,43 +439,43 @@ Test(cli_dot, plan_to_dot_file) {
     }
     cr_assert_geq(cds, 3);
     agclose(g);
-    result_free(&r);
+    ts_cli_result_free(&r);
     free(out);
     free(graph);
 }
 
 Test(cli_dot, dot_on_stdout) {
-    cli_result r = CLI("dot", EX("mlp.graph"), "--plan", "--devices", "cpu");
-    EXPECT_STATUS(r, 0);
+    ts_cli_result r = CLI("dot", EX("mlp.graph"), "--plan", "--devices", "cpu");
+    TS_EXPECT_STATUS(r, 0);
     Agraph_t *g = agmemread(r.out);
     cr_assert(g, "%s", r.out);
     cr_assert_geq(clusters(g), 2);
     agclose(g);
-    result_free(&r);
+    ts_cli_result_free(&r);
 }
 
 /* The output file begins with the format's signature. */
 static void check_rendered(const char *name, const char *magic) {
-    char *out = tf_path(tmp, name);
-    cli_result r = CLI("dot", EX("attention_block.graph"), "--plan",
-                       "--devices", "cpu,cuda:0", "-o", out);
-    EXPECT_STATUS(r, 0);
+    char *out = tf_path(ts_tmpdir, name);
+    ts_cli_result r = CLI("dot", EX("attention_block.graph"), "--plan",
+                          "--devices", "cpu,cuda:0", "-o", out);
+    TS_EXPECT_STATUS(r, 0);
     size_t len = 0;
-    char *data = tf_read(out, &len);
+    char *data = ts_read_file_len(out, &len);
     cr_assert(data && len > strlen(magic), "%s not written", out);
     cr_assert(strstr(data, magic) != NULL ||
                   !memcmp(data, magic, strlen(magic)),
               "%s does not look right", name);
     /* Nothing left behind but the output. */
-    DIR *d = opendir(tmp);
+    DIR *d = opendir(ts_tmpdir);
     int files = 0;
     for (struct dirent *e; (e = readdir(d)) != NULL;)
         files += e->d_name[0] != '.';
     closedir(d);
-    cr_assert_eq(files, 1, "temporary files left in %s", tmp);
+    cr_assert_eq(files, 1, "temporary files left in %s", ts_tmpdir);
     unlink(out);
     free(data);
-    result_free(&r);
+    ts_cli_result_free(&r);
     free(out);
 }
 
@@ -568,26 +504,26 @@ static char **env_with_path(char *path) {
 }
 
 Test(cli_dot, missing_dot_program_is_a_clear_error) {
-    char *empty = tf_path(tmp, "empty");
+    char *empty = tf_path(ts_tmpdir, "empty");
     cr_assert_eq(mkdir(empty, 0755), 0);
     char path[600];
     snprintf(path, sizeof path, "PATH=%s", empty);
     char **env = env_with_path(path);
-    char *out = tf_path(tmp, "x.svg");
-    cli_result r = run_env(
+    char *out = tf_path(ts_tmpdir, "x.svg");
+    ts_cli_result r = run_env(
         env, (const char *const[]){"dot", EX("mlp.graph"), "-o", out, NULL});
-    EXPECT_STATUS(r, 1);
+    TS_EXPECT_STATUS(r, 1);
     cr_assert(strstr(r.err, "Graphviz") && strstr(r.err, "not installed"), "%s",
               r.err);
     cr_assert_neq(access(out, F_OK), 0, "%s was created", out);
-    result_free(&r);
+    ts_cli_result_free(&r);
     /* DOT text needs no dot program. */
-    char *text = tf_path(tmp, "x.dot");
+    char *text = tf_path(ts_tmpdir, "x.dot");
     r = run_env(
         env, (const char *const[]){"dot", EX("mlp.graph"), "-o", text, NULL});
-    EXPECT_STATUS(r, 0);
+    TS_EXPECT_STATUS(r, 0);
     cr_assert_eq(access(text, F_OK), 0);
-    result_free(&r);
+    ts_cli_result_free(&r);
     free(text);
     free(out);
     free(empty);
@@ -597,21 +533,21 @@ Test(cli_dot, missing_dot_program_is_a_clear_error) {
 Test(cli_dot, never_overwrites_the_graph_file) {
     /* A graph file whose name ends in .dot, given as its own output, also
      * through a symbolic link. */
-    char *graph = tf_path(tmp, "g.dot");
-    char *link = tf_path(tmp, "link.dot");
+    char *graph = tf_path(ts_tmpdir, "g.dot");
+    char *link = tf_path(ts_tmpdir, "link.dot");
     size_t len = 0;
-    char *text = tf_read(EX("mlp.graph"), &len);
+    char *text = ts_read_file_len(EX("mlp.graph"), &len);
     FILE *f = fopen(graph, "w");
     fwrite(text, 1, len, f);
     fclose(f);
     cr_assert_eq(symlink(graph, link), 0);
     const char *outs[] = {graph, link};
     for (int i = 0; i < 2; i++) {
-        cli_result r = CLI("dot", graph, "-o", outs[i]);
-        EXPECT_STATUS(r, 1);
+        ts_cli_result r = CLI("dot", graph, "-o", outs[i]);
+        TS_EXPECT_STATUS(r, 1);
         cr_assert(strstr(r.err, "refusing to overwrite"), "%s", r.err);
-        result_free(&r);
-        char *now = tf_read(graph, NULL);
+        ts_cli_result_free(&r);
+        char *now = ts_read_file(graph);
         cr_assert_str_eq(now, text);
         free(now);
     }
@@ -621,8 +557,9 @@ Test(cli_dot, never_overwrites_the_graph_file) {
 }
 
 Test(cli_dot, unwritable_output_fails) {
-    cli_result r = CLI("dot", EX("mlp.graph"), "-o", "/nonexistent-dir/x.dot");
-    EXPECT_STATUS(r, 1);
+    ts_cli_result r =
+        CLI("dot", EX("mlp.graph"), "-o", "/nonexistent-dir/x.dot");
+    TS_EXPECT_STATUS(r, 1);
     cr_assert(strstr(r.err, "/nonexistent-dir/x.dot"), "%s", r.err);
-    result_free(&r);
+    ts_cli_result_free(&r);
 }

@@ -78,14 +78,6 @@ static kinds run(const braid_graph *g, unsigned disable, int threads,
     return k;
 }
 
-static void log_graph(const braid_graph *g) {
-    char *text = NULL;
-    size_t len = 0;
-    if (braid_graph_print(g, &text, &len) == BRAID_OK)
-        cr_log_info("graph:\n%s", text);
-    free(text);
-}
-
 static bool same_bits(const outs *a, const outs *b, char *msg, size_t size) {
     for (uint32_t i = 0; i < a->n; i++)
         if (memcmp(a->b[i].data, b->b[i].data, a->b[i].bytes) != 0) {
@@ -113,14 +105,14 @@ static kinds check_graph(const braid_graph *g, uint64_t seed, bool exact) {
     bool ok = ts_io_compare(io, msg, sizeof msg) &&
               same_bits(&fused, &one, msg, sizeof msg) &&
               (!exact || same_bits(&fused, &unfused, msg, sizeof msg));
-    if (!ok) log_graph(g);
+    if (!ok) ts_log_graph(g);
     cr_assert(ok, "seed %llu: %s", (unsigned long long)seed, msg);
     /* the unfused run against the reference too */
     braid_output_binding *own = io->out;
     io->out = unfused.b;
     ok = ts_io_compare(io, msg, sizeof msg);
     io->out = own;
-    if (!ok) log_graph(g);
+    if (!ok) ts_log_graph(g);
     cr_assert(ok, "seed %llu, unfused: %s", (unsigned long long)seed, msg);
     outs_free(unfused);
     outs_free(one);
@@ -447,7 +439,7 @@ Test(cpu_fused, random_graphs_with_fusion_match_reference) {
             BRAID_OK);
         char msg[512];
         bool ok = ts_io_compare(io, msg, sizeof msg);
-        if (!ok) log_graph(g);
+        if (!ok) ts_log_graph(g);
         cr_assert(ok, "seed %llu: %s", (unsigned long long)seed + 5000, msg);
         ts_io_free(io);
         braid_graph_free(g);

@@ -10,6 +10,7 @@
 #include <pthread.h>
 
 #include "passes/plan.h"
+#include "support/golden.h"
 #include "support/support.h"
 #include "tmpfiles.h"
 
@@ -133,13 +134,8 @@ static void free_list(char **list) {
 }
 
 static braid_plan *compile(const braid_graph *g, const char *devices) {
-    braid_compile_options o;
-    braid_compile_options_init(&o);
-    o.devices = devices;
-    braid_plan *p = NULL;
-    cr_assert_eq(braid_compile(g, &o, &p), BRAID_OK, "compile (%s): %s",
-                 devices, braid_last_error());
-    return p;
+    braid_compile_options o = ts_compile_options(devices, 0);
+    return ts_compile_ok(g, &o);
 }
 
 /* ---- graph view ---------------------------------------------------------- */
@@ -532,9 +528,9 @@ Test(dot, hand_made_plan_renders) {
     char cmd[1024];
     snprintf(cmd, sizeof cmd, "dot -Tsvg -o '%s' '%s' 2> '%s'", out, in, err);
     cr_assert_eq(system(cmd), 0);
-    char *msgs = tf_read(err, NULL);
+    char *msgs = ts_read_file(err);
     cr_assert(msgs && !strstr(msgs, "rror"), "dot said: %s", msgs);
-    char *svg = tf_read(out, NULL);
+    char *svg = ts_read_file(out);
     cr_assert(svg && strstr(svg, "<svg") && strstr(svg, "class=\"node copy\""));
     free(msgs);
     free(svg);
@@ -669,9 +665,7 @@ Test(dot, plan_view_of_a_gpu_plan) {
                                "%d = add %b, %c device=\"cuda:0\" : f32[1024]\n"
                                "%e = relu %d device=\"cpu\" : f32[1024]\n"
                                "output \"out\" = %e\n";
-    braid_graph *g =
-        braid_graph_parse(text, sizeof text - 1, "gpu.graph", NULL);
-    cr_assert_eq(braid_graph_status(g), BRAID_OK, "%s", braid_graph_error(g));
+    braid_graph *g = ts_parse_ok(text, "gpu.graph");
     braid_plan *p = compile(g, "cpu,cuda:0");
     check_plan_view(p, "gpu plan");
     braid_plan_summary s;

@@ -6,22 +6,16 @@
 #include <math.h>
 
 #include "../examples/mlp_build.h"
+#include "support/golden.h"
 #include "support/support.h"
 #include "tmpfiles.h"
 
 #define GRAPHS BRAID_SOURCE_DIR "/examples/graphs"
 
-static braid_graph *load(const char *path) {
-    braid_graph *g = braid_graph_load(path, NULL);
-    cr_assert(g, "out of memory loading %s", path);
-    cr_assert_eq(braid_graph_status(g), BRAID_OK, "%s", braid_graph_error(g));
-    return g;
-}
-
 /* examples/graphs/mlp.graph and mlp_build() must describe the same graph,
  * node for node. */
 Test(examples, mlp_graph_equals_the_c_built_graph) {
-    braid_graph *parsed = load(GRAPHS "/mlp.graph");
+    braid_graph *parsed = ts_load_ok(GRAPHS "/mlp.graph");
     braid_graph *built = braid_graph_new(NULL);
     braid_tensor y = mlp_build(built);
     cr_assert(braid_tensor_valid(y), "%s", braid_graph_error(built));
@@ -42,7 +36,7 @@ Test(examples, every_graph_matches_the_reference, .timeout = 600) {
         size_t len = strlen(e->d_name);
         if (len < 7 || strcmp(e->d_name + len - 6, ".graph") != 0) continue;
         char *path = tf_path(GRAPHS, e->d_name);
-        braid_graph *g = load(path);
+        braid_graph *g = ts_load_ok(path);
         ts_io *io = ts_io_new(g, 2024);
         cr_assert(io);
         cr_assert_eq(ts_run_both(g, io), BRAID_OK, "%s: %s", e->d_name,
@@ -81,7 +75,7 @@ static braid_graph *softmax_layernorm_via_composites(void) {
 /* softmax_layernorm.graph spells out what the composites build: both give
  * the same reference values. */
 Test(examples, softmax_layernorm_matches_the_composites) {
-    braid_graph *a = load(GRAPHS "/softmax_layernorm.graph");
+    braid_graph *a = ts_load_ok(GRAPHS "/softmax_layernorm.graph");
     braid_graph *b = softmax_layernorm_via_composites();
     ts_io *ia = ts_io_new(a, 5), *ib = ts_io_new(b, 5);
     cr_assert(ia && ib && ia->noutputs == 3 && ib->noutputs == 3);
@@ -115,7 +109,7 @@ Test(examples, mlp_program_passes, .timeout = 600) {
     char cmd[2200];
     snprintf(cmd, sizeof cmd, "'%s' > '%s' 2>&1", prog, log);
     int status = system(cmd);
-    char *out = tf_read(log, NULL);
+    char *out = ts_read_file(log);
     cr_assert(out);
     cr_log_info("%s", out);
     cr_assert_eq(status, 0, "mlp failed:\n%s", out);

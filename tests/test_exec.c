@@ -13,6 +13,7 @@
 
 #include "braid/braid.h"
 #include "passes/plan.h"
+#include "tests/support/golden.h"
 #include "tests/support/support.h"
 
 #define DIMS(...) ((const int64_t[]){__VA_ARGS__})
@@ -21,16 +22,9 @@
 
 static braid_plan *compile_ok(const braid_graph *g, const char *devices,
                               int threads) {
-    braid_compile_options o;
-    braid_compile_options_init(&o);
-    o.devices = devices;
+    braid_compile_options o = ts_compile_options(devices, 0);
     o.num_threads = threads;
-    braid_plan *p = NULL;
-    braid_status s = braid_compile(g, &o, &p);
-    cr_assert_eq(s, BRAID_OK, "compile: %s: %s", braid_status_name(s),
-                 braid_last_error());
-    cr_assert_not_null(p);
-    return p;
+    return ts_compile_ok(g, &o);
 }
 
 static braid_exec *exec_ok(const braid_plan *p) {

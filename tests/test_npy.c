@@ -6,6 +6,7 @@
 #include <math.h>
 
 #include "runtime/npy.h"
+#include "support/golden.h"
 #include "support/support.h"
 #include "tmpfiles.h"
 
@@ -311,7 +312,7 @@ static void round_trip(const char *dir, braid_dtype t, int rank,
                  braid_last_error());
 
     size_t flen = 0;
-    unsigned char *raw = (unsigned char *)tf_read(path, &flen);
+    unsigned char *raw = (unsigned char *)ts_read_file_len(path, &flen);
     cr_assert(raw);
     size_t hlen = (size_t)raw[8] | (size_t)raw[9] << 8;
     cr_assert(!memcmp(raw, "\x93NUMPY\x01\x00", 8));

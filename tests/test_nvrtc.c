@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "codegen/codegen.h"
+#include "tests/support/golden.h"
 #include "tests/tmpfiles.h"
 
 #ifndef BRAID_HAVE_CUDA
@@ -199,7 +200,7 @@ static void check_rebuilt(unsigned long salt, void (*how)(const char *path)) {
 
 static void flip_payload_byte(const char *path) {
     size_t len;
-    char *data = tf_read(path, &len);
+    char *data = ts_read_file_len(path, &len);
     cr_assert(data && len > 200);
     data[len / 2] ^= 0x40;
     cr_assert(tf_write(path, data, len));
@@ -208,7 +209,7 @@ static void flip_payload_byte(const char *path) {
 
 static void truncate_entry(const char *path) {
     size_t len;
-    char *data = tf_read(path, &len);
+    char *data = ts_read_file_len(path, &len);
     cr_assert(data && len > 200);
     cr_assert(tf_write(path, data, len - 100));
     free(data);

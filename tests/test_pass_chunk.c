@@ -18,113 +18,32 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "passes/passes.h"
 #include "runtime/runtime.h"
+#include "support/golden.h"
 #include "support/support.h"
 
 #define GOLDEN BRAID_SOURCE_DIR "/tests/golden/chunk/"
 
 /* ---- harness ------------------------------------------------------------- */
 
-static char *read_all(FILE *f) {
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = malloc((size_t)n + 1);
-    cr_assert(s);
-    size_t got = fread(s, 1, (size_t)n, f);
-    s[got] = '\0';
-    return s;
-}
-
-static char *read_file(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    char *s = read_all(f);
-    fclose(f);
-    return s;
-}
-
 static braid_graph *parse(const char *text) {
-    braid_graph *g = braid_graph_parse(text, strlen(text), "test", NULL);
-    cr_assert_eq(braid_graph_status(g), BRAID_OK, "%s", braid_graph_error(g));
-    return g;
+    return ts_parse_ok(text, "test");
 }
 
+/* chunks pipeline chunks (0: the cost model decides); simplify off, fuse
+ * off unless asked. */
 static braid_compile_options options(int chunks, bool fuse) {
-    braid_compile_options o;
-    braid_compile_options_init(&o);
-    o.devices = "cpu,cuda:0";
+    braid_compile_options o = ts_compile_options(
+        "cpu,cuda:0", BRAID_PASS_SIMPLIFY | (fuse ? 0 : BRAID_PASS_FUSE));
     o.chunks = chunks;
-    o.disable_passes = BRAID_PASS_SIMPLIFY | (fuse ? 0 : BRAID_PASS_FUSE);
     return o;
 }
 
-static braid_plan *compile(const braid_graph *g, const braid_compile_options *o) {
-    braid_plan *p = NULL;
-    cr_assert_eq(braid_compile(g, o, &p), BRAID_OK, "%s", braid_last_error());
-    return p;
-}
-
-static char *dump_after(const braid_graph *g, braid_compile_options o,
-                        const char *pass) {
-    o.dump_after = pass;
-    fflush(stderr);
-    int saved = dup(2);
-    FILE *tmp = tmpfile();
-    cr_assert(saved >= 0 && tmp);
-    dup2(fileno(tmp), 2);
-    braid_plan *p = NULL;
-    braid_status s = braid_compile(g, &o, &p);
-    fflush(stderr);
-    dup2(saved, 2);
-    close(saved);
-    cr_assert_eq(s, BRAID_OK, "%s", braid_last_error());
-    braid_plan_free(p);
-    char *text = read_all(tmp);
-    fclose(tmp);
-    return text;
-}
-
 static void check_golden(const char *name) {
-    char path[512], devices[64] = "cpu,cuda:0";
-    snprintf(path, sizeof path, GOLDEN "%s.graph", name);
-    char *text = read_file(path);
-    cr_assert(text, "cannot read %s", path);
-    braid_graph *g = parse(text);
-    braid_compile_options o = options(0, false);
-    const char *d = strstr(text, "# devices:");
-    if (d) sscanf(d + 10, " %63[^\n ]", devices);
-    o.devices = devices;
-    const char *opt = strstr(text, "# options:");
-    char line[256] = "";
-    if (opt) sscanf(opt + 10, " %255[^\n]", line);
-    for (char *t = strtok(line, " "); t; t = strtok(NULL, " ")) {
-        if (!strncmp(t, "chunks=", 7)) o.chunks = atoi(t + 7);
-        if (!strcmp(t, "fuse")) o.disable_passes &= ~BRAID_PASS_FUSE;
-        if (!strcmp(t, "simplify")) o.disable_passes &= ~BRAID_PASS_SIMPLIFY;
-    }
-    char *got = dump_after(g, o, "chunk");
-    braid_graph_free(g);
-    free(text);
-    snprintf(path, sizeof path, GOLDEN "%s.expected", name);
-    const char *update = getenv("BRAID_UPDATE_GOLDEN");
-    if (update && !strcmp(update, "1")) {
-        FILE *f = fopen(path, "wb");
-        cr_assert(f, "cannot write %s", path);
-        fputs(got, f);
-        fclose(f);
-        cr_log_info("updated %s", path);
-    } else {
-        char *want = read_file(path);
-        cr_assert(want, "missing %s (run with BRAID_UPDATE_GOLDEN=1)", path);
-        cr_assert_str_eq(got, want, "%s differs:\n--- got\n%s--- expected\n%s",
-                         name, got, want);
-        free(want);
-    }
-    free(got);
+    braid_compile_options base = options(0, false);
+    ts_check_dump_case(GOLDEN, name, &base, "chunk", NULL);
 }
 
 /* ---- what a plan did ---------------------------------------------------------- */
@@ -234,7 +153,8 @@ Test(chunk, forced_four_chunks_match_the_unchunked_plan) {
         for (int fuse = 0; fuse < 2; fuse++) {
             braid_graph *g = anchor_chain(types[t]);
             braid_compile_options o4 = options(4, fuse), o1 = options(1, fuse);
-            braid_plan *chunked = compile(g, &o4), *plain = compile(g, &o1);
+            braid_plan *chunked = ts_compile_ok(g, &o4),
+                       *plain = ts_compile_ok(g, &o1);
             chunk_counts c = count(chunked);
             cr_assert_eq(c.slices, 4, "%s: %u slices", types[t], c.slices);
             cr_assert_eq(c.uploads, 4);
@@ -254,7 +174,7 @@ Test(chunk, chunks_rotate_over_compute_streams) {
     braid_graph *g = anchor_chain("f32[64,16]");
     braid_compile_options o = options(8, false);
     o.max_streams = 3;
-    braid_plan *p = compile(g, &o);
+    braid_plan *p = ts_compile_ok(g, &o);
     /* every GPU compute node of chunk k (slice start 8k) on stream k % 3 */
     for (uint32_t id = 0; id < p->graph->nnodes; id++) {
         const bp_queue *q = &p->queues[p->info[id].queue];
@@ -287,7 +207,8 @@ Test(chunk, uneven_rows_and_shared_operands) {
                            "output \"p\" = %p\n");
     for (int fuse = 0; fuse < 2; fuse++) {
         braid_compile_options o3 = options(3, fuse), o1 = options(1, fuse);
-        braid_plan *chunked = compile(g, &o3), *plain = compile(g, &o1);
+        braid_plan *chunked = ts_compile_ok(g, &o3),
+                   *plain = ts_compile_ok(g, &o1);
         chunk_counts c = count(chunked);
         cr_assert_eq(c.slices, 6, "x and y sliced, not b: %u", c.slices);
         if (!fuse) cr_assert_eq(c.concats, 2, "u and p come back");
@@ -305,7 +226,7 @@ Test(chunk, uneven_rows_and_shared_operands) {
 static uint32_t model_chunks(const char *type, bool fuse) {
     braid_graph *g = anchor_chain(type);
     braid_compile_options o = options(0, fuse);
-    braid_plan *p = compile(g, &o);
+    braid_plan *p = ts_compile_ok(g, &o);
     uint32_t n = count(p).slices;
     braid_plan_free(p);
     braid_graph_free(g);
@@ -334,7 +255,7 @@ Test(chunk, cost_model_needs_copy_rates) {
     gpu.h2d_bytes_per_s = gpu.d2h_bytes_per_s = 0;
     braid_compile_options o = options(0, false);
     o.cuda_profile = &gpu;
-    braid_plan *p = compile(g, &o);
+    braid_plan *p = ts_compile_ok(g, &o);
     cr_assert_eq(count(p).chunk_nodes, 0);
     braid_plan_free(p);
     braid_graph_free(g);
@@ -372,7 +293,7 @@ Test(chunk, non_elementwise_chains_are_left_alone) {
     for (size_t i = 0; i < sizeof graphs / sizeof *graphs; i++) {
         braid_graph *g = parse(graphs[i]);
         braid_compile_options o = options(4, false);
-        braid_plan *p = compile(g, &o);
+        braid_plan *p = ts_compile_ok(g, &o);
         cr_assert_eq(count(p).chunk_nodes, 0, "graph %zu was chunked", i);
         braid_plan_free(p);
         braid_graph_free(g);
@@ -406,7 +327,7 @@ Test(chunk, intermediate_used_elsewhere_is_left_alone) {
     for (size_t i = 0; i < sizeof graphs / sizeof *graphs; i++) {
         braid_graph *g = parse(graphs[i]);
         braid_compile_options o = options(4, false);
-        braid_plan *p = compile(g, &o);
+        braid_plan *p = ts_compile_ok(g, &o);
         cr_assert_eq(count(p).chunk_nodes, 0, "graph %zu was chunked", i);
         braid_plan_free(p);
         braid_graph_free(g);
@@ -423,7 +344,7 @@ Test(chunk, host_consumers_of_an_intermediate_are_fine) {
                            "%w = add %u, %v device=\"cpu\"\n"
                            "output \"w\" = %w\n");
     braid_compile_options o4 = options(4, false), o1 = options(1, false);
-    braid_plan *chunked = compile(g, &o4), *plain = compile(g, &o1);
+    braid_plan *chunked = ts_compile_ok(g, &o4), *plain = ts_compile_ok(g, &o1);
     chunk_counts c = count(chunked);
     cr_assert_eq(c.concats, 2);
     cr_assert_eq(c.downloads, 8);
@@ -436,12 +357,12 @@ Test(chunk, host_consumers_of_an_intermediate_are_fine) {
 Test(chunk, off_switches) {
     braid_graph *g = anchor_chain("f32[65536,1024]");
     braid_compile_options o = options(1, false);
-    braid_plan *p = compile(g, &o);
+    braid_plan *p = ts_compile_ok(g, &o);
     cr_assert_eq(count(p).chunk_nodes, 0, "chunks=1 never chunks");
     braid_plan_free(p);
     o = options(4, false);
     o.disable_passes |= BRAID_PASS_CHUNK;
-    p = compile(g, &o);
+    p = ts_compile_ok(g, &o);
     cr_assert_eq(count(p).chunk_nodes, 0, "the pass switched off");
     braid_plan_free(p);
     braid_graph_free(g);

@@ -17,35 +17,17 @@
 
 #include "passes/passes.h"
 #include "runtime/runtime.h"
+#include "support/golden.h"
 #include "support/support.h"
 
 #define GOLDEN BRAID_SOURCE_DIR "/tests/golden/fuse/"
 
 /* ---- harness ------------------------------------------------------------- */
 
-static char *read_file(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = malloc((size_t)n + 1);
-    cr_assert(s);
-    size_t got = fread(s, 1, (size_t)n, f);
-    s[got] = '\0';
-    fclose(f);
-    return s;
-}
-
 static braid_plan *compile_with(const braid_graph *g, const char *devices,
                                 unsigned disable) {
-    braid_compile_options o;
-    braid_compile_options_init(&o);
-    o.devices = devices;
-    o.disable_passes = disable;
-    braid_plan *p = NULL;
-    cr_assert_eq(braid_compile(g, &o, &p), BRAID_OK, "%s", braid_last_error());
-    return p;
+    braid_compile_options o = ts_compile_options(devices, disable);
+    return ts_compile_ok(g, &o);
 }
 
 static const char *instr_name(braid_op op) {
@@ -108,36 +90,12 @@ static char *summary(const braid_plan *p) {
     return buf;
 }
 
-static void check_golden(const char *name, const char *got) {
-    char path[512];
-    snprintf(path, sizeof path, GOLDEN "%s.expected", name);
-    const char *update = getenv("BRAID_UPDATE_GOLDEN");
-    if (update && !strcmp(update, "1")) {
-        FILE *f = fopen(path, "wb");
-        cr_assert(f, "cannot write %s", path);
-        fputs(got, f);
-        fclose(f);
-        cr_log_info("updated %s", path);
-        return;
-    }
-    char *want = read_file(path);
-    cr_assert(want, "missing %s (run with BRAID_UPDATE_GOLDEN=1)", path);
-    cr_assert_str_eq(got, want, "%s differs:\n--- got\n%s--- expected\n%s",
-                     name, got, want);
-    free(want);
-}
-
 static braid_graph *load_case(const char *name, char *devices, size_t size) {
-    char path[512];
-    snprintf(path, sizeof path, GOLDEN "%s.graph", name);
-    char *text = read_file(path);
-    cr_assert(text, "cannot read %s", path);
-    snprintf(devices, size, "cpu");
-    const char *d = strstr(text, "# devices:");
-    if (d) sscanf(d + 10, " %127[^\n]", devices);
-    braid_graph *g = braid_graph_parse(text, strlen(text), path, NULL);
+    char *text;
+    braid_graph *g = ts_golden_graph(GOLDEN, name, &text);
+    if (!ts_directive(text, "# devices:", devices, size))
+        snprintf(devices, size, "cpu");
     free(text);
-    cr_assert_eq(braid_graph_status(g), BRAID_OK, "%s", braid_graph_error(g));
     return g;
 }
 
@@ -150,7 +108,7 @@ static braid_plan *golden(const char *name) {
     braid_plan *p =
         compile_with(g, devices, BRAID_PASS_SIMPLIFY | BRAID_PASS_CHUNK);
     char *got = summary(p);
-    check_golden(name, got);
+    ts_check_golden(GOLDEN, name, got);
     free(got);
     if (!strcmp(devices, "cpu")) {
         ts_io *io = ts_io_new(g, 7);

@@ -26,6 +26,7 @@
 #include "examples/mlp_build.h"
 #include "passes/passes.h"
 #include "runtime/runtime.h"
+#include "tests/support/golden.h"
 #include "tests/support/support.h"
 
 #define GOLDEN BRAID_SOURCE_DIR "/tests/golden/memory/"
@@ -34,23 +35,15 @@
 /* ---- harness --------------------------------------------------------------- */
 
 static braid_graph *parse(const char *text) {
-    braid_graph *g = braid_graph_parse(text, strlen(text), "test", NULL);
-    cr_assert_eq(braid_graph_status(g), BRAID_OK, "%s", braid_graph_error(g));
-    return g;
+    return ts_parse_ok(text, "test");
 }
 
 static braid_plan *compile(const braid_graph *g, const char *devices,
                            unsigned disable, int streams) {
-    braid_compile_options o;
-    braid_compile_options_init(&o);
-    o.devices = devices;
-    o.disable_passes = disable;
+    braid_compile_options o = ts_compile_options(devices, disable);
     o.max_streams = streams;
     o.num_threads = 2;
-    braid_plan *p = NULL;
-    braid_status s = braid_compile(g, &o, &p);
-    cr_assert_eq(s, BRAID_OK, "compile: %s", braid_last_error());
-    return p;
+    return ts_compile_ok(g, &o);
 }
 
 static uint32_t node_of(const bp_plan *p, uint32_t origin) {
@@ -568,12 +561,9 @@ Test(memory, chunked_pipeline) {
                            "%b = tanh %a device=\"cuda:0\" : f32[4096]\n"
                            "%c = add %b, %x device=\"cuda:0\" : f32[4096]\n"
                            "output \"out\" = %c\n");
-    braid_compile_options o;
-    braid_compile_options_init(&o);
-    o.devices = "cpu,cuda:0";
+    braid_compile_options o = ts_compile_options("cpu,cuda:0", 0);
     o.chunks = 4;
-    braid_plan *p = NULL;
-    cr_assert_eq(braid_compile(g, &o, &p), BRAID_OK, "%s", braid_last_error());
+    braid_plan *p = ts_compile_ok(g, &o);
     uint32_t slices = 0, concats = 0;
     for (uint32_t id = 0; id < p->graph->nnodes; id++) {
         const bg_node *n = &p->graph->nodes[id];
@@ -712,9 +702,7 @@ static void ratio_dir(const char *dir) {
         if (len < 7 || strcmp(e->d_name + len - 6, ".graph")) continue;
         char path[1024];
         snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        braid_graph *g = braid_graph_load(path, NULL);
-        cr_assert_eq(braid_graph_status(g), BRAID_OK, "%s",
-                     braid_graph_error(g));
+        braid_graph *g = ts_load_ok(path);
         check_ratio(e->d_name, g);
         braid_graph_free(g);
     }
@@ -730,21 +718,8 @@ Test(memory, arenas_within_5_percent_of_lower_bound) {
     braid_graph_free(g);
 }
 
-/* ---- golden cases -------------------------------------------------------------------- */
-
-static char *read_file(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = malloc((size_t)n + 1);
-    cr_assert(s);
-    size_t got = fread(s, 1, (size_t)n, f);
-    s[got] = '\0';
-    fclose(f);
-    return s;
-}
+/* ---- golden cases
+ * -------------------------------------------------------------------- */
 
 static void put_place(FILE *f, const bp_plan *p, uint32_t id) {
     const bp_tensor_place *pl = &p->info[id].place;
@@ -788,44 +763,21 @@ static char *summary(const bp_plan *p) {
     return buf;
 }
 
-static void check_golden(const char *name, const char *got) {
-    char path[512];
-    snprintf(path, sizeof path, GOLDEN "%s.expected", name);
-    const char *update = getenv("BRAID_UPDATE_GOLDEN");
-    if (update && !strcmp(update, "1")) {
-        FILE *f = fopen(path, "wb");
-        cr_assert(f, "cannot write %s", path);
-        fputs(got, f);
-        fclose(f);
-        cr_log_info("updated %s", path);
-        return;
-    }
-    char *want = read_file(path);
-    cr_assert(want, "missing %s (run with BRAID_UPDATE_GOLDEN=1)", path);
-    cr_assert_str_eq(got, want, "%s differs:\n--- got\n%s--- expected\n%s",
-                     name, got, want);
-    free(want);
-}
-
 /* Compiles golden case `name` (directives in its comments), compares the
  * summary and checks the values. */
 static void golden(const char *name) {
-    char path[512], devices[128] = "cpu,cuda:0";
-    snprintf(path, sizeof path, GOLDEN "%s.graph", name);
-    char *text = read_file(path);
-    cr_assert(text, "cannot read %s", path);
+    char *text, devices[128] = "cpu,cuda:0", word[16];
+    braid_graph *g = ts_golden_graph(GOLDEN, name, &text);
     unsigned disable = OFF;
     int streams = 0;
-    const char *l = strstr(text, "# devices:");
-    if (l) sscanf(l + 10, " %127[^\n]", devices);
+    ts_directive(text, "# devices:", devices, sizeof devices);
     if (strstr(text, "# disable: reuse")) disable |= BRAID_PASS_REUSE;
-    if ((l = strstr(text, "# streams:"))) streams = atoi(l + 10);
-    braid_graph *g = braid_graph_parse(text, strlen(text), path, NULL);
+    if (ts_directive(text, "# streams:", word, sizeof word))
+        streams = atoi(word);
     free(text);
-    cr_assert_eq(braid_graph_status(g), BRAID_OK, "%s", braid_graph_error(g));
     bp_plan *p = compile(g, devices, disable, streams);
     char *got = summary(p);
-    check_golden(name, got);
+    ts_check_golden(GOLDEN, name, got);
     free(got);
     check_values(g, p, strcmp(devices, "cpu") ? 4 : 0);
     braid_plan_free(p);

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "passes/passes.h"
+#include "support/golden.h"
 #include "support/support.h"
 
 #define GOLDEN BRAID_SOURCE_DIR "/tests/golden/place/"
@@ -28,20 +29,6 @@ typedef struct place_case {
     braid_device_profile cpu, cuda; /* defaults + "# *_profile:" keys */
     bool has_cpu, has_cuda;         /* a profile line was given */
 } place_case;
-
-static char *read_file(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = malloc((size_t)n + 1);
-    cr_assert(s);
-    size_t got = fread(s, 1, (size_t)n, f);
-    s[got] = '\0';
-    fclose(f);
-    return s;
-}
 
 /* "key=value ..." into a profile: f32 f64 f16 bf16 (matmul FLOP/s), ew,
  * mem, h2d, d2h, launch. */
@@ -79,35 +66,26 @@ static void parse_directives(const char *text, place_case *pc) {
     strcpy(pc->devices, "cpu,cuda:0");
     pc->cpu = bp_default_profile(BP_DEVICE_CPU);
     pc->cuda = bp_default_profile(BP_DEVICE_CUDA);
-    for (const char *l = text; l && *l;
-         l = strchr(l, '\n'), l = l ? l + 1 : l) {
-        if (!strncmp(l, "# devices:", 10))
-            sscanf(l + 10, " %127[^\n]", pc->devices);
-        else if (!strncmp(l, "# cpu_profile:", 14))
-            parse_profile(l + 14, &pc->cpu), pc->has_cpu = true;
-        else if (!strncmp(l, "# cuda_profile:", 15))
-            parse_profile(l + 15, &pc->cuda), pc->has_cuda = true;
-    }
+    char line[256];
+    ts_directive(text, "# devices:", pc->devices, sizeof pc->devices);
+    if ((pc->has_cpu = ts_directive(text, "# cpu_profile:", line, sizeof line)))
+        parse_profile(line, &pc->cpu);
+    if ((pc->has_cuda =
+             ts_directive(text, "# cuda_profile:", line, sizeof line)))
+        parse_profile(line, &pc->cuda);
 }
 
 /* Compiles case `name` with the optional passes that rewrite the graph off
  * (so the plan's graph is the user's plus copies). *status gets the
  * result; the plan (NULL on error) is returned. */
 static braid_plan *compile_case(const char *name, braid_status *status) {
-    char path[512];
-    snprintf(path, sizeof path, GOLDEN "%s.graph", name);
-    char *text = read_file(path);
-    cr_assert(text, "cannot read %s", path);
+    char *text;
+    braid_graph *g = ts_golden_graph(GOLDEN, name, &text);
     place_case pc;
     parse_directives(text, &pc);
-    braid_graph *g = braid_graph_parse(text, strlen(text), path, NULL);
     free(text);
-    cr_assert(g);
-    cr_assert_eq(braid_graph_status(g), BRAID_OK, "%s", braid_graph_error(g));
-    braid_compile_options o;
-    braid_compile_options_init(&o);
-    o.devices = pc.devices;
-    o.disable_passes = BRAID_PASS_SIMPLIFY | BRAID_PASS_FUSE | BRAID_PASS_CHUNK;
+    braid_compile_options o = ts_compile_options(
+        pc.devices, BRAID_PASS_SIMPLIFY | BRAID_PASS_FUSE | BRAID_PASS_CHUNK);
     if (pc.has_cpu) o.cpu_profile = &pc.cpu;
     if (pc.has_cuda) o.cuda_profile = &pc.cuda;
     braid_plan *p = NULL;
@@ -148,33 +126,13 @@ static char *summary(const braid_plan *p, braid_status s) {
     return buf;
 }
 
-/* Compares (or with BRAID_UPDATE_GOLDEN=1 rewrites) <name>.expected. */
-static void check_golden(const char *name, const char *got) {
-    char path[512];
-    snprintf(path, sizeof path, GOLDEN "%s.expected", name);
-    const char *update = getenv("BRAID_UPDATE_GOLDEN");
-    if (update && !strcmp(update, "1")) {
-        FILE *f = fopen(path, "wb");
-        cr_assert(f, "cannot write %s", path);
-        fputs(got, f);
-        fclose(f);
-        cr_log_info("updated %s", path);
-        return;
-    }
-    char *want = read_file(path);
-    cr_assert(want, "missing %s (run with BRAID_UPDATE_GOLDEN=1)", path);
-    cr_assert_str_eq(got, want, "%s differs:\n--- got\n%s--- expected\n%s",
-                     name, got, want);
-    free(want);
-}
-
 /* Runs a golden case that must compile; returns its plan. */
 static braid_plan *golden(const char *name) {
     braid_status s;
     braid_plan *p = compile_case(name, &s);
     cr_assert_eq(s, BRAID_OK, "%s: %s", name, braid_last_error());
     char *got = summary(p, s);
-    check_golden(name, got);
+    ts_check_golden(GOLDEN, name, got);
     free(got);
     return p;
 }
@@ -240,7 +198,7 @@ Test(place, a_hint_naming_an_unlisted_device_is_an_error) {
                   strstr(msg, "cpu,cuda:0") && strstr(msg, "\"act\""),
               "message names the node, its hint and the devices: %s", msg);
     char *got = summary(NULL, s);
-    check_golden("bad_hint", got);
+    ts_check_golden(GOLDEN, "bad_hint", got);
     free(got);
 }
 
@@ -305,17 +263,12 @@ Test(place, refinement_moves_a_cheap_producer_next_to_its_consumer) {
 /* The MLP example (seed 000's lesson at scale): weights and biases are
  * generated on the GPU; only x goes up and y comes back. */
 Test(place, mlp_example_runs_on_the_gpu) {
-    char *text = read_file(BRAID_SOURCE_DIR "/examples/graphs/mlp.graph");
-    cr_assert(text);
-    braid_graph *g = braid_graph_parse(text, strlen(text), "mlp.graph", NULL);
+    char *text = ts_read_file_ok(BRAID_SOURCE_DIR "/examples/graphs/mlp.graph");
+    braid_graph *g = ts_parse_ok(text, "mlp.graph");
     free(text);
-    cr_assert_eq(braid_graph_status(g), BRAID_OK, "%s", braid_graph_error(g));
-    braid_compile_options o;
-    braid_compile_options_init(&o);
-    o.devices = "cpu,cuda:0";
-    o.disable_passes = BRAID_PASS_FUSE | BRAID_PASS_CHUNK;
-    braid_plan *p = NULL;
-    cr_assert_eq(braid_compile(g, &o, &p), BRAID_OK, "%s", braid_last_error());
+    braid_compile_options o =
+        ts_compile_options("cpu,cuda:0", BRAID_PASS_FUSE | BRAID_PASS_CHUNK);
+    braid_plan *p = ts_compile_ok(g, &o);
     for (uint32_t id = 0; id < p->graph->nnodes; id++) {
         const bg_node *n = bg_node_at(p->graph, id);
         if (n->op == BRAID_OP_COPY || n->op == BRAID_OP_INPUT) continue;

@@ -21,128 +21,38 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "passes/passes.h"
 #include "runtime/runtime.h"
+#include "support/golden.h"
 #include "support/support.h"
 
 #define GOLDEN BRAID_SOURCE_DIR "/tests/golden/schedule/"
 
 /* ---- harness ------------------------------------------------------------- */
 
-static char *read_all(FILE *f) {
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = malloc((size_t)n + 1);
-    cr_assert(s);
-    size_t got = fread(s, 1, (size_t)n, f);
-    s[got] = '\0';
-    return s;
-}
-
-static char *read_file(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    char *s = read_all(f);
-    fclose(f);
-    return s;
-}
-
 static braid_graph *parse(const char *text) {
-    braid_graph *g = braid_graph_parse(text, strlen(text), "test", NULL);
-    cr_assert_eq(braid_graph_status(g), BRAID_OK, "%s", braid_graph_error(g));
-    return g;
+    return ts_parse_ok(text, "test");
 }
 
 static braid_compile_options options(const char *devices, int chunks) {
-    braid_compile_options o;
-    braid_compile_options_init(&o);
-    o.devices = devices;
+    braid_compile_options o =
+        ts_compile_options(devices, BRAID_PASS_SIMPLIFY | BRAID_PASS_FUSE);
     o.chunks = chunks;
-    o.disable_passes = BRAID_PASS_SIMPLIFY | BRAID_PASS_FUSE;
     return o;
 }
 
-static braid_plan *compile(const braid_graph *g, const braid_compile_options *o) {
-    braid_plan *p = NULL;
-    cr_assert_eq(braid_compile(g, o, &p), BRAID_OK, "%s", braid_last_error());
-    return p;
-}
-
-/* Compiles with dump_after = pass; returns the dump (from stderr) and the
- * issue order. */
-static char *dump_after(const braid_graph *g, braid_compile_options o,
-                        const char *pass) {
-    o.dump_after = pass;
-    fflush(stderr);
-    int saved = dup(2);
-    FILE *tmp = tmpfile();
-    cr_assert(saved >= 0 && tmp);
-    dup2(fileno(tmp), 2);
-    braid_plan *p = NULL;
-    braid_status s = braid_compile(g, &o, &p);
-    fflush(stderr);
-    dup2(saved, 2);
-    close(saved);
-    cr_assert_eq(s, BRAID_OK, "%s", braid_last_error());
-    fprintf(tmp, "# schedule:");
+/* After the dump: the issue order. */
+static void put_schedule(FILE *f, const braid_plan *p) {
+    fprintf(f, "# schedule:");
     for (uint32_t i = 0; i < p->nschedule; i++)
-        fprintf(tmp, " %%%u", p->schedule[i]);
-    fprintf(tmp, "\n");
-    braid_plan_free(p);
-    fflush(tmp);
-    char *text = read_all(tmp);
-    fclose(tmp);
-    return text;
-}
-
-static braid_compile_options case_options(const char *text, char *devices,
-                                          size_t size) {
-    snprintf(devices, size, "cpu,cuda:0");
-    const char *d = strstr(text, "# devices:");
-    if (d) sscanf(d + 10, " %63[^\n ]", devices);
-    braid_compile_options o = options(devices, 1);
-    const char *opt = strstr(text, "# options:");
-    if (!opt) return o;
-    char line[256] = "";
-    sscanf(opt + 10, " %255[^\n]", line);
-    for (char *t = strtok(line, " "); t; t = strtok(NULL, " ")) {
-        if (!strncmp(t, "streams=", 8)) o.max_streams = atoi(t + 8);
-        if (!strncmp(t, "chunks=", 7)) o.chunks = atoi(t + 7);
-        if (!strcmp(t, "fuse")) o.disable_passes &= ~BRAID_PASS_FUSE;
-        if (!strcmp(t, "simplify")) o.disable_passes &= ~BRAID_PASS_SIMPLIFY;
-    }
-    return o;
+        fprintf(f, " %%%u", p->schedule[i]);
+    fprintf(f, "\n");
 }
 
 static void check_golden(const char *name) {
-    char path[512], devices[64];
-    snprintf(path, sizeof path, GOLDEN "%s.graph", name);
-    char *text = read_file(path);
-    cr_assert(text, "cannot read %s", path);
-    braid_graph *g = parse(text);
-    braid_compile_options o = case_options(text, devices, sizeof devices);
-    char *got = dump_after(g, o, "schedule");
-    braid_graph_free(g);
-    free(text);
-    snprintf(path, sizeof path, GOLDEN "%s.expected", name);
-    const char *update = getenv("BRAID_UPDATE_GOLDEN");
-    if (update && !strcmp(update, "1")) {
-        FILE *f = fopen(path, "wb");
-        cr_assert(f, "cannot write %s", path);
-        fputs(got, f);
-        fclose(f);
-        cr_log_info("updated %s", path);
-    } else {
-        char *want = read_file(path);
-        cr_assert(want, "missing %s (run with BRAID_UPDATE_GOLDEN=1)", path);
-        cr_assert_str_eq(got, want, "%s differs:\n--- got\n%s--- expected\n%s",
-                         name, got, want);
-        free(want);
-    }
-    free(got);
+    braid_compile_options base = options("cpu,cuda:0", 1);
+    ts_check_dump_case(GOLDEN, name, &base, "schedule", put_schedule);
 }
 
 /* ---- invariants ------------------------------------------------------------ */
@@ -258,7 +168,7 @@ Test(schedule, random_graphs_topological_and_complete) {
         braid_graph *g = ts_random_graph(0x5C4Eu + seed, &go);
         braid_compile_options o = options(seed % 3 ? "cpu,cuda:0" : "cpu", 0);
         o.max_streams = 1 + (int)(seed % 3);
-        braid_plan *p = compile(g, &o);
+        braid_plan *p = ts_compile_ok(g, &o);
         check_topological(p);
         check_queues_complete(p);
         braid_plan_free(p);
@@ -284,7 +194,7 @@ Test(schedule, h2d_copy_issued_right_after_its_input) {
              "output \"b\" = %%g\n");
     braid_graph *g = parse(text);
     braid_compile_options o = options("cpu,cuda:0", 1);
-    braid_plan *p = compile(g, &o);
+    braid_plan *p = ts_compile_ok(g, &o);
     check_topological(p);
     uint32_t up = BG_NONE, down = BG_NONE, y = BG_NONE, tanh_id = BG_NONE;
     for (uint32_t id = 0; id < p->graph->nnodes; id++) {
@@ -328,7 +238,7 @@ Test(schedule, chunked_chain_is_a_software_pipeline) {
                            "%q = sqrt %a device=\"cuda:0\"\n"
                            "output \"y\" = %q\n");
     braid_compile_options o = options("cpu,cuda:0", 4);
-    braid_plan *p = compile(g, &o);
+    braid_plan *p = ts_compile_ok(g, &o);
     check_topological(p);
     /* Collapse the order into stages: H<k> upload, K<k> compute (once per
      * run of a chunk's GPU nodes), D<k> download. */
@@ -386,7 +296,7 @@ Test(schedule, wide_graph_peak_below_id_order) {
     for (int dev = 0; dev < 2; dev++) {
         braid_graph *g = wide_graph(16, dev ? "cuda:0" : "cpu");
         braid_compile_options o = options(dev ? "cpu,cuda:0" : "cpu", 1);
-        braid_plan *p = compile(g, &o);
+        braid_plan *p = ts_compile_ok(g, &o);
         check_topological(p);
         uint32_t n = p->graph->nnodes;
         uint32_t *ids = malloc(n * sizeof *ids);
@@ -422,7 +332,7 @@ Test(schedule, wide_graph_peak_below_id_order) {
 static double schedule_seconds(int width) {
     braid_graph *g = wide_graph(width, "cpu");
     braid_compile_options o = options("cpu", 1);
-    braid_plan *p = compile(g, &o);
+    braid_plan *p = ts_compile_ok(g, &o);
     struct timespec a, b;
     clock_gettime(CLOCK_MONOTONIC, &a);
     for (int r = 0; r < 3; r++)

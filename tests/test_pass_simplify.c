@@ -25,6 +25,7 @@
 #include "passes/passes.h"
 #include "passes/plan.h"
 #include "runtime/runtime.h"
+#include "tests/support/golden.h"
 #include "tests/support/support.h"
 
 /* ---- plans with only the passes under test ------------------------------- */
@@ -131,47 +132,16 @@ static void assert_same_reference(const braid_graph *a, const braid_graph *b,
 
 /* ---- golden files -------------------------------------------------------- */
 
-static char *read_file(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = malloc((size_t)n + 1);
-    size_t got = fread(s, 1, (size_t)n, f);
-    s[got] = '\0';
-    fclose(f);
-    return s;
-}
-
 static void golden(const char *name) {
-    char in[512], exp[512];
-    snprintf(in, sizeof in, "%s/tests/golden/simplify/%s.graph",
-             BRAID_SOURCE_DIR, name);
-    snprintf(exp, sizeof exp, "%s/tests/golden/simplify/%s.expected",
-             BRAID_SOURCE_DIR, name);
-    braid_graph *g = braid_graph_load(in, NULL);
-    cr_assert_not_null(g);
-    cr_assert_eq(braid_graph_status(g), BRAID_OK, "%s: %s", in,
-                 braid_graph_error(g));
+    const char *dir = BRAID_SOURCE_DIR "/tests/golden/simplify";
+    char *in = ts_golden_path(dir, name, ".graph");
+    braid_graph *g = ts_load_ok(in);
+    free(in);
     bp_plan *p = simplified(g);
     cr_assert_leq(p->graph->nnodes, live_count(g), "%s: more nodes", name);
     assert_same_reference(g, p->graph, 1);
     char *got = print_graph(p->graph);
-    const char *update = getenv("BRAID_UPDATE_GOLDEN");
-    if (update && *update && strcmp(update, "0") != 0) {
-        FILE *f = fopen(exp, "wb");
-        cr_assert_not_null(f, "cannot write %s", exp);
-        fputs(got, f);
-        fclose(f);
-        cr_log_info("updated %s", exp);
-    } else {
-        char *want = read_file(exp);
-        cr_assert_not_null(want, "%s missing (BRAID_UPDATE_GOLDEN=1 makes it)",
-                           exp);
-        cr_assert_str_eq(got, want, "%s: got\n%s", name, got);
-        free(want);
-    }
+    ts_check_golden(dir, name, got);
     free(got);
     braid_plan_free(p);
     braid_graph_free(g);
@@ -241,14 +211,9 @@ Test(simplify, folding_rounds_f16_per_node) {
                      (long long)i, got, he);
     }
     /* and the executor without simplify computes the same bits */
-    braid_compile_options o;
-    braid_compile_options_init(&o);
-    o.devices = "cpu";
-    o.disable_passes = BRAID_PASS_SIMPLIFY;
-    braid_plan *plan;
+    braid_compile_options o = ts_compile_options("cpu", BRAID_PASS_SIMPLIFY);
+    braid_plan *plan = ts_compile_ok(g, &o);
     braid_exec *ex;
-    cr_assert_eq(braid_compile(g, &o, &plan), BRAID_OK, "%s",
-                 braid_last_error());
     cr_assert_eq(braid_exec_new(plan, &ex), BRAID_OK, "%s", braid_last_error());
     uint16_t out[64];
     braid_output_binding ob = {"e", out, sizeof out};
@@ -264,11 +229,8 @@ Test(simplify, folding_rounds_f16_per_node) {
 /* A folded node keeps the origin of the node it replaces (messages and
  * dumps name the user's node). */
 Test(simplify, folded_node_keeps_origin_name_and_hint) {
-    char path[512];
-    snprintf(path, sizeof path, "%s/tests/golden/simplify/fold_chain.graph",
-             BRAID_SOURCE_DIR);
-    braid_graph *g = braid_graph_load(path, NULL);
-    cr_assert_eq(braid_graph_status(g), BRAID_OK, "%s", braid_graph_error(g));
+    braid_graph *g =
+        ts_load_ok(BRAID_SOURCE_DIR "/tests/golden/simplify/fold_chain.graph");
     uint32_t q = BG_NONE;
     for (uint32_t i = 0; i < g->nnodes; i++)
         if (g->nodes[i].name && strcmp(g->nodes[i].name, "bias") == 0) q = i;
@@ -324,11 +286,8 @@ static const char *devices = "cpu";
 static void compile_and_run(const braid_graph *g, unsigned disable,
                             const ts_io *io, braid_output_binding *outs,
                             uint64_t seed) {
-    braid_compile_options o;
-    braid_compile_options_init(&o);
-    o.devices = devices;
+    braid_compile_options o = ts_compile_options(devices, disable);
     o.num_threads = 1;
-    o.disable_passes = disable;
     braid_plan *p;
     braid_exec *e;
     cr_assert_eq(braid_compile(g, &o, &p), BRAID_OK, "seed %llu: compile: %s",

@@ -22,133 +22,42 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "passes/passes.h"
 #include "runtime/runtime.h"
+#include "support/golden.h"
 #include "support/support.h"
 
 #define GOLDEN BRAID_SOURCE_DIR "/tests/golden/streams/"
 
 /* ---- harness ------------------------------------------------------------- */
 
-static char *read_all(FILE *f) {
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = malloc((size_t)n + 1);
-    cr_assert(s);
-    size_t got = fread(s, 1, (size_t)n, f);
-    s[got] = '\0';
-    return s;
-}
-
-static char *read_file(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    char *s = read_all(f);
-    fclose(f);
-    return s;
-}
-
 static braid_graph *parse(const char *text) {
-    braid_graph *g = braid_graph_parse(text, strlen(text), "test", NULL);
-    cr_assert_eq(braid_graph_status(g), BRAID_OK, "%s", braid_graph_error(g));
-    return g;
+    return ts_parse_ok(text, "test");
 }
 
 /* Options for the tests: fuse and simplify off, the cost model's chunking
  * off, unless a test says otherwise. */
 static braid_compile_options options(const char *devices, int streams) {
-    braid_compile_options o;
-    braid_compile_options_init(&o);
-    o.devices = devices;
+    braid_compile_options o =
+        ts_compile_options(devices, BRAID_PASS_SIMPLIFY | BRAID_PASS_FUSE);
     o.max_streams = streams;
     o.chunks = 1;
-    o.disable_passes = BRAID_PASS_SIMPLIFY | BRAID_PASS_FUSE;
     return o;
 }
 
-static braid_plan *compile(const braid_graph *g, const braid_compile_options *o) {
-    braid_plan *p = NULL;
-    cr_assert_eq(braid_compile(g, o, &p), BRAID_OK, "%s", braid_last_error());
-    return p;
-}
-
-/* Compiles with o.dump_after = pass and returns what the dump printed
- * (captured from stderr), followed by the plan's data events, one
- * "# event %after -> %before" line each. */
-static char *dump_after(const braid_graph *g, braid_compile_options o,
-                        const char *pass) {
-    o.dump_after = pass;
-    fflush(stderr);
-    int saved = dup(2);
-    FILE *tmp = tmpfile();
-    cr_assert(saved >= 0 && tmp);
-    dup2(fileno(tmp), 2);
-    braid_plan *p = NULL;
-    braid_status s = braid_compile(g, &o, &p);
-    fflush(stderr);
-    dup2(saved, 2);
-    close(saved);
-    cr_assert_eq(s, BRAID_OK, "%s", braid_last_error());
+/* After the dump: the plan's data events, one "# event %after -> %before"
+ * line each. */
+static void put_events(FILE *f, const braid_plan *p) {
     for (uint32_t e = 0; e < p->nevents; e++)
         if (!p->events[e].reuse)
-            fprintf(tmp, "# event %%%u -> %%%u\n", p->events[e].after,
+            fprintf(f, "# event %%%u -> %%%u\n", p->events[e].after,
                     p->events[e].before);
-    braid_plan_free(p);
-    fflush(tmp);
-    char *text = read_all(tmp);
-    fclose(tmp);
-    return text;
 }
 
-/* Options from the "# devices:" and "# options:" comment lines of a case. */
-static braid_compile_options case_options(const char *text, char *devices,
-                                          size_t size) {
-    snprintf(devices, size, "cpu,cuda:0");
-    const char *d = strstr(text, "# devices:");
-    if (d) sscanf(d + 10, " %63[^\n ]", devices);
-    braid_compile_options o = options(devices, 0);
-    const char *opt = strstr(text, "# options:");
-    if (!opt) return o;
-    char line[256] = "";
-    sscanf(opt + 10, " %255[^\n]", line);
-    for (char *t = strtok(line, " "); t; t = strtok(NULL, " ")) {
-        if (!strncmp(t, "streams=", 8)) o.max_streams = atoi(t + 8);
-        if (!strncmp(t, "chunks=", 7)) o.chunks = atoi(t + 7);
-        if (!strcmp(t, "fuse")) o.disable_passes &= ~BRAID_PASS_FUSE;
-        if (!strcmp(t, "simplify")) o.disable_passes &= ~BRAID_PASS_SIMPLIFY;
-    }
-    return o;
-}
-
-static void check_golden(const char *dir, const char *name, const char *pass) {
-    char path[512], devices[64];
-    snprintf(path, sizeof path, "%s%s.graph", dir, name);
-    char *text = read_file(path);
-    cr_assert(text, "cannot read %s", path);
-    braid_graph *g = parse(text);
-    braid_compile_options o = case_options(text, devices, sizeof devices);
-    char *got = dump_after(g, o, pass);
-    braid_graph_free(g);
-    free(text);
-    snprintf(path, sizeof path, "%s%s.expected", dir, name);
-    const char *update = getenv("BRAID_UPDATE_GOLDEN");
-    if (update && !strcmp(update, "1")) {
-        FILE *f = fopen(path, "wb");
-        cr_assert(f, "cannot write %s", path);
-        fputs(got, f);
-        fclose(f);
-        cr_log_info("updated %s", path);
-    } else {
-        char *want = read_file(path);
-        cr_assert(want, "missing %s (run with BRAID_UPDATE_GOLDEN=1)", path);
-        cr_assert_str_eq(got, want, "%s differs:\n--- got\n%s--- expected\n%s",
-                         name, got, want);
-        free(want);
-    }
-    free(got);
+static void check_golden(const char *name) {
+    braid_compile_options base = options("cpu,cuda:0", 0);
+    ts_check_dump_case(GOLDEN, name, &base, "streams", put_events);
 }
 
 /* ---- invariants ------------------------------------------------------------ */
@@ -304,7 +213,7 @@ Test(streams, independent_branches_spread_up_to_max_streams) {
     braid_graph *g = parse(branches);
     for (int streams = 1; streams <= 6; streams++) {
         braid_compile_options o = options("cpu,cuda:0", streams);
-        braid_plan *p = compile(g, &o);
+        braid_plan *p = ts_compile_ok(g, &o);
         check_queues(p);
         check_events(p);
         uint32_t want = streams < 4 ? (uint32_t)streams : 4;
@@ -328,7 +237,7 @@ Test(streams, independent_branches_spread_up_to_max_streams) {
 Test(streams, max_streams_one_uses_one_compute_stream) {
     braid_graph *g = parse(branches);
     braid_compile_options o = options("cpu,cuda:0", 1);
-    braid_plan *p = compile(g, &o);
+    braid_plan *p = ts_compile_ok(g, &o);
     uint32_t compute = 0;
     for (uint32_t q = 0; q < p->nqueues; q++)
         compute += p->queues[q].kind == BP_QUEUE_COMPUTE;
@@ -347,7 +256,7 @@ Test(streams, diamond_branches_split_and_join) {
                            "%d = add %b, %c device=\"cuda:0\"\n"
                            "output \"y\" = %d\n");
     braid_compile_options o = options("cpu,cuda:0", 4);
-    braid_plan *p = compile(g, &o);
+    braid_plan *p = ts_compile_ok(g, &o);
     uint32_t a = find_op(p, BRAID_OP_EXP, 0), b = find_op(p, BRAID_OP_SIN, 0),
              c = find_op(p, BRAID_OP_COS, 0), d = find_op(p, BRAID_OP_ADD, 0);
     cr_assert_eq(p->info[a].queue, p->info[b].queue, "b continues a");
@@ -376,7 +285,7 @@ Test(streams, copies_on_direction_streams) {
                            "output \"c\" = %c\n"
                            "output \"b\" = %b\n");
     braid_compile_options o = options("cpu,cuda:0", 2);
-    braid_plan *p = compile(g, &o);
+    braid_plan *p = ts_compile_ok(g, &o);
     check_queues(p);
     check_events(p);
     uint32_t h2d = 0, d2h = 0;
@@ -401,7 +310,7 @@ Test(streams, d2d_between_two_gpus) {
                            "%c = sin %b device=\"cuda:0\"\n"
                            "output \"y\" = %c\n");
     braid_compile_options o = options("cpu,cuda:0,cuda:1", 2);
-    braid_plan *p = compile(g, &o);
+    braid_plan *p = ts_compile_ok(g, &o);
     check_queues(p);
     check_events(p);
     uint32_t d2d[2] = {0, 0};
@@ -427,7 +336,7 @@ Test(streams, d2d_between_two_gpus) {
 Test(streams, cpu_only_plans_use_the_cpu_queue) {
     braid_graph *g = parse(branches);
     braid_compile_options o = options("cpu", 4);
-    braid_plan *p = compile(g, &o);
+    braid_plan *p = ts_compile_ok(g, &o);
     cr_assert_eq(p->nqueues, 1);
     cr_assert_eq(p->nevents, 0);
     for (uint32_t id = 0; id < p->graph->nnodes; id++)
@@ -440,7 +349,7 @@ Test(streams, golden) {
     static const char *const cases[] = {"branches", "diamond", "two_gpus",
                                         "chunked_rotation", "shared_input"};
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
-        check_golden(GOLDEN, cases[i], "streams");
+        check_golden(cases[i]);
 }
 
 /* More GPU work than the generator's hints give: about half of the
@@ -473,7 +382,7 @@ Test(streams, random_graphs_emulated_match_reference, .timeout = 600) {
         braid_compile_options_init(&o);
         o.devices = "cpu,cuda:0";
         o.max_streams = 1 + (int)(seed % 4);
-        braid_plan *p = compile(g, &o);
+        braid_plan *p = ts_compile_ok(g, &o);
         check_queues(p);
         check_events(p);
         for (uint32_t id = 0; id < p->graph->nnodes; id++)

@@ -29,14 +29,6 @@ static uint64_t env_u64(const char *name, uint64_t dflt) {
     return v && *v ? strtoull(v, NULL, 10) : dflt;
 }
 
-static void log_graph(const braid_graph *g) {
-    char *text = NULL;
-    size_t len = 0;
-    if (braid_graph_print(g, &text, &len) == BRAID_OK)
-        cr_log_info("graph:\n%s", text);
-    free(text);
-}
-
 /* Worst arena / lower bound over the run's plans (logged at the end of
  * each test). */
 typedef struct worst {
@@ -102,7 +94,7 @@ static braid_plan *compile(const braid_graph *g, const char *devices,
     o.num_threads = 2;
     braid_plan *p = NULL;
     braid_status s = braid_compile(g, &o, &p);
-    if (s != BRAID_OK) log_graph(g);
+    if (s != BRAID_OK) ts_log_graph(g);
     cr_assert_eq(s, BRAID_OK, "seed %llu, %s: compile: %s",
                  (unsigned long long)seed, devices, braid_last_error());
     s = bp_verify_plan(p);
@@ -129,7 +121,7 @@ static void run_and_compare(const braid_graph *g, const braid_plan *p,
     char msg[512] = "";
     bool ok = ts_io_compare(io, msg, sizeof msg);
     if (!ok) {
-        log_graph(g);
+        ts_log_graph(g);
         bp_plan_dump(p, "verify_plan", stderr);
     }
     cr_assert(ok, "seed %llu, %s (emulation seed %llu): %s",

@@ -20,15 +20,6 @@ static uint64_t env_u64(const char *name, uint64_t dflt) {
     return v && *v ? strtoull(v, NULL, 10) : dflt;
 }
 
-/* Logs g in the text format, for reproducing a failure by hand. */
-static void log_graph(const braid_graph *g) {
-    char *text = NULL;
-    size_t len = 0;
-    if (braid_graph_print(g, &text, &len) == BRAID_OK)
-        cr_log_info("graph:\n%s", text);
-    free(text);
-}
-
 /* Generates, runs and compares count graphs from seed base + salt. */
 static void run_many(int count, uint64_t salt, const ts_graph_options *o) {
     uint64_t scale = env_u64("BRAID_RANDOM_GRAPHS", 1);
@@ -43,7 +34,7 @@ static void run_many(int count, uint64_t salt, const ts_graph_options *o) {
         braid_status s = ts_run_both(g, io);
         char msg[512] = "";
         bool ok = s == BRAID_OK && ts_io_compare(io, msg, sizeof msg);
-        if (!ok) log_graph(g);
+        if (!ok) ts_log_graph(g);
         cr_assert_eq(s, BRAID_OK, "seed %llu: %s: %s", (unsigned long long)seed,
                      braid_status_name(s), braid_last_error());
         cr_assert(ok, "seed %llu: %s", (unsigned long long)seed, msg);

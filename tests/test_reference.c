@@ -22,18 +22,6 @@
 
 /* ---- helpers ------------------------------------------------------------- */
 
-/* Marks y as output "y" and runs the reference into out (bytes). */
-static void run_ref(braid_graph *g, braid_tensor y,
-                    const braid_input_binding *in, size_t nin, void *out,
-                    size_t bytes) {
-    cr_assert(braid_tensor_valid(y), "builder: %s", braid_graph_error(g));
-    cr_assert_eq(braid_output(g, "y", y), BRAID_OK, "%s", braid_graph_error(g));
-    braid_output_binding ob = {"y", out, bytes};
-    braid_status s = braid_reference_run(g, in, nin, &ob, 1);
-    cr_assert_eq(s, BRAID_OK, "reference: %s: %s", braid_status_name(s),
-                 braid_last_error());
-}
-
 /* Equal as numbers, NaN equal to NaN (and -0 equal to +0). */
 static bool same(double a, double b) {
     return (isnan(a) && isnan(b)) || a == b;
@@ -90,7 +78,7 @@ static void check_unary(braid_op op, double (*want)(double), bool positive) {
     }
     braid_tensor in = braid_input(g, "x", BRAID_F32, 1, DIMS(6));
     braid_input_binding b = IN("x", x);
-    run_ref(g, braid_unary(g, op, in), &b, 1, out, sizeof out);
+    ts_run_ref(g, braid_unary(g, op, in), &b, 1, out, sizeof out);
     expect_f32(out, exp_out, 6);
     braid_graph_free(g);
 }
@@ -145,7 +133,7 @@ Test(reference, unary_literals) {
         float out[6];
         braid_tensor x = braid_input(g, "x", BRAID_F32, 1, DIMS(6));
         braid_input_binding b = IN("x", UNARY_X);
-        run_ref(g, braid_unary(g, cases[c].op, x), &b, 1, out, sizeof out);
+        ts_run_ref(g, braid_unary(g, cases[c].op, x), &b, 1, out, sizeof out);
         expect_f32(out, cases[c].want, 6);
         braid_graph_free(g);
     }
@@ -157,7 +145,7 @@ Test(reference, unary_nan_and_domain_edges) {
     braid_tensor in = braid_input(g, "x", BRAID_F32, 1, DIMS(4));
     braid_tensor y = braid_add(g, braid_relu(g, in), braid_log(g, in));
     braid_input_binding b = IN("x", x);
-    run_ref(g, y, &b, 1, out, sizeof out);
+    ts_run_ref(g, y, &b, 1, out, sizeof out);
     /* relu keeps NaN; log(-1) = NaN, log(0) = -inf, log(inf) = inf */
     expect_f32(out, (float[]){NAN, NAN, -INFINITY, INFINITY}, 4);
     braid_graph_free(g);
@@ -179,7 +167,7 @@ Test(reference, unary_i32_wraps) {
         braid_graph *g = braid_graph_new(NULL);
         braid_tensor in = braid_input(g, "x", BRAID_I32, 1, DIMS(5));
         braid_input_binding b = IN("x", x);
-        run_ref(g, braid_unary(g, cases[c].op, in), &b, 1, out, sizeof out);
+        ts_run_ref(g, braid_unary(g, cases[c].op, in), &b, 1, out, sizeof out);
         expect_i32(out, cases[c].want, 5);
         braid_graph_free(g);
     }
@@ -195,7 +183,7 @@ Test(reference, add_broadcasts_column_and_row) {
     braid_tensor s = braid_add(g, x, y);
     expect_shape(g, s, 2, DIMS(2, 3));
     braid_input_binding in[2] = {IN("a", a), IN("b", b)};
-    run_ref(g, s, in, 2, out, sizeof out);
+    ts_run_ref(g, s, in, 2, out, sizeof out);
     expect_f32(out, (float[]){11, 21, 31, 12, 22, 32}, 6);
     braid_graph_free(g);
 }
@@ -208,7 +196,7 @@ static void check_binary_f32(braid_op op, const float *a, const float *b,
     braid_tensor x = braid_input(g, "a", BRAID_F32, 1, DIMS(4));
     braid_tensor y = braid_input(g, "b", BRAID_F32, 1, DIMS(4));
     braid_input_binding in[2] = {{"a", a, 16}, {"b", b, 16}};
-    run_ref(g, braid_binary(g, op, x, y), in, 2, out, sizeof out);
+    ts_run_ref(g, braid_binary(g, op, x, y), in, 2, out, sizeof out);
     expect_f32(out, want, 4);
     braid_graph_free(g);
 }
@@ -247,7 +235,7 @@ static void check_binary_i32(braid_op op, const int32_t *a, const int32_t *b,
     braid_tensor y = braid_input(g, "b", BRAID_I32, 1, &n);
     size_t bytes = (size_t)n * 4;
     braid_input_binding in[2] = {{"a", a, bytes}, {"b", b, bytes}};
-    run_ref(g, braid_binary(g, op, x, y), in, 2, out, bytes);
+    ts_run_ref(g, braid_binary(g, op, x, y), in, 2, out, bytes);
     expect_i32(out, want, (size_t)n);
     braid_graph_free(g);
 }
@@ -288,7 +276,7 @@ Test(reference, f16_results_round_to_nearest_even) {
     braid_tensor x = braid_input(g, "a", BRAID_F16, 1, DIMS(2));
     braid_tensor y = braid_input(g, "b", BRAID_F16, 1, DIMS(2));
     braid_input_binding in[2] = {IN("a", a), IN("b", b)};
-    run_ref(g, braid_add(g, x, y), in, 2, out, sizeof out);
+    ts_run_ref(g, braid_add(g, x, y), in, 2, out, sizeof out);
     cr_expect_eq(bg_f16_to_f32(out[0]), 1.0f);
     cr_expect_eq(bg_f16_to_f32(out[1]), 1.0f + 0x1p-9f);
     braid_graph_free(g);
@@ -312,7 +300,8 @@ Test(reference, comparisons) {
         braid_tensor x = braid_input(g, "a", BRAID_F32, 1, DIMS(4));
         braid_tensor y = braid_input(g, "b", BRAID_F32, 1, DIMS(4));
         braid_input_binding in[2] = {IN("a", a), IN("b", b)};
-        run_ref(g, braid_binary(g, cases[c].op, x, y), in, 2, out, sizeof out);
+        ts_run_ref(g, braid_binary(g, cases[c].op, x, y), in, 2, out,
+                   sizeof out);
         expect_bool(out, cases[c].want, 4);
         braid_graph_free(g);
     }
@@ -324,7 +313,7 @@ Test(reference, bool_equality) {
     braid_tensor x = braid_input(g, "a", BRAID_BOOL, 1, DIMS(4));
     braid_tensor y = braid_input(g, "b", BRAID_BOOL, 1, DIMS(4));
     braid_input_binding in[2] = {IN("a", a), IN("b", b)};
-    run_ref(g, braid_eq(g, x, y), in, 2, out, sizeof out);
+    ts_run_ref(g, braid_eq(g, x, y), in, 2, out, sizeof out);
     expect_bool(out, (uint8_t[]){1, 0, 0, 1}, 4);
     braid_graph_free(g);
 }
@@ -339,7 +328,7 @@ Test(reference, where_broadcasts_all_three) {
     braid_tensor w = braid_where(g, tc, ta, tb);
     expect_shape(g, w, 2, DIMS(2, 3));
     braid_input_binding in[3] = {IN("c", c), IN("a", a), IN("b", b)};
-    run_ref(g, w, in, 3, out, sizeof out);
+    ts_run_ref(g, w, in, 3, out, sizeof out);
     expect_i32(out, (int32_t[]){1, 2, 3, -9, -9, -9}, 6);
     braid_graph_free(g);
 }
@@ -353,7 +342,7 @@ Test(reference, cast_float_to_i32_truncates_and_saturates) {
     int32_t out[9];
     braid_tensor in = braid_input(g, "x", BRAID_F32, 1, DIMS(9));
     braid_input_binding b = IN("x", x);
-    run_ref(g, braid_cast(g, in, BRAID_I32), &b, 1, out, sizeof out);
+    ts_run_ref(g, braid_cast(g, in, BRAID_I32), &b, 1, out, sizeof out);
     expect_i32(out,
                (int32_t[]){1, -1, INT32_MAX, INT32_MIN, 0, INT32_MAX, INT32_MIN,
                            0, 2147483520},
@@ -368,7 +357,7 @@ Test(reference, cast_to_and_from_bool) {
     braid_tensor in = braid_input(g, "x", BRAID_F32, 1, DIMS(5));
     braid_tensor b = braid_cast(g, in, BRAID_BOOL);
     braid_input_binding bind = IN("x", x);
-    run_ref(g, braid_cast(g, b, BRAID_F32), &bind, 1, back, sizeof back);
+    ts_run_ref(g, braid_cast(g, b, BRAID_F32), &bind, 1, back, sizeof back);
     expect_f32(back, (float[]){0, 0, 1, 1, 1}, 5);
     braid_graph_free(g);
 }
@@ -381,7 +370,7 @@ Test(reference, cast_to_f16_and_bf16_rounds) {
     uint16_t out[3];
     braid_tensor in = braid_input(g, "x", BRAID_I32, 1, DIMS(3));
     braid_input_binding b = IN("x", xi);
-    run_ref(g, braid_cast(g, in, BRAID_F16), &b, 1, out, sizeof out);
+    ts_run_ref(g, braid_cast(g, in, BRAID_F16), &b, 1, out, sizeof out);
     cr_expect_eq(bg_f16_to_f32(out[0]), 2048.0f);
     cr_expect_eq(bg_f16_to_f32(out[1]), 65504.0f);
     cr_expect(isinf(bg_f16_to_f32(out[2])));
@@ -430,7 +419,7 @@ static void check_matmul_flags(unsigned flags) {
     float out[4];
     braid_input_binding in[2] = {{"a", ta ? MM_AT : MM_A, sizeof MM_A},
                                  {"b", tb ? MM_BT : MM_B, sizeof MM_B}};
-    run_ref(g, c, in, 2, out, sizeof out);
+    ts_run_ref(g, c, in, 2, out, sizeof out);
     expect_f32(out, MM_C, 4);
     braid_graph_free(g);
 }
@@ -458,7 +447,7 @@ Test(reference, matmul_batch_broadcast) {
     braid_tensor c = braid_matmul(g, ta, tb, 0);
     expect_shape(g, c, 4, DIMS(2, 3, 2, 2));
     braid_input_binding in[2] = {IN("a", a), IN("b", b)};
-    run_ref(g, c, in, 2, out, sizeof out);
+    ts_run_ref(g, c, in, 2, out, sizeof out);
     /* (s·A)(B + k) = s·(AB + k·rowsum(A)); rowsums of A: 6, 15 */
     const float rows[2] = {6, 15};
     for (int s = 0; s < 2; s++)
@@ -478,7 +467,7 @@ Test(reference, matmul_empty_k_gives_zeros) {
     braid_tensor b = braid_input(g, "b", BRAID_F64, 2, DIMS(0, 3));
     double out[6];
     braid_input_binding in[2] = {{"a", NULL, 0}, {"b", NULL, 0}};
-    run_ref(g, braid_matmul(g, a, b, 0), in, 2, out, sizeof out);
+    ts_run_ref(g, braid_matmul(g, a, b, 0), in, 2, out, sizeof out);
     expect_f64(out, (double[]){0, 0, 0, 0, 0, 0}, 6, 0.0);
     braid_graph_free(g);
 }
@@ -510,7 +499,7 @@ static void check_reduce(braid_op op, int axis, bool keep, int rank,
     braid_tensor r = reduce(g, op, x, axis < 0 ? 0 : 1, &axis, keep);
     expect_shape(g, r, rank, dims);
     braid_input_binding b = IN("x", R_X);
-    run_ref(g, r, &b, 1, out, n * sizeof(float));
+    ts_run_ref(g, r, &b, 1, out, n * sizeof(float));
     expect_f32(out, want, n);
     braid_graph_free(g);
 }
@@ -591,7 +580,7 @@ Test(reference, i32_sum_wraps) {
     braid_tensor in = braid_input(g, "x", BRAID_I32, 2, DIMS(2, 2));
     int ax = 1;
     braid_input_binding b = IN("x", x);
-    run_ref(g, braid_sum(g, in, 1, &ax, false), &b, 1, out, sizeof out);
+    ts_run_ref(g, braid_sum(g, in, 1, &ax, false), &b, 1, out, sizeof out);
     expect_i32(out, (int32_t[]){INT32_MIN, INT32_MAX}, 2);
     braid_graph_free(g);
 }
@@ -605,7 +594,7 @@ Test(reference, reshape_keeps_c_order) {
     braid_tensor r = braid_reshape(g, x, 3, DIMS(3, -1, 1));
     expect_shape(g, r, 3, DIMS(3, 2, 1));
     braid_input_binding b = IN("x", R_X);
-    run_ref(g, r, &b, 1, out, sizeof out);
+    ts_run_ref(g, r, &b, 1, out, sizeof out);
     expect_f32(out, R_X, 6);
     braid_graph_free(g);
 }
@@ -615,7 +604,7 @@ Test(reference, permute_and_transpose) {
     float out[6];
     braid_tensor x = braid_input(g, "x", BRAID_F32, 2, DIMS(2, 3));
     braid_input_binding b = IN("x", R_X);
-    run_ref(g, braid_transpose(g, x), &b, 1, out, sizeof out);
+    ts_run_ref(g, braid_transpose(g, x), &b, 1, out, sizeof out);
     expect_f32(out, (float[]){1, 4, 2, 5, 3, 6}, 6);
     braid_graph_free(g);
 
@@ -628,7 +617,7 @@ Test(reference, permute_and_transpose) {
     braid_tensor p = braid_permute(g, t, (const int[]){2, 0, 1});
     expect_shape(g, p, 3, DIMS(4, 2, 3));
     braid_input_binding bi = IN("x", v);
-    run_ref(g, p, &bi, 1, o3, sizeof o3);
+    ts_run_ref(g, p, &bi, 1, o3, sizeof o3);
     for (int i = 0; i < 4; i++)
         for (int j = 0; j < 2; j++)
             for (int k = 0; k < 3; k++)
@@ -646,7 +635,7 @@ Test(reference, slice_with_steps_and_negative_bounds) {
     braid_tensor s = braid_slice(g, in, DIMS(0, -3), DIMS(3, 100), DIMS(2, 2));
     expect_shape(g, s, 2, DIMS(2, 2));
     braid_input_binding b = IN("x", x);
-    run_ref(g, s, &b, 1, out, sizeof out);
+    ts_run_ref(g, s, &b, 1, out, sizeof out);
     expect_i32(out, (int32_t[]){1, 3, 9, 11}, 4);
     braid_graph_free(g);
 }
@@ -660,7 +649,7 @@ Test(reference, concat_along_an_axis) {
     braid_tensor c = braid_concat(g, 3, (braid_tensor[]){ta, e, tb}, -1);
     expect_shape(g, c, 2, DIMS(2, 3));
     braid_input_binding in[3] = {IN("a", a), IN("b", b), {"e", NULL, 0}};
-    run_ref(g, c, in, 3, out, sizeof out);
+    ts_run_ref(g, c, in, 3, out, sizeof out);
     expect_f32(out, (float[]){1, 3, 4, 2, 5, 6}, 6);
     braid_graph_free(g);
 }
@@ -670,8 +659,8 @@ Test(reference, broadcast_to_repeats) {
     uint8_t x[3] = {1, 0, 1}, out[6];
     braid_tensor in = braid_input(g, "x", BRAID_BOOL, 2, DIMS(1, 3));
     braid_input_binding b = IN("x", x);
-    run_ref(g, braid_broadcast_to(g, in, 3, DIMS(2, 1, 3)), &b, 1, out,
-            sizeof out);
+    ts_run_ref(g, braid_broadcast_to(g, in, 3, DIMS(2, 1, 3)), &b, 1, out,
+               sizeof out);
     expect_bool(out, (uint8_t[]){1, 0, 1, 1, 0, 1}, 6);
     braid_graph_free(g);
 }
@@ -747,7 +736,7 @@ Test(reference, softmax_f64) {
     double x[6] = {1, 2, 3, -1, 0, 1000}, out[6];
     braid_tensor in = braid_input(g, "x", BRAID_F64, 2, DIMS(2, 3));
     braid_input_binding b = IN("x", x);
-    run_ref(g, braid_softmax(g, in, 1), &b, 1, out, sizeof out);
+    ts_run_ref(g, braid_softmax(g, in, 1), &b, 1, out, sizeof out);
     double s0 = exp(-2) + exp(-1) + 1;
     expect_f64(out, (double[]){exp(-2) / s0, exp(-1) / s0, 1 / s0, 0, 0, 1}, 6,
                1e-15);
@@ -761,7 +750,8 @@ Test(reference, layer_norm_f64_with_gamma_beta) {
     braid_tensor tg = braid_input(g, "g", BRAID_F64, 1, DIMS(2));
     braid_tensor tb = braid_input(g, "b", BRAID_F64, 1, DIMS(2));
     braid_input_binding in3[3] = {IN("x", x), IN("g", gm), IN("b", bt)};
-    run_ref(g, braid_layer_norm(g, in, tg, tb, 0.25), in3, 3, out, sizeof out);
+    ts_run_ref(g, braid_layer_norm(g, in, tg, tb, 0.25), in3, 3, out,
+               sizeof out);
     /* row 0: mean 2, var 1 → (∓1)/sqrt(1.25); row 1: all equal → 0 */
     double r = 1.0 / sqrt(1.25);
     expect_f64(out, (double[]){10 - 2 * r, 20 + 3 * r, 10, 20}, 4, 1e-14);

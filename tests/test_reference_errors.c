@@ -8,21 +8,10 @@
 
 #include "braid/braid.h"
 #include "graph/graph.h"
+#include "tests/support/support.h"
 
 #define DIMS(...) ((const int64_t[]){__VA_ARGS__})
 #define IN(name, arr) ((braid_input_binding){(name), (arr), sizeof(arr)})
-
-/* Marks y as output "y" and runs the reference into out (bytes). */
-static void run_ref(braid_graph *g, braid_tensor y,
-                    const braid_input_binding *in, size_t nin, void *out,
-                    size_t bytes) {
-    cr_assert(braid_tensor_valid(y), "builder: %s", braid_graph_error(g));
-    cr_assert_eq(braid_output(g, "y", y), BRAID_OK, "%s", braid_graph_error(g));
-    braid_output_binding ob = {"y", out, bytes};
-    braid_status s = braid_reference_run(g, in, nin, &ob, 1);
-    cr_assert_eq(s, BRAID_OK, "reference: %s: %s", braid_status_name(s),
-                 braid_last_error());
-}
 
 static void expect_f32(const float *got, const float *want, size_t n) {
     for (size_t i = 0; i < n; i++)
@@ -84,7 +73,7 @@ Test(reference_run, long_chain_with_reuse) {
     }
     double v[4] = {1, 2, 3, 4}, out[4];
     braid_input_binding b = IN("x", v);
-    run_ref(g, prev, &b, 1, out, sizeof out);
+    ts_run_ref(g, prev, &b, 1, out, sizeof out);
     for (int i = 0; i < 4; i++)
         cr_expect_eq(out[i], v[i]);
     braid_graph_free(g);

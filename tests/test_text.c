@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "tests/support/golden.h"
 #include "tests/support/support.h"
 
 /* Prints g, parses the text from an exact-size buffer (no NUL after it, so
@@ -298,10 +299,8 @@ Test(text, hand_written_variations) {
                        "  # a comment inside a list\n  +3, .4e1\n] : f32[2,2]\n"
                        "%9 = add %s,%c\n"
                        "output\"y\"=%9";
-    braid_graph *a = braid_graph_parse(canon, strlen(canon), "canon", NULL);
-    braid_graph *b = braid_graph_parse(hand, strlen(hand), "hand", NULL);
-    cr_assert_eq(braid_graph_status(a), BRAID_OK, "%s", braid_graph_error(a));
-    cr_assert_eq(braid_graph_status(b), BRAID_OK, "%s", braid_graph_error(b));
+    braid_graph *a = ts_parse_ok(canon, "canon");
+    braid_graph *b = ts_parse_ok(hand, "hand");
     cr_assert(bg_graph_equal(a, b));
     braid_graph_free(a);
     braid_graph_free(b);
@@ -319,9 +318,7 @@ Test(text, example_graphs) {
         if (n < 7 || strcmp(e->d_name + n - 6, ".graph") != 0) continue;
         char path[4096];
         snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        braid_graph *g = braid_graph_load(path, NULL);
-        cr_assert_eq(braid_graph_status(g), BRAID_OK, "%s",
-                     braid_graph_error(g));
+        braid_graph *g = ts_load_ok(path);
         cr_assert_gt(braid_graph_output_count(g), 0, "%s has no output", path);
         check_roundtrip(g, e->d_name);
         braid_graph_free(g);
@@ -357,8 +354,7 @@ Test(text, write_file_is_atomic_and_loads_back) {
     cr_assert_eq(braid_graph_write_file(g, path), BRAID_OK, "%s",
                  braid_last_error());
     cr_assert_eq(braid_graph_write_file(g, path), BRAID_OK); /* replaces */
-    braid_graph *h = braid_graph_load(path, NULL);
-    cr_assert_eq(braid_graph_status(h), BRAID_OK, "%s", braid_graph_error(h));
+    braid_graph *h = ts_load_ok(path);
     cr_assert(bg_graph_equal(g, h));
     /* only the file itself is left: no temporary */
     DIR *d = opendir(dir);

@@ -11,6 +11,7 @@
 
 #include "braid/braid.h"
 #include "passes/passes.h"
+#include "tests/support/golden.h"
 #include "tests/support/support.h"
 
 /* x on the host; a GPU chain with a view and a matmul; a host branch.
@@ -38,15 +39,10 @@ typedef struct fixture {
 
 static fixture make(const char *text, const char *devices) {
     fixture f;
-    f.g = braid_graph_parse(text, strlen(text), "test", NULL);
-    cr_assert_eq(braid_graph_status(f.g), BRAID_OK, "%s",
-                 braid_graph_error(f.g));
-    braid_compile_options o;
-    braid_compile_options_init(&o);
-    o.devices = devices;
-    o.disable_passes = BRAID_PASS_FUSE | BRAID_PASS_SIMPLIFY;
-    braid_status s = braid_compile(f.g, &o, &f.p);
-    cr_assert_eq(s, BRAID_OK, "%s", braid_last_error());
+    f.g = ts_parse_ok(text, NULL);
+    braid_compile_options o =
+        ts_compile_options(devices, BRAID_PASS_FUSE | BRAID_PASS_SIMPLIFY);
+    f.p = ts_compile_ok(f.g, &o);
     cr_assert_eq(bp_verify_plan(f.p), BRAID_OK, "%s", braid_last_error());
     return f;
 }

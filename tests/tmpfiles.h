@@ -1,5 +1,6 @@
-/* tests/tmpfiles.h — temporary directories and whole-file I/O for the tests
- * that touch the file system (test_npy.c, test_cli.c, test_examples.c).
+/* tests/tmpfiles.h — temporary directories and file writing for the tests
+ * that touch the file system (test_npy.c, test_cli.c, test_examples.c);
+ * whole files are read with ts_read_file (tests/support/golden.h).
  * Static functions: each including test file gets its own copy. Needs
  * _POSIX_C_SOURCE 200809L defined before any include. */
 #ifndef BRAID_TESTS_TMPFILES_H
@@ -55,32 +56,6 @@ static inline void tf_rmtree(const char *dir) {
         closedir(d);
     }
     rmdir(dir);
-}
-
-/* Reads a whole file into a malloc'd, NUL-terminated buffer; *len (may be
- * NULL) gets its size. NULL when it cannot be read. */
-static inline char *tf_read(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    size_t cap = 4096, n = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        n += fread(buf + n, 1, cap - n - 1, f);
-        if (n < cap - 1) break;
-        char *grown = realloc(buf, cap * 2);
-        if (!grown) {
-            free(buf);
-            buf = NULL;
-        }
-        buf = grown;
-        cap *= 2;
-    }
-    fclose(f);
-    if (buf) {
-        buf[n] = '\0';
-        if (len) *len = n;
-    }
-    return buf;
 }
 
 /* Writes len bytes to path; true on success. */

@@ -1,6 +1,9 @@
 /* tests/support/support.c — test RNG, random buffers, io bundles, output
- * comparison and the executor-vs-reference runner. */
+ * comparison, the executor-vs-reference runner, reference runs and graph
+ * logging. */
 #include "tests/support/random_graph.h"
+
+#include <criterion/criterion.h>
 
 #include <math.h>
 #include <stdlib.h>
@@ -239,4 +242,24 @@ braid_status ts_run_both(const braid_graph *g, ts_io *io) {
     if (s != BRAID_OK)
         return s; /* braid_last_error() still holds the executor's message */
     return braid_reference_run(g, io->in, io->ninputs, io->ref, io->noutputs);
+}
+
+void ts_run_ref(braid_graph *g, braid_tensor y, const braid_input_binding *in,
+                size_t nin, void *out, size_t bytes) {
+    cr_assert(braid_tensor_valid(y), "builder: %s", braid_graph_error(g));
+    cr_assert_eq(braid_output(g, "y", y), BRAID_OK, "%s", braid_graph_error(g));
+    braid_output_binding ob = {"y", out, bytes};
+    braid_status s = braid_reference_run(g, in, nin, &ob, 1);
+    cr_assert_eq(s, BRAID_OK, "reference: %s: %s", braid_status_name(s),
+                 braid_last_error());
+}
+
+/* ---- logging ------------------------------------------------------------- */
+
+void ts_log_graph(const braid_graph *g) {
+    char *text = NULL;
+    size_t len = 0;
+    if (braid_graph_print(g, &text, &len) == BRAID_OK)
+        cr_log_info("graph:\n%s", text);
+    free(text);
 }

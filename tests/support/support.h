@@ -56,4 +56,13 @@ void ts_tolerance(braid_dtype t, double *atol, double *rtol);
  * reference into io->ref. Returns the first failing status. */
 braid_status ts_run_both(const braid_graph *g, ts_io *io);
 
+/* Marks y as output "y" of g and runs the reference on in[0..nin) into out
+ * (bytes); asserts that y is valid and that both succeed. */
+void ts_run_ref(braid_graph *g, braid_tensor y, const braid_input_binding *in,
+                size_t nin, void *out, size_t bytes);
+
+/* Logs g in the text format (cr_log_info), for reproducing a failure by
+ * hand. */
+void ts_log_graph(const braid_graph *g);
+
 #endif
