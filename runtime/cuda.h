@@ -7,19 +7,23 @@
  *             GPU and pinned arena once (and the CPU arena as pinned memory
  *             when copies touch it), creates a stream per GPU queue, a
  *             CUDA event per cross-queue event, a cuBLAS handle per compute
- *             stream, uploads constants that are copied to a GPU, and loads
+ *             stream, uploads constants that are copied to a GPU, loads
  *             the plan's kernels (codegen/: one NVRTC compile per plan,
- *             cached). exec.c asks br_cuda_arena / br_cuda_home for the
- *             pointers it keeps per arena and per node.
+ *             cached) and prepares cuBLASLt for the fused matmuls whose
+ *             bias [+ relu] epilogue it computes. exec.c asks
+ *             br_cuda_arena / br_cuda_home for the pointers it keeps per
+ *             arena and per node.
  *   run       exec.c binds the caller's buffers into its per-node pointer
  *             table (host pointers for CPU nodes, device pointers for GPU
  *             nodes, caller buffers for inputs and in-place outputs),
- *             resolves views, then calls br_cuda_run, which walks the
- *             schedule: GPU nodes are issued asynchronously on their
+ *             resolves views, then calls br_cuda_run_start, which walks
+ *             the schedule: GPU nodes are issued asynchronously on their
  *             streams with event waits and records; CPU nodes run through
  *             the callback as soon as the GPU work they wait for is done.
- *             br_cuda_run returns when every stream is idle, so outputs
- *             are ready.
+ *             It returns once everything is issued and every CPU node ran
+ *             (braid_run_async returns then); br_cuda_run_finish
+ *             (braid_wait) completes deferred copies and returns when
+ *             every stream is idle, so outputs are ready.
  *
  * Without the CUDA toolkit (BRAID_HAVE_CUDA undefined) runtime/cuda_stub.c
  * provides these calls: br_cuda_new fails with BRAID_ERR_DEVICE "built
@@ -63,7 +67,9 @@ void *br_cuda_arena(const br_cuda *c, uint32_t a);
  * creation), or NULL. */
 void *br_cuda_home(const br_cuda *c, uint32_t id);
 
-/* What br_cuda_run needs from the executor. */
+/* What a run needs from the executor. Everything pointed to must stay
+ * valid until br_cuda_run_finish returns, except in and out, which only
+ * br_cuda_run_start reads. */
 typedef struct br_cuda_run_args {
     void *const *ptr;                /* per node: its data this run (views
                                         resolved); device pointers for GPU
@@ -79,10 +85,21 @@ typedef struct br_cuda_run_args {
     void *cpu_ctx;                           /* passed to run_cpu */
 } br_cuda_run_args;
 
-/* Runs the plan's schedule once (see the top of this file); returns when
- * all GPU work is complete. On a CUDA error the streams are drained and the
- * error names the node, its op and the failing call. */
-braid_status br_cuda_run(br_cuda *c, const br_cuda_run_args *a);
+/* Starts one run of the plan's schedule (see the top of this file): checks
+ * the bindings, then issues every GPU node and runs every CPU node,
+ * returning without the final synchronisation. *started false: a binding
+ * was refused (device memory where the host would touch it), nothing ran,
+ * the status says why and no br_cuda_run_finish follows. *started true:
+ * the run is under way, whatever the status (a CUDA error while issuing
+ * stops the issue), and br_cuda_run_finish must follow. */
+braid_status br_cuda_run_start(br_cuda *c, const br_cuda_run_args *a,
+                               bool *started);
+/* Completes the run br_cuda_run_start began, possibly on another thread:
+ * with st (the start's status) BRAID_OK, finishes deferred copies and the
+ * CUDA graph's host copies; in any case synchronises every stream (after
+ * an error: drains them). Returns st when it is an error, else the first
+ * error met here, naming the node and the failing call. */
+braid_status br_cuda_run_finish(br_cuda *c, braid_status st);
 
 /* ---- inspection (tests, tools) ------------------------------------------- */
 
@@ -106,7 +123,7 @@ const char *br_cuda_log(const br_cuda *c);
  * graph captured before. $BRAID_CUDA_GRAPHS=0 makes off the default. */
 void br_cuda_set_graphs(br_cuda *c, bool on);
 
-/* True when the last br_cuda_run replayed a CUDA graph. */
+/* True when the last run replayed a CUDA graph. */
 bool br_cuda_last_run_used_graph(const br_cuda *c);
 
 /* ---- memory helpers (tests, benchmarks) ---------------------------------- */

@@ -24,18 +24,7 @@
 
 #include <string.h>
 
-/* The product to compute, from a matmul node or a MATMUL program. */
-typedef struct gemm_shape {
-    uint32_t a, b;                /* operand node ids */
-    braid_dtype dtype;            /* operands' and result's dtype */
-    bool ta, tb;                  /* BRAID_TRANSPOSE_A / _B */
-    int64_t m, n, k;              /* C is m×n, contraction k */
-    int nb;                       /* batch dims after merging */
-    int64_t bdim[BRAID_MAX_RANK]; /* their sizes, outermost first */
-    int64_t sa[BRAID_MAX_RANK];   /* a's stride per batch dim (elements) */
-    int64_t sb[BRAID_MAX_RANK];   /* b's */
-    int64_t sc[BRAID_MAX_RANK];   /* c's */
-} gemm_shape;
+typedef br_gemm_shape gemm_shape;
 
 /* Stride (in matrices) of each of x's batch dims aligned to the result's
  * rank-2 batch dims rb; zero where x is broadcast. */
@@ -77,8 +66,7 @@ static void merge_batch(gemm_shape *g, int rb, const int64_t *odims,
     }
 }
 
-/* Fills g for node id; false (with a message) when it is no matmul. */
-static bool gemm_shape_of(const bp_plan *p, uint32_t id, gemm_shape *g) {
+bool br_gemm_shape_of(const bp_plan *p, uint32_t id, gemm_shape *g) {
     const bg_node *n = bg_node_at(p->graph, id);
     memset(g, 0, sizeof *g);
     int rank = n->rank;
@@ -134,7 +122,7 @@ static bool gemm_shape_of(const bp_plan *p, uint32_t id, gemm_shape *g) {
 braid_status br_cuda_gemm_check(const br_cuda *c, uint32_t id) {
     const bp_plan *p = c->plan;
     gemm_shape g;
-    if (!gemm_shape_of(p, id, &g))
+    if (!br_gemm_shape_of(p, id, &g))
         return bg_set_last_error(BRAID_ERR_INTERNAL,
                                  "braid_exec_new: node %u (%s) is not a "
                                  "matmul cuBLAS can run",
@@ -150,7 +138,7 @@ braid_status br_cuda_gemm_check(const br_cuda *c, uint32_t id) {
 braid_status br_cuda_gemm_result(const br_cuda *c, uint32_t id,
                                  braid_dtype *dtype, uint64_t *bytes) {
     gemm_shape g;
-    if (!gemm_shape_of(c->plan, id, &g))
+    if (!br_gemm_shape_of(c->plan, id, &g))
         return bg_set_last_error(BRAID_ERR_INTERNAL,
                                  "braid_exec_new: node %u is not a matmul", id);
     uint64_t n = (uint64_t)g.m * (uint64_t)g.n;
@@ -161,9 +149,8 @@ braid_status br_cuda_gemm_result(const br_cuda *c, uint32_t id,
     return BRAID_OK;
 }
 
-/* cuBLAS types of a dtype: storage type and compute type. */
-static void blas_types(const br_cuda *c, braid_dtype t, cudaDataType *data,
-                       cublasComputeType_t *compute) {
+void br_blas_types(const br_cuda *c, braid_dtype t, cudaDataType *data,
+                   cublasComputeType_t *compute) {
     switch (t) {
     case BRAID_F64:
         *data = CUDA_R_64F;
@@ -193,7 +180,7 @@ static braid_status gemm_call(br_cuda *c, uint32_t id, const gemm_shape *g,
     cublasHandle_t h = c->blas[c->node[id].queue];
     cudaDataType dt;
     cublasComputeType_t ct;
-    blas_types(c, g->dtype, &dt, &ct);
+    br_blas_types(c, g->dtype, &dt, &ct);
     double one64 = 1.0, zero64 = 0.0;
     float one32 = 1.0f, zero32 = 0.0f;
     const void *alpha =
@@ -221,7 +208,7 @@ static braid_status gemm_call(br_cuda *c, uint32_t id, const gemm_shape *g,
 braid_status br_cuda_gemm(br_cuda *c, uint32_t id, void *out) {
     const bp_plan *p = c->plan;
     gemm_shape g;
-    if (!gemm_shape_of(p, id, &g))
+    if (!br_gemm_shape_of(p, id, &g))
         return bg_set_last_error(BRAID_ERR_INTERNAL,
                                  "braid_run: node %u is not a matmul", id);
     size_t es = braid_dtype_size(g.dtype);

@@ -150,11 +150,18 @@ void *br_cuda_home(const br_cuda *c, uint32_t id) {
     return NULL;
 }
 
-braid_status br_cuda_run(br_cuda *c, const br_cuda_run_args *a) {
+braid_status br_cuda_run_start(br_cuda *c, const br_cuda_run_args *a,
+                               bool *started) {
     (void)c;
     (void)a;
+    *started = false;
     return bg_set_last_error(BRAID_ERR_DEVICE, "braid_run: built without "
                                                "CUDA");
+}
+
+braid_status br_cuda_run_finish(br_cuda *c, braid_status st) {
+    (void)c;
+    return st;
 }
 
 const char *br_cuda_log(const br_cuda *c) {

@@ -8,7 +8,8 @@
  * cuBLAS handle with its own workspace per compute stream, a CUDA event
  * (timing disabled) per event whose producer runs on a GPU; enable peer
  * access where D2D copies need it; allocate staging slots; upload
- * constants copied to GPUs; load the plan's kernels; decide whether the GPU
+ * constants copied to GPUs; load the plan's kernels; choose the fused
+ * matmuls cuBLASLt runs with its bias epilogue; decide whether the GPU
  * part can become a CUDA graph. */
 #define _POSIX_C_SOURCE 200809L
 #include "runtime/cuda_impl.h"
@@ -106,6 +107,7 @@ static braid_status alloc_tables(br_cuda *c) {
                                  n);
     for (uint32_t id = 0; id < n; id++) {
         c->node[id].kernel = BG_NONE;
+        c->node[id].lt = BG_NONE;
         c->node[id].dev = -1;
     }
     return BRAID_OK;
@@ -460,6 +462,7 @@ braid_status br_cuda_check_plan(const bp_plan *p, int sm, char *report,
     c->dry = true;
     braid_status s = prepare(c);
     if (s == BRAID_OK) s = br_cuda_check_kernels(c, sm);
+    if (s == BRAID_OK) s = br_cuda_lt_prepare(c);
     if (s == BRAID_OK) s = br_graph_prepare(c);
     if (s == BRAID_OK && report && size) {
         uint32_t kinds[BR_NODE_CONST_H2D + 1] = {0};
@@ -492,6 +495,7 @@ braid_status br_cuda_new(const bp_plan *p, br_cuda **out) {
     if (s == BRAID_OK) s = br_cuda_stage_init(c);
     if (s == BRAID_OK) s = br_cuda_upload_constants(c);
     if (s == BRAID_OK) s = br_cuda_load_kernels(c);
+    if (s == BRAID_OK) s = br_cuda_lt_prepare(c);
     if (s == BRAID_OK) s = br_graph_prepare(c);
     if (s != BRAID_OK) {
         br_cuda_free(c);
@@ -530,12 +534,14 @@ void br_cuda_free(br_cuda *c) {
     if (!c) return;
     if (!c->dry) { /* a dry check made no CUDA objects */
         free_queues(c);
+        br_cuda_lt_free(c);
         br_graph_free(c);
         br_cuda_stage_free(c);
         br_cuda_free_kernels(c);
         free_memory(c);
         (void)cudaGetLastError();
     } else {
+        br_cuda_lt_free(c); /* tables only */
         br_graph_free(c);
         bc_source_free(&c->src);
         free(c->kern);

@@ -24,7 +24,10 @@
  * usual, by stream capture: the origin stream forks every other stream at
  * the start and joins them at the end, events become graph edges. Later
  * runs replay with cudaGraphLaunch. A run binding device memory runs the
- * ordinary way. A failed capture is logged and never retried. */
+ * ordinary way. A failed capture is logged and never retried. The host
+ * waits for the graph (and copies its outputs out) before the first CPU
+ * node that depends on GPU work, else when the run is finished
+ * (br_graph_finish from br_cuda_run_finish, i.e. braid_wait). */
 #define _POSIX_C_SOURCE 200809L
 #include "runtime/cuda_impl.h"
 
@@ -342,18 +345,21 @@ braid_status br_graph_run(br_cuda *c, bool *done) {
         s = br_cu(c, WHERE, BG_NONE, "cudaGraphLaunch",
                   cudaGraphLaunch(g->exec, c->stream[g->origin]));
     *done = true; /* from here on the ordinary path must not run again */
-    bool waited = false;
+    g->unfinished = s == BRAID_OK;
     for (uint32_t i = g->npre; s == BRAID_OK && i < c->ncpu; i++) {
         uint32_t id = c->cpu_list[i];
-        if (c->node[id].gpu_dep && !waited) {
-            s = finish(c);
-            waited = true;
-        }
+        if (c->node[id].gpu_dep && g->unfinished) s = br_graph_finish(c);
         if (s != BRAID_OK) break;
         c->run->run_cpu(c->run->cpu_ctx, id);
         c->cpu_done[id] = true;
     }
-    if (s == BRAID_OK && !waited) s = finish(c);
+    return s;
+}
+
+braid_status br_graph_finish(br_cuda *c) {
+    br_graph_state *g = &c->graph;
+    braid_status s = finish(c);
+    g->unfinished = false;
     g->used_last = s == BRAID_OK;
     return s;
 }

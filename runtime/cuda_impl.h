@@ -14,6 +14,7 @@
 #include "codegen/codegen.h"
 #include "runtime/cuda.h"
 
+#include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
@@ -35,6 +36,8 @@
  * pinned buffers; plans moving more stream through the staging slots
  * instead, where copies overlap host memcpys. */
 #define BR_GRAPH_STAGING_MAX ((uint64_t)16 << 20)
+/* cuBLASLt workspace per compute stream that runs cuBLASLt matmuls. */
+#define BR_LT_WORKSPACE ((size_t)32 << 20)
 /* Distinct GPU architectures one executor compiles for. */
 #define BR_MAX_ARCHS 8
 /* Size of the executor log. */
@@ -62,6 +65,8 @@ typedef struct br_cnode {
     int dev;           /* CUDA ordinal of its queue's GPU; -1 on the CPU */
     uint32_t queue;    /* index in plan->queues */
     uint32_t kernel;   /* KERNEL, GEMM_EPI: index in c->kern; else BG_NONE */
+    uint32_t lt;       /* GEMM_EPI run by one cublasLtMatmul with a bias
+                          epilogue: index in c->lt; else BG_NONE */
     bool gpu_dep;      /* depends (data or events, transitively) on GPU
                           work: a CPU node that must wait in graph mode */
     bool feeds_gpu;    /* GPU work depends on it (transitively) */
@@ -87,6 +92,27 @@ typedef struct br_kernel {
                     cannot live in the output); device, owned */
 } br_kernel;
 
+/* A fused MATMUL node computed by one cublasLtMatmul whose epilogue adds
+ * the bias (and applies ReLU): cuda_lt.c. braid's row-major C [M, N] read
+ * column-major is D = Cᵀ (N×M, ld N) = op(A)·op(B) with cuBLASLt's A
+ * braid's b and its B braid's a, so braid's bias of length N runs along
+ * D's rows: cuBLASLt's BIAS epilogue adds a vector of D's row count to
+ * every column. */
+typedef struct br_lt {
+    uint32_t node;                /* the fused node */
+    cublasLtMatmulDesc_t desc;    /* ops, compute type, epilogue, bias */
+    cublasLtMatrixLayout_t lay_b; /* braid's b: cuBLASLt's A */
+    cublasLtMatrixLayout_t lay_a; /* braid's a: cuBLASLt's B */
+    cublasLtMatrixLayout_t lay_c; /* C and D: the node's output */
+    cublasLtMatmulAlgo_t algo;    /* the heuristic's first choice */
+    uint32_t a, b, bias;          /* operand and bias node ids */
+    const void *pa, *pb, *pbias;  /* their device addresses the algorithm
+                                     was chosen for (alignment) */
+    void *pd;                     /* the output's */
+    bool moved;                   /* a run found other addresses (logged
+                                     once; such runs use cuBLAS) */
+} br_lt;
+
 /* State of a CUDA graph (cuda_graph.c). */
 typedef struct br_graph_state {
     bool enabled;         /* capture allowed (br_cuda_set_graphs) */
@@ -94,6 +120,9 @@ typedef struct br_graph_state {
     bool failed;          /* capture failed once: never again */
     uint32_t runs;        /* successful runs so far (capture after 1) */
     bool used_last;       /* the last run replayed the graph */
+    bool unfinished;      /* this run launched the graph and the host has
+                             not waited for it and copied its outputs out
+                             yet (br_graph_finish) */
     cudaGraph_t graph;    /* the captured graph */
     cudaGraphExec_t exec; /* its executable instance */
     uint32_t origin;      /* queue whose stream launches the graph */
@@ -134,15 +163,20 @@ struct br_cuda {
     cudaStream_t *stream; /* per queue (NULL for the CPU queue) */
     cublasHandle_t *blas; /* per queue (compute streams only) */
     void **blas_ws;       /* per queue: cuBLAS workspace (device) */
-    cudaEvent_t *event;   /* per plan event (NULL when its producer is a
-                             CPU node: the host orders those) */
-    br_stage *stage;      /* per queue: staging of H2D / D2H streams */
-    bc_source src;        /* the plan's generated module (codegen) */
-    br_kernel *kern;      /* per kernel of src (same order) */
-    uint32_t nkern;       /* entries in kern */
-    int sm[BR_MAX_ARCHS]; /* compute capabilities compiled for (90) */
-    bc_binary bin[BR_MAX_ARCHS];     /* the module compiled, per sm (kept
-                                        while loaded) */
+    cublasLtHandle_t *lt_handle; /* per queue: cuBLASLt handle (compute
+                                    streams running cuBLASLt matmuls) */
+    void **lt_ws;                /* per queue: cuBLASLt workspace (device) */
+    br_lt *lt;                   /* the nodes cuBLASLt runs */
+    uint32_t nlt;                /* entries in lt */
+    cudaEvent_t *event;          /* per plan event (NULL when its producer is a
+                                    CPU node: the host orders those) */
+    br_stage *stage;             /* per queue: staging of H2D / D2H streams */
+    bc_source src;               /* the plan's generated module (codegen) */
+    br_kernel *kern;             /* per kernel of src (same order) */
+    uint32_t nkern;              /* entries in kern */
+    int sm[BR_MAX_ARCHS];        /* compute capabilities compiled for (90) */
+    bc_binary bin[BR_MAX_ARCHS]; /* the module compiled, per sm (kept
+                                    while loaded) */
     cudaLibrary_t lib[BR_MAX_ARCHS]; /* the module loaded, per sm */
     uint32_t nlib;                   /* entries used in sm and lib */
     void **argv;          /* a launch's parameter values (max params) */
@@ -219,6 +253,28 @@ void *br_cuda_matmul_target(const br_cuda *c, uint32_t id);
 
 /* ---- cuda_blas.c --------------------------------------------------------- */
 
+/* The product to compute, from a matmul node or a MATMUL program. */
+typedef struct br_gemm_shape {
+    uint32_t a, b;                /* operand node ids */
+    braid_dtype dtype;            /* operands' and result's dtype */
+    bool ta, tb;                  /* BRAID_TRANSPOSE_A / _B */
+    int64_t m, n, k;              /* C is m×n, contraction k */
+    int nb;                       /* batch dims after merging */
+    int64_t bdim[BRAID_MAX_RANK]; /* their sizes, outermost first */
+    int64_t sa[BRAID_MAX_RANK];   /* a's stride per batch dim (elements) */
+    int64_t sb[BRAID_MAX_RANK];   /* b's */
+    int64_t sc[BRAID_MAX_RANK];   /* c's */
+} br_gemm_shape;
+
+/* Fills g for node id (a matmul, or a fused node with a MATMUL program):
+ * batch dims of size 1 dropped, neighbours whose strides compose merged.
+ * False when it is no matmul. */
+bool br_gemm_shape_of(const bp_plan *p, uint32_t id, br_gemm_shape *g);
+/* cuBLAS types of a float dtype: storage type and compute type (f32 uses
+ * TF32 tensor cores only with allow_tf32). */
+void br_blas_types(const br_cuda *c, braid_dtype t, cudaDataType *data,
+                   cublasComputeType_t *compute);
+
 /* Checks that matmul node id (or a fused MATMUL program) fits cuBLAS:
  * BRAID_ERR_UNSUPPORTED for a non-float dtype. */
 braid_status br_cuda_gemm_check(const br_cuda *c, uint32_t id);
@@ -228,6 +284,23 @@ braid_status br_cuda_gemm_result(const br_cuda *c, uint32_t id,
 /* Issues the matmul of node id (plain, or the product of a fused MATMUL
  * program) into out on its queue's stream and cuBLAS handle. */
 braid_status br_cuda_gemm(br_cuda *c, uint32_t id, void *out);
+
+/* ---- cuda_lt.c ----------------------------------------------------------- */
+
+/* Decides for every GEMM_EPI node whether one cublasLtMatmul with a
+ * BIAS or RELU_BIAS epilogue computes exactly what its program says
+ * (matmul + row bias [+ relu], f32 / f16 / bf16, no broadcast batch) and,
+ * in a real executor, creates its handle, descriptors and workspace and
+ * asks cuBLASLt's heuristic for an algorithm for the node's device
+ * addresses. The log names the path each node takes and, for the cuBLAS
+ * path, why. A node cuBLASLt cannot take keeps the cuBLAS + epilogue
+ * kernel path; only running out of host memory is an error. */
+braid_status br_cuda_lt_prepare(br_cuda *c);
+void br_cuda_lt_free(br_cuda *c);
+/* Issues GEMM_EPI node id's cublasLtMatmul on stream s when it has one
+ * (*done true); *done false: the caller takes the cuBLAS path. */
+braid_status br_cuda_lt_matmul(br_cuda *c, uint32_t id, cudaStream_t s,
+                               bool *done);
 
 /* ---- cuda_copy.c --------------------------------------------------------- */
 
@@ -262,8 +335,13 @@ braid_status br_cuda_sync_all(br_cuda *c, braid_status st);
 braid_status br_graph_prepare(br_cuda *c);
 /* Runs once through the CUDA graph when possible: captures it on the
  * second run, replays afterwards. *done false: the caller runs the
- * schedule the ordinary way. */
+ * schedule the ordinary way. Returns after the launch and every CPU node;
+ * when no CPU node needed the graph's results, graph.unfinished is left
+ * set and br_graph_finish completes the run. */
 braid_status br_graph_run(br_cuda *c, bool *done);
+/* Waits for the launched graph and copies what it wrote to the run's
+ * places; sets used_last. */
+braid_status br_graph_finish(br_cuda *c);
 void br_graph_free(br_cuda *c);
 
 #endif /* BRAID_HAVE_CUDA */

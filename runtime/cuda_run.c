@@ -14,8 +14,10 @@
  * because a GPU node is only issued after its CPU producers; every CPU
  * producer of a GPU node before CPU node N in the schedule precedes N, so
  * by the time N runs every GPU node before it has been issued.
- * The run ends by finishing deferred copies and synchronising every
- * stream: outputs are ready when br_cuda_run returns. */
+ * br_cuda_run_start returns there: everything is issued, every CPU node
+ * has run (braid_run_async returns). br_cuda_run_finish (braid_wait) ends
+ * the run by finishing deferred copies and synchronising every stream:
+ * outputs are ready when it returns. */
 #define _POSIX_C_SOURCE 200809L
 #include "runtime/cuda_impl.h"
 
@@ -34,7 +36,12 @@ static braid_status do_work(br_cuda *c, uint32_t id, cudaStream_t s) {
     case BR_NODE_GEMM:
         return br_cuda_gemm(c, id, c->run->ptr[id]);
     case BR_NODE_GEMM_EPI: {
-        braid_status r = br_cuda_gemm(c, id, br_cuda_matmul_target(c, id));
+        bool done = false; /* cuBLASLt did product and epilogue in one */
+        braid_status r = c->node[id].lt != BG_NONE
+                             ? br_cuda_lt_matmul(c, id, s, &done)
+                             : BRAID_OK;
+        if (r != BRAID_OK || done) return r;
+        r = br_cuda_gemm(c, id, br_cuda_matmul_target(c, id));
         return r == BRAID_OK ? br_cuda_launch(c, id, s) : r;
     }
     case BR_NODE_H2D:
@@ -185,6 +192,8 @@ static braid_status check_bindings(br_cuda *c, bool *device) {
 
 /* ---- the run ------------------------------------------------------------- */
 
+/* Issues every GPU node and runs every CPU node, in schedule order as far
+ * as dependencies allow; deferred copies stay pending for the finish. */
 static braid_status run_schedule(br_cuda *c) {
     uint32_t gi = 0, ci = 0;
     braid_status r = BRAID_OK;
@@ -200,23 +209,41 @@ static braid_status run_schedule(br_cuda *c) {
                                   "that never runs",
                                   c->gpu_list[gi]);
     }
-    if (r == BRAID_OK) r = flush_all(c);
     return r;
 }
 
-braid_status br_cuda_run(br_cuda *c, const br_cuda_run_args *a) {
+braid_status br_cuda_run_start(br_cuda *c, const br_cuda_run_args *a,
+                               bool *started) {
     const bp_plan *p = c->plan;
+    *started = false;
     c->run = a;
     c->cur_dev = -1; /* this may be another thread than the last run's */
     c->npend = 0;
     c->graph.used_last = false;
+    c->graph.unfinished = false;
     memset(c->cpu_done, 0, p->ninfo * sizeof *c->cpu_done);
     memset(c->pending, 0, p->ninfo * sizeof *c->pending);
     bool device = false, done = false;
     braid_status r = check_bindings(c, &device);
-    if (r == BRAID_OK && !device) r = br_graph_run(c, &done);
+    if (r != BRAID_OK) {
+        c->run = NULL;
+        return r;
+    }
+    *started = true;
+    if (!device) r = br_graph_run(c, &done);
     if (r == BRAID_OK && !done) r = run_schedule(c);
+    return r;
+}
+
+braid_status br_cuda_run_finish(br_cuda *c, braid_status st) {
+    c->cur_dev = -1; /* braid_wait may run on another thread */
+    braid_status r = st;
+    if (r == BRAID_OK && c->graph.unfinished)
+        r = br_graph_finish(c);
+    else if (r == BRAID_OK)
+        r = flush_all(c);
     r = br_cuda_sync_all(c, r);
+    c->graph.unfinished = false;
     if (r == BRAID_OK) c->graph.runs++;
     c->run = NULL;
     return r;

@@ -1,11 +1,18 @@
-/* runtime/exec.c — the CPU executor: braid_exec_new, braid_run.
+/* runtime/exec.c — the executor: braid_exec_new, braid_run,
+ * braid_run_async, braid_wait.
  *
  * An executor owns everything a run needs, allocated once: one 64-byte
  * aligned buffer per arena of the plan (touched at creation so the first
  * run pays no page faults), kernel scratch and a thread pool. A run binds
  * the caller's buffers (inputs are read in place; an output the caller
  * binds is computed straight into the caller's buffer when that is safe),
- * runs the schedule and copies the other requested outputs out. */
+ * runs the schedule and copies the other requested outputs out.
+ *
+ * A run has two halves: braid_run_async binds and starts it (a CPU plan
+ * runs entirely there; a plan with GPU nodes is issued by the CUDA
+ * backend, which returns before the final synchronisation), braid_wait
+ * finishes it (GPU synchronisation, deferred copies, outputs copied out).
+ * braid_run is the two in a row. */
 #define _POSIX_C_SOURCE 200809L
 #include "runtime/cuda.h"
 #include "runtime/runtime.h"
@@ -15,6 +22,26 @@
 #include <string.h>
 
 #define BR_ALIGN 64
+
+/* An output binding of the run in flight, kept from braid_run_async to
+ * braid_wait (the caller's binding array need not live that long). */
+typedef struct br_out_rec {
+    void *data;    /* the caller's buffer */
+    size_t bytes;  /* its size */
+    uint32_t node; /* the plan output's node */
+    bool in_place; /* computed straight into data this run */
+} br_out_rec;
+
+/* The run braid_run_async started, until braid_wait finishes it. */
+typedef struct br_async {
+    bool pending;             /* a run is outstanding */
+    braid_status status;      /* its status so far */
+    char error[BG_ERROR_MAX]; /* its braid_last_error() message when status
+                                 is not BRAID_OK (braid_wait may run on
+                                 another thread) */
+    br_kernel_args kargs;     /* its kernel arguments */
+    br_cuda_run_args cargs;   /* its arguments for the CUDA backend */
+} br_async;
 
 struct braid_exec {
     const braid_plan *plan; /* the plan run; not owned, must outlive us */
@@ -31,10 +58,14 @@ struct braid_exec {
                                caller's data is misaligned; lazily; owned */
     int64_t *in_binding;    /* per plan input: binding index this run */
     int64_t *out_binding;   /* per plan output: binding index this run */
-    bool *in_place;         /* per output binding: computed in the
-                               caller's buffer this run (noutputs cap) */
-    size_t in_place_cap;    /* entries in in_place */
-    atomic_flag running;    /* set while braid_run runs */
+    br_out_rec *outs;       /* per output binding of the run in flight
+                               (outs_cap entries); owned */
+    size_t outs_cap;        /* entries allocated in outs */
+    size_t nouts;           /* entries used this run */
+    atomic_flag busy;       /* set while a call (braid_run, braid_run_async,
+                               braid_wait) is inside the executor: one
+                               call at a time */
+    br_async run;           /* the outstanding run, if any */
     bool emulate;           /* run device nodes on the host, interleaving
                                queues at random (br_exec_new_emulated) */
     uint64_t rng;           /* emulation: random state */
@@ -186,7 +217,7 @@ static braid_status exec_new(const braid_plan *p, bool emulate, uint64_t seed,
     e->plan = p;
     e->emulate = emulate;
     e->rng = seed;
-    atomic_flag_clear(&e->running);
+    atomic_flag_clear(&e->busy);
     braid_status s = BRAID_OK;
     if (!emulate && br_plan_uses_cuda(p)) s = br_cuda_new(p, &e->cuda);
     if (s == BRAID_OK) s = check_nodes(e);
@@ -216,6 +247,8 @@ braid_status br_exec_new_emulated(const braid_plan *p, uint64_t seed,
 
 void braid_exec_free(braid_exec *e) {
     if (!e) return;
+    if (e->run.pending) /* a run in flight reads and writes our buffers */
+        (void)braid_wait(e);
     br_pool_free(e->pool);
     if (e->arena)
         for (uint32_t i = 0; i < e->plan->narenas; i++)
@@ -232,7 +265,7 @@ void braid_exec_free(braid_exec *e) {
     free(e->staging);
     free(e->in_binding);
     free(e->out_binding);
-    free(e->in_place);
+    free(e->outs);
     free(e->qorder);
     free(e->qstart);
     free(e->qnext);
@@ -345,55 +378,65 @@ static int64_t find_io(const bp_io *io, uint32_t n, const char *name) {
     return -1;
 }
 
-/* The checks shared by inputs and outputs; kind is "input" / "output". */
-static braid_status check_binding(const bp_plan *p, const char *kind,
-                                  const bp_io *io, uint32_t nio, int64_t *bound,
-                                  size_t i, const char *name, const void *data,
-                                  size_t bytes) {
+/* What one binding check needs: the call's name for messages, "input" or
+ * "output", and the plan's inputs or outputs. */
+typedef struct bind_ctx {
+    const bp_plan *p;  /* the plan */
+    const char *where; /* "braid_run" or "braid_run_async" */
+    const char *kind;  /* "input" / "output" */
+    const bp_io *io;   /* the plan's inputs or outputs */
+    uint32_t nio;      /* entries in io */
+    int64_t *bound;    /* per io entry: its binding index, or -1 */
+} bind_ctx;
+
+/* The checks shared by inputs and outputs. */
+static braid_status check_binding(const bind_ctx *b, size_t i, const char *name,
+                                  const void *data, size_t bytes) {
     char buf[256], type[128];
     if (!name)
         return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
-                                 "braid_run: %s binding %zu has a NULL name",
-                                 kind, i);
-    int64_t k = find_io(io, nio, name);
+                                 "%s: %s binding %zu has a NULL name", b->where,
+                                 b->kind, i);
+    int64_t k = find_io(b->io, b->nio, name);
     if (k < 0)
         return bg_set_last_error(BRAID_ERR_NOT_FOUND,
-                                 "braid_run: the plan has no %s named \"%s\" "
+                                 "%s: the plan has no %s named \"%s\" "
                                  "(its %ss: %s)",
-                                 kind, name, kind,
-                                 io_names(io, nio, buf, sizeof buf));
-    if (bound[k] >= 0)
+                                 b->where, b->kind, name, b->kind,
+                                 io_names(b->io, b->nio, buf, sizeof buf));
+    if (b->bound[k] >= 0)
         return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
-                                 "braid_run: %s \"%s\" is bound twice "
+                                 "%s: %s \"%s\" is bound twice "
                                  "(bindings %lld and %zu)",
-                                 kind, name, (long long)bound[k], i);
-    const bg_node *n = bg_node_at(p->graph, io[k].node);
-    if (bytes != io[k].bytes)
+                                 b->where, b->kind, name,
+                                 (long long)b->bound[k], i);
+    const bg_node *n = bg_node_at(b->p->graph, b->io[k].node);
+    if (bytes != b->io[k].bytes)
         return bg_set_last_error(BRAID_ERR_SHAPE,
-                                 "braid_run: %s \"%s\" is bound to %zu bytes, "
+                                 "%s: %s \"%s\" is bound to %zu bytes, "
                                  "expected %llu (%s)",
-                                 kind, name, bytes,
-                                 (unsigned long long)io[k].bytes,
+                                 b->where, b->kind, name, bytes,
+                                 (unsigned long long)b->io[k].bytes,
                                  bg_type_str(n, type, sizeof type));
     if (!data && bytes > 0)
-        return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
-                                 "braid_run: %s \"%s\" (%s) has NULL data",
-                                 kind, name, bg_type_str(n, type, sizeof type));
-    bound[k] = (int64_t)i;
+        return bg_set_last_error(
+            BRAID_ERR_INVALID_ARGUMENT, "%s: %s \"%s\" (%s) has NULL data",
+            b->where, b->kind, name, bg_type_str(n, type, sizeof type));
+    b->bound[k] = (int64_t)i;
     return BRAID_OK;
 }
 
 /* Points each input node at the caller's data, or at an aligned copy when
  * the data is not aligned to its element size. */
-static braid_status bind_inputs(braid_exec *e, const braid_input_binding *in,
-                                size_t nin) {
+static braid_status bind_inputs(braid_exec *e, const char *where,
+                                const braid_input_binding *in, size_t nin) {
     const bp_plan *p = e->plan;
     for (uint32_t k = 0; k < p->ninputs; k++)
         e->in_binding[k] = -1;
+    bind_ctx b = {p, where, "input", p->inputs, p->ninputs, e->in_binding};
     for (size_t i = 0; i < nin; i++) {
         braid_status s =
-            check_binding(p, "input", p->inputs, p->ninputs, e->in_binding, i,
-                          in[i].name, in[i].data, in[i].bytes);
+            check_binding(&b, i, in[i].name, in[i].data, in[i].bytes);
         if (s != BRAID_OK) return s;
     }
     for (uint32_t k = 0; k < p->ninputs; k++) {
@@ -402,22 +445,22 @@ static braid_status bind_inputs(braid_exec *e, const braid_input_binding *in,
         const bg_node *n = bg_node_at(p->graph, io->node);
         if (e->in_binding[k] < 0)
             return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
-                                     "braid_run: input \"%s\" (%s) is not "
-                                     "bound",
-                                     io->name,
+                                     "%s: input \"%s\" (%s) is not bound",
+                                     where, io->name,
                                      bg_type_str(n, type, sizeof type));
-        const braid_input_binding *b = &in[e->in_binding[k]];
+        const braid_input_binding *bi = &in[e->in_binding[k]];
         size_t align = braid_dtype_size(n->dtype);
-        if ((uintptr_t)b->data % align == 0) {
-            e->ptr[io->node] = (void *)(uintptr_t)b->data;
+        if ((uintptr_t)bi->data % align == 0) {
+            e->ptr[io->node] = (void *)(uintptr_t)bi->data;
             continue;
         }
         if (!e->staging[k] && !(e->staging[k] = aligned_buffer(io->bytes)))
             return bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY,
-                                     "braid_run: out of memory copying "
-                                     "misaligned input \"%s\" (%llu bytes)",
-                                     io->name, (unsigned long long)io->bytes);
-        memcpy(e->staging[k], b->data, io->bytes);
+                                     "%s: out of memory copying misaligned "
+                                     "input \"%s\" (%llu bytes)",
+                                     where, io->name,
+                                     (unsigned long long)io->bytes);
+        memcpy(e->staging[k], bi->data, io->bytes);
         e->ptr[io->node] = e->staging[k];
     }
     return BRAID_OK;
@@ -436,8 +479,7 @@ static bool can_write_in_place(const braid_exec *e,
                                const braid_output_binding *out, size_t nout,
                                size_t j) {
     const bp_plan *p = e->plan;
-    uint32_t id =
-        p->outputs[find_io(p->outputs, p->noutputs, out[j].name)].node;
+    uint32_t id = e->outs[j].node;
     const bg_node *n = bg_node_at(p->graph, id);
     if (p->info[id].place.storage != BP_STORAGE_ARENA ||
         e->ptr[id] != e->home[id] || out[j].bytes == 0 ||
@@ -453,33 +495,37 @@ static bool can_write_in_place(const braid_exec *e,
     return true;
 }
 
-static braid_status bind_outputs(braid_exec *e, const braid_input_binding *in,
-                                 size_t nin, const braid_output_binding *out,
-                                 size_t nout) {
+/* Checks the output bindings and records them in e->outs (the caller's
+ * array may be gone by braid_wait). */
+static braid_status bind_outputs(braid_exec *e, const char *where,
+                                 const braid_input_binding *in, size_t nin,
+                                 const braid_output_binding *out, size_t nout) {
     const bp_plan *p = e->plan;
     for (uint32_t k = 0; k < p->noutputs; k++)
         e->out_binding[k] = -1;
+    bind_ctx b = {p, where, "output", p->outputs, p->noutputs, e->out_binding};
     for (size_t j = 0; j < nout; j++) {
         braid_status s =
-            check_binding(p, "output", p->outputs, p->noutputs, e->out_binding,
-                          j, out[j].name, out[j].data, out[j].bytes);
+            check_binding(&b, j, out[j].name, out[j].data, out[j].bytes);
         if (s != BRAID_OK) return s;
     }
-    if (nout > e->in_place_cap) {
-        bool *f = realloc(e->in_place, nout * sizeof *f);
+    if (nout > e->outs_cap) {
+        br_out_rec *f = realloc(e->outs, nout * sizeof *f);
         if (!f)
             return bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY,
-                                     "braid_run: out of memory");
-        e->in_place = f;
-        e->in_place_cap = nout;
+                                     "%s: out of memory", where);
+        e->outs = f;
+        e->outs_cap = nout;
+    }
+    e->nouts = nout;
+    for (size_t j = 0; j < nout; j++) {
+        int64_t k = find_io(p->outputs, p->noutputs, out[j].name);
+        e->outs[j] =
+            (br_out_rec){out[j].data, out[j].bytes, p->outputs[k].node, false};
     }
     for (size_t j = 0; j < nout; j++) {
-        e->in_place[j] = can_write_in_place(e, in, nin, out, nout, j);
-        if (e->in_place[j]) {
-            uint32_t id =
-                p->outputs[find_io(p->outputs, p->noutputs, out[j].name)].node;
-            e->ptr[id] = out[j].data;
-        }
+        e->outs[j].in_place = can_write_in_place(e, in, nin, out, nout, j);
+        if (e->outs[j].in_place) e->ptr[e->outs[j].node] = out[j].data;
     }
     return BRAID_OK;
 }
@@ -516,52 +562,50 @@ static void run_node(braid_exec *e, br_kernel_args *a, uint32_t id) {
     br_cpu_run(a);
 }
 
-/* What the CUDA backend's callback needs to run one CPU node. */
-typedef struct cpu_node_ctx {
-    braid_exec *e;     /* the executor */
-    br_kernel_args *a; /* the run's kernel arguments */
-} cpu_node_ctx;
-
+/* The CUDA backend's callback for one CPU node (ctx is the executor). */
 static void run_cpu_node(void *ctx, uint32_t id) {
-    cpu_node_ctx *c = ctx;
-    run_node(c->e, c->a, id);
+    braid_exec *e = ctx;
+    run_node(e, &e->run.kargs, id);
 }
 
-static braid_status run_schedule(braid_exec *e, const braid_input_binding *in,
-                                 size_t nin, const braid_output_binding *out,
-                                 size_t nout) {
+/* Starts the run of the bound schedule. *started false: nothing ran and
+ * the status is an argument error (a binding the CUDA backend refuses);
+ * true: the run is under way and its status so far is returned (only a
+ * CUDA run finishes later, in finish_run). */
+static braid_status start_schedule(braid_exec *e, const braid_input_binding *in,
+                                   size_t nin, const braid_output_binding *out,
+                                   size_t nout, bool *started) {
     const bp_plan *p = e->plan;
-    br_kernel_args a = {.g = p->graph,
-                        .in = e->args,
-                        .pool = e->pool,
-                        .scratch = e->scratch,
-                        .scratch_bytes = e->scratch_bytes};
+    e->run.kargs = (br_kernel_args){.g = p->graph,
+                                    .in = e->args,
+                                    .pool = e->pool,
+                                    .scratch = e->scratch,
+                                    .scratch_bytes = e->scratch_bytes};
     resolve_views(e);
-    if (e->emulate) return run_emulated(e, &a);
+    *started = true;
+    if (e->emulate) return run_emulated(e, &e->run.kargs);
     if (e->cuda) { /* GPU nodes issued async, CPU nodes through the hook */
-        cpu_node_ctx ctx = {e, &a};
-        br_cuda_run_args ra = {e->ptr, in,     nin,          out,
-                               nout,   e->pool, run_cpu_node, &ctx};
-        return br_cuda_run(e->cuda, &ra);
+        e->run.cargs = (br_cuda_run_args){e->ptr, in,      nin,          out,
+                                          nout,   e->pool, run_cpu_node, e};
+        return br_cuda_run_start(e->cuda, &e->run.cargs, started);
     }
-    for (uint32_t i = 0; i < p->nschedule; i++) run_node(e, &a, p->schedule[i]);
+    for (uint32_t i = 0; i < p->nschedule; i++)
+        run_node(e, &e->run.kargs, p->schedule[i]);
     return BRAID_OK;
 }
 
 /* Copies what was not computed in place. Outputs that are graph inputs
  * read the caller's memory, which another output binding may overwrite
  * (the caller may reuse an input buffer for an output), so they go first. */
-static void finish_outputs(braid_exec *e, const braid_output_binding *out,
-                           size_t nout) {
+static void finish_outputs(braid_exec *e) {
     const bp_plan *p = e->plan;
     for (int pass = 0; pass < 2; pass++) {
-        for (size_t j = 0; j < nout; j++) {
-            uint32_t id =
-                p->outputs[find_io(p->outputs, p->noutputs, out[j].name)].node;
-            bool from_input = p->info[id].place.storage == BP_STORAGE_INPUT;
-            if (e->in_place[j] || out[j].bytes == 0 || from_input != !pass)
-                continue;
-            memmove(out[j].data, e->ptr[id], out[j].bytes);
+        for (size_t j = 0; j < e->nouts; j++) {
+            const br_out_rec *o = &e->outs[j];
+            bool from_input =
+                p->info[o->node].place.storage == BP_STORAGE_INPUT;
+            if (o->in_place || o->bytes == 0 || from_input != !pass) continue;
+            memmove(o->data, e->ptr[o->node], o->bytes);
         }
     }
 }
@@ -572,42 +616,104 @@ static void reset_pointers(braid_exec *e) {
         e->ptr[p->schedule[i]] = e->home[p->schedule[i]];
 }
 
-static braid_status check_run_args(const braid_exec *e,
+static braid_status check_run_args(const braid_exec *e, const char *where,
                                    const braid_input_binding *in, size_t nin,
                                    const braid_output_binding *out,
                                    size_t nout) {
     if (!e)
-        return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
-                                 "braid_run: exec is NULL");
+        return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT, "%s: exec is NULL",
+                                 where);
     if (!in && nin > 0)
         return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
-                                 "braid_run: inputs is NULL but ninputs is "
-                                 "%zu",
+                                 "%s: inputs is NULL but ninputs is %zu", where,
                                  nin);
     if (!out && nout > 0)
         return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
-                                 "braid_run: outputs is NULL but noutputs is "
-                                 "%zu",
-                                 nout);
+                                 "%s: outputs is NULL but noutputs is %zu",
+                                 where, nout);
     return BRAID_OK;
+}
+
+/* Takes the executor for one call; false (with a message) when another
+ * thread is inside it. */
+static bool enter(braid_exec *e, const char *where) {
+    if (!atomic_flag_test_and_set(&e->busy)) return true;
+    bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
+                      "%s: the executor is in use by another thread (one "
+                      "call at a time)",
+                      where);
+    return false;
+}
+
+/* braid_run_async, with where naming the public call for messages. A run
+ * that could not start (bad arguments) leaves nothing pending. */
+static braid_status run_async(braid_exec *e, const char *where,
+                              const braid_input_binding *in, size_t nin,
+                              const braid_output_binding *out, size_t nout) {
+    braid_status s = check_run_args(e, where, in, nin, out, nout);
+    if (s != BRAID_OK) return s;
+    if (!enter(e, where)) return BRAID_ERR_INVALID_ARGUMENT;
+    if (e->run.pending) {
+        atomic_flag_clear(&e->busy);
+        return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
+                                 "%s: a run started by braid_run_async is "
+                                 "still outstanding on this executor (call "
+                                 "braid_wait first)",
+                                 where);
+    }
+    bool started = false;
+    s = bind_inputs(e, where, in, nin);
+    if (s == BRAID_OK) s = bind_outputs(e, where, in, nin, out, nout);
+    if (s == BRAID_OK) s = start_schedule(e, in, nin, out, nout, &started);
+    if (started) { /* braid_wait reports the run's status */
+        e->run.pending = true;
+        e->run.status = s;
+        if (s != BRAID_OK)
+            snprintf(e->run.error, sizeof e->run.error, "%s",
+                     braid_last_error());
+        s = BRAID_OK;
+    } else {
+        reset_pointers(e);
+    }
+    atomic_flag_clear(&e->busy);
+    return s;
+}
+
+/* Completes the pending run: waits for the GPUs, copies outputs out. */
+static braid_status finish_run(braid_exec *e) {
+    braid_status st = e->run.status;
+    braid_status s = e->cuda ? br_cuda_run_finish(e->cuda, st) : st;
+    if (s == BRAID_OK) finish_outputs(e);
+    reset_pointers(e);
+    e->run.pending = false;
+    if (st != BRAID_OK) /* the message may come from another thread */
+        bg_set_last_error(st, "%s", e->run.error);
+    return s;
+}
+
+braid_status braid_run_async(braid_exec *e, const braid_input_binding *inputs,
+                             size_t ninputs,
+                             const braid_output_binding *outputs,
+                             size_t noutputs) {
+    return run_async(e, "braid_run_async", inputs, ninputs, outputs, noutputs);
+}
+
+braid_status braid_wait(braid_exec *e) {
+    if (!e)
+        return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
+                                 "braid_wait: exec is NULL");
+    if (!enter(e, "braid_wait")) return BRAID_ERR_INVALID_ARGUMENT;
+    braid_status s = e->run.pending ? finish_run(e) : BRAID_OK;
+    atomic_flag_clear(&e->busy);
+    return s;
 }
 
 braid_status braid_run(braid_exec *e, const braid_input_binding *inputs,
                        size_t ninputs, const braid_output_binding *outputs,
                        size_t noutputs) {
-    braid_status s = check_run_args(e, inputs, ninputs, outputs, noutputs);
-    if (s != BRAID_OK) return s;
-    if (atomic_flag_test_and_set(&e->running))
-        return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
-                                 "braid_run: the executor is already running "
-                                 "on another thread (one call at a time)");
-    s = bind_inputs(e, inputs, ninputs);
-    if (s == BRAID_OK) s = bind_outputs(e, inputs, ninputs, outputs, noutputs);
-    if (s == BRAID_OK) s = run_schedule(e, inputs, ninputs, outputs, noutputs);
-    if (s == BRAID_OK) finish_outputs(e, outputs, noutputs);
-    reset_pointers(e);
-    atomic_flag_clear(&e->running);
-    return s;
+    braid_status s =
+        run_async(e, "braid_run", inputs, ninputs, outputs, noutputs);
+    return s == BRAID_OK ? braid_wait(e) : s;
 }
 
 br_cuda *br_exec_cuda(const braid_exec *e) { return e ? e->cuda : NULL; }

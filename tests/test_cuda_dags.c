@@ -4,7 +4,8 @@
  * nodes) run three times each (warm-up, CUDA-graph capture where the plan
  * allows, replay) and compared with the reference after every run;
  * several compute streams; chunked against unchunked pipelines; CPU and
- * GPU branches in one plan. Skipped without a CUDA device.
+ * GPU branches in one plan; independent reductions side by side on
+ * streams. Skipped without a CUDA device.
  *
  * Tolerances: ts_tolerance per dtype, as for the CPU executor. */
 #include "tests/test_cuda_common.h"
@@ -163,6 +164,46 @@ Test(cuda_dags, independent_branches_on_streams) {
                      braid_last_error());
         char msg[512];
         cr_assert(ts_io_compare(io, msg, sizeof msg), "%s: %s", what, msg);
+        ts_io_free(io);
+        braid_graph_free(g);
+    }
+}
+
+/* Four independent reduction branches (long rows, columns, everything,
+ * a mean of a prologue), one output each, on 4 compute streams and on 1:
+ * the generated kernels' shared memory and warp shuffles with streams
+ * running side by side. No cuBLAS: tools/gpu-check.sh runs this test
+ * under compute-sanitizer racecheck, whose findings must be braid's. */
+Test(cuda_dags, reductions_on_streams) {
+    TC_REQUIRE_GPU();
+    for (int streams = 4; streams >= 1; streams -= 3) {
+        braid_graph *g = braid_graph_new(NULL);
+        braid_tensor y[4];
+        for (int k = 0; k < 4; k++) {
+            char name[8];
+            snprintf(name, sizeof name, "x%d", k);
+            braid_tensor x =
+                braid_input(g, name, BRAID_F32, 2, TC_DIMS(128, 700));
+            braid_tensor t = braid_tanh(g, braid_mul(g, x, x));
+            y[k] = k == 0   ? braid_sum(g, t, 1, (int[]){1}, false)
+                   : k == 1 ? braid_reduce_max(g, t, 1, (int[]){0}, false)
+                   : k == 2
+                       ? braid_sum(g, t, 0, NULL, false)
+                       : braid_mean(g, braid_exp(g, x), 1, (int[]){1}, true);
+            snprintf(name, sizeof name, "y%d", k);
+            cr_assert_eq(braid_output(g, name, y[k]), BRAID_OK);
+        }
+        tc_hint_all(g, "cuda:0");
+        braid_compile_options o = tc_options();
+        o.max_streams = streams;
+        ts_io *io = ts_io_new(g, 11);
+        for (uint32_t i = 0; i < io->ninputs; i++)
+            ts_fill_input(io, i, BRAID_F32, TS_RANGE(-1, 1), 11 + i);
+        cr_assert_eq(tc_run(g, &o, io, 3, NULL), BRAID_OK, "%d streams: %s",
+                     streams, braid_last_error());
+        char msg[512];
+        cr_assert(ts_io_compare(io, msg, sizeof msg), "%d streams: %s", streams,
+                  msg);
         ts_io_free(io);
         braid_graph_free(g);
     }

@@ -2,13 +2,21 @@
  * reference evaluator: every float dtype, the four transpose combinations,
  * batch broadcasting (one side, both sides, rank mismatch), empty
  * dimensions, BLAS-sized products, fused bias + activation epilogues
- * (including one whose epilogue changes the dtype), TF32 when allowed, and
- * a 1024³ product against the CPU executor. Skipped without a CUDA device.
+ * (including one whose epilogue changes the dtype), the cuBLASLt bias /
+ * bias + relu epilogue path (every transpose, [N] and [1, N] biases, both
+ * add orders, odd sizes, strided and folded batches, TF32, NaN kept by
+ * relu) and the cases that must keep the cuBLAS path (gelu, f64, broadcast
+ * batches), TF32 when allowed, and a 1024³ product against the CPU
+ * executor. Skipped without a CUDA device.
  *
  * Tolerances: ts_tolerance (f32 1e-4 relative + absolute: sums of ≤ 200
- * products of magnitude ≤ 2·2); TF32: 0.1 absolute for sums of 256
+ * products of magnitude ≤ 2·2; f16 / bf16 also cover cuBLASLt adding the
+ * bias before the one rounding, half an ulp of the product away from
+ * rounding the product first); TF32: 0.1 absolute for sums of 256
  * products of magnitude ≤ 1 (TF32 keeps 10 mantissa bits, 2^-11 relative
- * per product, random signs); 1024³: 1e-3 relative to the largest |value|. */
+ * per product, random signs), 0.05 for the cuBLASLt cases' 64; 1024³:
+ * 1e-3 relative to the largest |value|. */
+#define _POSIX_C_SOURCE 200809L
 #include <math.h>
 
 #include "tests/test_cuda_common.h"
@@ -139,6 +147,228 @@ Test(cuda_matmul, mlp_two_layers) {
                      TS_RANGE(-0.2, 0.2)};
     TC_CHECK(g, y, r, 1, "mlp");
     braid_graph_free(g);
+}
+
+/* ---- cuBLASLt bias epilogues --------------------------------------------- */
+
+/* One matmul + bias [+ activation] case for the cuBLASLt path. */
+typedef struct lt_case {
+    braid_dtype dt;  /* operands', bias's and result's dtype */
+    int act;         /* 0 none, 1 relu, 2 gelu */
+    unsigned flags;  /* BRAID_TRANSPOSE_A / _B */
+    ts_shape ba, bb; /* batch dims of x and w */
+    int64_t m, k, n; /* the product */
+    bool bias_2d;    /* bias [1, N] instead of [N] */
+    bool bias_first; /* bias + matmul instead of matmul + bias */
+    bool tf32;       /* allow_tf32 */
+    int expect_lt;   /* LT_YES: the executor log must show the cuBLASLt
+                        path, LT_NO the cuBLAS path, LT_ANY either
+                        (cuBLASLt's heuristic may decline odd sizes) */
+} lt_case;
+
+enum { LT_NO, LT_YES, LT_ANY };
+
+/* Set by a test: run_lt_case puts NaNs into x (one element) and the bias
+ * (one element), so a row and a column of the result are NaN. */
+static bool lt_inject_nan;
+
+/* Element i of buffer p (dtype t) becomes a quiet NaN. */
+static void set_nan(braid_dtype t, void *p, int64_t i) {
+    if (t == BRAID_F32) {
+        ((float *)p)[i] = NAN;
+        return;
+    }
+    ((uint16_t *)p)[i] = t == BRAID_F16 ? 0x7E00u : 0x7FC0u;
+}
+
+static braid_graph *lt_graph(const lt_case *c, braid_tensor *y) {
+    ts_shape a = c->ba, b = c->bb;
+    bool ta = c->flags & BRAID_TRANSPOSE_A, tb = c->flags & BRAID_TRANSPOSE_B;
+    a.dims[a.rank++] = ta ? c->k : c->m;
+    a.dims[a.rank++] = ta ? c->m : c->k;
+    b.dims[b.rank++] = tb ? c->n : c->k;
+    b.dims[b.rank++] = tb ? c->k : c->n;
+    braid_graph *g = braid_graph_new(NULL);
+    braid_tensor x = ts_shape_input(g, "x", c->dt, &a);
+    braid_tensor w = ts_shape_input(g, "w", c->dt, &b);
+    braid_tensor bias = c->bias_2d
+                            ? braid_input(g, "bias", c->dt, 2, TC_DIMS(1, c->n))
+                            : braid_input(g, "bias", c->dt, 1, TC_DIMS(c->n));
+    braid_tensor mm = braid_matmul(g, x, w, c->flags);
+    braid_tensor t =
+        c->bias_first ? braid_add(g, bias, mm) : braid_add(g, mm, bias);
+    *y = c->act == 1 ? braid_relu(g, t) : c->act == 2 ? braid_gelu(g, t) : t;
+    return g;
+}
+
+/* Runs the case three times (warm-up, CUDA-graph capture, replay) against
+ * the reference; checks which path the executor log names. */
+static void run_lt_case(const lt_case *c, uint64_t seed) {
+    braid_tensor y;
+    braid_graph *g = lt_graph(c, &y);
+    cr_assert_eq(braid_output(g, "y", y), BRAID_OK, "%s", braid_graph_error(g));
+    tc_hint_all(g, "cuda:0");
+    ts_io *io = ts_io_new(g, seed);
+    for (uint32_t i = 0; i < io->ninputs; i++)
+        ts_fill_input(io, i, c->dt, TS_RANGE(-1, 1), seed + i);
+    if (lt_inject_nan) { /* inputs x, w, bias in that order */
+        set_nan(c->dt, (void *)(uintptr_t)io->in[0].data, 5);
+        set_nan(c->dt, (void *)(uintptr_t)io->in[2].data, 3);
+    }
+    braid_compile_options o = tc_options();
+    o.allow_tf32 = c->tf32;
+    braid_plan *p = NULL;
+    braid_exec *e = NULL;
+    cr_assert_eq(braid_compile(g, &o, &p), BRAID_OK, "%s", braid_last_error());
+    cr_assert_eq(braid_exec_new(p, &e), BRAID_OK, "%s", braid_last_error());
+    const char *log = br_cuda_log(br_exec_cuda(e));
+    char what[160];
+    snprintf(what, sizeof what,
+             "%s act %d flags %u batches %d/%d %lldx%lldx%lld seed %llu",
+             braid_dtype_name(c->dt), c->act, c->flags, c->ba.rank, c->bb.rank,
+             (long long)c->m, (long long)c->k, (long long)c->n,
+             (unsigned long long)seed);
+    bool lt = strstr(log, "in one cublasLtMatmul") != NULL;
+    const char *line = strstr(log, "cublaslt: node");
+    cr_assert(line, "%s: no decision logged:\n%s", what, log);
+    if (c->expect_lt == LT_ANY) /* which one it was, for the record */
+        cr_log_info("%s: %.*s", what, (int)strcspn(line, "\n"), line);
+    else if (lt != (c->expect_lt == LT_YES))
+        cr_log_info("executor log:\n%s", log);
+    cr_assert(c->expect_lt == LT_ANY || lt == (c->expect_lt == LT_YES),
+              "%s: cuBLASLt path %s", what,
+              lt ? "taken, not expected" : "expected, not taken");
+    cr_assert_eq(
+        braid_reference_run(g, io->in, io->ninputs, io->ref, io->noutputs),
+        BRAID_OK, "%s", braid_last_error());
+    for (int r = 0; r < 3; r++) {
+        memset(io->out[0].data, 0xA5, io->out[0].bytes);
+        cr_assert_eq(braid_run(e, io->in, io->ninputs, io->out, io->noutputs),
+                     BRAID_OK, "%s run %d: %s", what, r, braid_last_error());
+        if (c->tf32) { /* 10 mantissa bits per product: 64 terms ≤ 1 */
+            const float *got = io->out[0].data, *want = io->ref[0].data;
+            double err = 0;
+            for (int64_t i = 0; i < io->out_numel[0]; i++)
+                err = fmax(err, fabs((double)got[i] - want[i]));
+            cr_assert_lt(err, 0.05, "%s run %d: TF32 error %g", what, r, err);
+            continue;
+        }
+        char msg[512];
+        cr_assert(ts_io_compare(io, msg, sizeof msg), "%s run %d: %s", what, r,
+                  msg);
+    }
+    cr_assert(!strstr(br_cuda_log(br_exec_cuda(e)), "addresses differ"),
+              "%s: a run found moved addresses:\n%s", what,
+              br_cuda_log(br_exec_cuda(e)));
+    braid_exec_free(e);
+    braid_plan_free(p);
+    ts_io_free(io);
+    braid_graph_free(g);
+}
+
+Test(cuda_matmul, cublaslt_bias_epilogues) {
+    TC_REQUIRE_GPU();
+    ts_shape none = ts_scalar_shape();
+    static const braid_dtype dts[] = {BRAID_F32, BRAID_F16, BRAID_BF16};
+    uint64_t seed = 1;
+    /* sizes whose rows are 16-byte multiples in every dtype: cuBLASLt
+       must take bias alone; bias + relu only if its ReLU keeps NaN */
+    for (size_t d = 0; d < 3; d++)
+        for (int act = 0; act < 2; act++)
+            for (unsigned flags = 0; flags < 4; flags++) {
+                lt_case c = {dts[d], act, flags, none,  none,  40 + 8 * flags,
+                             64,     48,  false, false, false, LT_YES};
+                c.expect_lt = act == 0 ? LT_YES : LT_ANY;
+                c.bias_2d = flags == 1;
+                c.bias_first = flags == 2;
+                run_lt_case(&c, seed++);
+            }
+    /* odd sizes (rows not 16-byte multiples, M, N, K not multiples of 8):
+       cuBLASLt may decline them; either path must be right */
+    for (size_t d = 0; d < 3; d++)
+        for (unsigned flags = 0; flags < 4; flags++) {
+            lt_case c = {dts[d], 1,          flags, none,
+                         none,   37 + flags, 19,    7 + 2 * flags,
+                         false,  false,      false, LT_ANY};
+            run_lt_case(&c, seed++);
+        }
+}
+
+Test(cuda_matmul, cublaslt_batches_and_tf32) {
+    TC_REQUIRE_GPU();
+    ts_shape none = ts_scalar_shape(), b3 = {1, {3}}, b23 = {2, {2, 3}};
+    /* a plain strided batch (bias alone; bias + relu, either path) */
+    lt_case c = {BRAID_F32, 0,  0,     b3,    b3,    24,
+                 32,        24, false, false, false, LT_YES};
+    run_lt_case(&c, 101);
+    c.dt = BRAID_BF16;
+    c.flags = BRAID_TRANSPOSE_A | BRAID_TRANSPOSE_B;
+    run_lt_case(&c, 102);
+    c.act = 1;
+    c.expect_lt = LT_ANY;
+    run_lt_case(&c, 105);
+    /* w broadcast, x contiguous: one product of 2·3·24 rows */
+    lt_case f = {
+        BRAID_F16, 0,     BRAID_TRANSPOSE_B, b23, none, 24, 32, 24, true, false,
+        false,     LT_YES};
+    run_lt_case(&f, 103);
+    /* TF32 allowed */
+    lt_case t = {BRAID_F32, 0,  0,     none,  none, 96,
+                 64,        80, false, false, true, LT_YES};
+    run_lt_case(&t, 104);
+}
+
+/* NaN in x and in the bias: braid's relu keeps it (docs/ops.md). The
+ * executor must check that cuBLASLt's RELU_BIAS does before using it (the
+ * mock's drops NaN with MOCK_LT_RELU_DROPS_NAN=1; a GPU ignores that). */
+Test(cuda_matmul, cublaslt_relu_keeps_nan) {
+    TC_REQUIRE_GPU();
+    ts_shape none = ts_scalar_shape();
+    static const braid_dtype dts[] = {BRAID_F32, BRAID_F16, BRAID_BF16};
+    lt_inject_nan = true;
+    for (int drops = 0; drops < 2; drops++) {
+        if (drops)
+            setenv("MOCK_LT_RELU_DROPS_NAN", "1", 1);
+        else
+            unsetenv("MOCK_LT_RELU_DROPS_NAN");
+        for (size_t d = 0; d < 3; d++) {
+            lt_case c = {dts[d], 1,  0,     none,  none,  40,
+                         64,     48, false, false, false, LT_ANY};
+            run_lt_case(&c, 300 + d);
+            c.act = 0; /* bias alone: NaN + x is NaN in cuBLASLt too */
+            c.expect_lt = LT_YES;
+            run_lt_case(&c, 310 + d);
+        }
+    }
+    unsetenv("MOCK_LT_RELU_DROPS_NAN");
+}
+
+Test(cuda_matmul, cublaslt_falls_back_exactly) {
+    TC_REQUIRE_GPU();
+    ts_shape none = ts_scalar_shape(), b3 = {1, {3}}, b31 = {2, {3, 1}},
+             b14 = {2, {1, 4}};
+    /* gelu: cuBLASLt's is not the erf form */
+    lt_case c = {BRAID_F32, 2,  0,     none,  none,  40,
+                 64,        48, false, false, false, LT_NO};
+    run_lt_case(&c, 201);
+    c.dt = BRAID_F16;
+    run_lt_case(&c, 202);
+    /* f64 */
+    lt_case d = {BRAID_F64, 1, 0,     none,  none,  17,
+                 33,        9, false, false, false, LT_NO};
+    run_lt_case(&d, 203);
+    /* x broadcast over w's batch; both broadcasting; x transposed with a
+       broadcast w (no single product) */
+    lt_case e = {BRAID_F32, 1,  0,     none,  b3,    9,
+                 16,        12, false, false, false, LT_NO};
+    run_lt_case(&e, 204);
+    e.ba = b31;
+    e.bb = b14;
+    run_lt_case(&e, 205);
+    e.ba = b3;
+    e.bb = none;
+    e.flags = BRAID_TRANSPOSE_A;
+    run_lt_case(&e, 206);
 }
 
 /* ---- TF32 and a large product -------------------------------------------- */

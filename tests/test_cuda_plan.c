@@ -5,7 +5,8 @@
  * with the parameters the calling convention gives, a cuBLAS matmul, a
  * copy, a no-op) — br_cuda_check_plan, which also decides arenas and
  * CUDA-graph eligibility; the example graphs' kernels are also compiled by
- * NVRTC for sm_90. Skipped in a build without the CUDA toolkit. */
+ * NVRTC for sm_90; which fused matmuls qualify for cuBLASLt's bias
+ * epilogue. Skipped in a build without the CUDA toolkit. */
 #define _POSIX_C_SOURCE 200809L
 #include <dirent.h>
 
@@ -150,4 +151,45 @@ Test(cuda_plan, graph_decisions) {
     cr_assert(strstr(report, "round trip"), "%s", report);
     braid_plan_free(p);
     braid_graph_free(g);
+}
+
+/* Checks the plan of act(x·w + b) in dtype dt (act: 0 none, 1 relu, 2
+ * gelu, 3 sigmoid; bias_first: b + x·w) and expects want in its report. */
+static void lt_decision(braid_dtype dt, int act, bool bias_first,
+                        const char *want) {
+    braid_graph *g = braid_graph_new(NULL);
+    braid_tensor x = braid_input(g, "x", dt, 2, TC_DIMS(16, 32));
+    braid_tensor w = braid_input(g, "w", dt, 2, TC_DIMS(32, 8));
+    braid_tensor b = braid_input(g, "b", dt, 1, TC_DIMS(8));
+    braid_tensor mm = braid_matmul(g, x, w, 0);
+    braid_tensor y = bias_first ? braid_add(g, b, mm) : braid_add(g, mm, b);
+    y = act == 1   ? braid_relu(g, y)
+        : act == 2 ? braid_gelu(g, y)
+        : act == 3 ? braid_sigmoid(g, y)
+                   : y;
+    cr_assert_eq(braid_output(g, "y", y), BRAID_OK);
+    tc_hint_all(g, "cuda:0");
+    braid_compile_options o = tc_options();
+    braid_plan *p = NULL;
+    char report[2048];
+    cr_assert_eq(braid_compile(g, &o, &p), BRAID_OK, "%s", braid_last_error());
+    cr_assert_eq(br_cuda_check_plan(p, 0, report, sizeof report), BRAID_OK,
+                 "%s", braid_last_error());
+    cr_assert(strstr(report, "1 matmul epilogues"), "not fused:\n%s", report);
+    cr_assert(strstr(report, want), "%s act %d: expected \"%s\" in:\n%s",
+              braid_dtype_name(dt), act, want, report);
+    braid_plan_free(p);
+    braid_graph_free(g);
+}
+
+Test(cuda_plan, cublaslt_decisions) {
+    skip_without_toolkit();
+    lt_decision(BRAID_F32, 0, false, "matmul + bias qualifies for cuBLASLt");
+    lt_decision(BRAID_F16, 0, true, "matmul + bias qualifies for cuBLASLt");
+    lt_decision(BRAID_BF16, 1, false,
+                "matmul + bias + relu qualifies for cuBLASLt");
+    lt_decision(BRAID_F16, 2, false, "cuBLAS + epilogue kernel: gelu");
+    lt_decision(BRAID_F32, 3, false,
+                "cuBLAS + epilogue kernel: sigmoid has no cuBLASLt epilogue");
+    lt_decision(BRAID_F64, 1, false, "cuBLAS + epilogue kernel: f64");
 }

@@ -17,7 +17,11 @@
 #   3. the whole ctest suite except the GPU suites (ctest -j16)
 #   4. the GPU suites tests/test_cuda_*, one binary at a time, each test in
 #      parallel (Criterion --jobs 16), with a time limit each
-#   5. compute-sanitizer memcheck over two small GPU suites (slow: last)
+#   5. compute-sanitizer (slow: last): memcheck over test_cuda_graph and
+#      test_cuda_errors (the latter with --report-api-errors no: it makes
+#      cudaMalloc fail on purpose, an API error memcheck would count), and
+#      racecheck over one multi-stream test of test_cuda_dags (four
+#      reduction branches on 4 and 1 streams); each prints its own row
 # and finally a table: step/test, result, counts, seconds. The exit status
 # is 0 only when everything passed.
 #
@@ -111,41 +115,49 @@ fi
 # ---- GPU suites ---------------------------------------------------------------------------
 # Criterion prints "[====] Synthesis: Tested: T | Passing: P | Failing: F |
 # Crashing: C"; skipped tests are not counted there, so count [SKIP] lines.
-run_suite() { # name, timeout, extra command prefix...
-    local name=$1 limit=$2
-    shift 2
+run_suite() { # name, timeout, row label ("": name), suite args, command prefix...
+    local name=$1 limit=$2 label=${3:-$1} extra=$4
+    shift 4
     if [ "$(left)" -lt 20 ]; then
-        row "$name${*:+ ($(basename "$1"))}" "SKIP" "time budget spent" "0"
+        row "$label" "SKIP" "time budget spent" "0"
         all_ok=1
         return
     fi
     [ "$limit" -gt "$(left)" ] && limit=$(left)
     local bin=$BUILD/tests/$name log=$LOGS/gpu-tests.log
-    echo "==================== $name $*" >>"$log"
+    local out=$BUILD/$(echo "$label" | tr -c 'A-Za-z0-9_\n' '_').out
+    echo "==================== $label: $* $name $extra" >>"$log"
     local t0 t1 rc
     t0=$(now)
-    timeout "$limit" "$@" "$bin" --jobs "$JOBS" --verbose >"$BUILD/$name.out" 2>&1
+    # shellcheck disable=SC2086 # extra holds separate arguments
+    timeout "$limit" "$@" "$bin" --jobs "$JOBS" --verbose $extra >"$out" 2>&1
     rc=$?
     t1=$(now)
     # failures and logs in full, passing tests as one line each
-    grep -vE '^\[(RUN |PASS)\]' "$BUILD/$name.out" >>"$log"
-    local syn skips result detail
+    grep -vE '^\[(RUN |PASS)\]' "$out" >>"$log"
+    local syn skips result detail san
     syn=$(grep -oE 'Tested: [0-9]+ \| Passing: [0-9]+ \| Failing: [0-9]+ \| Crashing: [0-9]+' \
-          "$BUILD/$name.out" | tail -1)
-    skips=$(grep -c '^\[SKIP\]' "$BUILD/$name.out")
+          "$out" | tail -1)
+    # tests left out by --filter say "Test is disabled": not skips
+    skips=$(grep '^\[SKIP\]' "$out" | grep -vc 'Test is disabled')
+    # compute-sanitizer's own verdict ("ERROR SUMMARY: 0 errors",
+    # "RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)")
+    san=$(grep -oE '(ERROR|RACECHECK) SUMMARY: .*' "$out" | sort -u |
+          tr '\n' ';' | sed 's/;$//; s/;/; /g')
     if [ $rc -eq 124 ]; then
         result=TIMEOUT
     elif [ $rc -ne 0 ]; then
         result=FAIL
     elif [ -n "$syn" ] && echo "$syn" | grep -q 'Tested: 0 '; then
         result=SKIP # every test skipped: the first reason goes in details
-        syn="$syn | $(grep -m1 '^\[SKIP\]' "$BUILD/$name.out" | cut -d: -f4- | cut -c1-90)"
+        syn="$syn | $(grep -m1 '^\[SKIP\]' "$out" | cut -d: -f4- | cut -c1-90)"
     else
         result=ok
     fi
     detail="${syn:-no synthesis (rc $rc)}"
     [ "$skips" -gt 0 ] && detail="$detail | skipped $skips"
-    row "$name${*:+ ($(basename "$1"))}" "$result" "$detail" "$(secs "$t0" "$t1")"
+    [ -n "$san" ] && detail="$detail | $san"
+    row "$label" "$result" "$detail" "$(secs "$t0" "$t1")"
     [ "$result" = ok ] || all_ok=1
 }
 
@@ -162,20 +174,31 @@ if [ $build_rc -eq 0 ]; then
         [ -x "$BUILD/tests/$name" ] || continue
         [ -n "${GPU_CHECK_ONLY:-}" ] && ! echo "$name" | grep -qE "$GPU_CHECK_ONLY" && continue
         if [ "$name" = test_cuda_perf ]; then # timings: one test at a time
-            JOBS=1 run_suite "$name" 300
+            JOBS=1 run_suite "$name" 300 "" ""
         else
-            run_suite "$name" 300
+            run_suite "$name" 300 "" ""
         fi
     done
     # performance figures the suites logged (cr_log_info lines with "perf:")
     grep -h '^\[----\] perf: ' "$BUILD"/test_cuda_*.out 2>/dev/null |
         sed 's/^\[----\] //' >"$LOGS/perf.txt"
     if [ "${GPU_CHECK_SKIP_SANITIZER:-0}" != 1 ] && command -v compute-sanitizer >/dev/null; then
-        for name in test_cuda_graph test_cuda_errors; do
-            [ -x "$BUILD/tests/$name" ] || continue
-            JOBS=4 run_suite "$name" 150 compute-sanitizer --tool memcheck \
-                --error-exitcode 3 --print-limit 20
-        done
+        SAN=(compute-sanitizer --error-exitcode 3 --print-limit 20)
+        # memcheck: out-of-bounds and misaligned device accesses, failing
+        # CUDA API calls; test_cuda_errors provokes a failing cudaMalloc on
+        # purpose, so API errors are not reported there
+        JOBS=4 run_suite test_cuda_graph 150 "test_cuda_graph (memcheck)" "" \
+            "${SAN[@]}" --tool memcheck
+        JOBS=4 run_suite test_cuda_errors 100 \
+            "test_cuda_errors (memcheck, no API errors)" "" \
+            "${SAN[@]}" --tool memcheck --report-api-errors no
+        # racecheck: shared-memory hazards in the generated reduction
+        # kernels, four branches on 4 and on 1 compute streams (no cuBLAS
+        # in that test, so a hazard found is braid's)
+        JOBS=1 run_suite test_cuda_dags 90 \
+            "test_cuda_dags reductions (racecheck)" \
+            "--filter cuda_dags/reductions_on_streams" \
+            "${SAN[@]}" --tool racecheck
     fi
 fi
 
@@ -202,7 +225,7 @@ fi
     else
         echo "RESULT: FAILURES (see the rows above; failing assertions are in gpu-tests.log)"
         # the first failing assertions, so the table's reader sees why
-        grep -B1 -A3 -m 12 "Assertion Failed\|CRASH\|Timeout\|ERROR SUMMARY: [1-9]" \
+        grep -B1 -A3 -m 12 "Assertion Failed\|CRASH\|Timeout\|ERROR SUMMARY: [1-9]\|RACECHECK SUMMARY: [1-9]" \
             "$LOGS/gpu-tests.log" 2>/dev/null | head -60
     fi
 } | tee -a "$SUMMARY"

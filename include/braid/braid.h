@@ -329,7 +329,8 @@ braid_status braid_plan_print(const braid_plan *p, FILE *out);
 
 /* An executor holds the buffers and threads to run p; p must outlive it.
  * Many executors may share one plan; one executor runs one call at a time
- * (a concurrent braid_run on the same executor is refused). */
+ * (a concurrent braid_run, braid_run_async or braid_wait on the same
+ * executor is refused with BRAID_ERR_INVALID_ARGUMENT). */
 braid_status braid_exec_new(const braid_plan *p, braid_exec **exec);
 void braid_exec_free(braid_exec *e);
 
@@ -352,6 +353,44 @@ typedef struct braid_output_binding {
 braid_status braid_run(braid_exec *e, const braid_input_binding *inputs,
                        size_t ninputs, const braid_output_binding *outputs,
                        size_t noutputs);
+
+/* Starts a run and returns without waiting for it; braid_wait completes
+ * it. braid_run(e, ...) is braid_run_async(e, ...) followed by
+ * braid_wait(e).
+ *
+ * Contract:
+ *   - Until braid_wait returns, the bound input buffers must stay valid
+ *     and unmodified, and the output buffers valid and untouched (neither
+ *     read nor written by the caller): the run may read inputs and write
+ *     outputs until then. The binding arrays themselves and the name
+ *     strings may be reused as soon as braid_run_async returns.
+ *   - One outstanding run per executor: a second braid_run_async or a
+ *     braid_run before braid_wait returns BRAID_ERR_INVALID_ARGUMENT and
+ *     leaves the outstanding run as it was.
+ *   - braid_run_async returns an error only when the run could not start
+ *     (the argument and binding errors of braid_run, or the above); then
+ *     nothing is outstanding. Once it returned BRAID_OK, errors of the
+ *     run itself (a failing CUDA call, for instance) are returned by
+ *     braid_wait, with their message in braid_last_error() of the thread
+ *     calling braid_wait (which may be another thread than the one that
+ *     started the run, as long as the calls do not overlap).
+ *   - braid_wait without an outstanding run (never started, or already
+ *     waited for) returns BRAID_OK at once.
+ *   - braid_exec_free waits for an outstanding run first.
+ * How much runs before braid_run_async returns: plans run on the CPU
+ * only run entirely inside braid_run_async (braid_wait then only returns
+ * the status). Plans with GPU nodes return once every GPU node has been
+ * issued to its stream and every CPU node has run, without waiting for
+ * the GPUs: so a plan whose CPU nodes consume GPU results waits for those
+ * results inside braid_run_async, while a plan whose CPU part precedes
+ * its GPU part (or has none) returns while the GPUs work. braid_wait
+ * waits for the GPUs, finishes the device-to-host copies into pageable
+ * memory and copies the outputs that were not computed in place. */
+braid_status braid_run_async(braid_exec *e, const braid_input_binding *inputs,
+                             size_t ninputs,
+                             const braid_output_binding *outputs,
+                             size_t noutputs);
+braid_status braid_wait(braid_exec *e);
 
 /* The reference evaluator: naive, float64 arithmetic for float dtypes,
  * results rounded to each node's dtype. The oracle of braid's tests. Same
