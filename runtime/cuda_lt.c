@@ -449,10 +449,13 @@ static void log_choice(br_cuda *c, uint32_t id, const lt_match *m,
         br_cuda_logf(c, "cublaslt: node %u (%s): cuBLAS + epilogue kernel: %s",
                      id, node_label(c->plan, id), why);
     else if (c->dry)
-        br_cuda_logf(c,
-                     "cublaslt: node %u (%s): matmul + %s qualifies for "
-                     "cuBLASLt (its heuristic decides on the GPU)",
-                     id, node_label(c->plan, id), what);
+        br_cuda_logf(
+            c,
+            "cublaslt: node %u (%s): matmul + %s qualifies for "
+            "cuBLASLt (on a GPU: if its heuristic finds an algorithm%s)",
+            id, node_label(c->plan, id), what,
+            m->epi == CUBLASLT_EPILOGUE_RELU_BIAS ? " and its ReLU keeps NaN"
+                                                  : "");
     else
         br_cuda_logf(c,
                      "cublaslt: node %u (%s): matmul + %s in one "

@@ -1,9 +1,10 @@
 #!/bin/bash
 # tests/cuda_mock/run.sh — runs the GPU suites (tests/test_cuda_*.c) on a
-# machine without a GPU, against tests/cuda_mock/cudart_mock.c, a host
-# emulation of the CUDA runtime and cuBLAS (lazy streams run in a random
-# order that honours only events, kernels computed by the CPU executor's
-# kernels, naive gemm). A development check of the CUDA backend's
+# machine without a GPU, against tests/cuda_mock/cudart_mock.c and
+# cublaslt_mock.c, a host emulation of the CUDA runtime, cuBLAS and
+# cuBLASLt (lazy streams run in a random order that honours only events,
+# kernels computed by the CPU executor's kernels, naive gemm with the
+# cuBLASLt epilogues). A development check of the CUDA backend's
 # dispatcher, events, staging, deferral, graphs and bindings; it says
 # nothing about the generated kernels (NVRTC still compiles them).
 #
@@ -31,13 +32,15 @@ M=$B/mock
 mkdir -p "$M"
 CFLAGS="-std=c11 -g -O1 -Wall -Wextra -Werror $FSAN -I$ROOT -I$ROOT/include -I/usr/local/cuda/include"
 gcc $CFLAGS -c "$ROOT/tests/cuda_mock/cudart_mock.c" -o "$M/cudart_mock.o"
+gcc $CFLAGS -c "$ROOT/tests/cuda_mock/cublaslt_mock.c" -o "$M/cublaslt_mock.o"
 gcc $CFLAGS -DBRAID_HAVE_CUDA=1 -DBRAID_CUDA_MOCK -c "$ROOT/runtime/cuda_kernels.c" \
     -o "$M/cuda_kernels.o"
 objs=$(find "$B/CMakeFiles/braid_obj.dir" -name '*.o' ! -name 'cuda_kernels.c.o')
 rc=0
 for t in $suites; do
     tobj=$(find "$B/CMakeFiles/$t.dir" -name '*.o')
-    gcc $FSAN -o "$M/$t" $tobj "$M/cuda_kernels.o" "$M/cudart_mock.o" $objs \
+    gcc $FSAN -o "$M/$t" $tobj "$M/cuda_kernels.o" "$M/cudart_mock.o" \
+        "$M/cublaslt_mock.o" $objs \
         "$B/libbraid_test_support.a" -L/usr/local/cuda/lib64 -lnvrtc \
         -Wl,-rpath,/usr/local/cuda/lib64 \
         $(pkg-config --libs criterion openblas libcgraph) -lpthread -lm
