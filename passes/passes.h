@@ -98,6 +98,8 @@ uint32_t bp_plan_add_node(bp_plan *plan, braid_op op, const uint32_t *inputs,
 /* Extends info to one entry per graph node (defaults for nodes made with
  * bg_build on plan->graph). */
 braid_status bp_plan_sync_info(bp_plan *plan);
+/* Frees what k owns and zeroes it (zeroed is fine). */
+void bp_kernels_free(bp_kernels *k);
 /* Appends a program; returns its index or BG_NONE (out of memory). The
  * plan takes ownership of prog->instr. */
 uint32_t bp_plan_add_program(bp_plan *plan, bp_program *prog);

@@ -1,10 +1,12 @@
 /* passes/pipeline.c — braid_compile: checks, then the pass list. */
 #include "passes/passes.h"
+#include "codegen/codegen.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* The pipeline, in order. Each pass sees only the plan the previous ones
  * left. A pass with a nonzero `optional` bit is skipped when the options
@@ -221,12 +223,23 @@ braid_status bp_plan_new(const braid_graph *g,
     braid_status s =
         bp_parse_devices(p->opts.devices, p->devices, &p->ndevices);
     if (s != BRAID_OK) return s;
+    if (p->opts.archs) {
+        if (!(p->archs_text = dup_string(p->opts.archs)))
+            return bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY,
+                                     "braid_compile: out of memory copying "
+                                     "the archs string");
+        p->opts.archs = p->archs_text;
+    }
     p->graph = bg_graph_clone(g);
-    if (!p->graph)
+    p->source = p->graph ? bg_graph_clone(g) : NULL;
+    if (!p->graph || !p->source)
         return bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY,
                                  "braid_compile: out of memory copying the "
                                  "graph (%u nodes)",
                                  (unsigned)g->nnodes);
+    p->meta.created = (int64_t)time(NULL);
+    snprintf(p->meta.braid_version, sizeof p->meta.braid_version, "%s",
+             BRAID_VERSION_STRING);
     s = fill_settings(p);
     if (s == BRAID_OK) s = fill_io(p);
     if (s == BRAID_OK) s = bp_plan_sync_info(p);
@@ -249,10 +262,15 @@ braid_status braid_compile(const braid_graph *g,
             strcmp(p->settings.dump_after, pipeline[i].name) == 0)
             bp_plan_dump(p, pipeline[i].name, stderr);
     }
+    if (s == BRAID_OK) s = bc_aot_build(p);
     if (s != BRAID_OK) {
         braid_plan_free(p);
         return s;
     }
     *plan = p;
     return BRAID_OK;
+}
+
+const braid_graph *braid_plan_graph(const braid_plan *p) {
+    return p ? p->source : NULL;
 }

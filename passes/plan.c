@@ -133,7 +133,21 @@ void braid_plan_free(braid_plan *p) {
     free(p->arenas);
     free(p->inputs);
     free(p->outputs);
+    braid_graph_free(p->source);
+    free(p->archs_text);
+    bp_kernels_free(&p->kernels);
     free(p);
+}
+
+void bp_kernels_free(bp_kernels *k) {
+    if (!k) return;
+    free(k->source);
+    for (uint32_t i = 0; i < k->nbin; i++) {
+        free(k->bin[i].cubin);
+        free(k->bin[i].ptx);
+    }
+    free(k->bin);
+    memset(k, 0, sizeof *k);
 }
 
 static const char *storage_name(bp_storage s) {

@@ -158,6 +158,40 @@ typedef struct bp_program {
                                        BRAID_TRANSPOSE_A|B */
 } bp_program;
 
+/* ---- ahead-of-time kernels (codegen/aot.c) ----------------------------------- */
+
+/* The plan's kernel module compiled for one GPU architecture. */
+typedef struct bp_kernel_binary {
+    int sm;            /* compute capability as 10·major + minor (90) */
+    void *cubin;       /* CUBIN for exactly sm_<sm>; NULL when only PTX */
+    size_t cubin_size; /* bytes in cubin */
+    char *ptx;         /* NUL-terminated PTX (JIT for newer GPUs); NULL
+                          when absent */
+    size_t ptx_size;   /* strlen(ptx) + 1, or 0 */
+} bp_kernel_binary;
+
+/* The generated kernels of a plan, built by braid_compile for the
+ * architectures the options name (bc_aot_build) or read from a plan file.
+ * An executor loads the binary whose sm equals its GPU's, else JITs a PTX
+ * of an older architecture, else compiles `source` with NVRTC. */
+typedef struct bp_kernels {
+    char *source;          /* the module's CUDA C (bc_plan_source), NUL-
+                              terminated; NULL when the plan has no
+                              generated kernel; owned */
+    size_t source_len;     /* strlen(source) */
+    uint32_t nkernels;     /* kernels in the module */
+    bp_kernel_binary *bin; /* one per architecture, sm ascending; owned */
+    uint32_t nbin;         /* entries in bin */
+} bp_kernels;
+
+/* Where the plan came from (plan files record and restore it). */
+typedef struct bp_meta {
+    bool loaded;            /* read from a plan file */
+    char braid_version[32]; /* braid that compiled it ("0.1.0") */
+    int nvrtc_version;      /* NVRTC that built its kernels (13000), 0 */
+    int64_t created;        /* Unix time it was compiled */
+} bp_meta;
+
 /* ---- the plan --------------------------------------------------------------- */
 
 /* What passes decided about one node. */
@@ -227,6 +261,14 @@ struct braid_plan {
     bp_io *outputs;             /* every named output, in the order added;
                                    owned */
     uint32_t noutputs;          /* entries in outputs */
+    braid_graph *source;        /* the user's graph as given to
+                                   braid_compile (before any pass): for
+                                   braid_plan_graph, plan files and the
+                                   CPU fallback; owned */
+    char *archs_text;           /* owned copy of opts.archs, or NULL */
+    bp_kernels kernels;         /* ahead-of-time kernels (bc_aot_build) */
+    bp_meta meta;               /* provenance */
+    braid_compile_report report; /* time per pass, kernels, NVRTC */
 };
 
 typedef struct braid_plan bp_plan;

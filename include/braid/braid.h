@@ -314,6 +314,14 @@ typedef struct braid_compile_options {
     bool allow_tf32;       /* f32 matmuls on a GPU may use TF32 tensor
                               cores (10-bit mantissa products, ~1e-3
                               relative error); false: full f32 */
+    const char *archs;     /* GPU architectures to build the plan's
+                              kernels for ahead of time, as
+                              "sm_90,sm_80"; NULL: those of the GPUs
+                              present, or sm_90 when there are none;
+                              "none": build none (an executor compiles
+                              them when created). The plan keeps CUBIN
+                              and PTX per architecture and the CUDA
+                              source (docs/plan-format.md) */
 } braid_compile_options;
 
 void braid_compile_options_init(braid_compile_options *o);
@@ -401,6 +409,154 @@ braid_status braid_reference_run(const braid_graph *g,
                                  const braid_output_binding *outputs,
                                  size_t noutputs);
 
+/* Size of device-name fields ("cpu", "cuda:12", NUL included). */
+#define BRAID_DEVICE_NAME_MAX 16
+
+/* ---- plan files (docs/plan-format.md) ------------------------------------ */
+
+/* Writes p to path: a temporary file in the same folder, flushed to disk,
+ * then renamed over path, so an interrupted save never leaves a half
+ * written file nor destroys an old one. BRAID_ERR_IO naming the path and
+ * the system's reason when writing fails. */
+braid_status braid_plan_save(const braid_plan *p, const char *path);
+/* The same bytes in memory: *data (free with free()) of *size bytes. */
+braid_status braid_plan_save_memory(const braid_plan *p, void **data,
+                                    size_t *size);
+
+typedef struct braid_load_options {
+    bool cpu_fallback; /* a plan that needs a GPU this machine lacks is
+                          re-placed on the CPU (compiled again, for
+                          "cpu", from the graph the file embeds) instead
+                          of failing with BRAID_ERR_DEVICE */
+    int num_threads;   /* CPU worker threads; -1: as stored in the file;
+                          0: one per core */
+} braid_load_options;
+
+void braid_load_options_init(braid_load_options *o); /* num_threads -1 */
+
+/* Loads a plan saved by braid_plan_save. opts may be NULL (defaults).
+ * Every count, id, offset, size, dimension and string of the file is
+ * validated before use; a truncated, corrupt or crafted file returns
+ * BRAID_ERR_PARSE (or BRAID_ERR_UNSUPPORTED for a newer major version)
+ * with a message naming the section and field, and *plan NULL. A plan's
+ * GPU kernels are taken from the stored CUBIN of the present GPU's
+ * architecture (no NVRTC), else its PTX, else compiled from the stored
+ * source when an executor is created. */
+braid_status braid_plan_load(const char *path, const braid_load_options *opts,
+                             braid_plan **plan);
+/* The same from size bytes at data (not referenced after return). */
+braid_status braid_plan_load_memory(const void *data, size_t size,
+                                    const braid_load_options *opts,
+                                    braid_plan **plan);
+
+/* The graph p was compiled from (as the user built it, before any pass),
+ * owned by p: what `braid run --check` compares against and what a
+ * CPU fallback recompiles. Never NULL for a valid plan. */
+const braid_graph *braid_plan_graph(const braid_plan *p);
+
+/* ---- compile report ------------------------------------------------------ */
+
+#define BRAID_REPORT_MAX_PASSES 16
+
+/* What braid_compile (or braid_plan_load) spent its time on. */
+typedef struct braid_compile_report {
+    uint32_t npasses;                           /* passes that ran */
+    const char *pass_name[BRAID_REPORT_MAX_PASSES]; /* "verify", "fuse", ...
+                                                       (static strings) */
+    double pass_ms[BRAID_REPORT_MAX_PASSES];    /* wall time of each */
+    uint32_t kernels;          /* generated GPU kernels in the plan */
+    uint32_t archs;            /* architectures kernels were built for */
+    uint32_t modules_compiled; /* modules NVRTC compiled (one per arch) */
+    uint32_t modules_cached;   /* modules taken from the kernel caches */
+    double nvrtc_ms;           /* wall time inside NVRTC */
+    double kernels_ms;         /* codegen + NVRTC + cache, in all */
+    double total_ms;           /* braid_compile (or load) in all */
+    bool loaded;               /* the plan came from a plan file: no pass
+                                  ran; total_ms is the load time */
+} braid_compile_report;
+
+/* Fills *out with p's report; BRAID_ERR_INVALID_ARGUMENT for NULL. */
+braid_status braid_plan_compile_report(const braid_plan *p,
+                                       braid_compile_report *out);
+/* Prints it as text (what `braid compile --report` shows). */
+braid_status braid_compile_report_print(const braid_compile_report *r,
+                                        FILE *out);
+
+/* ---- profiler (docs/profiler.md) ------------------------------------------- */
+
+/* Per-node timing, off by default. While on, every node an executor runs
+ * is timed: CUDA events around GPU nodes on their streams, the monotonic
+ * clock around CPU nodes (and each CPU worker's share of them). The cost
+ * when off is one branch per node. Turning it on or off between runs is
+ * allowed; a CUDA-graph replay is not used while profiling (each node
+ * must be timed). */
+braid_status braid_exec_set_profiling(braid_exec *e, bool on);
+
+#define BRAID_PROFILE_NAME_MAX 64
+
+/* Aggregate figures of one node over the runs profiled. */
+typedef struct braid_profile_node {
+    uint32_t node;                      /* plan node id */
+    char name[BRAID_PROFILE_NAME_MAX];  /* its name, or "%<id>" */
+    char op[24];                        /* "matmul", "fused", "copy h2d" */
+    char device[BRAID_DEVICE_NAME_MAX]; /* where it ran */
+    uint32_t track;                     /* track it ran on (its queue) */
+    uint64_t count;                     /* runs timed */
+    double total_ms, min_ms, max_ms;    /* over those runs */
+    uint64_t bytes;                     /* bytes read + written per run */
+    double flops;                       /* floating-point ops per run (0
+                                           for copies and data movement) */
+} braid_profile_node;
+
+/* A timeline track: a CUDA stream, a copy direction, a CPU worker. */
+typedef struct braid_profile_track {
+    char name[40]; /* "cpu", "cpu worker 2", "cuda:0 compute 1",
+                      "cuda:0 h2d", "cuda:0 d2h" */
+} braid_profile_track;
+
+/* One node's execution in the last run profiled (times from its start). */
+typedef struct braid_profile_span {
+    uint32_t node;   /* plan node id (index into nothing: look it up in
+                        braid_profile.nodes by .node) */
+    uint32_t track;  /* index into braid_profile.tracks */
+    double start_ms; /* from the start of the run */
+    double end_ms;
+} braid_profile_span;
+
+typedef struct braid_profile {
+    uint64_t runs;                 /* runs profiled since enabled/reset */
+    braid_profile_node *nodes;     /* nodes that did work, by total_ms
+                                      descending */
+    uint32_t nnodes;
+    braid_profile_track *tracks;
+    uint32_t ntracks;
+    braid_profile_span *spans;     /* the last run's timeline */
+    uint32_t nspans;
+    double wall_ms;                /* the last run's wall time */
+    double busy_ms;                /* sum over tracks of the time busy in
+                                      the last run (overlapping spans of
+                                      one track counted once) */
+    double overlap;                /* busy_ms / wall_ms (> 1: tracks ran
+                                      at once) */
+} braid_profile;
+
+/* A snapshot of e's figures (after braid_run, or braid_wait of an async
+ * run). BRAID_ERR_INVALID_ARGUMENT when profiling was never turned on. */
+braid_status braid_exec_profile(braid_exec *e, braid_profile **out);
+void braid_profile_free(braid_profile *p);
+/* Forgets the figures gathered so far. */
+braid_status braid_exec_profile_reset(braid_exec *e);
+/* The table `braid run --profile` prints: per node, then per op kind:
+ * count, total, min, max, avg (ms), device, track, bytes, GB/s or
+ * GFLOP/s; sorted by total time. */
+braid_status braid_profile_print(const braid_profile *p, FILE *out);
+/* The last run's timeline as Chrome trace-event JSON (Perfetto,
+ * chrome://tracing): one thread per track, one complete event per span
+ * named after its node. Written like braid_plan_save (temporary file +
+ * rename). */
+braid_status braid_profile_write_trace(const braid_profile *p,
+                                       const char *path);
+
 /* ---- devices ------------------------------------------------------------- */
 
 /* Number of usable CUDA devices (0 without toolkit, driver or GPU). The
@@ -431,9 +587,6 @@ braid_status braid_graph_to_dot(const braid_graph *g, FILE *out);
  * node, copy, fused, chunk, output, data, event, reuse-event, queue,
  * legend) for tools. The same plan always gives the same text. */
 braid_status braid_plan_to_dot(const braid_plan *p, FILE *out);
-
-/* Size of the device-name fields below ("cpu", "cuda:12", NUL included). */
-#define BRAID_DEVICE_NAME_MAX 16
 
 /* Counts describing a compiled plan (braid info prints them). */
 typedef struct braid_plan_summary {
