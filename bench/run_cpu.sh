@@ -1,8 +1,10 @@
 #!/bin/sh
-# bench/run_cpu.sh — the CPU elementwise-chain benchmark in one go: braid
-# (fused and unfused, bench/elementwise_chain.c) and NumPy op by op
-# (bench/numpy_chain.py) on the same expression and size, then a table with
-# the ratio braid / NumPy (speed: NumPy's time over braid's).
+# bench/run_cpu.sh — the CPU benchmarks in one go: the elementwise chain,
+# braid (fused and unfused, bench/elementwise_chain.c) against NumPy op by
+# op (bench/numpy_chain.py) on the same expression and size, with a table of
+# the ratio braid / NumPy (speed: NumPy's time over braid's); then a matmul
+# node against OpenBLAS's cblas_sgemm called directly (bench/cpu_matmul.c,
+# MATMUL_N, default 2048).
 #
 # usage: bench/run_cpu.sh [BUILD_DIR] [--n N] [--runs R]
 # BUILD_DIR defaults to build-bench, configured as a Release build here.
@@ -21,7 +23,7 @@ if [ ! -f "$build/CMakeCache.txt" ]; then
     cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release \
         -DBRAID_TESTS=OFF >/dev/null
 fi
-cmake --build "$build" --target bench_elementwise_chain -j2 >/dev/null
+cmake --build "$build" --target bench_elementwise_chain bench_cpu_matmul -j2 >/dev/null
 
 # Other work on the machine skews the figures (braid uses every core,
 # NumPy one): the load average before and after is printed with them.
@@ -54,3 +56,7 @@ awk -v f="$fused" -v u="$unfused" -v p="$numpy" -v n="$n" 'BEGIN {
     printf "| %-22s | %10.2f | %8.1f | %13.2fx |\n", "NumPy, op by op", p, gb / (p / 1e3), 1.0
     printf "\nbraid fused / NumPy speed ratio: %.2f (target >= 2)\n", p / f
 }'
+
+echo
+echo "== matmul node vs cblas_sgemm (bench/cpu_matmul.c)"
+"$build/bench/cpu_matmul" --n "${MATMUL_N:-2048}" --runs 7

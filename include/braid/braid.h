@@ -255,7 +255,7 @@ braid_status braid_output(braid_graph *g, const char *name, braid_tensor t);
 /* A name for the node (shown in dumps and errors). */
 braid_status braid_set_name(braid_graph *g, braid_tensor t, const char *name);
 /* Placement hint: "cpu" or "cuda:N". Recorded now; the placement pass of the
- * compiler honours it. */
+ * compiler honours it. device NULL removes the hint. */
 braid_status braid_set_device(braid_graph *g, braid_tensor t,
                               const char *device);
 
@@ -558,6 +558,15 @@ braid_status braid_profile_write_trace(const braid_profile *p,
                                        const char *path);
 
 /* ---- devices ------------------------------------------------------------- */
+
+/* Host memory for inputs and outputs that move to and from GPUs: page-
+ * locked (pinned) when a GPU is present, so a plan's copies DMA straight
+ * from it at full PCIe speed (plain malloc memory is staged through
+ * braid's own pinned buffers, which is fast too but uses CPU time); plain
+ * 64-byte aligned memory otherwise. NULL when out of memory (message in
+ * braid_last_error()). Free only with braid_host_free (NULL is fine). */
+void *braid_host_alloc(size_t bytes);
+void braid_host_free(void *ptr);
 
 /* Number of usable CUDA devices (0 without toolkit, driver or GPU). The
  * reason there are none, if any, is in braid_cuda_status(). */
