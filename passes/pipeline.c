@@ -1,4 +1,6 @@
-/* passes/pipeline.c — braid_compile: checks, then the pass list. */
+/* passes/pipeline.c — braid_compile: checks, then the pass list, each
+ * pass timed into the plan's compile report (passes/report.c). */
+#define _POSIX_C_SOURCE 200809L
 #include "passes/passes.h"
 #include "codegen/codegen.h"
 
@@ -29,6 +31,8 @@ static const struct {
 };
 
 #define NPASSES (sizeof pipeline / sizeof *pipeline)
+_Static_assert(sizeof pipeline / sizeof *pipeline <= BRAID_REPORT_MAX_PASSES,
+               "the compile report has room for every pass");
 
 /* Default compute streams per GPU. */
 #define BP_DEFAULT_STREAMS 4
@@ -248,21 +252,42 @@ braid_status bp_plan_new(const braid_graph *g,
     return s;
 }
 
+/* Monotonic clock in milliseconds. */
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+/* Runs pass i, noting its wall time in the report (a dump is not timed). */
+static braid_status run_pass(bp_plan *p, size_t i) {
+    double t0 = now_ms();
+    braid_status s = pipeline[i].run(p);
+    braid_compile_report *r = &p->report;
+    if (r->npasses < BRAID_REPORT_MAX_PASSES) {
+        r->pass_name[r->npasses] = pipeline[i].name;
+        r->pass_ms[r->npasses++] = now_ms() - t0;
+    }
+    return s;
+}
+
 braid_status braid_compile(const braid_graph *g,
                            const braid_compile_options *opts,
                            braid_plan **plan) {
+    double t0 = now_ms();
     braid_status s = check_args(g, opts, plan);
     if (s != BRAID_OK) return s;
     bp_plan *p = NULL;
     s = bp_plan_new(g, opts, &p);
     for (size_t i = 0; s == BRAID_OK && i < NPASSES; i++) {
         if (pipeline[i].optional & p->settings.disabled) continue;
-        s = pipeline[i].run(p);
+        s = run_pass(p, i);
         if (s == BRAID_OK && p->settings.dump_after &&
             strcmp(p->settings.dump_after, pipeline[i].name) == 0)
             bp_plan_dump(p, pipeline[i].name, stderr);
     }
     if (s == BRAID_OK) s = bc_aot_build(p);
+    if (p) p->report.total_ms = now_ms() - t0;
     if (s != BRAID_OK) {
         braid_plan_free(p);
         return s;

@@ -27,9 +27,12 @@
  * ordinary way. A failed capture is logged and never retried. The host
  * waits for the graph (and copies its outputs out) before the first CPU
  * node that depends on GPU work, else when the run is finished
- * (br_graph_finish from br_cuda_run_finish, i.e. braid_wait). */
+ * (br_graph_finish from br_cuda_run_finish, i.e. braid_wait).
+ * While the executor profiles, no graph is captured or replayed: every
+ * node must be timed on its own (runtime/profile.h). */
 #define _POSIX_C_SOURCE 200809L
 #include "runtime/cuda_impl.h"
+#include "runtime/profile.h"
 
 #ifdef BRAID_HAVE_CUDA
 
@@ -327,7 +330,8 @@ static braid_status finish(br_cuda *c) {
 braid_status br_graph_run(br_cuda *c, bool *done) {
     br_graph_state *g = &c->graph;
     *done = false;
-    if (!g->enabled || !g->static_plan || g->failed || g->runs < 1)
+    if (!g->enabled || !g->static_plan || g->failed || g->runs < 1 ||
+        br_cuda_run_prof(c->run))
         return BRAID_OK;
     if (!g->exec) {
         bool ok = false;

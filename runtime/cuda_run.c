@@ -17,9 +17,16 @@
  * br_cuda_run_start returns there: everything is issued, every CPU node
  * has run (braid_run_async returns). br_cuda_run_finish (braid_wait) ends
  * the run by finishing deferred copies and synchronising every stream:
- * outputs are ready when it returns. */
+ * outputs are ready when it returns.
+ *
+ * Profiling (runtime/profile.h): when the run's executor profiles, each GPU
+ * node records a start event after its waits and an end event after its
+ * work; a deferred copy records both when it is flushed, one copy at a
+ * time. Host threads' shares of staging memcpys count for the copy. When
+ * off, the cost per node is one call and one branch. */
 #define _POSIX_C_SOURCE 200809L
 #include "runtime/cuda_impl.h"
+#include "runtime/profile.h"
 
 #ifdef BRAID_HAVE_CUDA
 
@@ -53,12 +60,30 @@ static braid_status do_work(br_cuda *c, uint32_t id, cudaStream_t s) {
     }
 }
 
+/* br_cuda_flush(c, q, upto), each deferred copy timed when pf is set. */
+static braid_status flush(br_cuda *c, br_prof *pf, uint32_t q, uint32_t upto) {
+    if (!pf) return br_cuda_flush(c, q, upto);
+    braid_status r = BRAID_OK;
+    for (uint32_t i = 0; r == BRAID_OK && i < c->npend; i++) {
+        uint32_t id = c->pend_list[i];
+        if (!c->pending[id] || (q != BG_NONE && c->node[id].queue != q))
+            continue;
+        r = br_prof_cuda_mark(pf, c, id, false);
+        if (r == BRAID_OK) r = br_cuda_flush(c, c->node[id].queue, id);
+        if (r == BRAID_OK) r = br_prof_cuda_mark(pf, c, id, true);
+        br_prof_take_workers(pf, c->run->pool, id);
+        if (id == upto) break;
+    }
+    return r;
+}
+
 braid_status br_cuda_issue(br_cuda *c, uint32_t id) {
     const br_cnode *cn = &c->node[id];
     cudaStream_t s = c->stream[cn->queue];
+    br_prof *pf = br_cuda_run_prof(c->run);
     braid_status r = BRAID_OK;
     if (c->npend > 0) /* deferred copies keep their place in the stream */
-        r = br_cuda_flush(c, cn->queue, BG_NONE);
+        r = flush(c, pf, cn->queue, BG_NONE);
     if (r == BRAID_OK) r = br_cuda_use(c, WHERE, id, cn->dev);
     for (uint32_t k = c->wstart[id]; r == BRAID_OK && k < c->wstart[id + 1];
          k++) {
@@ -67,9 +92,14 @@ braid_status br_cuda_issue(br_cuda *c, uint32_t id) {
             r = br_cu(c, WHERE, id, "cudaStreamWaitEvent",
                       cudaStreamWaitEvent(s, ev, 0));
     }
+    if (pf && r == BRAID_OK) r = br_prof_cuda_mark(pf, c, id, false);
     if (r == BRAID_OK) r = do_work(c, id, s);
     if (r != BRAID_OK || c->pending[id])
         return r; /* a deferred copy records its events when done */
+    if (pf) {
+        r = br_prof_cuda_mark(pf, c, id, true);
+        br_prof_take_workers(pf, c->run->pool, id); /* staging memcpys */
+    }
     for (uint32_t k = c->rstart[id]; r == BRAID_OK && k < c->rstart[id + 1];
          k++) {
         cudaEvent_t ev = c->event[c->recs[k]];
@@ -96,7 +126,7 @@ static braid_status run_cpu_node(br_cuda *c, uint32_t id) {
          k++) {
         uint32_t ek = c->waits[k], a = c->plan->events[ek].after;
         if (c->pending[a])
-            r = br_cuda_flush(c, c->node[a].queue, a);
+            r = flush(c, br_cuda_run_prof(c->run), c->node[a].queue, a);
         else if (c->event[ek])
             r = br_cu(c, WHERE, id, "cudaEventSynchronize",
                       cudaEventSynchronize(c->event[ek]));
@@ -124,7 +154,7 @@ braid_status br_cuda_sync_all(br_cuda *c, braid_status st) {
 }
 
 static braid_status flush_all(br_cuda *c) {
-    braid_status r = br_cuda_flush(c, BG_NONE, BG_NONE);
+    braid_status r = flush(c, br_cuda_run_prof(c->run), BG_NONE, BG_NONE);
     c->npend = 0;
     return r;
 }

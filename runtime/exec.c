@@ -15,6 +15,7 @@
  * braid_run is the two in a row. */
 #define _POSIX_C_SOURCE 200809L
 #include "runtime/cuda.h"
+#include "runtime/profile.h"
 #include "runtime/runtime.h"
 
 #include <stdatomic.h>
@@ -83,6 +84,9 @@ struct braid_exec {
                                plan runs GPU nodes: it owns the GPU and
                                pinned arenas and dispatches runs; NULL
                                otherwise; owned */
+    bool profiling;         /* time every node (braid_exec_set_profiling) */
+    br_prof *prof;          /* the figures, since profiling was first
+                               turned on; NULL before; owned */
 };
 
 static braid_status br_emulate_prepare(braid_exec *e);
@@ -249,6 +253,8 @@ void braid_exec_free(braid_exec *e) {
     if (!e) return;
     if (e->run.pending) /* a run in flight reads and writes our buffers */
         (void)braid_wait(e);
+    br_prof_cuda_free(e->prof, e->cuda);
+    br_prof_free(e->prof);
     br_pool_free(e->pool);
     if (e->arena)
         for (uint32_t i = 0; i < e->plan->narenas; i++)
@@ -559,7 +565,16 @@ static void run_node(braid_exec *e, br_kernel_args *a, uint32_t id) {
     a->program = p->info[id].program < p->nprograms
                      ? &p->programs[p->info[id].program]
                      : NULL;
+    if (!e->profiling) {
+        br_cpu_run(a);
+        return;
+    }
+    int64_t t0 = br_prof_now_ns();
     br_cpu_run(a);
+    int64_t t1 = br_prof_now_ns();
+    uint32_t q = p->info[id].queue;
+    br_prof_span(e->prof, id, q < p->nqueues ? q : 0, t0, t1, true);
+    br_prof_take_workers(e->prof, e->pool, id);
 }
 
 /* The CUDA backend's callback for one CPU node (ctx is the executor). */
@@ -582,6 +597,15 @@ static braid_status start_schedule(braid_exec *e, const braid_input_binding *in,
                                     .scratch = e->scratch,
                                     .scratch_bytes = e->scratch_bytes};
     resolve_views(e);
+    if (e->profiling) {
+        br_prof_run_begin(e->prof);
+        br_prof_take_workers(NULL, e->pool, BG_NONE); /* stale shares */
+        braid_status s = br_prof_cuda_begin(e->prof, e->cuda);
+        if (s != BRAID_OK) {
+            *started = false;
+            return s;
+        }
+    }
     *started = true;
     if (e->emulate) return run_emulated(e, &e->run.kargs);
     if (e->cuda) { /* GPU nodes issued async, CPU nodes through the hook */
@@ -683,6 +707,9 @@ static braid_status run_async(braid_exec *e, const char *where,
 static braid_status finish_run(braid_exec *e) {
     braid_status st = e->run.status;
     braid_status s = e->cuda ? br_cuda_run_finish(e->cuda, st) : st;
+    if (e->profiling && s == BRAID_OK)
+        s = br_prof_cuda_collect(e->prof, e->cuda);
+    if (e->profiling) br_prof_run_end(e->prof, s == BRAID_OK);
     if (s == BRAID_OK) finish_outputs(e);
     reset_pointers(e);
     e->run.pending = false;
@@ -717,3 +744,63 @@ braid_status braid_run(braid_exec *e, const braid_input_binding *inputs,
 }
 
 br_cuda *br_exec_cuda(const braid_exec *e) { return e ? e->cuda : NULL; }
+
+/* ---- profiling (runtime/profile*.c, docs/profiler.md) -------------------- */
+
+br_prof *br_cuda_run_prof(const br_cuda_run_args *a) {
+    if (!a || a->run_cpu != run_cpu_node) return NULL; /* not exec.c's run */
+    const braid_exec *e = a->cpu_ctx;
+    return e->profiling ? e->prof : NULL;
+}
+
+/* Takes e for a profiler call between runs. */
+static braid_status enter_idle(braid_exec *e, const char *where) {
+    if (!e)
+        return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT, "%s: exec is NULL",
+                                 where);
+    if (!enter(e, where)) return BRAID_ERR_INVALID_ARGUMENT;
+    if (!e->run.pending) return BRAID_OK;
+    atomic_flag_clear(&e->busy);
+    return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
+                             "%s: a run started by braid_run_async is still "
+                             "outstanding (call braid_wait first)",
+                             where);
+}
+
+braid_status braid_exec_set_profiling(braid_exec *e, bool on) {
+    const char *where = "braid_exec_set_profiling";
+    braid_status s = enter_idle(e, where);
+    if (s != BRAID_OK) return s;
+    if (on && !e->prof)
+        s = br_prof_new(e->plan, br_pool_threads(e->pool) - 1, &e->prof);
+    if (s == BRAID_OK && on) s = br_prof_cuda_init(e->prof, e->cuda);
+    if (s == BRAID_OK) s = br_pool_trace(e->pool, on);
+    if (s == BRAID_OK) e->profiling = on;
+    atomic_flag_clear(&e->busy);
+    return s;
+}
+
+braid_status braid_exec_profile(braid_exec *e, braid_profile **out) {
+    const char *where = "braid_exec_profile";
+    if (!out)
+        return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT, "%s: out is NULL",
+                                 where);
+    *out = NULL;
+    braid_status s = enter_idle(e, where);
+    if (s != BRAID_OK) return s;
+    s = e->prof ? br_prof_snapshot(e->prof, out)
+                : bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
+                                    "%s: profiling was never turned on for "
+                                    "this executor (braid_exec_set_profiling)",
+                                    where);
+    atomic_flag_clear(&e->busy);
+    return s;
+}
+
+braid_status braid_exec_profile_reset(braid_exec *e) {
+    braid_status s = enter_idle(e, "braid_exec_profile_reset");
+    if (s != BRAID_OK) return s;
+    if (e->prof) br_prof_reset(e->prof);
+    atomic_flag_clear(&e->busy);
+    return BRAID_OK;
+}

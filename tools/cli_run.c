@@ -1,6 +1,10 @@
 /* tools/cli_run.c — `braid run`: compile a .graph file, run it on random or
  * given inputs, print output statistics and timings, optionally write the
- * outputs as .npy files and compare them with the reference evaluator. */
+ * outputs as .npy files and compare them with the reference evaluator.
+ * --profile / --trace FILE.json run once unprofiled to warm up, then
+ * profile --runs N runs (default: --repeat) and print the profiler's table
+ * and the compile report / write the last run's timeline
+ * (docs/profiler.md). */
 #define _POSIX_C_SOURCE 200809L
 
 #include "tools/cli.h"
@@ -29,6 +33,9 @@ typedef struct run_options {
     cli_compile_flags compile; /* --devices, --dump-after, --no-<pass>, ... */
     int threads;               /* --threads (0: one per core) */
     int repeat;                /* --repeat (≥ 1) */
+    bool profile;              /* --profile: print the profiler's table */
+    const char *trace;         /* --trace FILE.json, or NULL */
+    int runs;                  /* --runs (profiled runs; 0: --repeat) */
 } run_options;
 
 /* One graph tensor bound to a host buffer. */
@@ -110,6 +117,14 @@ static int apply_option(run_options *o, const char *name, char *value) {
             return cli_usage_error("--repeat expects 1..1000000, got '%s'",
                                    value);
         o->repeat = (int)v;
+    } else if (!strcmp(name, "--runs")) {
+        if (!parse_int(value, 1, 1000000, &v))
+            return cli_usage_error("--runs expects 1..1000000, got '%s'",
+                                   value);
+        o->runs = (int)v;
+    } else if (!strcmp(name, "--trace")) {
+        if (!*value) return cli_usage_error("--trace expects a FILE.json");
+        o->trace = value;
     } else if (!strcmp(name, "--input")) {
         return add_input_arg(o, value);
     } else if (!strcmp(name, "--output-dir")) {
@@ -120,8 +135,10 @@ static int apply_option(run_options *o, const char *name, char *value) {
 }
 
 static bool option_takes_value(const char *name) {
-    static const char *const names[] = {"--seed", "--input", "--output-dir",
-                                        "--threads", "--repeat"};
+    static const char *const names[] = {"--seed",    "--input",
+                                        "--output-dir", "--threads",
+                                        "--repeat",  "--runs",
+                                        "--trace"};
     for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
         if (!strcmp(name, names[k])) return true;
     return false;
@@ -150,6 +167,10 @@ static int parse_args(int argc, char **argv, run_options *o) {
             o->check = true;
         } else if (!strncmp(arg, "--check=", 8)) {
             return cli_usage_error("--check takes no value");
+        } else if (!strcmp(arg, "--profile")) {
+            o->profile = true;
+        } else if (!strncmp(arg, "--profile=", 10)) {
+            return cli_usage_error("--profile takes no value");
         } else if (cli_compile_flag(&o->compile, argc, argv, &i, &rc)) {
             if (rc != CLI_EXIT_OK) return rc;
         } else {
@@ -164,6 +185,9 @@ static int parse_args(int argc, char **argv, run_options *o) {
         }
     }
     if (!o->file) return cli_usage_error("run: missing FILE.graph");
+    if (o->runs && !o->profile && !o->trace)
+        return cli_usage_error("--runs counts profiled runs: give --profile "
+                               "or --trace too (or use --repeat)");
     return CLI_EXIT_OK;
 }
 
@@ -318,12 +342,57 @@ static bool compile_plan(run_state *st) {
     return true;
 }
 
-/* Runs the plan opt.repeat times; prints the first and the median time. */
+/* The profiler's figures after the profiled runs: the table (--profile),
+ * the timeline (--trace), the overlap line. */
+static bool report_profile(const run_state *st) {
+    braid_profile *pr = NULL;
+    if (braid_exec_profile(st->exec, &pr) != BRAID_OK)
+        return cli_err("profile: %s", braid_last_error());
+    bool ok = true;
+    if (st->opt.profile) {
+        braid_compile_report cr;
+        putchar('\n');
+        if (braid_plan_compile_report(st->plan, &cr) == BRAID_OK)
+            braid_compile_report_print(&cr, stdout);
+        putchar('\n');
+        braid_profile_print(pr, stdout);
+        putchar('\n');
+    }
+    if (st->opt.trace) {
+        if (braid_profile_write_trace(pr, st->opt.trace) != BRAID_OK)
+            ok = cli_err("--trace: %s", braid_last_error());
+        else
+            printf("wrote trace %s (%u spans on %u tracks)\n", st->opt.trace,
+                   pr->nspans, pr->ntracks);
+    }
+    printf("overlap: %.2f (busy %.3f ms over %.3f ms wall)\n", pr->overlap,
+           pr->busy_ms, pr->wall_ms);
+    braid_profile_free(pr);
+    return ok;
+}
+
+/* With --profile or --trace: one run unprofiled (warm-up: caches, first
+ * touches, cuBLAS heuristics), then profiling on. */
+static bool start_profiling(run_state *st, const braid_input_binding *in,
+                            const braid_output_binding *out) {
+    if (!st->opt.profile && !st->opt.trace) return true;
+    if (braid_run(st->exec, in, st->nin, out, st->nout) != BRAID_OK)
+        return cli_err("warm-up run failed: %s", braid_last_error());
+    if (braid_exec_set_profiling(st->exec, true) != BRAID_OK)
+        return cli_err("cannot profile: %s", braid_last_error());
+    return true;
+}
+
+/* Runs the plan opt.repeat times (--runs when profiling); prints the first
+ * and the median time. */
 static bool run_plan(run_state *st) {
     braid_input_binding *in = NULL;
     braid_output_binding *out = NULL;
+    bool profiling = st->opt.profile || st->opt.trace;
+    if (profiling && st->opt.runs) st->opt.repeat = st->opt.runs;
     double *times = calloc((size_t)st->opt.repeat, sizeof *times);
     bool ok = times && make_bindings(st, false, &in, &out);
+    ok = ok && start_profiling(st, in, out);
     for (int r = 0; ok && r < st->opt.repeat; r++) {
         double t0 = cli_now();
         if (braid_run(st->exec, in, st->nin, out, st->nout) != BRAID_OK) {
@@ -337,9 +406,11 @@ static bool run_plan(run_state *st) {
     } else if (ok) {
         double first = times[0];
         qsort(times, (size_t)st->opt.repeat, sizeof *times, cmp_double);
-        printf("run: first %.3f ms, median %.3f ms over %d runs\n", first * 1e3,
-               times[st->opt.repeat / 2] * 1e3, st->opt.repeat);
+        printf("run: first %.3f ms, median %.3f ms over %d runs%s\n",
+               first * 1e3, times[st->opt.repeat / 2] * 1e3, st->opt.repeat,
+               profiling ? " (profiled, after one warm-up run)" : "");
     }
+    if (ok && profiling) ok = report_profile(st);
     free(times);
     free(in);
     free(out);

@@ -36,6 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 
 #include "graph/graph.h"
 #include "runtime/runtime.h"
@@ -120,6 +121,7 @@ struct CUstream_st {
 struct CUevent_st {
     uint64_t last_record; /* op id of the latest record, 0 none */
     int captured;         /* recorded during a capture */
+    double when_ms;       /* host clock when the latest record ran */
 };
 
 struct CUgraph_st {
@@ -168,9 +170,18 @@ static int is_done(uint64_t id) {
 static void run_kernel(op *o);
 static void run_gemm(const gemm_args *g);
 
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
 static void execute(op *o) {
     device_open();
     switch (o->kind) {
+    case OP_RECORD:
+        if (o->event->last_record == o->id) o->event->when_ms = now_ms();
+        break;
     case OP_COPY:
         memmove(o->dst, o->src, o->n);
         break;
@@ -592,6 +603,17 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned flags) {
     op *o = new_op(OP_WAIT);
     o->wait_for = e->last_record;
     enqueue(s, o);
+    return cudaSuccess;
+}
+
+/* Host time between the two records' execution (the mock runs one op at a
+ * time, so streams never overlap). */
+cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t a, cudaEvent_t b) {
+    if (!a->last_record || !b->last_record || a->captured || b->captured)
+        return cudaErrorInvalidResourceHandle;
+    if (!is_done(a->last_record) || !is_done(b->last_record))
+        return cudaErrorNotReady;
+    *ms = (float)(b->when_ms - a->when_ms);
     return cudaSuccess;
 }
 
