@@ -1,7 +1,301 @@
-/* codegen/aot.c — ahead-of-time kernels (placeholder: being written). */
+/* codegen/aot.c — ahead-of-time kernels: after the passes, braid_compile
+ * generates the plan's kernel module once (bc_plan_source), keeps its text
+ * in the plan, and compiles it with NVRTC for each GPU architecture the
+ * options name, so that an executor (or a plan file loaded elsewhere)
+ * loads a stored CUBIN or PTX instead of running NVRTC.
+ *
+ * Architectures: opts.archs as "sm_90,sm_80" (bc_parse_archs); NULL means
+ * those of the GPUs present, or sm_90 when there are none (the CI machine
+ * has the toolkit but no GPU: its plans still get a checked sm_90 build);
+ * "none" builds none. */
+#define _POSIX_C_SOURCE 200809L
 #include "codegen/codegen.h"
+#include "passes/passes.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifdef BRAID_HAVE_CUDA
+#include <cuda_runtime_api.h>
+#endif
+
+/* Most architectures one plan is built for. */
+#define AOT_MAX_ARCHS 16
+/* Size of the message buffer for NVRTC errors. */
+#define AOT_ERR_MAX 8192
+/* Architecture used when archs is NULL and no GPU is present. */
+#define AOT_DEFAULT_SM 90
+
+#ifdef BRAID_HAVE_CUDA
+#define HAVE_NVRTC true
+#else
+#define HAVE_NVRTC false
+#endif
+
+static double now_ms(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return 1e3 * (double)t.tv_sec + 1e-6 * (double)t.tv_nsec;
+}
+
+/* ---- parsing "sm_90,sm_80" --------------------------------------------------
+ */
+
+static braid_status bad_archs(const char *text) {
+    return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
+                             "braid_compile: archs \"%.100s\": expected a "
+                             "list like sm_90,sm_80, or none",
+                             text ? text : "(null)");
+}
+
+/* One entry [s, s+len) without surrounding spaces: "sm_90", "sm90" or
+ * "90" (two or three digits, major ≥ 1). */
+static bool parse_one(const char *s, size_t len, int *sm) {
+    if (len >= 3 && (s[0] == 's' || s[0] == 'S') &&
+        (s[1] == 'm' || s[1] == 'M')) {
+        s += 2, len -= 2;
+        if (len && s[0] == '_') s++, len--;
+    }
+    if (len < 2 || len > 3) return false;
+    int v = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (!isdigit((unsigned char)s[i])) return false;
+        v = v * 10 + (s[i] - '0');
+    }
+    if (v < 10) return false; /* "05": no major version */
+    *sm = v;
+    return true;
+}
+
+static bool is_none(const char *s) {
+    while (*s == ' ' || *s == '\t')
+        s++;
+    if (strncmp(s, "none", 4) != 0) return false;
+    s += 4;
+    while (*s == ' ' || *s == '\t')
+        s++;
+    return *s == '\0';
+}
+
+/* Inserts sm into the ascending list sm[0..*n) unless present. */
+static bool insert_sorted(int *sm, uint32_t max, uint32_t *n, int v) {
+    uint32_t i = 0;
+    while (i < *n && sm[i] < v)
+        i++;
+    if (i < *n && sm[i] == v) return true;
+    if (*n == max) return false;
+    memmove(sm + i + 1, sm + i, (*n - i) * sizeof *sm);
+    sm[i] = v;
+    (*n)++;
+    return true;
+}
+
+braid_status bc_parse_archs(const char *text, int *sm, uint32_t max,
+                            uint32_t *n) {
+    if (!text || !sm || !n) return bad_archs(text);
+    *n = 0;
+    if (is_none(text)) return BRAID_OK;
+    const char *p = text;
+    for (;;) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        while (len && (*p == ' ' || *p == '\t'))
+            p++, len--;
+        while (len && (p[len - 1] == ' ' || p[len - 1] == '\t'))
+            len--;
+        int v = 0;
+        if (!parse_one(p, len, &v)) return bad_archs(text);
+        if (!insert_sorted(sm, max, n, v))
+            return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
+                                     "braid_compile: archs \"%.100s\": more "
+                                     "than %u architectures",
+                                     text, (unsigned)max);
+        if (!end) break;
+        p = end + 1;
+    }
+    return BRAID_OK;
+}
+
+/* ---- which architectures ----------------------------------------------------
+ */
+
+/* The compute capabilities of the GPUs present (none when CUDA reports an
+ * error: no driver (error 35), no device (100), ...). */
+static void detect_archs(int *sm, uint32_t max, uint32_t *n) {
+    *n = 0;
+#ifdef BRAID_HAVE_CUDA
+    int count = 0;
+    if (cudaGetDeviceCount(&count) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return;
+    }
+    for (int d = 0; d < count; d++) {
+        int major = 0, minor = 0;
+        if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor,
+                                   d) != cudaSuccess ||
+            cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor,
+                                   d) != cudaSuccess) {
+            (void)cudaGetLastError();
+            continue;
+        }
+        if (major > 0) insert_sorted(sm, max, n, major * 10 + minor);
+    }
+#else
+    (void)sm, (void)max;
+#endif
+}
+
+/* The architectures to build for; *detected when they came from the GPUs
+ * present (or the default), not from the user. */
+static braid_status plan_archs(const bp_plan *p, int *sm, uint32_t *n,
+                               bool *detected) {
+    *detected = p->opts.archs == NULL;
+    if (!*detected) return bc_parse_archs(p->opts.archs, sm, AOT_MAX_ARCHS, n);
+    detect_archs(sm, AOT_MAX_ARCHS, n);
+    if (*n == 0) {
+        sm[0] = AOT_DEFAULT_SM;
+        *n = 1;
+    }
+    return BRAID_OK;
+}
+
+static bool has_generated_kernels(const bp_plan *p) {
+    for (uint32_t id = 0; id < p->graph->nnodes; id++) {
+        bc_node_class k = bc_classify(p, id);
+        if (k == BC_NODE_KERNEL || k == BC_NODE_MATMUL_EPILOGUE) return true;
+    }
+    return false;
+}
+
+/* ---- compiling
+ * ---------------------------------------------------------------- */
+
+#ifdef BRAID_HAVE_CUDA
+
+/* The progress line, only on a terminal (it is rewritten in place). */
+static void progress(bool tty, uint32_t nkernels, int sm, uint32_t i,
+                     uint32_t n) {
+    if (!tty) return;
+    fprintf(stderr, "\rbraid: compiling %u kernel%s for sm_%d (%u/%u)...",
+            (unsigned)nkernels, nkernels == 1 ? "" : "s", sm, (unsigned)i + 1,
+            (unsigned)n);
+    fflush(stderr);
+}
+
+static void progress_clear(bool tty) {
+    if (!tty) return;
+    fprintf(stderr, "\r%72s\r", "");
+    fflush(stderr);
+}
+
+/* Compiles the plan's source for sm into slot b of p->kernels.bin. A GPU
+ * of the machine that NVRTC cannot build for (too old) is skipped
+ * (*skipped): an executor for it reports that itself. */
+static braid_status compile_arch(bp_plan *p, int sm, bool detected,
+                                 bp_kernel_binary *b, bool *skipped) {
+    char *err = malloc(AOT_ERR_MAX);
+    bc_binary bin;
+    double t0 = now_ms();
+    braid_status s = bc_compile(p->kernels.source, "kernel.cu", sm, &bin, err,
+                                err ? AOT_ERR_MAX : 0);
+    double ms = now_ms() - t0;
+    *skipped = false;
+    if (s == BRAID_ERR_UNSUPPORTED && detected) {
+        *skipped = true;
+        free(err);
+        return BRAID_OK;
+    }
+    if (s != BRAID_OK) {
+        s = bg_set_last_error(s,
+                              "braid_compile: compiling the plan's %u "
+                              "kernels for sm_%d: %s",
+                              (unsigned)p->kernels.nkernels, sm,
+                              err ? err : "");
+        free(err);
+        return s;
+    }
+    free(err);
+    if (bin.cached) {
+        p->report.modules_cached++;
+    } else {
+        p->report.modules_compiled++;
+        p->report.nvrtc_ms += ms;
+    }
+    /* bc_binary's buffers are malloc'd: the plan takes them over. */
+    *b = (bp_kernel_binary){sm, bin.cubin, bin.cubin_size, bin.ptx,
+                            bin.ptx_size};
+    return BRAID_OK;
+}
+
+static braid_status compile_all(bp_plan *p, const int *sm, uint32_t n,
+                                bool detected) {
+    bp_kernels *k = &p->kernels;
+    p->meta.nvrtc_version = bc_nvrtc_version();
+    if (n == 0) return BRAID_OK;
+    k->bin = calloc(n, sizeof *k->bin);
+    if (!k->bin)
+        return bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY,
+                                 "braid_compile: out of memory for %u "
+                                 "kernel binaries",
+                                 (unsigned)n);
+    bool tty = isatty(STDERR_FILENO) == 1;
+    braid_status s = BRAID_OK;
+    for (uint32_t i = 0; s == BRAID_OK && i < n; i++) {
+        bool skipped = false;
+        progress(tty, k->nkernels, sm[i], i, n);
+        s = compile_arch(p, sm[i], detected, &k->bin[k->nbin], &skipped);
+        if (s == BRAID_OK && !skipped) k->nbin++;
+    }
+    progress_clear(tty);
+    p->report.archs = k->nbin;
+    return s;
+}
+
+#endif /* BRAID_HAVE_CUDA */
 
 braid_status bc_aot_build(bp_plan *p) {
-    (void)p;
-    return BRAID_OK;
+    if (!p)
+        return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
+                                 "bc_aot_build: NULL plan");
+    double t0 = now_ms();
+    int sm[AOT_MAX_ARCHS];
+    uint32_t n = 0;
+    bool detected = false;
+    p->report.kernels = p->report.archs = 0;
+    p->report.modules_compiled = p->report.modules_cached = 0;
+    p->report.nvrtc_ms = p->report.kernels_ms = 0;
+    /* A bad string is refused even for a plan without GPU kernels: the
+     * same options must not fail only on some graphs. Detecting GPUs is
+     * left until kernels need it. */
+    braid_status s = BRAID_OK;
+    if (p->opts.archs) s = plan_archs(p, sm, &n, &detected);
+    if (s != BRAID_OK || !has_generated_kernels(p)) return s;
+    if (!p->opts.archs) s = plan_archs(p, sm, &n, &detected);
+    bc_source src;
+    s = bc_plan_source(p, &src);
+    if (s == BRAID_ERR_UNSUPPORTED && (n == 0 || detected || !HAVE_NVRTC))
+        return BRAID_OK; /* what codegen cannot do (a CPU-only build has no
+                            random generators' source) fails where the
+                            kernels are needed, as before: at executor
+                            creation. Only archs asked for by name fail
+                            the compile. */
+    if (s != BRAID_OK) return s;
+    bp_kernels_free(&p->kernels);
+    p->kernels.source = src.text; /* taken over */
+    p->kernels.source_len = src.len;
+    p->kernels.nkernels = src.nkernels;
+    src.text = NULL;
+    bc_source_free(&src);
+    p->report.kernels = p->kernels.nkernels;
+#ifdef BRAID_HAVE_CUDA
+    s = compile_all(p, sm, n, detected);
+#else
+    (void)detected; /* no NVRTC: the source is all a plan can carry */
+#endif
+    p->report.kernels_ms = now_ms() - t0;
+    return s;
 }

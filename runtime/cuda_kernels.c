@@ -1,9 +1,14 @@
 /* runtime/cuda_kernels.c — the plan's generated kernels: one module per
- * plan from codegen (bc_plan_source), compiled by NVRTC once per GPU
- * architecture the plan uses (bc_compile caches in memory and on disk, so
- * a second executor of the same plan compiles nothing), loaded with
- * cudaLibraryLoadData, its entries found with cudaLibraryGetKernel and
- * launched with cudaLaunchKernel.
+ * plan from codegen (bc_plan_source), loaded with cudaLibraryLoadData, its
+ * entries found with cudaLibraryGetKernel and launched with
+ * cudaLaunchKernel. The module's code for a GPU architecture comes from
+ * the plan's stored kernels when they were built from the same source
+ * (braid_compile's ahead-of-time build, or a plan file): the CUBIN of that
+ * architecture, else the PTX of an older one for the driver to JIT; only
+ * otherwise does NVRTC compile it (bc_compile caches in memory and on
+ * disk, so a second executor of the same plan compiles nothing). The
+ * executor log says which ("kernels: 37 for sm_90 (stored cubin, 0.2
+ * ms)"); $BRAID_LOG echoes those lines to stderr.
  *
  * Launch parameters follow codegen's convention (codegen/codegen.h): the
  * output pointer, one pointer per input, then the extra buffer when the
@@ -13,6 +18,8 @@
 
 #ifdef BRAID_HAVE_CUDA
 
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -50,21 +57,64 @@ static braid_status device_sm(br_cuda *c, int dev, int *sm) {
     return s;
 }
 
-/* Index in c->lib of the module for sm, compiled and loaded when new. */
-static braid_status module_for(br_cuda *c, int sm, uint32_t *index) {
-    for (uint32_t i = 0; i < c->nlib; i++)
-        if (c->sm[i] == sm) {
-            *index = i;
-            return BRAID_OK;
+/* Appends a line to the executor log; with $BRAID_LOG set (non-empty,
+ * not "0") also prints it to stderr as "braid: <line>", so the command
+ * line tool shows where the kernels came from. */
+static void kernels_log(br_cuda *c, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void kernels_log(br_cuda *c, const char *fmt, ...) {
+    char line[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    br_cuda_logf(c, "%s", line);
+    const char *env = getenv("BRAID_LOG");
+    if (env && *env && strcmp(env, "0") != 0)
+        fprintf(stderr, "braid: %s\n", line);
+}
+
+/* The code to load for sm from the plan's stored kernels (plan files and
+ * braid_compile's ahead-of-time build): the CUBIN built for exactly sm,
+ * else the PTX of the newest stored architecture not above sm (the driver
+ * JITs it), else NULL. Stored binaries are used only when the stored
+ * source is the module codegen generates now: the launch geometry and
+ * parameters come from c->src, so binaries of other source (a plan saved
+ * by a braid whose codegen differed) could not be launched safely. */
+static const void *stored_code(br_cuda *c, int sm, char *how, size_t size) {
+    const bp_kernels *k = &c->plan->kernels;
+    if (!k->source || k->nbin == 0) return NULL;
+    if (k->source_len != c->src.len ||
+        memcmp(k->source, c->src.text, c->src.len) != 0) {
+        if (c->nlib == 0)
+            kernels_log(c,
+                        "kernels: the plan's stored kernels were built from "
+                        "other source than this braid generates (%zu bytes "
+                        "stored, %zu now): compiling the new source",
+                        k->source_len, c->src.len);
+        return NULL;
+    }
+    const bp_kernel_binary *ptx = NULL;
+    for (uint32_t i = 0; i < k->nbin; i++) {
+        const bp_kernel_binary *b = &k->bin[i];
+        if (b->sm == sm && b->cubin && b->cubin_size) {
+            snprintf(how, size, "stored cubin");
+            return b->cubin;
         }
-    if (c->nlib == BR_MAX_ARCHS)
-        return bg_set_last_error(BRAID_ERR_UNSUPPORTED,
-                                 "braid_exec_new: the plan's GPUs have more "
-                                 "than %d architectures",
-                                 BR_MAX_ARCHS);
+        if (b->sm <= sm && b->ptx && b->ptx_size && (!ptx || b->sm > ptx->sm))
+            ptx = b;
+    }
+    if (!ptx) return NULL;
+    snprintf(how, size, "stored ptx of sm_%d, JIT", ptx->sm);
+    return ptx->ptx;
+}
+
+/* Compiles the module for sm (NVRTC, or its caches) into c->bin[c->nlib];
+ * the code to load in *code. */
+static braid_status compile_module(br_cuda *c, int sm, const void **code,
+                                   char *how, size_t size) {
     char *err = malloc(ERR_MAX);
     bc_binary *bin = &c->bin[c->nlib];
-    double t0 = now_s();
     braid_status s =
         bc_compile(c->src.text, "kernel.cu", sm, bin, err, err ? ERR_MAX : 0);
     if (s != BRAID_OK) {
@@ -76,17 +126,53 @@ static braid_status module_for(br_cuda *c, int sm, uint32_t *index) {
         return s;
     }
     free(err);
-    const void *code = bin->cubin ? bin->cubin : (const void *)bin->ptx;
-    s = br_cu(c, WHERE, BG_NONE, "cudaLibraryLoadData",
-              cudaLibraryLoadData(&c->lib[c->nlib], code, NULL, NULL, 0, NULL,
-                                  NULL, 0));
-    if (s != BRAID_OK) {
-        bc_binary_free(bin);
-        return s;
+    *code = bin->cubin ? bin->cubin : (const void *)bin->ptx;
+    snprintf(how, size, "%s, %s", bin->cubin ? "cubin" : "ptx",
+             bin->cached ? "cached" : "compiled");
+    return BRAID_OK;
+}
+
+static braid_status load_library(br_cuda *c, const void *code) {
+    return br_cu(c, WHERE, BG_NONE, "cudaLibraryLoadData",
+                 cudaLibraryLoadData(&c->lib[c->nlib], code, NULL, NULL, 0,
+                                     NULL, NULL, 0));
+}
+
+/* Index in c->lib of the module for sm, loaded when new: from the plan's
+ * stored kernels when they fit (no NVRTC), else compiled. */
+static braid_status module_for(br_cuda *c, int sm, uint32_t *index) {
+    for (uint32_t i = 0; i < c->nlib; i++)
+        if (c->sm[i] == sm) {
+            *index = i;
+            return BRAID_OK;
+        }
+    if (c->nlib == BR_MAX_ARCHS)
+        return bg_set_last_error(BRAID_ERR_UNSUPPORTED,
+                                 "braid_exec_new: the plan's GPUs have more "
+                                 "than %d architectures",
+                                 BR_MAX_ARCHS);
+    char how[64];
+    double t0 = now_s();
+    const void *code = stored_code(c, sm, how, sizeof how);
+    braid_status s = BRAID_OK;
+    if (code && (s = load_library(c, code)) != BRAID_OK) {
+        /* A stored binary the driver refuses: the source still works. */
+        kernels_log(c,
+                    "kernels: the driver refused the plan's %s for sm_%d "
+                    "(%s): compiling the source",
+                    how, sm, braid_last_error());
+        code = NULL;
     }
-    br_cuda_logf(c, "kernels: %u for sm_%d (%s, %s, %.1f ms)", c->src.nkernels,
-                 sm, bin->cubin ? "cubin" : "ptx",
-                 bin->cached ? "cached" : "compiled", 1e3 * (now_s() - t0));
+    if (!code) {
+        s = compile_module(c, sm, &code, how, sizeof how);
+        if (s == BRAID_OK) s = load_library(c, code);
+        if (s != BRAID_OK) {
+            bc_binary_free(&c->bin[c->nlib]);
+            return s;
+        }
+    }
+    kernels_log(c, "kernels: %u for sm_%d (%s, %.1f ms)", c->src.nkernels, sm,
+                how, 1e3 * (now_s() - t0));
     c->sm[c->nlib] = sm;
     *index = c->nlib++;
     return BRAID_OK;

@@ -223,7 +223,8 @@ Test(cli_info, text_summary) {
 /* JSON parses, holds the memory table, and agrees with the library's own
  * summary of the same compile. */
 static void check_json(const char *graph, const char *devices) {
-    ts_cli_result r = CLI("info", graph, "--devices", devices, "--json");
+    ts_cli_result r = CLI("info", graph, "--devices", devices, "--json",
+                          "--arch=none");
     TS_EXPECT_STATUS(r, 0);
     cr_assert(json_valid_object(r.out), "not JSON:\n%s", r.out);
     braid_graph *g = ts_load_ok(graph);
@@ -274,7 +275,8 @@ Test(cli_info, json_for_every_example_graph) {
 Test(cli_info, json_of_a_gpu_plan) {
     char *g = gpu_graph();
     check_json(g, "cpu,cuda:0");
-    ts_cli_result r = CLI("info", g, "--devices=cpu,cuda:0", "--json");
+    ts_cli_result r = CLI("info", g, "--devices=cpu,cuda:0", "--json",
+                          "--arch=none");
     TS_EXPECT_STATUS(r, 0);
     cr_assert_geq(json_uint(r.out, "copies"), 3, "%s", r.out);
     cr_assert_geq(json_uint(r.out, "events"), 1, "%s", r.out);
@@ -426,7 +428,8 @@ Test(cli_dot, plan_to_dot_file) {
     char *graph = gpu_graph();
     char *out = tf_path(ts_tmpdir, "p.gv");
     ts_cli_result r =
-        CLI("dot", graph, "--plan", "--devices", "cpu,cuda:0", "--output", out);
+        CLI("dot", graph, "--plan", "--devices", "cpu,cuda:0",
+            "--arch=none", "--output", out);
     TS_EXPECT_STATUS(r, 0);
     Agraph_t *g = read_dot(out);
     /* The legend and at least the cpu queue, an h2d, a compute and a d2h
@@ -458,7 +461,7 @@ Test(cli_dot, dot_on_stdout) {
 static void check_rendered(const char *name, const char *magic) {
     char *out = tf_path(ts_tmpdir, name);
     ts_cli_result r = CLI("dot", EX("attention_block.graph"), "--plan",
-                          "--devices", "cpu,cuda:0", "-o", out);
+                          "--devices", "cpu,cuda:0", "--arch=none", "-o", out);
     TS_EXPECT_STATUS(r, 0);
     size_t len = 0;
     char *data = ts_read_file_len(out, &len);

@@ -49,12 +49,16 @@ static inline void tc_hint_random(braid_graph *g, uint64_t seed, double p_gpu) {
     }
 }
 
-/* Compile options for the GPU suites: devices "cpu,cuda:0", 2 threads. */
+/* Compile options for the GPU suites: devices "cpu,cuda:0", 2 threads.
+ * With a GPU, kernels are built ahead of time for it (executors load the
+ * stored CUBIN); without one, not at all (archs "none": the suites that
+ * run here never launch them, and NVRTC per plan would cost minutes). */
 static inline braid_compile_options tc_options(void) {
     braid_compile_options o;
     braid_compile_options_init(&o);
     o.devices = "cpu,cuda:0";
     o.num_threads = 2;
+    o.archs = braid_cuda_device_count() > 0 ? NULL : "none";
     return o;
 }
 

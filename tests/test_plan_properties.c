@@ -92,6 +92,7 @@ static braid_plan *compile(const braid_graph *g, const char *devices,
     o.devices = devices;
     o.disable_passes = disable;
     o.num_threads = 2;
+    o.archs = "none"; /* no ahead-of-time NVRTC build here */
     braid_plan *p = NULL;
     braid_status s = braid_compile(g, &o, &p);
     if (s != BRAID_OK) ts_log_graph(g);

@@ -1,6 +1,6 @@
 /* tools/braid.c — the braid command-line tool: dispatch, help, version and
- * check. The run, info and dot commands live in cli_run.c, cli_info.c and
- * cli_dot.c. See docs/cli.md. */
+ * check. The run, info, dot and compile commands live in cli_run.c,
+ * cli_info.c, cli_dot.c and cli_plan.c. See docs/cli.md. */
 #define _POSIX_C_SOURCE 200809L
 
 #include "tools/cli.h"
@@ -16,17 +16,36 @@ void cli_print_help(FILE *out) {
         "commands:\n"
         "  check FILE.graph          parse and verify a graph; list its inputs "
         "and outputs\n"
-        "  run FILE.graph [options]  compile and run a graph on random or "
-        "given inputs\n"
-        "  info FILE.graph [options] compile a graph; print the plan's "
-        "devices, nodes,\n"
-        "                            fused kernels, copies, streams, events "
-        "and memory\n"
-        "  dot FILE.graph [options]  draw the graph (or its plan) as DOT, SVG "
+        "  compile FILE.graph [-o FILE.plan] [--report] [options]\n"
+        "                            compile a graph ahead of time (kernels "
+        "included) and\n"
+        "                            save the plan file\n"
+        "  run FILE [options]        compile a graph (or load a plan file) "
+        "and run it on\n"
+        "                            random or given inputs\n"
+        "  info FILE [options]       compile a graph (or load a plan file); "
+        "print the plan's\n"
+        "                            devices, nodes, fused kernels, copies, "
+        "streams, events\n"
+        "                            and memory (and a plan file's "
+        "provenance)\n"
+        "  dot FILE [options]        draw the graph (or its plan) as DOT, SVG "
         "or PNG\n"
         "  version                   print braid's version and the CUDA "
         "devices found\n"
         "  help                      print this help (also --help, -h)\n"
+        "\n"
+        "FILE is a .graph file or a plan file (made by braid compile; "
+        "recognised by its\n"
+        "contents, whatever its name). Compile options given with a plan "
+        "file compile\n"
+        "its embedded graph again.\n"
+        "\n"
+        "compile options:\n"
+        "  -o, --output FILE.plan    the plan file to write (default: "
+        "FILE.graph with .plan)\n"
+        "  --report                  also print where compiling spent its "
+        "time\n"
         "\n"
         "run options:\n"
         "  --seed N                  seed of the random inputs (default 0)\n"
@@ -43,6 +62,16 @@ void cli_print_help(FILE *out) {
         "core)\n"
         "  --repeat N                run N times, report first and median "
         "time (default 1)\n"
+        "  --profile                 after one warm-up run, profile the runs "
+        "and print\n"
+        "                            the compile report, the per-node and "
+        "per-op table\n"
+        "                            and the overlap figure\n"
+        "  --trace FILE.json         write the last profiled run's timeline "
+        "(Chrome trace\n"
+        "                            JSON: Perfetto, chrome://tracing)\n"
+        "  --runs N                  runs profiled with --profile/--trace "
+        "(default --repeat)\n"
         "\n"
         "info options:\n"
         "  --json                    print one JSON object instead of text\n"
@@ -192,6 +221,7 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "run")) return cli_run(argc - 2, argv + 2);
     if (!strcmp(cmd, "info")) return cli_info(argc - 2, argv + 2);
     if (!strcmp(cmd, "dot")) return cli_dot(argc - 2, argv + 2);
+    if (!strcmp(cmd, "compile")) return cli_compile_cmd(argc - 2, argv + 2);
     if (cmd[0] == '-') return cli_usage_error("unknown option '%s'", cmd);
     return cli_usage_error("unknown command '%s'", cmd);
 }

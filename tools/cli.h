@@ -1,10 +1,11 @@
 /* tools/cli.h — shared pieces of the braid command-line tool (prefix cli_).
  *
  * braid.c holds main, help, version and check; cli_run.c the run command;
- * cli_info.c the info command; cli_dot.c the dot command; cli_compile.c the
- * compile flags those three share; cli_data.c the data helpers (random
- * inputs, statistics, comparison with the reference, files). docs/cli.md
- * describes the behaviour. */
+ * cli_info.c the info command; cli_dot.c the dot command; cli_plan.c the
+ * compile command (plan files) and plan provenance; cli_compile.c the
+ * compile flags those share and opening a .graph or plan file; cli_data.c
+ * the data helpers (random inputs, statistics, comparison with the
+ * reference, files). docs/cli.md describes the behaviour. */
 #ifndef BRAID_TOOLS_CLI_H
 #define BRAID_TOOLS_CLI_H
 
@@ -35,6 +36,8 @@ int cli_run(int argc, char **argv);
 int cli_info(int argc, char **argv);
 /* `braid dot ARGS...`: the graph or plan as DOT, SVG or PNG. */
 int cli_dot(int argc, char **argv);
+/* `braid compile ARGS...`: compile a graph and save the plan file. */
+int cli_compile_cmd(int argc, char **argv);
 
 /* ---- compile flags shared by run, info and dot (cli_compile.c) ---------- */
 
@@ -45,6 +48,8 @@ typedef struct cli_compile_flags {
     unsigned disable;       /* BRAID_PASS_* bits from --no-<pass> */
     int streams;            /* --streams N, or 0 (the default) */
     int chunks;             /* --chunks N, or 0 (the cost model) */
+    const char *archs;      /* --arch LIST ("sm_90,sm_80", "none"), or
+                               NULL (the GPUs present, else sm_90) */
     bool given;             /* any compile flag appeared */
 } cli_compile_flags;
 
@@ -74,10 +79,62 @@ typedef struct cli_extra_option {
 int cli_parse_command(const char *cmd, int argc, char **argv,
                       const cli_extra_option *extra, size_t nextra,
                       const char **file, cli_compile_flags *f);
-/* Loads and compiles path with f. On failure prints why and returns NULL
- * (*graph NULL too); on success the caller frees the plan and *graph. */
+/* What cli_open_file made of a .graph or plan file. */
+typedef struct cli_input {
+    braid_plan *plan;   /* the plan: compiled, or loaded from the file;
+                           owned (cli_input_free) */
+    braid_graph *graph; /* the graph: the .graph file's, or a clone of the
+                           plan file's embedded graph (braid_plan_graph);
+                           owned */
+    bool plan_file;     /* the file is a plan file (by its magic bytes,
+                           whatever its name) */
+    bool recompiled;    /* a plan file whose graph was compiled again
+                           because compile flags were given */
+    size_t file_bytes;  /* size of the plan file (plan files only) */
+    double ms;          /* wall time of braid_compile, or of reading and
+                           loading the plan file */
+} cli_input;
+
+/* True when path starts with the plan-file magic "BRAIDPLN" (false also
+ * when it cannot be read: the caller's open then reports why). */
+bool cli_is_plan_file(const char *path);
+
+/* Opens path, a .graph file or a plan file (told apart by the magic):
+ *   - a .graph file is loaded, verified and compiled with f;
+ *   - a plan file is loaded as it is when f has no compile flag (given
+ *     false); with compile flags its embedded graph is compiled again with
+ *     them, which is said on stderr.
+ * threads sets the CPU worker threads (0: one per core; -1: the default,
+ * for a plan file the number it stores). check_devices: load a plan file
+ * with braid_plan_load's device check (a plan for a GPU this machine lacks
+ * fails, as running it would); false loads it anyway (info, dot).
+ * On failure prints why and returns false with *in zeroed. */
+bool cli_open_file(const char *path, const cli_compile_flags *f, int threads,
+                   bool check_devices, cli_input *in);
+void cli_input_free(cli_input *in);
+
+/* With $BRAID_LOG set (non-empty, not "0"): prints to stderr how many
+ * kernel modules NVRTC compiled in this process and how many the kernel
+ * caches served ("braid: nvrtc: 0 compilations, 0 cache hits"); the CUDA
+ * executor prints where its kernels came from in the same mode ("braid:
+ * kernels: 37 for sm_90 (stored cubin, 0.2 ms)"). */
+void cli_log_nvrtc(void);
+
+/* cli_open_file(path, f, -1, false, ...) for info and dot: returns the plan
+ * and sets *graph (the caller frees both), or prints why and returns NULL
+ * (*graph NULL too). */
 braid_plan *cli_compile_file(const char *path, const cli_compile_flags *f,
                              braid_graph **graph);
+
+/* ---- plan files (cli_plan.c) -------------------------------------------- */
+
+/* Where a loaded plan came from, as text: braid and NVRTC versions, when
+ * it was compiled, its stored kernels per architecture (CUBIN and PTX
+ * bytes) and the load time. Nothing for a plan that was compiled here. */
+void cli_print_provenance(FILE *out, const cli_input *in);
+/* The same as a JSON member list (each line `  "key": value,`), or nothing
+ * for a plan compiled here. */
+void cli_print_provenance_json(FILE *out, const cli_input *in);
 
 /* ---- data helpers (cli_data.c) ------------------------------------------ */
 

@@ -1,9 +1,14 @@
-/* tools/cli_compile.c — the compile flags run, info and dot share
- * (--devices, --dump-after, --no-<pass>, --streams, --chunks), the command
- * line parser of info and dot, and loading + compiling a graph file. */
+/* tools/cli_compile.c — the compile flags run, info, dot and compile share
+ * (--devices, --dump-after, --no-<pass>, --streams, --chunks, --arch), the
+ * command line parser of info, dot and compile, and opening a file: a
+ * .graph file is loaded and compiled, a plan file (recognised by its magic
+ * bytes, whatever its name) is loaded. */
 #define _POSIX_C_SOURCE 200809L
 
 #include "tools/cli.h"
+
+#include "codegen/codegen.h"
+#include "runtime/planfile.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -22,10 +27,10 @@ static const struct {
 
 /* Compile flags that take a value. */
 static const char *const valued[] = {"--devices", "--dump-after", "--streams",
-                                     "--chunks"};
+                                     "--chunks", "--arch"};
 
 void cli_print_compile_help(FILE *out) {
-    fputs("compile options (run, info, dot --plan):\n"
+    fputs("compile options (compile, run, info, dot --plan):\n"
           "  --devices LIST            devices to compile for, e.g. cpu or "
           "cpu,cuda:0\n"
           "                            (default: every device found; a GPU "
@@ -43,7 +48,12 @@ void cli_print_compile_help(FILE *out) {
           "(default 4)\n"
           "  --chunks N                pipeline chunks: 0 cost model "
           "(default), 1 never,\n"
-          "                            N up to 1024\n",
+          "                            N up to 1024\n"
+          "  --arch LIST               GPU architectures to build the "
+          "kernels for ahead of\n"
+          "                            time, e.g. sm_90,sm_80, or none "
+          "(default: the GPUs\n"
+          "                            found, else sm_90)\n",
           out);
 }
 
@@ -74,6 +84,14 @@ static int apply_valued(cli_compile_flags *f, const char *name,
     } else if (!strcmp(name, "--streams")) {
         if (!parse_range(value, 1, 64, &f->streams))
             return cli_usage_error("--streams expects 1..64, got '%s'", value);
+    } else if (!strcmp(name, "--arch")) {
+        int sm[32];
+        uint32_t n = 0;
+        if (bc_parse_archs(value, sm, 32, &n) != BRAID_OK)
+            return cli_usage_error("--arch expects a list like sm_90,sm_80, "
+                                   "or none, got '%s'",
+                                   value);
+        f->archs = value;
     } else if (!parse_range(value, 0, 1024, &f->chunks)) {
         return cli_usage_error("--chunks expects 0..1024, got '%s'", value);
     }
@@ -114,6 +132,7 @@ void cli_compile_options(const cli_compile_flags *f, braid_compile_options *o) {
     o->disable_passes = f->disable;
     o->max_streams = f->streams;
     o->chunks = f->chunks;
+    o->archs = f->archs;
 }
 
 /* Applies one of the command's own options, or returns false. */
@@ -151,7 +170,7 @@ int cli_parse_command(const char *cmd, int argc, char **argv,
         int rc = CLI_EXIT_OK;
         if (only_files || arg[0] != '-' || !arg[1]) {
             if (*file)
-                return cli_usage_error("%s: expects one FILE.graph, got '%s' "
+                return cli_usage_error("%s: expects one FILE, got '%s' "
                                        "and '%s'",
                                        cmd, *file, arg);
             *file = arg;
@@ -166,22 +185,152 @@ int cli_parse_command(const char *cmd, int argc, char **argv,
             return cli_usage_error("%s: unknown option '%s'", cmd, arg);
         }
     }
-    if (!*file) return cli_usage_error("%s: missing FILE.graph", cmd);
+    if (!*file)
+        return cli_usage_error("%s: missing FILE.graph or FILE.plan", cmd);
     return CLI_EXIT_OK;
+}
+
+bool cli_is_plan_file(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return false;
+    char magic[BR_PLANFILE_MAGIC_LEN];
+    size_t n = fread(magic, 1, sizeof magic, f);
+    fclose(f);
+    return n == sizeof magic &&
+           memcmp(magic, BR_PLANFILE_MAGIC, BR_PLANFILE_MAGIC_LEN) == 0;
+}
+
+/* Reads the whole file (malloc'd into *data). */
+static bool read_file(const char *path, unsigned char **data, size_t *size) {
+    *data = NULL;
+    *size = 0;
+    FILE *f = fopen(path, "rb");
+    if (!f) return cli_err("%s: %s", path, strerror(errno));
+    size_t cap = 1 << 16, len = 0;
+    unsigned char *buf = malloc(cap);
+    while (buf) {
+        len += fread(buf + len, 1, cap - len, f);
+        if (len < cap) break;
+        unsigned char *more =
+            cap <= SIZE_MAX / 2 ? realloc(buf, cap * 2) : NULL;
+        if (!more) {
+            free(buf);
+            buf = NULL;
+            break;
+        }
+        buf = more;
+        cap *= 2;
+    }
+    bool bad = ferror(f) != 0;
+    fclose(f);
+    if (!buf) return cli_err("%s: out of memory reading the file", path);
+    if (bad) {
+        free(buf);
+        return cli_err("%s: reading failed", path);
+    }
+    *data = buf;
+    *size = len;
+    return true;
+}
+
+static bool compile_graph(const char *path, const cli_compile_flags *f,
+                          int threads, cli_input *in) {
+    braid_compile_options co;
+    cli_compile_options(f, &co);
+    co.num_threads = threads < 0 ? 0 : threads;
+    double t0 = cli_now();
+    if (braid_compile(in->graph, &co, &in->plan) != BRAID_OK)
+        return cli_err("%s: compile failed: %s", path, braid_last_error());
+    in->ms = (cli_now() - t0) * 1e3;
+    return true;
+}
+
+/* Loads plan file path; with compile flags, compiles its graph again. */
+static bool open_plan(const char *path, const cli_compile_flags *f, int threads,
+                      bool check_devices, cli_input *in) {
+    unsigned char *data = NULL;
+    size_t size = 0;
+    double t0 = cli_now();
+    if (!read_file(path, &data, &size)) return false;
+    braid_load_options lo;
+    braid_load_options_init(&lo);
+    lo.num_threads = threads;
+    braid_status s;
+    if (check_devices) {
+        s = braid_plan_load_memory(data, size, &lo, &in->plan);
+    } else { /* info and dot describe a GPU plan on any machine */
+        size_t len = strlen(path) + 16;
+        char *prefix = malloc(len);
+        if (prefix) snprintf(prefix, len, "plan file %s", path);
+        s = br_planfile_load(data, size, &lo, prefix ? prefix : "plan file",
+                             &in->plan);
+        free(prefix);
+    }
+    free(data);
+    in->ms = (cli_now() - t0) * 1e3;
+    in->plan_file = true;
+    in->file_bytes = size;
+    if (s != BRAID_OK) {
+        in->plan = NULL;
+        const char *msg = braid_last_error();
+        if (strstr(msg, path)) return cli_err("%s", msg);
+        return cli_err("%s: %s", path, msg);
+    }
+    const braid_graph *g = braid_plan_graph(in->plan);
+    in->graph = g ? bg_graph_clone(g) : NULL;
+    if (!in->graph) return cli_err("%s: out of memory copying the graph", path);
+    if (!f->given) return true;
+    fprintf(stderr,
+            "braid: %s is a plan file: compiling its graph again with the "
+            "given compile options\n",
+            path);
+    braid_plan_free(in->plan);
+    in->plan = NULL;
+    in->recompiled = true;
+    return compile_graph(path, f, threads, in);
+}
+
+bool cli_open_file(const char *path, const cli_compile_flags *f, int threads,
+                   bool check_devices, cli_input *in) {
+    memset(in, 0, sizeof *in);
+    bool ok;
+    if (cli_is_plan_file(path)) {
+        ok = open_plan(path, f, threads, check_devices, in);
+    } else {
+        in->graph = cli_load_graph(path);
+        ok = in->graph && compile_graph(path, f, threads, in);
+    }
+    if (!ok) cli_input_free(in);
+    return ok;
+}
+
+void cli_input_free(cli_input *in) {
+    if (!in) return;
+    braid_plan_free(in->plan);
+    braid_graph_free(in->graph);
+    memset(in, 0, sizeof *in);
 }
 
 braid_plan *cli_compile_file(const char *path, const cli_compile_flags *f,
                              braid_graph **graph) {
-    *graph = cli_load_graph(path);
-    if (!*graph) return NULL;
-    braid_compile_options co;
-    cli_compile_options(f, &co);
-    braid_plan *plan = NULL;
-    if (braid_compile(*graph, &co, &plan) != BRAID_OK) {
-        cli_fail("%s: compile failed: %s", path, braid_last_error());
-        braid_graph_free(*graph);
-        *graph = NULL;
-        return NULL;
-    }
-    return plan;
+    cli_input in;
+    *graph = NULL;
+    if (!cli_open_file(path, f, -1, false, &in)) return NULL;
+    *graph = in.graph;
+    return in.plan;
+}
+
+void cli_log_nvrtc(void) {
+    const char *env = getenv("BRAID_LOG");
+    if (!env || !*env || !strcmp(env, "0")) return;
+    bc_stats st;
+    bc_stats_get(&st);
+    fprintf(stderr,
+            "braid: nvrtc: %llu compilation%s, %llu cache hit%s (%llu memory, "
+            "%llu disk)\n",
+            (unsigned long long)st.compiles, st.compiles == 1 ? "" : "s",
+            (unsigned long long)(st.memory_hits + st.disk_hits),
+            st.memory_hits + st.disk_hits == 1 ? "" : "s",
+            (unsigned long long)st.memory_hits,
+            (unsigned long long)st.disk_hits);
 }

@@ -1,6 +1,7 @@
 /* tools/cli_dot.c — `braid dot`: a graph (or, with --plan, its compiled
  * plan) as Graphviz DOT, or rendered to SVG / PNG by Graphviz's `dot`
- * program. Files are written to a temporary name next to the output and
+ * program. A plan file gives its embedded graph, or with --plan the plan
+ * it stores. Files are written to a temporary name next to the output and
  * renamed into place, so a failure never leaves half a file. */
 #define _POSIX_C_SOURCE 200809L
 
@@ -21,7 +22,7 @@ typedef enum dot_format { DOT_TEXT, DOT_SVG, DOT_PNG } dot_format;
 
 /* The command line. */
 typedef struct dot_args {
-    const char *file;        /* the .graph file */
+    const char *file;        /* the .graph or plan file */
     const char *out;         /* -o OUT, or NULL for stdout */
     bool plan;               /* --plan */
     cli_compile_flags flags; /* compile flags (only with --plan) */
@@ -178,11 +179,15 @@ int cli_dot(int argc, char **argv) {
                         a.out);
     braid_graph *g = NULL;
     braid_plan *p = NULL;
-    if (a.plan)
+    if (a.plan || cli_is_plan_file(a.file))
         p = cli_compile_file(a.file, &a.flags, &g);
     else
         g = cli_load_graph(a.file);
     bool ok = p || (g && !a.plan);
+    if (ok && !a.plan) { /* a plan file's graph view */
+        braid_plan_free(p);
+        p = NULL;
+    }
     if (ok && a.out) {
         ok = write_file(&a, dot, g, p);
     } else if (ok) {

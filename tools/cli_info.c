@@ -1,6 +1,7 @@
-/* tools/cli_info.c — `braid info`: compile a .graph file and print the
- * plan's summary (devices, nodes, fused kernels, copies, queues, events,
- * arenas with their lower bounds) as text or as one JSON object. */
+/* tools/cli_info.c — `braid info`: compile a .graph file (or load a plan
+ * file) and print the plan's summary (devices, nodes, fused kernels,
+ * copies, queues, events, arenas with their lower bounds; for a plan file
+ * also where it came from) as text or as one JSON object. */
 #define _POSIX_C_SOURCE 200809L
 
 #include "tools/cli.h"
@@ -11,8 +12,9 @@
 
 /* Everything printed, gathered once. */
 typedef struct info_data {
-    const char *file;             /* the .graph file */
+    const char *file;             /* the .graph or plan file */
     const braid_graph *graph;     /* as loaded */
+    const cli_input *in;          /* what opening the file gave */
     braid_plan_summary s;         /* the plan's counts */
     braid_plan_device_info *dev;  /* s.devices entries */
     braid_plan_arena_info *arena; /* s.arenas entries */
@@ -99,6 +101,7 @@ static void print_text(const info_data *d) {
            human(s->arena_bytes, size, sizeof size), s->lower_bound_bytes);
     for (uint32_t i = 0; i < s->arenas; i++)
         print_arena(i, &d->arena[i]);
+    cli_print_provenance(stdout, d->in);
 }
 
 /* ---- JSON ---------------------------------------------------------------- */
@@ -179,6 +182,7 @@ static void print_json(const info_data *d) {
     printf("  \"arena_bytes\": %" PRIu64 ",\n  \"lower_bound_bytes\": %" PRIu64
            ",\n",
            s->arena_bytes, s->lower_bound_bytes);
+    cli_print_provenance_json(stdout, d->in);
     print_json_lists(d);
     printf("}\n");
 }
@@ -193,10 +197,10 @@ int cli_info(int argc, char **argv) {
     int rc = cli_parse_command("info", argc, argv, extra, 1, &file, &flags);
     if (rc < 0) cli_print_help(stdout);
     if (rc != CLI_EXIT_OK) return rc < 0 ? CLI_EXIT_OK : rc;
-    braid_graph *graph = NULL;
-    braid_plan *plan = cli_compile_file(file, &flags, &graph);
-    info_data d = {.file = file, .graph = graph};
-    bool ok = plan && gather(plan, &d);
+    cli_input in;
+    bool opened = cli_open_file(file, &flags, -1, false, &in);
+    info_data d = {.file = file, .graph = in.graph, .in = &in};
+    bool ok = opened && gather(in.plan, &d);
     if (ok && json)
         print_json(&d);
     else if (ok)
@@ -205,7 +209,6 @@ int cli_info(int argc, char **argv) {
         ok = cli_err("info: writing the output failed");
     free(d.dev);
     free(d.arena);
-    braid_plan_free(plan);
-    braid_graph_free(graph);
+    cli_input_free(&in);
     return ok ? CLI_EXIT_OK : CLI_EXIT_FAIL;
 }

@@ -59,7 +59,9 @@ typedef struct run_state {
     uint32_t nin;       /* graph inputs */
     run_tensor *out;    /* one per graph output */
     uint32_t nout;      /* graph outputs */
-    braid_plan *plan;   /* compiled plan */
+    braid_plan *plan;   /* compiled or loaded plan */
+    bool loaded;        /* plan loaded from a plan file as it is */
+    double open_ms;     /* braid_compile, or reading + loading the plan */
     braid_exec *exec;   /* its executor */
 } run_state;
 
@@ -328,17 +330,24 @@ static bool make_bindings(const run_state *st, bool ref,
     return true;
 }
 
+/* Compiles the .graph file, or loads the plan file (cli_open_file). */
+static bool open_input(run_state *st) {
+    cli_input in;
+    if (!cli_open_file(st->opt.file, &st->opt.compile, st->opt.threads, true,
+                       &in))
+        return false;
+    st->graph = in.graph; /* run_free frees both */
+    st->plan = in.plan;
+    st->loaded = in.plan_file && !in.recompiled;
+    st->open_ms = in.ms;
+    return true;
+}
+
 static bool compile_plan(run_state *st) {
-    braid_compile_options co;
-    cli_compile_options(&st->opt.compile, &co);
-    co.num_threads = st->opt.threads;
-    double t0 = cli_now();
-    if (braid_compile(st->graph, &co, &st->plan) != BRAID_OK)
-        return cli_err("compile failed: %s", braid_last_error());
-    double t1 = cli_now();
     if (braid_exec_new(st->plan, &st->exec) != BRAID_OK)
         return cli_err("cannot create an executor: %s", braid_last_error());
-    printf("compile: %.3f ms\n", (t1 - t0) * 1e3);
+    printf("%s: %.3f ms\n", st->loaded ? "load" : "compile", st->open_ms);
+    cli_log_nvrtc();
     return true;
 }
 
@@ -526,8 +535,7 @@ int cli_run(int argc, char **argv) {
         if (rc < 0) cli_print_help(stdout);
         return rc < 0 ? CLI_EXIT_OK : rc;
     }
-    st.graph = cli_load_graph(st.opt.file);
-    bool ok = st.graph && prepare_inputs(&st) && prepare_outputs(&st);
+    bool ok = open_input(&st) && prepare_inputs(&st) && prepare_outputs(&st);
     if (ok) print_header(&st);
     ok = ok && compile_plan(&st) && run_plan(&st);
     if (ok) print_outputs(&st);

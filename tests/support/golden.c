@@ -290,6 +290,9 @@ braid_compile_options ts_compile_options(const char *devices,
     braid_compile_options_init(&o);
     o.devices = devices;
     o.disable_passes = disable_passes;
+    o.archs = "none"; /* no ahead-of-time NVRTC build: these tests never run
+                         the kernels (GPU tests compile them at executor
+                         creation, as before) */
     return o;
 }
 
