@@ -4,7 +4,7 @@
 #   make test   install what is missing, build, run the whole test suite
 #
 # Other targets: build, test-sanitize (ASan + UBSan), fuzz (libFuzzer on the
-# parser, clang), install (PREFIX=/usr/local), clean.
+# parser and the plan-file reader, clang), install (PREFIX=/usr/local), clean.
 #
 # Variables: BUILD (build folder), BRAID_CUDA (AUTO|ON|OFF), BRAID_WERROR
 # (ON in CI), JOBS, FUZZ_SECONDS.
@@ -49,17 +49,25 @@ test-sanitize: deps
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	ctest --test-dir $(BUILD_SAN) --output-on-failure -j $(JOBS)
 
-# libFuzzer over the text parser for FUZZ_SECONDS, seeded with the examples.
+# libFuzzer over the text parser and the plan-file reader, FUZZ_SECONDS in
+# all (half each), seeded with the examples (as text, and compiled into plan
+# files by fuzz_planfile -write_seeds).
+FUZZ_HALF = $(shell s=$$(( $(FUZZ_SECONDS) / 2 )); [ $$s -ge 1 ] || s=1; echo $$s)
 fuzz: deps
 	@command -v clang >/dev/null || { echo "make fuzz: clang is not installed (apt-get install clang)"; exit 1; }
 	CC=clang cmake -S . -B $(BUILD_FUZZ) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	      -DBRAID_FUZZ=ON -DBRAID_TESTS=OFF -DBRAID_CUDA=OFF
-	cmake --build $(BUILD_FUZZ) -j $(JOBS) --target fuzz_parse
-	mkdir -p $(BUILD_FUZZ)/corpus
+	cmake --build $(BUILD_FUZZ) -j $(JOBS) --target fuzz_parse fuzz_planfile
+	mkdir -p $(BUILD_FUZZ)/corpus $(BUILD_FUZZ)/corpus_plans
 	cp examples/graphs/*.graph $(BUILD_FUZZ)/corpus/
-	$(BUILD_FUZZ)/fuzz_parse -max_total_time=$(FUZZ_SECONDS) -max_len=4096 \
+	$(BUILD_FUZZ)/fuzz_parse -max_total_time=$(FUZZ_HALF) -max_len=4096 \
 	      -dict=fuzz/parse.dict \
 	      -timeout=10 $(BUILD_FUZZ)/corpus
+	ASAN_OPTIONS=detect_leaks=0 $(BUILD_FUZZ)/fuzz_planfile \
+	      -write_seeds=$(BUILD_FUZZ)/corpus_plans -graphs=examples/graphs
+	$(BUILD_FUZZ)/fuzz_planfile -max_total_time=$(FUZZ_HALF) \
+	      -max_len=262144 -timeout=10 -rss_limit_mb=2048 \
+	      $(BUILD_FUZZ)/corpus_plans
 
 install: build
 	cmake --install $(BUILD) --prefix $(PREFIX)

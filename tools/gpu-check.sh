@@ -202,6 +202,56 @@ if [ $build_rc -eq 0 ]; then
     fi
 fi
 
+# ---- plan files compiled on the GPU-less build machine ------------------------------------
+# tools/make-gpu-plans.sh (run on the build machine, output carried as
+# gpu-plans/) compiles example graphs for cpu,cuda:0, sm_90. Each must load
+# and run here, match the reference, and take its kernels from the stored
+# CUBIN: an empty kernel cache, and NVRTC must not compile anything.
+if [ $build_rc -eq 0 ] && [ -d "$ROOT/gpu-plans" ] && [ "$(left)" -gt 20 ]; then
+    t0=$(now)
+    n=0 bad=0
+    : >"$LOGS/gpu-plans.log"
+    for plan in "$ROOT"/gpu-plans/*.plan; do
+        [ -f "$plan" ] || continue
+        n=$((n + 1))
+        empty=$(mktemp -d)
+        out=$(BRAID_CACHE_DIR=$empty BRAID_LOG=1 timeout 60 \
+              "$BUILD/braid" run "$plan" --check 2>&1)
+        rc=$?
+        echo "== $plan (rc $rc)" >>"$LOGS/gpu-plans.log"
+        echo "$out" >>"$LOGS/gpu-plans.log"
+        if [ $rc -ne 0 ] || ! echo "$out" | grep -q "stored cubin" ||
+           ! echo "$out" | grep -q "nvrtc: 0 compilations" ||
+           [ -n "$(ls -A "$empty")" ]; then
+            bad=$((bad + 1))
+            echo "   ^ FAILED: rc $rc, or no stored cubin, or NVRTC ran, or the cache was written" >>"$LOGS/gpu-plans.log"
+        fi
+        rm -rf "$empty"
+    done
+    t1=$(now)
+    res=ok
+    [ $bad -eq 0 ] && [ $n -gt 0 ] || { res=FAIL; all_ok=1; }
+    row "plan files from the build machine" "$res" \
+        "$((n - bad))/$n ran from stored CUBIN, NVRTC not called" "$(secs "$t0" "$t1")"
+fi
+
+# ---- the seed examples, full size -------------------------------------------------------------
+if [ $build_rc -eq 0 ] && [ "${GPU_CHECK_SKIP_EXAMPLES:-0}" != 1 ]; then
+    : >"$LOGS/examples.log"
+    for ex in seed000_matmul_copy seed001_cpu_gpu_overlap seed002_stream_pipeline \
+              seed003_async_timing seed004_placement mlp; do
+        [ "$(left)" -gt 30 ] || { row "example $ex" "skipped" "time budget" 0; continue; }
+        t0=$(now)
+        echo "== $ex" >>"$LOGS/examples.log"
+        timeout 120 "$BUILD/examples/$ex" >>"$LOGS/examples.log" 2>&1
+        rc=$?
+        t1=$(now)
+        res=ok
+        [ $rc -eq 0 ] || { res=FAIL; all_ok=1; }
+        row "example $ex" "$res" "rc $rc, output in examples.log" "$(secs "$t0" "$t1")"
+    done
+fi
+
 # ---- summary ---------------------------------------------------------------------------------
 {
     echo

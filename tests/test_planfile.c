@@ -1,0 +1,403 @@
+/* tests/test_planfile.c — plan files: save → load round trips (bit-identical
+ * results, equal graphs and plan dumps), a deterministic writer, atomic
+ * saves, load options and the CPU fallback. Hostile files are in
+ * test_planfile_hostile.c. */
+#define _POSIX_C_SOURCE 200809L
+
+#include "planfile_support.h"
+#include "support/golden.h"
+#include "tmpfiles.h"
+
+#include <dirent.h>
+#include <errno.h>
+
+#define GRAPHS BRAID_SOURCE_DIR "/examples/graphs"
+
+/* g compiled for devices, saved, loaded: the loaded plan has g as its
+ * user's graph, prints and dumps like the compiled one, saves to the same
+ * bytes, and runs (emulated or on the cpu) to bit-identical outputs. */
+static void round_trip(const braid_graph *g, const char *devices,
+                       bool emulate, uint64_t seed, const char *what) {
+    braid_plan *p = pf_compile(g, devices);
+    size_t size, size2;
+    unsigned char *data = pf_save(p, &size);
+    braid_plan *q = pf_load(data, size);
+    cr_assert(bg_graph_equal(braid_plan_graph(q), g),
+              "%s: the loaded user graph differs", what);
+    char *a = pf_text(p, false), *b = pf_text(q, false);
+    cr_assert_str_eq(a, b, "%s: braid_plan_print differs", what);
+    free(a);
+    free(b);
+    a = pf_text(p, true);
+    b = pf_text(q, true);
+    cr_assert_str_eq(a, b, "%s: the plan dump differs", what);
+    free(a);
+    free(b);
+    unsigned char *again = pf_save(q, &size2);
+    cr_assert(size == size2 && memcmp(data, again, size) == 0,
+              "%s: saving the loaded plan gives other bytes", what);
+    ts_io *x = ts_io_new(g, seed), *y = ts_io_new(g, seed);
+    cr_assert(x && y);
+    cr_assert_eq(pf_run(p, x, emulate, seed), BRAID_OK, "%s: run: %s", what,
+                 braid_last_error());
+    cr_assert_eq(pf_run(q, y, emulate, seed), BRAID_OK, "%s: loaded run: %s",
+                 what, braid_last_error());
+    cr_assert(pf_same_outputs(x, y), "%s: outputs differ after loading", what);
+    ts_io_free(x);
+    ts_io_free(y);
+    free(again);
+    free(data);
+    braid_plan_free(p);
+    braid_plan_free(q);
+}
+
+Test(planfile, example_graphs_round_trip_bit_identically, .timeout = 300) {
+    DIR *d = opendir(GRAPHS);
+    cr_assert(d);
+    struct dirent *e;
+    int n = 0;
+    while ((e = readdir(d)) != NULL) {
+        size_t len = strlen(e->d_name);
+        if (len < 7 || strcmp(e->d_name + len - 6, ".graph") != 0) continue;
+        char *path = tf_path(GRAPHS, e->d_name);
+        braid_graph *g = braid_graph_load(path, NULL);
+        cr_assert(g && braid_graph_status(g) == BRAID_OK, "%s", path);
+        round_trip(g, "cpu", false, 7 + (uint64_t)n, e->d_name);
+        round_trip(g, "cpu,cuda:0", true, 11 + (uint64_t)n, e->d_name);
+        braid_graph_free(g);
+        free(path);
+        n++;
+    }
+    closedir(d);
+    cr_assert_geq(n, 4);
+}
+
+Test(planfile, random_graphs_round_trip_bit_identically, .timeout = 300) {
+    ts_graph_options o;
+    ts_graph_options_default(&o);
+    o.mixed_dtypes = true;
+    o.device_hints = true;
+    int n = 0;
+    for (uint64_t seed = 1; seed <= 60; seed++) {
+        braid_graph *g = ts_random_graph(seed, &o);
+        cr_assert(g && braid_graph_status(g) == BRAID_OK);
+        char what[64];
+        snprintf(what, sizeof what, "random graph %llu",
+                 (unsigned long long)seed);
+        if (seed % 2) round_trip(g, "cpu", false, seed, what);
+        round_trip(g, "cpu,cuda:0", true, seed, what);
+        braid_graph_free(g);
+        n++;
+    }
+    cr_log_info("%d random graphs round-tripped", n);
+}
+
+static braid_graph *small_graph(void) {
+    braid_graph *g = braid_graph_new(NULL);
+    const int64_t xd[2] = {4, 8}, wd[2] = {8, 3};
+    float w[24];
+    for (int i = 0; i < 24; i++) w[i] = 0.25f * (float)(i % 7) - 0.5f;
+    braid_tensor x = braid_input(g, "x", BRAID_F32, 2, xd);
+    braid_tensor c = braid_constant(g, BRAID_F32, 2, wd, w);
+    braid_tensor c2 = braid_constant(g, BRAID_F32, 2, wd, w); /* same bytes */
+    braid_tensor m = braid_matmul(g, braid_relu(g, x), braid_add(g, c, c2), 0);
+    braid_tensor y = braid_tanh(g, braid_add(g, m, braid_fill(g, BRAID_F32, 2,
+                                                              (int64_t[]){4, 3},
+                                                              0.5)));
+    braid_output(g, "y", y);
+    braid_output(g, "s", braid_sum(g, x, 0, NULL, false));
+    cr_assert_eq(braid_graph_status(g), BRAID_OK, "%s", braid_graph_error(g));
+    return g;
+}
+
+Test(planfile, writer_is_deterministic_and_files_equal_memory) {
+    braid_graph *g = small_graph();
+    braid_plan *p = pf_compile(g, "cpu");
+    size_t n1, n2, nf;
+    unsigned char *a = pf_save(p, &n1), *b = pf_save(p, &n2);
+    cr_assert(n1 == n2 && memcmp(a, b, n1) == 0, "two saves differ");
+    cr_assert(memcmp(a, BR_PLANFILE_MAGIC, 8) == 0);
+    char *dir = tf_mkdtemp();
+    char *path = tf_path(dir, "small.plan");
+    cr_assert_eq(braid_plan_save(p, path), BRAID_OK, "%s", braid_last_error());
+    char *f = ts_read_file_len(path, &nf);
+    cr_assert(f && nf == n1 && memcmp(f, a, n1) == 0, "file != memory bytes");
+    cr_assert_eq(tf_count_entries(dir), 1, "a temporary file was left");
+    braid_plan *q = NULL;
+    cr_assert_eq(braid_plan_load(path, NULL, &q), BRAID_OK, "%s",
+                 braid_last_error());
+    braid_compile_report r;
+    cr_assert_eq(braid_plan_compile_report(q, &r), BRAID_OK);
+    cr_assert(r.loaded && q->meta.loaded && r.total_ms >= 0);
+    cr_assert(!br_planfile_was_replaced(q));
+    cr_assert_str_eq(q->meta.braid_version, p->meta.braid_version);
+    cr_assert_eq(q->meta.created, p->meta.created);
+    free(f);
+    free(a);
+    free(b);
+    free(path);
+    tf_rmtree(dir);
+    free(dir);
+    braid_plan_free(p);
+    braid_plan_free(q);
+    braid_graph_free(g);
+}
+
+/* Without folding, both graphs hold the two equal constants: four
+ * references to one blob. */
+Test(planfile, identical_constants_are_stored_once) {
+    braid_graph *g = small_graph();
+    braid_compile_options co;
+    braid_compile_options_init(&co);
+    co.devices = "cpu";
+    co.disable_passes = BRAID_PASS_SIMPLIFY;
+    braid_plan *p = NULL;
+    cr_assert_eq(braid_compile(g, &co, &p), BRAID_OK, "%s",
+                 braid_last_error());
+    size_t n;
+    unsigned char *a = pf_save(p, &n);
+    braid_plan *q = pf_load(a, n);
+    /* the blob count, first field of the CONSTANTS section */
+    uint32_t count = 0;
+    for (uint32_t i = 0; i < 7; i++) {
+        const unsigned char *e = a + 64 + 32 * i;
+        if (e[0] != BR_PF_CONSTANTS) continue;
+        uint64_t off = 0;
+        for (int k = 0; k < 8; k++) off |= (uint64_t)e[8 + k] << (8 * k);
+        count = (uint32_t)a[off] | (uint32_t)a[off + 1] << 8;
+    }
+    cr_assert_eq(count, 1, "%u blobs for one distinct constant", count);
+    free(a);
+    braid_plan_free(p);
+    braid_plan_free(q);
+    braid_graph_free(g);
+}
+
+Test(planfile, load_options_override_threads) {
+    braid_graph *g = small_graph();
+    braid_plan *p = pf_compile(g, "cpu");
+    size_t n;
+    unsigned char *a = pf_save(p, &n);
+    braid_load_options o;
+    braid_load_options_init(&o);
+    cr_assert_eq(o.num_threads, -1);
+    cr_assert(!o.cpu_fallback);
+    braid_plan *q = NULL;
+    cr_assert_eq(braid_plan_load_memory(a, n, &o, &q), BRAID_OK);
+    cr_assert_eq(q->opts.num_threads, 2);
+    braid_plan_free(q);
+    o.num_threads = 1;
+    cr_assert_eq(braid_plan_load_memory(a, n, &o, &q), BRAID_OK);
+    cr_assert_eq(q->opts.num_threads, 1);
+    braid_plan_free(q);
+    o.num_threads = -2;
+    cr_assert_eq(braid_plan_load_memory(a, n, &o, &q), BRAID_ERR_INVALID_ARGUMENT);
+    cr_assert_null(q);
+    cr_assert_eq(braid_plan_load_memory(NULL, 0, NULL, &q), BRAID_ERR_PARSE);
+    void *none = NULL;
+    size_t nn = 0;
+    cr_assert_eq(braid_plan_save_memory(NULL, &none, &nn),
+                 BRAID_ERR_INVALID_ARGUMENT);
+    cr_assert_null(none);
+    free(a);
+    braid_plan_free(p);
+    braid_graph_free(g);
+}
+
+/* ---- atomic saves ----------------------------------------------------------- */
+
+Test(planfile, save_into_a_missing_folder_fails_cleanly) {
+    braid_graph *g = small_graph();
+    braid_plan *p = pf_compile(g, "cpu");
+    char *dir = tf_mkdtemp();
+    char *path = tf_path(dir, "no/such/folder/x.plan");
+    braid_status s = braid_plan_save(p, path);
+    cr_assert_eq(s, BRAID_ERR_IO);
+    cr_assert(strstr(braid_last_error(), path), "%s", braid_last_error());
+    cr_assert(strstr(braid_last_error(), strerror(ENOENT)), "%s",
+              braid_last_error());
+    cr_assert_eq(tf_count_entries(dir), 0);
+    free(path);
+    tf_rmtree(dir);
+    free(dir);
+    braid_plan_free(p);
+    braid_graph_free(g);
+}
+
+/* A failed save leaves the old target byte-identical and no temporary. */
+Test(planfile, failed_save_keeps_the_old_file) {
+    braid_graph *g = small_graph();
+    braid_plan *p = pf_compile(g, "cpu");
+    char *dir = tf_mkdtemp();
+    char *path = tf_path(dir, "x.plan");
+    cr_assert(tf_write_str(path, "old contents"));
+    cr_assert_eq(chmod(dir, 0555), 0);
+    bool writable = access(dir, W_OK) == 0; /* root writes anyway */
+    braid_status s = braid_plan_save(p, path);
+    chmod(dir, 0755);
+    if (writable) {
+        cr_log_info("running as a user who can write a read-only folder: "
+                    "checked the rename failure only");
+        cr_assert_eq(s, BRAID_OK);
+    } else {
+        cr_assert_eq(s, BRAID_ERR_IO);
+        cr_assert(strstr(braid_last_error(), path), "%s", braid_last_error());
+        char *now = ts_read_file(path);
+        cr_assert_str_eq(now, "old contents");
+        free(now);
+    }
+    cr_assert_eq(tf_count_entries(dir), 1, "a temporary file was left");
+    /* the target is a folder: rename fails after the temporary file was
+     * written; the folder stays, the temporary goes */
+    char *sub = tf_path(dir, "sub.plan");
+    cr_assert_eq(mkdir(sub, 0755), 0);
+    char *inner = tf_path(sub, "keep");
+    cr_assert(tf_write_str(inner, "keep"));
+    cr_assert_eq(braid_plan_save(p, sub), BRAID_ERR_IO);
+    cr_assert(strstr(braid_last_error(), sub), "%s", braid_last_error());
+    cr_assert_eq(tf_count_entries(dir), 2, "a temporary file was left");
+    cr_assert_eq(tf_count_entries(sub), 1);
+    free(inner);
+    free(sub);
+    free(path);
+    tf_rmtree(dir);
+    free(dir);
+    braid_plan_free(p);
+    braid_graph_free(g);
+}
+
+/* ---- GPUs this machine lacks -------------------------------------------------- */
+
+Test(planfile, gpu_plan_needs_cpu_fallback_here) {
+    braid_graph *g = small_graph();
+    braid_plan *p = pf_compile(g, "cpu,cuda:0");
+    size_t n;
+    unsigned char *a = pf_save(p, &n);
+    braid_plan *q = NULL;
+    braid_status s = braid_plan_load_memory(a, n, NULL, &q);
+    if (braid_cuda_device_count() > 0) {
+        cr_log_info("a GPU is present: the plan loads as it is");
+        cr_assert_eq(s, BRAID_OK, "%s", braid_last_error());
+        braid_plan_free(q);
+    } else {
+        cr_assert_eq(s, BRAID_ERR_DEVICE);
+        cr_assert_null(q);
+        const char *m = braid_last_error();
+        cr_assert(strstr(m, "plan file: the plan runs on cuda:0, but this "
+                            "machine has no usable GPU") &&
+                      strstr(m, "cpu_fallback"),
+                  "%s", m);
+    }
+    braid_load_options o;
+    braid_load_options_init(&o);
+    o.cpu_fallback = true;
+    cr_assert_eq(braid_plan_load_memory(a, n, &o, &q), BRAID_OK, "%s",
+                 braid_last_error());
+    cr_assert(q->meta.loaded);
+    cr_assert_eq(br_planfile_was_replaced(q), braid_cuda_device_count() == 0);
+    ts_io *io = ts_io_new(g, 99);
+    cr_assert_eq(pf_run(q, io, braid_cuda_device_count() > 0, 1), BRAID_OK,
+                 "%s", braid_last_error());
+    cr_assert_eq(braid_reference_run(g, io->in, io->ninputs, io->ref,
+                                     io->noutputs),
+                 BRAID_OK);
+    char msg[256];
+    cr_assert(ts_io_compare(io, msg, sizeof msg), "%s", msg);
+    ts_io_free(io);
+    braid_plan_free(q);
+    free(a);
+    braid_plan_free(p);
+    braid_graph_free(g);
+}
+
+/* Chunking's slices, copies and concat survive the round trip: a large
+ * host → GPU → host chain split in 4, run emulated. */
+Test(planfile, chunked_gpu_plan_round_trips) {
+    braid_graph *g = braid_graph_new(NULL);
+    const int64_t xd[2] = {64, 256};
+    braid_tensor x = braid_input(g, "x", BRAID_F32, 2, xd);
+    braid_tensor y = braid_exp(g, braid_mul(g, x, x));
+    braid_set_device(g, y, "cuda:0");
+    braid_output(g, "y", y);
+    braid_compile_options o;
+    braid_compile_options_init(&o);
+    o.devices = "cpu,cuda:0";
+    o.archs = "none";
+    o.chunks = 4;
+    o.max_streams = 2;
+    braid_plan *p = NULL;
+    cr_assert_eq(braid_compile(g, &o, &p), BRAID_OK, "%s", braid_last_error());
+    braid_plan_summary sum;
+    cr_assert_eq(braid_plan_summary_get(p, &sum), BRAID_OK);
+    cr_assert_gt(sum.chunk_nodes, 0, "nothing was chunked");
+    size_t n, n2;
+    unsigned char *a = pf_save(p, &n);
+    braid_plan *q = pf_load(a, n);
+    char *ta = pf_text(p, true), *tb = pf_text(q, true);
+    cr_assert_str_eq(ta, tb);
+    unsigned char *b = pf_save(q, &n2);
+    cr_assert(n == n2 && memcmp(a, b, n) == 0);
+    ts_io *x1 = ts_io_new(g, 4), *x2 = ts_io_new(g, 4);
+    cr_assert_eq(pf_run(p, x1, true, 9), BRAID_OK, "%s", braid_last_error());
+    cr_assert_eq(pf_run(q, x2, true, 9), BRAID_OK, "%s", braid_last_error());
+    cr_assert(pf_same_outputs(x1, x2));
+    ts_io_free(x1);
+    ts_io_free(x2);
+    free(ta);
+    free(tb);
+    free(a);
+    free(b);
+    braid_plan_free(p);
+    braid_plan_free(q);
+    braid_graph_free(g);
+}
+
+/* Kernels built ahead of time (NVRTC works without a GPU) travel in the
+ * file: source, CUBIN and PTX come back byte for byte, with the report's
+ * kernel figures. */
+Test(planfile, ahead_of_time_kernels_round_trip, .timeout = 300) {
+    braid_graph *g = braid_graph_load(GRAPHS "/elementwise_chain.graph", NULL);
+    cr_assert(g && braid_graph_status(g) == BRAID_OK);
+    for (uint32_t id = 0; id < braid_graph_node_count(g); id++)
+        if (g->nodes[id].op != BRAID_OP_INPUT &&
+            g->nodes[id].op != BRAID_OP_CONSTANT)
+            braid_set_device(g, (braid_tensor){id}, "cuda:0");
+    braid_compile_options o;
+    braid_compile_options_init(&o);
+    o.devices = "cpu,cuda:0";
+    o.archs = "sm_90";
+    braid_plan *p = NULL;
+    braid_status s = braid_compile(g, &o, &p);
+    if (s == BRAID_ERR_UNSUPPORTED) {
+        cr_log_info("no NVRTC in this build: %s", braid_last_error());
+        braid_graph_free(g);
+        return;
+    }
+    cr_assert_eq(s, BRAID_OK, "%s", braid_last_error());
+    size_t n;
+    unsigned char *a = pf_save(p, &n);
+    braid_plan *q = pf_load(a, n);
+    const bp_kernels *k = &p->kernels, *l = &q->kernels;
+    cr_log_info("%u kernels, %u binaries, source %zu bytes", k->nkernels,
+                k->nbin, k->source_len);
+    cr_assert_eq(k->nkernels, l->nkernels);
+    cr_assert_eq(k->nbin, l->nbin);
+    cr_assert_eq(k->source_len, l->source_len);
+    if (k->source) cr_assert_str_eq(k->source, l->source);
+    for (uint32_t i = 0; i < k->nbin; i++) {
+        const bp_kernel_binary *x = &k->bin[i], *y = &l->bin[i];
+        cr_assert_eq(x->sm, y->sm);
+        cr_assert_eq(x->cubin_size, y->cubin_size);
+        cr_assert_eq(x->ptx_size, y->ptx_size);
+        cr_assert(!x->cubin_size ||
+                  memcmp(x->cubin, y->cubin, x->cubin_size) == 0);
+        cr_assert(!x->ptx_size || memcmp(x->ptx, y->ptx, x->ptx_size) == 0);
+    }
+    cr_assert_eq(p->report.kernels, q->report.kernels);
+    cr_assert_eq(p->report.archs, q->report.archs);
+    cr_assert_eq(p->meta.nvrtc_version, q->meta.nvrtc_version);
+    free(a);
+    braid_plan_free(p);
+    braid_plan_free(q);
+    braid_graph_free(g);
+}
