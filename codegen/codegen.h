@@ -43,8 +43,9 @@ typedef enum bc_node_class {
     BC_NODE_COPY,            /* copy node: cudaMemcpy* */
     BC_NODE_VIEW,            /* no work: the bytes are already in place
                                 (views, in-place concat) */
-    BC_NODE_DATA             /* input or constant: bytes the runtime
+    BC_NODE_DATA,            /* input or constant: bytes the runtime
                                 provides (uploads); nothing runs */
+    BC_NODE_COLLECTIVE       /* a collective member: NCCL, no kernel */
 } bc_node_class;
 
 /* The class of node id of p (BC_NODE_HOST for nodes not on a GPU). */

@@ -96,6 +96,7 @@ bc_node_class bc_classify(const bp_plan *p, uint32_t id) {
     if (n->op == BRAID_OP_INPUT || n->op == BRAID_OP_CONSTANT)
         return BC_NODE_DATA;
     if (kind == BRAID_KIND_COPY) return BC_NODE_COPY;
+    if (kind == BRAID_KIND_COLLECTIVE) return BC_NODE_COLLECTIVE;
     if (p->info[id].noop ||
         (n->op == BRAID_OP_CONCAT && concat_in_place(p, id)))
         return BC_NODE_VIEW;

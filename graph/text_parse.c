@@ -302,6 +302,9 @@ static bool parse_node(bg_parser *p) {
     const bg_node *x = s.nops ? bg_node_at(p->g, p->operands[0]) : NULL;
     if (!bg_parse_translate(p, s.op, &s.a, x, &attr, &s.dtype, &s.rank, s.dims))
         return false;
+    if (bg_op(s.op)->kind == BRAID_KIND_COLLECTIVE &&
+        !(s.a.seen & BG_ATTR_BIT(BG_ATTR_RANKS)))
+        attr.start[0] = s.nops; /* a local group: one operand per rank */
     attr.data = s.op == BRAID_OP_CONSTANT ? p->data : NULL;
     uint32_t id = bg_build(p->g, s.op, p->operands, s.nops, s.dtype, s.rank,
                            s.dims, &attr, s.a.str[BG_ATTR_NAME]);

@@ -104,6 +104,11 @@ typedef enum bg_attr_key {
     BG_ATTR_START,
     BG_ATTR_STOP,
     BG_ATTR_STEP,
+    BG_ATTR_GROUP,  /* collectives (graph/collective.h) */
+    BG_ATTR_RANK,
+    BG_ATTR_RANKS,
+    BG_ATTR_ROOT,
+    BG_ATTR_REDUCE,
     BG_ATTR_COUNT
 } bg_attr_key;
 
@@ -120,6 +125,8 @@ typedef struct bg_pattrs {
     int nlist[BG_ATTR_COUNT];   /* list lengths (axes, shape, ...) */
     int64_t list[BG_ATTR_COUNT][BRAID_MAX_RANK]; /* list values */
     const char *str[BG_ATTR_COUNT]; /* decoded strings (name, device) */
+    int64_t ival[BG_ATTR_COUNT];    /* integer values by key (rank, ranks,
+                                       root; reduce as a braid_reduce_kind) */
 } bg_pattrs;
 
 /* key[=value] pairs until something that is not an identifier; unknown,

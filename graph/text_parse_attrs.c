@@ -13,7 +13,8 @@ typedef enum attr_kind {
     A_U64,    /* a uint64 */
     A_DTYPE,  /* a dtype name */
     A_FLAG,   /* nothing: a bare flag */
-    A_LIST    /* an integer list */
+    A_LIST,   /* an integer list */
+    A_REDUCE  /* a reduction name: sum, max, min, avg */
 } attr_kind;
 
 static const struct {
@@ -39,6 +40,11 @@ static const struct {
     [BG_ATTR_START] = {"start", A_LIST},
     [BG_ATTR_STOP] = {"stop", A_LIST},
     [BG_ATTR_STEP] = {"step", A_LIST},
+    [BG_ATTR_GROUP] = {"group", A_U64},
+    [BG_ATTR_RANK] = {"rank", A_INT},
+    [BG_ATTR_RANKS] = {"ranks", A_INT},
+    [BG_ATTR_ROOT] = {"root", A_INT},
+    [BG_ATTR_REDUCE] = {"reduce", A_REDUCE},
 };
 
 #define B(key) BG_ATTR_BIT(BG_ATTR_##key)
@@ -86,6 +92,19 @@ static void op_attrs(braid_op op, uint32_t *allowed, uint32_t *required) {
     case BRAID_OP_CONCAT:
         req = B(AXIS);
         break;
+    case BRAID_OP_ALL_REDUCE:
+    case BRAID_OP_REDUCE_SCATTER:
+        req = B(GROUP) | B(RANK) | B(REDUCE);
+        opt |= B(RANKS);
+        break;
+    case BRAID_OP_ALL_GATHER:
+        req = B(GROUP) | B(RANK);
+        opt |= B(RANKS);
+        break;
+    case BRAID_OP_BROADCAST:
+        req = B(GROUP) | B(RANK) | B(ROOT);
+        opt |= B(RANKS);
+        break;
     default:
         break;
     }
@@ -125,15 +144,30 @@ static bool parse_attr_value(bg_parser *p, bg_attr_key k, bg_pattrs *a) {
                                   bg_parse_describe(&t, d, sizeof d));
         return bg_parse_advance(p);
     }
+    case A_REDUCE: {
+        for (int r = 0; r < BRAID_REDUCE_COUNT_; r++)
+            if (bg_tok_is(&t, BG_TOK_IDENT,
+                          braid_reduce_name((braid_reduce_kind)r))) {
+                a->ival[k] = r;
+                return bg_parse_advance(p);
+            }
+        char d[64];
+        return bg_parse_error(p, &t, BRAID_ERR_PARSE,
+                              "unknown reduction %s (expected sum, max, min "
+                              "or avg)",
+                              bg_parse_describe(&t, d, sizeof d));
+    }
     case A_U64:
     case A_INT: {
         bool u = attr_table[k].kind == A_U64;
+        int64_t v = 0;
         bg_num_status st = t.kind != BG_TOK_NUMBER ? BG_NUM_SYNTAX
                            : u ? bg_text_parse_u64(t.text, t.len, &a->seed)
-                               : bg_text_parse_i64(t.text, t.len, &a->axis);
-        if (st == BG_NUM_OK && !u &&
-            (a->axis < INT32_MIN || a->axis > INT32_MAX))
+                               : bg_text_parse_i64(t.text, t.len, &v);
+        if (st == BG_NUM_OK && !u && (v < INT32_MIN || v > INT32_MAX))
             st = BG_NUM_RANGE;
+        if (!u) a->ival[k] = v;
+        if (!u && k == BG_ATTR_AXIS) a->axis = v;
         if (st != BG_NUM_OK) {
             char d[64];
             bg_parse_describe(&t, d, sizeof d);
@@ -291,6 +325,15 @@ bool bg_parse_translate(bg_parser *p, braid_op op, const bg_pattrs *a,
                                       (long long)v, (int)x->rank);
             out->perm[i] = (uint8_t)v;
         }
+    }
+    if (bg_op(op)->kind == BRAID_KIND_COLLECTIVE) {
+        /* ranks defaults to the operand count (a local group) */
+        out->axis = (int32_t)a->ival[BG_ATTR_RANK];
+        out->start[0] = a->ival[BG_ATTR_RANKS]; /* absent: the parser
+                                                    puts the operand count */
+        out->start[1] = a->ival[BG_ATTR_ROOT];
+        out->flags = (uint32_t)a->ival[BG_ATTR_REDUCE];
+        return true;
     }
     if (op == BRAID_OP_SLICE) {
         *rank = x->rank;

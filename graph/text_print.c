@@ -278,6 +278,19 @@ static void put_slice(pbuf *b, const bg_node *n, int rank) {
     put_int_list(b, rank, step);
 }
 
+/* group, rank, [ranks when not one per operand,] reduce / root. */
+static void put_collective_attrs(pbuf *b, const bg_node *n) {
+    const bg_attrs *a = &n->attr;
+    putf(b, " group=%llu rank=%ld", (unsigned long long)a->seed,
+         (long)a->axis);
+    if (a->start[0] != (int64_t)n->ninputs)
+        putf(b, " ranks=%lld", (long long)a->start[0]);
+    if (n->op == BRAID_OP_BROADCAST)
+        putf(b, " root=%lld", (long long)a->start[1]);
+    if (n->op == BRAID_OP_ALL_REDUCE || n->op == BRAID_OP_REDUCE_SCATTER)
+        putf(b, " reduce=%s", braid_reduce_name((braid_reduce_kind)a->flags));
+}
+
 /* The attributes of a non-source op, after its operands. */
 static void put_op_attrs(pbuf *b, const braid_graph *g, const bg_node *n) {
     const bg_attrs *a = &n->attr;
@@ -312,6 +325,12 @@ static void put_op_attrs(pbuf *b, const braid_graph *g, const bg_node *n) {
         break;
     case BRAID_OP_CONCAT:
         putf(b, " axis=%ld", (long)a->axis);
+        break;
+    case BRAID_OP_ALL_REDUCE:
+    case BRAID_OP_ALL_GATHER:
+    case BRAID_OP_BROADCAST:
+    case BRAID_OP_REDUCE_SCATTER:
+        put_collective_attrs(b, n);
         break;
     default:
         break;

@@ -44,6 +44,9 @@ static const char *queue_label(const bp_queue *q, char *buf, size_t size) {
     case BP_QUEUE_D2D:
         kind = "d2d";
         break;
+    case BP_QUEUE_COMM:
+        kind = "comm";
+        break;
     }
     if (q->index)
         snprintf(buf, size, "%s %s %" PRIu32, dev, kind, q->index);

@@ -24,6 +24,13 @@ braid_status bp_verify(bp_plan *plan);
  * transpose/permute, reshape of reshape, cast to the same dtype, ...)
  * applied. Never changes results beyond the rounding the reference does. */
 braid_status bp_simplify(bp_plan *plan);
+/* Batch sharding (opts.shards > 1, docs/multi-gpu.md): the graph is
+ * replicated over the first `shards` GPUs listed (each replica hinted to
+ * its GPU), the inputs named in opts.shard_inputs are split along dim 0
+ * by slice nodes, and every output depending on them is the concat of its
+ * replicas along dim 0 on the cpu. Outputs that lose the batch dim are
+ * BRAID_ERR_INVALID_ARGUMENT naming the node; too few GPUs likewise. */
+braid_status bp_shard(bp_plan *plan);
 /* Every node gets info.device: hints win; generators go with their
  * consumers; otherwise the cost model (settings.profile) picks, counting the
  * copies a choice implies. With only the cpu listed everything is cpu. */

@@ -20,6 +20,7 @@ static const struct {
 } pipeline[] = {
     {"verify", bp_verify, 0},
     {"simplify", bp_simplify, BRAID_PASS_SIMPLIFY},
+    {"shard", bp_shard, 0},
     {"place", bp_place, 0},
     {"copies", bp_copies, 0},
     {"fuse", bp_fuse, BRAID_PASS_FUSE},

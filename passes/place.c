@@ -23,6 +23,8 @@
  *      move when the plan's total modelled time drops. The cost of a move
  *      is computed exactly: compute times plus one copy per (tensor,
  *      destination), as the copies pass will insert them. */
+#include "graph/collective.h"
+#include "passes/collectives.h"
 #include "passes/passes.h"
 
 #include <math.h>
@@ -414,6 +416,9 @@ static braid_status assign_roles(place_ctx *c) {
         } else if (hint >= 0) {
             c->role[id] = ROLE_FIXED;
             set_dev(c, id, (uint32_t)hint);
+        } else if (bg_is_collective(n)) {
+            /* with its own input, decided in greedy() */
+            c->role[id] = ROLE_FIXED;
         } else if (kind == BRAID_KIND_SHAPE && n->ninputs == 1) {
             c->role[id] = ROLE_FOLLOW;
         } else if (kind == BRAID_KIND_SOURCE) {
@@ -435,6 +440,18 @@ static void greedy(place_ctx *c) {
         double t;
         switch ((place_role)c->role[id]) {
         case ROLE_FIXED:
+            if (c->dev[id] == DEV_UNSET) { /* an unhinted collective */
+                const bg_node *n = bg_node_at(c->g, id);
+                uint32_t own = bg_coll_own(n), d = c->host;
+                if (c->dev[own] < c->ndev) d = c->dev[own];
+                /* one rank of several processes: the first GPU listed */
+                for (uint32_t k = 0; !bg_coll_local(n) && k < c->ndev; k++)
+                    if (c->plan->devices[k].kind == BP_DEVICE_CUDA) {
+                        d = k;
+                        break;
+                    }
+                set_dev(c, id, d);
+            }
             break;
         case ROLE_FOLLOW:
             set_dev(c, id, c->dev[bg_node_at(c->g, id)->inputs[0]]);
@@ -579,7 +596,7 @@ braid_status bp_place(bp_plan *plan) {
                                  BP_MAX_DEVICES);
     if (plan->ndevices == 1 || plan->graph->nnodes == 0) {
         all_cpu(plan);
-        return BRAID_OK;
+        return bp_coll_place(plan);
     }
     place_ctx c;
     s = ctx_init(&c, plan);
@@ -593,5 +610,5 @@ braid_status bp_place(bp_plan *plan) {
             plan->info[id].device = plan->devices[c.dev[id]];
     }
     ctx_free(&c);
-    return s;
+    return s == BRAID_OK ? bp_coll_place(plan) : s;
 }

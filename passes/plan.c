@@ -180,8 +180,9 @@ static void print_header(const bp_plan *p, FILE *out) {
 }
 
 static const char *queue_kind_name(bp_queue_kind k) {
-    static const char *const names[] = {"cpu", "compute", "h2d", "d2h", "d2d"};
-    return k <= BP_QUEUE_D2D ? names[k] : "?";
+    static const char *const names[] = {"cpu", "compute", "h2d",
+                                        "d2h", "d2d",     "comm"};
+    return k <= BP_QUEUE_COMM ? names[k] : "?";
 }
 
 /* "cpu" or "cuda:0/compute1" for the queue a node runs on. */

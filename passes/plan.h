@@ -46,7 +46,8 @@ typedef enum bp_queue_kind {
     BP_QUEUE_COMPUTE, /* a GPU compute stream */
     BP_QUEUE_H2D,     /* a GPU's host → device copy stream */
     BP_QUEUE_D2H,     /* a GPU's device → host copy stream */
-    BP_QUEUE_D2D      /* device → device copies into this GPU */
+    BP_QUEUE_D2D,     /* device → device copies into this GPU */
+    BP_QUEUE_COMM     /* a GPU's collectives (NCCL), overlapping compute */
 } bp_queue_kind;
 
 /* An in-order queue: nodes on it run one after another in schedule order. */

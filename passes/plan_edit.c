@@ -2,6 +2,7 @@
  * nodes and programs, rewiring uses, and compaction, which restores the
  * invariants of passes/plan.h (topological ids, only live nodes, one info
  * entry per node) after a pass has rewritten the graph. */
+#include "passes/collectives.h"
 #include "passes/passes.h"
 
 #include <stdlib.h>
@@ -120,14 +121,18 @@ static braid_status mark_live(const braid_graph *g, bool *live,
     for (uint32_t i = 0; i < g->noutputs; i++) stack[top++] = g->outputs[i].node;
     for (uint32_t id = 0; id < g->nnodes; id++)
         if (g->nodes[id].op == BRAID_OP_INPUT) live[id] = true;
-    while (top > 0) {
-        uint32_t id = stack[--top];
-        if (live[id]) continue;
-        live[id] = true;
-        const bg_node *n = &g->nodes[id];
-        for (uint32_t k = 0; k < n->ninputs; k++)
-            if (!live[n->inputs[k]]) stack[top++] = n->inputs[k];
-    }
+    do { /* again while collective groups revive members (a group is
+            kept whole) */
+        while (top > 0) {
+            uint32_t id = stack[--top];
+            if (live[id]) continue;
+            live[id] = true;
+            const bg_node *n = &g->nodes[id];
+            for (uint32_t k = 0; k < n->ninputs; k++)
+                if (!live[n->inputs[k]]) stack[top++] = n->inputs[k];
+        }
+        top = bp_coll_revive(g, live, stack);
+    } while (top > 0);
     return BRAID_OK;
 }
 
@@ -227,7 +232,7 @@ braid_status bp_plan_compact(bp_plan *plan) {
     uint32_t norder = 0;
     /* The liveness stack may hold a node once per edge into it; bound it by
      * the number of edges plus outputs. */
-    size_t edges = g->noutputs;
+    size_t edges = (size_t)g->noutputs + n; /* + revived collectives */
     for (uint32_t id = 0; id < n; id++) edges += g->nodes[id].ninputs;
     uint32_t *wstack = s == BRAID_OK ? malloc((edges + 1) * sizeof *wstack)
                                      : NULL;

@@ -31,6 +31,7 @@
  * Freed bytes change as other consumers are issued; heap entries are
  * re-pushed then and stale ones skipped, so the pass is O((n + e) log n).
  * docs/streams.md has an example. */
+#include "passes/collectives.h"
 #include "passes/passes.h"
 
 #include <stdlib.h>
@@ -492,5 +493,6 @@ braid_status bp_schedule(bp_plan *plan) {
         s = run(&st);
     }
     free_state(&st, plan->ndevices);
+    if (s == BRAID_OK) s = bp_coll_schedule(plan); /* groups back to back */
     return s;
 }

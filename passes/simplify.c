@@ -153,7 +153,7 @@ static bool node_same(const bg_node *a, const bg_node *b) {
 static bool cse_candidate(const bg_node *n) {
     braid_op_kind k = bg_op(n->op)->kind;
     return n->op != BRAID_OP_INPUT && k != BRAID_KIND_COPY &&
-           k != BRAID_KIND_FUSED;
+           k != BRAID_KIND_FUSED && k != BRAID_KIND_COLLECTIVE;
 }
 
 static bool table_insert(bp_simp *s, uint32_t id) {

@@ -22,7 +22,8 @@
  * Events: exactly one per (producer, consumer) data edge whose ends are on
  * different queues, none within a queue. Queues are numbered per (device,
  * kind) in the order: cpu; then per GPU in plan->devices order its compute
- * streams, H2D, D2H, D2D. docs/streams.md has the details. */
+ * streams, H2D, D2H, D2D, COMM (collectives: one communication stream
+ * per GPU, so NCCL overlaps compute). docs/streams.md has the details. */
 #include "passes/passes.h"
 
 #include <stdlib.h>
@@ -186,6 +187,9 @@ static void assign_slots(st_state *st) {
         bp_device d = p->info[id].device;
         if (g->nodes[id].op == BRAID_OP_COPY && g->nodes[id].ninputs == 1)
             st->slot[id] = copy_slot(p, id);
+        else if (gpu_slot(p, d) >= 0 &&
+                 bg_op(g->nodes[id].op)->kind == BRAID_KIND_COLLECTIVE)
+            st->slot[id] = (st_slot){BP_QUEUE_COMM, gpu_slot(p, d), 0};
         else if (gpu_slot(p, d) >= 0)
             st->slot[id] = (st_slot){BP_QUEUE_COMPUTE, gpu_slot(p, d), BG_NONE};
         else
@@ -206,12 +210,13 @@ static void assign_slots(st_state *st) {
  * `streams` compute streams, then H2D, D2H, D2D; the cpu queue is 0. */
 static uint32_t slot_key(const st_state *st, st_slot s) {
     if (s.kind == BP_QUEUE_CPU) return 0;
-    uint32_t per = st->streams + 3;
+    uint32_t per = st->streams + 4;
     uint32_t base = 1 + (uint32_t)s.gpu * per;
     switch (s.kind) {
     case BP_QUEUE_COMPUTE: return base + s.index;
     case BP_QUEUE_H2D: return base + st->streams;
     case BP_QUEUE_D2H: return base + st->streams + 1;
+    case BP_QUEUE_COMM: return base + st->streams + 3;
     default: return base + st->streams + 2;
     }
 }
@@ -221,7 +226,7 @@ static uint32_t slot_key(const st_state *st, st_slot s) {
 static braid_status number_queues(st_state *st) {
     bp_plan *p = st->plan;
     const braid_graph *g = p->graph;
-    size_t nkeys = 1 + (size_t)p->ndevices * (st->streams + 3);
+    size_t nkeys = 1 + (size_t)p->ndevices * (st->streams + 4);
     uint32_t *qid = malloc(nkeys * sizeof *qid);
     if (!qid)
         return bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY,
@@ -247,7 +252,7 @@ static braid_status number_queues(st_state *st) {
     }
     p->nqueues = nq;
     p->queues[0] = (bp_queue){BP_QUEUE_CPU, {BP_DEVICE_CPU, 0}, 0};
-    uint32_t per = st->streams + 3;
+    uint32_t per = st->streams + 4;
     for (uint32_t gpu = 0; gpu < p->ndevices; gpu++) {
         uint32_t compute = 0;
         for (uint32_t j = 0; j < per; j++) {
@@ -256,7 +261,8 @@ static braid_status number_queues(st_state *st) {
             bp_queue_kind kind = j < st->streams       ? BP_QUEUE_COMPUTE
                                  : j == st->streams     ? BP_QUEUE_H2D
                                  : j == st->streams + 1 ? BP_QUEUE_D2H
-                                                        : BP_QUEUE_D2D;
+                                 : j == st->streams + 2 ? BP_QUEUE_D2D
+                                                        : BP_QUEUE_COMM;
             uint32_t index = kind == BP_QUEUE_COMPUTE ? compute++ : 0;
             p->queues[q] = (bp_queue){kind, p->devices[gpu], index};
         }

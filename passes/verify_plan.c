@@ -111,6 +111,9 @@ static bool expected_queue(const bp_plan *p, uint32_t id, bp_queue *want) {
     *want = (bp_queue){dst.kind == BP_DEVICE_CPU ? BP_QUEUE_CPU
                                                  : BP_QUEUE_COMPUTE,
                        dst, 0};
+    if (bg_op(n->op)->kind == BRAID_KIND_COLLECTIVE &&
+        dst.kind == BP_DEVICE_CUDA)
+        want->kind = BP_QUEUE_COMM;
     if (n->op != BRAID_OP_COPY) return true;
     bp_device src = p->info[n->inputs[0]].device;
     if (bp_device_equal(src, dst)) return false;
@@ -124,8 +127,8 @@ static bool expected_queue(const bp_plan *p, uint32_t id, bp_queue *want) {
 }
 
 static braid_status check_queue(const bp_plan *p, uint32_t id) {
-    static const char *const kinds[] = {"cpu", "compute", "H2D", "D2H",
-                                        "D2D"};
+    static const char *const kinds[] = {"cpu", "compute", "H2D",
+                                        "D2H", "D2D",     "comm"};
     char want_dev[32], got[64];
     uint32_t q = p->info[id].queue;
     if (q >= p->nqueues)

@@ -1,5 +1,6 @@
 /* runtime/cpu_kernels.c — CPU kernel dispatch, n-d iteration, conversions. */
 #include "runtime/cpu_kernels.h"
+#include "runtime/collective_host.h"
 #include "runtime/cpu_fused.h"
 
 #include <string.h>
@@ -30,6 +31,8 @@ braid_status br_cpu_prepare(const braid_graph *g, uint32_t id,
         return br_matmul_prepare(g, id, scratch);
     case BRAID_KIND_FUSED:
         return br_fused_prepare(g, id, scratch);
+    case BRAID_KIND_COLLECTIVE:
+        return br_coll_check_local(g, id, "braid_exec_new");
     case BRAID_KIND_COUNT_:
         break;
     }
@@ -63,6 +66,9 @@ void br_cpu_run(const br_kernel_args *a) {
         return;
     case BRAID_KIND_FUSED:
         br_fused_run(a);
+        return;
+    case BRAID_KIND_COLLECTIVE:
+        br_coll_cpu_run(a->g, a->id, a->in, a->out);
         return;
     case BRAID_KIND_COUNT_:
         break;

@@ -142,6 +142,10 @@ static braid_status gpu_kind(const bp_plan *p, uint32_t id, br_node_kind *k) {
         *k = copy_kind(p, id);
         return BRAID_OK;
     }
+    if (bg_op(n->op)->kind == BRAID_KIND_COLLECTIVE) {
+        *k = BR_NODE_COLL;
+        return BRAID_OK;
+    }
     switch (bc_classify(p, id)) {
     case BC_NODE_DATA: /* a GPU constant: uploaded at creation */
     case BC_NODE_VIEW:
@@ -461,21 +465,23 @@ braid_status br_cuda_check_plan(const bp_plan *p, int sm, char *report,
     if (!c) return BRAID_ERR_OUT_OF_MEMORY;
     c->dry = true;
     braid_status s = prepare(c);
+    if (s == BRAID_OK) s = br_cuda_coll_init(c);
     if (s == BRAID_OK) s = br_cuda_check_kernels(c, sm);
     if (s == BRAID_OK) s = br_cuda_lt_prepare(c);
     if (s == BRAID_OK) s = br_graph_prepare(c);
     if (s == BRAID_OK && report && size) {
-        uint32_t kinds[BR_NODE_CONST_H2D + 1] = {0};
+        uint32_t kinds[BR_NODE_COLL + 1] = {0};
         for (uint32_t i = 0; i < c->ngpu; i++)
             kinds[c->node[c->gpu_list[i]].kind]++;
         snprintf(report, size,
                  "%u GPU nodes (%u kernels, %u matmuls, %u matmul epilogues, "
-                 "%u H2D, %u D2H, %u D2D, %u constant uploads, %u no-ops), "
-                 "%u cpu nodes\n%s",
+                 "%u H2D, %u D2H, %u D2D, %u constant uploads, %u no-ops, "
+                 "%u collectives), %u cpu nodes\n%s",
                  c->ngpu, kinds[BR_NODE_KERNEL], kinds[BR_NODE_GEMM],
                  kinds[BR_NODE_GEMM_EPI], kinds[BR_NODE_H2D],
                  kinds[BR_NODE_D2H], kinds[BR_NODE_D2D],
-                 kinds[BR_NODE_CONST_H2D], kinds[BR_NODE_NOOP], c->ncpu,
+                 kinds[BR_NODE_CONST_H2D], kinds[BR_NODE_NOOP],
+                 kinds[BR_NODE_COLL], c->ncpu,
                  c->log);
     }
     br_cuda_free(c);
@@ -492,6 +498,7 @@ braid_status br_cuda_new(const bp_plan *p, br_cuda **out) {
     if (s == BRAID_OK) s = make_streams(c);
     if (s == BRAID_OK) s = make_events(c);
     if (s == BRAID_OK) s = enable_peers(c);
+    if (s == BRAID_OK) s = br_cuda_coll_init(c);
     if (s == BRAID_OK) s = br_cuda_stage_init(c);
     if (s == BRAID_OK) s = br_cuda_upload_constants(c);
     if (s == BRAID_OK) s = br_cuda_load_kernels(c);
@@ -534,6 +541,7 @@ void br_cuda_free(br_cuda *c) {
     if (!c) return;
     if (!c->dry) { /* a dry check made no CUDA objects */
         free_queues(c);
+        br_cuda_coll_free(c);
         br_cuda_lt_free(c);
         br_graph_free(c);
         br_cuda_stage_free(c);
@@ -566,6 +574,8 @@ void br_cuda_free(br_cuda *c) {
     free(c->cpu_done);
     free(c->pending);
     free(c->pend_list);
+    free(c->coll_comm);
+    free(c->comms);
     free(c);
 }
 

@@ -142,8 +142,12 @@ braid_status br_graph_prepare(br_cuda *c) {
     uint32_t n = c->plan->ninfo, nq = c->plan->nqueues ? c->plan->nqueues : 1;
     dependencies(c);
     char buf[256];
-    const char *why =
-        c->ngpu == 0 ? "no GPU work" : why_not_static(c, buf, sizeof buf);
+    bool coll = false;
+    for (uint32_t i = 0; i < c->ngpu; i++)
+        coll |= c->node[c->gpu_list[i]].kind == BR_NODE_COLL;
+    const char *why = c->ngpu == 0 ? "no GPU work"
+                      : coll       ? "collectives (NCCL) are issued directly"
+                                   : why_not_static(c, buf, sizeof buf);
     if (why) {
         br_cuda_logf(c, "graph: not used: %s", why);
         return BRAID_OK;

@@ -55,8 +55,10 @@ typedef enum br_node_kind {
     BR_NODE_H2D,      /* copy host → device */
     BR_NODE_D2H,      /* copy device → host */
     BR_NODE_D2D,      /* copy device → device (peer) */
-    BR_NODE_CONST_H2D /* copy of constant bytes to a GPU: uploaded at
-                         creation, nothing to do per run */
+    BR_NODE_CONST_H2D, /* copy of constant bytes to a GPU: uploaded at
+                          creation, nothing to do per run */
+    BR_NODE_COLL       /* a collective member: NCCL on its comm stream
+                          (cuda_coll.c), a group issued at once */
 } br_node_kind;
 
 /* Per node of the plan. */
@@ -194,6 +196,13 @@ struct br_cuda {
                             use the graph's fixed host buffers */
     bool dry;            /* made by br_cuda_check_plan: no CUDA objects */
     const br_cuda_run_args *run; /* the run in progress */
+    braid_comm *comm;     /* multi-process communicator
+                             (braid_exec_set_comm), not owned; or NULL */
+    void **coll_comm;     /* per node: the ncclComm_t of a member of a
+                             group run inside this process, or NULL */
+    void **comms;         /* communicators made by ncclCommInitAll
+                             (owned) */
+    uint32_t ncomms;      /* entries in comms */
     char log[BR_LOG_MAX];        /* executor log (br_cuda_log) */
     size_t loglen;               /* bytes used in log */
 };
@@ -327,6 +336,22 @@ braid_status br_cuda_upload_constants(br_cuda *c);
 braid_status br_cuda_issue(br_cuda *c, uint32_t id);
 /* Waits on every stream; the first error wins over st. */
 braid_status br_cuda_sync_all(br_cuda *c, braid_status st);
+
+/* ---- cuda_coll.c --------------------------------------------------------- */
+
+/* At creation: checks every collective group on the GPUs and, unless dry,
+ * makes one NCCL communicator set (ncclCommInitAll) per distinct ordered
+ * device list of the groups run inside this process. A rank-form member
+ * alone in its group (multi-process) waits for braid_exec_set_comm. */
+braid_status br_cuda_coll_init(br_cuda *c);
+void br_cuda_coll_free(br_cuda *c);
+/* Entries of gpu_list from index gi on that form one collective group
+ * (1 for a multi-process member); 0 when gpu_list[gi] is no collective. */
+uint32_t br_cuda_coll_span(const br_cuda *c, uint32_t gi);
+/* Issues the m members ids[0..m) of one group: every member's event
+ * waits, the NCCL calls inside one ncclGroupStart/End, then every
+ * member's event records. */
+braid_status br_cuda_coll_issue(br_cuda *c, const uint32_t *ids, uint32_t m);
 
 /* ---- cuda_graph.c -------------------------------------------------------- */
 

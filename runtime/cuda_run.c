@@ -228,8 +228,15 @@ static braid_status run_schedule(br_cuda *c) {
     uint32_t gi = 0, ci = 0;
     braid_status r = BRAID_OK;
     while (r == BRAID_OK && (gi < c->ngpu || ci < c->ncpu)) {
-        while (r == BRAID_OK && gi < c->ngpu && gpu_ready(c, c->gpu_list[gi]))
-            r = br_cuda_issue(c, c->gpu_list[gi++]);
+        while (r == BRAID_OK && gi < c->ngpu) {
+            /* a collective group goes at once, when all of it is ready */
+            uint32_t m = br_cuda_coll_span(c, gi), j = 0;
+            while (j < (m ? m : 1) && gpu_ready(c, c->gpu_list[gi + j])) j++;
+            if (j < (m ? m : 1)) break;
+            r = m ? br_cuda_coll_issue(c, &c->gpu_list[gi], m)
+                  : br_cuda_issue(c, c->gpu_list[gi]);
+            gi += m ? m : 1;
+        }
         if (r != BRAID_OK) break;
         if (ci < c->ncpu)
             r = run_cpu_node(c, c->cpu_list[ci++]);

@@ -5,6 +5,7 @@
  * ever fail for a graph corrupted behind the builder's back (or by a bug in
  * a loader). They exist because the oracle must never read out of bounds:
  * each check below guards an index computed in reference_ops.c. */
+#include "runtime/collective_host.h"
 #include "runtime/reference.h"
 
 #include <string.h>
@@ -176,6 +177,8 @@ braid_status br_ref_check(const braid_graph *g, uint32_t id) {
         if (n->op == BRAID_OP_PERMUTE) return check_permute(g, id, n);
         if (n->op == BRAID_OP_SLICE) return check_slice(g, id, n);
         return check_concat(g, id, n);
+    case BRAID_KIND_COLLECTIVE:
+        return br_coll_check_local(g, id, "reference");
     default:
         return bg_set_last_error(BRAID_ERR_UNSUPPORTED,
                                  "reference: node %u (%s) is a compiler-made "

@@ -5,6 +5,7 @@
  * each line can be checked against the semantics in docs by eye. Values are
  * doubles; float ops run in float64, i32 ops in int64 with explicit
  * wraparound (never through double products, which would lose bits). */
+#include "runtime/collective_host.h"
 #include "runtime/reference.h"
 
 #include <math.h>
@@ -409,6 +410,12 @@ static void eval_broadcast(const braid_graph *g, const bg_node *n,
         out[i] = in[0][bcast_pos(i, n->rank, n->dims, x->rank, x->dims)];
 }
 
+/* Element idx of rank j's values (a collective's local-form inputs). */
+static double ref_coll_load(void *ctx, int j, int64_t idx) {
+    const double *const *in = *(const double *const *const *)ctx;
+    return in[j][idx];
+}
+
 /* ---- dispatch ------------------------------------------------------------ */
 
 void br_ref_eval(const braid_graph *g, uint32_t id, const double *const *in,
@@ -441,6 +448,14 @@ void br_ref_eval(const braid_graph *g, uint32_t id, const double *const *in,
         else
             eval_concat(g, n, in, out);
         break;
+    case BRAID_KIND_COLLECTIVE: {
+        struct {
+            const double *const *in;
+        } ctx = {in};
+        for (int64_t i = 0, m = bg_numel(n); i < m; i++)
+            out[i] = br_coll_element(n, i, ref_coll_load, &ctx);
+        break;
+    }
     default:
         break; /* fused nodes are refused by br_ref_check */
     }

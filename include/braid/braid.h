@@ -248,6 +248,54 @@ braid_tensor braid_concat(braid_graph *g, int n, const braid_tensor *xs,
 braid_tensor braid_broadcast_to(braid_graph *g, braid_tensor x, int rank,
                                 const int64_t *dims);
 
+/* ---- builder: collectives (docs/multi-gpu.md) ---------------------------
+ *
+ * A collective is a group of k members, one per participant (a GPU, or a
+ * process). The group calls build all k members at once: outs[r] is member
+ * r, which reads xs[r] (and, for the reference evaluator and the CPU, every
+ * other xs[j]). Members without a device hint take their input's hint; a
+ * plan runs a group on k distinct GPUs through NCCL, or on the cpu as a
+ * host reduction. All xs must have one dtype and shape.
+ *   all_reduce:     outs[r] = reduce over j of xs[j]        (xs[r]'s shape)
+ *   all_gather:     outs[r] = concat of xs[0..k-1] on dim 0  (k × dim 0)
+ *   broadcast:      outs[r] = xs[root]  (the others give only shape/device)
+ *   reduce_scatter: outs[r] = rows [r·m, (r+1)·m) of reduce over j of xs[j],
+ *                   m = dim 0 / k (dim 0 must divide by k)
+ * Reductions need a numeric dtype (not bool); avg needs a float dtype.
+ * Errors are recorded on the graph (like every builder) and returned;
+ * outs[] are then invalid. */
+typedef enum braid_reduce_kind {
+    BRAID_REDUCE_SUM = 0,
+    BRAID_REDUCE_MAX,
+    BRAID_REDUCE_MIN,
+    BRAID_REDUCE_AVG,
+    BRAID_REDUCE_COUNT_
+} braid_reduce_kind;
+
+braid_status braid_all_reduce(braid_graph *g, int k, const braid_tensor *xs,
+                              braid_reduce_kind op, braid_tensor *outs);
+braid_status braid_all_gather(braid_graph *g, int k, const braid_tensor *xs,
+                              braid_tensor *outs);
+braid_status braid_broadcast(braid_graph *g, int k, const braid_tensor *xs,
+                             int root, braid_tensor *outs);
+braid_status braid_reduce_scatter(braid_graph *g, int k,
+                                  const braid_tensor *xs, braid_reduce_kind op,
+                                  braid_tensor *outs);
+
+/* One rank of a collective whose other nranks - 1 members live in other
+ * processes (multi-process mode): op is BRAID_OP_ALL_REDUCE, _ALL_GATHER,
+ * _BROADCAST or _REDUCE_SCATTER; reduce is used by the reductions, root by
+ * broadcast. An executor of such a plan needs a communicator
+ * (braid_exec_set_comm). Every process must build its collectives in the
+ * same order: they are issued in that order. The reference evaluator
+ * cannot evaluate such a node (it lacks the other ranks' data). */
+braid_tensor braid_rank_collective(braid_graph *g, braid_op op, braid_tensor x,
+                                   braid_reduce_kind reduce, int root,
+                                   int rank, int nranks);
+
+/* "sum", "max", "min", "avg"; "?" if bad. */
+const char *braid_reduce_name(braid_reduce_kind k);
+
 /* ---- outputs, names, placement hints ------------------------------------ */
 
 /* Mark t as a graph output called name (unique among outputs). */
@@ -322,6 +370,15 @@ typedef struct braid_compile_options {
                               them when created). The plan keeps CUBIN
                               and PTX per architecture and the CUDA
                               source (docs/plan-format.md) */
+    int shards;            /* batch sharding (docs/multi-gpu.md): > 1
+                              replicates the graph over this many GPUs
+                              (the first GPUs listed in devices), splits
+                              the inputs named in shard_inputs along dim 0
+                              and concatenates the outputs along dim 0;
+                              0 or 1: off */
+    const char *shard_inputs; /* comma list of input names to split
+                                 ("x,labels"); NULL with shards > 1: every
+                                 input whose dim 0 divides by shards */
 } braid_compile_options;
 
 void braid_compile_options_init(braid_compile_options *o);
@@ -572,6 +629,30 @@ void braid_host_free(void *ptr);
  * reason there are none, if any, is in braid_cuda_status(). */
 int braid_cuda_device_count(void);
 const char *braid_cuda_status(void);
+
+/* ---- communicators for several processes (docs/multi-gpu.md) ------------ */
+
+/* An NCCL communicator for one rank of a multi-process job. braid loads
+ * NCCL at run time (dlopen "libnccl.so.2"; $BRAID_NCCL_LIBRARY overrides),
+ * so these return BRAID_ERR_UNSUPPORTED when NCCL cannot be loaded. */
+typedef struct braid_comm braid_comm;
+
+#define BRAID_COMM_ID_BYTES 128
+#define BRAID_COMM_ID_HEX (2 * BRAID_COMM_ID_BYTES + 1)
+
+/* A fresh unique id (rank 0 makes it and hands it to the others) as hex
+ * text, NUL-terminated, in hex (BRAID_COMM_ID_HEX bytes). */
+braid_status braid_comm_unique_id(char *hex, size_t size);
+/* Rank `rank` of nranks on CUDA device `device`, joining the job named by
+ * hex (from braid_comm_unique_id; NULL: read $BRAID_NCCL_ID, or the file
+ * named by $BRAID_NCCL_ID_FILE). Blocks until every rank has joined (NCCL
+ * semantics). */
+braid_status braid_comm_init_rank(int nranks, int rank, int device,
+                                  const char *hex, braid_comm **comm);
+void braid_comm_free(braid_comm *comm); /* NULL is fine */
+/* Gives the executor the communicator its rank collectives run on
+ * (braid_rank_collective). comm must outlive e's runs; NULL detaches. */
+braid_status braid_exec_set_comm(braid_exec *e, braid_comm *comm);
 
 /* ---- DOT and plan summary ------------------------------------------------- */
 

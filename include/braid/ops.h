@@ -18,6 +18,9 @@ typedef enum braid_op_kind {
     BRAID_KIND_SHAPE,       /* reshape, permute, slice, concat */
     BRAID_KIND_COPY,        /* inserted by the compiler between devices */
     BRAID_KIND_FUSED,       /* inserted by the compiler: a fused group */
+    BRAID_KIND_COLLECTIVE,  /* one member of a collective group (all_reduce,
+                               all_gather, broadcast, reduce_scatter):
+                               docs/multi-gpu.md */
     BRAID_KIND_COUNT_
 } braid_op_kind;
 
@@ -73,7 +76,11 @@ typedef enum braid_op_kind {
     X(CONCAT, "concat", -1, BRAID_KIND_SHAPE)            \
     X(BROADCAST_TO, "broadcast_to", 1, BRAID_KIND_BROADCAST) \
     X(COPY, "copy", 1, BRAID_KIND_COPY)                  \
-    X(FUSED, "fused", -1, BRAID_KIND_FUSED)
+    X(FUSED, "fused", -1, BRAID_KIND_FUSED)              \
+    X(ALL_REDUCE, "all_reduce", -1, BRAID_KIND_COLLECTIVE) \
+    X(ALL_GATHER, "all_gather", -1, BRAID_KIND_COLLECTIVE) \
+    X(BROADCAST, "broadcast", -1, BRAID_KIND_COLLECTIVE)   \
+    X(REDUCE_SCATTER, "reduce_scatter", -1, BRAID_KIND_COLLECTIVE)
 
 typedef enum braid_op {
 #define BRAID_OP_ENUM_(id, name, arity, kind) BRAID_OP_##id,
