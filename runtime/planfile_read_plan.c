@@ -206,7 +206,7 @@ static bool read_queues(br_pf_rd *r, bp_plan *p) {
             !device_at(r, p, "device", &q->device) ||
             !br_pf_get_u32(r, "index", &q->index))
             return false;
-        if (kind > BP_QUEUE_D2D)
+        if (kind > BP_QUEUE_COMM)
             return br_pf_fail(r, "kind", "%u out of range", kind), false;
         q->kind = (bp_queue_kind)kind;
         bool cpu = q->device.kind == BP_DEVICE_CPU;
