@@ -43,6 +43,10 @@ typedef enum br_pf_section {
 
 /* "META", "GRAPH", ... ; "?" for unknown types. */
 const char *br_pf_section_name(uint32_t type);
+/* Ops and dtypes are stored by name, not by enum value, so a file stays
+ * readable by a braid whose op or dtype lists have grown. The name of op
+ * (a graph op's text name, "load" / "const" for program instructions). */
+const char *br_pf_op_name(braid_op op);
 
 /* CRC-32C (Castagnoli, reflected 0x82F63B78) of n bytes, continuing from
  * crc (start with 0). */
@@ -113,6 +117,11 @@ bool br_pf_get_bool(br_pf_rd *r, const char *field, bool *v);
  * *s NULL when absent (only if optional). NUL-free, ≤ max bytes. */
 bool br_pf_get_str(br_pf_rd *r, const char *field, bool optional, size_t max,
                    const char **s, uint32_t *len);
+/* An op stored by name: a graph op, or with instr also "load" / "const".
+ * An unknown name fails naming it (a newer braid's op, or corruption). */
+bool br_pf_get_op(br_pf_rd *r, const char *field, bool instr, braid_op *op);
+/* A dtype stored by name ("f32"). */
+bool br_pf_get_dtype(br_pf_rd *r, const char *field, braid_dtype *t);
 /* A record count: count × min_record bytes must fit in what is left. */
 bool br_pf_get_count(br_pf_rd *r, const char *field, uint64_t min_record,
                      uint32_t *count);

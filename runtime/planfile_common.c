@@ -8,6 +8,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+const char *br_pf_op_name(braid_op op) {
+    if (op == BP_INSTR_LOAD) return "load";
+    if (op == BP_INSTR_CONST) return "const";
+    return (unsigned)op < BRAID_OP_COUNT_ ? bg_op(op)->name : "?";
+}
+
 const char *br_pf_section_name(uint32_t type) {
     static const char *const names[] = {"?",    "META",     "GRAPH",
                                         "PLAN_GRAPH", "PLAN", "MEMORY",
@@ -247,6 +253,41 @@ bool br_pf_get_str(br_pf_rd *r, const char *field, bool optional, size_t max,
     }
     *s = (const char *)p;
     *len = n;
+    return true;
+}
+
+bool br_pf_get_op(br_pf_rd *r, const char *field, bool instr, braid_op *op) {
+    const char *s;
+    uint32_t n;
+    if (!br_pf_get_str(r, field, false, 64, &s, &n)) return false;
+    if (instr && n == 4 && memcmp(s, "load", 4) == 0) {
+        *op = BP_INSTR_LOAD;
+        return true;
+    }
+    if (instr && n == 5 && memcmp(s, "const", 5) == 0) {
+        *op = BP_INSTR_CONST;
+        return true;
+    }
+    braid_op o = bg_op_lookup(s, n);
+    if (o == BRAID_OP_COUNT_) {
+        br_pf_fail(r, field, "unknown op \"%.*s\" (written by a newer braid?)",
+                   (int)n, s);
+        return false;
+    }
+    *op = o;
+    return true;
+}
+
+bool br_pf_get_dtype(br_pf_rd *r, const char *field, braid_dtype *t) {
+    const char *s;
+    uint32_t n;
+    if (!br_pf_get_str(r, field, false, 16, &s, &n)) return false;
+    braid_dtype d = bg_dtype_lookup(s, n);
+    if (d == BRAID_DTYPE_COUNT_) {
+        br_pf_fail(r, field, "unknown dtype \"%.*s\"", (int)n, s);
+        return false;
+    }
+    *t = d;
     return true;
 }
 

@@ -57,28 +57,24 @@ static bool grow_ids(br_pf_load *L, uint32_t n) {
 }
 
 static bool read_type(br_pf_rd *r, rec *x, bool plan_graph) {
-    uint32_t op, dt;
-    if (!br_pf_get_u32(r, "op", &op) || !br_pf_get_u32(r, "dtype", &dt) ||
+    braid_op op;
+    braid_dtype dt;
+    if (!br_pf_get_op(r, "op", false, &op) ||
+        !br_pf_get_dtype(r, "dtype", &dt) ||
         !br_pf_get_u32(r, "rank", &x->rank))
         return false;
-    if (op >= BRAID_OP_COUNT_)
-        return br_pf_fail(r, "op", "op %u out of range (braid has %d ops)", op,
-                          (int)BRAID_OP_COUNT_),
-               false;
-    braid_op_kind kind = bg_op((braid_op)op)->kind;
+    braid_op_kind kind = bg_op(op)->kind;
     if (!plan_graph && (kind == BRAID_KIND_COPY || kind == BRAID_KIND_FUSED))
         return br_pf_fail(r, "op", "'%s' is made by the compiler and cannot "
                                    "be in the user's graph",
-                          bg_op((braid_op)op)->name),
+                          bg_op(op)->name),
                false;
-    if (dt >= BRAID_DTYPE_COUNT_)
-        return br_pf_fail(r, "dtype", "dtype %u out of range", dt), false;
     if (x->rank > BRAID_MAX_RANK)
         return br_pf_fail(r, "rank", "rank %u (at most %d)", x->rank,
                           BRAID_MAX_RANK),
                false;
-    x->op = (braid_op)op;
-    x->dtype = (braid_dtype)dt;
+    x->op = op;
+    x->dtype = dt;
     for (uint32_t i = 0; i < x->rank; i++) {
         if (!br_pf_get_i64(r, "dims", &x->dims[i])) return false;
         if (x->dims[i] < 0 || x->dims[i] > BG_MAX_BYTES)

@@ -92,8 +92,21 @@ static bool read_settings(br_pf_rd *r, bp_plan *p) {
     for (uint32_t i = 0; i < p->ndevices; i++) {
         r->index = i;
         bp_device_profile *pr = &st->profile[i];
-        for (int t = 0; t < BRAID_DTYPE_COUNT_; t++)
-            if (!rate(r, "flops", &pr->flops[t])) return false;
+        /* per dtype by name; a dtype the file lacks keeps rate 0 (the
+           device is then never chosen for it: the plan is compiled) */
+        uint32_t nflops;
+        if (!br_pf_get_u32(r, "nflops", &nflops)) return false;
+        if (nflops > 64)
+            return br_pf_fail(r, "nflops", "%u dtypes (at most 64)", nflops),
+                   false;
+        for (uint32_t k = 0; k < nflops; k++) {
+            braid_dtype t;
+            double v;
+            if (!br_pf_get_dtype(r, "flops.dtype", &t) ||
+                !rate(r, "flops", &v))
+                return false;
+            pr->flops[t] = v;
+        }
         if (!rate(r, "elementwise_flops", &pr->elementwise_flops) ||
             !rate(r, "mem_bytes_per_s", &pr->mem_bytes_per_s) ||
             !rate(r, "h2d_bytes_per_s", &pr->h2d_bytes_per_s) ||
@@ -258,9 +271,10 @@ static bool read_events(br_pf_rd *r, bp_plan *p) {
 /* One instruction: ops and dtypes in range, operands earlier. */
 static bool read_instr(br_pf_rd *r, bp_instr *in, uint32_t k,
                        uint32_t nsource) {
-    uint32_t op, dt;
-    if (!br_pf_get_u32(r, "instr.op", &op) ||
-        !br_pf_get_u32(r, "instr.dtype", &dt) ||
+    braid_op op;
+    braid_dtype dt;
+    if (!br_pf_get_op(r, "instr.op", true, &op) ||
+        !br_pf_get_dtype(r, "instr.dtype", &dt) ||
         !br_pf_get_u32(r, "instr.arg", &in->arg[0]) ||
         !br_pf_get_u32(r, "instr.arg", &in->arg[1]) ||
         !br_pf_get_u32(r, "instr.arg", &in->arg[2]) ||
@@ -268,13 +282,8 @@ static bool read_instr(br_pf_rd *r, bp_instr *in, uint32_t k,
         !br_pf_get_f64(r, "instr.value", &in->value) ||
         !br_pf_get_u32(r, "instr.source", &in->source))
         return false;
-    if (op > (uint32_t)BP_INSTR_CONST || dt >= BRAID_DTYPE_COUNT_)
-        return br_pf_fail(r, "instr", "instruction %u: op %u, dtype %u out of "
-                                      "range",
-                          k, op, dt),
-               false;
-    in->op = (braid_op)op;
-    in->dtype = (braid_dtype)dt;
+    in->op = op;
+    in->dtype = dt;
     int arity = op < BRAID_OP_COUNT_ ? bg_op(in->op)->arity : 0;
     if (arity < 0 || arity > 3)
         return br_pf_fail(r, "instr.op", "instruction %u: %s cannot be in a "

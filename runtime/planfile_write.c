@@ -56,8 +56,8 @@ static uint32_t node_blob(blobs *bs, const bg_node *n, bool *oom) {
 /* ---- sections ------------------------------------------------------------------ */
 
 static void put_node(br_pf_buf *b, const bg_node *n, uint32_t blob) {
-    br_pf_u32(b, (uint32_t)n->op);
-    br_pf_u32(b, (uint32_t)n->dtype);
+    br_pf_str(b, br_pf_op_name(n->op));
+    br_pf_str(b, braid_dtype_name(n->dtype));
     br_pf_u32(b, n->rank);
     for (int i = 0; i < n->rank; i++) br_pf_i64(b, n->dims[i]);
     br_pf_u32(b, n->ninputs);
@@ -119,7 +119,11 @@ static uint32_t device_index(const bp_plan *p, bp_device d) {
 }
 
 static void put_profile(br_pf_buf *b, const bp_device_profile *pr) {
-    for (int t = 0; t < BRAID_DTYPE_COUNT_; t++) br_pf_f64(b, pr->flops[t]);
+    br_pf_u32(b, BRAID_DTYPE_COUNT_); /* by name: the dtype list may grow */
+    for (int t = 0; t < BRAID_DTYPE_COUNT_; t++) {
+        br_pf_str(b, braid_dtype_name((braid_dtype)t));
+        br_pf_f64(b, pr->flops[t]);
+    }
     br_pf_f64(b, pr->elementwise_flops);
     br_pf_f64(b, pr->mem_bytes_per_s);
     br_pf_f64(b, pr->h2d_bytes_per_s);
@@ -136,8 +140,8 @@ static void put_program(br_pf_buf *b, const bp_program *pr) {
     br_pf_u32(b, pr->ninstr);
     for (uint32_t k = 0; k < pr->ninstr; k++) {
         const bp_instr *in = &pr->instr[k];
-        br_pf_u32(b, (uint32_t)in->op);
-        br_pf_u32(b, (uint32_t)in->dtype);
+        br_pf_str(b, br_pf_op_name(in->op));
+        br_pf_str(b, braid_dtype_name(in->dtype));
         for (int j = 0; j < 3; j++) br_pf_u32(b, in->arg[j]);
         br_pf_u32(b, in->input);
         br_pf_f64(b, in->value);

@@ -12,7 +12,10 @@ LD_LIBRARY_PATH="$tmp/prefix/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
     "$tmp/consumer/consumer_shared"
 "$tmp/consumer/consumer_static"
 libdir=$(ls -d "$tmp"/prefix/lib*/pkgconfig | head -n 1)
-PKG_CONFIG_PATH=$libdir cc -o "$tmp/pc_consumer" "$src/consumer.c" \
-    $(PKG_CONFIG_PATH=$libdir pkg-config --cflags --libs braid)
+# braid.pc requires libcgraph: keep the caller's search path behind ours
+# (a libcgraph outside the system folders, as on the GPU machine)
+pcpath=$libdir${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}
+PKG_CONFIG_PATH=$pcpath cc -o "$tmp/pc_consumer" "$src/consumer.c" \
+    $(PKG_CONFIG_PATH=$pcpath pkg-config --cflags --libs braid)
 LD_LIBRARY_PATH="$(dirname "$libdir")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
     "$tmp/pc_consumer"
