@@ -19,7 +19,11 @@
  *      h2d0, h2d1, k0, d2h0, h2d2, k1, d2h1, ... and the memory pass can
  *      reuse chunk k's buffers for chunk k + 2 without stalling the copy
  *      stream;
- *   3. other nodes, most net bytes freed first (bytes of inputs whose last
+ *   3. other nodes, GPU nodes before host nodes (issuing GPU work only
+ *      queues it, while the dispatcher runs a host node to completion
+ *      before it issues the next node: GPU work ready now must be queued
+ *      before host work, or the GPUs idle while the host computes); within
+ *      each, most net bytes freed first (bytes of inputs whose last
  *      consumer this is, minus the bytes the node allocates), then the one
  *      reading the most recently issued computed tensor, then lowest id:
  *      this finishes a branch before starting the next, which shortens
@@ -37,7 +41,7 @@
 #include <stdlib.h>
 
 /* Node classes, in the precedence of the file comment. */
-enum { SC_OUT = 0, SC_FEED, SC_MAIN, SC_WAIT, SC_NCLASS };
+enum { SC_OUT = 0, SC_FEED, SC_MAIN, SC_HOST, SC_WAIT, SC_NCLASS };
 
 /* A heap entry: smaller key first. */
 typedef struct sc_entry {
@@ -76,7 +80,8 @@ typedef struct sc_state {
     int32_t *group_gpu;     /* per group root: its device, once started */
     uint32_t *outstanding;  /* per device: open groups */
     uint32_t *window;       /* per device: prefetch window W */
-    sc_heap heap[SC_NCLASS - 1]; /* OUT, MAIN, WAIT (FEED is per GPU) */
+    sc_heap heap[SC_NCLASS - 1]; /* OUT, MAIN, HOST, WAIT (FEED is per
+                                    GPU) */
     sc_heap *feed;          /* per device: its H2D copies and feeders */
 } sc_state;
 
@@ -187,6 +192,9 @@ static void classify(sc_state *st, uint32_t id) {
         st->gpu[id] = h2d_target(p, st->cons[st->cstart[id]]);
         return;
     }
+    /* inputs and constants cost nothing to issue: they stay MAIN */
+    if (n->op != BRAID_OP_INPUT && n->op != BRAID_OP_CONSTANT)
+        st->cls[id] = SC_HOST;
     for (uint32_t k = 0; k < n->ninputs; k++)
         if (is_outbound(p, n->inputs[k])) st->cls[id] = SC_WAIT;
 }
@@ -315,7 +323,8 @@ static sc_heap *heap_of(sc_state *st, uint32_t id) {
     case SC_OUT: return &st->heap[0];
     case SC_FEED: return &st->feed[st->gpu[id]];
     case SC_MAIN: return &st->heap[1];
-    default: return &st->heap[2];
+    case SC_HOST: return &st->heap[2];
+    default: return &st->heap[3];
     }
 }
 
@@ -339,7 +348,8 @@ static int64_t recency(const sc_state *st, uint32_t id) {
 
 static bool push_ready(sc_state *st, uint32_t id) {
     int64_t key = 0, key2 = 0;
-    if (st->cls[id] == SC_MAIN || st->cls[id] == SC_WAIT) {
+    if (st->cls[id] == SC_MAIN || st->cls[id] == SC_HOST ||
+        st->cls[id] == SC_WAIT) {
         key = -(st->freed[id] - alloc_bytes(&st->plan->graph->nodes[id]));
         key2 = -recency(st, id);
     }
@@ -354,9 +364,10 @@ static uint32_t pick(sc_state *st) {
     for (uint32_t d = 0; d < p->ndevices; d++)
         if (window_allows(st, d)) return heap_pop(&st->feed[d]).id;
     if (heap_ready(st, &st->heap[1])) return heap_pop(&st->heap[1]).id;
+    if (heap_ready(st, &st->heap[2])) return heap_pop(&st->heap[2]).id;
     for (uint32_t d = 0; d < p->ndevices; d++)
         if (heap_ready(st, &st->feed[d])) return heap_pop(&st->feed[d]).id;
-    if (heap_ready(st, &st->heap[2])) return heap_pop(&st->heap[2]).id;
+    if (heap_ready(st, &st->heap[3])) return heap_pop(&st->heap[3]).id;
     return BG_NONE;
 }
 
