@@ -13,6 +13,7 @@
  * member is issued by the one thread, in one group, a single-process group
  * cannot wait for a member that is never issued. */
 #define _POSIX_C_SOURCE 200809L
+#include "graph/graph.h"
 #include "runtime/cuda_impl.h"
 
 #ifdef BRAID_HAVE_CUDA
@@ -239,30 +240,9 @@ static braid_status call(br_cuda *c, const br_nccl_api *a, uint32_t id) {
 }
 
 static braid_status waits(br_cuda *c, uint32_t id) {
-    cudaStream_t s = c->stream[c->node[id].queue];
     braid_status r = BRAID_OK;
     if (c->npend > 0) r = br_cuda_flush(c, c->node[id].queue, BG_NONE);
-    if (r == BRAID_OK) r = br_cuda_use(c, WHERE, id, c->node[id].dev);
-    for (uint32_t k = c->wstart[id]; r == BRAID_OK && k < c->wstart[id + 1];
-         k++) {
-        cudaEvent_t ev = c->event[c->waits[k]];
-        if (ev)
-            r = br_cu(c, WHERE, id, "cudaStreamWaitEvent",
-                      cudaStreamWaitEvent(s, ev, 0));
-    }
-    return r;
-}
-
-static braid_status records(br_cuda *c, uint32_t id) {
-    cudaStream_t s = c->stream[c->node[id].queue];
-    braid_status r = br_cuda_use(c, WHERE, id, c->node[id].dev);
-    for (uint32_t k = c->rstart[id]; r == BRAID_OK && k < c->rstart[id + 1];
-         k++) {
-        cudaEvent_t ev = c->event[c->recs[k]];
-        if (ev)
-            r = br_cu(c, WHERE, id, "cudaEventRecord", cudaEventRecord(ev, s));
-    }
-    return r;
+    return r == BRAID_OK ? br_cuda_wait_events(c, id) : r;
 }
 
 braid_status br_cuda_coll_issue(br_cuda *c, const uint32_t *ids, uint32_t m) {
@@ -288,7 +268,7 @@ braid_status br_cuda_coll_issue(br_cuda *c, const uint32_t *ids, uint32_t m) {
         br_nccl_check(a, WHERE, "ncclGroupEnd", a->GroupEnd());
     c->cur_dev = -1; /* NCCL may change the current device */
     if (r == BRAID_OK) r = end;
-    for (uint32_t i = 0; r == BRAID_OK && i < m; i++) r = records(c, ids[i]);
+    for (uint32_t i = 0; r == BRAID_OK && i < m; i++) r = br_cuda_record_events(c, ids[i]);
     return r;
 }
 

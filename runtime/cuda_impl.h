@@ -334,6 +334,11 @@ braid_status br_cuda_upload_constants(br_cuda *c);
 
 /* Issues GPU node id: its event waits, its work, its event records. */
 braid_status br_cuda_issue(br_cuda *c, uint32_t id);
+/* Node id's stream waits for the events of its producers on other queues
+ * (a CPU producer has no event: it has run already) / records the events
+ * its consumers on other queues wait for. */
+braid_status br_cuda_wait_events(br_cuda *c, uint32_t id);
+braid_status br_cuda_record_events(br_cuda *c, uint32_t id);
 /* Waits on every stream; the first error wins over st. */
 braid_status br_cuda_sync_all(br_cuda *c, braid_status st);
 

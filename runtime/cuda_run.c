@@ -77,14 +77,9 @@ static braid_status flush(br_cuda *c, br_prof *pf, uint32_t q, uint32_t upto) {
     return r;
 }
 
-braid_status br_cuda_issue(br_cuda *c, uint32_t id) {
-    const br_cnode *cn = &c->node[id];
-    cudaStream_t s = c->stream[cn->queue];
-    br_prof *pf = br_cuda_run_prof(c->run);
-    braid_status r = BRAID_OK;
-    if (c->npend > 0) /* deferred copies keep their place in the stream */
-        r = flush(c, pf, cn->queue, BG_NONE);
-    if (r == BRAID_OK) r = br_cuda_use(c, WHERE, id, cn->dev);
+braid_status br_cuda_wait_events(br_cuda *c, uint32_t id) {
+    cudaStream_t s = c->stream[c->node[id].queue];
+    braid_status r = br_cuda_use(c, WHERE, id, c->node[id].dev);
     for (uint32_t k = c->wstart[id]; r == BRAID_OK && k < c->wstart[id + 1];
          k++) {
         cudaEvent_t ev = c->event[c->waits[k]];
@@ -92,6 +87,29 @@ braid_status br_cuda_issue(br_cuda *c, uint32_t id) {
             r = br_cu(c, WHERE, id, "cudaStreamWaitEvent",
                       cudaStreamWaitEvent(s, ev, 0));
     }
+    return r;
+}
+
+braid_status br_cuda_record_events(br_cuda *c, uint32_t id) {
+    cudaStream_t s = c->stream[c->node[id].queue];
+    braid_status r = br_cuda_use(c, WHERE, id, c->node[id].dev);
+    for (uint32_t k = c->rstart[id]; r == BRAID_OK && k < c->rstart[id + 1];
+         k++) {
+        cudaEvent_t ev = c->event[c->recs[k]];
+        if (ev)
+            r = br_cu(c, WHERE, id, "cudaEventRecord", cudaEventRecord(ev, s));
+    }
+    return r;
+}
+
+braid_status br_cuda_issue(br_cuda *c, uint32_t id) {
+    const br_cnode *cn = &c->node[id];
+    cudaStream_t s = c->stream[cn->queue];
+    br_prof *pf = br_cuda_run_prof(c->run);
+    braid_status r = BRAID_OK;
+    if (c->npend > 0) /* deferred copies keep their place in the stream */
+        r = flush(c, pf, cn->queue, BG_NONE);
+    if (r == BRAID_OK) r = br_cuda_wait_events(c, id);
     if (pf && r == BRAID_OK) r = br_prof_cuda_mark(pf, c, id, false);
     if (r == BRAID_OK) r = do_work(c, id, s);
     if (r != BRAID_OK || c->pending[id])
@@ -100,12 +118,7 @@ braid_status br_cuda_issue(br_cuda *c, uint32_t id) {
         r = br_prof_cuda_mark(pf, c, id, true);
         br_prof_take_workers(pf, c->run->pool, id); /* staging memcpys */
     }
-    for (uint32_t k = c->rstart[id]; r == BRAID_OK && k < c->rstart[id + 1];
-         k++) {
-        cudaEvent_t ev = c->event[c->recs[k]];
-        if (ev)
-            r = br_cu(c, WHERE, id, "cudaEventRecord", cudaEventRecord(ev, s));
-    }
+    if (r == BRAID_OK) r = br_cuda_record_events(c, id);
     return r;
 }
 
