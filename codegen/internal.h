@@ -153,6 +153,7 @@ void bc_operands_used(const bc_node *c, uint32_t root, uint32_t mm_instr,
 braid_status bc_gen_elementwise(const bc_node *c, bc_buf *b, bc_kernel *k);
 braid_status bc_gen_epilogue(const bc_node *c, bc_buf *b, bc_kernel *k);
 braid_status bc_gen_reduce(const bc_node *c, bc_buf *b, bc_kernel *k);
+braid_status bc_gen_softmax(const bc_node *c, bc_buf *b, bc_kernel *k);
 braid_status bc_gen_gather(const bp_plan *p, uint32_t id, bc_buf *b,
                            bc_kernel *k);
 braid_status bc_gen_source(const bp_plan *p, uint32_t id, bc_buf *b,

@@ -204,7 +204,8 @@ static const char *check_instr(const bc_node *c, uint32_t i) {
 /* Everything generation relies on: never crash on a malformed program. */
 static braid_status check_program(const bc_node *c) {
     const bp_program *pr = c->prog;
-    if (pr->ninstr == 0 || !pr->instr || pr->rank > BRAID_MAX_RANK)
+    if (pr->ninstr == 0 || !pr->instr || pr->rank > BRAID_MAX_RANK ||
+        (unsigned)pr->kind >= BP_PROGRAM_KIND_COUNT)
         return bc_fail(c->plan, c->id, BRAID_ERR_INTERNAL,
                        "empty or malformed program");
     for (uint32_t i = 0; i < pr->ninstr; i++) {
@@ -320,6 +321,8 @@ static braid_status gen_node(const bp_plan *p, uint32_t id, bc_buf *b,
                 s = bc_gen_reduce(c, b, k);
             else if (c->prog->kind == BP_PROGRAM_MATMUL)
                 s = bc_gen_epilogue(c, b, k);
+            else if (c->prog->kind == BP_PROGRAM_SOFTMAX)
+                s = bc_gen_softmax(c, b, k);
             else
                 s = bc_gen_elementwise(c, b, k);
         }

@@ -203,7 +203,8 @@ static void put_instr(plan_dot *d, const bp_program *prog, const bg_node *n,
 
 /* Fused nodes: a record "{head|instructions|place|outputs}". */
 static bool fused_label(plan_dot *d, uint32_t id) {
-    static const char *const kinds[] = {"elementwise", "reduce", "matmul"};
+    static const char *const kinds[] = {"elementwise", "reduce", "matmul",
+                                        "softmax"};
     const bg_node *n = bg_node_at(d->p->graph, id);
     uint32_t pi = d->p->info[id].program;
     const bp_program *prog = pi < d->p->nprograms ? &d->p->programs[pi] : NULL;
@@ -211,7 +212,9 @@ static bool fused_label(plan_dot *d, uint32_t id) {
     bp_text *t = &d->t;
     char op[32];
     snprintf(op, sizeof op, "fused %s",
-             prog && (unsigned)prog->kind < 3 ? kinds[prog->kind] : "");
+             prog && (unsigned)prog->kind < BP_PROGRAM_KIND_COUNT
+                 ? kinds[prog->kind]
+                 : "");
     bp_text_printf(t, "{");
     put_head(d, id, op);
     bp_text_printf(t, "\\n%s", bg_type_str(n, type, sizeof type));
@@ -223,6 +226,9 @@ static bool fused_label(plan_dot *d, uint32_t id) {
     bp_text_printf(t, "|");
     for (uint32_t k = 0; prog && prog->instr && k < prog->ninstr; k++)
         put_instr(d, prog, n, &prog->instr[k], k);
+    if (prog && prog->kind == BP_PROGRAM_SOFTMAX && prog->ninstr > 0)
+        bp_text_printf(t, "softmax t%" PRIu32 " axis=%d\\l", prog->ninstr - 1,
+                       prog->rank - 1);
     if (!prog) bp_text_printf(t, "(no program)");
     bp_text_printf(t, "|");
     put_place(d, id);

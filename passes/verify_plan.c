@@ -15,6 +15,8 @@
  *             device, arena tensors inside an arena of their device and
  *             aligned, work skipped only where nothing is to be done;
  *   arena     listed devices, lower bound ≤ size;
+ *   program   fused nodes name a program of a known kind; softmax programs
+ *             cover their node's shape, over its last axis;
  *   overlap   (verify_plan_overlap.c) tensors sharing arena bytes are
  *             ordered by happens-before.
  * Every failure is BRAID_ERR_INTERNAL with "verify_plan: <check>: ..."
@@ -517,6 +519,39 @@ static braid_status check_places(vp_state *st) {
     return BRAID_OK;
 }
 
+/* ---- programs ---------------------------------------------------------------------- */
+
+/* Every fused node names a program of a known kind; a softmax program
+ * iterates over its node's shape and normalises its last axis (what the
+ * executors' kernels assume: nothing else checks the softmax's space
+ * against the node before a GPU kernel runs). */
+static braid_status check_programs(const vp_state *st) {
+    const bp_plan *p = st->plan;
+    for (uint32_t id = 0; id < st->n; id++) {
+        const bg_node *n = &p->graph->nodes[id];
+        if (n->op != BRAID_OP_FUSED) continue;
+        uint32_t k = p->info[id].program;
+        if (k >= p->nprograms)
+            return vp_fail("program: fused node %%%u names program %u of %u",
+                           id, k, p->nprograms);
+        const bp_program *pr = &p->programs[k];
+        if ((unsigned)pr->kind >= BP_PROGRAM_KIND_COUNT)
+            return vp_fail("program: fused node %%%u: unknown kind %u", id,
+                           (unsigned)pr->kind);
+        if (pr->kind != BP_PROGRAM_SOFTMAX) continue;
+        bool ok = pr->rank >= 1 && pr->rank == n->rank &&
+                  pr->axes == (1u << (pr->rank - 1)) &&
+                  braid_dtype_is_float(n->dtype);
+        for (int d = 0; ok && d < n->rank; d++)
+            ok = pr->dims[d] == n->dims[d];
+        if (!ok)
+            return vp_fail("program: fused node %%%u: softmax program not "
+                           "over the last axis of the node's shape",
+                           id);
+    }
+    return BRAID_OK;
+}
+
 /* ---- the checker -------------------------------------------------------------------- */
 
 static braid_status check_all(vp_state *st) {
@@ -525,7 +560,8 @@ static braid_status check_all(vp_state *st) {
     bool placed = p->arenas != NULL;
     if (p->ninfo < st->n)
         return vp_fail("plan: %u info entries for %u nodes", p->ninfo, st->n);
-    braid_status s = scheduled ? check_schedule(st) : BRAID_OK;
+    braid_status s = check_programs(st);
+    if (s == BRAID_OK && scheduled) s = check_schedule(st);
     if (s == BRAID_OK) s = check_io(st, scheduled);
     if (s == BRAID_OK) s = check_devices(st);
     if (s == BRAID_OK && queued) s = check_queues(st);

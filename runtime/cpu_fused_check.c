@@ -175,6 +175,12 @@ static bool check_space(check *c) {
     if (p->kind == BP_PROGRAM_MATMUL &&
         (!matmul_fits(c) || p->instr[2].dtype != n->dtype))
         return fail(c, 2, "matmul operands do not fit the node");
+    if (p->kind == BP_PROGRAM_SOFTMAX &&
+        (p->rank < 1 || !braid_dtype_is_float(n->dtype) ||
+         p->axes != (1u << (p->rank - 1)) || p->flags != 0))
+        return fail(c, p->ninstr - 1,
+                    "softmax program not over the last axis of a float "
+                    "value");
     const bp_instr *last = &p->instr[p->ninstr - 1];
     if (p->kind == BP_PROGRAM_REDUCE &&
         ((unsigned)last->op >= BRAID_OP_COUNT_ ||
@@ -189,7 +195,7 @@ braid_status br_fused_check(const braid_graph *g, uint32_t id,
     const bp_program *p = program;
     bool ok = p && p->instr && p->ninstr >= 1 && p->ninstr <= BR_FZ_MAX_INSTR &&
               p->rank <= BRAID_MAX_RANK &&
-              (unsigned)p->kind <= BP_PROGRAM_MATMUL &&
+              (unsigned)p->kind < BP_PROGRAM_KIND_COUNT &&
               (p->kind != BP_PROGRAM_MATMUL || p->ninstr >= 3) &&
               c.n->ninputs <= BR_FZ_MAX_INSTR;
     for (int i = 0; ok && i < p->rank; i++)

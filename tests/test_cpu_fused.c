@@ -47,7 +47,7 @@ static void outs_free(outs o) {
 
 /* Programs of each kind in a plan. */
 typedef struct kinds {
-    uint32_t n[3]; /* by bp_program_kind */
+    uint32_t n[BP_PROGRAM_KIND_COUNT]; /* by bp_program_kind */
 } kinds;
 
 /* Compiles g for the cpu (optional passes in `disable` off) with `threads`
@@ -433,7 +433,7 @@ Test(cpu_fused, random_graphs_with_fusion_match_reference) {
         ts_io *io = ts_io_new(g, seed);
         cr_assert(io);
         kinds k = run(g, 0, 0, io, io->out);
-        programs += k.n[0] + k.n[1] + k.n[2];
+        programs += k.n[0] + k.n[1] + k.n[2] + k.n[3];
         cr_assert_eq(
             braid_reference_run(g, io->in, io->ninputs, io->ref, io->noutputs),
             BRAID_OK);
