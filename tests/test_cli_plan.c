@@ -266,6 +266,14 @@ Test(cli_plan, run_gpu_plan_without_gpu) {
     ts_cli_result r = CLI("run", plan);
     TS_EXPECT_STATUS(r, 1);
     cr_assert(strstr(r.err, "cuda"), "%s", r.err);
+    cr_assert(strstr(r.err, "--cpu-fallback"), "no hint: %s", r.err);
+    ts_cli_result_free(&r);
+    /* with --cpu-fallback the embedded graph runs on the cpu, checked
+       against the reference, and the user is told */
+    r = CLI("run", plan, "--cpu-fallback", "--check");
+    TS_EXPECT_STATUS(r, 0);
+    cr_assert(strstr(r.err, "compiled again for the cpu"), "%s", r.err);
+    cr_assert(strstr(r.out, ": ok"), "%s", r.out);
     ts_cli_result_free(&r);
     free(plan);
     free(graph);

@@ -51,6 +51,10 @@ typedef struct cli_compile_flags {
     const char *archs;      /* --arch LIST ("sm_90,sm_80", "none"), or
                                NULL (the GPUs present, else sm_90) */
     bool given;             /* any compile flag appeared */
+    bool cpu_fallback;      /* --cpu-fallback: a plan file for a GPU this
+                               machine lacks runs its graph compiled again
+                               for the cpu (a load option: not counted in
+                               `given`) */
 } cli_compile_flags;
 
 /* Prints the compile flags' help lines. */

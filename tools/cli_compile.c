@@ -53,7 +53,11 @@ void cli_print_compile_help(FILE *out) {
           "kernels for ahead of\n"
           "                            time, e.g. sm_90,sm_80, or none "
           "(default: the GPUs\n"
-          "                            found, else sm_90)\n",
+          "                            found, else sm_90)\n"
+          "  --cpu-fallback            a plan file for a GPU this machine "
+          "lacks: run its\n"
+          "                            graph compiled again for the cpu "
+          "instead of failing\n",
           out);
 }
 
@@ -104,6 +108,11 @@ bool cli_compile_flag(cli_compile_flags *f, int argc, char **argv, int *i,
     const char *eq = strchr(arg, '=');
     size_t len = eq ? (size_t)(eq - arg) : strlen(arg);
     *rc = CLI_EXIT_OK;
+    if (len == strlen("--cpu-fallback") && !strncmp(arg, "--cpu-fallback", len)) {
+        if (eq) *rc = cli_usage_error("--cpu-fallback takes no value");
+        f->cpu_fallback = true;
+        return true;
+    }
     for (size_t k = 0; k < sizeof no_pass / sizeof no_pass[0]; k++) {
         if (strlen(no_pass[k].name) != len ||
             strncmp(arg, no_pass[k].name, len))
@@ -255,6 +264,7 @@ static bool open_plan(const char *path, const cli_compile_flags *f, int threads,
     braid_load_options lo;
     braid_load_options_init(&lo);
     lo.num_threads = threads;
+    lo.cpu_fallback = f->cpu_fallback;
     braid_status s;
     if (check_devices) {
         s = braid_plan_load_memory(data, size, &lo, &in->plan);
@@ -273,9 +283,17 @@ static bool open_plan(const char *path, const cli_compile_flags *f, int threads,
     if (s != BRAID_OK) {
         in->plan = NULL;
         const char *msg = braid_last_error();
-        if (strstr(msg, path)) return cli_err("%s", msg);
-        return cli_err("%s: %s", path, msg);
+        const char *hint = s == BRAID_ERR_DEVICE
+                               ? " (--cpu-fallback does that here)"
+                               : "";
+        if (strstr(msg, path)) return cli_err("%s%s", msg, hint);
+        return cli_err("%s: %s%s", path, msg, hint);
     }
+    if (br_planfile_was_replaced(in->plan))
+        fprintf(stderr,
+                "braid: %s: no usable GPU here (%s): running the plan's "
+                "graph compiled again for the cpu (--cpu-fallback)\n",
+                path, braid_cuda_status());
     const braid_graph *g = braid_plan_graph(in->plan);
     in->graph = g ? bg_graph_clone(g) : NULL;
     if (!in->graph) return cli_err("%s: out of memory copying the graph", path);
