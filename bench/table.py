@@ -115,6 +115,9 @@ def main():
         "≤ 20 ms", lambda rt, rb, b, k: None if b is None else b <= 20)
     row("8 executor creation, MLP (warm)", "compile_warm", lambda k: f(k, "exec_new_ms"), None,
         lambda k: None, "(no target)", lambda rt, rb, b, k: None)
+    row("8 plan file load vs cold compile", "plan_load", lambda k: f(k, "braid_ms"), None,
+        lambda k: f(k, "bound_ms"), "load ≥ 10× faster (braid/bound ≤ 0.1)",
+        lambda rt, rb, b, k: None if rb is None else rb <= 0.1)
     row("9 arena / lower bound (worst)", "arena", lambda k: f(k, "worst_ratio"), None, lambda k: 1.0,
         "≤ 1.05 on every graph", lambda rt, rb, b, k: None if b is None else b <= 1.05, unit="×")
     sg = T.get("softmax_8192sq_eager_GBps")
