@@ -138,4 +138,18 @@ void br_cuda_device_free(void *p);
  * cudaMemcpyDefault); BRAID_ERR_DEVICE without CUDA or on failure. */
 braid_status br_cuda_memcpy(void *dst, const void *src, size_t bytes);
 
+/* ---- caller buffers in device memory (runtime/exec.c) -------------------- */
+
+/* The GPU whose memory ptr points into when it is device (or managed)
+ * memory, else -1: host memory of any kind, NULL, or a build without CUDA.
+ * One cudaPointerGetAttributes call. */
+int br_cuda_pointer_device(const void *ptr);
+
+/* True when output node id may be computed straight into a caller's
+ * device buffer: it is a copy from a GPU (D2H, written with one
+ * cudaMemcpyAsync) and no CPU node reads its bytes, directly or through
+ * views (that node would read device memory on the host). False for NULL
+ * and without CUDA. */
+bool br_cuda_device_output_in_place(const br_cuda *c, uint32_t id);
+
 #endif /* BRAID_RUNTIME_CUDA_H */

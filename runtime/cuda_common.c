@@ -6,6 +6,7 @@
 #include "runtime/cuda.h"
 
 #include <stdio.h>
+#include <string.h>
 
 bool br_cuda_node_on_gpu(const bp_plan *p, uint32_t id) {
     uint32_t q = p->info[id].queue;
@@ -81,6 +82,19 @@ void br_cuda_device_free(void *p) {
     if (p) cudaFree(p);
 }
 
+int br_cuda_pointer_device(const void *ptr) {
+    struct cudaPointerAttributes at;
+    memset(&at, 0, sizeof at);
+    if (!ptr) return -1;
+    if (cudaPointerGetAttributes(&at, ptr) != cudaSuccess) {
+        (void)cudaGetLastError(); /* older drivers: unknown host memory */
+        return -1;
+    }
+    bool dev = at.type == cudaMemoryTypeDevice ||
+               at.type == cudaMemoryTypeManaged;
+    return dev ? at.device : -1;
+}
+
 braid_status br_cuda_memcpy(void *dst, const void *src, size_t bytes) {
     cudaError_t err = cudaMemcpy(dst, src, bytes, cudaMemcpyDefault);
     if (err == cudaSuccess) return BRAID_OK;
@@ -119,6 +133,17 @@ void *br_cuda_device_alloc(int dev, size_t bytes) {
 
 void br_cuda_device_free(void *p) {
     (void)p;
+}
+
+int br_cuda_pointer_device(const void *ptr) {
+    (void)ptr;
+    return -1;
+}
+
+bool br_cuda_device_output_in_place(const br_cuda *c, uint32_t id) {
+    (void)c;
+    (void)id;
+    return false;
 }
 
 braid_status br_cuda_memcpy(void *dst, const void *src, size_t bytes) {

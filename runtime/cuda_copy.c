@@ -3,7 +3,9 @@
  * Paths, chosen per run from where the bytes are:
  *   - pinned host memory (the backend's pinned arenas, or a caller buffer
  *     cudaPointerGetAttributes calls host memory) and device memory: one
- *     cudaMemcpyAsync on the copy's stream;
+ *     cudaMemcpyAsync on the copy's stream (cudaMemcpyPeerAsync when a
+ *     caller's device buffer is on another GPU than the copy's); never
+ *     staged nor deferred;
  *   - pageable host memory: staged through the stream's pinned slots in
  *     slot-sized chunks. H2D: the host copies chunk k+1 into a free slot
  *     (on the executor's threads) while the DMA of chunk k runs; a slot is
@@ -172,9 +174,16 @@ static bool in_pinned_arena(const br_cuda *c, const void *ptr) {
     return false;
 }
 
-/* Host memory that needs staging: neither pinned nor device memory. */
-static bool pageable(const br_cuda *c, const void *ptr) {
-    return !in_pinned_arena(c, ptr) && br_pointer_kind(ptr, NULL) == 0;
+/* True for host memory that needs staging: neither pinned nor device
+ * memory. Sets *gpu to the GPU of a caller's device buffer (else -1): a
+ * copy between it and another GPU is a peer copy. */
+static bool pageable_or_gpu(const br_cuda *c, const void *ptr, int *gpu) {
+    int dev = -1;
+    *gpu = -1;
+    if (in_pinned_arena(c, ptr)) return false;
+    int kind = br_pointer_kind(ptr, &dev);
+    if (kind == 2) *gpu = dev;
+    return kind == 0;
 }
 
 static char *slot_at(const br_stage *st, uint32_t i) {
@@ -276,12 +285,24 @@ braid_status br_cuda_copy(br_cuda *c, uint32_t id) {
     if (c->capturing && cn->kind != BR_NODE_D2D) /* fixed pinned buffers */
         return br_cu(c, WHERE, id, "cudaMemcpyAsync",
                      cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, s));
+    int other = -1; /* the GPU of a caller's device buffer */
     switch (cn->kind) {
     case BR_NODE_H2D:
-        if (pageable(c, src)) return staged_h2d(c, id, dst, src, bytes);
+        if (pageable_or_gpu(c, src, &other))
+            return staged_h2d(c, id, dst, src, bytes);
+        if (other >= 0 && other != cn->dev) /* caller memory on another GPU */
+            return br_cu(
+                c, WHERE, id, "cudaMemcpyPeerAsync",
+                cudaMemcpyPeerAsync(dst, cn->dev, src, other, bytes, s));
         break;
     case BR_NODE_D2H:
-        if (!pageable(c, dst)) break;
+        if (!pageable_or_gpu(c, dst, &other)) {
+            if (other >= 0 && other != cn->dev)
+                return br_cu(
+                    c, WHERE, id, "cudaMemcpyPeerAsync",
+                    cudaMemcpyPeerAsync(dst, other, src, cn->dev, bytes, s));
+            break; /* pinned or device memory: one DMA, never deferred */
+        }
         if (!deferrable(c, id)) return staged_d2h(c, id, dst, src, bytes);
         c->pending[id] = true;
         c->pend_list[c->npend++] = id;

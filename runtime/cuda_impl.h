@@ -120,6 +120,8 @@ typedef struct br_graph_state {
     bool enabled;         /* capture allowed (br_cuda_set_graphs) */
     bool static_plan;     /* the plan's GPU part can be captured */
     bool failed;          /* capture failed once: never again */
+    bool device_logged;   /* the log says why runs binding device memory
+                             do not replay (once) */
     uint32_t runs;        /* successful runs so far (capture after 1) */
     bool used_last;       /* the last run replayed the graph */
     bool unfinished;      /* this run launched the graph and the host has

@@ -194,9 +194,18 @@ static uint32_t io_node(const bp_io *io, uint32_t n, const char *name) {
     return BG_NONE;
 }
 
-/* Device memory is accepted for an input only copies read, and for an
- * output a D2H copy writes in place; anything else would have the host
- * touch device memory. Sets *device when some binding is device memory. */
+bool br_cuda_device_output_in_place(const br_cuda *c, uint32_t id) {
+    return c && id < c->plan->ninfo && c->node[id].kind == BR_NODE_D2H &&
+           cpu_reader(c, id) == BG_NONE;
+}
+
+/* Device memory is accepted for an input that only copies to a GPU read
+ * (the copy becomes device → device, peer when the GPUs differ), never
+ * for one a CPU node reads: the host would dereference device memory.
+ * Outputs in device memory are always accepted: exec.c writes them in
+ * place only through a D2H copy (br_cuda_device_output_in_place), else
+ * copies them out with cudaMemcpy. Sets *device when some binding is
+ * device memory (the run then dispatches without the CUDA graph). */
 static braid_status check_bindings(br_cuda *c, bool *device) {
     const bp_plan *p = c->plan;
     const br_cuda_run_args *a = c->run;
@@ -211,26 +220,29 @@ static braid_status check_bindings(br_cuda *c, bool *device) {
         if (u != BG_NONE)
             return bg_set_last_error(
                 BRAID_ERR_INVALID_ARGUMENT,
-                "braid_run: input \"%s\" is device memory (cuda:%d) but node "
-                "%u (%s) reads it on the cpu (bind host memory)",
+                "braid_run: input \"%s\" is device memory on cuda:%d, but "
+                "node %%%u (%s) reads it on the cpu: bind host memory, or "
+                "place that node on a GPU",
                 a->in[i].name, dev, u,
                 bg_op(bg_node_at(p->graph, u)->op)->name);
     }
-    for (size_t j = 0; j < a->nout; j++) {
-        int dev = -1;
-        if (a->out[j].bytes == 0 || br_pointer_kind(a->out[j].data, &dev) != 2)
-            continue;
-        *device = true;
-        uint32_t id = io_node(p->outputs, p->noutputs, a->out[j].name);
-        if (id == BG_NONE || c->node[id].kind != BR_NODE_D2H ||
-            a->ptr[id] != a->out[j].data)
-            return bg_set_last_error(
-                BRAID_ERR_INVALID_ARGUMENT,
-                "braid_run: output \"%s\" is device memory (cuda:%d) but the "
-                "plan does not copy it there from a GPU (bind host memory)",
-                a->out[j].name, dev);
-    }
+    for (size_t j = 0; !*device && j < a->nout; j++)
+        *device = a->out[j].bytes > 0 &&
+                  br_pointer_kind(a->out[j].data, NULL) == 2;
     return BRAID_OK;
+}
+
+/* A run binding device memory dispatches the ordinary way: the graph's
+ * H2D / D2H copies use fixed pinned buffers that the host fills and
+ * empties with memcpy, which device memory forbids. Logged once. */
+static void skip_graph(br_cuda *c) {
+    br_graph_state *g = &c->graph;
+    if (g->device_logged || !g->enabled || !g->static_plan || g->failed)
+        return;
+    g->device_logged = true;
+    br_cuda_logf(c, "graph: not replayed for runs that bind device memory "
+                    "(the graph copies through pinned host buffers); such "
+                    "runs dispatch node by node");
 }
 
 /* ---- the run ------------------------------------------------------------- */
@@ -280,7 +292,10 @@ braid_status br_cuda_run_start(br_cuda *c, const br_cuda_run_args *a,
         return r;
     }
     *started = true;
-    if (!device) r = br_graph_run(c, &done);
+    if (device)
+        skip_graph(c);
+    else
+        r = br_graph_run(c, &done);
     if (r == BRAID_OK && !done) r = run_schedule(c);
     return r;
 }

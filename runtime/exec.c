@@ -456,7 +456,11 @@ static braid_status bind_inputs(braid_exec *e, const char *where,
                                      bg_type_str(n, type, sizeof type));
         const braid_input_binding *bi = &in[e->in_binding[k]];
         size_t align = braid_dtype_size(n->dtype);
-        if ((uintptr_t)bi->data % align == 0) {
+        /* device memory is only ever read by copies (cuda_run.c refuses
+           CPU readers), which need no alignment: never staged on the host */
+        if ((uintptr_t)bi->data % align == 0 ||
+            (e->cuda && bi->bytes > 0 &&
+             br_cuda_pointer_device(bi->data) >= 0)) {
             e->ptr[io->node] = (void *)(uintptr_t)bi->data;
             continue;
         }
@@ -479,7 +483,9 @@ static bool overlaps(const void *a, size_t na, const void *b, size_t nb) {
 
 /* An output may be computed in the caller's buffer when the node has a
  * buffer of its own, no earlier binding took it, the memory is aligned and
- * it overlaps nothing else the run reads or writes. */
+ * it overlaps nothing else the run reads or writes; a caller's device
+ * buffer only when a D2H copy writes it and no CPU node reads it (a CPU
+ * kernel must never write or read device memory). */
 static bool can_write_in_place(const braid_exec *e,
                                const braid_input_binding *in, size_t nin,
                                const braid_output_binding *out, size_t nout,
@@ -498,7 +504,8 @@ static bool can_write_in_place(const braid_exec *e,
         if (i != j &&
             overlaps(out[j].data, out[j].bytes, out[i].data, out[i].bytes))
             return false;
-    return true;
+    return !e->cuda || br_cuda_pointer_device(out[j].data) < 0 ||
+           br_cuda_device_output_in_place(e->cuda, id);
 }
 
 /* Checks the output bindings and records them in e->outs (the caller's
@@ -618,20 +625,47 @@ static braid_status start_schedule(braid_exec *e, const braid_input_binding *in,
     return BRAID_OK;
 }
 
+/* memmove, or cudaMemcpy (cudaMemcpyDefault) when either side is a
+ * caller's device memory, which the host must never dereference;
+ * overlapping device ranges go through a host buffer (cudaMemcpy does not
+ * allow overlap). Only executors with a CUDA backend look at pointers. */
+static braid_status copy_out(const braid_exec *e, void *dst, const void *src,
+                             size_t n) {
+    if (dst == src) return BRAID_OK;
+    if (!e->cuda || (br_cuda_pointer_device(dst) < 0 &&
+                     br_cuda_pointer_device(src) < 0)) {
+        memmove(dst, src, n);
+        return BRAID_OK;
+    }
+    if (!overlaps(dst, n, src, n)) return br_cuda_memcpy(dst, src, n);
+    void *tmp = malloc(n);
+    if (!tmp)
+        return bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY,
+                                 "braid_wait: out of memory copying an "
+                                 "output (%zu bytes)",
+                                 n);
+    braid_status s = br_cuda_memcpy(tmp, src, n);
+    if (s == BRAID_OK) s = br_cuda_memcpy(dst, tmp, n);
+    free(tmp);
+    return s;
+}
+
 /* Copies what was not computed in place. Outputs that are graph inputs
  * read the caller's memory, which another output binding may overwrite
  * (the caller may reuse an input buffer for an output), so they go first. */
-static void finish_outputs(braid_exec *e) {
+static braid_status finish_outputs(braid_exec *e) {
     const bp_plan *p = e->plan;
+    braid_status s = BRAID_OK;
     for (int pass = 0; pass < 2; pass++) {
-        for (size_t j = 0; j < e->nouts; j++) {
+        for (size_t j = 0; s == BRAID_OK && j < e->nouts; j++) {
             const br_out_rec *o = &e->outs[j];
             bool from_input =
                 p->info[o->node].place.storage == BP_STORAGE_INPUT;
             if (o->in_place || o->bytes == 0 || from_input != !pass) continue;
-            memmove(o->data, e->ptr[o->node], o->bytes);
+            s = copy_out(e, o->data, e->ptr[o->node], o->bytes);
         }
     }
+    return s;
 }
 
 static void reset_pointers(braid_exec *e) {
@@ -710,7 +744,7 @@ static braid_status finish_run(braid_exec *e) {
     if (e->profiling && s == BRAID_OK)
         s = br_prof_cuda_collect(e->prof, e->cuda);
     if (e->profiling) br_prof_run_end(e->prof, s == BRAID_OK);
-    if (s == BRAID_OK) finish_outputs(e);
+    if (s == BRAID_OK) s = finish_outputs(e);
     reset_pointers(e);
     e->run.pending = false;
     if (st != BRAID_OK) /* the message may come from another thread */

@@ -194,6 +194,9 @@ if [ $build_rc -eq 0 ]; then
         # purpose, so API errors are not reported there
         JOBS=4 run_suite test_cuda_graph 150 "test_cuda_graph (memcheck)" "" \
             "${SAN[@]}" --tool memcheck
+        JOBS=4 run_suite test_cuda_bindings 100 \
+            "test_cuda_bindings (memcheck)" "" \
+            "${SAN[@]}" --tool memcheck
         JOBS=4 run_suite test_cuda_errors 100 \
             "test_cuda_errors (memcheck, no API errors)" "" \
             "${SAN[@]}" --tool memcheck --report-api-errors no

@@ -400,16 +400,40 @@ braid_status braid_exec_new(const braid_plan *p, braid_exec **exec);
 void braid_exec_free(braid_exec *e);
 
 /* Caller buffers bound by tensor name: dense, C order, the tensor's dtype
- * (bool: one byte, 0 or 1). */
+ * (bool: one byte, 0 or 1).
+ *
+ * Where the bytes may live (plans with GPU nodes, CUDA builds; the kind is
+ * asked of cudaPointerGetAttributes on every run, so it may change from
+ * run to run):
+ *   - pageable host memory (malloc, the stack): always allowed; copies to
+ *     and from GPUs are staged through the executor's pinned buffers.
+ *   - pinned host memory (cudaHostAlloc, cudaHostRegister): always
+ *     allowed; copies to and from GPUs are one DMA each.
+ *   - device memory (cudaMalloc, managed memory):
+ *       input: allowed when only copies to a GPU read it (each becomes a
+ *         device-to-device copy, peer-to-peer when the buffer is on
+ *         another GPU). When a node placed on the cpu reads the input,
+ *         braid_run / braid_run_async fail with BRAID_ERR_INVALID_ARGUMENT
+ *         naming the input, its GPU and that node, and nothing is run or
+ *         written;
+ *       output: always allowed. A copy from a GPU writes it directly
+ *         (cudaMemcpyAsync); an output computed on the cpu (or also read
+ *         by a cpu node, or an input returned as an output) is computed in
+ *         host memory and copied there with cudaMemcpy when the run ends.
+ *     A run binding device memory does not replay the executor's CUDA
+ *     graph (docs/cuda.md); its results are the same.
+ * Plans without GPU nodes, and builds without CUDA, read and write every
+ * binding with the host: bind host memory there. */
 typedef struct braid_input_binding {
     const char *name;
-    const void *data;
+    const void *data; /* host memory, or device memory read only by copies
+                         to a GPU (above) */
     size_t bytes; /* must equal numel × dtype size */
 } braid_input_binding;
 
 typedef struct braid_output_binding {
     const char *name;
-    void *data;
+    void *data; /* host or device memory (above) */
     size_t bytes; /* must equal numel × dtype size */
 } braid_output_binding;
 
