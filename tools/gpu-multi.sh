@@ -6,7 +6,7 @@
 #       kind="nvidia-h200-x2", timeout_s=600)
 #
 # Steps: environment (nvidia-smi topology, where NCCL is), configure and
-# build into build-gpu (-j one per core), then tests/test_collectives,
+# build into build-gpu-multi (-j one per core), then tests/test_collectives,
 # tests/test_shard and tests/test_cuda_multi with a time limit each (NCCL
 # calls hang when a rank is missing: the limits turn a hang into a failed
 # row), then bench/multi_gpu (peer copy, all_reduce bus bandwidth, sharded
@@ -24,7 +24,7 @@ left() { echo $((BUDGET - ($(date +%s) - START))); }
 limit() { local l=$(left); [ "$1" -lt "$l" ] && l=$1; echo "$l"; }
 cd "$(dirname "$0")/.." || exit 2
 ROOT=$PWD
-BUILD=$ROOT/build-gpu
+BUILD=$ROOT/build-gpu-multi # not build-gpu: gpu-check.sh configures that with Ninja
 LOGS=${OUT:-$BUILD/logs}
 mkdir -p "$LOGS" "$BUILD"
 SUMMARY=$LOGS/multi-summary.txt
