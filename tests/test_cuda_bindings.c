@@ -94,6 +94,17 @@ static braid_graph *tb_gpu_graph(braid_dtype dt) {
     return g;
 }
 
+/* io's outputs (already in host memory) against the reference evaluator
+ * run on the same inputs, within ts_tolerance. */
+static void tb_assert_reference(const braid_graph *g, ts_io *io,
+                                const char *what) {
+    cr_assert_eq(braid_reference_run(g, io->in, io->ninputs, io->ref,
+                                     io->noutputs),
+                 BRAID_OK, "%s: reference: %s", what, braid_last_error());
+    char msg[512];
+    cr_assert(ts_io_compare(io, msg, sizeof msg), "%s: %s", what, msg);
+}
+
 /* Runs io through e with device bindings (sync or async), downloads the
  * outputs, runs the reference and compares. */
 static void tb_check_device_run(braid_exec *e, const braid_graph *g,
@@ -109,11 +120,7 @@ static void tb_check_device_run(braid_exec *e, const braid_graph *g,
                      braid_last_error());
     }
     tb_dev_download(&d, io);
-    cr_assert_eq(braid_reference_run(g, io->in, io->ninputs, io->ref,
-                                     io->noutputs),
-                 BRAID_OK, "%s", braid_last_error());
-    char msg[512];
-    cr_assert(ts_io_compare(io, msg, sizeof msg), "%s: %s", what, msg);
+    tb_assert_reference(g, io, what);
     tb_dev_free(&d);
 }
 
@@ -131,12 +138,8 @@ static void device_runs(braid_dtype dt) {
             cr_assert_eq(braid_run(e, io->in, io->ninputs, io->out,
                                    io->noutputs),
                          BRAID_OK, "%s", braid_last_error());
-            cr_assert_eq(braid_reference_run(g, io->in, io->ninputs, io->ref,
-                                             io->noutputs),
-                         BRAID_OK);
-            char msg[512];
-            cr_assert(ts_io_compare(io, msg, sizeof msg), "host run %d: %s",
-                      r, msg);
+            snprintf(what, sizeof what, "host run %d", r);
+            tb_assert_reference(g, io, what);
         } else {
             snprintf(what, sizeof what, "%s device run %d",
                      braid_dtype_name(dt), r);
@@ -175,16 +178,12 @@ Test(cuda_bindings, device_input_on_the_plans_gpu) {
     /* device inputs, host outputs (pageable: staged or deferred D2H) */
     cr_assert_eq(braid_run(e, d.in, d.nin, io->out, io->noutputs), BRAID_OK,
                  "%s", braid_last_error());
-    cr_assert_eq(
-        braid_reference_run(g, io->in, io->ninputs, io->ref, io->noutputs),
-        BRAID_OK);
-    char msg[512];
-    cr_assert(ts_io_compare(io, msg, sizeof msg), "%s", msg);
+    tb_assert_reference(g, io, "mixed host and device bindings");
     /* host inputs, device outputs */
     cr_assert_eq(braid_run(e, io->in, io->ninputs, d.out, d.nout), BRAID_OK,
                  "%s", braid_last_error());
     tb_dev_download(&d, io);
-    cr_assert(ts_io_compare(io, msg, sizeof msg), "%s", msg);
+    tb_assert_reference(g, io, "host inputs, device outputs");
     tb_dev_free(&d);
     ts_io_free(io);
     braid_exec_free(e);
@@ -237,11 +236,7 @@ Test(cuda_bindings, cpu_reader_of_a_device_input_is_refused) {
     cr_assert_eq(braid_run(e, io->in, 1, d.out, d.nout), BRAID_OK, "%s",
                  braid_last_error());
     tb_dev_download(&d, io);
-    cr_assert_eq(
-        braid_reference_run(g, io->in, io->ninputs, io->ref, io->noutputs),
-        BRAID_OK);
-    char msg[512];
-    cr_assert(ts_io_compare(io, msg, sizeof msg), "%s", msg);
+    tb_assert_reference(g, io, "after the refusals");
     tb_dev_free(&d);
     ts_io_free(io);
     braid_exec_free(e);
@@ -277,12 +272,9 @@ Test(cuda_bindings, cpu_computed_outputs_in_device_memory) {
             cr_assert_eq(braid_run(e, io->in, io->ninputs, d.out, d.nout),
                          BRAID_OK, "%s", braid_last_error());
             tb_dev_download(&d, io);
-            cr_assert_eq(braid_reference_run(g, io->in, io->ninputs, io->ref,
-                                             io->noutputs),
-                         BRAID_OK);
-            char msg[512];
-            cr_assert(ts_io_compare(io, msg, sizeof msg), "%s run %d: %s",
-                      braid_dtype_name(dt), r, msg);
+            char what[64];
+            snprintf(what, sizeof what, "%s run %d", braid_dtype_name(dt), r);
+            tb_assert_reference(g, io, what);
             tb_dev_free(&d);
             ts_io_free(io);
         }
@@ -309,11 +301,7 @@ Test(cuda_bindings, device_input_returned_as_output) {
     tb_check_device_run(e, g, io, false, "device x, host outputs");
     cr_assert_eq(braid_run(e, d.in, d.nin, io->out, io->noutputs), BRAID_OK,
                  "%s", braid_last_error());
-    cr_assert_eq(
-        braid_reference_run(g, io->in, io->ninputs, io->ref, io->noutputs),
-        BRAID_OK);
-    char msg[512];
-    cr_assert(ts_io_compare(io, msg, sizeof msg), "%s", msg);
+    tb_assert_reference(g, io, "device x, host outputs");
     tb_dev_free(&d);
     ts_io_free(io);
     braid_exec_free(e);
