@@ -24,70 +24,7 @@
 
 #define BR_ALIGN 64
 
-/* An output binding of the run in flight, kept from braid_run_async to
- * braid_wait (the caller's binding array need not live that long). */
-typedef struct br_out_rec {
-    void *data;    /* the caller's buffer */
-    size_t bytes;  /* its size */
-    uint32_t node; /* the plan output's node */
-    bool in_place; /* computed straight into data this run */
-} br_out_rec;
-
-/* The run braid_run_async started, until braid_wait finishes it. */
-typedef struct br_async {
-    bool pending;             /* a run is outstanding */
-    braid_status status;      /* its status so far */
-    char error[BG_ERROR_MAX]; /* its braid_last_error() message when status
-                                 is not BRAID_OK (braid_wait may run on
-                                 another thread) */
-    br_kernel_args kargs;     /* its kernel arguments */
-    br_cuda_run_args cargs;   /* its arguments for the CUDA backend */
-} br_async;
-
-struct braid_exec {
-    const braid_plan *plan; /* the plan run; not owned, must outlive us */
-    br_pool *pool;          /* CPU worker threads */
-    void **arena;           /* per plan arena: its buffer; owned */
-    void **home;            /* per node: its data outside a run (arena
-                               buffer, constant data, NULL for inputs) */
-    void **ptr;             /* per node: its data during a run */
-    const void **args;      /* a node's input pointers, max_inputs */
-    uint32_t max_inputs;    /* entries in args */
-    void *scratch;          /* kernel scratch; owned */
-    size_t scratch_bytes;   /* its size */
-    void **staging;         /* per plan input: an aligned copy used when the
-                               caller's data is misaligned; lazily; owned */
-    int64_t *in_binding;    /* per plan input: binding index this run */
-    int64_t *out_binding;   /* per plan output: binding index this run */
-    br_out_rec *outs;       /* per output binding of the run in flight
-                               (outs_cap entries); owned */
-    size_t outs_cap;        /* entries allocated in outs */
-    size_t nouts;           /* entries used this run */
-    atomic_flag busy;       /* set while a call (braid_run, braid_run_async,
-                               braid_wait) is inside the executor: one
-                               call at a time */
-    br_async run;           /* the outstanding run, if any */
-    bool emulate;           /* run device nodes on the host, interleaving
-                               queues at random (br_exec_new_emulated) */
-    uint64_t rng;           /* emulation: random state */
-    uint32_t *qorder;       /* emulation: node ids grouped by queue, each
-                               group in schedule order; owned */
-    uint32_t *qstart;       /* emulation: per queue, first index in qorder
-                               (nqueues + 1 entries); owned */
-    uint32_t *qnext;        /* emulation: per queue, next index; owned */
-    uint32_t *wstart;       /* emulation: per node, first index in waits
-                               (nnodes + 1 entries); owned */
-    uint32_t *waits;        /* emulation: producer node ids each node waits
-                               for (its events); owned */
-    bool *done;             /* emulation: per node, completed this run */
-    br_cuda *cuda;          /* the CUDA backend (runtime/cuda*.c) when the
-                               plan runs GPU nodes: it owns the GPU and
-                               pinned arenas and dispatches runs; NULL
-                               otherwise; owned */
-    bool profiling;         /* time every node (braid_exec_set_profiling) */
-    br_prof *prof;          /* the figures, since profiling was first
-                               turned on; NULL before; owned */
-};
+#include "runtime/exec_impl.h"
 
 static braid_status br_emulate_prepare(braid_exec *e);
 static void run_node(braid_exec *e, br_kernel_args *a, uint32_t id);
@@ -694,7 +631,7 @@ static braid_status check_run_args(const braid_exec *e, const char *where,
 
 /* Takes the executor for one call; false (with a message) when another
  * thread is inside it. */
-static bool enter(braid_exec *e, const char *where) {
+bool br_exec_enter(braid_exec *e, const char *where) {
     if (!atomic_flag_test_and_set(&e->busy)) return true;
     bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
                       "%s: the executor is in use by another thread (one "
@@ -710,7 +647,7 @@ static braid_status run_async(braid_exec *e, const char *where,
                               const braid_output_binding *out, size_t nout) {
     braid_status s = check_run_args(e, where, in, nin, out, nout);
     if (s != BRAID_OK) return s;
-    if (!enter(e, where)) return BRAID_ERR_INVALID_ARGUMENT;
+    if (!br_exec_enter(e, where)) return BRAID_ERR_INVALID_ARGUMENT;
     if (e->run.pending) {
         atomic_flag_clear(&e->busy);
         return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
@@ -763,7 +700,7 @@ braid_status braid_wait(braid_exec *e) {
     if (!e)
         return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
                                  "braid_wait: exec is NULL");
-    if (!enter(e, "braid_wait")) return BRAID_ERR_INVALID_ARGUMENT;
+    if (!br_exec_enter(e, "braid_wait")) return BRAID_ERR_INVALID_ARGUMENT;
     braid_status s = e->run.pending ? finish_run(e) : BRAID_OK;
     atomic_flag_clear(&e->busy);
     return s;
@@ -785,56 +722,4 @@ br_prof *br_cuda_run_prof(const br_cuda_run_args *a) {
     if (!a || a->run_cpu != run_cpu_node) return NULL; /* not exec.c's run */
     const braid_exec *e = a->cpu_ctx;
     return e->profiling ? e->prof : NULL;
-}
-
-/* Takes e for a profiler call between runs. */
-static braid_status enter_idle(braid_exec *e, const char *where) {
-    if (!e)
-        return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT, "%s: exec is NULL",
-                                 where);
-    if (!enter(e, where)) return BRAID_ERR_INVALID_ARGUMENT;
-    if (!e->run.pending) return BRAID_OK;
-    atomic_flag_clear(&e->busy);
-    return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
-                             "%s: a run started by braid_run_async is still "
-                             "outstanding (call braid_wait first)",
-                             where);
-}
-
-braid_status braid_exec_set_profiling(braid_exec *e, bool on) {
-    const char *where = "braid_exec_set_profiling";
-    braid_status s = enter_idle(e, where);
-    if (s != BRAID_OK) return s;
-    if (on && !e->prof)
-        s = br_prof_new(e->plan, br_pool_threads(e->pool) - 1, &e->prof);
-    if (s == BRAID_OK && on) s = br_prof_cuda_init(e->prof, e->cuda);
-    if (s == BRAID_OK) s = br_pool_trace(e->pool, on);
-    if (s == BRAID_OK) e->profiling = on;
-    atomic_flag_clear(&e->busy);
-    return s;
-}
-
-braid_status braid_exec_profile(braid_exec *e, braid_profile **out) {
-    const char *where = "braid_exec_profile";
-    if (!out)
-        return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT, "%s: out is NULL",
-                                 where);
-    *out = NULL;
-    braid_status s = enter_idle(e, where);
-    if (s != BRAID_OK) return s;
-    s = e->prof ? br_prof_snapshot(e->prof, out)
-                : bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
-                                    "%s: profiling was never turned on for "
-                                    "this executor (braid_exec_set_profiling)",
-                                    where);
-    atomic_flag_clear(&e->busy);
-    return s;
-}
-
-braid_status braid_exec_profile_reset(braid_exec *e) {
-    braid_status s = enter_idle(e, "braid_exec_profile_reset");
-    if (s != BRAID_OK) return s;
-    if (e->prof) br_prof_reset(e->prof);
-    atomic_flag_clear(&e->busy);
-    return BRAID_OK;
 }
