@@ -52,11 +52,8 @@ static void emit_vector_path(bc_buf *b, const bc_node *c,
             (unsigned)k);
         char e[24];
         snprintf(e, sizeof e, "a%u[j]", (unsigned)k);
-        bc_buf tmp = {0};
-        bc_emit_from_storage(&tmp, bc_input(c, k)->dtype, e);
-        snprintf(names[k], sizeof names[k], "%.23s", tmp.p ? tmp.p : "0");
-        if (tmp.oom) b->oom = true;
-        bc_buf_free(&tmp);
+        bc_from_storage_str(bc_input(c, k)->dtype, e, names[k],
+                            sizeof names[k]);
         vals[k] = names[k];
     }
     braid_dtype mmt = mm != BG_NONE ? pr->instr[mm].dtype : BRAID_F32;
@@ -72,10 +69,8 @@ static void emit_vector_path(bc_buf *b, const bc_node *c,
                   bc_ctype(pr->instr[pr->ninstr - 1].dtype), c->entry);
     char mmv[32] = "";
     if (mm != BG_NONE) {
-        bc_buf tmp = {0};
-        bc_emit_from_storage(&tmp, mmt, "am[j]");
-        snprintf(mmv, sizeof mmv, "%.31s", tmp.p ? tmp.p : "0");
-        bc_buf_free(&tmp);
+        bc_from_storage_str(mmt, "am[j]", mmv,
+                            sizeof mmv);
     }
     bc_emit_expr_args(b, c, "base + j", mode, vals, mm, mmv);
     bc_buf_puts(b, ");\n            r[j] = ");
@@ -93,19 +88,14 @@ static void emit_scalar_path(bc_buf *b, const bc_node *c,
         if (mode[k] != BC_OPERAND_VALUE) continue;
         char e[24];
         snprintf(e, sizeof e, "in%u[i]", (unsigned)k);
-        bc_buf tmp = {0};
-        bc_emit_from_storage(&tmp, bc_input(c, k)->dtype, e);
-        snprintf(names[k], sizeof names[k], "%.23s", tmp.p ? tmp.p : "0");
-        if (tmp.oom) b->oom = true;
-        bc_buf_free(&tmp);
+        bc_from_storage_str(bc_input(c, k)->dtype, e, names[k],
+                            sizeof names[k]);
         vals[k] = names[k];
     }
     char mmv[32] = "";
     if (mm != BG_NONE) {
-        bc_buf tmp = {0};
-        bc_emit_from_storage(&tmp, pr->instr[mm].dtype, "mm[i]");
-        snprintf(mmv, sizeof mmv, "%.31s", tmp.p ? tmp.p : "0");
-        bc_buf_free(&tmp);
+        bc_from_storage_str(pr->instr[mm].dtype, "mm[i]", mmv,
+                            sizeof mmv);
     }
     bc_buf_printf(b,
                   "    for (%s i = base; i < n && i < base + %d; i++) {\n"

@@ -49,6 +49,10 @@ const char *bc_stype(braid_dtype t);
 /* Writes the expression converting storage expression `e` of dtype t to
  * its compute type. */
 void bc_emit_from_storage(bc_buf *b, braid_dtype t, const char *e);
+/* The same expression into out (size bytes, always NUL-terminated): for
+ * the short operand names kernels pass to their expression function. */
+void bc_from_storage_str(braid_dtype t, const char *e, char *out,
+                         size_t size);
 /* Writes the expression converting compute expression `e` of dtype t to
  * its storage type. */
 void bc_emit_to_storage(bc_buf *b, braid_dtype t, const char *e);

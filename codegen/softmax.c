@@ -198,11 +198,8 @@ static void emit_value(bc_buf *b, const bc_node *c, const bc_operand *mode,
             snprintf(e, sizeof e, "a%u[j]", (unsigned)k);
         else
             snprintf(e, sizeof e, "in%u[base + c]", (unsigned)k);
-        bc_buf tmp = {0};
-        bc_emit_from_storage(&tmp, bc_input(c, k)->dtype, e);
-        snprintf(names[k], sizeof names[k], "%.47s", tmp.p ? tmp.p : "0");
-        if (tmp.oom) b->oom = true;
-        bc_buf_free(&tmp);
+        bc_from_storage_str(bc_input(c, k)->dtype, e, names[k],
+                            sizeof names[k]);
         vals[k] = names[k];
     }
     bc_buf_printf(b, "%s = %s_e(", dst, c->entry);

@@ -90,21 +90,24 @@ const char *bc_stype(braid_dtype t) {
     }
 }
 
-void bc_emit_from_storage(bc_buf *b, braid_dtype t, const char *e) {
+/* printf format turning storage expression %s of dtype t into its
+ * compute type. */
+static const char *from_storage_format(braid_dtype t) {
     switch (t) {
-    case BRAID_F16:
-        bc_buf_printf(b, "bc_h2f(%s)", e);
-        return;
-    case BRAID_BF16:
-        bc_buf_printf(b, "bc_b2f(%s)", e);
-        return;
-    case BRAID_BOOL:
-        bc_buf_printf(b, "(%s != 0)", e);
-        return;
-    default:
-        bc_buf_printf(b, "%s", e);
-        return;
+    case BRAID_F16: return "bc_h2f(%s)";
+    case BRAID_BF16: return "bc_b2f(%s)";
+    case BRAID_BOOL: return "(%s != 0)";
+    default: return "%s";
     }
+}
+
+void bc_emit_from_storage(bc_buf *b, braid_dtype t, const char *e) {
+    bc_buf_printf(b, from_storage_format(t), e);
+}
+
+void bc_from_storage_str(braid_dtype t, const char *e, char *out,
+                         size_t size) {
+    snprintf(out, size, from_storage_format(t), e);
 }
 
 void bc_emit_to_storage(bc_buf *b, braid_dtype t, const char *e) {
