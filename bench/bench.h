@@ -27,6 +27,7 @@
 #include "graph/graph.h"
 
 #ifdef BRAID_HAVE_CUDA
+#include <cublas_v2.h>
 #include <cuda_runtime.h>
 
 #include "codegen/codegen.h"
@@ -171,6 +172,15 @@ static inline void bn_require_gpu(const char *workload) {
         if (e_ != cudaSuccess)                                                 \
             bn_die("%s:%d: %s: %s (%s)", __FILE__, __LINE__, #call,            \
                    cudaGetErrorString(e_), cudaGetErrorName(e_));              \
+    } while (0)
+
+/* A cuBLAS call that must succeed (the baselines call cuBLAS directly). */
+#define BN_BLAS(call)                                                          \
+    do {                                                                       \
+        cublasStatus_t s_ = (call);                                            \
+        if (s_ != CUBLAS_STATUS_SUCCESS)                                       \
+            bn_die("%s:%d: %s: cuBLAS status %d", __FILE__, __LINE__, #call,  \
+                   (int)s_);                                                   \
     } while (0)
 
 static inline void *bn_dev_alloc(size_t bytes) {

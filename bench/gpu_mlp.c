@@ -15,16 +15,6 @@
 #include "bench/graphs.h"
 
 #ifdef BRAID_HAVE_CUDA
-#include <cublas_v2.h>
-
-#define BN_BLAS(call)                                                          \
-    do {                                                                       \
-        cublasStatus_t s_ = (call);                                            \
-        if (s_ != CUBLAS_STATUS_SUCCESS)                                       \
-            bn_die("%s:%d: %s: cuBLAS status %d", __FILE__, __LINE__, #call,  \
-                   (int)s_);                                                   \
-    } while (0)
-
 typedef struct mm4 {
     cublasHandle_t h;
     float *x, *w, *y; /* x [B, W], w [W, W], y [B, W] */
