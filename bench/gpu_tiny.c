@@ -12,7 +12,7 @@
 #include "bench/graphs.h"
 
 #ifdef BRAID_HAVE_CUDA
-#include "runtime/cuda.h"
+#include "runtime/cuda/cuda.h"
 #endif
 
 int main(void) {

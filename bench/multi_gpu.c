@@ -35,7 +35,7 @@
 #ifdef BRAID_HAVE_CUDA
 #include <cuda_runtime_api.h>
 
-#include "runtime/nccl.h"
+#include "runtime/cuda/nccl.h"
 
 static bool quick;
 

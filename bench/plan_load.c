@@ -26,7 +26,7 @@
 #include "braid/braid.h"
 #include "codegen/codegen.h"
 #include "examples/mlp_build.h"
-#include "runtime/planfile.h"
+#include "runtime/planfile/planfile.h"
 
 typedef struct opts {
     const char *graph; /* --graph, or NULL for the MLP */

@@ -18,7 +18,7 @@
 #include <string.h>
 
 #include "braid/braid.h"
-#include "runtime/planfile.h"
+#include "runtime/planfile/planfile.h"
 #include "runtime/runtime.h"
 
 static void fail(const char *what, const char *detail) {

@@ -60,12 +60,6 @@ static bool has_group(const uint64_t *ids, uint32_t n, uint64_t grp) {
     return n && bsearch(&grp, ids, n, sizeof *ids, cmp_u64) != NULL;
 }
 
-bool bp_coll_any(const braid_graph *g) {
-    for (uint32_t id = 0; id < g->nnodes; id++)
-        if (bg_is_collective(&g->nodes[id])) return true;
-    return false;
-}
-
 /* ---- liveness -------------------------------------------------------------- */
 
 uint32_t bp_coll_revive(const braid_graph *g, const bool *live,

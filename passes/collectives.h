@@ -5,9 +5,6 @@
 
 #include "passes/passes.h"
 
-/* True when g has a collective node. */
-bool bp_coll_any(const braid_graph *g);
-
 /* Liveness: pushes onto stack (room for g->nnodes more entries) every
  * collective not yet live that must be: the other members of a group with
  * a live member, and every rank-form member. Returns how many. */

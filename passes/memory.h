@@ -89,8 +89,6 @@ braid_status bp_mem_hb_init(bp_mem_hb *hb, const bp_plan *plan);
 void bp_mem_hb_free(bp_mem_hb *hb);
 /* Recomputes every clock from queue order and the event lists. */
 void bp_mem_hb_clocks(bp_mem_hb *hb, const bp_plan *plan);
-/* Node a completes before node b starts (a != b). */
-bool bp_mem_hb_before(const bp_mem_hb *hb, uint32_t a, uint32_t b);
 /* Adds a wait of node b on node a (a reuse event, a earlier in the
  * schedule) and recomputes the clocks. */
 braid_status bp_mem_hb_add_wait(bp_mem_hb *hb, const bp_plan *plan,

@@ -156,13 +156,6 @@ void bp_mem_hb_clocks(bp_mem_hb *hb, const bp_plan *p) {
     clocks_from(hb, p, 0);
 }
 
-bool bp_mem_hb_before(const bp_mem_hb *hb, uint32_t a, uint32_t b) {
-    if (a == b || hb->pos[a] == UINT32_MAX || hb->pos[b] == UINT32_MAX)
-        return false;
-    return (int32_t)hb->qpos[a] <=
-           hb->clock[(size_t)b * hb->nq + hb->queue[a]];
-}
-
 braid_status bp_mem_hb_add_wait(bp_mem_hb *hb, const bp_plan *p, uint32_t a,
                                 uint32_t b) {
     if (hb->nx == hb->xcap) {

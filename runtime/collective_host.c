@@ -2,7 +2,7 @@
  * host: for the reference evaluator (values as double) and for the CPU
  * kernel (a group placed on the cpu, in its local form, where member r
  * reads every rank's input). GPU groups run through NCCL instead
- * (runtime/nccl.c). Element i of member r (m: its own output's numel,
+ * (runtime/cuda/nccl.c). Element i of member r (m: its own output's numel,
  * m_in: an input's numel):
  *   all_reduce      R over j of in_j[i]
  *   reduce_scatter  R over j of in_j[r·m + i]

@@ -14,8 +14,8 @@
  * finishes it (GPU synchronisation, deferred copies, outputs copied out).
  * braid_run is the two in a row. */
 #define _POSIX_C_SOURCE 200809L
-#include "runtime/cuda.h"
-#include "runtime/profile.h"
+#include "runtime/cuda/cuda.h"
+#include "runtime/profile/profile.h"
 #include "runtime/runtime.h"
 
 #include <stdatomic.h>

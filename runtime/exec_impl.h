@@ -4,8 +4,8 @@
 #ifndef BRAID_RUNTIME_EXEC_IMPL_H
 #define BRAID_RUNTIME_EXEC_IMPL_H
 
-#include "runtime/cuda.h"
-#include "runtime/profile.h"
+#include "runtime/cuda/cuda.h"
+#include "runtime/profile/profile.h"
 #include "runtime/runtime.h"
 
 #include <stdatomic.h>

@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "graph/graph.h"
-#include "runtime/cuda.h"
+#include "runtime/cuda/cuda.h"
 
 #define HEADER 64 /* keeps the caller's bytes 64-byte aligned */
 #define MAGIC_PINNED 0x70696e6e65644252ull /* "BRpinned" */

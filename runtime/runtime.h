@@ -1,8 +1,8 @@
 /* runtime/runtime.h — internals of braid's executors (prefix br_).
  *
  * The CPU executor (runtime/exec.c) runs a plan's schedule node by node with
- * the kernels of runtime/cpu_kernels*.c, which split their work over a
- * persistent thread pool (runtime/threadpool.c). */
+ * the kernels of runtime/cpu/cpu_kernels*.c, which split their work over a
+ * persistent thread pool (runtime/cpu/threadpool.c). */
 #ifndef BRAID_RUNTIME_RUNTIME_H
 #define BRAID_RUNTIME_RUNTIME_H
 

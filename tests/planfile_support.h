@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "passes/passes.h"
-#include "runtime/planfile.h"
+#include "runtime/planfile/planfile.h"
 #include "runtime/runtime.h"
 #include "support/support.h"
 

@@ -4,7 +4,7 @@
 
 #include <criterion/criterion.h>
 
-#include "runtime/npy.h"
+#include "runtime/npy/npy.h"
 #include "support/cli.h"
 #include "support/golden.h"
 #include "support/support.h"

@@ -1,5 +1,5 @@
 /* tests/test_cpu_fused.c — the CPU tile interpreter for fused nodes
- * (runtime/cpu_fused*.c) against the unfused kernels and the reference.
+ * (runtime/cpu/cpu_fused*.c) against the unfused kernels and the reference.
  *
  * For each program kind, random graphs of random shapes and dtypes (with
  * broadcasting) run three ways: fused, unfused (BRAID_PASS_FUSE off) and

@@ -15,7 +15,7 @@
 
 #include "braid/braid.h"
 #include "graph/graph.h"
-#include "runtime/cuda.h"
+#include "runtime/cuda/cuda.h"
 #include "tests/support/op_cases.h"
 #include "tests/support/support.h"
 

@@ -6,7 +6,7 @@
 
 #include "test_cuda_common.h"
 
-#include "runtime/planfile.h"
+#include "runtime/planfile/planfile.h"
 
 #define GRAPHS BRAID_SOURCE_DIR "/examples/graphs"
 

@@ -1,11 +1,11 @@
-/* tests/test_npy.c — NumPy .npy reading and writing (runtime/npy.c). */
+/* tests/test_npy.c — NumPy .npy reading and writing (runtime/npy/npy.c). */
 #define _POSIX_C_SOURCE 200809L
 
 #include <criterion/criterion.h>
 
 #include <math.h>
 
-#include "runtime/npy.h"
+#include "runtime/npy/npy.h"
 #include "support/golden.h"
 #include "support/support.h"
 #include "tmpfiles.h"

@@ -8,7 +8,7 @@
 #include "tools/cli.h"
 
 #include "codegen/codegen.h"
-#include "runtime/planfile.h"
+#include "runtime/planfile/planfile.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -9,7 +9,7 @@
 
 #include "tools/cli.h"
 
-#include "runtime/npy.h"
+#include "runtime/npy/npy.h"
 
 #include <errno.h>
 #include <stdlib.h>

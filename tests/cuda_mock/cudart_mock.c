@@ -17,7 +17,7 @@
  *   - kernels: a launch runs the CPU executor's kernel for the plan node
  *     being launched (br_cpu_run) on the launch's pointers; "_final"
  *     launches do nothing (the first launch computed everything). The plan
- *     and node come from br_cuda_mock_hook, which runtime/cuda_kernels.c
+ *     and node come from br_cuda_mock_hook, which runtime/cuda/cuda_kernels.c
  *     calls before each launch when built with -DBRAID_CUDA_MOCK;
  *   - cuBLAS gemm: a naive column-major gemm (f32, f64, f16, bf16);
  *   - cuBLASLt: tests/cuda_mock/cublaslt_mock.c checks each call and

@@ -33,7 +33,7 @@ mkdir -p "$M"
 CFLAGS="-std=c11 -g -O1 -Wall -Wextra -Werror $FSAN -I$ROOT -I$ROOT/include -I/usr/local/cuda/include"
 gcc $CFLAGS -c "$ROOT/tests/cuda_mock/cudart_mock.c" -o "$M/cudart_mock.o"
 gcc $CFLAGS -c "$ROOT/tests/cuda_mock/cublaslt_mock.c" -o "$M/cublaslt_mock.o"
-gcc $CFLAGS -DBRAID_HAVE_CUDA=1 -DBRAID_CUDA_MOCK -c "$ROOT/runtime/cuda_kernels.c" \
+gcc $CFLAGS -DBRAID_HAVE_CUDA=1 -DBRAID_CUDA_MOCK -c "$ROOT/runtime/cuda/cuda_kernels.c" \
     -o "$M/cuda_kernels.o"
 objs=$(find "$B/CMakeFiles/braid_obj.dir" -name '*.o' ! -name 'cuda_kernels.c.o')
 rc=0

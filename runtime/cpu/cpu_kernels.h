@@ -1,0 +1,86 @@
+/* runtime/cpu/cpu_kernels.h — shared pieces of the CPU kernels (prefix br_).
+ *
+ * Kernels are split by family (cpu_kernels_<family>.c); runtime/cpu/cpu_kernels.c
+ * dispatches on the op kind and holds what the families share: the strided
+ * n-d iterator and block conversions between dtypes. */
+#ifndef BRAID_RUNTIME_CPU_KERNELS_H
+#define BRAID_RUNTIME_CPU_KERNELS_H
+
+#include "runtime/runtime.h"
+
+/* Elements per block when a kernel stages values through a stack buffer
+ * (f16/bf16 through f32, casts through f64). */
+#define BR_BLOCK 256
+/* Indices below which a parallel-for is not worth waking threads for:
+ * about 32 KiB of f32 traffic per chunk. */
+#define BR_GRAIN 8192
+
+/* ---- strided n-d iteration ----------------------------------------------- */
+
+#define BR_ND_MAX_IN 3
+
+/* A dense C-order output of shape dims read from up to BR_ND_MAX_IN inputs
+ * through element strides (0 along broadcast dims). After br_nd_collapse
+ * adjacent dims that every operand walks contiguously are merged, so the
+ * innermost dim is as long as possible. */
+typedef struct br_nd {
+    int rank;                                 /* ≥ 1 */
+    int nin;                                  /* inputs added */
+    int64_t numel;                            /* output elements */
+    int64_t dims[BRAID_MAX_RANK];             /* output shape */
+    int64_t st[BR_ND_MAX_IN][BRAID_MAX_RANK]; /* input element strides */
+} br_nd;
+
+/* A run of n output elements starting at flat output index o; input k
+ * starts at element off[k] and steps by step[k]. */
+typedef void (*br_nd_seg_fn)(void *ctx, int64_t o, int64_t n,
+                             const int64_t *off, const int64_t *step);
+
+void br_nd_init(br_nd *it, int rank, const int64_t *dims);
+/* An input of shape (rank, dims), dense, broadcast to the output by NumPy's
+ * rules (aligned right). */
+void br_nd_add_broadcast(br_nd *it, int rank, const int64_t *dims);
+/* An input read through the given strides, one per output dim. */
+void br_nd_add_strided(br_nd *it, const int64_t *strides);
+void br_nd_collapse(br_nd *it);
+/* Calls seg for every run covering output indices [begin, end). */
+void br_nd_walk(const br_nd *it, int64_t begin, int64_t end, br_nd_seg_fn seg,
+                void *ctx);
+/* br_nd_walk over the whole output, split over the pool. */
+void br_nd_parallel(br_pool *pool, const br_nd *it, br_nd_seg_fn seg,
+                    void *ctx);
+
+/* Dense C-order strides (in elements) of a shape. */
+void br_dense_strides(int rank, const int64_t *dims, int64_t *strides);
+
+/* ---- dtype conversions --------------------------------------------------- */
+
+/* n elements of dtype t starting at element 0 of src, stepping by step
+ * elements, to float / double (exact for every dtype but f64 → float). */
+void br_load_f32(braid_dtype t, const void *src, int64_t step, int64_t n,
+                 float *dst);
+void br_load_f64(braid_dtype t, const void *src, int64_t step, int64_t n,
+                 double *dst);
+/* n floats / doubles stored densely as dtype t with the rules of bg_store:
+ * f16/bf16 via f32 rounding to nearest even, i32 truncating and saturating
+ * (NaN → 0), bool as != 0. */
+void br_store_f32(braid_dtype t, void *dst, int64_t n, const float *src);
+void br_store_f64(braid_dtype t, void *dst, int64_t n, const double *src);
+
+/* ---- families (one file each) -------------------------------------------- */
+
+braid_status br_elementwise_prepare(const braid_graph *g, uint32_t id,
+                                    size_t *scratch);
+void br_elementwise_run(const br_kernel_args *a);
+void br_cast_run(const br_kernel_args *a);
+braid_status br_reduce_prepare(const braid_graph *g, uint32_t id,
+                               size_t *scratch);
+void br_reduce_run(const br_kernel_args *a);
+braid_status br_matmul_prepare(const braid_graph *g, uint32_t id,
+                               size_t *scratch);
+void br_matmul_run(const br_kernel_args *a);
+braid_status br_shape_prepare(const braid_graph *g, uint32_t id);
+void br_shape_run(const br_kernel_args *a);
+void br_source_run(const br_kernel_args *a);
+
+#endif /* BRAID_RUNTIME_CPU_KERNELS_H */

@@ -1,0 +1,485 @@
+/* runtime/cpu/cpu_kernels_elementwise.c — unary, binary, comparison, where, cast.
+ *
+ * Every op is one n-d walk (runtime/cpu/cpu_kernels.c) whose runs go to a typed
+ * inner loop chosen once per node: f32 in float, f64 in double, i32 through
+ * uint32 so overflow wraps, f16/bf16 staged through f32 in blocks. The
+ * inner loops special-case unit and zero strides so the common contiguous
+ * and scalar-broadcast cases vectorise. */
+#include "runtime/cpu/cpu_ew.h"
+#include "runtime/cpu/cpu_kernels.h"
+#include "runtime/cpu/cpu_math.h"
+
+#include <string.h>
+#include <tgmath.h>
+
+#define SQRT1_2 0.70710678118654752440
+
+/* exp and tanh: braid's vectorisable versions for float (runtime/
+ * cpu_math.h), the C library's for double. */
+static inline double exp_f64(double x) {
+    return exp(x);
+}
+static inline double tanh_f64(double x) {
+    return tanh(x);
+}
+#define EW_EXP(x) _Generic((x), float : br_expf, default : exp_f64)(x)
+#define EW_TANH(x) _Generic((x), float : br_tanhf, default : tanh_f64)(x)
+
+/* A run: n outputs at o, inputs at a/b/c stepping sa/sb/sc elements. */
+typedef struct ew_ctx ew_ctx;
+typedef void (*ew_fn)(const ew_ctx *c, int64_t n, void *o, const void *a,
+                      int64_t sa, const void *b, int64_t sb);
+
+struct ew_ctx {
+    braid_op op;       /* the node's op */
+    braid_dtype t;     /* dtype of the (value) inputs */
+    ew_fn fn;          /* typed inner loop */
+    char *out;         /* output base */
+    size_t osz;        /* output element size */
+    const char *in[3]; /* input bases */
+    size_t isz[3];     /* input element sizes */
+};
+
+/* ---- unary --------------------------------------------------------------- */
+
+#define LOOP1(T, EXPR)                                                         \
+    for (int64_t i = 0; i < n; i++) {                                          \
+        T x = a[i];                                                            \
+        o[i] = (EXPR);                                                         \
+    }                                                                          \
+    break
+
+/* Float unary ops written once for float and double (tgmath picks logf or
+ * log from the argument type). relu keeps NaN. */
+#define FLOAT_UNARY_CASES(T)                                                   \
+    case BRAID_OP_NEG:                                                         \
+        LOOP1(T, -x);                                                          \
+    case BRAID_OP_ABS:                                                         \
+        LOOP1(T, fabs(x));                                                     \
+    case BRAID_OP_EXP:                                                         \
+        LOOP1(T, EW_EXP(x));                                                   \
+    case BRAID_OP_LOG:                                                         \
+        LOOP1(T, log(x));                                                      \
+    case BRAID_OP_SQRT:                                                        \
+        LOOP1(T, sqrt(x));                                                     \
+    case BRAID_OP_RSQRT:                                                       \
+        LOOP1(T, (T)1 / sqrt(x));                                              \
+    case BRAID_OP_SIN:                                                         \
+        LOOP1(T, sin(x));                                                      \
+    case BRAID_OP_COS:                                                         \
+        LOOP1(T, cos(x));                                                      \
+    case BRAID_OP_TANH:                                                        \
+        LOOP1(T, EW_TANH(x));                                                  \
+    case BRAID_OP_SIGMOID:                                                     \
+        LOOP1(T, (T)1 / ((T)1 + EW_EXP(-x)));                                  \
+    case BRAID_OP_RELU:                                                        \
+        LOOP1(T, x < (T)0 ? (T)0 : x);                                         \
+    case BRAID_OP_GELU:                                                        \
+        LOOP1(T, (T)0.5 * x * ((T)1 + erf(x * (T)SQRT1_2)));                   \
+    case BRAID_OP_SILU:                                                        \
+        LOOP1(T, x / ((T)1 + EW_EXP(-x)));                                     \
+    case BRAID_OP_ERF:                                                         \
+        LOOP1(T, erf(x));                                                      \
+    case BRAID_OP_FLOOR:                                                       \
+        LOOP1(T, floor(x));                                                    \
+    case BRAID_OP_CEIL:                                                        \
+        LOOP1(T, ceil(x));                                                     \
+    case BRAID_OP_RECIPROCAL:                                                  \
+        LOOP1(T, (T)1 / x);                                                    \
+    case BRAID_OP_SQUARE:                                                      \
+        LOOP1(T, x *x);                                                        \
+    default:                                                                   \
+        break
+
+void br_ew_unary_f32(braid_op op, int64_t n, float *restrict o,
+                     const float *restrict a) {
+    switch (op) { FLOAT_UNARY_CASES(float); }
+}
+
+void br_ew_unary_f64(braid_op op, int64_t n, double *restrict o,
+                     const double *restrict a) {
+    switch (op) { FLOAT_UNARY_CASES(double); }
+}
+
+/* i32 through uint32: -INT32_MIN and INT32_MIN² wrap instead of being UB. */
+void br_ew_unary_i32(braid_op op, int64_t n, int32_t *restrict o,
+                     const int32_t *restrict a) {
+    switch (op) {
+    case BRAID_OP_NEG:
+        LOOP1(int32_t, (int32_t)(0u - (uint32_t)x));
+    case BRAID_OP_ABS:
+        LOOP1(int32_t, x < 0 ? (int32_t)(0u - (uint32_t)x) : x);
+    case BRAID_OP_SQUARE:
+        LOOP1(int32_t, (int32_t)((uint32_t)x * (uint32_t)x));
+    case BRAID_OP_RELU:
+        LOOP1(int32_t, x < 0 ? 0 : x);
+    default:
+        break;
+    }
+}
+
+/* Unary inputs have the output's shape, so a is always contiguous. */
+static void ew_unary(const ew_ctx *c, int64_t n, void *o, const void *a,
+                     int64_t sa, const void *b, int64_t sb) {
+    (void)sa, (void)b, (void)sb;
+    switch (c->t) {
+    case BRAID_F32:
+        br_ew_unary_f32(c->op, n, o, a);
+        return;
+    case BRAID_F64:
+        br_ew_unary_f64(c->op, n, o, a);
+        return;
+    case BRAID_I32:
+        br_ew_unary_i32(c->op, n, o, a);
+        return;
+    default:
+        break;
+    }
+    float x[BR_BLOCK], y[BR_BLOCK]; /* f16 / bf16 staged through f32 */
+    for (int64_t i = 0; i < n; i += BR_BLOCK) {
+        int64_t m = n - i < BR_BLOCK ? n - i : BR_BLOCK;
+        br_load_f32(c->t, (const char *)a + i * 2, 1, m, x);
+        br_ew_unary_f32(c->op, m, y, x);
+        br_store_f32(c->t, (char *)o + i * 2, m, y);
+    }
+}
+
+/* ---- binary arithmetic and comparisons ----------------------------------- */
+
+/* One loop per stride pattern: both contiguous, a scalar, b scalar, any. */
+#define LOOP2(T, EXPR)                                                         \
+    if (sa == 1 && sb == 1) {                                                  \
+        for (int64_t i = 0; i < n; i++) {                                      \
+            T x = a[i], y = b[i];                                              \
+            o[i] = (EXPR);                                                     \
+        }                                                                      \
+    } else if (sa == 0 && sb == 1) {                                           \
+        const T x = a[0];                                                      \
+        for (int64_t i = 0; i < n; i++) {                                      \
+            T y = b[i];                                                        \
+            o[i] = (EXPR);                                                     \
+        }                                                                      \
+    } else if (sa == 1 && sb == 0) {                                           \
+        const T y = b[0];                                                      \
+        for (int64_t i = 0; i < n; i++) {                                      \
+            T x = a[i];                                                        \
+            o[i] = (EXPR);                                                     \
+        }                                                                      \
+    } else {                                                                   \
+        for (int64_t i = 0; i < n; i++) {                                      \
+            T x = a[i * sa], y = b[i * sb];                                    \
+            o[i] = (EXPR);                                                     \
+        }                                                                      \
+    }                                                                          \
+    break
+
+/* max/min give NaN when either side is NaN (x + y is that NaN). */
+#define FLOAT_BINARY_CASES(T)                                                  \
+    case BRAID_OP_ADD:                                                         \
+        LOOP2(T, x + y);                                                       \
+    case BRAID_OP_SUB:                                                         \
+        LOOP2(T, x - y);                                                       \
+    case BRAID_OP_MUL:                                                         \
+        LOOP2(T, (x) * (y));                                                   \
+    case BRAID_OP_DIV:                                                         \
+        LOOP2(T, x / y);                                                       \
+    case BRAID_OP_POW:                                                         \
+        LOOP2(T, pow(x, y));                                                   \
+    case BRAID_OP_MAX:                                                         \
+        LOOP2(T, (x != x || y != y) ? x + y : (x > y ? x : y));                \
+    case BRAID_OP_MIN:                                                         \
+        LOOP2(T, (x != x || y != y) ? x + y : (x < y ? x : y));                \
+    default:                                                                   \
+        break
+
+#define COMPARE_CASES(T)                                                       \
+    case BRAID_OP_EQ:                                                          \
+        LOOP2(T, x == y);                                                      \
+    case BRAID_OP_NE:                                                          \
+        LOOP2(T, x != y);                                                      \
+    case BRAID_OP_LT:                                                          \
+        LOOP2(T, x < y);                                                       \
+    case BRAID_OP_LE:                                                          \
+        LOOP2(T, x <= y);                                                      \
+    case BRAID_OP_GT:                                                          \
+        LOOP2(T, x > y);                                                       \
+    case BRAID_OP_GE:                                                          \
+        LOOP2(T, x >= y);                                                      \
+    default:                                                                   \
+        break
+
+void br_ew_binary_f32(braid_op op, int64_t n, float *restrict o,
+                      const float *restrict a, int64_t sa,
+                      const float *restrict b, int64_t sb) {
+    switch (op) { FLOAT_BINARY_CASES(float); }
+}
+
+void br_ew_binary_f64(braid_op op, int64_t n, double *restrict o,
+                      const double *restrict a, int64_t sa,
+                      const double *restrict b, int64_t sb) {
+    switch (op) { FLOAT_BINARY_CASES(double); }
+}
+
+static inline int32_t div_i32(int32_t x, int32_t y) {
+    if (y == 0) return 0;
+    if (y == -1) /* INT32_MIN / -1 overflows: wrap like negation */
+        return (int32_t)(0u - (uint32_t)x);
+    return x / y;
+}
+
+void br_ew_binary_i32(braid_op op, int64_t n, int32_t *restrict o,
+                      const int32_t *restrict a, int64_t sa,
+                      const int32_t *restrict b, int64_t sb) {
+    switch (op) {
+    case BRAID_OP_ADD:
+        LOOP2(int32_t, (int32_t)((uint32_t)x + (uint32_t)y));
+    case BRAID_OP_SUB:
+        LOOP2(int32_t, (int32_t)((uint32_t)x - (uint32_t)y));
+    case BRAID_OP_MUL:
+        LOOP2(int32_t, (int32_t)((uint32_t)x * (uint32_t)y));
+    case BRAID_OP_DIV:
+        LOOP2(int32_t, div_i32(x, y));
+    case BRAID_OP_MAX:
+        LOOP2(int32_t, x > y ? x : y);
+    case BRAID_OP_MIN:
+        LOOP2(int32_t, x < y ? x : y);
+    default:
+        break;
+    }
+}
+
+void br_ew_compare_f32(braid_op op, int64_t n, uint8_t *restrict o,
+                       const float *restrict a, int64_t sa,
+                       const float *restrict b, int64_t sb) {
+    switch (op) { COMPARE_CASES(float); }
+}
+
+void br_ew_compare_f64(braid_op op, int64_t n, uint8_t *restrict o,
+                       const double *restrict a, int64_t sa,
+                       const double *restrict b, int64_t sb) {
+    switch (op) { COMPARE_CASES(double); }
+}
+
+void br_ew_compare_i32(braid_op op, int64_t n, uint8_t *restrict o,
+                       const int32_t *restrict a, int64_t sa,
+                       const int32_t *restrict b, int64_t sb) {
+    switch (op) { COMPARE_CASES(int32_t); }
+}
+
+/* Bools compare as 0/1 whatever nonzero byte the caller stored. */
+void br_ew_compare_bool(braid_op op, int64_t n, uint8_t *restrict o,
+                        const uint8_t *restrict a, int64_t sa,
+                        const uint8_t *restrict b, int64_t sb) {
+    switch (op) { COMPARE_CASES(bool); }
+}
+
+static void ew_binary(const ew_ctx *c, int64_t n, void *o, const void *a,
+                      int64_t sa, const void *b, int64_t sb) {
+    switch (c->t) {
+    case BRAID_F32:
+        br_ew_binary_f32(c->op, n, o, a, sa, b, sb);
+        return;
+    case BRAID_F64:
+        br_ew_binary_f64(c->op, n, o, a, sa, b, sb);
+        return;
+    case BRAID_I32:
+        br_ew_binary_i32(c->op, n, o, a, sa, b, sb);
+        return;
+    default:
+        break;
+    }
+    float x[BR_BLOCK], y[BR_BLOCK], z[BR_BLOCK];
+    for (int64_t i = 0; i < n; i += BR_BLOCK) {
+        int64_t m = n - i < BR_BLOCK ? n - i : BR_BLOCK;
+        br_load_f32(c->t, (const char *)a + i * sa * 2, sa, m, x);
+        br_load_f32(c->t, (const char *)b + i * sb * 2, sb, m, y);
+        br_ew_binary_f32(c->op, m, z, x, 1, y, 1);
+        br_store_f32(c->t, (char *)o + i * 2, m, z);
+    }
+}
+
+static void ew_compare(const ew_ctx *c, int64_t n, void *o, const void *a,
+                       int64_t sa, const void *b, int64_t sb) {
+    switch (c->t) {
+    case BRAID_F32:
+        br_ew_compare_f32(c->op, n, o, a, sa, b, sb);
+        return;
+    case BRAID_F64:
+        br_ew_compare_f64(c->op, n, o, a, sa, b, sb);
+        return;
+    case BRAID_I32:
+        br_ew_compare_i32(c->op, n, o, a, sa, b, sb);
+        return;
+    case BRAID_BOOL:
+        br_ew_compare_bool(c->op, n, o, a, sa, b, sb);
+        return;
+    default:
+        break;
+    }
+    /* f16 / bf16 → f32 is exact, so comparing in f32 compares the stored
+     * values. */
+    float x[BR_BLOCK], y[BR_BLOCK];
+    for (int64_t i = 0; i < n; i += BR_BLOCK) {
+        int64_t m = n - i < BR_BLOCK ? n - i : BR_BLOCK;
+        br_load_f32(c->t, (const char *)a + i * sa * 2, sa, m, x);
+        br_load_f32(c->t, (const char *)b + i * sb * 2, sb, m, y);
+        br_ew_compare_f32(c->op, m, (uint8_t *)o + i, x, 1, y, 1);
+    }
+}
+
+/* ---- where --------------------------------------------------------------- */
+
+#define WHERE_LOOP(T)                                                          \
+    do {                                                                       \
+        T *restrict o = out;                                                   \
+        const T *restrict a = a_, *restrict b = b_;                            \
+        if (sc == 1 && sa == 1 && sb == 1)                                     \
+            for (int64_t i = 0; i < n; i++)                                    \
+                o[i] = cond[i] ? a[i] : b[i];                                  \
+        else                                                                   \
+            for (int64_t i = 0; i < n; i++)                                    \
+                o[i] = cond[i * sc] ? a[i * sa] : b[i * sb];                   \
+    } while (0)
+
+/* Selection copies bytes, so it is exact for every dtype. */
+void br_ew_where(size_t esize, int64_t n, void *out,
+                 const uint8_t *restrict cond, int64_t sc, const void *a_,
+                 int64_t sa, const void *b_, int64_t sb) {
+    switch (esize) {
+    case 1:
+        WHERE_LOOP(uint8_t);
+        break;
+    case 2:
+        WHERE_LOOP(uint16_t);
+        break;
+    case 4:
+        WHERE_LOOP(uint32_t);
+        break;
+    default:
+        WHERE_LOOP(uint64_t);
+        break;
+    }
+}
+
+/* ---- the walk ------------------------------------------------------------ */
+
+static void seg_two(void *ctx, int64_t o, int64_t n, const int64_t *off,
+                    const int64_t *step) {
+    const ew_ctx *c = ctx;
+    const char *b = c->in[1] ? c->in[1] + off[1] * c->isz[1] : NULL;
+    c->fn(c, n, c->out + o * c->osz, c->in[0] + off[0] * c->isz[0], step[0], b,
+          c->in[1] ? step[1] : 0);
+}
+
+static void seg_where(void *ctx, int64_t o, int64_t n, const int64_t *off,
+                      const int64_t *step) {
+    const ew_ctx *c = ctx;
+    br_ew_where(c->osz, n, c->out + o * c->osz,
+                (const uint8_t *)c->in[0] + off[0], step[0],
+                c->in[1] + off[1] * c->isz[1], step[1],
+                c->in[2] + off[2] * c->isz[2], step[2]);
+}
+
+static bool is_compare(braid_op op) {
+    return op >= BRAID_OP_EQ && op <= BRAID_OP_GE;
+}
+
+void br_elementwise_run(const br_kernel_args *a) {
+    const bg_node *n = a->node;
+    ew_ctx c = {.op = n->op, .out = a->out, .osz = braid_dtype_size(n->dtype)};
+    br_nd it;
+    br_nd_init(&it, n->rank, n->dims);
+    for (uint32_t k = 0; k < n->ninputs; k++) {
+        const bg_node *in = bg_node_at(a->g, n->inputs[k]);
+        c.in[k] = a->in[k];
+        c.isz[k] = braid_dtype_size(in->dtype);
+        br_nd_add_broadcast(&it, in->rank, in->dims);
+    }
+    c.t = bg_node_at(a->g, n->inputs[n->ninputs - 1])->dtype;
+    br_nd_collapse(&it);
+    if (n->op == BRAID_OP_WHERE) {
+        br_nd_parallel(a->pool, &it, seg_where, &c);
+        return;
+    }
+    c.fn = n->ninputs == 1     ? ew_unary
+           : is_compare(n->op) ? ew_compare
+                               : ew_binary;
+    br_nd_parallel(a->pool, &it, seg_two, &c);
+}
+
+/* Kernels exist for what the builder accepts; anything else (a corrupt
+ * graph) is refused before it runs. */
+braid_status br_elementwise_prepare(const braid_graph *g, uint32_t id,
+                                    size_t *scratch) {
+    (void)scratch;
+    const bg_node *n = bg_node_at(g, id);
+    braid_dtype t = bg_node_at(g, n->inputs[n->ninputs - 1])->dtype;
+    bool ok = true;
+    switch (n->op) {
+    case BRAID_OP_NEG:
+    case BRAID_OP_ABS:
+    case BRAID_OP_SQUARE:
+    case BRAID_OP_RELU:
+    case BRAID_OP_ADD:
+    case BRAID_OP_SUB:
+    case BRAID_OP_MUL:
+    case BRAID_OP_DIV:
+    case BRAID_OP_MAX:
+    case BRAID_OP_MIN:
+        ok = t != BRAID_BOOL;
+        break;
+    case BRAID_OP_WHERE:
+    case BRAID_OP_CAST:
+    case BRAID_OP_EQ:
+    case BRAID_OP_NE:
+    case BRAID_OP_LT:
+    case BRAID_OP_LE:
+    case BRAID_OP_GT:
+    case BRAID_OP_GE:
+        break;
+    default: /* the float-only ops */
+        ok = braid_dtype_is_float(t);
+        break;
+    }
+    if (ok) return BRAID_OK;
+    return bg_set_last_error(BRAID_ERR_UNSUPPORTED,
+                             "braid_exec_new: node %u: no CPU kernel for %s "
+                             "on %s",
+                             id, bg_op(n->op)->name, braid_dtype_name(t));
+}
+
+/* ---- cast ---------------------------------------------------------------- */
+
+typedef struct cast_ctx {
+    braid_dtype from, to; /* dtypes */
+    const char *in;       /* input base */
+    char *out;            /* output base */
+} cast_ctx;
+
+/* Through double, which holds every dtype's values exactly, then stored by
+ * bg_store's rules: the same result as the reference evaluator. */
+static void cast_range(void *ctx, int64_t b, int64_t e) {
+    const cast_ctx *c = ctx;
+    size_t is = braid_dtype_size(c->from), os = braid_dtype_size(c->to);
+    double tmp[BR_BLOCK];
+    for (int64_t i = b; i < e; i += BR_BLOCK) {
+        int64_t m = e - i < BR_BLOCK ? e - i : BR_BLOCK;
+        br_load_f64(c->from, c->in + i * is, 1, m, tmp);
+        br_store_f64(c->to, c->out + i * os, m, tmp);
+    }
+}
+
+static void copy_range(void *ctx, int64_t b, int64_t e) {
+    const cast_ctx *c = ctx;
+    size_t s = braid_dtype_size(c->to);
+    memcpy(c->out + b * s, c->in + b * s, (size_t)(e - b) * s);
+}
+
+void br_cast_run(const br_kernel_args *a) {
+    const bg_node *n = a->node;
+    cast_ctx c = {bg_node_at(a->g, n->inputs[0])->dtype, n->dtype, a->in[0],
+                  a->out};
+    bool same = c.from == c.to && c.to != BRAID_BOOL; /* bools normalise */
+    br_parallel_for(a->pool, bg_numel(n), BR_GRAIN,
+                    same ? copy_range : cast_range, &c);
+}

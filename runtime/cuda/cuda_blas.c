@@ -1,0 +1,245 @@
+/* runtime/cuda/cuda_blas.c — matmul nodes (and the product of fused MATMUL
+ * programs) through cuBLAS.
+ *
+ * braid's tensors are row-major; cuBLAS is column-major. A row-major
+ * M×N result C = A·B is, read column-major, the N×M matrix Cᵀ = Bᵀ·Aᵀ, and
+ * a row-major operand read column-major is already its transpose. So one
+ * call gemm(op(B), op(A), N, M, K, B, A → C) computes C with no data
+ * movement; BRAID_TRANSPOSE_A/B become the op flags and the leading
+ * dimensions.
+ *
+ * Batch dims broadcast: each batch dim of the result gets strides (in
+ * matrices) for a, b and c, zero where an operand is broadcast; adjacent
+ * dims whose strides compose are merged; the innermost group is one
+ * strided-batched call and the remaining outer groups (rare: broadcasting
+ * both ways) are a loop of calls.
+ *
+ * Types: f32 (TF32 tensor cores only when the plan allows them), f64, and
+ * f16 / bf16 stored as such with f32 accumulation, rounded once on store,
+ * as the CPU executor does. */
+#define _POSIX_C_SOURCE 200809L
+#include "runtime/cuda/cuda_impl.h"
+
+#ifdef BRAID_HAVE_CUDA
+
+#include <string.h>
+
+typedef br_gemm_shape gemm_shape;
+
+/* Stride (in matrices) of each of x's batch dims aligned to the result's
+ * rank-2 batch dims rb; zero where x is broadcast. */
+static void batch_strides(const bg_node *x, int rb, const int64_t *odims,
+                          int64_t *stride) {
+    int xb = x->rank - 2;
+    int64_t s = 1;
+    for (int i = rb - 1; i >= 0; i--) {
+        int xi = i - (rb - xb);
+        int64_t d = xi >= 0 ? x->dims[xi] : 1;
+        stride[i] = (d == odims[i] && d != 1) ? s : 0;
+        s *= d;
+    }
+}
+
+/* Drops size-1 batch dims and merges neighbours whose strides compose. */
+static void merge_batch(gemm_shape *g, int rb, const int64_t *odims,
+                        const int64_t *sa, const int64_t *sb,
+                        const int64_t *sc) {
+    int64_t ma = g->m * g->k, mb = g->k * g->n, mc = g->m * g->n;
+    g->nb = 0;
+    for (int i = 0; i < rb; i++) {
+        if (odims[i] == 1) continue;
+        int j = g->nb - 1;
+        if (j >= 0 && g->sa[j] == sa[i] * ma * odims[i] &&
+            g->sb[j] == sb[i] * mb * odims[i] &&
+            g->sc[j] == sc[i] * mc * odims[i]) {
+            g->bdim[j] *= odims[i];
+            g->sa[j] = sa[i] * ma;
+            g->sb[j] = sb[i] * mb;
+            g->sc[j] = sc[i] * mc;
+            continue;
+        }
+        g->bdim[g->nb] = odims[i];
+        g->sa[g->nb] = sa[i] * ma;
+        g->sb[g->nb] = sb[i] * mb;
+        g->sc[g->nb] = sc[i] * mc;
+        g->nb++;
+    }
+}
+
+bool br_gemm_shape_of(const bp_plan *p, uint32_t id, gemm_shape *g) {
+    const bg_node *n = bg_node_at(p->graph, id);
+    memset(g, 0, sizeof *g);
+    int rank = n->rank;
+    const int64_t *odims = n->dims;
+    unsigned flags = n->attr.flags;
+    g->dtype = n->dtype;
+    if (n->op == BRAID_OP_MATMUL && n->ninputs == 2) {
+        g->a = n->inputs[0];
+        g->b = n->inputs[1];
+    } else {
+        uint32_t pi = p->info[id].program;
+        if (n->op != BRAID_OP_FUSED || pi >= p->nprograms) return false;
+        const bp_program *pr = &p->programs[pi];
+        uint32_t mi = 0; /* the matmul instruction (the first, by plan.h) */
+        while (mi < pr->ninstr && pr->instr[mi].op != BRAID_OP_MATMUL)
+            mi++;
+        if (pr->kind != BP_PROGRAM_MATMUL || mi >= pr->ninstr) return false;
+        const bp_instr *mm = &pr->instr[mi];
+        if (mm->arg[0] >= pr->ninstr || mm->arg[1] >= pr->ninstr ||
+            pr->instr[mm->arg[0]].op != BP_INSTR_LOAD ||
+            pr->instr[mm->arg[1]].op != BP_INSTR_LOAD ||
+            pr->instr[mm->arg[0]].input >= n->ninputs ||
+            pr->instr[mm->arg[1]].input >= n->ninputs)
+            return false;
+        g->a = n->inputs[pr->instr[mm->arg[0]].input];
+        g->b = n->inputs[pr->instr[mm->arg[1]].input];
+        g->dtype = mm->dtype;
+        rank = pr->rank;
+        odims = pr->dims;
+        flags = pr->flags;
+    }
+    const bg_node *a = bg_node_at(p->graph, g->a),
+                  *b = bg_node_at(p->graph, g->b);
+    if (rank < 2 || a->rank < 2 || b->rank < 2) return false;
+    g->ta = (flags & BRAID_TRANSPOSE_A) != 0;
+    g->tb = (flags & BRAID_TRANSPOSE_B) != 0;
+    g->m = odims[rank - 2];
+    g->n = odims[rank - 1];
+    g->k = a->dims[a->rank - (g->ta ? 2 : 1)];
+    int64_t sa[BRAID_MAX_RANK], sb[BRAID_MAX_RANK], sc[BRAID_MAX_RANK];
+    int rb = rank - 2;
+    batch_strides(a, rb, odims, sa);
+    batch_strides(b, rb, odims, sb);
+    int64_t s = 1;
+    for (int i = rb - 1; i >= 0; i--) {
+        sc[i] = s;
+        s *= odims[i];
+    }
+    merge_batch(g, rb, odims, sa, sb, sc);
+    return true;
+}
+
+braid_status br_cuda_gemm_check(const br_cuda *c, uint32_t id) {
+    const bp_plan *p = c->plan;
+    gemm_shape g;
+    if (!br_gemm_shape_of(p, id, &g))
+        return bg_set_last_error(BRAID_ERR_INTERNAL,
+                                 "braid_exec_new: node %u (%s) is not a "
+                                 "matmul cuBLAS can run",
+                                 id, bg_op(bg_node_at(p->graph, id)->op)->name);
+    if (!braid_dtype_is_float(g.dtype))
+        return bg_set_last_error(BRAID_ERR_UNSUPPORTED,
+                                 "braid_exec_new: node %u: matmul of %s on "
+                                 "a GPU (float dtypes only)",
+                                 id, braid_dtype_name(g.dtype));
+    return BRAID_OK;
+}
+
+braid_status br_cuda_gemm_result(const br_cuda *c, uint32_t id,
+                                 braid_dtype *dtype, uint64_t *bytes) {
+    gemm_shape g;
+    if (!br_gemm_shape_of(c->plan, id, &g))
+        return bg_set_last_error(BRAID_ERR_INTERNAL,
+                                 "braid_exec_new: node %u is not a matmul", id);
+    uint64_t n = (uint64_t)g.m * (uint64_t)g.n;
+    for (int i = 0; i < g.nb; i++)
+        n *= (uint64_t)g.bdim[i];
+    *dtype = g.dtype;
+    *bytes = n * braid_dtype_size(g.dtype);
+    return BRAID_OK;
+}
+
+void br_blas_types(const br_cuda *c, braid_dtype t, cudaDataType *data,
+                   cublasComputeType_t *compute) {
+    switch (t) {
+    case BRAID_F64:
+        *data = CUDA_R_64F;
+        *compute = CUBLAS_COMPUTE_64F;
+        return;
+    case BRAID_F16:
+        *data = CUDA_R_16F;
+        *compute = CUBLAS_COMPUTE_32F;
+        return;
+    case BRAID_BF16:
+        *data = CUDA_R_16BF;
+        *compute = CUBLAS_COMPUTE_32F;
+        return;
+    default:
+        *data = CUDA_R_32F;
+        *compute =
+            c->allow_tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+        return;
+    }
+}
+
+/* One strided-batched call over the innermost batch group (count
+ * matrices) at the given element offsets. */
+static braid_status gemm_call(br_cuda *c, uint32_t id, const gemm_shape *g,
+                              const char *a, const char *b, char *out,
+                              int64_t count) {
+    cublasHandle_t h = c->blas[c->node[id].queue];
+    cudaDataType dt;
+    cublasComputeType_t ct;
+    br_blas_types(c, g->dtype, &dt, &ct);
+    double one64 = 1.0, zero64 = 0.0;
+    float one32 = 1.0f, zero32 = 0.0f;
+    const void *alpha =
+        g->dtype == BRAID_F64 ? (const void *)&one64 : (const void *)&one32;
+    const void *beta =
+        g->dtype == BRAID_F64 ? (const void *)&zero64 : (const void *)&zero32;
+    cublasOperation_t opa = g->tb ? CUBLAS_OP_T : CUBLAS_OP_N; /* on B */
+    cublasOperation_t opb = g->ta ? CUBLAS_OP_T : CUBLAS_OP_N; /* on A */
+    int64_t ldb = g->tb ? g->k : g->n, lda = g->ta ? g->m : g->k;
+    int last = g->nb - 1;
+    int64_t sa = last >= 0 ? g->sa[last] : 0, sb = last >= 0 ? g->sb[last] : 0;
+    int64_t sc = last >= 0 ? g->sc[last] : g->m * g->n;
+    if (count == 1)
+        return br_blas(c, "braid_run", id, "cublasGemmEx",
+                       cublasGemmEx_64(h, opa, opb, g->n, g->m, g->k, alpha, b,
+                                       dt, ldb, a, dt, lda, beta, out, dt, g->n,
+                                       ct, CUBLAS_GEMM_DEFAULT));
+    return br_blas(c, "braid_run", id, "cublasGemmStridedBatchedEx",
+                   cublasGemmStridedBatchedEx_64(
+                       h, opa, opb, g->n, g->m, g->k, alpha, b, dt, ldb, sb, a,
+                       dt, lda, sa, beta, out, dt, g->n, sc, count, ct,
+                       CUBLAS_GEMM_DEFAULT));
+}
+
+braid_status br_cuda_gemm(br_cuda *c, uint32_t id, void *out) {
+    const bp_plan *p = c->plan;
+    gemm_shape g;
+    if (!br_gemm_shape_of(p, id, &g))
+        return bg_set_last_error(BRAID_ERR_INTERNAL,
+                                 "braid_run: node %u is not a matmul", id);
+    size_t es = braid_dtype_size(g.dtype);
+    int64_t outer = 1, inner = g.nb > 0 ? g.bdim[g.nb - 1] : 1;
+    for (int i = 0; i + 1 < g.nb; i++)
+        outer *= g.bdim[i];
+    if (g.m == 0 || g.n == 0 || inner == 0 || outer == 0) return BRAID_OK;
+    if (g.k == 0) { /* an empty sum: zeros */
+        uint64_t bytes = (uint64_t)g.m * (uint64_t)g.n * es * (uint64_t)inner *
+                         (uint64_t)outer;
+        return br_cu(
+            c, "braid_run", id, "cudaMemsetAsync",
+            cudaMemsetAsync(out, 0, bytes, c->stream[c->node[id].queue]));
+    }
+    const char *a = c->run->ptr[g.a], *b = c->run->ptr[g.b];
+    braid_status s = BRAID_OK;
+    for (int64_t o = 0; s == BRAID_OK && o < outer; o++) {
+        int64_t rest = o, oa = 0, ob = 0, oc = 0;
+        for (int i = g.nb - 2; i >= 0; i--) { /* decompose the outer index */
+            int64_t x = rest % g.bdim[i];
+            rest /= g.bdim[i];
+            oa += x * g.sa[i];
+            ob += x * g.sb[i];
+            oc += x * g.sc[i];
+        }
+        s = gemm_call(c, id, &g, a + (size_t)oa * es, b + (size_t)ob * es,
+                      (char *)out + (size_t)oc * es, inner);
+    }
+    return s;
+}
+
+#else
+typedef int br_cuda_blas_unused; /* ISO C: no empty translation unit */
+#endif /* BRAID_HAVE_CUDA */

@@ -1,0 +1,207 @@
+/* runtime/cuda/cuda_common.c — the parts of the CUDA backend every build has:
+ * which plans need it, the "no GPU here" error, and, without the toolkit
+ * (BRAID_HAVE_CUDA undefined), stubs of runtime/cuda/cuda.h that refuse with
+ * BRAID_ERR_DEVICE "built without CUDA". */
+#define _POSIX_C_SOURCE 200809L
+#include "runtime/cuda/cuda.h"
+
+#include <stdio.h>
+#include <string.h>
+
+bool br_cuda_node_on_gpu(const bp_plan *p, uint32_t id) {
+    uint32_t q = p->info[id].queue;
+    return q < p->nqueues && p->queues[q].kind != BP_QUEUE_CPU;
+}
+
+bool br_plan_uses_cuda(const bp_plan *p) {
+    for (uint32_t i = 0; i < p->nschedule; i++) {
+        uint32_t id = p->schedule[i];
+        if (p->info[id].device.kind != BP_DEVICE_CPU ||
+            br_cuda_node_on_gpu(p, id))
+            return true;
+    }
+    return false;
+}
+
+/* The first scheduled node that needs a GPU, or BG_NONE. */
+static uint32_t first_gpu_node(const bp_plan *p) {
+    for (uint32_t i = 0; i < p->nschedule; i++) {
+        uint32_t id = p->schedule[i];
+        if (p->info[id].device.kind != BP_DEVICE_CPU ||
+            br_cuda_node_on_gpu(p, id))
+            return id;
+    }
+    return BG_NONE;
+}
+
+braid_status br_cuda_no_device(const bp_plan *p, const char *why) {
+    uint32_t id = first_gpu_node(p);
+    if (id == BG_NONE)
+        return bg_set_last_error(BRAID_ERR_DEVICE, "braid_exec_new: %s", why);
+    const bg_node *n = bg_node_at(p->graph, id);
+    bp_device d = p->info[id].device;
+    if (d.kind == BP_DEVICE_CPU && p->info[id].queue < p->nqueues)
+        d = p->queues[p->info[id].queue].device; /* a D2H copy */
+    char dev[32];
+    return bg_set_last_error(BRAID_ERR_DEVICE,
+                             "braid_exec_new: the plan runs node %u (%s) on "
+                             "%s: %s (compile for \"cpu\" to run here)",
+                             id, bg_op(n->op)->name,
+                             bp_device_str(d, dev, sizeof dev), why);
+}
+
+#ifdef BRAID_HAVE_CUDA
+
+#include <cuda_runtime_api.h>
+
+void *br_cuda_pinned_alloc(size_t bytes) {
+    void *p = NULL;
+    if (cudaHostAlloc(&p, bytes ? bytes : 1, cudaHostAllocPortable) !=
+        cudaSuccess) {
+        (void)cudaGetLastError();
+        return NULL;
+    }
+    return p;
+}
+
+void br_cuda_pinned_free(void *p) {
+    if (p) cudaFreeHost(p);
+}
+
+void *br_cuda_device_alloc(int dev, size_t bytes) {
+    void *p = NULL;
+    if (cudaSetDevice(dev) != cudaSuccess ||
+        cudaMalloc(&p, bytes ? bytes : 1) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return NULL;
+    }
+    return p;
+}
+
+void br_cuda_device_free(void *p) {
+    if (p) cudaFree(p);
+}
+
+int br_cuda_pointer_device(const void *ptr) {
+    struct cudaPointerAttributes at;
+    memset(&at, 0, sizeof at);
+    if (!ptr) return -1;
+    if (cudaPointerGetAttributes(&at, ptr) != cudaSuccess) {
+        (void)cudaGetLastError(); /* older drivers: unknown host memory */
+        return -1;
+    }
+    bool dev = at.type == cudaMemoryTypeDevice ||
+               at.type == cudaMemoryTypeManaged;
+    return dev ? at.device : -1;
+}
+
+braid_status br_cuda_memcpy(void *dst, const void *src, size_t bytes) {
+    cudaError_t err = cudaMemcpy(dst, src, bytes, cudaMemcpyDefault);
+    if (err == cudaSuccess) return BRAID_OK;
+    (void)cudaGetLastError();
+    return bg_set_last_error(BRAID_ERR_DEVICE,
+                             "br_cuda_memcpy: cudaMemcpy "
+                             "failed: %s",
+                             cudaGetErrorString(err));
+}
+
+#else /* !BRAID_HAVE_CUDA: stubs */
+
+braid_status br_cuda_check_plan(const bp_plan *p, int sm, char *report,
+                                size_t size) {
+    (void)p;
+    (void)sm;
+    if (report && size) report[0] = '\0';
+    return bg_set_last_error(BRAID_ERR_UNSUPPORTED,
+                             "br_cuda_check_plan: built without CUDA");
+}
+
+void *br_cuda_pinned_alloc(size_t bytes) {
+    (void)bytes;
+    return NULL;
+}
+
+void br_cuda_pinned_free(void *p) {
+    (void)p;
+}
+
+void *br_cuda_device_alloc(int dev, size_t bytes) {
+    (void)dev;
+    (void)bytes;
+    return NULL;
+}
+
+void br_cuda_device_free(void *p) {
+    (void)p;
+}
+
+int br_cuda_pointer_device(const void *ptr) {
+    (void)ptr;
+    return -1;
+}
+
+bool br_cuda_device_output_in_place(const br_cuda *c, uint32_t id) {
+    (void)c;
+    (void)id;
+    return false;
+}
+
+braid_status br_cuda_memcpy(void *dst, const void *src, size_t bytes) {
+    (void)dst;
+    (void)src;
+    (void)bytes;
+    return bg_set_last_error(BRAID_ERR_DEVICE, "br_cuda_memcpy: built "
+                                               "without CUDA");
+}
+
+braid_status br_cuda_new(const bp_plan *p, br_cuda **out) {
+    if (out) *out = NULL;
+    return br_cuda_no_device(p, "built without CUDA");
+}
+
+void br_cuda_free(br_cuda *c) {
+    (void)c;
+}
+
+void *br_cuda_arena(const br_cuda *c, uint32_t a) {
+    (void)c;
+    (void)a;
+    return NULL;
+}
+
+void *br_cuda_home(const br_cuda *c, uint32_t id) {
+    (void)c;
+    (void)id;
+    return NULL;
+}
+
+braid_status br_cuda_run_start(br_cuda *c, const br_cuda_run_args *a,
+                               bool *started) {
+    (void)c;
+    (void)a;
+    *started = false;
+    return bg_set_last_error(BRAID_ERR_DEVICE, "braid_run: built without "
+                                               "CUDA");
+}
+
+braid_status br_cuda_run_finish(br_cuda *c, braid_status st) {
+    (void)c;
+    return st;
+}
+
+const char *br_cuda_log(const br_cuda *c) {
+    (void)c;
+    return "";
+}
+
+void br_cuda_set_graphs(br_cuda *c, bool on) {
+    (void)c;
+    (void)on;
+}
+
+bool br_cuda_last_run_used_graph(const br_cuda *c) {
+    (void)c;
+    return false;
+}
+
+#endif /* !BRAID_HAVE_CUDA */

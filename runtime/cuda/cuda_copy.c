@@ -1,0 +1,359 @@
+/* runtime/cuda/cuda_copy.c — copy nodes: host ↔ device and device ↔ device.
+ *
+ * Paths, chosen per run from where the bytes are:
+ *   - pinned host memory (the backend's pinned arenas, or a caller buffer
+ *     cudaPointerGetAttributes calls host memory) and device memory: one
+ *     cudaMemcpyAsync on the copy's stream (cudaMemcpyPeerAsync when a
+ *     caller's device buffer is on another GPU than the copy's); never
+ *     staged nor deferred;
+ *   - pageable host memory: staged through the stream's pinned slots in
+ *     slot-sized chunks. H2D: the host copies chunk k+1 into a free slot
+ *     (on the executor's threads) while the DMA of chunk k runs; a slot is
+ *     refilled only after the event recorded behind its last DMA. D2H: the
+ *     DMAs of up to BR_STAGE_SLOTS chunks are in flight while the host
+ *     copies finished chunks out. A D2H copy into pageable memory that no
+ *     GPU node waits for is deferred (c->pending) until a CPU node needs
+ *     its bytes, the next node of its stream is issued (a stream is never
+ *     reordered: events behind later nodes imply earlier ones are done) or
+ *     the run ends, so the host need not wait for the GPU work it depends
+ *     on right away;
+ *   - constants copied to a GPU: uploaded once at creation (c->home), no
+ *     work per run. */
+#define _POSIX_C_SOURCE 200809L
+#include "runtime/cuda/cuda_impl.h"
+
+#ifdef BRAID_HAVE_CUDA
+
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const WHERE = "braid_run";
+
+/* ---- staging slots ------------------------------------------------------- */
+
+/* Bytes the copies on queue q may stage at most (0: they never stage). */
+static uint64_t staged_bytes(const br_cuda *c, uint32_t q) {
+    const bp_plan *p = c->plan;
+    uint64_t most = 0;
+    for (uint32_t i = 0; i < c->ngpu; i++) {
+        uint32_t id = c->gpu_list[i];
+        const br_cnode *cn = &c->node[id];
+        if (cn->queue != q) continue;
+        uint32_t t = BG_NONE;
+        if (cn->kind == BR_NODE_H2D)
+            t = br_root(p, bg_node_at(p->graph, id)->inputs[0], NULL);
+        else if (cn->kind == BR_NODE_D2H)
+            t = br_root(p, id, NULL);
+        else
+            continue;
+        const bp_tensor_place *pl = &p->info[t].place;
+        /* caller buffers (inputs, outputs written in place) may be
+           pageable; so may an arena exec.c allocates */
+        bool maybe_pageable =
+            pl->storage == BP_STORAGE_INPUT ||
+            (pl->storage == BP_STORAGE_ARENA && c->arena_kind[pl->arena] == 0);
+        for (uint32_t o = 0; !maybe_pageable && o < p->noutputs; o++)
+            maybe_pageable = p->outputs[o].node == t; /* bound in place */
+        uint64_t n = bg_nbytes(bg_node_at(p->graph, id));
+        if (maybe_pageable && n > most) most = n;
+    }
+    return most;
+}
+
+braid_status br_cuda_stage_init(br_cuda *c) {
+    const bp_plan *p = c->plan;
+    for (uint32_t q = 0; q < p->nqueues; q++) {
+        bp_queue_kind k = p->queues[q].kind;
+        if ((k != BP_QUEUE_H2D && k != BP_QUEUE_D2H) || !c->stream[q]) continue;
+        uint64_t most = staged_bytes(c, q);
+        if (most == 0) continue;
+        br_stage *st = &c->stage[q];
+        uint64_t slot = most < BR_STAGE_SLOT_MAX ? most : BR_STAGE_SLOT_MAX;
+        slot = (slot + 4095) / 4096 * 4096;
+        braid_status s = br_cuda_use(c, "braid_exec_new", BG_NONE,
+                                     p->queues[q].device.index);
+        cudaError_t err = cudaSuccess;
+        if (s == BRAID_OK)
+            err = cudaHostAlloc(&st->host, slot * BR_STAGE_SLOTS,
+                                cudaHostAllocPortable);
+        if (s == BRAID_OK && err != cudaSuccess)
+            return bg_set_last_error(
+                BRAID_ERR_OUT_OF_MEMORY,
+                "braid_exec_new: out of memory allocating %llu bytes of "
+                "pinned staging for queue %u: cudaHostAlloc failed: %s",
+                (unsigned long long)(slot * BR_STAGE_SLOTS), q,
+                cudaGetErrorString(err));
+        st->slot = slot;
+        for (int i = 0; s == BRAID_OK && i < BR_STAGE_SLOTS; i++)
+            s = br_cu(
+                c, "braid_exec_new", BG_NONE, "cudaEventCreateWithFlags",
+                cudaEventCreateWithFlags(&st->free[i], cudaEventDisableTiming));
+        if (s != BRAID_OK) return s;
+        br_cuda_logf(c, "staging: queue %u has %d pinned slots of %llu bytes",
+                     q, BR_STAGE_SLOTS, (unsigned long long)slot);
+    }
+    return BRAID_OK;
+}
+
+void br_cuda_stage_free(br_cuda *c) {
+    if (!c->stage) return;
+    for (uint32_t q = 0; q < c->plan->nqueues; q++) {
+        br_stage *st = &c->stage[q];
+        for (int i = 0; i < BR_STAGE_SLOTS; i++)
+            if (st->free[i]) cudaEventDestroy(st->free[i]);
+        if (st->host) cudaFreeHost(st->host);
+    }
+}
+
+/* ---- constants ----------------------------------------------------------- */
+
+/* Bytes of a constant a CONST_H2D node copies: the root's attr.data. */
+static const char *constant_bytes(const bp_plan *p, uint32_t id) {
+    uint64_t off = 0;
+    uint32_t root = br_root(p, bg_node_at(p->graph, id)->inputs[0], &off);
+    const char *data = bg_node_at(p->graph, root)->attr.data;
+    return data ? data + off : NULL;
+}
+
+/* Uploads size bytes from host src to device dst on device dev (a plain
+ * synchronous cudaMemcpy: creation time). */
+static braid_status upload(br_cuda *c, uint32_t id, int dev, void *dst,
+                           const void *src, size_t size) {
+    braid_status s = br_cuda_use(c, "braid_exec_new", id, dev);
+    if (s == BRAID_OK && size > 0 && src)
+        s = br_cu(c, "braid_exec_new", id, "cudaMemcpy (constant)",
+                  cudaMemcpy(dst, src, size, cudaMemcpyHostToDevice));
+    return s;
+}
+
+braid_status br_cuda_upload_constants(br_cuda *c) {
+    const bp_plan *p = c->plan;
+    uint64_t total = 0;
+    braid_status s = BRAID_OK;
+    for (uint32_t i = 0; s == BRAID_OK && i < p->nschedule; i++) {
+        uint32_t id = p->schedule[i];
+        const bg_node *n = bg_node_at(p->graph, id);
+        const bp_tensor_place *pl = &p->info[id].place;
+        size_t bytes = bg_nbytes(n);
+        if (n->op == BRAID_OP_CONSTANT && pl->storage == BP_STORAGE_ARENA &&
+            pl->arena < p->narenas && c->arena_kind[pl->arena] == 1) {
+            /* a constant placed on a GPU: its arena bytes are its own */
+            s = upload(c, id, p->arenas[pl->arena].device.index,
+                       (char *)c->arena[pl->arena] + pl->offset, n->attr.data,
+                       bytes);
+            total += bytes;
+        } else if (c->node[id].kind == BR_NODE_CONST_H2D) {
+            /* a copy of a cpu constant: its own device buffer */
+            s = br_cuda_use(c, "braid_exec_new", id, c->node[id].dev);
+            if (s == BRAID_OK)
+                s = br_cu(c, "braid_exec_new", id, "cudaMalloc (constant)",
+                          cudaMalloc(&c->home[id], bytes ? bytes : 256));
+            if (s == BRAID_OK)
+                s = upload(c, id, c->node[id].dev, c->home[id],
+                           constant_bytes(p, id), bytes);
+            total += bytes;
+        }
+    }
+    if (s == BRAID_OK && total)
+        br_cuda_logf(c, "constants: %llu bytes uploaded at creation",
+                     (unsigned long long)total);
+    return s;
+}
+
+/* ---- the copies ---------------------------------------------------------- */
+
+/* True when ptr lies in one of the backend's pinned arenas. */
+static bool in_pinned_arena(const br_cuda *c, const void *ptr) {
+    const bp_plan *p = c->plan;
+    uintptr_t x = (uintptr_t)ptr;
+    for (uint32_t a = 0; a < p->narenas; a++) {
+        if (c->arena_kind[a] != 2) continue;
+        uintptr_t b = (uintptr_t)c->arena[a];
+        if (x >= b && x < b + p->arenas[a].bytes) return true;
+    }
+    return false;
+}
+
+/* True for host memory that needs staging: neither pinned nor device
+ * memory. Sets *gpu to the GPU of a caller's device buffer (else -1): a
+ * copy between it and another GPU is a peer copy. */
+static bool pageable_or_gpu(const br_cuda *c, const void *ptr, int *gpu) {
+    int dev = -1;
+    *gpu = -1;
+    if (in_pinned_arena(c, ptr)) return false;
+    int kind = br_pointer_kind(ptr, &dev);
+    if (kind == 2) *gpu = dev;
+    return kind == 0;
+}
+
+static char *slot_at(const br_stage *st, uint32_t i) {
+    return (char *)st->host + (size_t)i * st->slot;
+}
+
+/* Pageable host → device, chunk by chunk through the stream's slots. */
+static braid_status staged_h2d(br_cuda *c, uint32_t id, char *dst,
+                               const char *src, uint64_t n) {
+    br_cnode *cn = &c->node[id];
+    br_stage *st = &c->stage[cn->queue];
+    cudaStream_t s = c->stream[cn->queue];
+    if (!st->host) /* not foreseen at creation: the driver stages */
+        return br_cu(c, WHERE, id, "cudaMemcpyAsync (pageable H2D)",
+                     cudaMemcpyAsync(dst, src, n, cudaMemcpyHostToDevice, s));
+    for (uint64_t off = 0; off < n; off += st->slot) {
+        uint64_t len = n - off < st->slot ? n - off : st->slot;
+        uint32_t k = st->next;
+        st->next = (st->next + 1) % BR_STAGE_SLOTS;
+        braid_status r = br_cu(c, WHERE, id, "cudaEventSynchronize (staging)",
+                               cudaEventSynchronize(st->free[k]));
+        if (r != BRAID_OK) return r;
+        br_parallel_memcpy(c->run->pool, slot_at(st, k), src + off, len);
+        r = br_cu(c, WHERE, id, "cudaMemcpyAsync (staged H2D)",
+                  cudaMemcpyAsync(dst + off, slot_at(st, k), len,
+                                  cudaMemcpyHostToDevice, s));
+        if (r == BRAID_OK)
+            r = br_cu(c, WHERE, id, "cudaEventRecord (staging)",
+                      cudaEventRecord(st->free[k], s));
+        if (r != BRAID_OK) return r;
+    }
+    return BRAID_OK;
+}
+
+/* Device → pageable host: up to BR_STAGE_SLOTS chunk DMAs in flight while
+ * the host copies finished chunks out. Returns when dst is written. */
+static braid_status staged_d2h(br_cuda *c, uint32_t id, char *dst,
+                               const char *src, uint64_t n) {
+    br_cnode *cn = &c->node[id];
+    br_stage *st = &c->stage[cn->queue];
+    cudaStream_t s = c->stream[cn->queue];
+    if (!st->host) { /* not foreseen at creation: the driver stages */
+        braid_status r =
+            br_cu(c, WHERE, id, "cudaMemcpyAsync (pageable D2H)",
+                  cudaMemcpyAsync(dst, src, n, cudaMemcpyDeviceToHost, s));
+        return r == BRAID_OK ? br_cu(c, WHERE, id, "cudaStreamSynchronize",
+                                     cudaStreamSynchronize(s))
+                             : r;
+    }
+    uint64_t nchunks = (n + st->slot - 1) / st->slot;
+    braid_status r = BRAID_OK;
+    for (uint64_t k = 0; r == BRAID_OK && k < nchunks + BR_STAGE_SLOTS; k++) {
+        if (k < nchunks) { /* issue chunk k into slot k mod S */
+            uint32_t i = (uint32_t)(k % BR_STAGE_SLOTS);
+            uint64_t off = k * st->slot;
+            uint64_t len = n - off < st->slot ? n - off : st->slot;
+            r = br_cu(c, WHERE, id, "cudaMemcpyAsync (staged D2H)",
+                      cudaMemcpyAsync(slot_at(st, i), src + off, len,
+                                      cudaMemcpyDeviceToHost, s));
+            if (r == BRAID_OK)
+                r = br_cu(c, WHERE, id, "cudaEventRecord (staging)",
+                          cudaEventRecord(st->free[i], s));
+        }
+        /* once S chunks are in flight (or all are issued), drain the
+           oldest: chunk j = k - S + 1 */
+        if (r != BRAID_OK || k + 1 < BR_STAGE_SLOTS) continue;
+        uint64_t j = k + 1 - BR_STAGE_SLOTS;
+        if (j >= nchunks) continue;
+        uint32_t i = (uint32_t)(j % BR_STAGE_SLOTS);
+        uint64_t off = j * st->slot;
+        uint64_t len = n - off < st->slot ? n - off : st->slot;
+        r = br_cu(c, WHERE, id, "cudaEventSynchronize (staging)",
+                  cudaEventSynchronize(st->free[i]));
+        if (r == BRAID_OK)
+            br_parallel_memcpy(c->run->pool, dst + off, slot_at(st, i), len);
+    }
+    return r;
+}
+
+/* No GPU node waits for D2H copy id: it may be deferred. */
+static bool deferrable(const br_cuda *c, uint32_t id) {
+    for (uint32_t k = c->rstart[id]; k < c->rstart[id + 1]; k++)
+        if (c->node[c->plan->events[c->recs[k]].before].kind != BR_NODE_CPU)
+            return false;
+    return true;
+}
+
+braid_status br_cuda_copy(br_cuda *c, uint32_t id) {
+    const bp_plan *p = c->plan;
+    const bg_node *n = bg_node_at(p->graph, id);
+    br_cnode *cn = &c->node[id];
+    uint64_t bytes = bg_nbytes(n);
+    char *dst = c->run->ptr[id];
+    const char *src = c->run->ptr[n->inputs[0]];
+    cudaStream_t s = c->stream[cn->queue];
+    if (bytes == 0 || cn->kind == BR_NODE_CONST_H2D) return BRAID_OK;
+    if (c->capturing && cn->kind == BR_NODE_H2D) src = c->graph.src[id];
+    if (c->capturing && cn->kind == BR_NODE_D2H) dst = c->graph.dst[id];
+    if (c->capturing && cn->kind != BR_NODE_D2D) /* fixed pinned buffers */
+        return br_cu(c, WHERE, id, "cudaMemcpyAsync",
+                     cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, s));
+    int other = -1; /* the GPU of a caller's device buffer */
+    switch (cn->kind) {
+    case BR_NODE_H2D:
+        if (pageable_or_gpu(c, src, &other))
+            return staged_h2d(c, id, dst, src, bytes);
+        if (other >= 0 && other != cn->dev) /* caller memory on another GPU */
+            return br_cu(
+                c, WHERE, id, "cudaMemcpyPeerAsync",
+                cudaMemcpyPeerAsync(dst, cn->dev, src, other, bytes, s));
+        break;
+    case BR_NODE_D2H:
+        if (!pageable_or_gpu(c, dst, &other)) {
+            if (other >= 0 && other != cn->dev)
+                return br_cu(
+                    c, WHERE, id, "cudaMemcpyPeerAsync",
+                    cudaMemcpyPeerAsync(dst, other, src, cn->dev, bytes, s));
+            break; /* pinned or device memory: one DMA, never deferred */
+        }
+        if (!deferrable(c, id)) return staged_d2h(c, id, dst, src, bytes);
+        c->pending[id] = true;
+        c->pend_list[c->npend++] = id;
+        return BRAID_OK;
+    case BR_NODE_D2D: {
+        int from = c->node[n->inputs[0]].dev;
+        if (from >= 0 && from != cn->dev)
+            return br_cu(
+                c, WHERE, id, "cudaMemcpyPeerAsync",
+                cudaMemcpyPeerAsync(dst, cn->dev, src, from, bytes, s));
+        break;
+    }
+    default:
+        return bg_set_last_error(BRAID_ERR_INTERNAL,
+                                 "braid_run: node %u is not a copy", id);
+    }
+    return br_cu(c, WHERE, id, "cudaMemcpyAsync",
+                 cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, s));
+}
+
+/* Completes deferred copy id (staged through the stream's slots) and
+ * records its events. */
+static braid_status flush_one(br_cuda *c, uint32_t id) {
+    c->pending[id] = false;
+    const bg_node *n = bg_node_at(c->plan->graph, id);
+    braid_status s = br_cuda_use(c, WHERE, id, c->node[id].dev);
+    if (s == BRAID_OK)
+        s = staged_d2h(c, id, c->run->ptr[id], c->run->ptr[n->inputs[0]],
+                       bg_nbytes(n));
+    /* its events: CPU waiters synchronise on them (already complete) */
+    for (uint32_t k = c->rstart[id]; s == BRAID_OK && k < c->rstart[id + 1];
+         k++)
+        if (c->event[c->recs[k]])
+            s = br_cu(c, WHERE, id, "cudaEventRecord",
+                      cudaEventRecord(c->event[c->recs[k]],
+                                      c->stream[c->node[id].queue]));
+    return s;
+}
+
+braid_status br_cuda_flush(br_cuda *c, uint32_t q, uint32_t upto) {
+    braid_status s = BRAID_OK;
+    for (uint32_t i = 0; s == BRAID_OK && i < c->npend; i++) {
+        uint32_t id = c->pend_list[i];
+        if (!c->pending[id] || (q != BG_NONE && c->node[id].queue != q))
+            continue;
+        s = flush_one(c, id);
+        if (id == upto) break;
+    }
+    return s;
+}
+
+#else
+typedef int br_cuda_copy_unused; /* ISO C: no empty translation unit */
+#endif /* BRAID_HAVE_CUDA */

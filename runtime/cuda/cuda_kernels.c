@@ -1,0 +1,357 @@
+/* runtime/cuda/cuda_kernels.c — the plan's generated kernels: one module per
+ * plan from codegen (bc_plan_source), loaded with cudaLibraryLoadData, its
+ * entries found with cudaLibraryGetKernel and launched with
+ * cudaLaunchKernel. The module's code for a GPU architecture comes from
+ * the plan's stored kernels when they were built from the same source
+ * (braid_compile's ahead-of-time build, or a plan file): the CUBIN of that
+ * architecture, else the PTX of an older one for the driver to JIT; only
+ * otherwise does NVRTC compile it (bc_compile caches in memory and on
+ * disk, so a second executor of the same plan compiles nothing). The
+ * executor log says which ("kernels: 37 for sm_90 (stored cubin, 0.2
+ * ms)"); $BRAID_LOG echoes those lines to stderr.
+ *
+ * Launch parameters follow codegen's convention (codegen/codegen.h): the
+ * output pointer, one pointer per input, then the extra buffer when the
+ * kernel asks for one (scratch, or the matmul result an epilogue reads). */
+#define _POSIX_C_SOURCE 200809L
+#include "runtime/cuda/cuda_impl.h"
+
+#ifdef BRAID_HAVE_CUDA
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static const char *const WHERE = "braid_exec_new";
+
+#ifdef BRAID_CUDA_MOCK
+void br_cuda_mock_hook(const bp_plan *p, uint32_t node);
+#endif
+
+/* Size of the message buffer for NVRTC errors. */
+#define ERR_MAX 8192
+
+static bool needs_kernel(br_node_kind k) {
+    return k == BR_NODE_KERNEL || k == BR_NODE_GEMM_EPI;
+}
+
+static double now_s(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* Compute capability of device dev as 10·major + minor (90 for sm_90). */
+static braid_status device_sm(br_cuda *c, int dev, int *sm) {
+    int major = 0, minor = 0;
+    braid_status s = br_cu(
+        c, WHERE, BG_NONE, "cudaDeviceGetAttribute",
+        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+    if (s == BRAID_OK)
+        s = br_cu(c, WHERE, BG_NONE, "cudaDeviceGetAttribute",
+                  cudaDeviceGetAttribute(
+                      &minor, cudaDevAttrComputeCapabilityMinor, dev));
+    *sm = major * 10 + minor;
+    return s;
+}
+
+/* Appends a line to the executor log; with $BRAID_LOG set (non-empty,
+ * not "0") also prints it to stderr as "braid: <line>", so the command
+ * line tool shows where the kernels came from. */
+static void kernels_log(br_cuda *c, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void kernels_log(br_cuda *c, const char *fmt, ...) {
+    char line[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    br_cuda_logf(c, "%s", line);
+    const char *env = getenv("BRAID_LOG");
+    if (env && *env && strcmp(env, "0") != 0)
+        fprintf(stderr, "braid: %s\n", line);
+}
+
+/* The code to load for sm from the plan's stored kernels (plan files and
+ * braid_compile's ahead-of-time build): the CUBIN built for exactly sm,
+ * else the PTX of the newest stored architecture not above sm (the driver
+ * JITs it), else NULL. Stored binaries are used only when the stored
+ * source is the module codegen generates now: the launch geometry and
+ * parameters come from c->src, so binaries of other source (a plan saved
+ * by a braid whose codegen differed) could not be launched safely. */
+static const void *stored_code(br_cuda *c, int sm, char *how, size_t size) {
+    const bp_kernels *k = &c->plan->kernels;
+    if (!k->source || k->nbin == 0) return NULL;
+    if (k->source_len != c->src.len ||
+        memcmp(k->source, c->src.text, c->src.len) != 0) {
+        if (c->nlib == 0)
+            kernels_log(c,
+                        "kernels: the plan's stored kernels were built from "
+                        "other source than this braid generates (%zu bytes "
+                        "stored, %zu now): compiling the new source",
+                        k->source_len, c->src.len);
+        return NULL;
+    }
+    const bp_kernel_binary *ptx = NULL;
+    for (uint32_t i = 0; i < k->nbin; i++) {
+        const bp_kernel_binary *b = &k->bin[i];
+        if (b->sm == sm && b->cubin && b->cubin_size) {
+            snprintf(how, size, "stored cubin");
+            return b->cubin;
+        }
+        if (b->sm <= sm && b->ptx && b->ptx_size && (!ptx || b->sm > ptx->sm))
+            ptx = b;
+    }
+    if (!ptx) return NULL;
+    snprintf(how, size, "stored ptx of sm_%d, JIT", ptx->sm);
+    return ptx->ptx;
+}
+
+/* Compiles the module for sm (NVRTC, or its caches) into c->bin[c->nlib];
+ * the code to load in *code. */
+static braid_status compile_module(br_cuda *c, int sm, const void **code,
+                                   char *how, size_t size) {
+    char *err = malloc(ERR_MAX);
+    bc_binary *bin = &c->bin[c->nlib];
+    braid_status s =
+        bc_compile(c->src.text, "kernel.cu", sm, bin, err, err ? ERR_MAX : 0);
+    if (s != BRAID_OK) {
+        s = bg_set_last_error(s,
+                              "braid_exec_new: compiling the plan's %u "
+                              "kernels for sm_%d: %s",
+                              c->src.nkernels, sm, err ? err : "");
+        free(err);
+        return s;
+    }
+    free(err);
+    *code = bin->cubin ? bin->cubin : (const void *)bin->ptx;
+    snprintf(how, size, "%s, %s", bin->cubin ? "cubin" : "ptx",
+             bin->cached ? "cached" : "compiled");
+    return BRAID_OK;
+}
+
+static braid_status load_library(br_cuda *c, const void *code) {
+    return br_cu(c, WHERE, BG_NONE, "cudaLibraryLoadData",
+                 cudaLibraryLoadData(&c->lib[c->nlib], code, NULL, NULL, 0,
+                                     NULL, NULL, 0));
+}
+
+/* Index in c->lib of the module for sm, loaded when new: from the plan's
+ * stored kernels when they fit (no NVRTC), else compiled. */
+static braid_status module_for(br_cuda *c, int sm, uint32_t *index) {
+    for (uint32_t i = 0; i < c->nlib; i++)
+        if (c->sm[i] == sm) {
+            *index = i;
+            return BRAID_OK;
+        }
+    if (c->nlib == BR_MAX_ARCHS)
+        return bg_set_last_error(BRAID_ERR_UNSUPPORTED,
+                                 "braid_exec_new: the plan's GPUs have more "
+                                 "than %d architectures",
+                                 BR_MAX_ARCHS);
+    char how[64];
+    double t0 = now_s();
+    const void *code = stored_code(c, sm, how, sizeof how);
+    braid_status s = BRAID_OK;
+    if (code && (s = load_library(c, code)) != BRAID_OK) {
+        /* A stored binary the driver refuses: the source still works. */
+        kernels_log(c,
+                    "kernels: the driver refused the plan's %s for sm_%d "
+                    "(%s): compiling the source",
+                    how, sm, braid_last_error());
+        code = NULL;
+    }
+    if (!code) {
+        s = compile_module(c, sm, &code, how, sizeof how);
+        if (s == BRAID_OK) s = load_library(c, code);
+        if (s != BRAID_OK) {
+            bc_binary_free(&c->bin[c->nlib]);
+            return s;
+        }
+    }
+    kernels_log(c, "kernels: %u for sm_%d (%s, %.1f ms)", c->src.nkernels, sm,
+                how, 1e3 * (now_s() - t0));
+    c->sm[c->nlib] = sm;
+    *index = c->nlib++;
+    return BRAID_OK;
+}
+
+/* Checks GPU node id against its generated kernel (it exists, takes the
+ * parameters the convention gives for the node) and records it. */
+static braid_status check_kernel(br_cuda *c, uint32_t id) {
+    const bp_plan *p = c->plan;
+    const bc_kernel *bk = bc_source_kernel(&c->src, id);
+    const bg_node *n = bg_node_at(p->graph, id);
+    if (!bk)
+        return bg_set_last_error(BRAID_ERR_UNSUPPORTED,
+                                 "braid_exec_new: node %u (%s) on cuda:%d: "
+                                 "codegen made no kernel for it",
+                                 id, bg_op(n->op)->name, c->node[id].dev);
+    uint32_t want = 1 + n->ninputs + (bk->extra != BC_EXTRA_NONE);
+    bool epi = c->node[id].kind == BR_NODE_GEMM_EPI;
+    if (bk->nparams != want || bk->nlaunch > BC_MAX_LAUNCHES ||
+        epi != (bk->extra == BC_EXTRA_MATMUL))
+        return bg_set_last_error(BRAID_ERR_INTERNAL,
+                                 "braid_exec_new: node %u (%s): the "
+                                 "generated kernel takes %u parameters, "
+                                 "extra %d, for %u inputs%s",
+                                 id, bg_op(n->op)->name, bk->nparams,
+                                 (int)bk->extra, n->ninputs,
+                                 epi ? " (a matmul epilogue)" : "");
+    if (epi) { /* the product cuBLAS writes is what the epilogue reads */
+        braid_dtype dt;
+        uint64_t bytes;
+        braid_status s = br_cuda_gemm_result(c, id, &dt, &bytes);
+        if (s != BRAID_OK) return s;
+        if (dt != bk->mm_dtype || bytes != bk->mm_bytes ||
+            (bk->mm_in_place && bytes != bg_nbytes(n)))
+            return bg_set_last_error(
+                BRAID_ERR_INTERNAL,
+                "braid_exec_new: node %u (%s): the epilogue reads a %s "
+                "product of %llu bytes%s, cuBLAS makes %s, %llu bytes",
+                id, bg_op(n->op)->name, braid_dtype_name(bk->mm_dtype),
+                (unsigned long long)bk->mm_bytes,
+                bk->mm_in_place ? " in the output" : "", braid_dtype_name(dt),
+                (unsigned long long)bytes);
+    }
+    uint32_t ki = (uint32_t)(bk - c->src.kernels);
+    c->kern[ki].bk = bk;
+    c->node[id].kernel = ki;
+    return BRAID_OK;
+}
+
+/* Loads GPU node id's kernel functions and allocates its extra buffer. */
+static braid_status bind_kernel(br_cuda *c, uint32_t id) {
+    br_kernel *k = &c->kern[c->node[id].kernel];
+    const bc_kernel *bk = k->bk;
+    int dev = c->node[id].dev, sm = 0;
+    uint32_t li = 0;
+    braid_status s = device_sm(c, dev, &sm);
+    if (s == BRAID_OK) s = module_for(c, sm, &li);
+    for (uint32_t l = 0; s == BRAID_OK && l < bk->nlaunch; l++)
+        s = br_cu(
+            c, WHERE, id, "cudaLibraryGetKernel",
+            cudaLibraryGetKernel(&k->fn[l], c->lib[li], bk->launch[l].entry));
+    uint64_t extra = bk->extra == BC_EXTRA_SCRATCH ? bk->scratch_bytes
+                     : bk->extra == BC_EXTRA_MATMUL && !bk->mm_in_place
+                         ? bk->mm_bytes
+                         : 0;
+    if (s == BRAID_OK && bk->extra != BC_EXTRA_NONE &&
+        !(bk->extra == BC_EXTRA_MATMUL && bk->mm_in_place)) {
+        s = br_cuda_use(c, WHERE, id, dev);
+        if (s == BRAID_OK)
+            s = br_cu(c, WHERE, id, "cudaMalloc (kernel scratch)",
+                      cudaMalloc(&k->extra, extra ? extra : 256));
+    }
+    return s;
+}
+
+/* Generates the module and checks every node that needs a kernel. */
+static braid_status generate(br_cuda *c) {
+    const bp_plan *p = c->plan;
+    bool any = false;
+    for (uint32_t i = 0; i < c->ngpu; i++)
+        any |= needs_kernel(c->node[c->gpu_list[i]].kind);
+    if (!any) return BRAID_OK;
+    braid_status s = bc_plan_source(p, &c->src);
+    if (s != BRAID_OK) return s;
+    c->nkern = c->src.nkernels;
+    c->kern = calloc(c->nkern ? c->nkern : 1, sizeof *c->kern);
+    uint32_t maxp = 1;
+    for (uint32_t k = 0; k < c->nkern; k++)
+        if (c->src.kernels[k].nparams > maxp) maxp = c->src.kernels[k].nparams;
+    c->argv = calloc(maxp, sizeof *c->argv);
+    c->argp = calloc(maxp, sizeof *c->argp);
+    if (!c->kern || !c->argv || !c->argp)
+        return bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY,
+                                 "braid_exec_new: out of memory for %u "
+                                 "kernels",
+                                 c->nkern);
+    for (uint32_t i = 0; s == BRAID_OK && i < c->ngpu; i++) {
+        uint32_t id = c->gpu_list[i];
+        if (needs_kernel(c->node[id].kind)) s = check_kernel(c, id);
+    }
+    return s;
+}
+
+braid_status br_cuda_check_kernels(br_cuda *c, int sm) {
+    braid_status s = generate(c);
+    if (s != BRAID_OK || sm <= 0 || c->nkern == 0) return s;
+    char *err = malloc(ERR_MAX);
+    bc_binary bin;
+    double t0 = now_s();
+    s = bc_compile(c->src.text, "kernel.cu", sm, &bin, err, err ? ERR_MAX : 0);
+    if (s == BRAID_OK)
+        br_cuda_logf(c, "kernels: %u for sm_%d (%s, %s, %.1f ms)",
+                     c->src.nkernels, sm, bin.cubin ? "cubin" : "ptx",
+                     bin.cached ? "cached" : "compiled", 1e3 * (now_s() - t0));
+    else
+        s = bg_set_last_error(s,
+                              "compiling the plan's %u kernels for sm_%d: %s",
+                              c->src.nkernels, sm, err ? err : "");
+    bc_binary_free(&bin);
+    free(err);
+    return s;
+}
+
+braid_status br_cuda_load_kernels(br_cuda *c) {
+    braid_status s = generate(c);
+    for (uint32_t i = 0; s == BRAID_OK && i < c->ngpu; i++) {
+        uint32_t id = c->gpu_list[i];
+        if (needs_kernel(c->node[id].kind)) s = bind_kernel(c, id);
+    }
+    return s;
+}
+
+void br_cuda_free_kernels(br_cuda *c) {
+    for (uint32_t k = 0; c->kern && k < c->nkern; k++)
+        if (c->kern[k].extra) cudaFree(c->kern[k].extra);
+    for (uint32_t i = 0; i < c->nlib; i++) {
+        cudaLibraryUnload(c->lib[i]);
+        bc_binary_free(&c->bin[i]);
+    }
+    bc_source_free(&c->src);
+    free(c->kern);
+    free(c->argv);
+    free(c->argp);
+}
+
+braid_status br_cuda_launch(br_cuda *c, uint32_t id, cudaStream_t s) {
+    const br_kernel *k = &c->kern[c->node[id].kernel];
+    const bc_kernel *bk = k->bk;
+    const bg_node *n = bg_node_at(c->plan->graph, id);
+    void *const *ptr = c->run->ptr;
+    c->argv[0] = ptr[id];
+    for (uint32_t i = 0; i < n->ninputs; i++)
+        c->argv[1 + i] = ptr[n->inputs[i]];
+    if (bk->extra != BC_EXTRA_NONE)
+        c->argv[1 + n->ninputs] =
+            bk->extra == BC_EXTRA_MATMUL && bk->mm_in_place ? ptr[id]
+                                                            : k->extra;
+    for (uint32_t i = 0; i < bk->nparams; i++)
+        c->argp[i] = &c->argv[i];
+#ifdef BRAID_CUDA_MOCK /* tests/cuda_mock: runs the node's CPU kernel */
+    br_cuda_mock_hook(c->plan, id);
+#endif
+    for (uint32_t l = 0; l < bk->nlaunch; l++) {
+        const bc_launch *L = &bk->launch[l];
+        dim3 grid = {L->grid[0], L->grid[1], L->grid[2]};
+        dim3 block = {L->block[0], L->block[1], L->block[2]};
+        braid_status r = br_cu(c, "braid_run", id, "cudaLaunchKernel",
+                               cudaLaunchKernel((const void *)k->fn[l], grid,
+                                                block, c->argp, 0, s));
+        if (r != BRAID_OK) return r;
+    }
+    return BRAID_OK;
+}
+
+void *br_cuda_matmul_target(const br_cuda *c, uint32_t id) {
+    const br_kernel *k = &c->kern[c->node[id].kernel];
+    return k->bk->mm_in_place ? c->run->ptr[id] : k->extra;
+}
+
+#else
+typedef int br_cuda_kernels_unused; /* ISO C: no empty translation unit */
+#endif /* BRAID_HAVE_CUDA */

@@ -1,0 +1,319 @@
+/* runtime/cuda/cuda_run.c — the dispatcher: one run of a plan with GPU nodes.
+ *
+ * The schedule is split (at creation) into the GPU nodes and the CPU nodes,
+ * each list in schedule order. A run alternates:
+ *   1. issue GPU nodes, in order, as long as the next one's CPU producers
+ *      have run: per node, cudaStreamWaitEvent for each event it waits on
+ *      (producers on other streams, issued earlier because they come
+ *      earlier in the schedule), its work, cudaEventRecord for each event
+ *      it records. Issuing is asynchronous, so the host runs ahead;
+ *   2. run the next CPU node: first complete what it waits for (a
+ *      deferred D2H copy is done now; a GPU producer's event is
+ *      synchronised), then compute it on the host while the GPUs work.
+ * GPU work issued in step 1 never waits for a CPU node that has not run,
+ * because a GPU node is only issued after its CPU producers; every CPU
+ * producer of a GPU node before CPU node N in the schedule precedes N, so
+ * by the time N runs every GPU node before it has been issued.
+ * br_cuda_run_start returns there: everything is issued, every CPU node
+ * has run (braid_run_async returns). br_cuda_run_finish (braid_wait) ends
+ * the run by finishing deferred copies and synchronising every stream:
+ * outputs are ready when it returns.
+ *
+ * Profiling (runtime/profile/profile.h): when the run's executor profiles, each GPU
+ * node records a start event after its waits and an end event after its
+ * work; a deferred copy records both when it is flushed, one copy at a
+ * time. Host threads' shares of staging memcpys count for the copy. When
+ * off, the cost per node is one call and one branch. */
+#define _POSIX_C_SOURCE 200809L
+#include "runtime/cuda/cuda_impl.h"
+#include "runtime/profile/profile.h"
+
+#ifdef BRAID_HAVE_CUDA
+
+#include <string.h>
+
+static const char *const WHERE = "braid_run";
+
+/* ---- issuing a GPU node -------------------------------------------------- */
+
+static braid_status do_work(br_cuda *c, uint32_t id, cudaStream_t s) {
+    switch (c->node[id].kind) {
+    case BR_NODE_KERNEL:
+        return br_cuda_launch(c, id, s);
+    case BR_NODE_GEMM:
+        return br_cuda_gemm(c, id, c->run->ptr[id]);
+    case BR_NODE_GEMM_EPI: {
+        bool done = false; /* cuBLASLt did product and epilogue in one */
+        braid_status r = c->node[id].lt != BG_NONE
+                             ? br_cuda_lt_matmul(c, id, s, &done)
+                             : BRAID_OK;
+        if (r != BRAID_OK || done) return r;
+        r = br_cuda_gemm(c, id, br_cuda_matmul_target(c, id));
+        return r == BRAID_OK ? br_cuda_launch(c, id, s) : r;
+    }
+    case BR_NODE_H2D:
+    case BR_NODE_D2H:
+    case BR_NODE_D2D:
+        return br_cuda_copy(c, id);
+    default: /* NOOP, CONST_H2D: nothing per run */
+        return BRAID_OK;
+    }
+}
+
+/* br_cuda_flush(c, q, upto), each deferred copy timed when pf is set. */
+static braid_status flush(br_cuda *c, br_prof *pf, uint32_t q, uint32_t upto) {
+    if (!pf) return br_cuda_flush(c, q, upto);
+    braid_status r = BRAID_OK;
+    for (uint32_t i = 0; r == BRAID_OK && i < c->npend; i++) {
+        uint32_t id = c->pend_list[i];
+        if (!c->pending[id] || (q != BG_NONE && c->node[id].queue != q))
+            continue;
+        r = br_prof_cuda_mark(pf, c, id, false);
+        if (r == BRAID_OK) r = br_cuda_flush(c, c->node[id].queue, id);
+        if (r == BRAID_OK) r = br_prof_cuda_mark(pf, c, id, true);
+        br_prof_take_workers(pf, c->run->pool, id);
+        if (id == upto) break;
+    }
+    return r;
+}
+
+braid_status br_cuda_wait_events(br_cuda *c, uint32_t id) {
+    cudaStream_t s = c->stream[c->node[id].queue];
+    braid_status r = br_cuda_use(c, WHERE, id, c->node[id].dev);
+    for (uint32_t k = c->wstart[id]; r == BRAID_OK && k < c->wstart[id + 1];
+         k++) {
+        cudaEvent_t ev = c->event[c->waits[k]];
+        if (ev) /* NULL: a CPU producer, which has run already */
+            r = br_cu(c, WHERE, id, "cudaStreamWaitEvent",
+                      cudaStreamWaitEvent(s, ev, 0));
+    }
+    return r;
+}
+
+braid_status br_cuda_record_events(br_cuda *c, uint32_t id) {
+    cudaStream_t s = c->stream[c->node[id].queue];
+    braid_status r = br_cuda_use(c, WHERE, id, c->node[id].dev);
+    for (uint32_t k = c->rstart[id]; r == BRAID_OK && k < c->rstart[id + 1];
+         k++) {
+        cudaEvent_t ev = c->event[c->recs[k]];
+        if (ev)
+            r = br_cu(c, WHERE, id, "cudaEventRecord", cudaEventRecord(ev, s));
+    }
+    return r;
+}
+
+braid_status br_cuda_issue(br_cuda *c, uint32_t id) {
+    const br_cnode *cn = &c->node[id];
+    cudaStream_t s = c->stream[cn->queue];
+    br_prof *pf = br_cuda_run_prof(c->run);
+    braid_status r = BRAID_OK;
+    if (c->npend > 0) /* deferred copies keep their place in the stream */
+        r = flush(c, pf, cn->queue, BG_NONE);
+    if (r == BRAID_OK) r = br_cuda_wait_events(c, id);
+    if (pf && r == BRAID_OK) r = br_prof_cuda_mark(pf, c, id, false);
+    if (r == BRAID_OK) r = do_work(c, id, s);
+    if (r != BRAID_OK || c->pending[id])
+        return r; /* a deferred copy records its events when done */
+    if (pf) {
+        r = br_prof_cuda_mark(pf, c, id, true);
+        br_prof_take_workers(pf, c->run->pool, id); /* staging memcpys */
+    }
+    if (r == BRAID_OK) r = br_cuda_record_events(c, id);
+    return r;
+}
+
+/* All CPU producers of GPU node id have run. */
+static bool gpu_ready(const br_cuda *c, uint32_t id) {
+    for (uint32_t k = c->wstart[id]; k < c->wstart[id + 1]; k++) {
+        uint32_t a = c->plan->events[c->waits[k]].after;
+        if (c->node[a].kind == BR_NODE_CPU && !c->cpu_done[a]) return false;
+    }
+    return true;
+}
+
+/* ---- running a CPU node -------------------------------------------------- */
+
+static braid_status run_cpu_node(br_cuda *c, uint32_t id) {
+    braid_status r = BRAID_OK;
+    for (uint32_t k = c->wstart[id]; r == BRAID_OK && k < c->wstart[id + 1];
+         k++) {
+        uint32_t ek = c->waits[k], a = c->plan->events[ek].after;
+        if (c->pending[a])
+            r = flush(c, br_cuda_run_prof(c->run), c->node[a].queue, a);
+        else if (c->event[ek])
+            r = br_cu(c, WHERE, id, "cudaEventSynchronize",
+                      cudaEventSynchronize(c->event[ek]));
+    }
+    if (r != BRAID_OK) return r;
+    c->run->run_cpu(c->run->cpu_ctx, id);
+    c->cpu_done[id] = true;
+    return BRAID_OK;
+}
+
+/* ---- the end of a run ---------------------------------------------------- */
+
+braid_status br_cuda_sync_all(br_cuda *c, braid_status st) {
+    const bp_plan *p = c->plan;
+    for (uint32_t q = 0; q < p->nqueues; q++) {
+        if (!c->stream[q]) continue;
+        braid_status r =
+            br_cuda_use(c, WHERE, BG_NONE, p->queues[q].device.index);
+        if (r == BRAID_OK)
+            r = br_cu(c, WHERE, BG_NONE, "cudaStreamSynchronize",
+                      cudaStreamSynchronize(c->stream[q]));
+        if (st == BRAID_OK) st = r;
+    }
+    return st;
+}
+
+static braid_status flush_all(br_cuda *c) {
+    braid_status r = flush(c, br_cuda_run_prof(c->run), BG_NONE, BG_NONE);
+    c->npend = 0;
+    return r;
+}
+
+/* ---- bindings ------------------------------------------------------------ */
+
+/* A CPU node that computes from node id's bytes (directly or through
+ * views), or BG_NONE. */
+static uint32_t cpu_reader(const br_cuda *c, uint32_t id) {
+    const bp_plan *p = c->plan;
+    for (uint32_t i = 0; i < c->ncpu; i++) {
+        uint32_t u = c->cpu_list[i];
+        if (br_node_noop(p, u)) continue;
+        const bg_node *n = bg_node_at(p->graph, u);
+        for (uint32_t k = 0; k < n->ninputs; k++)
+            if (br_root(p, n->inputs[k], NULL) == id) return u;
+    }
+    return BG_NONE;
+}
+
+static uint32_t io_node(const bp_io *io, uint32_t n, const char *name) {
+    for (uint32_t i = 0; i < n; i++)
+        if (strcmp(io[i].name, name) == 0) return io[i].node;
+    return BG_NONE;
+}
+
+bool br_cuda_device_output_in_place(const br_cuda *c, uint32_t id) {
+    return c && id < c->plan->ninfo && c->node[id].kind == BR_NODE_D2H &&
+           cpu_reader(c, id) == BG_NONE;
+}
+
+/* Device memory is accepted for an input that only copies to a GPU read
+ * (the copy becomes device → device, peer when the GPUs differ), never
+ * for one a CPU node reads: the host would dereference device memory.
+ * Outputs in device memory are always accepted: exec.c writes them in
+ * place only through a D2H copy (br_cuda_device_output_in_place), else
+ * copies them out with cudaMemcpy. Sets *device when some binding is
+ * device memory (the run then dispatches without the CUDA graph). */
+static braid_status check_bindings(br_cuda *c, bool *device) {
+    const bp_plan *p = c->plan;
+    const br_cuda_run_args *a = c->run;
+    *device = false;
+    for (size_t i = 0; i < a->nin; i++) {
+        int dev = -1;
+        if (a->in[i].bytes == 0 || br_pointer_kind(a->in[i].data, &dev) != 2)
+            continue;
+        *device = true;
+        uint32_t id = io_node(p->inputs, p->ninputs, a->in[i].name);
+        uint32_t u = id == BG_NONE ? BG_NONE : cpu_reader(c, id);
+        if (u != BG_NONE)
+            return bg_set_last_error(
+                BRAID_ERR_INVALID_ARGUMENT,
+                "braid_run: input \"%s\" is device memory on cuda:%d, but "
+                "node %%%u (%s) reads it on the cpu: bind host memory, or "
+                "place that node on a GPU",
+                a->in[i].name, dev, u,
+                bg_op(bg_node_at(p->graph, u)->op)->name);
+    }
+    for (size_t j = 0; !*device && j < a->nout; j++)
+        *device = a->out[j].bytes > 0 &&
+                  br_pointer_kind(a->out[j].data, NULL) == 2;
+    return BRAID_OK;
+}
+
+/* A run binding device memory dispatches the ordinary way: the graph's
+ * H2D / D2H copies use fixed pinned buffers that the host fills and
+ * empties with memcpy, which device memory forbids. Logged once. */
+static void skip_graph(br_cuda *c) {
+    br_graph_state *g = &c->graph;
+    if (g->device_logged || !g->enabled || !g->static_plan || g->failed)
+        return;
+    g->device_logged = true;
+    br_cuda_logf(c, "graph: not replayed for runs that bind device memory "
+                    "(the graph copies through pinned host buffers); such "
+                    "runs dispatch node by node");
+}
+
+/* ---- the run ------------------------------------------------------------- */
+
+/* Issues every GPU node and runs every CPU node, in schedule order as far
+ * as dependencies allow; deferred copies stay pending for the finish. */
+static braid_status run_schedule(br_cuda *c) {
+    uint32_t gi = 0, ci = 0;
+    braid_status r = BRAID_OK;
+    while (r == BRAID_OK && (gi < c->ngpu || ci < c->ncpu)) {
+        while (r == BRAID_OK && gi < c->ngpu) {
+            /* a collective group goes at once, when all of it is ready */
+            uint32_t m = br_cuda_coll_span(c, gi), j = 0;
+            while (j < (m ? m : 1) && gpu_ready(c, c->gpu_list[gi + j])) j++;
+            if (j < (m ? m : 1)) break;
+            r = m ? br_cuda_coll_issue(c, &c->gpu_list[gi], m)
+                  : br_cuda_issue(c, c->gpu_list[gi]);
+            gi += m ? m : 1;
+        }
+        if (r != BRAID_OK) break;
+        if (ci < c->ncpu)
+            r = run_cpu_node(c, c->cpu_list[ci++]);
+        else if (gi < c->ngpu)
+            r = bg_set_last_error(BRAID_ERR_INTERNAL,
+                                  "braid_run: node %u waits for a CPU node "
+                                  "that never runs",
+                                  c->gpu_list[gi]);
+    }
+    return r;
+}
+
+braid_status br_cuda_run_start(br_cuda *c, const br_cuda_run_args *a,
+                               bool *started) {
+    const bp_plan *p = c->plan;
+    *started = false;
+    c->run = a;
+    c->cur_dev = -1; /* this may be another thread than the last run's */
+    c->npend = 0;
+    c->graph.used_last = false;
+    c->graph.unfinished = false;
+    memset(c->cpu_done, 0, p->ninfo * sizeof *c->cpu_done);
+    memset(c->pending, 0, p->ninfo * sizeof *c->pending);
+    bool device = false, done = false;
+    braid_status r = check_bindings(c, &device);
+    if (r != BRAID_OK) {
+        c->run = NULL;
+        return r;
+    }
+    *started = true;
+    if (device)
+        skip_graph(c);
+    else
+        r = br_graph_run(c, &done);
+    if (r == BRAID_OK && !done) r = run_schedule(c);
+    return r;
+}
+
+braid_status br_cuda_run_finish(br_cuda *c, braid_status st) {
+    c->cur_dev = -1; /* braid_wait may run on another thread */
+    braid_status r = st;
+    if (r == BRAID_OK && c->graph.unfinished)
+        r = br_graph_finish(c);
+    else if (r == BRAID_OK)
+        r = flush_all(c);
+    r = br_cuda_sync_all(c, r);
+    c->graph.unfinished = false;
+    if (r == BRAID_OK) c->graph.runs++;
+    c->run = NULL;
+    return r;
+}
+
+#else
+typedef int br_cuda_run_unused; /* ISO C: no empty translation unit */
+#endif /* BRAID_HAVE_CUDA */

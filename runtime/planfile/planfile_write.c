@@ -1,0 +1,411 @@
+/* runtime/planfile/planfile_write.c — braid_plan_save[_memory]: a plan as a plan
+ * file (docs/plan-format.md). The writer is deterministic: the same plan
+ * gives the same bytes. */
+#define _POSIX_C_SOURCE 200809L /* mkstemp, fsync, fchmod */
+#include "runtime/planfile/planfile.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* ---- constant blobs: identical bytes stored once ---------------------------- */
+
+typedef struct blob {
+    const void *data; /* the bytes (owned by a graph of the plan) */
+    uint64_t size;    /* their count */
+    uint32_t crc;     /* their CRC-32C, to compare cheaply first */
+} blob;
+
+typedef struct blobs {
+    blob *b;     /* entries; owned */
+    uint32_t n;  /* used */
+    uint32_t cap; /* allocated */
+} blobs;
+
+/* Index of the blob with these bytes, added when new; NONE when out of
+ * memory. */
+static uint32_t blob_index(blobs *bs, const void *data, uint64_t size) {
+    uint32_t crc = br_pf_crc32c(0, data, (size_t)size);
+    for (uint32_t i = 0; i < bs->n; i++)
+        if (bs->b[i].size == size && bs->b[i].crc == crc &&
+            memcmp(bs->b[i].data, data, (size_t)size) == 0)
+            return i;
+    if (bs->n == bs->cap) {
+        uint32_t cap = bs->cap ? 2 * bs->cap : 16;
+        blob *nb = realloc(bs->b, cap * sizeof *nb);
+        if (!nb) return BR_PF_NONE;
+        bs->b = nb;
+        bs->cap = cap;
+    }
+    bs->b[bs->n] = (blob){data, size, crc};
+    return bs->n++;
+}
+
+/* The blob of node n (NONE when it has no bytes). */
+static uint32_t node_blob(blobs *bs, const bg_node *n, bool *oom) {
+    if (n->op != BRAID_OP_CONSTANT || !n->attr.data || bg_nbytes(n) == 0)
+        return BR_PF_NONE;
+    uint32_t i = blob_index(bs, n->attr.data, bg_nbytes(n));
+    if (i == BR_PF_NONE) *oom = true;
+    return i;
+}
+
+/* ---- sections ------------------------------------------------------------------ */
+
+static void put_node(br_pf_buf *b, const bg_node *n, uint32_t blob) {
+    br_pf_str(b, br_pf_op_name(n->op));
+    br_pf_str(b, braid_dtype_name(n->dtype));
+    br_pf_u32(b, n->rank);
+    for (int i = 0; i < n->rank; i++) br_pf_i64(b, n->dims[i]);
+    br_pf_u32(b, n->ninputs);
+    for (uint32_t i = 0; i < n->ninputs; i++) br_pf_u32(b, n->inputs[i]);
+    const bg_attrs *a = &n->attr;
+    br_pf_f64(b, a->value[0]);
+    br_pf_f64(b, a->value[1]);
+    br_pf_u64(b, a->seed);
+    br_pf_i32(b, a->axis);
+    br_pf_u32(b, a->flags);
+    br_pf_u32(b, a->axes);
+    br_pf_put(b, a->perm, BRAID_MAX_RANK);
+    for (int i = 0; i < BRAID_MAX_RANK; i++) br_pf_i64(b, a->start[i]);
+    for (int i = 0; i < BRAID_MAX_RANK; i++) br_pf_i64(b, a->step[i]);
+    br_pf_u32(b, blob);
+    br_pf_str(b, n->name);
+    br_pf_str(b, n->device);
+}
+
+static void put_graph(br_pf_buf *b, const braid_graph *g, blobs *bs,
+                      bool *oom) {
+    br_pf_u32(b, g->nnodes);
+    br_pf_u32(b, g->noutputs);
+    for (uint32_t i = 0; i < g->nnodes; i++)
+        put_node(b, &g->nodes[i], node_blob(bs, &g->nodes[i], oom));
+    for (uint32_t i = 0; i < g->noutputs; i++) {
+        br_pf_str(b, g->outputs[i].name);
+        br_pf_u32(b, g->outputs[i].node);
+    }
+}
+
+static void put_meta(br_pf_buf *b, const bp_plan *p) {
+    const braid_compile_options *o = &p->opts;
+    br_pf_str(b, p->meta.braid_version);
+    br_pf_i32(b, p->meta.nvrtc_version);
+    br_pf_i64(b, p->meta.created);
+    br_pf_str(b, o->devices);
+    br_pf_i32(b, o->num_threads);
+    br_pf_u32(b, o->disable_passes);
+    br_pf_i32(b, o->max_streams);
+    br_pf_i32(b, o->chunks);
+    br_pf_u8(b, o->allow_tf32 ? 1 : 0);
+    br_pf_str(b, o->archs);
+    const braid_compile_report *r = &p->report;
+    br_pf_u32(b, r->kernels);
+    br_pf_u32(b, r->archs);
+    br_pf_u32(b, r->modules_compiled);
+    br_pf_u32(b, r->modules_cached);
+    br_pf_f64(b, r->nvrtc_ms);
+    br_pf_f64(b, r->kernels_ms);
+}
+
+/* Index of device d in p->devices (the plan checker guarantees it is
+ * listed; NONE otherwise, which the reader refuses). */
+static uint32_t device_index(const bp_plan *p, bp_device d) {
+    for (uint32_t i = 0; i < p->ndevices; i++)
+        if (bp_device_equal(p->devices[i], d)) return i;
+    return BR_PF_NONE;
+}
+
+static void put_profile(br_pf_buf *b, const bp_device_profile *pr) {
+    br_pf_u32(b, BRAID_DTYPE_COUNT_); /* by name: the dtype list may grow */
+    for (int t = 0; t < BRAID_DTYPE_COUNT_; t++) {
+        br_pf_str(b, braid_dtype_name((braid_dtype)t));
+        br_pf_f64(b, pr->flops[t]);
+    }
+    br_pf_f64(b, pr->elementwise_flops);
+    br_pf_f64(b, pr->mem_bytes_per_s);
+    br_pf_f64(b, pr->h2d_bytes_per_s);
+    br_pf_f64(b, pr->d2h_bytes_per_s);
+    br_pf_f64(b, pr->launch_s);
+}
+
+static void put_program(br_pf_buf *b, const bp_program *pr) {
+    br_pf_u32(b, (uint32_t)pr->kind);
+    br_pf_u32(b, pr->rank);
+    for (int i = 0; i < pr->rank; i++) br_pf_i64(b, pr->dims[i]);
+    br_pf_u32(b, pr->axes);
+    br_pf_u32(b, pr->flags);
+    br_pf_u32(b, pr->ninstr);
+    for (uint32_t k = 0; k < pr->ninstr; k++) {
+        const bp_instr *in = &pr->instr[k];
+        br_pf_str(b, br_pf_op_name(in->op));
+        br_pf_str(b, braid_dtype_name(in->dtype));
+        for (int j = 0; j < 3; j++) br_pf_u32(b, in->arg[j]);
+        br_pf_u32(b, in->input);
+        br_pf_f64(b, in->value);
+        br_pf_u32(b, in->source);
+    }
+}
+
+static void put_io(br_pf_buf *b, const bp_io *io, uint32_t n) {
+    br_pf_u32(b, n);
+    for (uint32_t i = 0; i < n; i++) {
+        br_pf_str(b, io[i].name);
+        br_pf_u32(b, io[i].node);
+        br_pf_u64(b, io[i].bytes);
+    }
+}
+
+static void put_plan(br_pf_buf *b, const bp_plan *p) {
+    br_pf_u32(b, p->ndevices);
+    for (uint32_t i = 0; i < p->ndevices; i++) {
+        br_pf_u32(b, (uint32_t)p->devices[i].kind);
+        br_pf_i32(b, p->devices[i].index);
+    }
+    br_pf_u32(b, p->settings.disabled);
+    br_pf_u32(b, p->settings.max_streams);
+    br_pf_u32(b, p->settings.chunks);
+    for (uint32_t i = 0; i < p->ndevices; i++)
+        put_profile(b, &p->settings.profile[i]);
+    br_pf_u32(b, p->ninfo);
+    for (uint32_t i = 0; i < p->ninfo; i++) {
+        const bp_node_info *in = &p->info[i];
+        br_pf_u32(b, device_index(p, in->device));
+        br_pf_u32(b, in->queue);
+        br_pf_u32(b, in->program);
+        br_pf_u32(b, in->order);
+        br_pf_u32(b, in->origin);
+        br_pf_u8(b, in->chunk ? 1 : 0);
+        br_pf_u8(b, in->noop ? 1 : 0);
+    }
+    br_pf_u32(b, p->nschedule);
+    for (uint32_t i = 0; i < p->nschedule; i++) br_pf_u32(b, p->schedule[i]);
+    br_pf_u32(b, p->nqueues);
+    for (uint32_t i = 0; i < p->nqueues; i++) {
+        br_pf_u32(b, (uint32_t)p->queues[i].kind);
+        br_pf_u32(b, device_index(p, p->queues[i].device));
+        br_pf_u32(b, p->queues[i].index);
+    }
+    br_pf_u32(b, p->nevents);
+    for (uint32_t i = 0; i < p->nevents; i++) {
+        br_pf_u32(b, p->events[i].after);
+        br_pf_u32(b, p->events[i].before);
+        br_pf_u8(b, p->events[i].reuse ? 1 : 0);
+    }
+    br_pf_u32(b, p->nprograms);
+    for (uint32_t i = 0; i < p->nprograms; i++) put_program(b, &p->programs[i]);
+    put_io(b, p->inputs, p->ninputs);
+    put_io(b, p->outputs, p->noutputs);
+}
+
+static void put_memory(br_pf_buf *b, const bp_plan *p) {
+    br_pf_u32(b, p->narenas);
+    for (uint32_t i = 0; i < p->narenas; i++) {
+        const bp_arena *a = &p->arenas[i];
+        br_pf_u32(b, (uint32_t)a->kind);
+        br_pf_u32(b, device_index(p, a->device));
+        br_pf_u64(b, a->bytes);
+        br_pf_u64(b, a->lower_bound);
+    }
+    br_pf_u32(b, p->ninfo);
+    for (uint32_t i = 0; i < p->ninfo; i++) {
+        const bp_tensor_place *pl = &p->info[i].place;
+        br_pf_u32(b, (uint32_t)pl->storage);
+        br_pf_u32(b, pl->arena);
+        br_pf_u32(b, pl->base);
+        br_pf_u64(b, pl->offset);
+        br_pf_u64(b, pl->bytes);
+    }
+}
+
+static void put_constants(br_pf_buf *b, const blobs *bs) {
+    br_pf_u32(b, bs->n);
+    br_pf_u32(b, 0);
+    uint64_t at = 8 + 16 * (uint64_t)bs->n;
+    for (uint32_t i = 0; i < bs->n; i++) {
+        at = (at + BR_PF_ALIGN - 1) / BR_PF_ALIGN * BR_PF_ALIGN;
+        br_pf_u64(b, at);
+        br_pf_u64(b, bs->b[i].size);
+        at += bs->b[i].size;
+    }
+    for (uint32_t i = 0; i < bs->n; i++) {
+        br_pf_pad(b); /* the section starts aligned, so offsets match */
+        br_pf_put(b, bs->b[i].data, (size_t)bs->b[i].size);
+    }
+}
+
+static void put_kernels(br_pf_buf *b, const bp_kernels *k) {
+    if (k->source) {
+        br_pf_u64(b, k->source_len);
+        br_pf_put(b, k->source, k->source_len);
+    } else {
+        br_pf_u64(b, BR_PF_ABSENT64);
+    }
+    br_pf_u32(b, k->nkernels);
+    br_pf_u32(b, k->nbin);
+    for (uint32_t i = 0; i < k->nbin; i++) {
+        const bp_kernel_binary *kb = &k->bin[i];
+        br_pf_i32(b, kb->sm);
+        uint64_t cs = kb->cubin ? kb->cubin_size : 0;
+        br_pf_u64(b, cs);
+        br_pf_put(b, kb->cubin, (size_t)cs);
+        uint64_t ps = kb->ptx ? kb->ptx_size : 0;
+        br_pf_u64(b, ps);
+        br_pf_put(b, kb->ptx, (size_t)ps);
+    }
+}
+
+/* ---- the container ---------------------------------------------------------------- */
+
+#define NSECTIONS 7
+
+/* Header, table, then each section at an aligned offset. */
+static void assemble(br_pf_buf *out, br_pf_buf *sec, const uint32_t *types) {
+    static const char magic[] = BR_PLANFILE_MAGIC;
+    br_pf_put(out, magic, BR_PLANFILE_MAGIC_LEN);
+    br_pf_u16(out, BR_PF_MAJOR);
+    br_pf_u16(out, BR_PF_MINOR);
+    br_pf_u32(out, BR_PF_BYTE_ORDER);
+    br_pf_u32(out, BR_PF_HEADER_SIZE);
+    br_pf_u32(out, NSECTIONS);
+    br_pf_u64(out, 0); /* file size, patched below */
+    br_pf_u32(out, 0); /* flags */
+    static const unsigned char zero[28];
+    br_pf_put(out, zero, 28); /* reserved, then the CRC patched below */
+    uint64_t at = BR_PF_HEADER_SIZE + NSECTIONS * BR_PF_ENTRY_SIZE;
+    for (int i = 0; i < NSECTIONS; i++) {
+        at = (at + BR_PF_ALIGN - 1) / BR_PF_ALIGN * BR_PF_ALIGN;
+        br_pf_u32(out, types[i]);
+        br_pf_u32(out, BR_PF_REQUIRED);
+        br_pf_u64(out, at);
+        br_pf_u64(out, sec[i].len);
+        br_pf_u32(out, br_pf_crc32c(0, sec[i].data, sec[i].len));
+        br_pf_u32(out, 0);
+        at += sec[i].len;
+    }
+    for (int i = 0; i < NSECTIONS; i++) {
+        br_pf_pad(out);
+        br_pf_put(out, sec[i].data, sec[i].len);
+        out->failed |= sec[i].failed;
+    }
+    br_pf_patch_u64(out, 24, out->len);
+    if (!out->failed) {
+        uint32_t crc = br_pf_crc32c(0, out->data, 60);
+        crc = br_pf_crc32c(crc, out->data + BR_PF_HEADER_SIZE,
+                           NSECTIONS * BR_PF_ENTRY_SIZE);
+        br_pf_patch_u32(out, 60, crc);
+    }
+}
+
+braid_status br_pf_write(const bp_plan *p, unsigned char **out, size_t *size) {
+    static const uint32_t types[NSECTIONS] = {
+        BR_PF_META,   BR_PF_GRAPH,  BR_PF_PLAN_GRAPH, BR_PF_PLAN,
+        BR_PF_MEMORY, BR_PF_CONSTANTS, BR_PF_KERNELS};
+    br_pf_buf sec[NSECTIONS], file = {0};
+    memset(sec, 0, sizeof sec);
+    blobs bs = {0};
+    bool oom = false;
+    put_meta(&sec[0], p);
+    put_graph(&sec[1], p->source, &bs, &oom);
+    put_graph(&sec[2], p->graph, &bs, &oom);
+    put_plan(&sec[3], p);
+    put_memory(&sec[4], p);
+    put_constants(&sec[5], &bs);
+    put_kernels(&sec[6], &p->kernels);
+    assemble(&file, sec, types);
+    for (int i = 0; i < NSECTIONS; i++) free(sec[i].data);
+    free(bs.b);
+    if (oom || file.failed) {
+        free(file.data);
+        return bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY,
+                                 "braid_plan_save: out of memory");
+    }
+    *out = file.data;
+    *size = file.len;
+    return BRAID_OK;
+}
+
+/* The saver's own sanity checks: a plan that went through braid_compile
+ * or braid_plan_load. */
+static braid_status check_plan(const braid_plan *p, const char *fn) {
+    if (!p)
+        return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT, "%s: plan is NULL",
+                                 fn);
+    if (!p->graph || !p->source || !p->schedule || !p->queues ||
+        p->ninfo != p->graph->nnodes)
+        return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
+                                 "%s: the plan is not a compiled plan", fn);
+    return BRAID_OK;
+}
+
+braid_status braid_plan_save_memory(const braid_plan *p, void **data,
+                                    size_t *size) {
+    if (!data || !size)
+        return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
+                                 "braid_plan_save_memory: %s is NULL",
+                                 !data ? "data" : "size");
+    *data = NULL;
+    *size = 0;
+    braid_status s = check_plan(p, "braid_plan_save_memory");
+    if (s != BRAID_OK) return s;
+    unsigned char *bytes;
+    s = br_pf_write(p, &bytes, size);
+    if (s == BRAID_OK) *data = bytes;
+    return s;
+}
+
+/* Writes all n bytes to fd and flushes them to the disk. */
+static bool write_fd(int fd, const unsigned char *d, size_t n) {
+    while (n > 0) {
+        ssize_t w = write(fd, d, n);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return false;
+        d += w;
+        n -= (size_t)w;
+    }
+    return fsync(fd) == 0;
+}
+
+static braid_status io_error(const char *path, const char *what, int err) {
+    return bg_set_last_error(BRAID_ERR_IO, "braid_plan_save: %s %s: %s", what,
+                             path, strerror(err));
+}
+
+braid_status braid_plan_save(const braid_plan *p, const char *path) {
+    if (!path || !*path)
+        return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
+                                 "braid_plan_save: path is %s",
+                                 path ? "empty" : "NULL");
+    braid_status s = check_plan(p, "braid_plan_save");
+    if (s != BRAID_OK) return s;
+    unsigned char *bytes;
+    size_t n;
+    if ((s = br_pf_write(p, &bytes, &n)) != BRAID_OK) return s;
+    size_t tlen = strlen(path) + 8;
+    char *tmp = malloc(tlen);
+    if (!tmp) {
+        free(bytes);
+        return bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY,
+                                 "braid_plan_save: out of memory");
+    }
+    snprintf(tmp, tlen, "%s.XXXXXX", path); /* same folder: rename is atomic */
+    int fd = mkstemp(tmp);
+    if (fd < 0) {
+        s = io_error(path, "cannot create a temporary file beside", errno);
+    } else {
+        int err = 0;
+        bool ok = fchmod(fd, 0644) == 0 || (err = errno, false);
+        ok = ok && (write_fd(fd, bytes, n) || (err = errno, false));
+        if (close(fd) != 0 && ok) ok = false, err = errno;
+        if (ok && rename(tmp, path) != 0) ok = false, err = errno;
+        if (!ok) {
+            remove(tmp);
+            s = io_error(path, "cannot write", err ? err : EIO);
+        }
+    }
+    free(tmp);
+    free(bytes);
+    return s;
+}

@@ -1,0 +1,32 @@
+/* runtime/reference/reference.h — internals of the reference evaluator (prefix br_ref_).
+ *
+ * The reference evaluator (braid_reference_run) is the oracle of braid's
+ * tests: it interprets the unoptimized graph node by node, holding every
+ * tensor as an array of double, computing each op in float64 (i32 through
+ * int64 with explicit wraparound) and rounding each node's values to its
+ * dtype exactly as bg_store followed by bg_load would. It favours being
+ * obviously correct over being fast. */
+#ifndef BRAID_RUNTIME_REFERENCE_H
+#define BRAID_RUNTIME_REFERENCE_H
+
+#include "graph/graph.h"
+
+/* v rounded to dtype t: the value a t buffer holds after bg_store(t, v),
+ * read back with bg_load. */
+double br_ref_round(braid_dtype t, double v);
+
+/* Checks the invariants that br_ref_eval relies on to index safely (arity,
+ * input ids, ranks, broadcast shapes, permutations, slice bounds, ...).
+ * A graph built by bg_build always passes; a malformed one gets
+ * BRAID_ERR_INTERNAL (or BRAID_ERR_UNSUPPORTED for compiler-only ops) and a
+ * message naming the node, so the reference never reads out of bounds. */
+braid_status br_ref_check(const braid_graph *g, uint32_t id);
+
+/* Computes node id of g into out (numel doubles) from in[k], the values of
+ * its k-th input (each holding that node's numel doubles). data is the
+ * caller's buffer for an input node, NULL otherwise. The node must have
+ * passed br_ref_check. Results are rounded to the node's dtype. */
+void br_ref_eval(const braid_graph *g, uint32_t id, const double *const *in,
+                 double *out, const void *data);
+
+#endif /* BRAID_RUNTIME_REFERENCE_H */

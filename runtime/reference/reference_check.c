@@ -1,0 +1,188 @@
+/* runtime/reference/reference_check.c — structural checks before the reference
+ * evaluator indexes anything.
+ *
+ * bg_build already validates every node it creates, so these checks only
+ * ever fail for a graph corrupted behind the builder's back (or by a bug in
+ * a loader). They exist because the oracle must never read out of bounds:
+ * each check below guards an index computed in reference_ops.c. */
+#include "runtime/collective_host.h"
+#include "runtime/reference/reference.h"
+
+#include <string.h>
+
+/* Records a malformed-node failure and returns BRAID_ERR_INTERNAL. */
+#define BR_BAD(id, n, what)                                                    \
+    bg_set_last_error(BRAID_ERR_INTERNAL,                                      \
+                      "reference: node %u (%s) is malformed: %s", (id),        \
+                      bg_op((n)->op)->name, (what))
+
+/* True when an input of shape (irank, idims) broadcasts to exactly
+ * (orank, odims): aligned right, each dim equal or 1. */
+static bool broadcasts_to(int irank, const int64_t *idims, int orank,
+                          const int64_t *odims) {
+    if (irank > orank) return false;
+    for (int k = 0; k < irank; k++) {
+        int64_t d = idims[k], o = odims[k + orank - irank];
+        if (d != o && d != 1) return false;
+    }
+    return true;
+}
+
+static braid_status check_elementwise(const braid_graph *g, uint32_t id,
+                                      const bg_node *n) {
+    for (uint32_t k = 0; k < n->ninputs; k++) {
+        const bg_node *x = bg_node_at(g, n->inputs[k]);
+        if (!broadcasts_to(x->rank, x->dims, n->rank, n->dims))
+            return BR_BAD(id, n, "an operand does not broadcast to the result");
+    }
+    return BRAID_OK;
+}
+
+static braid_status check_matmul(const braid_graph *g, uint32_t id,
+                                 const bg_node *n) {
+    const bg_node *a = bg_node_at(g, n->inputs[0]);
+    const bg_node *b = bg_node_at(g, n->inputs[1]);
+    int r = n->rank;
+    if (a->rank < 2 || b->rank < 2 ||
+        r != (a->rank > b->rank ? a->rank : b->rank))
+        return BR_BAD(id, n, "operand ranks");
+    bool ta = (n->attr.flags & BRAID_TRANSPOSE_A) != 0;
+    bool tb = (n->attr.flags & BRAID_TRANSPOSE_B) != 0;
+    int64_t am = a->dims[a->rank - (ta ? 1 : 2)];
+    int64_t ak = a->dims[a->rank - (ta ? 2 : 1)];
+    int64_t bk = b->dims[b->rank - (tb ? 1 : 2)];
+    int64_t bn = b->dims[b->rank - (tb ? 2 : 1)];
+    if (am != n->dims[r - 2] || bn != n->dims[r - 1] || ak != bk)
+        return BR_BAD(id, n, "matrix dims");
+    if (!broadcasts_to(a->rank - 2, a->dims, r - 2, n->dims) ||
+        !broadcasts_to(b->rank - 2, b->dims, r - 2, n->dims))
+        return BR_BAD(id, n, "batch dims");
+    return BRAID_OK;
+}
+
+static braid_status check_reduce(const braid_graph *g, uint32_t id,
+                                 const bg_node *n) {
+    const bg_node *x = bg_node_at(g, n->inputs[0]);
+    bool keep = (n->attr.flags & BG_KEEPDIMS) != 0;
+    if (x->rank < 8 && (n->attr.axes >> x->rank) != 0)
+        return BR_BAD(id, n, "axes beyond the input's rank");
+    int j = 0;
+    for (int k = 0; k < x->rank; k++) {
+        bool red = (n->attr.axes & (1u << k)) != 0;
+        if (red && !keep) continue;
+        if (j >= n->rank || n->dims[j] != (red ? 1 : x->dims[k]))
+            return BR_BAD(id, n, "result shape");
+        j++;
+    }
+    if (j != n->rank) return BR_BAD(id, n, "result rank");
+    return BRAID_OK;
+}
+
+static braid_status check_permute(const braid_graph *g, uint32_t id,
+                                  const bg_node *n) {
+    const bg_node *x = bg_node_at(g, n->inputs[0]);
+    bool seen[BRAID_MAX_RANK] = {false};
+    if (x->rank != n->rank) return BR_BAD(id, n, "rank");
+    for (int k = 0; k < n->rank; k++) {
+        unsigned p = n->attr.perm[k];
+        if (p >= (unsigned)n->rank || seen[p] || n->dims[k] != x->dims[p])
+            return BR_BAD(id, n, "perm");
+        seen[p] = true;
+    }
+    return BRAID_OK;
+}
+
+static braid_status check_slice(const braid_graph *g, uint32_t id,
+                                const bg_node *n) {
+    const bg_node *x = bg_node_at(g, n->inputs[0]);
+    if (x->rank != n->rank) return BR_BAD(id, n, "rank");
+    for (int k = 0; k < n->rank; k++) {
+        int64_t cnt = n->dims[k], s = n->attr.start[k], st = n->attr.step[k];
+        if (cnt == 0) continue;
+        if (s < 0 || st < 1 || s >= x->dims[k] ||
+            (cnt - 1) > (x->dims[k] - 1 - s) / st)
+            return BR_BAD(id, n, "start/step outside the input");
+    }
+    return BRAID_OK;
+}
+
+static braid_status check_concat(const braid_graph *g, uint32_t id,
+                                 const bg_node *n) {
+    int axis = n->attr.axis;
+    if (axis < 0 || axis >= n->rank) return BR_BAD(id, n, "axis");
+    int64_t total = 0;
+    for (uint32_t i = 0; i < n->ninputs; i++) {
+        const bg_node *x = bg_node_at(g, n->inputs[i]);
+        if (x->rank != n->rank) return BR_BAD(id, n, "piece rank");
+        for (int k = 0; k < n->rank; k++)
+            if (k != axis && x->dims[k] != n->dims[k])
+                return BR_BAD(id, n, "piece dims");
+        total += x->dims[axis];
+    }
+    if (total != n->dims[axis]) return BR_BAD(id, n, "joined size");
+    return BRAID_OK;
+}
+
+static braid_status check_source(uint32_t id, const bg_node *n) {
+    if (n->op == BRAID_OP_INPUT && !n->name)
+        return BR_BAD(id, n, "input without a name");
+    if (n->op == BRAID_OP_CONSTANT && !n->attr.data && bg_numel(n) > 0)
+        return BR_BAD(id, n, "constant without data");
+    if (n->op == BRAID_OP_IOTA && n->rank > 0 &&
+        (n->attr.axis < 0 || n->attr.axis >= n->rank))
+        return BR_BAD(id, n, "axis");
+    return BRAID_OK;
+}
+
+/* Arity, ids, dtype and dims: what every kernel assumes. */
+static braid_status check_common(uint32_t id, const bg_node *n) {
+    if ((unsigned)n->op >= BRAID_OP_COUNT_)
+        return bg_set_last_error(BRAID_ERR_INTERNAL,
+                                 "reference: node %u has unknown op %d", id,
+                                 (int)n->op);
+    int arity = bg_op(n->op)->arity;
+    if (arity >= 0 ? n->ninputs != (uint32_t)arity : n->ninputs < 1)
+        return BR_BAD(id, n, "input count");
+    if (n->ninputs > 0 && !n->inputs) return BR_BAD(id, n, "inputs missing");
+    for (uint32_t k = 0; k < n->ninputs; k++)
+        if (n->inputs[k] >= id)
+            return BR_BAD(id, n, "input id not below the node's");
+    if ((unsigned)n->dtype >= BRAID_DTYPE_COUNT_ || n->rank > BRAID_MAX_RANK)
+        return BR_BAD(id, n, "dtype or rank");
+    for (int k = 0; k < n->rank; k++)
+        if (n->dims[k] < 0) return BR_BAD(id, n, "negative dim");
+    return BRAID_OK;
+}
+
+braid_status br_ref_check(const braid_graph *g, uint32_t id) {
+    const bg_node *n = bg_node_at(g, id);
+    braid_status s = check_common(id, n);
+    if (s != BRAID_OK) return s;
+    switch (bg_op(n->op)->kind) {
+    case BRAID_KIND_SOURCE:
+        return check_source(id, n);
+    case BRAID_KIND_ELEMENTWISE:
+    case BRAID_KIND_COPY:
+    case BRAID_KIND_BROADCAST:
+        return check_elementwise(g, id, n);
+    case BRAID_KIND_MATMUL:
+        return check_matmul(g, id, n);
+    case BRAID_KIND_REDUCE:
+        return check_reduce(g, id, n);
+    case BRAID_KIND_SHAPE:
+        if (n->op == BRAID_OP_RESHAPE)
+            return bg_numel(n) == bg_numel(bg_node_at(g, n->inputs[0]))
+                       ? BRAID_OK
+                       : BR_BAD(id, n, "element count");
+        if (n->op == BRAID_OP_PERMUTE) return check_permute(g, id, n);
+        if (n->op == BRAID_OP_SLICE) return check_slice(g, id, n);
+        return check_concat(g, id, n);
+    case BRAID_KIND_COLLECTIVE:
+        return br_coll_check_local(g, id, "reference");
+    default:
+        return bg_set_last_error(BRAID_ERR_UNSUPPORTED,
+                                 "reference: node %u (%s) is a compiler-made "
+                                 "node the reference does not evaluate",
+                                 id, bg_op(n->op)->name);
+    }
+}

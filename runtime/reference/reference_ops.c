@@ -1,0 +1,466 @@
+/* runtime/reference/reference_ops.c — the reference evaluator's op kernels.
+ *
+ * Every kernel walks its output in flat C order and computes each element's
+ * input positions from scratch with divisions and multiplications: slow, but
+ * each line can be checked against the semantics in docs by eye. Values are
+ * doubles; float ops run in float64, i32 ops in int64 with explicit
+ * wraparound (never through double products, which would lose bits). */
+#include "runtime/collective_host.h"
+#include "runtime/reference/reference.h"
+
+#include <math.h>
+#include <string.h>
+
+#define BR_SQRT1_2 0.70710678118654752440 /* 1/√2, for gelu */
+
+double br_ref_round(braid_dtype t, double v) {
+    /* A union keeps the scratch slot aligned for every dtype. */
+    union {
+        double d;
+        int64_t i;
+        unsigned char b[8];
+    } slot;
+    slot.i = 0;
+    bg_store(t, &slot, 0, v);
+    return bg_load(t, &slot, 0);
+}
+
+/* ---- index arithmetic ---------------------------------------------------- */
+
+/* Multi-index of flat C-order position flat in a tensor of the given dims. */
+static void unravel(int64_t flat, int rank, const int64_t *dims, int64_t *idx) {
+    for (int k = rank - 1; k >= 0; k--) {
+        idx[k] = flat % dims[k];
+        flat /= dims[k];
+    }
+}
+
+/* Flat C-order position of multi-index idx. */
+static int64_t ravel(int rank, const int64_t *dims, const int64_t *idx) {
+    int64_t flat = 0;
+    for (int k = 0; k < rank; k++)
+        flat = flat * dims[k] + idx[k];
+    return flat;
+}
+
+/* Position, in an input of rank irank and dims idims, of the element that
+ * output element flat (rank orank, dims odims) reads under NumPy
+ * broadcasting: shapes aligned right, an input dim of 1 repeats. */
+static int64_t bcast_pos(int64_t flat, int orank, const int64_t *odims,
+                         int irank, const int64_t *idims) {
+    int64_t oidx[BRAID_MAX_RANK], iidx[BRAID_MAX_RANK];
+    unravel(flat, orank, odims, oidx);
+    for (int k = 0; k < irank; k++) {
+        int ok = k + (orank - irank);
+        iidx[k] = idims[k] == 1 ? 0 : oidx[ok];
+    }
+    return ravel(irank, idims, iidx);
+}
+
+static const bg_node *input_node(const braid_graph *g, const bg_node *n,
+                                 uint32_t k) {
+    return bg_node_at(g, n->inputs[k]);
+}
+
+/* ---- scalar semantics ---------------------------------------------------- */
+
+/* v (an integer in int64) wrapped to int32 two's complement, as a double. */
+static double wrap_i32(int64_t v) {
+    uint32_t u = (uint32_t)(uint64_t)v; /* both conversions are modular */
+    return u >= 0x80000000u ? (double)u - 4294967296.0 : (double)u;
+}
+
+static double unary_float(braid_op op, double x) {
+    switch (op) {
+    case BRAID_OP_NEG:
+        return -x;
+    case BRAID_OP_ABS:
+        return fabs(x);
+    case BRAID_OP_EXP:
+        return exp(x);
+    case BRAID_OP_LOG:
+        return log(x);
+    case BRAID_OP_SQRT:
+        return sqrt(x);
+    case BRAID_OP_RSQRT:
+        return 1.0 / sqrt(x);
+    case BRAID_OP_SIN:
+        return sin(x);
+    case BRAID_OP_COS:
+        return cos(x);
+    case BRAID_OP_TANH:
+        return tanh(x);
+    case BRAID_OP_SIGMOID:
+        return 1.0 / (1.0 + exp(-x));
+    /* relu propagates NaN, like max/min do. */
+    case BRAID_OP_RELU:
+        return isnan(x) ? x : (x > 0.0 ? x : 0.0);
+    case BRAID_OP_GELU:
+        return 0.5 * x * (1.0 + erf(x * BR_SQRT1_2));
+    case BRAID_OP_SILU:
+        return x * (1.0 / (1.0 + exp(-x)));
+    case BRAID_OP_ERF:
+        return erf(x);
+    case BRAID_OP_FLOOR:
+        return floor(x);
+    case BRAID_OP_CEIL:
+        return ceil(x);
+    case BRAID_OP_RECIPROCAL:
+        return 1.0 / x;
+    case BRAID_OP_SQUARE:
+        return x * x;
+    default:
+        return NAN; /* br_ref_check admits no other unary op */
+    }
+}
+
+/* i32 unary ops (neg abs square relu); x is an int32 value. */
+static double unary_i32(braid_op op, double x) {
+    int64_t v = (int64_t)x;
+    switch (op) {
+    case BRAID_OP_NEG:
+        return wrap_i32(-v);
+    case BRAID_OP_ABS:
+        return wrap_i32(v < 0 ? -v : v);
+    case BRAID_OP_SQUARE:
+        return wrap_i32(v * v);
+    case BRAID_OP_RELU:
+        return v > 0 ? x : 0.0;
+    default:
+        return 0.0; /* float-only ops: rejected by the builder */
+    }
+}
+
+static double max_nan(double a, double b) {
+    if (isnan(a) || isnan(b)) return NAN;
+    return a >= b ? a : b;
+}
+
+static double min_nan(double a, double b) {
+    if (isnan(a) || isnan(b)) return NAN;
+    return a <= b ? a : b;
+}
+
+static double binary_float(braid_op op, double a, double b) {
+    switch (op) {
+    case BRAID_OP_ADD:
+        return a + b;
+    case BRAID_OP_SUB:
+        return a - b;
+    case BRAID_OP_MUL:
+        return a * b;
+    case BRAID_OP_DIV:
+        return a / b;
+    case BRAID_OP_POW:
+        return pow(a, b);
+    case BRAID_OP_MAX:
+        return max_nan(a, b);
+    case BRAID_OP_MIN:
+        return min_nan(a, b);
+    default:
+        return NAN;
+    }
+}
+
+/* i32 arithmetic: int64 intermediates (a product of two int32 fits), then
+ * wrapped. Division truncates toward zero; x/0 = 0; INT32_MIN/-1 wraps to
+ * INT32_MIN. */
+static double binary_i32(braid_op op, double a, double b) {
+    int64_t x = (int64_t)a, y = (int64_t)b;
+    switch (op) {
+    case BRAID_OP_ADD:
+        return wrap_i32(x + y);
+    case BRAID_OP_SUB:
+        return wrap_i32(x - y);
+    case BRAID_OP_MUL:
+        return wrap_i32(x * y);
+    case BRAID_OP_DIV:
+        return y == 0 ? 0.0 : wrap_i32(x / y);
+    case BRAID_OP_MAX:
+        return x >= y ? a : b;
+    case BRAID_OP_MIN:
+        return x <= y ? a : b;
+    default:
+        return 0.0; /* pow is float-only */
+    }
+}
+
+/* Comparisons are exact on doubles for every dtype; NaN compares unequal. */
+static double compare(braid_op op, double a, double b) {
+    switch (op) {
+    case BRAID_OP_EQ:
+        return a == b;
+    case BRAID_OP_NE:
+        return a != b;
+    case BRAID_OP_LT:
+        return a < b;
+    case BRAID_OP_LE:
+        return a <= b;
+    case BRAID_OP_GT:
+        return a > b;
+    case BRAID_OP_GE:
+        return a >= b;
+    default:
+        return 0.0;
+    }
+}
+
+/* ---- sources ------------------------------------------------------------- */
+
+static void eval_source(const bg_node *n, double *out, const void *data) {
+    int64_t numel = bg_numel(n);
+    int64_t idx[BRAID_MAX_RANK];
+    for (int64_t i = 0; i < numel; i++) {
+        switch (n->op) {
+        case BRAID_OP_INPUT:
+            out[i] = bg_load(n->dtype, data, i);
+            break;
+        case BRAID_OP_CONSTANT:
+            out[i] = bg_load(n->dtype, n->attr.data, i);
+            break;
+        case BRAID_OP_FILL:
+            out[i] = n->attr.value[0];
+            break;
+        case BRAID_OP_IOTA:
+            unravel(i, n->rank, n->dims, idx);
+            out[i] = n->rank == 0 ? 0.0 : (double)idx[n->attr.axis];
+            break;
+        case BRAID_OP_RANDOM_UNIFORM:
+            out[i] = bg_random_uniform_at(n->attr.seed, i, n->attr.value[0],
+                                          n->attr.value[1]);
+            break;
+        default: /* RANDOM_NORMAL: br_ref_check admits no other source */
+            out[i] = bg_random_normal_at(n->attr.seed, i, n->attr.value[0],
+                                         n->attr.value[1]);
+            break;
+        }
+    }
+}
+
+/* ---- elementwise --------------------------------------------------------- */
+
+/* Unary ops, binary ops, comparisons, where, cast and copy: each output
+ * element from the broadcast element of each input. */
+static void eval_elementwise(const braid_graph *g, const bg_node *n,
+                             const double *const *in, double *out) {
+    int64_t numel = bg_numel(n);
+    const bg_node *a = input_node(g, n, 0);
+    const bg_node *b = n->ninputs > 1 ? input_node(g, n, 1) : NULL;
+    const bg_node *c = n->ninputs > 2 ? input_node(g, n, 2) : NULL;
+    bool fl = braid_dtype_is_float(a->dtype);
+    for (int64_t i = 0; i < numel; i++) {
+        double x = in[0][bcast_pos(i, n->rank, n->dims, a->rank, a->dims)];
+        double y =
+            b ? in[1][bcast_pos(i, n->rank, n->dims, b->rank, b->dims)] : 0.0;
+        if (n->op == BRAID_OP_WHERE) {
+            /* operands: cond, a, b */
+            double z = in[2][bcast_pos(i, n->rank, n->dims, c->rank, c->dims)];
+            out[i] = x != 0.0 ? y : z;
+        } else if (n->op == BRAID_OP_CAST || n->op == BRAID_OP_COPY) {
+            out[i] = x; /* the final rounding to n->dtype is the cast */
+        } else if (n->op >= BRAID_OP_EQ && n->op <= BRAID_OP_GE) {
+            out[i] = compare(n->op, x, y);
+        } else if (b) {
+            out[i] = fl ? binary_float(n->op, x, y) : binary_i32(n->op, x, y);
+        } else {
+            out[i] = fl ? unary_float(n->op, x) : unary_i32(n->op, x);
+        }
+    }
+}
+
+/* ---- matmul -------------------------------------------------------------- */
+
+/* out[..., m, n] = Σ_k A[..., m, k] · B[..., k, n], where A and B are the
+ * inputs with their last two axes swapped when the node's transpose flags
+ * say so; batch axes broadcast like elementwise ops. Sums run in float64. */
+static void eval_matmul(const braid_graph *g, const bg_node *n,
+                        const double *const *in, double *out) {
+    const bg_node *a = input_node(g, n, 0), *b = input_node(g, n, 1);
+    bool ta = (n->attr.flags & BRAID_TRANSPOSE_A) != 0;
+    bool tb = (n->attr.flags & BRAID_TRANSPOSE_B) != 0;
+    int r = n->rank;
+    int64_t M = n->dims[r - 2], N = n->dims[r - 1];
+    int64_t K = ta ? a->dims[a->rank - 2] : a->dims[a->rank - 1];
+    int64_t nbatch = 1;
+    for (int k = 0; k < r - 2; k++)
+        nbatch *= n->dims[k];
+    for (int64_t bi = 0; bi < nbatch; bi++) {
+        int64_t abase =
+            bcast_pos(bi, r - 2, n->dims, a->rank - 2, a->dims) * M * K;
+        int64_t bbase =
+            bcast_pos(bi, r - 2, n->dims, b->rank - 2, b->dims) * K * N;
+        for (int64_t m = 0; m < M; m++) {
+            for (int64_t j = 0; j < N; j++) {
+                double acc = 0.0;
+                for (int64_t k = 0; k < K; k++) {
+                    double x = in[0][abase + (ta ? k * M + m : m * K + k)];
+                    double y = in[1][bbase + (tb ? j * K + k : k * N + j)];
+                    acc += x * y;
+                }
+                out[(bi * M + m) * N + j] = acc;
+            }
+        }
+    }
+}
+
+/* ---- reductions ---------------------------------------------------------- */
+
+/* Output position of input multi-index idx: reduced axes dropped, or pinned
+ * to 0 with keepdims. */
+static int64_t reduce_pos(const bg_node *n, const bg_node *x,
+                          const int64_t *idx) {
+    bool keep = (n->attr.flags & BG_KEEPDIMS) != 0;
+    int64_t oidx[BRAID_MAX_RANK];
+    int j = 0;
+    for (int k = 0; k < x->rank; k++) {
+        if (n->attr.axes & (1u << k)) {
+            if (keep) oidx[j++] = 0;
+        } else {
+            oidx[j++] = idx[k];
+        }
+    }
+    return ravel(n->rank, n->dims, oidx);
+}
+
+static void eval_reduce(const braid_graph *g, const bg_node *n,
+                        const double *const *in, double *out) {
+    const bg_node *x = input_node(g, n, 0);
+    bool fl = braid_dtype_is_float(x->dtype);
+    int64_t onumel = bg_numel(n), inumel = bg_numel(x);
+    double init = 0.0;
+    if (n->op == BRAID_OP_REDUCE_MAX)
+        init = fl ? -INFINITY : (double)INT32_MIN;
+    else if (n->op == BRAID_OP_REDUCE_MIN)
+        init = fl ? INFINITY : (double)INT32_MAX;
+    for (int64_t o = 0; o < onumel; o++)
+        out[o] = init;
+    int64_t idx[BRAID_MAX_RANK];
+    for (int64_t i = 0; i < inumel; i++) {
+        unravel(i, x->rank, x->dims, idx);
+        int64_t o = reduce_pos(n, x, idx);
+        double v = in[0][i];
+        if (n->op == BRAID_OP_REDUCE_MAX)
+            out[o] = max_nan(out[o], v);
+        else if (n->op == BRAID_OP_REDUCE_MIN)
+            out[o] = min_nan(out[o], v);
+        else if (fl)
+            out[o] += v;
+        else /* i32 sum: both terms are int32 values, so int64 is exact */
+            out[o] = wrap_i32((int64_t)out[o] + (int64_t)v);
+    }
+    if (n->op == BRAID_OP_MEAN) {
+        int64_t count = 1;
+        for (int k = 0; k < x->rank; k++)
+            if (n->attr.axes & (1u << k)) count *= x->dims[k];
+        for (int64_t o = 0; o < onumel; o++)
+            out[o] = count == 0 ? NAN : out[o] / (double)count;
+    }
+}
+
+/* ---- shape ops ----------------------------------------------------------- */
+
+static void eval_permute(const braid_graph *g, const bg_node *n,
+                         const double *const *in, double *out) {
+    const bg_node *x = input_node(g, n, 0);
+    int64_t oidx[BRAID_MAX_RANK], iidx[BRAID_MAX_RANK];
+    int64_t numel = bg_numel(n);
+    for (int64_t i = 0; i < numel; i++) {
+        unravel(i, n->rank, n->dims, oidx);
+        for (int k = 0; k < n->rank; k++)
+            iidx[n->attr.perm[k]] = oidx[k];
+        out[i] = in[0][ravel(x->rank, x->dims, iidx)];
+    }
+}
+
+static void eval_slice(const braid_graph *g, const bg_node *n,
+                       const double *const *in, double *out) {
+    const bg_node *x = input_node(g, n, 0);
+    int64_t idx[BRAID_MAX_RANK];
+    int64_t numel = bg_numel(n);
+    for (int64_t i = 0; i < numel; i++) {
+        unravel(i, n->rank, n->dims, idx);
+        for (int k = 0; k < n->rank; k++)
+            idx[k] = n->attr.start[k] + idx[k] * n->attr.step[k];
+        out[i] = in[0][ravel(x->rank, x->dims, idx)];
+    }
+}
+
+static void eval_concat(const braid_graph *g, const bg_node *n,
+                        const double *const *in, double *out) {
+    int axis = n->attr.axis;
+    int64_t idx[BRAID_MAX_RANK];
+    int64_t numel = bg_numel(n);
+    for (int64_t i = 0; i < numel; i++) {
+        unravel(i, n->rank, n->dims, idx);
+        uint32_t k = 0; /* the piece holding idx[axis], and its offset */
+        while (idx[axis] >= input_node(g, n, k)->dims[axis]) {
+            idx[axis] -= input_node(g, n, k)->dims[axis];
+            k++;
+        }
+        const bg_node *x = input_node(g, n, k);
+        out[i] = in[k][ravel(x->rank, x->dims, idx)];
+    }
+}
+
+static void eval_broadcast(const braid_graph *g, const bg_node *n,
+                           const double *const *in, double *out) {
+    const bg_node *x = input_node(g, n, 0);
+    int64_t numel = bg_numel(n);
+    for (int64_t i = 0; i < numel; i++)
+        out[i] = in[0][bcast_pos(i, n->rank, n->dims, x->rank, x->dims)];
+}
+
+/* Element idx of rank j's values (a collective's local-form inputs). */
+static double ref_coll_load(void *ctx, int j, int64_t idx) {
+    const double *const *in = *(const double *const *const *)ctx;
+    return in[j][idx];
+}
+
+/* ---- dispatch ------------------------------------------------------------ */
+
+void br_ref_eval(const braid_graph *g, uint32_t id, const double *const *in,
+                 double *out, const void *data) {
+    const bg_node *n = bg_node_at(g, id);
+    switch (bg_op(n->op)->kind) {
+    case BRAID_KIND_SOURCE:
+        eval_source(n, out, data);
+        break;
+    case BRAID_KIND_ELEMENTWISE:
+    case BRAID_KIND_COPY:
+        eval_elementwise(g, n, in, out);
+        break;
+    case BRAID_KIND_BROADCAST:
+        eval_broadcast(g, n, in, out);
+        break;
+    case BRAID_KIND_REDUCE:
+        eval_reduce(g, n, in, out);
+        break;
+    case BRAID_KIND_MATMUL:
+        eval_matmul(g, n, in, out);
+        break;
+    case BRAID_KIND_SHAPE:
+        if (n->op == BRAID_OP_RESHAPE)
+            memcpy(out, in[0], (size_t)bg_numel(n) * sizeof(double));
+        else if (n->op == BRAID_OP_PERMUTE)
+            eval_permute(g, n, in, out);
+        else if (n->op == BRAID_OP_SLICE)
+            eval_slice(g, n, in, out);
+        else
+            eval_concat(g, n, in, out);
+        break;
+    case BRAID_KIND_COLLECTIVE: {
+        struct {
+            const double *const *in;
+        } ctx = {in};
+        for (int64_t i = 0, m = bg_numel(n); i < m; i++)
+            out[i] = br_coll_element(n, i, ref_coll_load, &ctx);
+        break;
+    }
+    default:
+        break; /* fused nodes are refused by br_ref_check */
+    }
+    /* Every node's values are what its dtype can hold. */
+    int64_t numel = bg_numel(n);
+    for (int64_t i = 0; i < numel; i++)
+        out[i] = br_ref_round(n->dtype, out[i]);
+}
