@@ -344,6 +344,34 @@ Test(program_check, matmul_rules) {
     fixture_free(&f);
 }
 
+/* The CPU interpreter's one limit of its own: a MATMUL program's matmul
+ * has the node's dtype (it is computed in the output). The GPU puts it in
+ * scratch, so the IR allows it. */
+Test(program_check, cpu_matmul_limit) {
+    braid_graph *g = braid_graph_new(NULL);
+    braid_tensor a = in(g, "a", BRAID_F32, 2, 4, 8);
+    braid_tensor w = in(g, "w", BRAID_F32, 2, 8, 6);
+    braid_tensor b = in(g, "b", BRAID_F32, 1, 0, 6);
+    braid_output(g, "out",
+                 braid_relu(g, braid_add(g, braid_matmul(g, a, w, 0), b)));
+    fixture f;
+    fixture_init(&f, g, BP_PROGRAM_MATMUL);
+    cr_assert_eq(br_fused_check(f.p->graph, f.id, f.pr), BRAID_OK);
+    uint32_t last = f.pr->ninstr - 1; /* relu → cast to f16 */
+    f.pr->instr[last].op = BRAID_OP_CAST;
+    f.pr->instr[last].dtype = BRAID_F16;
+    f.p->graph->nodes[f.id].dtype = BRAID_F16;
+    char why[256];
+    cr_assert(bp_program_check(f.pr, f.p->graph, f.id, why, sizeof why), "%s",
+              why);
+    cr_assert_neq(br_fused_check(f.p->graph, f.id, f.pr), BRAID_OK);
+    cr_assert(strstr(braid_last_error(), "instruction 2: the matmul is f32, "
+                                         "the node f16"),
+              "%s", braid_last_error());
+    f.p->graph->nodes[f.id].dtype = BRAID_F32;
+    fixture_free(&f);
+}
+
 /* SOFTMAX programs: the last axis of a float value. */
 Test(program_check, softmax_rules) {
     braid_graph *g = braid_graph_new(NULL);
