@@ -5,7 +5,6 @@
 #include "runtime/planfile/planfile_read.h"
 
 #include "passes/passes.h"
-#include "runtime/runtime.h"
 
 #include <math.h>
 #include <stdlib.h>
