@@ -24,7 +24,7 @@
 
 /* The check in progress. */
 typedef struct pc {
-    const bp_program *p; /* the program */
+    const bp_program *p;  /* the program */
     const braid_graph *g; /* the graph holding the node */
     const bg_node *n;     /* the node computing it */
     char *err;            /* the message buffer */
@@ -121,18 +121,20 @@ static bool broadcasts(const bp_program *p, const bg_node *x) {
 
 static bool check_load(const pc *c, uint32_t i, const bp_instr *in) {
     if (in->input >= c->n->ninputs)
-        return fail(c, "instruction %u: load of input %u; the node has %u",
-                    i, in->input, c->n->ninputs);
+        return fail(c, "instruction %u: load of input %u; the node has %u", i,
+                    in->input, c->n->ninputs);
     const bg_node *x = input(c, in->input);
     if (x->dtype != in->dtype)
-        return fail(c, "instruction %u: load dtype %s differs from input "
-                       "%u's %s",
+        return fail(c,
+                    "instruction %u: load dtype %s differs from input "
+                    "%u's %s",
                     i, dt(in->dtype), in->input, dt(x->dtype));
     if (c->p->kind == BP_PROGRAM_MATMUL && i < 2) return true;
     if (!broadcasts(c->p, x)) {
         char a[96], b[96];
-        return fail(c, "instruction %u: input %u (%s) does not broadcast to "
-                       "the iteration space %s",
+        return fail(c,
+                    "instruction %u: input %u (%s) does not broadcast to "
+                    "the iteration space %s",
                     i, in->input, bg_type_str(x, a, sizeof a),
                     bg_shape_str(c->p->rank, c->p->dims, b, sizeof b));
     }
@@ -143,24 +145,28 @@ static bool check_load(const pc *c, uint32_t i, const bp_instr *in) {
 static bool check_matmul_head(const pc *c, uint32_t i, const bp_instr *in) {
     bool ok = i < 2 ? in->op == BP_INSTR_LOAD && in->input == i
                     : in->op == BRAID_OP_MATMUL;
-    return ok || fail(c, "instruction %u: a matmul program starts LOAD 0, "
-                         "LOAD 1, MATMUL(0, 1)",
+    return ok || fail(c,
+                      "instruction %u: a matmul program starts LOAD 0, "
+                      "LOAD 1, MATMUL(0, 1)",
                       i);
 }
 
 static bool check_matmul(const pc *c, uint32_t i, const bp_instr *in) {
     if (c->p->kind != BP_PROGRAM_MATMUL || i != 2)
-        return fail(c, "instruction %u: a matmul outside instruction 2 of a "
-                       "matmul program",
+        return fail(c,
+                    "instruction %u: a matmul outside instruction 2 of a "
+                    "matmul program",
                     i);
     if (in->arg[0] != 0 || in->arg[1] != 1)
-        return fail(c, "instruction 2: matmul operands %u, %u (expected 0, "
-                       "1)",
+        return fail(c,
+                    "instruction 2: matmul operands %u, %u (expected 0, "
+                    "1)",
                     in->arg[0], in->arg[1]);
     if (!braid_dtype_is_float(in->dtype) || arg_dtype(c, in, 0) != in->dtype ||
         arg_dtype(c, in, 1) != in->dtype)
-        return fail(c, "instruction 2: matmul of %s and %s into %s (expected "
-                       "one float dtype)",
+        return fail(c,
+                    "instruction 2: matmul of %s and %s into %s (expected "
+                    "one float dtype)",
                     dt(arg_dtype(c, in, 0)), dt(arg_dtype(c, in, 1)),
                     dt(in->dtype));
     return true;
@@ -168,14 +174,16 @@ static bool check_matmul(const pc *c, uint32_t i, const bp_instr *in) {
 
 static bool check_reduction(const pc *c, uint32_t i, const bp_instr *in) {
     if (c->p->kind != BP_PROGRAM_REDUCE || i + 1 != c->p->ninstr)
-        return fail(c, "instruction %u: %s is not a reduce program's last "
-                       "instruction",
+        return fail(c,
+                    "instruction %u: %s is not a reduce program's last "
+                    "instruction",
                     i, bg_op(in->op)->name);
     braid_dtype a = arg_dtype(c, in, 0);
     if (a != in->dtype || !(braid_dtype_is_float(a) ||
                             (a == BRAID_I32 && in->op != BRAID_OP_MEAN)))
-        return fail(c, "instruction %u: %s of %s into %s (expected one "
-                       "%s dtype)",
+        return fail(c,
+                    "instruction %u: %s of %s into %s (expected one "
+                    "%s dtype)",
                     i, bg_op(in->op)->name, dt(a), dt(in->dtype),
                     in->op == BRAID_OP_MEAN ? "float" : "float or i32");
     return true;
@@ -188,8 +196,9 @@ static bool check_operands(const pc *c, uint32_t i, const bp_instr *in) {
                     bg_op(in->op)->name);
     for (int k = 0; k < arity; k++)
         if (in->arg[k] >= i)
-            return fail(c, "instruction %u: operand %d (%u) is not an "
-                           "earlier instruction",
+            return fail(c,
+                        "instruction %u: operand %d (%u) is not an "
+                        "earlier instruction",
                         i, k, in->arg[k]);
     return true;
 }
@@ -262,8 +271,9 @@ static bool check_header(const pc *c) {
         numel *= p->dims[d];
     }
     if (p->kind == BP_PROGRAM_MATMUL && p->ninstr < 3)
-        return fail(c, "a matmul program starts LOAD 0, LOAD 1, MATMUL(0, 1); "
-                       "it has %u instructions",
+        return fail(c,
+                    "a matmul program starts LOAD 0, LOAD 1, MATMUL(0, 1); "
+                    "it has %u instructions",
                     p->ninstr);
     if (c->n->ninputs > BP_PROGRAM_MAX_INSTR)
         return fail(c, "the node has %u inputs (at most %d)", c->n->ninputs,
@@ -322,20 +332,23 @@ static bool check_space(const pc *c) {
     const bg_node *n = c->n;
     const bp_instr *last = &p->instr[p->ninstr - 1];
     if (last->dtype != n->dtype)
-        return fail(c, "instruction %u: the result's dtype %s differs from "
-                       "the node's %s",
+        return fail(c,
+                    "instruction %u: the result's dtype %s differs from "
+                    "the node's %s",
                     p->ninstr - 1, dt(last->dtype), dt(n->dtype));
     if (p->kind == BP_PROGRAM_REDUCE &&
         ((unsigned)last->op >= BRAID_OP_COUNT_ ||
          bg_op(last->op)->kind != BRAID_KIND_REDUCE))
-        return fail(c, "instruction %u: a reduce program must end with a "
-                       "reduction",
+        return fail(c,
+                    "instruction %u: a reduce program must end with a "
+                    "reduction",
                     p->ninstr - 1);
     if (p->kind == BP_PROGRAM_REDUCE ? !reduced_shape_is(p, n)
                                      : !same_shape(p, n)) {
         char a[96], b[96];
-        return fail(c, "the iteration space %s (axes 0x%x) does not give "
-                       "the node's shape %s",
+        return fail(c,
+                    "the iteration space %s (axes 0x%x) does not give "
+                    "the node's shape %s",
                     bg_shape_str(p->rank, p->dims, a, sizeof a),
                     (unsigned)p->axes, bg_type_str(n, b, sizeof b));
     }
@@ -343,8 +356,9 @@ static bool check_space(const pc *c) {
         return fail(c, "instruction 2: the matmul of inputs 0 and 1 does not "
                        "give the space's matrices");
     if (p->kind == BP_PROGRAM_SOFTMAX && !braid_dtype_is_float(n->dtype))
-        return fail(c, "a softmax program of a %s value (expected a float "
-                       "dtype)",
+        return fail(c,
+                    "a softmax program of a %s value (expected a float "
+                    "dtype)",
                     dt(n->dtype));
     return true;
 }

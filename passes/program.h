@@ -61,18 +61,18 @@ typedef enum bp_program_kind {
  * result shape for MATMUL epilogues, x's shape = the output's for
  * SOFTMAX). */
 typedef struct bp_program {
-    bp_program_kind kind;           /* see bp_program_kind */
-    uint32_t ninstr;                /* entries in instr */
-    bp_instr *instr;                /* the instructions; owned */
-    uint8_t rank;                   /* rank of the iteration space */
-    int64_t dims[BRAID_MAX_RANK];   /* the iteration space (see above) */
-    uint8_t axes;                   /* REDUCE: reduced axes of dims;
-                                       SOFTMAX: the softmax axis's bit
-                                       (always the last: 1 << (rank-1));
-                                       0 for the other kinds */
-    uint32_t flags;                 /* REDUCE: BG_KEEPDIMS; MATMUL:
-                                       BRAID_TRANSPOSE_A|B; 0 for the
-                                       other kinds */
+    bp_program_kind kind;         /* see bp_program_kind */
+    uint32_t ninstr;              /* entries in instr */
+    bp_instr *instr;              /* the instructions; owned */
+    uint8_t rank;                 /* rank of the iteration space */
+    int64_t dims[BRAID_MAX_RANK]; /* the iteration space (see above) */
+    uint8_t axes;                 /* REDUCE: reduced axes of dims;
+                                     SOFTMAX: the softmax axis's bit
+                                     (always the last: 1 << (rank-1));
+                                     0 for the other kinds */
+    uint32_t flags;               /* REDUCE: BG_KEEPDIMS; MATMUL:
+                                     BRAID_TRANSPOSE_A|B; 0 for the
+                                     other kinds */
 } bp_program;
 
 /* Whether p is a program node `node` of g may compute: every rule of

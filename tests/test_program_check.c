@@ -13,16 +13,17 @@
 
 #include "codegen/codegen.h"
 
-/* ---- fixtures ------------------------------------------------------------- */
+/* ---- fixtures -------------------------------------------------------------
+ */
 
 /* A compiled plan for cpu and its one fused node of program kind `kind`. */
 typedef struct fixture {
     braid_graph *g;
     braid_plan *p;
-    uint32_t id;        /* the fused node */
-    bp_program *pr;     /* its program (in the plan) */
-    bp_program saved;   /* the program as compiled */
-    bp_instr *instr;    /* a copy of its instructions */
+    uint32_t id;      /* the fused node */
+    bp_program *pr;   /* its program (in the plan) */
+    bp_program saved; /* the program as compiled */
+    bp_instr *instr;  /* a copy of its instructions */
 } fixture;
 
 static void fixture_init(fixture *f, braid_graph *g, bp_program_kind kind) {
@@ -134,7 +135,8 @@ Test(program_check, header_rules) {
     char why[128];
     cr_assert_not(bp_program_check(NULL, f->p->graph, f->id, why, sizeof why));
     cr_assert(strstr(why, "no program"), "%s", why);
-    cr_assert_not(bp_program_check(f->pr, f->p->graph, 100000, why, sizeof why));
+    cr_assert_not(
+        bp_program_check(f->pr, f->p->graph, 100000, why, sizeof why));
     cr_assert(strstr(why, "not in the graph"), "%s", why);
     /* a NULL or empty err buffer is allowed */
     cr_assert_not(bp_program_check(NULL, f->p->graph, f->id, NULL, 0));
@@ -161,7 +163,8 @@ Test(program_check, header_rules) {
     fixture_free(f);
 }
 
-/* ---- instruction rules ----------------------------------------------------- */
+/* ---- instruction rules -----------------------------------------------------
+ */
 
 Test(program_check, instruction_rules) {
     ew e;
@@ -201,42 +204,46 @@ Test(program_check, instruction_rules) {
     refused(f, "instruction 1: reshape cannot be in a program");
     set_instr(f, (bp_instr[]){LOAD(F, x), OP(BRAID_OP_COPY, F, 0, N, N)}, 2);
     refused(f, "instruction 1: copy cannot be in a program");
-    set_instr(f, (bp_instr[]){LOAD(F, x), LOAD(I, k),
-                              OP(BRAID_OP_ADD, F, 0, 1, N)},
-              3);
+    set_instr(
+        f, (bp_instr[]){LOAD(F, x), LOAD(I, k), OP(BRAID_OP_ADD, F, 0, 1, N)},
+        3);
     refused(f, "instruction 2: add into f32: operand dtypes differ");
-    set_instr(f, (bp_instr[]){LOAD(I, k), OP(BRAID_OP_EXP, I, 0, N, N),
-                              OP(BRAID_OP_CAST, F, 1, N, N)},
+    set_instr(f,
+              (bp_instr[]){LOAD(I, k), OP(BRAID_OP_EXP, I, 0, N, N),
+                           OP(BRAID_OP_CAST, F, 1, N, N)},
               3);
     refused(f, "instruction 1: exp into i32: expected a float dtype");
-    set_instr(f, (bp_instr[]){LOAD(I, k), LOAD(I, k),
-                              OP(BRAID_OP_POW, I, 0, 1, N),
-                              OP(BRAID_OP_CAST, F, 2, N, N)},
+    set_instr(f,
+              (bp_instr[]){LOAD(I, k), LOAD(I, k), OP(BRAID_OP_POW, I, 0, 1, N),
+                           OP(BRAID_OP_CAST, F, 2, N, N)},
               4);
     refused(f, "instruction 2: pow into i32: expected a float dtype");
-    set_instr(f, (bp_instr[]){LOAD(B, m), OP(BRAID_OP_ADD, B, 0, 0, N),
-                              OP(BRAID_OP_CAST, F, 1, N, N)},
+    set_instr(f,
+              (bp_instr[]){LOAD(B, m), OP(BRAID_OP_ADD, B, 0, 0, N),
+                           OP(BRAID_OP_CAST, F, 1, N, N)},
               3);
     refused(f, "instruction 1: add into bool: expected a float or i32");
     set_instr(f, (bp_instr[]){LOAD(F, x), OP(BRAID_OP_LT, F, 0, 0, N)}, 2);
     refused(f, "instruction 1: lt into f32: a comparison's result must be "
                "bool");
-    set_instr(f, (bp_instr[]){LOAD(F, x), LOAD(I, k),
-                              OP(BRAID_OP_EQ, B, 0, 1, N),
-                              OP(BRAID_OP_CAST, F, 2, N, N)},
+    set_instr(f,
+              (bp_instr[]){LOAD(F, x), LOAD(I, k), OP(BRAID_OP_EQ, B, 0, 1, N),
+                           OP(BRAID_OP_CAST, F, 2, N, N)},
               4);
     refused(f, "instruction 2: eq into bool: operands of different dtypes");
-    set_instr(f, (bp_instr[]){LOAD(B, m), OP(BRAID_OP_LT, B, 0, 0, N),
-                              OP(BRAID_OP_CAST, F, 1, N, N)},
+    set_instr(f,
+              (bp_instr[]){LOAD(B, m), OP(BRAID_OP_LT, B, 0, 0, N),
+                           OP(BRAID_OP_CAST, F, 1, N, N)},
               3);
     refused(f, "instruction 1: lt into bool: an order comparison of bool");
     set_instr(f, (bp_instr[]){LOAD(F, x), OP(BRAID_OP_WHERE, F, 0, 0, 0)}, 2);
     refused(f, "instruction 1: where into f32: expected a bool condition");
     set_instr(f, (bp_instr[]){LOAD(F, x), OP(BRAID_OP_SUM, F, 0, N, N)}, 2);
     refused(f, "instruction 1: sum is not a reduce program's last");
-    set_instr(f, (bp_instr[]){LOAD(F, x), LOAD(F, x),
-                              OP(BRAID_OP_MATMUL, F, 0, 1, N)},
-              3);
+    set_instr(
+        f,
+        (bp_instr[]){LOAD(F, x), LOAD(F, x), OP(BRAID_OP_MATMUL, F, 0, 1, N)},
+        3);
     refused(f, "instruction 2: a matmul outside instruction 2 of a matmul");
     set_instr(f, (bp_instr[]){LOAD(I, k)}, 1);
     refused(f, "instruction 0: the result's dtype i32 differs from the "
