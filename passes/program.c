@@ -228,27 +228,38 @@ static bool check_instr(const pc *c, uint32_t i) {
 
 /* ---- header and space ------------------------------------------------- */
 
-/* What the kind allows of axes and flags. */
+/* What axes the kind allows when they differ from p's, else NULL: reduced
+ * axes below the rank (REDUCE), the last axis (SOFTMAX), none. */
+static const char *axes_expected(const bp_program *p) {
+    unsigned all = p->rank >= 8 ? 0xFFu : (1u << p->rank) - 1;
+    switch (p->kind) {
+    case BP_PROGRAM_REDUCE:
+        return (p->axes & ~all) ? "axes below its rank" : NULL;
+    case BP_PROGRAM_SOFTMAX:
+        return p->rank < 1 || p->axes != (1u << (p->rank - 1))
+                   ? "the last axis only"
+                   : NULL;
+    default:
+        return p->axes ? "none" : NULL;
+    }
+}
+
+/* Flags the kind allows: keepdims (REDUCE), the transposes (MATMUL). */
+static uint32_t flags_allowed(bp_program_kind k) {
+    return k == BP_PROGRAM_REDUCE   ? BG_KEEPDIMS
+           : k == BP_PROGRAM_MATMUL ? BRAID_TRANSPOSE_A | BRAID_TRANSPOSE_B
+                                    : 0;
+}
+
 static bool check_attrs(const pc *c) {
     const bp_program *p = c->p;
-    const char *k = kind_names[p->kind];
-    unsigned all = p->rank >= 8 ? 0xFFu : (1u << p->rank) - 1;
-    uint32_t flags_ok = p->kind == BP_PROGRAM_REDUCE ? BG_KEEPDIMS
-                        : p->kind == BP_PROGRAM_MATMUL
-                            ? BRAID_TRANSPOSE_A | BRAID_TRANSPOSE_B
-                            : 0;
-    if (p->flags & ~flags_ok)
+    const char *k = kind_names[p->kind], *want = axes_expected(p);
+    if (p->flags & ~flags_allowed(p->kind))
         return fail(c, "flags 0x%x; %s programs allow 0x%x", p->flags, k,
-                    flags_ok);
-    if (p->kind == BP_PROGRAM_REDUCE ? (p->axes & ~all) != 0
-        : p->kind == BP_PROGRAM_SOFTMAX
-            ? p->rank < 1 || p->axes != (1u << (p->rank - 1))
-            : p->axes != 0)
+                    flags_allowed(p->kind));
+    if (want)
         return fail(c, "axes 0x%x; %s programs of rank %u expect %s",
-                    (unsigned)p->axes, k, (unsigned)p->rank,
-                    p->kind == BP_PROGRAM_REDUCE    ? "axes below its rank"
-                    : p->kind == BP_PROGRAM_SOFTMAX ? "the last axis only"
-                                                    : "none");
+                    (unsigned)p->axes, k, (unsigned)p->rank, want);
     return true;
 }
 
