@@ -10,6 +10,7 @@
 #include "runtime/npy/npy.h"
 
 #include "graph/graph.h"
+#include "graph/outfile.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -548,26 +549,6 @@ static size_t npy_format_head(braid_dtype dtype, int rank, const int64_t *dims,
     return total;
 }
 
-/* Creates a new temporary file beside path (mode 0666 less the umask, like
- * the final file would get). Returns its FILE and name in tmp. */
-static FILE *npy_open_temp(const char *path, char *tmp, size_t cap) {
-    static unsigned counter;
-    for (int attempt = 0; attempt < 100; attempt++) {
-        snprintf(tmp, cap, "%s.tmp.%ld.%u", path, (long)getpid(), counter++);
-        int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0666);
-        if (fd >= 0) {
-            FILE *f = fdopen(fd, "wb");
-            if (!f) {
-                close(fd);
-                unlink(tmp);
-            }
-            return f;
-        }
-        if (errno != EEXIST) return NULL;
-    }
-    return NULL;
-}
-
 static braid_status npy_check_array(const char *path, braid_dtype dtype,
                                     int rank, const int64_t *dims,
                                     const void *data, size_t *bytes) {
@@ -601,36 +582,11 @@ braid_status br_npy_write(const char *path, braid_dtype dtype, int rank,
                         ".npy support needs a little-endian host");
     char head[512];
     size_t hlen = npy_format_head(dtype, rank, dims, head, sizeof head);
-    size_t tlen = strlen(path) + 40;
-    char *tmp = malloc(tlen);
-    if (!tmp || hlen == 0) {
-        free(tmp);
-        return npy_fail(path, BRAID_ERR_OUT_OF_MEMORY, "out of memory");
-    }
-    FILE *f = npy_open_temp(path, tmp, tlen);
-    if (!f) {
-        s = npy_fail(path, BRAID_ERR_IO,
-                     "cannot create a temporary file "
-                     "beside it: %s",
-                     strerror(errno));
-        free(tmp);
-        return s;
-    }
-    bool ok = fwrite(head, 1, hlen, f) == hlen &&
-              (bytes == 0 || fwrite(data, 1, bytes, f) == bytes);
-    int err = ok ? 0 : errno;
-    if (fclose(f) != 0 && ok) {
-        ok = false;
-        err = errno;
-    }
-    if (ok && rename(tmp, path) != 0) {
-        ok = false;
-        err = errno;
-    }
-    if (!ok) {
-        unlink(tmp);
-        s = npy_fail(path, BRAID_ERR_IO, "write failed: %s", strerror(err));
-    }
-    free(tmp);
-    return s;
+    if (hlen == 0)
+        return npy_fail(path, BRAID_ERR_INVALID_ARGUMENT, "header too long");
+    bg_outfile o;
+    if ((s = bg_outfile_open(&o, path, "braid", 0)) != BRAID_OK) return s;
+    bg_outfile_write(&o, head, hlen);
+    bg_outfile_write(&o, data, bytes);
+    return bg_outfile_commit(&o, "braid");
 }
