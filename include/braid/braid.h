@@ -313,6 +313,7 @@ braid_status braid_set_device(braid_graph *g, braid_tensor t,
  * allocated with malloc; free it with free(). */
 braid_status braid_graph_print(const braid_graph *g, char **text,
                                size_t *len);
+/* The text written to path like braid_plan_save writes a plan file. */
 braid_status braid_graph_write_file(const braid_graph *g, const char *path);
 /* Parse text (len bytes, need not be NUL-terminated). filename is used in
  * messages ("file:line:col: ..."); may be NULL. Returns a graph whose status
@@ -495,10 +496,17 @@ braid_status braid_reference_run(const braid_graph *g,
 
 /* ---- plan files (docs/plan-format.md) ------------------------------------ */
 
-/* Writes p to path: a temporary file in the same folder, flushed to disk,
- * then renamed over path, so an interrupted save never leaves a half
- * written file nor destroys an old one. BRAID_ERR_IO naming the path and
- * the system's reason when writing fails. */
+/* Writes p to path: a temporary file in the same folder
+ * ("<path>.braid-tmp.<pid>.<n>"), flushed to disk, then renamed over path,
+ * so an interrupted save never leaves a half written file nor destroys an
+ * old one; temporaries left by a killed save are removed by the next save
+ * to path. A file replaced keeps its mode (a new one gets 0666 less the
+ * umask); a symbolic link is followed and what it points at replaced; a
+ * character device or FIFO (/dev/null, a named pipe) is written in place,
+ * never replaced; a directory, block device, socket or link to nothing is
+ * refused. BRAID_ERR_IO naming the path and the reason when writing
+ * fails. braid_graph_write_file, braid_profile_write_trace and the CLI's
+ * outputs are written the same way (docs/cli.md, "Output files"). */
 braid_status braid_plan_save(const braid_plan *p, const char *path);
 /* The same bytes in memory: *data (free with free()) of *size bytes. */
 braid_status braid_plan_save_memory(const braid_plan *p, void **data,
@@ -634,7 +642,7 @@ braid_status braid_profile_print(const braid_profile *p, FILE *out);
 /* The last run's timeline as Chrome trace-event JSON (Perfetto,
  * chrome://tracing): one thread per track, one complete event per span
  * named after its node. Written like braid_plan_save (temporary file +
- * rename). */
+ * rename, modes kept, links followed, devices and FIFOs in place). */
 braid_status braid_profile_write_trace(const braid_profile *p,
                                        const char *path);
 
