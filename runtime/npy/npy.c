@@ -310,28 +310,23 @@ static braid_status npy_dtype(const char *file, const char *descr,
                     descr);
 }
 
-/* numel × size of the array, checked against BG_MAX_BYTES without
- * overflowing. */
+/* numel × size of the array, under the graph's size rule (bg_shape_fits),
+ * so every array a graph may hold can be read and no other. */
 static braid_status npy_nbytes(const char *file, const npy_header *h,
                                braid_dtype dtype, size_t *bytes) {
-    int64_t size = (int64_t)braid_dtype_size(dtype);
-    int64_t numel = 1;
-    bool empty = false;
-    for (int k = 0; k < h->rank; k++) {
+    size_t size = braid_dtype_size(dtype);
+    for (int k = 0; k < h->rank; k++)
         if (h->dims[k] > BG_MAX_BYTES)
             return npy_fail(file, BRAID_ERR_SHAPE,
                             "dimension %d is too large (%lld)", k,
                             (long long)h->dims[k]);
-        if (h->dims[k] == 0)
-            empty = true;
-        else if (!empty && numel > BG_MAX_BYTES / size / h->dims[k])
-            return npy_fail(file, BRAID_ERR_SHAPE,
-                            "shape is too large (over %lld bytes)",
-                            (long long)BG_MAX_BYTES);
-        else if (!empty)
-            numel *= h->dims[k];
-    }
-    *bytes = empty ? 0 : (size_t)(numel * size);
+    int64_t numel;
+    if (!bg_shape_fits(h->rank, h->dims, size, &numel))
+        return npy_fail(file, BRAID_ERR_SHAPE,
+                        "shape is too large (over %lld bytes, zero "
+                        "dimensions counted as 1)",
+                        (long long)BG_MAX_BYTES);
+    *bytes = (size_t)numel * size;
     return BRAID_OK;
 }
 
