@@ -161,22 +161,24 @@ static braid_status check_args(const braid_graph *g,
         return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
                                  "braid_compile: the graph has no outputs "
                                  "(mark one with braid_output)");
-    if (opts && opts->num_threads < 0)
+    if (opts && (opts->num_threads < 0 ||
+                 opts->num_threads > BRAID_MAX_THREADS))
         return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
                                  "braid_compile: num_threads is %d (expected "
-                                 "0 for one per core, or more)",
-                                 opts->num_threads);
-    if (opts && (opts->max_streams < 0 || opts->max_streams > 64))
+                                 "0 for one per core, or 1..%d)",
+                                 opts->num_threads, BRAID_MAX_THREADS);
+    if (opts && (opts->max_streams < 0 ||
+                 opts->max_streams > BRAID_MAX_STREAMS))
         return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
                                  "braid_compile: max_streams is %d (expected "
-                                 "0 for the default, or 1..64)",
-                                 opts->max_streams);
-    if (opts && (opts->chunks < 0 || opts->chunks > 1024))
+                                 "0 for the default, or 1..%d)",
+                                 opts->max_streams, BRAID_MAX_STREAMS);
+    if (opts && (opts->chunks < 0 || opts->chunks > BRAID_MAX_CHUNKS))
         return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
                                  "braid_compile: chunks is %d (expected 0 "
                                  "for the cost model, 1 for none, or up to "
-                                 "1024)",
-                                 opts->chunks);
+                                 "%d)",
+                                 opts->chunks, BRAID_MAX_CHUNKS);
     if (opts && (opts->disable_passes &
                  ~(unsigned)(BRAID_PASS_SIMPLIFY | BRAID_PASS_FUSE |
                              BRAID_PASS_CHUNK | BRAID_PASS_REUSE)))

@@ -340,6 +340,12 @@ typedef struct braid_device_profile {
     double launch_s;                  /* fixed cost per node */
 } braid_device_profile;
 
+/* Limits of the compile options, checked by braid_compile (and by
+ * braid_plan_load, so a plan that saves always loads again). */
+#define BRAID_MAX_THREADS 1024 /* num_threads */
+#define BRAID_MAX_STREAMS 64   /* max_streams */
+#define BRAID_MAX_CHUNKS 1024  /* chunks */
+
 /* Optional passes, for braid_compile_options.disable_passes. */
 #define BRAID_PASS_SIMPLIFY 1u /* dead code, CSE, folding, identities */
 #define BRAID_PASS_FUSE 2u     /* elementwise fusion */
@@ -352,7 +358,8 @@ typedef struct braid_compile_options {
                               outputs). A list
                               naming GPUs this machine lacks still compiles
                               (the plan then needs them to run). */
-    int num_threads;       /* CPU worker threads; 0: one per core */
+    int num_threads;       /* CPU worker threads, 0..BRAID_MAX_THREADS;
+                              0: one per core */
     unsigned disable_passes; /* BRAID_PASS_* bits of passes to skip */
     int max_streams;       /* compute streams per GPU; 0: default (4) */
     int chunks;            /* pipeline chunks: 0 cost model, 1 never, N */
@@ -518,7 +525,7 @@ typedef struct braid_load_options {
                           "cpu", from the graph the file embeds) instead
                           of failing with BRAID_ERR_DEVICE */
     int num_threads;   /* CPU worker threads; -1: as stored in the file;
-                          0: one per core */
+                          0: one per core; at most BRAID_MAX_THREADS */
 } braid_load_options;
 
 void braid_load_options_init(braid_load_options *o); /* num_threads -1 */
