@@ -5,6 +5,7 @@
 #include "codegen/codegen.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,17 +59,22 @@ static char *dup_string(const char *s) {
     return d;
 }
 
-/* The pass to dump after: the option, else $BRAID_DUMP ("after:<pass>"). */
+/* The pass to dump after: the option, else $BRAID_DUMP ("after:<pass>").
+ * A BRAID_DUMP in another syntax may be meant for another program: it is
+ * ignored with a warning (once per process), never a failed compile. A
+ * value in braid's syntax naming no pass is still an error. */
 static braid_status dump_setting(bp_plan *p) {
+    static atomic_flag warned = ATOMIC_FLAG_INIT;
     const char *name = p->opts.dump_after;
     const char *env = getenv("BRAID_DUMP");
     if (!name && env && *env) {
-        if (strncmp(env, "after:", 6) != 0)
-            return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
-                                     "BRAID_DUMP=\"%s\": expected "
-                                     "after:<pass>",
-                                     env);
-        name = env + 6;
+        if (strncmp(env, "after:", 6) == 0)
+            name = env + 6;
+        else if (!atomic_flag_test_and_set(&warned))
+            fprintf(stderr,
+                    "braid: warning: ignoring BRAID_DUMP=\"%s\" (braid "
+                    "reads after:<pass>)\n",
+                    env);
     }
     if (!name) return BRAID_OK;
     if (!known_pass(name)) {

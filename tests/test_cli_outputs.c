@@ -2,7 +2,8 @@
  * behind -o, --trace, --output-dir): an output named like a folder is
  * refused with a message that says so, a link is written through and a
  * private plan stays private, and `braid dot` never hands an output name
- * to Graphviz, so a name that looks like one of its options is harmless. */
+ * to Graphviz, so a name that looks like one of its options is harmless;
+ * the statistics `braid run` prints survive cancellation. */
 #define _POSIX_C_SOURCE 200809L
 
 #include <criterion/criterion.h>
@@ -12,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "runtime/npy/npy.h"
 #include "support/cli.h"
 #include "support/golden.h"
 #include "tmpfiles.h"
@@ -76,4 +78,26 @@ Test(cli_outputs, dot_output_named_like_an_option) {
     cr_assert(svg && strstr(svg, "<svg"), "no SVG written");
     free(svg);
     ts_cli_result_free(&r);
+}
+
+/* The mean of [1, 2, 1e38, -1e38] is 0.75; a plain sum rounds 1e38 + 3
+ * back to 1e38 and prints 0. */
+Test(cli_outputs, run_statistics_mean_survives_cancellation) {
+    char *graph = tf_path(ts_tmpdir, "neg.graph");
+    cr_assert(tf_write_str(graph, "braid-graph 1\n"
+                                  "%x = input f32[4] name=\"x\"\n"
+                                  "%y = neg %x : f32[4]\n"
+                                  "output \"y\" = %y\n"));
+    char *npy = tf_path(ts_tmpdir, "x.npy");
+    const float x[4] = {1, 2, 1e38f, -1e38f};
+    const int64_t dims[1] = {4};
+    cr_assert_eq(br_npy_write(npy, BRAID_F32, 1, dims, x), BRAID_OK);
+    char arg[600];
+    snprintf(arg, sizeof arg, "x=%s", npy);
+    ts_cli_result r = CLI("run", graph, "--input", arg);
+    TS_EXPECT_STATUS(r, 0);
+    cr_assert(strstr(r.out, "mean -0.75"), "%s", r.out);
+    ts_cli_result_free(&r);
+    free(npy);
+    free(graph);
 }

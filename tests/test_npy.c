@@ -269,6 +269,26 @@ Test(npy, malformed_headers_are_errors) {
     }
 }
 
+/* A file cut inside its preamble (after a good magic) is truncated, not
+ * foreign; a descr whose quote never closes is unterminated, not long. */
+Test(npy, truncations_and_unterminated_strings_named_right) {
+    for (size_t n = 6; n < 10; n++) {
+        br_npy_array a;
+        braid_status s = br_npy_decode(np_f32_2x3, n, "cut.npy", BRAID_F32, &a);
+        cr_assert_eq(s, BRAID_ERR_PARSE);
+        cr_assert(strstr(braid_last_error(), "truncated") &&
+                      !strstr(braid_last_error(), "magic"),
+                  "%zu bytes: %s", n, braid_last_error());
+    }
+    br_npy_array a;
+    char header[128];
+    snprintf(header, sizeof header, "{'descr': '<f4%70s\n", "");
+    braid_status s = decode_header(header, BRAID_F32, &a, 0);
+    cr_assert_eq(s, BRAID_ERR_PARSE);
+    cr_assert(strstr(braid_last_error(), "unterminated string"), "%s",
+              braid_last_error());
+}
+
 Test(npy, bad_preambles) {
     unsigned char buf[256];
     br_npy_array a;

@@ -134,7 +134,7 @@ static bool hp_accept_word(npy_parser *p, const char *w) {
 }
 
 /* A Python string literal in single or double quotes, without escapes
- * (nothing braid accepts needs one). Copies at most cap-1 bytes into out. */
+ * (nothing braid accepts needs one) into out, when shorter than cap. */
 static braid_status hp_string(npy_parser *p, char *out, size_t cap) {
     hp_skip_ws(p);
     if (p->i >= p->n || (p->s[p->i] != '\'' && p->s[p->i] != '"'))
@@ -143,13 +143,16 @@ static braid_status hp_string(npy_parser *p, char *out, size_t cap) {
     size_t len = 0;
     while (p->i < p->n && p->s[p->i] != q) {
         char c = p->s[p->i];
-        if (c == '\\' || c == '\n' || (unsigned char)c < 0x20)
+        /* the header's closing newline: the string never ended */
+        if (c == '\n') return hp_fail(p, "unterminated string");
+        if (c == '\\' || (unsigned char)c < 0x20)
             return hp_fail(p, "unsupported character in a string");
-        if (len + 1 >= cap) return hp_fail(p, "string too long");
-        out[len++] = c;
+        if (len + 1 < cap) out[len] = c;
+        len++;
         p->i++;
     }
     if (p->i >= p->n) return hp_fail(p, "unterminated string");
+    if (len >= cap) return hp_fail(p, "string too long");
     p->i++;
     out[len] = '\0';
     return BRAID_OK;
@@ -336,10 +339,13 @@ static braid_status npy_nbytes(const char *file, const npy_header *h,
 static braid_status npy_parse_head(const unsigned char *buf, size_t avail,
                                    const char *file, braid_dtype expect,
                                    br_npy_array *out, size_t *offset) {
-    if (avail < NPY_PREAMBLE_V1 || memcmp(buf, npy_magic, 6) != 0)
+    /* The magic decides what the file is; only then does length matter. */
+    if (avail < 6 || memcmp(buf, npy_magic, 6) != 0)
         return npy_fail(file, BRAID_ERR_PARSE,
                         avail < 6 ? "not a .npy file (too short)"
                                   : "not a .npy file (bad magic)");
+    if (avail < 8)
+        return npy_fail(file, BRAID_ERR_PARSE, "truncated .npy preamble");
     unsigned major = buf[6], minor = buf[7];
     if (major < 1 || major > 3 || minor != 0)
         return npy_fail(file, BRAID_ERR_UNSUPPORTED,
