@@ -14,14 +14,10 @@
 
 #include "braid/braid.h"
 #include "runtime/cuda/nccl.h"
+#include "tests/support/support.h"
 
 static braid_status compile_small(void) {
-    const char *text = "braid-graph 1\n"
-                       "%x = input f32[8] name=\"x\"\n"
-                       "%y = mul %x, %x : f32[8]\n"
-                       "output \"y\" = %y\n";
-    braid_graph *g = braid_graph_parse(text, strlen(text), "t.graph", NULL);
-    cr_assert(g && braid_graph_status(g) == BRAID_OK);
+    braid_graph *g = ts_tiny_graph();
     braid_compile_options o;
     braid_compile_options_init(&o);
     o.devices = "cpu";

@@ -7,16 +7,6 @@
 
 #include "planfile_support.h"
 
-static braid_graph *small_graph(void) {
-    const char *text = "braid-graph 1\n"
-                       "%x = input f32[8] name=\"x\"\n"
-                       "%y = mul %x, %x : f32[8]\n"
-                       "output \"y\" = %y\n";
-    braid_graph *g = braid_graph_parse(text, strlen(text), "t.graph", NULL);
-    cr_assert(g && braid_graph_status(g) == BRAID_OK);
-    return g;
-}
-
 /* braid_compile with num_threads n: its status (the plan in *p). */
 static braid_status compile_threads(const braid_graph *g, int n,
                                     braid_plan **p) {
@@ -29,7 +19,7 @@ static braid_status compile_threads(const braid_graph *g, int n,
 }
 
 Test(limits, threads_compile_save_load_agree) {
-    braid_graph *g = small_graph();
+    braid_graph *g = ts_tiny_graph();
     const int counts[] = {1, 16, BRAID_MAX_THREADS, BRAID_MAX_THREADS + 1,
                           5000, -1};
     for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++) {
@@ -61,7 +51,7 @@ Test(limits, threads_compile_save_load_agree) {
 }
 
 Test(limits, load_options_threads_bounded) {
-    braid_graph *g = small_graph();
+    braid_graph *g = ts_tiny_graph();
     braid_plan *p;
     cr_assert_eq(compile_threads(g, 2, &p), BRAID_OK);
     size_t size;
@@ -98,7 +88,7 @@ static void patch_i32(unsigned char *data, size_t size, int32_t from,
 }
 
 Test(limits, out_of_range_field_named_alone) {
-    braid_graph *g = small_graph();
+    braid_graph *g = ts_tiny_graph();
     braid_plan *p;
     /* an unusual count, so its bytes appear once in the file */
     cr_assert_eq(compile_threads(g, 0x2a5b3, &p), BRAID_ERR_INVALID_ARGUMENT);

@@ -23,6 +23,7 @@
 #include "braid/braid.h"
 #include "runtime/npy/npy.h"
 #include "tests/support/golden.h"
+#include "tests/support/support.h"
 #include "tests/tmpfiles.h"
 
 static char *dir;
@@ -39,18 +40,6 @@ static void teardown(void) {
 
 TestSuite(outfile, .init = setup, .fini = teardown, .timeout = 30);
 
-/* y = x * 2 over f32[4]: a graph whose text starts with its first node. */
-static braid_graph *small_graph(void) {
-    const char *text = "braid-graph 1\n"
-                       "%x = input f32[4] name=\"x\"\n"
-                       "%y = mul %x, %x : f32[4]\n"
-                       "output \"y\" = %y\n";
-    braid_graph *g = braid_graph_parse(text, strlen(text), "t.graph", NULL);
-    cr_assert(g && braid_graph_status(g) == BRAID_OK, "%s",
-              g ? braid_graph_error(g) : "out of memory");
-    return g;
-}
-
 static mode_t mode_of(const char *path) {
     struct stat st;
     cr_assert_eq(lstat(path, &st), 0, "%s: %s", path, strerror(errno));
@@ -59,7 +48,7 @@ static mode_t mode_of(const char *path) {
 
 /* The graph text written to path, or the test fails. */
 static void write_graph_ok(const char *path) {
-    braid_graph *g = small_graph();
+    braid_graph *g = ts_tiny_graph();
     braid_status s = braid_graph_write_file(g, path);
     cr_assert_eq(s, BRAID_OK, "%s", braid_last_error());
     braid_graph_free(g);
@@ -67,7 +56,7 @@ static void write_graph_ok(const char *path) {
 
 /* Writing to path fails with BRAID_ERR_IO and a message holding why. */
 static void write_graph_refused(const char *path, const char *why) {
-    braid_graph *g = small_graph();
+    braid_graph *g = ts_tiny_graph();
     braid_status s = braid_graph_write_file(g, path);
     cr_assert_eq(s, BRAID_ERR_IO, "status %d: %s", s, braid_last_error());
     cr_assert(strstr(braid_last_error(), why) &&
@@ -77,14 +66,14 @@ static void write_graph_refused(const char *path, const char *why) {
 }
 
 static bool is_graph_text(const char *data) {
-    return data && strstr(data, "input f32[4]") && strstr(data, "output \"y\"");
+    return data && strstr(data, "input f32[8]") && strstr(data, "output \"y\"");
 }
 
 Test(outfile, plan_file_keeps_a_private_mode) {
     char *path = tf_path(dir, "w.plan");
     cr_assert(tf_write_str(path, "old"));
     cr_assert_eq(chmod(path, 0600), 0);
-    braid_graph *g = small_graph();
+    braid_graph *g = ts_tiny_graph();
     braid_plan *p = NULL;
     cr_assert_eq(braid_compile(g, NULL, &p), BRAID_OK, "%s",
                  braid_last_error());
@@ -115,7 +104,7 @@ Test(outfile, new_files_follow_the_umask) {
     cr_assert_eq(mode_of(npy) & 07777, 0640, "mode %o", mode_of(npy) & 07777);
     /* and plan files, which used to be made 0644 whatever the umask */
     char *plan = tf_path(dir, "new.plan");
-    braid_graph *g = small_graph();
+    braid_graph *g = ts_tiny_graph();
     braid_plan *p = NULL;
     cr_assert_eq(braid_compile(g, NULL, &p), BRAID_OK, "%s",
                  braid_last_error());
