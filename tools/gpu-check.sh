@@ -4,7 +4,7 @@
 #
 # Run from the repository root on the GPU machine (see ../shared/DEVICE.md):
 #
-#   here, once:   ../shared/tools/device-deps.sh        # makes .devdeps/
+#   here, once:   tools/device-deps.sh                  # makes .devdeps/
 #   there:        tools/gpu-check.sh                    # carry .devdeps
 #
 # e.g. with the device tool: run(command="tools/gpu-check.sh",
@@ -51,7 +51,7 @@ export NCCL_NVLS_ENABLE=0
 # ---- environment ---------------------------------------------------------------
 D=$ROOT/.devdeps/usr
 if [ ! -d "$D" ]; then
-    echo "gpu-check: $ROOT/.devdeps is missing: run ../shared/tools/device-deps.sh" \
+    echo "gpu-check: $ROOT/.devdeps is missing: run tools/device-deps.sh" \
          "on the build machine and carry .devdeps along" >&2
     exit 2
 fi
