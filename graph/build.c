@@ -65,25 +65,16 @@ static braid_status bg_check_dims(const bg_ctx *c, int rank,
     return BRAID_OK;
 }
 
-/* The output must fit in BG_MAX_BYTES; multiplication is overflow-safe
- * because every dim is checked against the limit before it is used. */
+/* The output must fit the size rule (bg_shape_fits). */
 static braid_status bg_check_size(const bg_ctx *c) {
     const bg_node *n = c->out;
-    int64_t limit = BG_MAX_BYTES / (int64_t)braid_dtype_size(n->dtype);
-    int64_t count = 1;
-    bool zero = false;
-    for (int i = 0; i < n->rank; i++)
-        zero |= n->dims[i] == 0;
-    for (int i = 0; i < n->rank && !zero; i++) {
-        if (n->dims[i] > limit || count > limit / n->dims[i]) {
-            char t[BG_TYPE_BUF];
-            return bg_fail(c->g, BRAID_ERR_INVALID_ARGUMENT,
-                           "%s: result %s is larger than 2^50 bytes", c->opname,
-                           bg_type_str(n, t, sizeof t));
-        }
-        count *= n->dims[i];
-    }
-    return BRAID_OK;
+    if (bg_shape_fits(n->rank, n->dims, braid_dtype_size(n->dtype), NULL))
+        return BRAID_OK;
+    char t[BG_TYPE_BUF];
+    return bg_fail(c->g, BRAID_ERR_INVALID_ARGUMENT,
+                   "%s: result %s is larger than 2^50 bytes (zero dims "
+                   "counted as 1)",
+                   c->opname, bg_type_str(n, t, sizeof t));
 }
 
 static void bg_set_shape(bg_node *n, int rank, const int64_t *dims) {

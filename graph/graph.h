@@ -126,6 +126,15 @@ void bg_node_release(braid_graph *g, bg_node *n);
 
 /* ---- shapes ---------------------------------------------------------------- */
 
+/* The size rule every layer applies to a shape (builder, text parser, .npy
+ * reader, plan loader, plan verifier): rank 0..8, each dim in 0..2^50, and
+ * the product of the dims with zeros counted as ones, times elem_size, at
+ * most BG_MAX_BYTES. Counting zeros as ones bounds every stride and partial
+ * product whatever the order of the dims, so an empty f32[0,2^32,2^32]
+ * (whose strides would be 2^64) is refused like a full one. True when the
+ * shape fits; *numel (may be NULL) then gets the element count. */
+bool bg_shape_fits(int rank, const int64_t *dims, size_t elem_size,
+                   int64_t *numel);
 /* Product of dims (1 for rank 0). Valid graphs keep this ≤ BG_MAX_BYTES. */
 int64_t bg_numel(const bg_node *n);
 size_t bg_nbytes(const bg_node *n);

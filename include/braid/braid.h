@@ -313,6 +313,7 @@ braid_status braid_set_device(braid_graph *g, braid_tensor t,
  * allocated with malloc; free it with free(). */
 braid_status braid_graph_print(const braid_graph *g, char **text,
                                size_t *len);
+/* The text written to path like braid_plan_save writes a plan file. */
 braid_status braid_graph_write_file(const braid_graph *g, const char *path);
 /* Parse text (len bytes, need not be NUL-terminated). filename is used in
  * messages ("file:line:col: ..."); may be NULL. Returns a graph whose status
@@ -339,6 +340,12 @@ typedef struct braid_device_profile {
     double launch_s;                  /* fixed cost per node */
 } braid_device_profile;
 
+/* Limits of the compile options, checked by braid_compile (and by
+ * braid_plan_load, so a plan that saves always loads again). */
+#define BRAID_MAX_THREADS 1024 /* num_threads */
+#define BRAID_MAX_STREAMS 64   /* max_streams */
+#define BRAID_MAX_CHUNKS 1024  /* chunks */
+
 /* Optional passes, for braid_compile_options.disable_passes. */
 #define BRAID_PASS_SIMPLIFY 1u /* dead code, CSE, folding, identities */
 #define BRAID_PASS_FUSE 2u     /* elementwise fusion */
@@ -351,7 +358,8 @@ typedef struct braid_compile_options {
                               outputs). A list
                               naming GPUs this machine lacks still compiles
                               (the plan then needs them to run). */
-    int num_threads;       /* CPU worker threads; 0: one per core */
+    int num_threads;       /* CPU worker threads, 0..BRAID_MAX_THREADS;
+                              0: one per core */
     unsigned disable_passes; /* BRAID_PASS_* bits of passes to skip */
     int max_streams;       /* compute streams per GPU; 0: default (4) */
     int chunks;            /* pipeline chunks: 0 cost model, 1 never, N */
@@ -495,10 +503,17 @@ braid_status braid_reference_run(const braid_graph *g,
 
 /* ---- plan files (docs/plan-format.md) ------------------------------------ */
 
-/* Writes p to path: a temporary file in the same folder, flushed to disk,
- * then renamed over path, so an interrupted save never leaves a half
- * written file nor destroys an old one. BRAID_ERR_IO naming the path and
- * the system's reason when writing fails. */
+/* Writes p to path: a temporary file in the same folder
+ * ("<path>.braid-tmp.<pid>.<n>"), flushed to disk, then renamed over path,
+ * so an interrupted save never leaves a half written file nor destroys an
+ * old one; temporaries left by a killed save are removed by the next save
+ * to path. A file replaced keeps its mode (a new one gets 0666 less the
+ * umask); a symbolic link is followed and what it points at replaced; a
+ * character device or FIFO (/dev/null, a named pipe) is written in place,
+ * never replaced; a directory, block device, socket or link to nothing is
+ * refused. BRAID_ERR_IO naming the path and the reason when writing
+ * fails. braid_graph_write_file, braid_profile_write_trace and the CLI's
+ * outputs are written the same way (docs/cli.md, "Output files"). */
 braid_status braid_plan_save(const braid_plan *p, const char *path);
 /* The same bytes in memory: *data (free with free()) of *size bytes. */
 braid_status braid_plan_save_memory(const braid_plan *p, void **data,
@@ -510,7 +525,7 @@ typedef struct braid_load_options {
                           "cpu", from the graph the file embeds) instead
                           of failing with BRAID_ERR_DEVICE */
     int num_threads;   /* CPU worker threads; -1: as stored in the file;
-                          0: one per core */
+                          0: one per core; at most BRAID_MAX_THREADS */
 } braid_load_options;
 
 void braid_load_options_init(braid_load_options *o); /* num_threads -1 */
@@ -634,7 +649,7 @@ braid_status braid_profile_print(const braid_profile *p, FILE *out);
 /* The last run's timeline as Chrome trace-event JSON (Perfetto,
  * chrome://tracing): one thread per track, one complete event per span
  * named after its node. Written like braid_plan_save (temporary file +
- * rename). */
+ * rename, modes kept, links followed, devices and FIFOs in place). */
 braid_status braid_profile_write_trace(const braid_profile *p,
                                        const char *path);
 
