@@ -121,4 +121,17 @@ braid_status bp_mem_pack(bp_mem *m, uint32_t d, uint64_t *bytes);
 /* Alignment of tensors on device index d. */
 uint64_t bp_mem_align(const bp_plan *p, uint32_t d);
 
+/* Conflicting pairs (memory_index.h) above which a device's groups are
+ * packed by the sweep instead of the greedy: the greedy's work is about
+ * this many pair tests per try. */
+#define BP_MEM_GREEDY_PAIRS ((uint64_t)1 << 21)
+
+/* ---- memory_sweep.c ---------------------------------------------------------- */
+
+/* Packs groups order[0..n) in schedule order, first fit, releasing a
+ * group's bytes once every later group may reuse them without an event;
+ * returns the arena size. O(n log n). */
+braid_status bp_mem_pack_sweep(bp_mem *m, const uint32_t *order, uint32_t n,
+                               uint64_t *bytes);
+
 #endif /* BRAID_PASSES_MEMORY_H */

@@ -19,6 +19,7 @@
  * event from an earlier to a later node in the schedule cannot make a
  * cycle. */
 #include "passes/memory.h"
+#include "passes/memory_index.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -290,19 +291,19 @@ static braid_status add_events(bp_mem *m, uint32_t g, const pk_span *sp,
             order_groups(m, h_first ? h : g, h_first ? g : h, true, &added);
         if (s != BRAID_OK) return s;
         m->event_budget -= added < m->event_budget ? added : m->event_budget;
-        compute_known(m);
+        if (added) compute_known(m);
     }
     *done = true;
     return BRAID_OK;
 }
 
-/* Places group g among the placed groups of its device (order[0..nplaced)). */
-static braid_status place_one(bp_mem *m, const uint32_t *order,
-                              uint32_t nplaced, uint32_t g, bool best,
+/* Places group g among the placed groups of its device (those marked in
+ * ix->placed; ix lists the candidates that may conflict with g). */
+static braid_status place_one(bp_mem *m, pk_index *ix, uint32_t g, bool best,
                               pk_span *sp, uint64_t *top) {
-    uint32_t n = 0;
-    for (uint32_t i = 0; i < nplaced; i++) {
-        uint32_t h = order[i];
+    uint32_t n = 0, nc = pk_candidates(m, ix, g);
+    for (uint32_t i = 0; i < nc; i++) {
+        uint32_t h = ix->out[i];
         pk_conflict c = conflict(m, h, g);
         if (c == PK_FREE) continue;
         sp[n++] = (pk_span){m->group[h].offset,
@@ -321,6 +322,7 @@ static braid_status place_one(bp_mem *m, const uint32_t *order,
         if (done) m->group[g].offset = hard;
     }
     if (m->group[g].offset + size > *top) *top = m->group[g].offset + size;
+    ix->placed[g] = true;
     return BRAID_OK;
 }
 
@@ -371,11 +373,13 @@ static braid_status sort_groups(const bp_mem *m, uint32_t *order, uint32_t n,
     return BRAID_OK;
 }
 
-static braid_status pack_mode(bp_mem *m, const uint32_t *order, uint32_t n,
-                              bool best, pk_span *sp, uint64_t *bytes) {
+static braid_status pack_mode(bp_mem *m, pk_index *ix, const uint32_t *order,
+                              uint32_t n, bool best, pk_span *sp,
+                              uint64_t *bytes) {
     *bytes = 0;
+    for (uint32_t i = 0; i < n; i++) ix->placed[order[i]] = false;
     for (uint32_t i = 0; i < n; i++) {
-        braid_status s = place_one(m, order, i, order[i], best, sp, bytes);
+        braid_status s = place_one(m, ix, order[i], best, sp, bytes);
         if (s != BRAID_OK) return s;
     }
     return BRAID_OK;
@@ -393,10 +397,11 @@ static uint64_t pack_apart(bp_mem *m, const uint32_t *order, uint32_t n) {
 
 /* One packing: order `how`, best or first fit. Returns the arena size and
  * the events it added (left in place). */
-static braid_status pack_try(bp_mem *m, uint32_t *order, uint32_t n, int how,
-                             bool best, pk_span *sp, uint64_t *bytes) {
+static braid_status pack_try(bp_mem *m, pk_index *ix, uint32_t *order,
+                             uint32_t n, int how, bool best, pk_span *sp,
+                             uint64_t *bytes) {
     braid_status s = sort_groups(m, order, n, how);
-    return s == BRAID_OK ? pack_mode(m, order, n, best, sp, bytes) : s;
+    return s == BRAID_OK ? pack_mode(m, ix, order, n, best, sp, bytes) : s;
 }
 
 /* Undoes the events of a packing try. */
@@ -410,8 +415,8 @@ static void undo_try(bp_mem *m, uint32_t nx0, uint32_t budget0) {
  * smallest arena (ties: fewer events, then the first tried). Each try is
  * quadratic in the groups, so big plans try fewer: both fits of the
  * largest-first order up to 6000 groups, best fit alone beyond. */
-static braid_status pack_best(bp_mem *m, uint32_t *order, uint32_t n,
-                              pk_span *sp, uint64_t *bytes) {
+static braid_status pack_best(bp_mem *m, pk_index *ix, uint32_t *order,
+                              uint32_t n, pk_span *sp, uint64_t *bytes) {
     uint32_t nx0 = m->hb.nx, budget0 = m->event_budget;
     uint64_t best_bytes = UINT64_MAX;
     uint32_t best_events = UINT32_MAX;
@@ -419,7 +424,7 @@ static braid_status pack_best(bp_mem *m, uint32_t *order, uint32_t n,
     int tries = n <= 1500 ? 2 * PK_ORDERS : n <= 6000 ? 2 : 1;
     for (int t = 0; t < tries; t++) {
         uint64_t b = 0;
-        braid_status s = pack_try(m, order, n, t / 2, t % 2 == 0, sp, &b);
+        braid_status s = pack_try(m, ix, order, n, t / 2, t % 2 == 0, sp, &b);
         if (s != BRAID_OK) return s;
         uint32_t ev = m->hb.nx - nx0;
         if (b < best_bytes || (b == best_bytes && ev < best_events)) {
@@ -429,13 +434,31 @@ static braid_status pack_best(bp_mem *m, uint32_t *order, uint32_t n,
         }
         undo_try(m, nx0, budget0);
     }
-    return pack_try(m, order, n, best_try / 2, best_try % 2 == 0, sp, bytes);
+    return pack_try(m, ix, order, n, best_try / 2, best_try % 2 == 0, sp,
+                    bytes);
+}
+
+/* The greedy when its conflicting pairs stay within the budget, else the
+ * sweep (memory_sweep.c). */
+static braid_status pack_reuse(bp_mem *m, uint32_t *order, uint32_t n,
+                               uint64_t *bytes) {
+    pk_index ix;
+    pk_span *sp = bp_calloc(n ? n : 1, sizeof *sp, "memory spans");
+    braid_status s = sp ? pk_index_init(m, &ix, order, n)
+                        : BRAID_ERR_OUT_OF_MEMORY;
+    if (s == BRAID_OK && pk_pairs(&ix) > BP_MEM_GREEDY_PAIRS)
+        s = bp_mem_pack_sweep(m, order, n, bytes);
+    else if (s == BRAID_OK)
+        s = pack_best(m, &ix, order, n, sp, bytes);
+    pk_index_free(&ix);
+    free(sp);
+    return s;
 }
 
 braid_status bp_mem_pack(bp_mem *m, uint32_t d, uint64_t *bytes) {
-    uint32_t *order = bp_calloc(m->ngroups, sizeof *order, "memory order");
-    pk_span *sp = bp_calloc(m->ngroups, sizeof *sp, "memory spans");
-    braid_status s = order && sp ? BRAID_OK : BRAID_ERR_OUT_OF_MEMORY;
+    uint32_t *order = bp_calloc(m->ngroups ? m->ngroups : 1, sizeof *order,
+                                "memory order");
+    braid_status s = order ? BRAID_OK : BRAID_ERR_OUT_OF_MEMORY;
     uint32_t n = 0;
     for (uint32_t g = 0; s == BRAID_OK && g < m->ngroups; g++) {
         if (m->group[g].device != d) continue;
@@ -446,9 +469,8 @@ braid_status bp_mem_pack(bp_mem *m, uint32_t d, uint64_t *bytes) {
     if (s == BRAID_OK && !m->reuse) {
         *bytes = pack_apart(m, order, n);
     } else if (s == BRAID_OK) {
-        s = pack_best(m, order, n, sp, bytes);
+        s = pack_reuse(m, order, n, bytes);
     }
     free(order);
-    free(sp);
     return s;
 }
