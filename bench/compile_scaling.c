@@ -16,9 +16,13 @@
  *          [--timeout S] [--check N] [--max-ratio X]
  *   --check N: for every shape, compile and load at N and 10·N nodes and
  *     fail (exit 1) when 10·N costs more than --max-ratio (default 30)
- *     times N — in all, or in any pass that takes ≥ 10% of the 10·N
- *     compile. n log n gives about 12×; a quadratic pass gives ~100×.
- *     This is the CI entry (ctest compile_scaling_check).
+ *     times N in process CPU time (the best of at least 3), for the
+ *     compile and for the load. n log n gives about 12×; a quadratic part
+ *     that matters at 10·N gives up to 100×. The ratios of the passes that
+ *     take ≥ 10% of the 10·N compile are printed too, for information
+ *     only: the report times passes by the wall clock, which other
+ *     processes on the machine inflate. This is the CI entry (ctest
+ *     compile_scaling_check).
  * Exit status 1 on an error, a timeout (--timeout seconds per child,
  * default 600) or a failed check. */
 #define _DEFAULT_SOURCE /* wait4 */
@@ -206,18 +210,20 @@ static void print_point(sg_shape shape, const point *pt) {
            pt->arena_ratio);
 }
 
-/* One ratio of the check; false when above the bound. */
+/* One ratio of the check; false when above the bound (bound 0: only
+ * printed). */
 static bool ratio_ok(const char *shape, const char *what, double small,
                      double big, double bound) {
     double r = big / (small > 1e-6 ? small : 1e-6);
-    bool ok = r <= bound;
+    bool ok = bound <= 0 || r <= bound;
     printf("CHECK %-8s %-12s %9.4f s -> %9.4f s: %6.1fx %s\n", shape, what,
-           small, big, r, ok ? "ok" : "TOO STEEP");
+           small, big, r,
+           bound <= 0 ? "(wall clock, not checked)" : ok ? "ok" : "TOO STEEP");
     return ok;
 }
 
-/* Compile and load at 10·N against N; per pass for the passes that take
- * at least a tenth of the larger compile. */
+/* Compile and load at 10·N against N (CPU time); the passes that take at
+ * least a tenth of the larger compile printed beside them. */
 static bool check_shape(sg_shape shape, const point *a, const point *b,
                         double bound) {
     const char *s = sg_names[shape];
@@ -226,8 +232,7 @@ static bool check_shape(sg_shape shape, const point *a, const point *b,
     ok &= ratio_ok(s, "load", a->load_cpu_s, b->load_cpu_s, bound);
     for (uint32_t i = 0; i < b->npasses && i < a->npasses; i++)
         if (b->pass_s[i] >= 0.1 * b->compile_s)
-            ok &= ratio_ok(s, b->pass_name[i], a->pass_s[i], b->pass_s[i],
-                           bound);
+            ratio_ok(s, b->pass_name[i], a->pass_s[i], b->pass_s[i], 0);
     return ok;
 }
 
