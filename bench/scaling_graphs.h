@@ -4,8 +4,8 @@
  *   wide     n/5 independent chains of 5 nodes (input, 3 unary ops, an
  *            add of the first and last): many small fused groups, many
  *            inputs and outputs
- *   chain    one long chain: x, then tanh(matmul(t, w)) repeated (each
- *            pair one fused matmul with an epilogue after fusion)
+ *   chain    one long chain: x, then tanh(matmul(t, w)) repeated (the
+ *            tanh runs in place: every tensor takes turns in two slots)
  *   outputs  one input x with (n-1)/2 outputs x * c_i (a fill and a mul
  *            each): every output live to the end of the run
  *   random   a random DAG of elementwise ops, matmuls and reductions on
