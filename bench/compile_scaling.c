@@ -14,6 +14,10 @@
  * usage: compile_scaling [--shapes wide,chain,outputs,random]
  *          [--sizes 1000,3000,...] [--devices cpu] [--reps R]
  *          [--timeout S] [--check N] [--max-ratio X]
+ *   --devices: with a GPU listed ("cpu,cuda:0"), every node but the
+ *     inputs is hinted to cuda:0 (copies, streams, events and the
+ *     happens-before reuse rules come into play) and no kernels are built
+ *     (archs "none": NVRTC is not what is measured); runs without a GPU.
  *   --check N: for every shape, compile and load at N and 10·N nodes and
  *     fail (exit 1) when 10·N costs more than --max-ratio (default 30)
  *     times N in process CPU time (the best of at least 3), for the
@@ -38,6 +42,7 @@
 #include <unistd.h>
 
 #include "bench/scaling_graphs.h"
+#include "runtime/planfile/planfile.h"
 
 #define MAX_SIZES 32
 #define MAX_PASSES BRAID_REPORT_MAX_PASSES
@@ -91,6 +96,7 @@ static void compile_best(const braid_graph *g, const opts *o, point *pt,
     braid_compile_options co;
     braid_compile_options_init(&co);
     co.devices = o->devices;
+    co.archs = "none";
     for (int r = 0; r < o->reps; r++) {
         braid_plan *p = NULL;
         double w = wall_now(), c = cpu_now();
@@ -117,8 +123,8 @@ static void load_best(const void *data, size_t size, const opts *o,
     for (int r = 0; r < o->reps; r++) {
         braid_plan *p = NULL;
         double w = wall_now(), c = cpu_now();
-        if (braid_plan_load_memory(data, size, NULL, &p) != BRAID_OK)
-            die("braid_plan_load_memory");
+        if (br_planfile_load(data, size, NULL, "plan", &p) != BRAID_OK)
+            die("loading the plan file");
         c = cpu_now() - c, w = wall_now() - w;
         if (r == 0 || c < pt->load_cpu_s) pt->load_cpu_s = c, pt->load_s = w;
         braid_plan_free(p);
@@ -135,6 +141,10 @@ static void measure(sg_shape shape, uint32_t n, const opts *o, point *pt) {
         fprintf(stderr, "ERROR compile_scaling: %s\n", braid_graph_error(g));
         exit(1);
     }
+    if (strstr(o->devices, "cuda"))
+        for (uint32_t id = 0; id < braid_graph_node_count(g); id++)
+            braid_set_device(g, (braid_tensor){id}, "cuda:0"); /* inputs
+                                                                  refuse */
     pt->build_s = wall_now() - t0;
     pt->nodes = braid_graph_node_count(g);
     braid_plan *p = NULL;
