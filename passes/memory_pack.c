@@ -26,6 +26,8 @@
 
 #define END UINT32_MAX /* "until the end of the run" */
 
+uint64_t bp_mem_greedy_pairs = BP_MEM_GREEDY_PAIRS;
+
 uint64_t bp_mem_align(const bp_plan *p, uint32_t d) {
     return p->devices[d].kind == BP_DEVICE_CPU ? BP_MEM_ALIGN_CPU
                                                : BP_MEM_ALIGN_GPU;
@@ -132,29 +134,28 @@ static braid_status summarise(bp_mem *m) {
     return BRAID_OK;
 }
 
-/* known[g][j]: the least any writer of g knows complete on queue j; and
- * safe[g]: every node scheduled before position safe[g] happens-before
- * every writer of g (the first node not known, over all queues). */
-static void compute_known(bp_mem *m) {
+void bp_mem_known(bp_mem *m, uint32_t g) {
     const bp_mem_hb *hb = &m->hb;
-    for (uint32_t g = 0; g < m->ngroups; g++) {
-        bp_mem_group *gr = &m->group[g];
-        int32_t *kn = m->known + (size_t)g * hb->nq;
-        for (uint32_t j = 0; j < hb->nq; j++) kn[j] = INT32_MAX;
-        for (uint32_t w = 0; w < gr->nwriters; w++) {
-            const int32_t *c =
-                hb->clock + (size_t)m->writer[gr->wstart + w] * hb->nq;
-            for (uint32_t j = 0; j < hb->nq; j++)
-                if (c[j] < kn[j]) kn[j] = c[j];
-        }
-        gr->safe = gr->nwriters == 0 ? 0 : END;
-        for (uint32_t j = 0; j < hb->nq && gr->nwriters > 0; j++) {
-            uint32_t next = (uint32_t)(kn[j] + 1);
-            if (hb->qstart[j] + next >= hb->qstart[j + 1]) continue;
-            uint32_t p = hb->pos[hb->qnode[hb->qstart[j] + next]];
-            if (p < gr->safe) gr->safe = p;
-        }
+    bp_mem_group *gr = &m->group[g];
+    int32_t *kn = m->known + (size_t)g * hb->nq;
+    for (uint32_t j = 0; j < hb->nq; j++) kn[j] = INT32_MAX;
+    for (uint32_t w = 0; w < gr->nwriters; w++) {
+        const int32_t *c =
+            hb->clock + (size_t)m->writer[gr->wstart + w] * hb->nq;
+        for (uint32_t j = 0; j < hb->nq; j++)
+            if (c[j] < kn[j]) kn[j] = c[j];
     }
+    gr->safe = gr->nwriters == 0 ? 0 : END;
+    for (uint32_t j = 0; j < hb->nq && gr->nwriters > 0; j++) {
+        uint32_t next = (uint32_t)(kn[j] + 1);
+        if (hb->qstart[j] + next >= hb->qstart[j + 1]) continue;
+        uint32_t p = hb->pos[hb->qnode[hb->qstart[j] + next]];
+        if (p < gr->safe) gr->safe = p;
+    }
+}
+
+static void compute_known(bp_mem *m) {
+    for (uint32_t g = 0; g < m->ngroups; g++) bp_mem_known(m, g);
 }
 
 braid_status bp_mem_groups(bp_mem *m) {
@@ -246,14 +247,10 @@ static uint64_t fit(const pk_span *sp, uint32_t n, bool use_soft,
     return pick != UINT64_MAX ? pick : cur;
 }
 
-/* Events that order group a before group b: from a's last access on each
- * queue to each writer of b not yet knowing it. Counts them into *count
- * and, when add is set, adds them. */
-static braid_status order_groups(bp_mem *m, uint32_t a, uint32_t b, bool add,
-                                 uint32_t *count) {
+braid_status bp_mem_order(bp_mem *m, const int32_t *acc, uint32_t b, bool add,
+                          uint32_t *count) {
     bp_mem_hb *hb = &m->hb;
     const bp_mem_group *gb = &m->group[b];
-    const int32_t *acc = m->lastacc + (size_t)a * hb->nq;
     for (uint32_t j = 0; j < hb->nq; j++) {
         if (acc[j] < 0) continue;
         uint32_t src = hb->qnode[hb->qstart[j] + (uint32_t)acc[j]];
@@ -267,6 +264,13 @@ static braid_status order_groups(bp_mem *m, uint32_t a, uint32_t b, bool add,
         }
     }
     return BRAID_OK;
+}
+
+/* Events that order group a before group b (bp_mem_order with a's last
+ * accesses). */
+static braid_status order_groups(bp_mem *m, uint32_t a, uint32_t b, bool add,
+                                 uint32_t *count) {
+    return bp_mem_order(m, m->lastacc + (size_t)a * m->hb.nq, b, add, count);
 }
 
 /* Adds the events that let g share [lo, lo + size) with the soft spans
@@ -446,7 +450,7 @@ static braid_status pack_reuse(bp_mem *m, uint32_t *order, uint32_t n,
     pk_span *sp = bp_calloc(n ? n : 1, sizeof *sp, "memory spans");
     braid_status s = sp ? pk_index_init(m, &ix, order, n)
                         : BRAID_ERR_OUT_OF_MEMORY;
-    if (s == BRAID_OK && pk_pairs(&ix) > BP_MEM_GREEDY_PAIRS)
+    if (s == BRAID_OK && pk_pairs(&ix) > bp_mem_greedy_pairs)
         s = bp_mem_pack_sweep(m, order, n, bytes);
     else if (s == BRAID_OK)
         s = pack_best(m, &ix, order, n, sp, bytes);
