@@ -9,7 +9,6 @@
  * lower bound. */
 #define _POSIX_C_SOURCE 200809L
 #include <criterion/criterion.h>
-#include <string.h>
 
 #include "bench/scaling_graphs.h"
 #include "passes/memory.h"
@@ -19,32 +18,6 @@
 
 static void force_sweep(void) { bp_mem_greedy_pairs = 0; }
 static void restore(void) { bp_mem_greedy_pairs = BP_MEM_GREEDY_PAIRS; }
-
-/* Runs p (emulated under seeds 1..nseeds when GPU, else natively) against
- * the reference on g. */
-static void check_values(const braid_graph *g, const bp_plan *p, bool gpu,
-                         uint64_t seed) {
-    ts_io *io = ts_io_new(g, seed);
-    cr_assert_not_null(io);
-    braid_status s =
-        braid_reference_run(g, io->in, io->ninputs, io->ref, io->noutputs);
-    cr_assert_eq(s, BRAID_OK, "reference: %s", braid_last_error());
-    for (int k = 0; k < (gpu ? 3 : 1); k++) {
-        braid_exec *e = NULL;
-        s = gpu ? br_exec_new_emulated(p, (uint64_t)k + 1, &e)
-                : braid_exec_new(p, &e);
-        cr_assert_eq(s, BRAID_OK, "exec: %s", braid_last_error());
-        for (uint32_t i = 0; i < io->noutputs; i++)
-            memset(io->out[i].data, 0xa5, io->out[i].bytes);
-        s = braid_run(e, io->in, io->ninputs, io->out, io->noutputs);
-        braid_exec_free(e);
-        cr_assert_eq(s, BRAID_OK, "run: %s", braid_last_error());
-        char msg[512];
-        cr_assert(ts_io_compare(io, msg, sizeof msg), "graph seed %llu, "
-                  "interleaving %d: %s", (unsigned long long)seed, k, msg);
-    }
-    ts_io_free(io);
-}
 
 static void random_dags(const char *devices, bool hints, int count) {
     ts_graph_options go;
@@ -57,7 +30,7 @@ static void random_dags(const char *devices, bool hints, int count) {
         braid_compile_options o = ts_compile_options(devices, 0);
         o.max_streams = 3;
         bp_plan *p = ts_compile_ok(g, &o); /* verify_plan runs last */
-        check_values(g, p, hints, (uint64_t)seed);
+        ts_check_plan(g, p, hints ? 3 : 0, (uint64_t)seed);
         braid_plan_free(p);
         braid_graph_free(g);
     }
