@@ -17,7 +17,10 @@
  * earlier group's last accesses to the later group's writers — only when
  * that keeps the arena from growing, and at most a budget of them. An
  * event from an earlier to a later node in the schedule cannot make a
- * cycle. */
+ * cycle. The groups that may conflict with the one being placed come from
+ * an interval index (memory_index.c), so a try costs about the number of
+ * conflicting pairs; past BP_MEM_GREEDY_PAIRS of them the arena is packed
+ * by the sweep of memory_sweep.c instead. */
 #include "passes/memory.h"
 #include "passes/memory_index.h"
 
@@ -416,9 +419,10 @@ static void undo_try(bp_mem *m, uint32_t nx0, uint32_t budget0) {
 }
 
 /* Every order with both fits from the same starting events; keeps the
- * smallest arena (ties: fewer events, then the first tried). Each try is
- * quadratic in the groups, so big plans try fewer: both fits of the
- * largest-first order up to 6000 groups, best fit alone beyond. */
+ * smallest arena (ties: fewer events, then the first tried). Each try
+ * costs about the conflicting pairs (at most bp_mem_greedy_pairs), so big
+ * plans try fewer: both fits of the largest-first order up to 6000
+ * groups, best fit alone beyond. */
 static braid_status pack_best(bp_mem *m, pk_index *ix, uint32_t *order,
                               uint32_t n, pk_span *sp, uint64_t *bytes) {
     uint32_t nx0 = m->hb.nx, budget0 = m->event_budget;
