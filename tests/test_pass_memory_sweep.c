@@ -4,7 +4,8 @@
  * 0 here so small plans go through it: random DAGs (with GPU hints, so
  * streams, events and reuse events come into play) must pass the plan
  * verifier (the pipeline runs it) and give the reference evaluator's
- * values, natively or under the emulated executor's random interleavings;
+ * values, natively or under the emulated executor's random interleavings
+ * (and on the GPU, where there is one);
  * on the cpu the arenas of the scaling shapes stay within 1.05× of their
  * lower bound. */
 #define _POSIX_C_SOURCE 200809L
@@ -31,6 +32,8 @@ static void random_dags(const char *devices, bool hints, int count) {
         o.max_streams = 3;
         bp_plan *p = ts_compile_ok(g, &o); /* verify_plan runs last */
         ts_check_plan(g, p, hints ? 3 : 0, (uint64_t)seed);
+        if (hints && braid_cuda_device_count() > 0) /* on the GPU too */
+            ts_check_plan(g, p, 0, (uint64_t)seed);
         braid_plan_free(p);
         braid_graph_free(g);
     }
