@@ -407,6 +407,53 @@ braid_status braid_plan_print(const braid_plan *p, FILE *out);
 braid_status braid_exec_new(const braid_plan *p, braid_exec **exec);
 void braid_exec_free(braid_exec *e);
 
+/* ---- plans per input shape (docs/architecture.md) ----------------------- */
+
+/* A graph's shapes are fixed when it is built, so a serving loop that sees
+ * a handful of batch sizes needs one plan per size. A plan cache builds,
+ * compiles and makes an executor for a size the first time it is asked
+ * for, and hands back the same executor afterwards: compile and executor
+ * cost are paid once per size.
+ *
+ * The trade-off, against re-specializing a compiled plan in place: a
+ * cache needs the caller's builder (braid infers no symbolic dims, and
+ * reshape, slice, fill and constants carry concrete shapes, so a plan
+ * cannot be re-inferred for a new batch), and holds one plan and one
+ * executor (arenas included) per size it keeps; in return each size gets
+ * a plan optimized for exactly its shapes (fusion, placement, chunking
+ * and memory are chosen per size) and nothing symbolic reaches the
+ * passes. `capacity` bounds the memory: past it the least recently used
+ * size is dropped (its executor freed) and rebuilt if asked for again. */
+typedef struct braid_plan_cache braid_plan_cache;
+
+/* Builds the graph for the shape key key[0..nkey) (e.g. {batch}, or every
+ * input's dims in turn: the caller's convention); returns a new graph (the
+ * cache frees it after compiling) or NULL. */
+typedef braid_graph *(*braid_graph_builder)(void *user, const int64_t *key,
+                                            uint32_t nkey);
+
+#define BRAID_CACHE_KEY_MAX 32 /* longest shape key */
+
+/* opts (may be NULL) and the strings and profiles it points to must
+ * outlive the cache; capacity ≥ 1 plans are kept. */
+braid_status braid_plan_cache_new(braid_graph_builder build, void *user,
+                                  const braid_compile_options *opts,
+                                  uint32_t capacity,
+                                  braid_plan_cache **cache);
+/* The executor (and, when plan is not NULL, its plan) for shape key
+ * key[0..nkey), built, compiled and created on the first request. Both
+ * belong to the cache and stay valid until a later call of this function
+ * drops them (at most capacity - 1 other keys asked for since) or the
+ * cache is freed. One caller at a time. */
+braid_status braid_plan_cache_get(braid_plan_cache *c, const int64_t *key,
+                                  uint32_t nkey, braid_exec **exec,
+                                  const braid_plan **plan);
+/* Requests answered from the cache (hits) and by compiling (misses), and
+ * plans held now. Any pointer may be NULL. */
+void braid_plan_cache_stats(const braid_plan_cache *c, uint64_t *hits,
+                            uint64_t *misses, uint32_t *plans);
+void braid_plan_cache_free(braid_plan_cache *c);
+
 /* Caller buffers bound by tensor name: dense, C order, the tensor's dtype
  * (bool: one byte, 0 or 1).
  *
