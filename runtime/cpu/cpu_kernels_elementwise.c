@@ -44,35 +44,22 @@ struct ew_ctx {
     case BRAID_OP_##id:                                                        \
         LOOP1(T, rule(x));
 
-void br_ew_unary_f32(braid_op op, int64_t n, float *restrict o,
-                     const float *restrict a) {
-    typedef float T;
-    switch (op) {
-        BG_UNARY_OPS(UNARY_CASE)
-    default:
-        break;
+/* One typed function of a list's ops: T is its element type. */
+#define UNARY_FN(name, TT, LIST, CASE)                                         \
+    void name(braid_op op, int64_t n, TT *restrict o,                          \
+              const TT *restrict a) {                                          \
+        typedef TT T;                                                          \
+        switch (op) {                                                          \
+            LIST(CASE)                                                         \
+        default:                                                               \
+            break;                                                             \
+        }                                                                      \
     }
-}
 
-void br_ew_unary_f64(braid_op op, int64_t n, double *restrict o,
-                     const double *restrict a) {
-    typedef double T;
-    switch (op) {
-        BG_UNARY_OPS(UNARY_CASE)
-    default:
-        break;
-    }
-}
-
-void br_ew_unary_i32(braid_op op, int64_t n, int32_t *restrict o,
-                     const int32_t *restrict a) {
-    typedef int32_t T;
-    switch (op) {
-        BG_UNARY_I32_OPS(UNARY_I32_CASE)
-    default:
-        break;
-    }
-}
+UNARY_FN(br_ew_unary_f32, float, BG_UNARY_OPS, UNARY_CASE)
+UNARY_FN(br_ew_unary_f64, double, BG_UNARY_OPS, UNARY_CASE)
+/* i32 through uint32: -INT32_MIN and INT32_MIN² wrap instead of being UB. */
+UNARY_FN(br_ew_unary_i32, int32_t, BG_UNARY_I32_OPS, UNARY_I32_CASE)
 
 /* Unary inputs have the output's shape, so a is always contiguous. */
 static void ew_unary(const ew_ctx *c, int64_t n, void *o, const void *a,
@@ -139,38 +126,20 @@ static void ew_unary(const ew_ctx *c, int64_t n, void *o, const void *a,
     case BRAID_OP_##id:                                                        \
         LOOP2(T, x cmp y);
 
-void br_ew_binary_f32(braid_op op, int64_t n, float *restrict o,
-                      const float *restrict a, int64_t sa,
-                      const float *restrict b, int64_t sb) {
-    typedef float T;
-    switch (op) {
-        BG_BINARY_OPS(BINARY_CASE)
-    default:
-        break;
+#define BINARY_FN(name, TT, LIST, CASE)                                        \
+    void name(braid_op op, int64_t n, TT *restrict o, const TT *restrict a,    \
+              int64_t sa, const TT *restrict b, int64_t sb) {                  \
+        typedef TT T;                                                          \
+        switch (op) {                                                          \
+            LIST(CASE)                                                         \
+        default:                                                               \
+            break;                                                             \
+        }                                                                      \
     }
-}
 
-void br_ew_binary_f64(braid_op op, int64_t n, double *restrict o,
-                      const double *restrict a, int64_t sa,
-                      const double *restrict b, int64_t sb) {
-    typedef double T;
-    switch (op) {
-        BG_BINARY_OPS(BINARY_CASE)
-    default:
-        break;
-    }
-}
-
-void br_ew_binary_i32(braid_op op, int64_t n, int32_t *restrict o,
-                      const int32_t *restrict a, int64_t sa,
-                      const int32_t *restrict b, int64_t sb) {
-    typedef int32_t T;
-    switch (op) {
-        BG_BINARY_I32_OPS(BINARY_I32_CASE)
-    default:
-        break;
-    }
-}
+BINARY_FN(br_ew_binary_f32, float, BG_BINARY_OPS, BINARY_CASE)
+BINARY_FN(br_ew_binary_f64, double, BG_BINARY_OPS, BINARY_CASE)
+BINARY_FN(br_ew_binary_i32, int32_t, BG_BINARY_I32_OPS, BINARY_I32_CASE)
 
 /* One comparison function per stored type P, comparing as type TT. */
 #define COMPARE_FN(name, P, TT)                                                \
