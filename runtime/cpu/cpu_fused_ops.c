@@ -69,10 +69,6 @@ static void cast(br_fz_ct from, br_fz_ref a, braid_dtype to, int64_t n,
 /* ---- the op ---------------------------------------------------------------
  */
 
-static bool is_compare(braid_op op) {
-    return op >= BRAID_OP_EQ && op <= BRAID_OP_GE;
-}
-
 static void compare(br_fz_ct ct, braid_op op, int64_t n, uint8_t *o,
                     br_fz_ref a, br_fz_ref b) {
     switch (ct) {
@@ -141,7 +137,7 @@ void br_fz_exec(const br_fz *z, uint32_t i, int64_t n, void *out,
                     c.step);
         return;
     }
-    if (is_compare(in->op))
+    if (bg_op_is_compare(in->op))
         compare(act, in->op, n, out, a, refs[in->arg[1]]);
     else if (bg_op(in->op)->arity == 1)
         unary(ct, in->op, n, out, a);
