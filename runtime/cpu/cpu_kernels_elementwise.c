@@ -61,23 +61,34 @@ UNARY_FN(br_ew_unary_f64, double, BG_UNARY_OPS, UNARY_CASE)
 /* i32 through uint32: -INT32_MIN and INT32_MIN² wrap instead of being UB. */
 UNARY_FN(br_ew_unary_i32, int32_t, BG_UNARY_I32_OPS, UNARY_I32_CASE)
 
+/* Calls fn_f32, fn_f64 or fn_i32 by the dtype t and returns true; falls
+ * through for other dtypes. */
+#define EW_DISPATCH(fn, ...)                                                   \
+    switch (t) {                                                               \
+    case BRAID_F32:                                                            \
+        fn##_f32(op, n, o, __VA_ARGS__);                                       \
+        return true;                                                           \
+    case BRAID_F64:                                                            \
+        fn##_f64(op, n, o, __VA_ARGS__);                                       \
+        return true;                                                           \
+    case BRAID_I32:                                                            \
+        fn##_i32(op, n, o, __VA_ARGS__);                                       \
+        return true;                                                           \
+    default:                                                                   \
+        break;                                                                 \
+    }
+
+bool br_ew_unary(braid_dtype t, braid_op op, int64_t n, void *o,
+                 const void *a) {
+    EW_DISPATCH(br_ew_unary, a)
+    return false;
+}
+
 /* Unary inputs have the output's shape, so a is always contiguous. */
 static void ew_unary(const ew_ctx *c, int64_t n, void *o, const void *a,
                      int64_t sa, const void *b, int64_t sb) {
     (void)sa, (void)b, (void)sb;
-    switch (c->t) {
-    case BRAID_F32:
-        br_ew_unary_f32(c->op, n, o, a);
-        return;
-    case BRAID_F64:
-        br_ew_unary_f64(c->op, n, o, a);
-        return;
-    case BRAID_I32:
-        br_ew_unary_i32(c->op, n, o, a);
-        return;
-    default:
-        break;
-    }
+    if (br_ew_unary(c->t, c->op, n, o, a)) return;
     float x[BR_BLOCK], y[BR_BLOCK]; /* f16 / bf16 staged through f32 */
     for (int64_t i = 0; i < n; i += BR_BLOCK) {
         int64_t m = n - i < BR_BLOCK ? n - i : BR_BLOCK;
@@ -160,21 +171,23 @@ COMPARE_FN(br_ew_compare_i32, int32_t, int32_t)
 /* Bools compare as 0/1 whatever nonzero byte the caller stored. */
 COMPARE_FN(br_ew_compare_bool, uint8_t, bool)
 
+bool br_ew_binary(braid_dtype t, braid_op op, int64_t n, void *o,
+                  const void *a, int64_t sa, const void *b, int64_t sb) {
+    EW_DISPATCH(br_ew_binary, a, sa, b, sb)
+    return false;
+}
+
+bool br_ew_compare(braid_dtype t, braid_op op, int64_t n, uint8_t *o,
+                   const void *a, int64_t sa, const void *b, int64_t sb) {
+    EW_DISPATCH(br_ew_compare, a, sa, b, sb)
+    if (t != BRAID_BOOL) return false;
+    br_ew_compare_bool(op, n, o, a, sa, b, sb);
+    return true;
+}
+
 static void ew_binary(const ew_ctx *c, int64_t n, void *o, const void *a,
                       int64_t sa, const void *b, int64_t sb) {
-    switch (c->t) {
-    case BRAID_F32:
-        br_ew_binary_f32(c->op, n, o, a, sa, b, sb);
-        return;
-    case BRAID_F64:
-        br_ew_binary_f64(c->op, n, o, a, sa, b, sb);
-        return;
-    case BRAID_I32:
-        br_ew_binary_i32(c->op, n, o, a, sa, b, sb);
-        return;
-    default:
-        break;
-    }
+    if (br_ew_binary(c->t, c->op, n, o, a, sa, b, sb)) return;
     float x[BR_BLOCK], y[BR_BLOCK], z[BR_BLOCK];
     for (int64_t i = 0; i < n; i += BR_BLOCK) {
         int64_t m = n - i < BR_BLOCK ? n - i : BR_BLOCK;
@@ -187,22 +200,7 @@ static void ew_binary(const ew_ctx *c, int64_t n, void *o, const void *a,
 
 static void ew_compare(const ew_ctx *c, int64_t n, void *o, const void *a,
                        int64_t sa, const void *b, int64_t sb) {
-    switch (c->t) {
-    case BRAID_F32:
-        br_ew_compare_f32(c->op, n, o, a, sa, b, sb);
-        return;
-    case BRAID_F64:
-        br_ew_compare_f64(c->op, n, o, a, sa, b, sb);
-        return;
-    case BRAID_I32:
-        br_ew_compare_i32(c->op, n, o, a, sa, b, sb);
-        return;
-    case BRAID_BOOL:
-        br_ew_compare_bool(c->op, n, o, a, sa, b, sb);
-        return;
-    default:
-        break;
-    }
+    if (br_ew_compare(c->t, c->op, n, o, a, sa, b, sb)) return;
     /* f16 / bf16 → f32 is exact, so comparing in f32 compares the stored
      * values. */
     float x[BR_BLOCK], y[BR_BLOCK];
