@@ -60,8 +60,9 @@ enum {
  *          (where: of its two values; the condition is bool)
  *   flags  BRAID_OPF_* bits
  *   flops  arithmetic per output element in placement's cost model (basic
- *          arithmetic 1, division and roots 4, transcendentals 8, pow 16;
- *          per multiply-add for matmul; per input element for reductions) */
+ *          arithmetic 1, division and roots 4, transcendentals 8, pow 16,
+ *          a uniform draw 16, a normal draw 48; matmul: per multiply-add;
+ *          reductions: per input element; 0: memory traffic only) */
 /* clang-format off */
 #define BRAID_OP_LIST(X) \
     X(INPUT, "input", 0, SOURCE, ANY, 0, 0) \
