@@ -114,7 +114,7 @@ static void emit_op(bc_buf *b, const bp_program *pr, uint32_t i, bool root) {
         return;
     }
     const char *tmpl = op_template(in->op, s);
-    if (!tmpl) { /* validated by bc_check_program; keep the text compiling */
+    if (!tmpl) { /* bp_program_check refuses it; keep the text compiling */
         bc_buf_puts(b, "0");
         return;
     }
