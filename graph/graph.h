@@ -78,13 +78,29 @@ struct braid_graph {
 
 /* ---- op table ----------------------------------------------------------- */
 
+/* One row of BRAID_OP_LIST (include/braid/ops.h says what each column
+ * means). */
 typedef struct bg_op_info {
-    const char *name;   /* text-format name */
-    int arity;          /* inputs; -1 variadic */
-    braid_op_kind kind; /* drives passes */
+    const char *name;       /* text-format name */
+    int arity;              /* inputs; -1 variadic */
+    braid_op_kind kind;     /* drives passes */
+    braid_op_dtypes dtypes; /* operand dtypes the builder accepts */
+    unsigned flags;         /* BRAID_OPF_* */
+    double flops;           /* cost-model arithmetic per element */
 } bg_op_info;
 
+/* The row of op; NULL for an op outside the table. */
 const bg_op_info *bg_op(braid_op op);
+/* Whether op's row has flag (a BRAID_OPF_* bit); false for a bad op. */
+bool bg_op_has(braid_op op, unsigned flag);
+static inline bool bg_op_is_compare(braid_op op) {
+    return bg_op_has(op, BRAID_OPF_COMPARE);
+}
+/* Whether the builder accepts an operand of dtype t for op (where: a value
+ * operand), by the dtypes column. */
+bool bg_op_accepts(braid_op op, braid_dtype t);
+/* The dtypes column in words for error messages ("a float dtype", ...). */
+const char *bg_op_dtypes_text(braid_op op);
 /* Op by text name, or BRAID_OP_COUNT_ when unknown. */
 braid_op bg_op_lookup(const char *name, size_t len);
 /* dtype by text name ("f32", ...), or BRAID_DTYPE_COUNT_ when unknown. */

@@ -235,11 +235,6 @@ static bool row_bias(const bg_node *bias, const bg_node *mm) {
     return bias->rank == 2 && bias->dims[0] == 1 && bias->dims[1] == N;
 }
 
-static bool activation(braid_op op) {
-    return op == BRAID_OP_RELU || op == BRAID_OP_GELU || op == BRAID_OP_SILU ||
-           op == BRAID_OP_SIGMOID || op == BRAID_OP_TANH;
-}
-
 /* matmul mm → add(mm, bias) [→ activation] on one device: a MATMUL group
  * when mm and the add have no other user. */
 static void try_epilogue(fuse_state *s, uint32_t mm) {
@@ -255,7 +250,7 @@ static void try_epilogue(fuse_state *s, uint32_t mm) {
     s->members[s->nmembers++] = add;
     uint32_t act = sole_user(s, add);
     if (act != BG_NONE && !s->taken[act] && same_device(s, act, mm) &&
-        activation(node(s, act)->op)) {
+        bg_op_has(node(s, act)->op, BRAID_OPF_ACTIVATION)) {
         s->members[s->nmembers++] = act;
         out = act;
     }

@@ -26,7 +26,7 @@
  *  3. Constant folding (simplify_fold.c): a node whose inputs are all
  *     constant/fill/iota/random nodes and whose op every executor computes
  *     exactly like the reference evaluator (correctly rounded or exact ops)
- *     is evaluated with braid_reference_run on a scratch graph. A result
+ *     is evaluated by graph/eval.c, the reference evaluator's core. A result
  *     whose elements are all equal becomes a fill (any size); otherwise one
  *     of at most BP_SIMP_FOLD_MAX elements becomes a constant. The new node
  *     keeps the folded node's name and device hint.

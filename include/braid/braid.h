@@ -169,6 +169,7 @@ braid_tensor braid_sqrt(braid_graph *g, braid_tensor x);
 braid_tensor braid_rsqrt(braid_graph *g, braid_tensor x);
 braid_tensor braid_sin(braid_graph *g, braid_tensor x);
 braid_tensor braid_cos(braid_graph *g, braid_tensor x);
+braid_tensor braid_tan(braid_graph *g, braid_tensor x);
 braid_tensor braid_tanh(braid_graph *g, braid_tensor x);
 braid_tensor braid_sigmoid(braid_graph *g, braid_tensor x);
 braid_tensor braid_relu(braid_graph *g, braid_tensor x);
