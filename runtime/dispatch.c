@@ -6,7 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- the tables ----------------------------------------------------------- */
+/* ---- the tables -----------------------------------------------------------
+ */
 
 bool br_node_on_device_queue(const bp_plan *p, uint32_t id) {
     uint32_t q = p->info[id].queue;
@@ -99,7 +100,8 @@ void br_sched_free(br_sched *s) {
     memset(s, 0, sizeof *s);
 }
 
-/* ---- a run ------------------------------------------------------------------ */
+/* ---- a run ------------------------------------------------------------------
+ */
 
 /* Every CPU producer of device node id has run. */
 static bool dev_ready(const br_dispatch *d, const bp_plan *p, uint32_t id) {
@@ -118,7 +120,8 @@ static braid_status issue_ready(const br_dispatch *d, const bp_plan *p,
     while (*gi < s->ndev) {
         uint32_t m = d->ops->span(d->queues, *gi), j = 0;
         if (m == 0 || m > s->ndev - *gi) m = 1;
-        while (j < m && dev_ready(d, p, s->dev_list[*gi + j])) j++;
+        while (j < m && dev_ready(d, p, s->dev_list[*gi + j]))
+            j++;
         if (j < m) return BRAID_OK; /* waits for a CPU node */
         braid_status r = d->ops->issue(d->queues, &s->dev_list[*gi], m);
         if (r != BRAID_OK) return r;

@@ -29,16 +29,16 @@
  * (or per br_cuda_check_plan) and read by the backends. */
 typedef struct br_sched {
     const bp_plan *plan; /* the plan; not owned */
-    uint32_t n;         /* nodes (plan->ninfo) */
-    bool *on_dev;       /* per node: on a device queue (not the CPU's) */
-    uint32_t *dev_list; /* scheduled device-queue nodes, schedule order */
-    uint32_t ndev;      /* entries in dev_list */
-    uint32_t *cpu_list; /* scheduled CPU-queue nodes, schedule order */
-    uint32_t ncpu;      /* entries in cpu_list */
-    uint32_t *wstart;   /* per node: first index in waits (n + 1 entries) */
-    uint32_t *waits;    /* plan event indices each node waits for */
-    uint32_t *rstart;   /* per node: first index in recs (n + 1 entries) */
-    uint32_t *recs;     /* plan event indices each node records */
+    uint32_t n;          /* nodes (plan->ninfo) */
+    bool *on_dev;        /* per node: on a device queue (not the CPU's) */
+    uint32_t *dev_list;  /* scheduled device-queue nodes, schedule order */
+    uint32_t ndev;       /* entries in dev_list */
+    uint32_t *cpu_list;  /* scheduled CPU-queue nodes, schedule order */
+    uint32_t ncpu;       /* entries in cpu_list */
+    uint32_t *wstart;    /* per node: first index in waits (n + 1 entries) */
+    uint32_t *waits;     /* plan event indices each node waits for */
+    uint32_t *rstart;    /* per node: first index in recs (n + 1 entries) */
+    uint32_t *recs;      /* plan event indices each node records */
 } br_sched;
 
 /* Fills s from p. BRAID_ERR_INTERNAL naming the event for an event whose
@@ -75,13 +75,13 @@ typedef void (*br_cpu_fn)(void *ctx, uint32_t id);
 
 /* One run of the schedule: what br_dispatch_run needs. */
 typedef struct br_dispatch {
-    const br_sched *sched;    /* the schedule */
-    const br_queue_ops *ops;  /* the device backend; NULL when sched has
-                                 no device nodes */
-    void *queues;             /* passed to ops */
-    br_cpu_fn run_cpu;        /* computes a CPU node */
-    void *cpu_ctx;            /* passed to run_cpu */
-    bool *cpu_done;           /* scratch, sched->n entries */
+    const br_sched *sched;   /* the schedule */
+    const br_queue_ops *ops; /* the device backend; NULL when sched has
+                                no device nodes */
+    void *queues;            /* passed to ops */
+    br_cpu_fn run_cpu;       /* computes a CPU node */
+    void *cpu_ctx;           /* passed to run_cpu */
+    bool *cpu_done;          /* scratch, sched->n entries */
 } br_dispatch;
 
 /* Issues every device node and runs every CPU node (see the top of this

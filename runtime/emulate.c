@@ -21,20 +21,20 @@
 #include <string.h>
 
 struct br_emu {
-    const bp_plan *p;    /* the plan; not owned */
-    const br_sched *s;   /* its schedule; not owned */
-    uint64_t rng;        /* generator state */
-    uint32_t pace;       /* this run's: 0 lazy (queues move only when the
-                            host waits), 1 and 2 a few steps at a time,
-                            3 eager (every ready node runs at once) */
-    br_cpu_fn run_dev;   /* computes a device node on the host */
-    void *ctx;           /* passed to run_dev */
-    uint32_t nq;         /* queues (plan->nqueues, at least 1) */
-    uint32_t *qstart;    /* per queue: its first slot in fifo (nq + 1) */
-    uint32_t *head;      /* per queue: next slot to run */
-    uint32_t *tail;      /* per queue: next slot to fill */
-    uint32_t *fifo;      /* issued node ids, per queue in issue order */
-    bool *done;          /* per node: has run this run */
+    const bp_plan *p;  /* the plan; not owned */
+    const br_sched *s; /* its schedule; not owned */
+    uint64_t rng;      /* generator state */
+    uint32_t pace;     /* this run's: 0 lazy (queues move only when the
+                          host waits), 1 and 2 a few steps at a time,
+                          3 eager (every ready node runs at once) */
+    br_cpu_fn run_dev; /* computes a device node on the host */
+    void *ctx;         /* passed to run_dev */
+    uint32_t nq;       /* queues (plan->nqueues, at least 1) */
+    uint32_t *qstart;  /* per queue: its first slot in fifo (nq + 1) */
+    uint32_t *head;    /* per queue: next slot to run */
+    uint32_t *tail;    /* per queue: next slot to fill */
+    uint32_t *fifo;    /* issued node ids, per queue in issue order */
+    bool *done;        /* per node: has run this run */
 };
 
 /* splitmix64 */
@@ -54,8 +54,12 @@ br_emu *br_emu_new(const bp_plan *p, const br_sched *sched, uint64_t seed,
                    br_cpu_fn run_dev, void *ctx) {
     br_emu *m = calloc(1, sizeof *m);
     if (!m) return NULL;
-    *m = (br_emu){.p = p, .s = sched, .rng = seed, .run_dev = run_dev,
-                  .ctx = ctx, .nq = p->nqueues ? p->nqueues : 1};
+    *m = (br_emu){.p = p,
+                  .s = sched,
+                  .rng = seed,
+                  .run_dev = run_dev,
+                  .ctx = ctx,
+                  .nq = p->nqueues ? p->nqueues : 1};
     m->qstart = calloc(m->nq + 1, sizeof *m->qstart);
     m->head = calloc(m->nq, sizeof *m->head);
     m->tail = calloc(m->nq, sizeof *m->tail);
@@ -67,7 +71,8 @@ br_emu *br_emu_new(const bp_plan *p, const br_sched *sched, uint64_t seed,
     }
     for (uint32_t i = 0; i < sched->ndev; i++)
         m->qstart[queue_of(m, sched->dev_list[i]) + 1]++;
-    for (uint32_t q = 0; q < m->nq; q++) m->qstart[q + 1] += m->qstart[q];
+    for (uint32_t q = 0; q < m->nq; q++)
+        m->qstart[q + 1] += m->qstart[q];
     return m;
 }
 
@@ -136,8 +141,7 @@ static braid_status emu_issue(void *q, const uint32_t *ids, uint32_t n) {
         uint32_t k = queue_of(m, ids[i]);
         if (m->tail[k] >= m->qstart[k + 1])
             return bg_set_last_error(BRAID_ERR_INTERNAL,
-                                     "emulation: node %u issued twice",
-                                     ids[i]);
+                                     "emulation: node %u issued twice", ids[i]);
         m->fifo[m->tail[k]++] = ids[i];
     }
     wander(m);
@@ -158,7 +162,9 @@ static braid_status emu_host_wait(void *q, uint32_t producer, uint32_t ev,
     return BRAID_OK;
 }
 
-static void emu_host_turn(void *q) { wander(q); }
+static void emu_host_turn(void *q) {
+    wander(q);
+}
 
 const br_queue_ops *br_emu_ops(void) {
     static const br_queue_ops ops = {emu_span, emu_issue, emu_host_wait,

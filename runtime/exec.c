@@ -476,9 +476,14 @@ static braid_status start_schedule(braid_exec *e, const braid_input_binding *in,
         d.ops = br_emu_ops();
         d.queues = e->emu;
     } else if (e->cuda) { /* checks the bindings, decides graph replay */
-        e->run.cargs = (br_cuda_run_args){
-            .ptr = e->ptr, .in = in, .nin = nin, .out = out, .nout = nout,
-            .pool = e->pool, .prof = e->profiling ? e->prof : NULL};
+        e->run.cargs =
+            (br_cuda_run_args){.ptr = e->ptr,
+                               .in = in,
+                               .nin = nin,
+                               .out = out,
+                               .nout = nout,
+                               .pool = e->pool,
+                               .prof = e->profiling ? e->prof : NULL};
         braid_status s = br_cuda_run_start(e->cuda, &e->run.cargs, started);
         if (!*started) return s;
         if (s != BRAID_OK) return s;
@@ -645,4 +650,6 @@ braid_status braid_run(braid_exec *e, const braid_input_binding *inputs,
     return s == BRAID_OK ? braid_wait(e) : s;
 }
 
-br_cuda *br_exec_cuda(const braid_exec *e) { return e ? e->cuda : NULL; }
+br_cuda *br_exec_cuda(const braid_exec *e) {
+    return e ? e->cuda : NULL;
+}

@@ -26,36 +26,33 @@
 
 /* A GPU chain (exp, tanh) whose result a CPU node adds to an independent
  * CPU branch (sin). */
-static const char *mixed =
-    "braid-graph 1\n"
-    "%x = input f32[64,64] name=\"x\"\n"
-    "%y = input f32[64,64] name=\"y\"\n"
-    "%g1 = exp %x device=\"cuda:0\"\n"
-    "%g2 = tanh %g1 device=\"cuda:0\"\n"
-    "%c1 = sin %y device=\"cpu\"\n"
-    "%c2 = add %c1, %g2 device=\"cpu\"\n"
-    "output \"o\" = %c2\n"
-    "output \"p\" = %c1\n";
+static const char *mixed = "braid-graph 1\n"
+                           "%x = input f32[64,64] name=\"x\"\n"
+                           "%y = input f32[64,64] name=\"y\"\n"
+                           "%g1 = exp %x device=\"cuda:0\"\n"
+                           "%g2 = tanh %g1 device=\"cuda:0\"\n"
+                           "%c1 = sin %y device=\"cpu\"\n"
+                           "%c2 = add %c1, %g2 device=\"cpu\"\n"
+                           "output \"o\" = %c2\n"
+                           "output \"p\" = %c1\n";
 
 /* A CPU node feeding GPU work. */
-static const char *feed =
-    "braid-graph 1\n"
-    "%y = input f32[64,64] name=\"y\"\n"
-    "%c = sin %y device=\"cpu\"\n"
-    "%g = exp %c device=\"cuda:0\"\n"
-    "output \"o\" = %g\n";
+static const char *feed = "braid-graph 1\n"
+                          "%y = input f32[64,64] name=\"y\"\n"
+                          "%c = sin %y device=\"cpu\"\n"
+                          "%g = exp %c device=\"cuda:0\"\n"
+                          "output \"o\" = %g\n";
 
 /* Two GPU branches joined on the GPU: with two compute streams the join
  * waits for the other stream through an event. */
-static const char *join =
-    "braid-graph 1\n"
-    "%x = input f32[128,64] name=\"x\"\n"
-    "%a1 = exp %x device=\"cuda:0\"\n"
-    "%a2 = tanh %a1 device=\"cuda:0\"\n"
-    "%b1 = sin %x device=\"cuda:0\"\n"
-    "%b2 = cos %b1 device=\"cuda:0\"\n"
-    "%j = add %a2, %b2 device=\"cuda:0\"\n"
-    "output \"o\" = %j\n";
+static const char *join = "braid-graph 1\n"
+                          "%x = input f32[128,64] name=\"x\"\n"
+                          "%a1 = exp %x device=\"cuda:0\"\n"
+                          "%a2 = tanh %a1 device=\"cuda:0\"\n"
+                          "%b1 = sin %x device=\"cuda:0\"\n"
+                          "%b2 = cos %b1 device=\"cuda:0\"\n"
+                          "%j = add %a2, %b2 device=\"cuda:0\"\n"
+                          "output \"o\" = %j\n";
 
 static braid_plan *compile(const braid_graph *g, int streams) {
     braid_compile_options o =
@@ -96,7 +93,8 @@ static uint32_t rec_span(void *q, uint32_t i) {
 }
 
 static braid_status rec_issue(void *q, const uint32_t *ids, uint32_t m) {
-    for (uint32_t i = 0; i < m; i++) note(q, 'I', ids[i]);
+    for (uint32_t i = 0; i < m; i++)
+        note(q, 'I', ids[i]);
     return BRAID_OK;
 }
 
@@ -108,7 +106,9 @@ static braid_status rec_wait(void *q, uint32_t producer, uint32_t ev,
     return BRAID_OK;
 }
 
-static void rec_cpu(void *q, uint32_t id) { note(q, 'C', id); }
+static void rec_cpu(void *q, uint32_t id) {
+    note(q, 'C', id);
+}
 
 /* Index of the first entry (what, node), or -1. */
 static int find(const recorder *r, char what, uint32_t node) {
@@ -145,7 +145,8 @@ Test(dispatch, device_work_goes_out_before_host_work) {
     cr_assert_lt(tanh_at, sin_at, "device work waited for host work");
     /* one host wait, for the copy back, after sin and right before add */
     uint32_t waits = 0;
-    for (uint32_t i = 0; i < r.n; i++) waits += r.what[i] == 'W';
+    for (uint32_t i = 0; i < r.n; i++)
+        waits += r.what[i] == 'W';
     cr_assert_eq(waits, 1);
     cr_assert_eq(r.what[add_at - 1], 'W');
     uint32_t back = r.node[add_at - 1];
@@ -182,9 +183,9 @@ static int seeds_matching(const braid_graph *g, const braid_plan *p,
                           int nseeds) {
     ts_io *io = ts_io_new(g, 11);
     cr_assert(io);
-    cr_assert_eq(braid_reference_run(g, io->in, io->ninputs, io->ref,
-                                     io->noutputs),
-                 BRAID_OK, "%s", braid_last_error());
+    cr_assert_eq(
+        braid_reference_run(g, io->in, io->ninputs, io->ref, io->noutputs),
+        BRAID_OK, "%s", braid_last_error());
     int good = 0;
     char msg[256];
     for (int seed = 1; seed <= nseeds; seed++) {
@@ -231,8 +232,8 @@ static void check_drop(const char *text, int streams, bool after_dev,
     int good = seeds_matching(g, p, SEEDS);
     p->nevents = n;
     cr_assert_lt(good, SEEDS,
-                 "no interleaving exposed the missing event (%d/%d good)",
-                 good, SEEDS);
+                 "no interleaving exposed the missing event (%d/%d good)", good,
+                 SEEDS);
     braid_plan_free(p);
     braid_graph_free(g);
 }

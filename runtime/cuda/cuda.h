@@ -27,10 +27,11 @@
  *             (braid_wait) completes deferred copies and returns when
  *             every stream is idle, so outputs are ready.
  *
- * Without the CUDA toolkit (BRAID_HAVE_CUDA undefined) runtime/cuda/cuda_common.c
- * provides these calls: br_cuda_new fails with BRAID_ERR_DEVICE "built
- * without CUDA". Every failure leaves a braid_last_error() message naming
- * the node and the CUDA call; nothing aborts. */
+ * Without the CUDA toolkit (BRAID_HAVE_CUDA undefined)
+ * runtime/cuda/cuda_common.c provides these calls: br_cuda_new fails with
+ * BRAID_ERR_DEVICE "built without CUDA". Every failure leaves a
+ * braid_last_error() message naming the node and the CUDA call; nothing aborts.
+ */
 #ifndef BRAID_RUNTIME_CUDA_H
 #define BRAID_RUNTIME_CUDA_H
 

@@ -219,9 +219,9 @@ braid_status br_cuda_gemm(br_cuda *c, uint32_t id, void *out) {
     if (g.k == 0) { /* an empty sum: zeros */
         uint64_t bytes = (uint64_t)g.m * (uint64_t)g.n * es * (uint64_t)inner *
                          (uint64_t)outer;
-        return br_cu(
-            c, "braid_run", id, "cudaMemsetAsync",
-            cudaMemsetAsync(out, 0, bytes, c->q.stream[c->node[id].queue]));
+        return br_cu(c, "braid_run", id, "cudaMemsetAsync",
+                     cudaMemsetAsync(out, 0, bytes,
+                                     br_cuda_stream(c, c->node[id].queue)));
     }
     const char *a = c->run.args->ptr[g.a], *b = c->run.args->ptr[g.b];
     braid_status s = BRAID_OK;
@@ -247,8 +247,8 @@ static braid_status take_handle(br_cuda *c, int dev, br_res *r) {
     if (br_res_take(BR_RES_BLAS, dev, 0, r)) return BRAID_OK;
     *r = (br_res){.kind = BR_RES_BLAS, .dev = dev};
     cublasHandle_t h = NULL;
-    braid_status s = br_blas(c, "braid_exec_new", BG_NONE, "cublasCreate",
-                             cublasCreate(&h));
+    braid_status s =
+        br_blas(c, "braid_exec_new", BG_NONE, "cublasCreate", cublasCreate(&h));
     if (s != BRAID_OK) return s;
     r->obj = h;
     s = br_cu(c, "braid_exec_new", BG_NONE, "cudaMalloc (cuBLAS workspace)",
@@ -273,7 +273,7 @@ braid_status br_cuda_blas_take(br_cuda *c, uint32_t q) {
     cublasMath_t mode =
         c->allow_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH;
     s = br_blas(c, "braid_exec_new", BG_NONE, "cublasSetStream",
-                cublasSetStream(r.obj, c->q.stream[q]));
+                cublasSetStream(r.obj, br_cuda_stream(c, q)));
     if (s == BRAID_OK)
         s = br_blas(c, "braid_exec_new", BG_NONE, "cublasSetMathMode",
                     cublasSetMathMode(r.obj, mode));

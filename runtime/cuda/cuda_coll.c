@@ -63,7 +63,8 @@ static braid_status comm_set(br_cuda *c, const int *devs, int64_t k,
         for (int64_t r = 0; r < k && same; r++)
             same = got[r] != BG_NONE && c->node[got[r]].dev == devs[r];
         if (!same) continue;
-        for (int64_t r = 0; r < k; r++) comms[r] = c->coll.member[got[r]];
+        for (int64_t r = 0; r < k; r++)
+            comms[r] = c->coll.member[got[r]];
         return BRAID_OK;
     }
     const br_nccl_api *a = br_nccl_load("braid_exec_new");
@@ -77,7 +78,8 @@ static braid_status comm_set(br_cuda *c, const int *devs, int64_t k,
                                  first, bg_op(n->op)->name,
                                  (unsigned long long)bg_coll_group(n), why);
     }
-    void **grown = realloc(c->coll.comms, (c->coll.ncomms + (size_t)k) * sizeof *grown);
+    void **grown =
+        realloc(c->coll.comms, (c->coll.ncomms + (size_t)k) * sizeof *grown);
     if (!grown)
         return bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY,
                                  "braid_exec_new: out of memory");
@@ -138,7 +140,8 @@ braid_status br_cuda_coll_init(br_cuda *c) {
         void *comms[BG_COLL_MAX_LOCAL];
         braid_status s = comm_set(c, devs, k, id, comms);
         if (s != BRAID_OK) return s;
-        for (int64_t r = 0; r < k; r++) c->coll.member[ids[r]] = comms[r];
+        for (int64_t r = 0; r < k; r++)
+            c->coll.member[ids[r]] = comms[r];
     }
     return BRAID_OK;
 }
@@ -209,7 +212,7 @@ static braid_status call(br_cuda *c, const br_nccl_api *a, uint32_t id) {
     void *recv = c->run.args->ptr[id];
     size_t out = (size_t)bg_numel(n),
            in = (size_t)bg_numel(node_at(c, n->inputs[0]));
-    br_nccl_stream st = (br_nccl_stream)c->q.stream[c->node[id].queue];
+    br_nccl_stream st = (br_nccl_stream)br_cuda_stream(c, c->node[id].queue);
     int dt = br_nccl_dtype(n->dtype), op = br_nccl_op(bg_coll_reduce(n));
     br_nccl_result r = 0;
     const char *name = "?";

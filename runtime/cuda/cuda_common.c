@@ -186,7 +186,9 @@ braid_status br_cuda_run_finish(br_cuda *c, braid_status st) {
     return st;
 }
 
-const br_queue_ops *br_cuda_ops(void) { return NULL; }
+const br_queue_ops *br_cuda_ops(void) {
+    return NULL;
+}
 
 const char *br_cuda_log(const br_cuda *c) {
     (void)c;

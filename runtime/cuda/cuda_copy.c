@@ -62,8 +62,8 @@ static uint64_t staged_bytes(const br_cuda *c, uint32_t q) {
 
 /* Pinned host memory of at least bytes for staging: from the process
  * pool, else new (*got: its size). */
-static braid_status take_pinned(uint32_t q, size_t bytes,
-                                void **out, size_t *got) {
+static braid_status take_pinned(uint32_t q, size_t bytes, void **out,
+                                size_t *got) {
     br_res r;
     if (br_res_take(BR_RES_PINNED, -1, bytes, &r)) {
         *out = r.obj;
@@ -89,7 +89,7 @@ braid_status br_cuda_stage_init(br_cuda *c) {
     const bp_plan *p = c->plan;
     for (uint32_t q = 0; q < p->nqueues; q++) {
         bp_queue_kind k = p->queues[q].kind;
-        if ((k != BP_QUEUE_H2D && k != BP_QUEUE_D2H) || !c->q.stream[q])
+        if ((k != BP_QUEUE_H2D && k != BP_QUEUE_D2H) || !br_cuda_stream(c, q))
             continue;
         uint64_t most = staged_bytes(c, q);
         if (most == 0) continue;
@@ -119,8 +119,10 @@ void br_cuda_stage_free(br_cuda *c) {
             if (st->free[i])
                 br_cuda_give_event(c->plan->queues[q].device.index,
                                    st->free[i]);
-        br_res_give(&(br_res){.kind = BR_RES_PINNED, .dev = -1,
-                              .bytes = st->bytes, .obj = st->host});
+        br_res_give(&(br_res){.kind = BR_RES_PINNED,
+                              .dev = -1,
+                              .bytes = st->bytes,
+                              .obj = st->host});
     }
 }
 
@@ -158,8 +160,8 @@ braid_status br_cuda_upload_constants(br_cuda *c) {
             pl->arena < p->narenas && c->mem.kind[pl->arena] == 1) {
             /* a constant placed on a GPU: its arena bytes are its own */
             s = upload(c, id, p->arenas[pl->arena].device.index,
-                       (char *)c->mem.arena[pl->arena] + pl->offset, n->attr.data,
-                       bytes);
+                       (char *)c->mem.arena[pl->arena] + pl->offset,
+                       n->attr.data, bytes);
             total += bytes;
         } else if (c->node[id].kind == BR_NODE_CONST_H2D) {
             /* a copy of a cpu constant: its own device buffer */
@@ -214,7 +216,7 @@ static braid_status staged_h2d(br_cuda *c, uint32_t id, char *dst,
                                const char *src, uint64_t n) {
     br_cnode *cn = &c->node[id];
     br_stage *st = &c->copy.stage[cn->queue];
-    cudaStream_t s = c->q.stream[cn->queue];
+    cudaStream_t s = br_cuda_stream(c, cn->queue);
     if (!st->host) /* not foreseen at creation: the driver stages */
         return br_cu(c, WHERE, id, "cudaMemcpyAsync (pageable H2D)",
                      cudaMemcpyAsync(dst, src, n, cudaMemcpyHostToDevice, s));
@@ -243,7 +245,7 @@ static braid_status staged_d2h(br_cuda *c, uint32_t id, char *dst,
                                const char *src, uint64_t n) {
     br_cnode *cn = &c->node[id];
     br_stage *st = &c->copy.stage[cn->queue];
-    cudaStream_t s = c->q.stream[cn->queue];
+    cudaStream_t s = br_cuda_stream(c, cn->queue);
     if (!st->host) { /* not foreseen at creation: the driver stages */
         braid_status r =
             br_cu(c, WHERE, id, "cudaMemcpyAsync (pageable D2H)",
@@ -277,7 +279,8 @@ static braid_status staged_d2h(br_cuda *c, uint32_t id, char *dst,
         r = br_cu(c, WHERE, id, "cudaEventSynchronize (staging)",
                   cudaEventSynchronize(st->free[i]));
         if (r == BRAID_OK)
-            br_parallel_memcpy(c->run.args->pool, dst + off, slot_at(st, i), len);
+            br_parallel_memcpy(c->run.args->pool, dst + off, slot_at(st, i),
+                               len);
     }
     return r;
 }
@@ -285,7 +288,8 @@ static braid_status staged_d2h(br_cuda *c, uint32_t id, char *dst,
 /* No GPU node waits for D2H copy id: it may be deferred. */
 static bool deferrable(const br_cuda *c, uint32_t id) {
     for (uint32_t k = c->sched->rstart[id]; k < c->sched->rstart[id + 1]; k++)
-        if (c->node[c->plan->events[c->sched->recs[k]].before].kind != BR_NODE_CPU)
+        if (c->node[c->plan->events[c->sched->recs[k]].before].kind !=
+            BR_NODE_CPU)
             return false;
     return true;
 }
@@ -297,7 +301,7 @@ braid_status br_cuda_copy(br_cuda *c, uint32_t id) {
     uint64_t bytes = bg_nbytes(n);
     char *dst = c->run.args->ptr[id];
     const char *src = c->run.args->ptr[n->inputs[0]];
-    cudaStream_t s = c->q.stream[cn->queue];
+    cudaStream_t s = br_cuda_stream(c, cn->queue);
     if (bytes == 0 || cn->kind == BR_NODE_CONST_H2D) return BRAID_OK;
     if (c->run.capturing && cn->kind == BR_NODE_H2D) src = c->graph.src[id];
     if (c->run.capturing && cn->kind == BR_NODE_D2H) dst = c->graph.dst[id];
@@ -349,15 +353,15 @@ static braid_status flush_one(br_cuda *c, uint32_t id) {
     const bg_node *n = bg_node_at(c->plan->graph, id);
     braid_status s = br_cuda_use(c, WHERE, id, c->node[id].dev);
     if (s == BRAID_OK)
-        s = staged_d2h(c, id, c->run.args->ptr[id], c->run.args->ptr[n->inputs[0]],
-                       bg_nbytes(n));
+        s = staged_d2h(c, id, c->run.args->ptr[id],
+                       c->run.args->ptr[n->inputs[0]], bg_nbytes(n));
     /* its events: CPU waiters synchronise on them (already complete) */
-    for (uint32_t k = c->sched->rstart[id]; s == BRAID_OK && k < c->sched->rstart[id + 1];
-         k++)
+    for (uint32_t k = c->sched->rstart[id];
+         s == BRAID_OK && k < c->sched->rstart[id + 1]; k++)
         if (c->q.event[c->sched->recs[k]])
             s = br_cu(c, WHERE, id, "cudaEventRecord",
                       cudaEventRecord(c->q.event[c->sched->recs[k]],
-                                      c->q.stream[c->node[id].queue]));
+                                      br_cuda_stream(c, c->node[id].queue)));
     return s;
 }
 

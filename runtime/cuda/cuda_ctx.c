@@ -442,8 +442,7 @@ braid_status br_cuda_check_plan(const bp_plan *p, int sm, char *report,
                  kinds[BR_NODE_GEMM_EPI], kinds[BR_NODE_H2D],
                  kinds[BR_NODE_D2H], kinds[BR_NODE_D2D],
                  kinds[BR_NODE_CONST_H2D], kinds[BR_NODE_NOOP],
-                 kinds[BR_NODE_COLL], c->sched->ncpu,
-                 c->log.text);
+                 kinds[BR_NODE_COLL], c->sched->ncpu, c->log.text);
     }
     br_cuda_free(c);
     return s;
@@ -491,8 +490,7 @@ static void free_queues(br_cuda *c) {
     }
     for (uint32_t k = 0; c->q.event && k < p->nevents; k++)
         if (c->q.event[k])
-            br_cuda_give_event(c->node[p->events[k].after].dev,
-                               c->q.event[k]);
+            br_cuda_give_event(c->node[p->events[k].after].dev, c->q.event[k]);
 }
 
 static void free_memory(br_cuda *c) {

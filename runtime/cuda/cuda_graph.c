@@ -23,13 +23,13 @@
  * kernels, modules load). From the second on, the dispatcher
  * (runtime/dispatch.h) issues every GPU node as one unit (cuda_run.c's
  * span), once the CPU nodes GPU work waits for have run: the second run
- * captures the GPU nodes, issued as usual, by stream capture: the origin stream forks every other stream at
- * the start and joins them at the end, events become graph edges. Later
- * runs replay with cudaGraphLaunch. A run binding device memory runs the
- * ordinary way. A failed capture is logged and never retried. The host
- * waits for the graph (and copies its outputs out) before the first CPU
- * node that waits for a GPU node (the dispatcher's host wait), else when
- * the run is finished (br_graph_finish from br_cuda_run_finish, i.e.
+ * captures the GPU nodes, issued as usual, by stream capture: the origin stream
+ * forks every other stream at the start and joins them at the end, events
+ * become graph edges. Later runs replay with cudaGraphLaunch. A run binding
+ * device memory runs the ordinary way. A failed capture is logged and never
+ * retried. The host waits for the graph (and copies its outputs out) before the
+ * first CPU node that waits for a GPU node (the dispatcher's host wait), else
+ * when the run is finished (br_graph_finish from br_cuda_run_finish, i.e.
  * braid_wait).
  * While the executor profiles, no graph is captured or replayed: every
  * node must be timed on its own (runtime/profile/profile.h). */
@@ -56,7 +56,8 @@ static void dependencies(br_cuda *c) {
         cn->gpu_dep = cn->kind != BR_NODE_CPU;
         for (uint32_t k = 0; k < n->ninputs; k++)
             cn->gpu_dep |= c->node[n->inputs[k]].gpu_dep;
-        for (uint32_t k = c->sched->wstart[id]; k < c->sched->wstart[id + 1]; k++)
+        for (uint32_t k = c->sched->wstart[id]; k < c->sched->wstart[id + 1];
+             k++)
             cn->gpu_dep |= c->node[p->events[c->sched->waits[k]].after].gpu_dep;
     }
     for (uint32_t i = p->nschedule; i-- > 0;) {
@@ -67,7 +68,8 @@ static void dependencies(br_cuda *c) {
         const bg_node *n = bg_node_at(p->graph, id);
         for (uint32_t k = 0; k < n->ninputs; k++)
             c->node[n->inputs[k]].feeds_gpu = true;
-        for (uint32_t k = c->sched->wstart[id]; k < c->sched->wstart[id + 1]; k++)
+        for (uint32_t k = c->sched->wstart[id]; k < c->sched->wstart[id + 1];
+             k++)
             c->node[p->events[c->sched->waits[k]].after].feeds_gpu = true;
     }
 }
@@ -104,13 +106,13 @@ static const char *why_not_static(br_cuda *c, char *buf, size_t size) {
         snprintf(buf, size,
                  "cpu node %u waits for GPU work and GPU work waits for cpu "
                  "node %u after it (a GPU → CPU → GPU round trip)",
-                 c->sched->cpu_list[first_dep], c->sched->cpu_list[last_feed - 1]);
+                 c->sched->cpu_list[first_dep],
+                 c->sched->cpu_list[last_feed - 1]);
         return buf;
     }
     c->graph.npre = last_feed;
     for (uint32_t a = 0; a < p->narenas; a++)
-        if (p->arenas[a].device.kind == BP_DEVICE_CPU &&
-            c->mem.kind[a] == 0) {
+        if (p->arenas[a].device.kind == BP_DEVICE_CPU && c->mem.kind[a] == 0) {
             for (uint32_t i = 0; i < c->sched->ndev; i++) {
                 uint32_t id = c->sched->dev_list[i], t = BG_NONE;
                 if (c->node[id].kind == BR_NODE_H2D)
@@ -149,8 +151,8 @@ braid_status br_graph_prepare(br_cuda *c) {
     for (uint32_t i = 0; i < c->sched->ndev; i++)
         coll |= c->node[c->sched->dev_list[i]].kind == BR_NODE_COLL;
     const char *why = c->sched->ndev == 0 ? "no GPU work"
-                      : coll       ? "collectives (NCCL) are issued directly"
-                                   : why_not_static(c, buf, sizeof buf);
+                      : coll ? "collectives (NCCL) are issued directly"
+                             : why_not_static(c, buf, sizeof buf);
     if (why) {
         br_cuda_logf(c, "graph: not used: %s", why);
         return BRAID_OK;
@@ -236,7 +238,7 @@ static braid_status fork_join_events(br_cuda *c) {
         s = br_cu(c, WHERE, BG_NONE, "cudaEventCreateWithFlags",
                   cudaEventCreateWithFlags(&g->fork, cudaEventDisableTiming));
     for (uint32_t q = 0; s == BRAID_OK && q < c->plan->nqueues; q++)
-        if (c->q.stream[q] && q != g->origin && !g->join[q])
+        if (br_cuda_stream(c, q) && q != g->origin && !g->join[q])
             s = br_cu(
                 c, WHERE, BG_NONE, "cudaEventCreateWithFlags",
                 cudaEventCreateWithFlags(&g->join[q], cudaEventDisableTiming));
@@ -246,21 +248,21 @@ static braid_status fork_join_events(br_cuda *c) {
 /* Issues every GPU node between the fork and the join. */
 static braid_status capture_body(br_cuda *c) {
     br_graph_state *g = &c->graph;
-    cudaStream_t origin = c->q.stream[g->origin];
+    cudaStream_t origin = br_cuda_stream(c, g->origin);
     braid_status s = br_cu(c, WHERE, BG_NONE, "cudaEventRecord (fork)",
                            cudaEventRecord(g->fork, origin));
     for (uint32_t q = 0; s == BRAID_OK && q < c->plan->nqueues; q++)
-        if (c->q.stream[q] && q != g->origin)
+        if (br_cuda_stream(c, q) && q != g->origin)
             s = br_cu(c, WHERE, BG_NONE, "cudaStreamWaitEvent (fork)",
-                      cudaStreamWaitEvent(c->q.stream[q], g->fork, 0));
+                      cudaStreamWaitEvent(br_cuda_stream(c, q), g->fork, 0));
     c->run.capturing = true;
     for (uint32_t i = 0; s == BRAID_OK && i < c->sched->ndev; i++)
         s = br_cuda_issue(c, c->sched->dev_list[i]);
     c->run.capturing = false;
     for (uint32_t q = 0; s == BRAID_OK && q < c->plan->nqueues; q++) {
-        if (!c->q.stream[q] || q == g->origin) continue;
+        if (!br_cuda_stream(c, q) || q == g->origin) continue;
         s = br_cu(c, WHERE, BG_NONE, "cudaEventRecord (join)",
-                  cudaEventRecord(g->join[q], c->q.stream[q]));
+                  cudaEventRecord(g->join[q], br_cuda_stream(c, q)));
         if (s == BRAID_OK)
             s = br_cu(c, WHERE, BG_NONE, "cudaStreamWaitEvent (join)",
                       cudaStreamWaitEvent(origin, g->join[q], 0));
@@ -276,7 +278,7 @@ static braid_status capture(br_cuda *c, bool *ok) {
     braid_status s = fixed_buffers(c);
     if (s == BRAID_OK) s = fork_join_events(c);
     if (s != BRAID_OK) return s;
-    cudaStream_t origin = c->q.stream[g->origin];
+    cudaStream_t origin = br_cuda_stream(c, g->origin);
     s = br_cuda_use(c, WHERE, BG_NONE, c->plan->queues[g->origin].device.index);
     if (s != BRAID_OK) return s;
     cudaError_t err =
@@ -314,7 +316,8 @@ static void copy_in(br_cuda *c) {
     for (uint32_t i = 0; i < c->sched->ndev; i++) {
         uint32_t id = c->sched->dev_list[i];
         if (c->node[id].kind != BR_NODE_H2D) continue;
-        const void *from = c->run.args->ptr[bg_node_at(p->graph, id)->inputs[0]];
+        const void *from =
+            c->run.args->ptr[bg_node_at(p->graph, id)->inputs[0]];
         br_parallel_memcpy(c->run.args->pool, c->graph.src[id], from,
                            bg_nbytes(bg_node_at(p->graph, id)));
     }
@@ -323,12 +326,14 @@ static void copy_in(br_cuda *c) {
 /* Waits for the graph, then copies what it wrote to the run's places. */
 static braid_status finish(br_cuda *c) {
     const bp_plan *p = c->plan;
-    braid_status s = br_cu(c, WHERE, BG_NONE, "cudaStreamSynchronize (graph)",
-                           cudaStreamSynchronize(c->q.stream[c->graph.origin]));
+    braid_status s =
+        br_cu(c, WHERE, BG_NONE, "cudaStreamSynchronize (graph)",
+              cudaStreamSynchronize(br_cuda_stream(c, c->graph.origin)));
     for (uint32_t i = 0; s == BRAID_OK && i < c->sched->ndev; i++) {
         uint32_t id = c->sched->dev_list[i];
         if (c->node[id].kind == BR_NODE_D2H)
-            br_parallel_memcpy(c->run.args->pool, c->run.args->ptr[id], c->graph.dst[id],
+            br_parallel_memcpy(c->run.args->pool, c->run.args->ptr[id],
+                               c->graph.dst[id],
                                bg_nbytes(bg_node_at(p->graph, id)));
     }
     return s;
@@ -362,7 +367,7 @@ braid_status br_graph_launch(br_cuda *c) {
         br_cuda_use(c, WHERE, BG_NONE, c->plan->queues[g->origin].device.index);
     if (s == BRAID_OK)
         s = br_cu(c, WHERE, BG_NONE, "cudaGraphLaunch",
-                  cudaGraphLaunch(g->exec, c->q.stream[g->origin]));
+                  cudaGraphLaunch(g->exec, br_cuda_stream(c, g->origin)));
     g->unfinished = s == BRAID_OK;
     return s;
 }

@@ -150,13 +150,13 @@ typedef struct br_graph_state {
 
 /* Device and pinned memory (cuda_ctx.c). */
 typedef struct br_cuda_mem {
-    void **arena;   /* per plan arena: the backend's buffer, or NULL when
-                       exec.c allocates it */
-    uint8_t *kind;  /* per arena: 0 exec's, 1 device, 2 pinned host, 3 a
-                       stand-in for an unused staging reservation (256
-                       pinned bytes) */
-    void **home;    /* per node: where a pre-uploaded constant copy lives
-                       (device memory, owned), or NULL (cuda_copy.c) */
+    void **arena;  /* per plan arena: the backend's buffer, or NULL when
+                      exec.c allocates it */
+    uint8_t *kind; /* per arena: 0 exec's, 1 device, 2 pinned host, 3 a
+                      stand-in for an unused staging reservation (256
+                      pinned bytes) */
+    void **home;   /* per node: where a pre-uploaded constant copy lives
+                      (device memory, owned), or NULL (cuda_copy.c) */
 } br_cuda_mem;
 
 /* Streams and events (cuda_ctx.c), taken from the process pool
@@ -230,33 +230,31 @@ typedef struct br_cuda_logbuf {
 } br_cuda_logbuf;
 
 struct br_cuda {
-    const bp_plan *plan;    /* the plan run; not owned */
-    const br_sched *sched;  /* its schedule tables (device and CPU lists,
-                               event waits and records): the executor's,
-                               or own_sched in a dry check */
-    br_sched own_sched;     /* built by br_cuda_check_plan; else empty */
-    int ndev;               /* CUDA devices present */
-    bool allow_tf32;        /* compile option: f32 matmul may use TF32 */
-    bool dry;               /* made by br_cuda_check_plan: no CUDA objects */
-    int cur_dev;            /* device current on this thread (-1 unknown) */
-    br_cnode *node;         /* per node: what the backend does for it */
-    br_cuda_mem mem;        /* arenas and constants */
-    br_cuda_queues q;       /* streams and events */
-    br_cuda_blas blas;      /* cuBLAS and cuBLASLt */
-    br_cuda_module mod;     /* the generated kernels */
-    br_cuda_copies copy;    /* staging and deferred copies */
-    br_graph_state graph;   /* CUDA graph capture and replay */
-    br_cuda_coll coll;      /* NCCL */
-    br_cuda_run run;        /* the run in progress */
-    br_cuda_logbuf log;     /* the executor log */
+    const bp_plan *plan;   /* the plan run; not owned */
+    const br_sched *sched; /* its schedule tables (device and CPU lists,
+                              event waits and records): the executor's,
+                              or own_sched in a dry check */
+    br_sched own_sched;    /* built by br_cuda_check_plan; else empty */
+    int ndev;              /* CUDA devices present */
+    bool allow_tf32;       /* compile option: f32 matmul may use TF32 */
+    bool dry;              /* made by br_cuda_check_plan: no CUDA objects */
+    int cur_dev;           /* device current on this thread (-1 unknown) */
+    br_cnode *node;        /* per node: what the backend does for it */
+    br_cuda_mem mem;       /* arenas and constants */
+    br_cuda_queues q;      /* streams and events */
+    br_cuda_blas blas;     /* cuBLAS and cuBLASLt */
+    br_cuda_module mod;    /* the generated kernels */
+    br_cuda_copies copy;   /* staging and deferred copies */
+    br_graph_state graph;  /* CUDA graph capture and replay */
+    br_cuda_coll coll;     /* NCCL */
+    br_cuda_run run;       /* the run in progress */
+    br_cuda_logbuf log;    /* the executor log */
 };
 
-/* Accessors for what several concerns read. */
+/* The stream of queue q (NULL for the CPU queue): what every concern
+ * issues on; cuda_ctx.c owns the streams. */
 static inline cudaStream_t br_cuda_stream(const br_cuda *c, uint32_t q) {
     return c->q.stream[q];
-}
-static inline const br_cnode *br_cuda_node(const br_cuda *c, uint32_t id) {
-    return &c->node[id];
 }
 
 /* ---- cuda_pool.c --------------------------------------------------------- */

@@ -109,14 +109,14 @@ static const void *stored_code(br_cuda *c, int sm, char *how, size_t size) {
     return ptx->ptx;
 }
 
-/* Compiles the module for sm (NVRTC, or its caches) into c->mod.bin[c->mod.nlib];
- * the code to load in *code. */
+/* Compiles the module for sm (NVRTC, or its caches) into
+ * c->mod.bin[c->mod.nlib]; the code to load in *code. */
 static braid_status compile_module(br_cuda *c, int sm, const void **code,
                                    char *how, size_t size) {
     char *err = malloc(ERR_MAX);
     bc_binary *bin = &c->mod.bin[c->mod.nlib];
-    braid_status s =
-        bc_compile(c->mod.src.text, "kernel.cu", sm, bin, err, err ? ERR_MAX : 0);
+    braid_status s = bc_compile(c->mod.src.text, "kernel.cu", sm, bin, err,
+                                err ? ERR_MAX : 0);
     if (s != BRAID_OK) {
         s = bg_set_last_error(s,
                               "braid_exec_new: compiling the plan's %u "
@@ -134,8 +134,8 @@ static braid_status compile_module(br_cuda *c, int sm, const void **code,
 
 static braid_status load_library(br_cuda *c, const void *code) {
     return br_cu(c, WHERE, BG_NONE, "cudaLibraryLoadData",
-                 cudaLibraryLoadData(&c->mod.lib[c->mod.nlib], code, NULL, NULL, 0,
-                                     NULL, NULL, 0));
+                 cudaLibraryLoadData(&c->mod.lib[c->mod.nlib], code, NULL, NULL,
+                                     0, NULL, NULL, 0));
 }
 
 /* Index in c->mod.lib of the module for sm, loaded when new: from the plan's
@@ -171,8 +171,8 @@ static braid_status module_for(br_cuda *c, int sm, uint32_t *index) {
             return s;
         }
     }
-    kernels_log(c, "kernels: %u for sm_%d (%s, %.1f ms)", c->mod.src.nkernels, sm,
-                how, 1e3 * (now_s() - t0));
+    kernels_log(c, "kernels: %u for sm_%d (%s, %.1f ms)", c->mod.src.nkernels,
+                sm, how, 1e3 * (now_s() - t0));
     c->mod.sm[c->mod.nlib] = sm;
     *index = c->mod.nlib++;
     return BRAID_OK;
@@ -231,9 +231,9 @@ static braid_status bind_kernel(br_cuda *c, uint32_t id) {
     braid_status s = device_sm(c, dev, &sm);
     if (s == BRAID_OK) s = module_for(c, sm, &li);
     for (uint32_t l = 0; s == BRAID_OK && l < bk->nlaunch; l++)
-        s = br_cu(
-            c, WHERE, id, "cudaLibraryGetKernel",
-            cudaLibraryGetKernel(&k->fn[l], c->mod.lib[li], bk->launch[l].entry));
+        s = br_cu(c, WHERE, id, "cudaLibraryGetKernel",
+                  cudaLibraryGetKernel(&k->fn[l], c->mod.lib[li],
+                                       bk->launch[l].entry));
     uint64_t extra = bk->extra == BC_EXTRA_SCRATCH ? bk->scratch_bytes
                      : bk->extra == BC_EXTRA_MATMUL && !bk->mm_in_place
                          ? bk->mm_bytes
@@ -261,7 +261,8 @@ static braid_status generate(br_cuda *c) {
     c->mod.kern = calloc(c->mod.nkern ? c->mod.nkern : 1, sizeof *c->mod.kern);
     uint32_t maxp = 1;
     for (uint32_t k = 0; k < c->mod.nkern; k++)
-        if (c->mod.src.kernels[k].nparams > maxp) maxp = c->mod.src.kernels[k].nparams;
+        if (c->mod.src.kernels[k].nparams > maxp)
+            maxp = c->mod.src.kernels[k].nparams;
     c->mod.argv = calloc(maxp, sizeof *c->mod.argv);
     c->mod.argp = calloc(maxp, sizeof *c->mod.argp);
     if (!c->mod.kern || !c->mod.argv || !c->mod.argp)
@@ -282,7 +283,8 @@ braid_status br_cuda_check_kernels(br_cuda *c, int sm) {
     char *err = malloc(ERR_MAX);
     bc_binary bin;
     double t0 = now_s();
-    s = bc_compile(c->mod.src.text, "kernel.cu", sm, &bin, err, err ? ERR_MAX : 0);
+    s = bc_compile(c->mod.src.text, "kernel.cu", sm, &bin, err,
+                   err ? ERR_MAX : 0);
     if (s == BRAID_OK)
         br_cuda_logf(c, "kernels: %u for sm_%d (%s, %s, %.1f ms)",
                      c->mod.src.nkernels, sm, bin.cubin ? "cubin" : "ptx",

@@ -251,9 +251,9 @@ static cublasStatus_t choose(const br_cuda *c, uint32_t q, br_lt *L,
     memset(&res, 0, sizeof res);
     *found = 0;
     if (st == CUBLAS_STATUS_SUCCESS)
-        st = cublasLtMatmulAlgoGetHeuristic(c->blas.lt_handle[q], L->desc, L->lay_b,
-                                            L->lay_a, L->lay_c, L->lay_c, pref,
-                                            1, &res, found);
+        st = cublasLtMatmulAlgoGetHeuristic(c->blas.lt_handle[q], L->desc,
+                                            L->lay_b, L->lay_a, L->lay_c,
+                                            L->lay_c, pref, 1, &res, found);
     if (st == CUBLAS_STATUS_SUCCESS && *found > 0 &&
         res.state == CUBLAS_STATUS_SUCCESS && res.workspaceSize <= ws)
         L->algo = res.algo;
@@ -301,7 +301,7 @@ static braid_status nan_probe(br_cuda *c, uint32_t id, const lt_match *m,
                               br_lt *L, char *host, void *dnan, bool *ok,
                               cublasStatus_t *st) {
     uint32_t q = c->node[id].queue;
-    cudaStream_t s = c->q.stream[q];
+    cudaStream_t s = br_cuda_stream(c, q);
     size_t es = braid_dtype_size(m->g.dtype);
     uint64_t nd = bg_nbytes(bg_node_at(c->plan->graph, id));
     float one = 1.0f, zero = 0.0f;
@@ -314,10 +314,10 @@ static braid_status nan_probe(br_cuda *c, uint32_t id, const lt_match *m,
         *st = cublasLtMatmulDescSetAttribute(
             L->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &dnan, sizeof dnan);
     if (r == BRAID_OK && *st == CUBLAS_STATUS_SUCCESS) {
-        *st =
-            cublasLtMatmul(c->blas.lt_handle[q], L->desc, &one, L->pb, L->lay_b,
-                           L->pa, L->lay_a, &zero, L->pd, L->lay_c, L->pd,
-                           L->lay_c, &L->algo, c->blas.lt_ws[q], BR_LT_WORKSPACE, s);
+        *st = cublasLtMatmul(c->blas.lt_handle[q], L->desc, &one, L->pb,
+                             L->lay_b, L->pa, L->lay_a, &zero, L->pd, L->lay_c,
+                             L->pd, L->lay_c, &L->algo, c->blas.lt_ws[q],
+                             BR_LT_WORKSPACE, s);
         cublasLtMatmulDescSetAttribute(L->desc,
                                        CUBLASLT_MATMUL_DESC_BIAS_POINTER,
                                        &L->pbias, sizeof L->pbias);
@@ -501,8 +501,8 @@ braid_status br_cuda_lt_prepare(br_cuda *c) {
         char buf[160];
         const char *why = why_not(c, id, &m, buf, sizeof buf);
         if (!why && !c->dry) {
-            braid_status s =
-                setup(c, id, &m, &c->blas.lt[c->blas.nlt], &why, buf, sizeof buf);
+            braid_status s = setup(c, id, &m, &c->blas.lt[c->blas.nlt], &why,
+                                   buf, sizeof buf);
             if (s != BRAID_OK) return s;
             if (!why) c->node[id].lt = c->blas.nlt++;
         }
@@ -550,8 +550,8 @@ braid_status br_cuda_lt_matmul(br_cuda *c, uint32_t id, cudaStream_t s,
     float one = 1.0f, zero = 0.0f;
     braid_status r = br_blas(
         c, "braid_run", id, "cublasLtMatmul",
-        cublasLtMatmul(c->blas.lt_handle[q], L->desc, &one, L->pb, L->lay_b, L->pa,
-                       L->lay_a, &zero, L->pd, L->lay_c, L->pd, L->lay_c,
+        cublasLtMatmul(c->blas.lt_handle[q], L->desc, &one, L->pb, L->lay_b,
+                       L->pa, L->lay_a, &zero, L->pd, L->lay_c, L->pd, L->lay_c,
                        &L->algo, c->blas.lt_ws[q], BR_LT_WORKSPACE, s));
     *done = r == BRAID_OK;
     return r;

@@ -125,7 +125,8 @@ void braid_cuda_release_cached(void) {
     pooled = NULL;
     npooled = cap = 0;
     pthread_mutex_unlock(&lock);
-    for (size_t i = 0; i < n; i++) br_res_destroy(&all[i]);
+    for (size_t i = 0; i < n; i++)
+        br_res_destroy(&all[i]);
     free(all);
 }
 
@@ -135,7 +136,9 @@ void braid_cuda_release_cached(void) {
 
 #include <string.h>
 
-void br_cuda_res_stats(br_res_stats *out) { memset(out, 0, sizeof *out); }
+void br_cuda_res_stats(br_res_stats *out) {
+    memset(out, 0, sizeof *out);
+}
 
 void braid_cuda_release_cached(void) {}
 

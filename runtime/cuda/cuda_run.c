@@ -71,10 +71,10 @@ static braid_status flush(br_cuda *c, br_prof *pf, uint32_t q, uint32_t upto) {
 }
 
 braid_status br_cuda_wait_events(br_cuda *c, uint32_t id) {
-    cudaStream_t s = c->q.stream[c->node[id].queue];
+    cudaStream_t s = br_cuda_stream(c, c->node[id].queue);
     braid_status r = br_cuda_use(c, WHERE, id, c->node[id].dev);
-    for (uint32_t k = c->sched->wstart[id]; r == BRAID_OK && k < c->sched->wstart[id + 1];
-         k++) {
+    for (uint32_t k = c->sched->wstart[id];
+         r == BRAID_OK && k < c->sched->wstart[id + 1]; k++) {
         cudaEvent_t ev = c->q.event[c->sched->waits[k]];
         if (ev) /* NULL: a CPU producer, which has run already */
             r = br_cu(c, WHERE, id, "cudaStreamWaitEvent",
@@ -84,10 +84,10 @@ braid_status br_cuda_wait_events(br_cuda *c, uint32_t id) {
 }
 
 braid_status br_cuda_record_events(br_cuda *c, uint32_t id) {
-    cudaStream_t s = c->q.stream[c->node[id].queue];
+    cudaStream_t s = br_cuda_stream(c, c->node[id].queue);
     braid_status r = br_cuda_use(c, WHERE, id, c->node[id].dev);
-    for (uint32_t k = c->sched->rstart[id]; r == BRAID_OK && k < c->sched->rstart[id + 1];
-         k++) {
+    for (uint32_t k = c->sched->rstart[id];
+         r == BRAID_OK && k < c->sched->rstart[id + 1]; k++) {
         cudaEvent_t ev = c->q.event[c->sched->recs[k]];
         if (ev)
             r = br_cu(c, WHERE, id, "cudaEventRecord", cudaEventRecord(ev, s));
@@ -97,7 +97,7 @@ braid_status br_cuda_record_events(br_cuda *c, uint32_t id) {
 
 braid_status br_cuda_issue(br_cuda *c, uint32_t id) {
     const br_cnode *cn = &c->node[id];
-    cudaStream_t s = c->q.stream[cn->queue];
+    cudaStream_t s = br_cuda_stream(c, cn->queue);
     br_prof *pf = c->run.args->prof;
     braid_status r = BRAID_OK;
     if (c->copy.npend > 0) /* deferred copies keep their place in the stream */
@@ -120,12 +120,12 @@ braid_status br_cuda_issue(br_cuda *c, uint32_t id) {
 braid_status br_cuda_sync_all(br_cuda *c, braid_status st) {
     const bp_plan *p = c->plan;
     for (uint32_t q = 0; q < p->nqueues; q++) {
-        if (!c->q.stream[q]) continue;
+        if (!br_cuda_stream(c, q)) continue;
         braid_status r =
             br_cuda_use(c, WHERE, BG_NONE, p->queues[q].device.index);
         if (r == BRAID_OK)
             r = br_cu(c, WHERE, BG_NONE, "cudaStreamSynchronize",
-                      cudaStreamSynchronize(c->q.stream[q]));
+                      cudaStreamSynchronize(br_cuda_stream(c, q)));
         if (st == BRAID_OK) st = r;
     }
     return st;
