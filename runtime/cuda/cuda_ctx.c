@@ -18,6 +18,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static const char *const WHERE = "braid_exec_new";
 
@@ -288,31 +289,40 @@ static braid_status alloc_arenas(br_cuda *c) {
 
 /* ---- streams, handles, events -------------------------------------------- */
 
-/* A stream on device dev (current): from the process pool, else new. */
-static braid_status take_stream(br_cuda *c, int dev, cudaStream_t *out) {
+/* A stream (non-blocking) or an event (no timing) on device dev, which is
+ * current: from the process pool, else new. */
+static braid_status take_object(br_cuda *c, const char *where, uint32_t node,
+                                br_res_kind kind, int dev, void **out) {
     br_res r;
-    if (br_res_take(BR_RES_STREAM, dev, 0, &r)) {
+    if (br_res_take(kind, dev, 0, &r)) {
         *out = r.obj;
         return BRAID_OK;
     }
+    cudaStream_t st = NULL;
+    cudaEvent_t ev = NULL;
     braid_status s =
-        br_cu(c, WHERE, BG_NONE, "cudaStreamCreateWithFlags",
-              cudaStreamCreateWithFlags(out, cudaStreamNonBlocking));
-    if (s == BRAID_OK) br_res_created(BR_RES_STREAM);
+        kind == BR_RES_STREAM
+            ? br_cu(c, where, node, "cudaStreamCreateWithFlags",
+                    cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking))
+            : br_cu(c, where, node, "cudaEventCreateWithFlags",
+                    cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
+    if (s == BRAID_OK) br_res_created(kind);
+    *out = kind == BR_RES_STREAM ? (void *)st : (void *)ev;
+    return s;
+}
+
+static braid_status take_stream(br_cuda *c, int dev, cudaStream_t *out) {
+    void *obj = NULL;
+    braid_status s = take_object(c, WHERE, BG_NONE, BR_RES_STREAM, dev, &obj);
+    *out = obj;
     return s;
 }
 
 braid_status br_cuda_take_event(br_cuda *c, const char *where, uint32_t node,
                                 int dev, cudaEvent_t *out) {
-    br_res r;
-    if (br_res_take(BR_RES_EVENT, dev, 0, &r)) {
-        *out = r.obj;
-        return BRAID_OK;
-    }
-    braid_status s =
-        br_cu(c, where, node, "cudaEventCreateWithFlags",
-              cudaEventCreateWithFlags(out, cudaEventDisableTiming));
-    if (s == BRAID_OK) br_res_created(BR_RES_EVENT);
+    void *obj = NULL;
+    braid_status s = take_object(c, where, node, BR_RES_EVENT, dev, &obj);
+    *out = obj;
     return s;
 }
 
@@ -448,27 +458,58 @@ braid_status br_cuda_check_plan(const bp_plan *p, int sm, char *report,
     return s;
 }
 
+/* The creation steps of a real executor, in order. */
+static const struct {
+    const char *name;
+    braid_status (*run)(br_cuda *c);
+} steps[] = {
+    {"devices", check_devices},
+    {"tables", prepare},
+    {"arenas", alloc_arenas},
+    {"streams", make_streams},
+    {"events", make_events},
+    {"peers", enable_peers},
+    {"nccl", br_cuda_coll_init},
+    {"staging", br_cuda_stage_init},
+    {"constants", br_cuda_upload_constants},
+    {"kernels", br_cuda_load_kernels},
+    {"cublaslt", br_cuda_lt_prepare},
+    {"graph", br_graph_prepare},
+};
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return 1e3 * (double)ts.tv_sec + 1e-6 * (double)ts.tv_nsec;
+}
+
+/* Runs the steps; the log gets one line with the time of each (what an
+ * executor's creation costs, and where). */
 braid_status br_cuda_new(const bp_plan *p, const br_sched *sched,
                          br_cuda **out) {
     *out = NULL;
     br_cuda *c = new_ctx(p, sched);
     if (!c) return BRAID_ERR_OUT_OF_MEMORY;
-    braid_status s = check_devices(c);
-    if (s == BRAID_OK) s = prepare(c);
-    if (s == BRAID_OK) s = alloc_arenas(c);
-    if (s == BRAID_OK) s = make_streams(c);
-    if (s == BRAID_OK) s = make_events(c);
-    if (s == BRAID_OK) s = enable_peers(c);
-    if (s == BRAID_OK) s = br_cuda_coll_init(c);
-    if (s == BRAID_OK) s = br_cuda_stage_init(c);
-    if (s == BRAID_OK) s = br_cuda_upload_constants(c);
-    if (s == BRAID_OK) s = br_cuda_load_kernels(c);
-    if (s == BRAID_OK) s = br_cuda_lt_prepare(c);
-    if (s == BRAID_OK) s = br_graph_prepare(c);
+    enum { N = sizeof steps / sizeof steps[0] };
+    double ms[N], t = now_ms(), t0 = t;
+    braid_status s = BRAID_OK;
+    for (size_t i = 0; s == BRAID_OK && i < N; i++) {
+        s = steps[i].run(c);
+        double t1 = now_ms();
+        ms[i] = t1 - t;
+        t = t1;
+    }
     if (s != BRAID_OK) {
         br_cuda_free(c);
         return s;
     }
+    char line[512];
+    size_t len = (size_t)snprintf(line, sizeof line, "created in %.2f ms:",
+                                  t - t0);
+    for (size_t i = 0; i < N && len < sizeof line; i++)
+        len += (size_t)snprintf(line + len, sizeof line - len, " %s %.2f",
+                                steps[i].name, ms[i]);
+    br_cuda_logf(c, "%s", line);
     *out = c;
     return BRAID_OK;
 }
