@@ -1,8 +1,9 @@
 /* tests/test_cuda_pool.c — the process's pool of CUDA resources
  * (runtime/cuda/cuda_pool.c): an executor gives its streams, events,
  * cuBLAS / cuBLASLt handles and pinned staging back when freed, the next
- * executor takes them instead of creating new ones, and results stay
- * right with reused resources. Needs a GPU (or tests/cuda_mock); skips
+ * executor takes them instead of creating new ones, executors alive at
+ * once share the loaded module, and results stay right with reused
+ * resources. Needs a GPU (or tests/cuda_mock); skips
  * otherwise. */
 #define _POSIX_C_SOURCE 200809L
 
@@ -78,17 +79,23 @@ Test(cuda_pool, freed_executor_resources_are_reused) {
     run_and_check(e, g, 2);
     run_and_check(e, g, 3);
 
-    braid_exec *e2 = NULL; /* alive at once: the pool is empty */
+    /* alive at once: the pool is empty, but the loaded module is shared */
+    uint64_t modules = s1.created[BR_RES_MODULE] - s0.created[BR_RES_MODULE];
+    cr_assert_eq(modules, 1, "the epilogue's module");
+    braid_exec *e2 = NULL;
     cr_assert_eq(braid_exec_new(p, &e2), BRAID_OK, "%s", braid_last_error());
     br_cuda_res_stats(&s4);
-    cr_assert_eq(total(s4.created) - total(s3.created), made);
+    cr_assert_eq(total(s4.created) - total(s3.created), made - modules);
+    cr_assert_eq(s4.created[BR_RES_MODULE], s3.created[BR_RES_MODULE]);
+    cr_assert_eq(s4.reused[BR_RES_MODULE] - s3.reused[BR_RES_MODULE],
+                 modules);
     run_and_check(e2, g, 4);
     braid_exec_free(e2);
     braid_exec_free(e);
 
     br_res_stats s5;
     br_cuda_res_stats(&s5);
-    cr_assert_eq(s5.pooled, 2 * made);
+    cr_assert_eq(s5.pooled, 2 * made - modules);
     braid_cuda_release_cached();
     br_cuda_res_stats(&s5);
     cr_assert_eq(s5.pooled, 0);

@@ -151,6 +151,8 @@ typedef enum br_res_kind {
     BR_RES_BLAS,   /* a cuBLAS handle with its workspace */
     BR_RES_LT,     /* a cuBLASLt handle with its workspace */
     BR_RES_PINNED, /* a pinned host staging buffer */
+    BR_RES_MODULE, /* a loaded kernel module, shared (counted here, not
+                      handed over: see cuda_pool.c) */
     BR_RES_KINDS
 } br_res_kind;
 
@@ -159,7 +161,8 @@ typedef struct br_res_stats {
     uint64_t created[BR_RES_KINDS];  /* made because the pool had none */
     uint64_t reused[BR_RES_KINDS];   /* handed out from the pool */
     uint64_t returned[BR_RES_KINDS]; /* given back by a freed executor */
-    size_t pooled;                   /* idle resources held now */
+    size_t pooled;                   /* idle resources held now (modules
+                                        no executor uses included) */
 } br_res_stats;
 
 /* The counters; all zero in a build without CUDA. */

@@ -280,6 +280,16 @@ void br_res_give(const br_res *r);
 /* Destroys r (a resource the pool no longer holds). */
 void br_res_destroy(const br_res *r);
 
+/* The module loaded for (sm, generated source text of len bytes), shared
+ * with the executors that use it: true with *lib when one is loaded (its
+ * count goes up). Otherwise the caller loads it and calls br_module_keep
+ * (count 1). br_module_give drops the count (an idle module stays loaded
+ * for the next executor; one the cache does not know is unloaded).
+ * Thread-safe. */
+bool br_module_take(int sm, const char *text, size_t len, cudaLibrary_t *lib);
+void br_module_keep(int sm, const char *text, size_t len, cudaLibrary_t lib);
+void br_module_give(cudaLibrary_t lib);
+
 /* ---- cuda_util.c --------------------------------------------------------- */
 
 /* Appends one line to the executor log (printf-like; dropped when full). */

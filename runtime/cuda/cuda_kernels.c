@@ -153,6 +153,14 @@ static braid_status module_for(br_cuda *c, int sm, uint32_t *index) {
                                  BR_MAX_ARCHS);
     char how[64];
     double t0 = now_s();
+    if (br_module_take(sm, c->mod.src.text, c->mod.src.len,
+                       &c->mod.lib[c->mod.nlib])) {
+        kernels_log(c, "kernels: %u for sm_%d (loaded already, shared)",
+                    c->mod.src.nkernels, sm);
+        c->mod.sm[c->mod.nlib] = sm;
+        *index = c->mod.nlib++;
+        return BRAID_OK;
+    }
     const void *code = stored_code(c, sm, how, sizeof how);
     braid_status s = BRAID_OK;
     if (code && (s = load_library(c, code)) != BRAID_OK) {
@@ -173,6 +181,8 @@ static braid_status module_for(br_cuda *c, int sm, uint32_t *index) {
     }
     kernels_log(c, "kernels: %u for sm_%d (%s, %.1f ms)", c->mod.src.nkernels,
                 sm, how, 1e3 * (now_s() - t0));
+    br_module_keep(sm, c->mod.src.text, c->mod.src.len,
+                   c->mod.lib[c->mod.nlib]);
     c->mod.sm[c->mod.nlib] = sm;
     *index = c->mod.nlib++;
     return BRAID_OK;
@@ -311,7 +321,7 @@ void br_cuda_free_kernels(br_cuda *c) {
     for (uint32_t k = 0; c->mod.kern && k < c->mod.nkern; k++)
         if (c->mod.kern[k].extra) cudaFree(c->mod.kern[k].extra);
     for (uint32_t i = 0; i < c->mod.nlib; i++) {
-        cudaLibraryUnload(c->mod.lib[i]);
+        br_module_give(c->mod.lib[i]); /* stays loaded for the next one */
         bc_binary_free(&c->mod.bin[i]);
     }
     bc_source_free(&c->mod.src);

@@ -15,10 +15,16 @@
  * which every use tolerates). One lock guards the pool: executors are
  * created and freed from any thread.
  *
- * Lifetime: pooled resources live until the process exits (the driver
- * reclaims them) or braid_cuda_release_cached() destroys them; the pool's
- * own list stays reachable from a static pointer, so leak checkers see no
- * leak. */
+ * Loaded modules are shared rather than handed over: the module for one
+ * (architecture, generated source) pair is loaded once per process
+ * (cudaLibraryLoadData loads into every context, and its kernels are
+ * read-only), counted by the executors using it, and kept loaded when the
+ * count drops to zero, so the next executor of the plan loads nothing.
+ *
+ * Lifetime: pooled resources and idle modules live until the process
+ * exits (the driver reclaims them) or braid_cuda_release_cached()
+ * destroys them; the pool's own lists stay reachable from static
+ * pointers, so leak checkers see no leak. */
 #define _POSIX_C_SOURCE 200809L
 #include "runtime/cuda/cuda_impl.h"
 
@@ -26,11 +32,24 @@
 
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static br_res *pooled;      /* the idle resources */
 static size_t npooled, cap; /* entries used / allocated in pooled */
 static br_res_stats stats;  /* counters since the process started */
+
+/* A loaded module and the executors using it. */
+typedef struct br_module {
+    int sm;            /* architecture it was loaded for */
+    char *text;        /* the generated source it came from (owned) */
+    size_t len;        /* bytes in text */
+    cudaLibrary_t lib; /* the loaded module */
+    uint32_t refs;     /* executors using it */
+} br_module;
+
+static br_module *modules;   /* every module loaded through the cache */
+static size_t nmodules, mcap; /* entries used / allocated */
 
 /* Index of the entry to hand out for (kind, dev, bytes), or -1. Pinned
  * buffers: the smallest that is large enough and no more than 4× too big
@@ -115,16 +134,87 @@ void br_cuda_res_stats(br_res_stats *out) {
     pthread_mutex_lock(&lock);
     *out = stats;
     out->pooled = npooled;
+    for (size_t i = 0; i < nmodules; i++) out->pooled += modules[i].refs == 0;
     pthread_mutex_unlock(&lock);
+}
+
+bool br_module_take(int sm, const char *text, size_t len,
+                    cudaLibrary_t *lib) {
+    bool found = false;
+    pthread_mutex_lock(&lock);
+    for (size_t i = 0; i < nmodules && !found; i++) {
+        br_module *m = &modules[i];
+        if (m->sm != sm || m->len != len || memcmp(m->text, text, len) != 0)
+            continue;
+        m->refs++;
+        *lib = m->lib;
+        stats.reused[BR_RES_MODULE]++;
+        found = true;
+    }
+    pthread_mutex_unlock(&lock);
+    return found;
+}
+
+void br_module_keep(int sm, const char *text, size_t len, cudaLibrary_t lib) {
+    char *copy = malloc(len ? len : 1);
+    if (copy) memcpy(copy, text, len);
+    pthread_mutex_lock(&lock);
+    stats.created[BR_RES_MODULE]++;
+    if (copy && nmodules == mcap) {
+        size_t n = mcap ? 2 * mcap : 16;
+        br_module *f = realloc(modules, n * sizeof *f);
+        if (f) {
+            modules = f;
+            mcap = n;
+        }
+    }
+    if (copy && nmodules < mcap) {
+        modules[nmodules++] = (br_module){sm, copy, len, lib, 1};
+        copy = NULL;
+    }
+    pthread_mutex_unlock(&lock);
+    free(copy); /* out of memory: not shared; br_module_give unloads it */
+}
+
+void br_module_give(cudaLibrary_t lib) {
+    bool known = false;
+    pthread_mutex_lock(&lock);
+    for (size_t i = 0; i < nmodules && !known; i++)
+        if (modules[i].lib == lib) {
+            modules[i].refs--;
+            stats.returned[BR_RES_MODULE]++;
+            known = true;
+        }
+    pthread_mutex_unlock(&lock);
+    if (!known) cudaLibraryUnload(lib);
+}
+
+/* Takes the modules no executor uses out of the cache. */
+static size_t idle_modules(br_module *out) {
+    size_t n = 0, kept = 0;
+    for (size_t i = 0; i < nmodules; i++)
+        if (modules[i].refs == 0)
+            out[n++] = modules[i];
+        else
+            modules[kept++] = modules[i];
+    nmodules = kept;
+    return n;
 }
 
 void braid_cuda_release_cached(void) {
     pthread_mutex_lock(&lock);
     br_res *all = pooled;
-    size_t n = npooled;
+    size_t n = npooled, nidle = 0;
     pooled = NULL;
     npooled = cap = 0;
+    br_module *idle = malloc((nmodules ? nmodules : 1) * sizeof *idle);
+    if (idle) nidle = idle_modules(idle);
     pthread_mutex_unlock(&lock);
+    for (size_t i = 0; i < nidle; i++) {
+        cudaLibraryUnload(idle[i].lib);
+        free(idle[i].text);
+    }
+    free(idle);
     for (size_t i = 0; i < n; i++)
         br_res_destroy(&all[i]);
     free(all);
