@@ -6,12 +6,17 @@
  * run pays no page faults), kernel scratch and a thread pool. A run binds
  * the caller's buffers (inputs are read in place; an output the caller
  * binds is computed straight into the caller's buffer when that is safe),
- * runs the schedule and copies the other requested outputs out.
+ * runs the schedule through the one dispatcher (runtime/dispatch.h) and
+ * copies the other requested outputs out. The dispatcher's device queues
+ * are the CUDA backend's streams, or, in an emulated executor
+ * (br_exec_new_emulated), host queues (runtime/emulate.c); a CPU plan has
+ * none.
  *
  * A run has two halves: braid_run_async binds and starts it (a CPU plan
- * runs entirely there; a plan with GPU nodes is issued by the CUDA
- * backend, which returns before the final synchronisation), braid_wait
- * finishes it (GPU synchronisation, deferred copies, outputs copied out).
+ * runs entirely there; a plan with device nodes returns once every device
+ * node is issued and every CPU node ran, before the final
+ * synchronisation), braid_wait finishes it (GPU synchronisation or the
+ * emulated queues' last nodes, deferred copies, outputs copied out).
  * braid_run is the two in a row. */
 #define _POSIX_C_SOURCE 200809L
 #include "runtime/cuda/cuda.h"

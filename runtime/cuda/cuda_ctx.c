@@ -1,12 +1,13 @@
 /* runtime/cuda/cuda_ctx.c — creating and freeing the CUDA side of an executor.
  *
  * br_cuda_new does, once: check that every GPU the plan uses exists;
- * classify each node (kernel, cuBLAS matmul, copy direction, no work); list
- * every node's event waits and records; allocate each GPU arena with
+ * classify each node (kernel, cuBLAS matmul, copy direction, no work; the
+ * event lists are the dispatcher's br_sched); allocate each GPU arena with
  * cudaMalloc and each pinned arena (plus the CPU arena when copies touch
- * it) with cudaHostAlloc; create a non-blocking stream per GPU queue, a
+ * it) with cudaHostAlloc; take a non-blocking stream per GPU queue, a
  * cuBLAS handle with its own workspace per compute stream, a CUDA event
- * (timing disabled) per event whose producer runs on a GPU; enable peer
+ * (timing disabled) per event whose producer runs on a GPU, from the
+ * process's pool (cuda_pool.c; created when it has none); enable peer
  * access where D2D copies need it; allocate staging slots; upload
  * constants copied to GPUs; load the plan's kernels; choose the fused
  * matmuls cuBLASLt runs with its bias epilogue; decide whether the GPU
