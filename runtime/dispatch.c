@@ -113,19 +113,23 @@ static bool dev_ready(const br_dispatch *d, const bp_plan *p, uint32_t id) {
     return true;
 }
 
-/* Issues device nodes from *gi on while they are ready. */
+/* Issues device nodes from *gi on while they are ready. *ok counts the
+ * members of the group at *gi known ready (readiness only grows during a
+ * run), so a large group (a CUDA graph replay) is not rescanned after
+ * every CPU node. */
 static braid_status issue_ready(const br_dispatch *d, const bp_plan *p,
-                                uint32_t *gi) {
+                                uint32_t *gi, uint32_t *ok) {
     const br_sched *s = d->sched;
     while (*gi < s->ndev) {
-        uint32_t m = d->ops->span(d->queues, *gi), j = 0;
+        uint32_t m = d->ops->span(d->queues, *gi);
         if (m == 0 || m > s->ndev - *gi) m = 1;
-        while (j < m && dev_ready(d, p, s->dev_list[*gi + j]))
-            j++;
-        if (j < m) return BRAID_OK; /* waits for a CPU node */
+        while (*ok < m && dev_ready(d, p, s->dev_list[*gi + *ok]))
+            (*ok)++;
+        if (*ok < m) return BRAID_OK; /* waits for a CPU node */
         braid_status r = d->ops->issue(d->queues, &s->dev_list[*gi], m);
         if (r != BRAID_OK) return r;
         *gi += m;
+        *ok = 0;
     }
     return BRAID_OK;
 }
@@ -149,7 +153,7 @@ static braid_status run_cpu(const br_dispatch *d, const bp_plan *p,
 braid_status br_dispatch_run(const br_dispatch *d) {
     const br_sched *s = d->sched;
     const bp_plan *p = s->plan;
-    uint32_t gi = 0, ci = 0;
+    uint32_t gi = 0, ci = 0, ok = 0;
     memset(d->cpu_done, 0, s->n * sizeof *d->cpu_done);
     if (s->ndev > 0 && !d->ops)
         return bg_set_last_error(BRAID_ERR_INTERNAL,
@@ -158,7 +162,7 @@ braid_status br_dispatch_run(const br_dispatch *d) {
                                  s->dev_list[0]);
     braid_status r = BRAID_OK;
     while (r == BRAID_OK && (gi < s->ndev || ci < s->ncpu)) {
-        r = issue_ready(d, p, &gi);
+        r = issue_ready(d, p, &gi, &ok);
         if (r != BRAID_OK) break;
         if (ci < s->ncpu)
             r = run_cpu(d, p, s->cpu_list[ci++]);

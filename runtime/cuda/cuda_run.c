@@ -237,11 +237,9 @@ static braid_status cuda_host_wait(void *q, uint32_t producer, uint32_t ev,
         return br_graph_finish(c);
     if (c->copy.pending[producer])
         return flush(c, c->run.args->prof, c->node[producer].queue, producer);
-    if (!c->q.event[ev]) return BRAID_OK;
-    braid_status r = br_cuda_use(c, WHERE, consumer, c->node[producer].dev);
-    return r == BRAID_OK ? br_cu(c, WHERE, consumer, "cudaEventSynchronize",
-                                 cudaEventSynchronize(c->q.event[ev]))
-                         : r;
+    if (!c->q.event[ev]) return BRAID_OK; /* no GPU producer: nothing */
+    return br_cu(c, WHERE, consumer, "cudaEventSynchronize",
+                 cudaEventSynchronize(c->q.event[ev]));
 }
 
 const br_queue_ops *br_cuda_ops(void) {
