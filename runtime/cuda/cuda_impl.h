@@ -132,9 +132,9 @@ typedef struct br_graph_state {
     cudaGraph_t graph;    /* the captured graph */
     cudaGraphExec_t exec; /* its executable instance */
     uint32_t origin;      /* queue whose stream launches the graph */
-    uint32_t npre;        /* CPU nodes (cpu_list prefix) run before the
-                             launch: every CPU node up to the last one
-                             GPU work depends on */
+    uint32_t npre;        /* CPU nodes (cpu_list prefix) the dispatcher
+                             runs before the launch: every CPU node up to
+                             the last one GPU work depends on (logged) */
     void **src;           /* per node (H2D copies): the fixed pinned host
                              buffer the graph reads */
     void **dst;           /* per node (D2H copies): the fixed pinned host
@@ -447,8 +447,9 @@ braid_status br_cuda_sync_all(br_cuda *c, braid_status st);
  * alone in its group (multi-process) waits for braid_exec_set_comm. */
 braid_status br_cuda_coll_init(br_cuda *c);
 void br_cuda_coll_free(br_cuda *c);
-/* Entries of gpu_list from index gi on that form one collective group
- * (1 for a multi-process member); 0 when gpu_list[gi] is no collective. */
+/* Entries of sched->dev_list from index gi on that form one collective
+ * group (1 for a multi-process member); 0 when dev_list[gi] is no
+ * collective. */
 uint32_t br_cuda_coll_span(const br_cuda *c, uint32_t gi);
 /* Issues the m members ids[0..m) of one group: every member's event
  * waits, the NCCL calls inside one ncclGroupStart/End, then every
