@@ -281,6 +281,7 @@ static braid_status capture(br_cuda *c, bool *ok) {
     cudaStream_t origin = br_cuda_stream(c, g->origin);
     s = br_cuda_use(c, WHERE, BG_NONE, c->plan->queues[g->origin].device.index);
     if (s != BRAID_OK) return s;
+    g->captured = true; /* before: a failed capture may record events */
     cudaError_t err =
         cudaStreamBeginCapture(origin, cudaStreamCaptureModeThreadLocal);
     if (err == cudaSuccess) {
