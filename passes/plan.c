@@ -136,6 +136,9 @@ void braid_plan_free(braid_plan *p) {
     braid_graph_free(p->source);
     free(p->archs_text);
     bp_kernels_free(&p->kernels);
+    free(p->placement.notes);
+    free(p->placement.cost);
+    free(p->placement.transfer);
     free(p);
 }
 

@@ -186,6 +186,21 @@ bool cli_same_file(const char *a, const char *b);
  * "..", only [A-Za-z0-9_.-], at most 200 bytes. */
 bool cli_safe_file_name(const char *name);
 
+/* A JSON string to out (escaped; "null" for NULL; bytes of a string that
+ * is not UTF-8 read as Latin-1). */
+void cli_json_string(FILE *out, const char *s);
+
+/* ---- placement (cli_place.c) -------------------------------------------- */
+
+/* One line per node: its device, why, and for cost-model choices the
+ * modelled time on each device (braid_plan_placement_get). */
+void cli_print_placement(FILE *out, const braid_plan *plan);
+/* The same as a JSON member `  "placement": [...],`. */
+void cli_print_placement_json(FILE *out, const braid_plan *plan);
+/* For each GPU the plan lists that runs nothing: a note saying why and how
+ * to put work there. */
+void cli_print_placement_note(FILE *out, const braid_plan *plan);
+
 /* Monotonic clock in seconds. */
 double cli_now(void);
 

@@ -36,7 +36,17 @@ void cli_print_compile_help(FILE *out) {
           "                            (default: every device found; a GPU "
           "this machine\n"
           "                            lacks still compiles, but the plan "
-          "cannot run)\n"
+          "cannot run).\n"
+          "                            With the cpu listed, a cost model "
+          "places each node\n"
+          "                            (small graphs stay on the cpu: see "
+          "info --verbose);\n"
+          "                            without it (--devices cuda:0) "
+          "everything a GPU can\n"
+          "                            run runs there. Device hints in the "
+          ".graph file\n"
+          "                            (device=\"cuda:0\" on a node) "
+          "always win\n"
           "  --dump-after PASS         print the IR to stderr after PASS "
           "(verify, simplify,\n"
           "                            place, copies, fuse, chunk, streams, "
@@ -91,10 +101,16 @@ static int apply_valued(cli_compile_flags *f, const char *name,
     } else if (!strcmp(name, "--arch")) {
         int sm[32];
         uint32_t n = 0;
-        if (bc_parse_archs(value, sm, 32, &n) != BRAID_OK)
+        if (bc_parse_archs(value, sm, 32, &n) != BRAID_OK) {
+            const char *msg = braid_last_error();
+            const char *why = strstr(msg, "is not a CUDA architecture");
+            if (why) /* "sm_200 is not a CUDA architecture (known: ...)" */
+                return cli_usage_error("--arch %s: %s", value,
+                                       strstr(msg, "\": ") + 3);
             return cli_usage_error("--arch expects a list like sm_90,sm_80, "
                                    "or none, got '%s'",
                                    value);
+        }
         f->archs = value;
     } else if (!parse_range(value, 0, 1024, &f->chunks)) {
         return cli_usage_error("--chunks expects 0..1024, got '%s'", value);
@@ -242,6 +258,34 @@ static bool read_file(const char *path, unsigned char **data, size_t *size) {
     return true;
 }
 
+/* Nodes the plan runs on GPUs. */
+static uint32_t gpu_nodes(const braid_plan *plan) {
+    braid_plan_summary s;
+    uint32_t n = 0;
+    if (braid_plan_summary_get(plan, &s) != BRAID_OK) return 0;
+    for (uint32_t i = 0; i < s.devices; i++) {
+        braid_plan_device_info d;
+        if (braid_plan_device_get(plan, i, &d) == BRAID_OK &&
+            strcmp(d.name, "cpu") != 0)
+            n += d.nodes;
+    }
+    return n;
+}
+
+/* --arch builds kernels for GPU nodes only: say so when there are none,
+ * rather than dropping the flag in silence. */
+static void warn_unused_arch(const cli_compile_flags *f,
+                             const braid_plan *plan) {
+    if (!f->archs || !strcmp(f->archs, "none") || gpu_nodes(plan) > 0) return;
+    fprintf(stderr,
+            "braid: warning: --arch %s has no effect: the plan runs nothing "
+            "on a GPU (%s); list a GPU with --devices (e.g. --devices "
+            "cuda:0) to build kernels\n",
+            f->archs,
+            f->devices ? "see braid info --verbose for why"
+                       : "no --devices given and no usable GPU found");
+}
+
 static bool compile_graph(const char *path, const cli_compile_flags *f,
                           int threads, cli_input *in) {
     braid_compile_options co;
@@ -251,6 +295,7 @@ static bool compile_graph(const char *path, const cli_compile_flags *f,
     if (braid_compile(in->graph, &co, &in->plan) != BRAID_OK)
         return cli_err("%s: compile failed: %s", path, braid_last_error());
     in->ms = (cli_now() - t0) * 1e3;
+    warn_unused_arch(f, in->plan);
     return true;
 }
 
@@ -264,7 +309,11 @@ static bool open_plan(const char *path, const cli_compile_flags *f, int threads,
     braid_load_options lo;
     braid_load_options_init(&lo);
     lo.num_threads = threads;
-    lo.cpu_fallback = f->cpu_fallback;
+    /* With compile flags the stored plan is only a carrier of its graph,
+     * which is compiled again below: its devices need not be here, and
+     * --cpu-fallback has nothing to fall back from. */
+    if (f->given) check_devices = false;
+    lo.cpu_fallback = f->cpu_fallback && !f->given;
     braid_status s;
     if (check_devices) {
         s = braid_plan_load_memory(data, size, &lo, &in->plan);

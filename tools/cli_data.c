@@ -211,3 +211,40 @@ double cli_now(void) {
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
+
+/* True when s is well-formed UTF-8 (JSON text must be). */
+static bool utf8_ok(const unsigned char *s) {
+    while (*s) {
+        unsigned c = *s++;
+        int more = c < 0x80    ? 0
+                   : c >= 0xf0 ? 3
+                   : c >= 0xe0 ? 2
+                   : c >= 0xc2 ? 1
+                               : -1;
+        if (more < 0 || c > 0xf4) return false;
+        for (int k = 0; k < more; k++, s++)
+            if ((*s & 0xc0) != 0x80) return false;
+    }
+    return true;
+}
+
+/* A JSON string: quotes, backslashes and control bytes escaped; bytes of
+ * a string that is not UTF-8 read as Latin-1. */
+void cli_json_string(FILE *out, const char *str) {
+    if (!str) {
+        fputs("null", out);
+        return;
+    }
+    const unsigned char *s = (const unsigned char *)str;
+    bool utf8 = utf8_ok(s);
+    fputc('"', out);
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\')
+            fprintf(out, "\\%c", *s);
+        else if (*s < 0x20 || *s == 0x7f || (*s >= 0x80 && !utf8))
+            fprintf(out, "\\u%04x", *s);
+        else
+            fputc(*s, out);
+    }
+    fputc('"', out);
+}

@@ -36,6 +36,7 @@ typedef struct run_options {
     bool profile;              /* --profile: print the profiler's table */
     const char *trace;         /* --trace FILE.json, or NULL */
     int runs;                  /* --runs (profiled runs; 0: --repeat) */
+    bool verbose;              /* --verbose: where each node runs, why */
 } run_options;
 
 /* One graph tensor bound to a host buffer. */
@@ -169,6 +170,8 @@ static int parse_args(int argc, char **argv, run_options *o) {
             o->check = true;
         } else if (!strncmp(arg, "--check=", 8)) {
             return cli_usage_error("--check takes no value");
+        } else if (!strcmp(arg, "--verbose") || !strcmp(arg, "-v")) {
+            o->verbose = true;
         } else if (!strcmp(arg, "--profile")) {
             o->profile = true;
         } else if (!strncmp(arg, "--profile=", 10)) {
@@ -347,6 +350,8 @@ static bool compile_plan(run_state *st) {
     if (braid_exec_new(st->plan, &st->exec) != BRAID_OK)
         return cli_err("cannot create an executor: %s", braid_last_error());
     printf("%s: %.3f ms\n", st->loaded ? "load" : "compile", st->open_ms);
+    cli_print_placement_note(stdout, st->plan);
+    if (st->opt.verbose) cli_print_placement(stdout, st->plan);
     cli_log_nvrtc();
     return true;
 }

@@ -756,6 +756,51 @@ braid_status braid_plan_device_get(const braid_plan *p, uint32_t i,
 braid_status braid_plan_arena_get(const braid_plan *p, uint32_t i,
                                   braid_plan_arena_info *out);
 
+/* Why the compiler put a node on its device (docs/placement.md). */
+typedef enum braid_place_reason {
+    BRAID_PLACE_ONLY_DEVICE = 0, /* the plan lists the cpu alone */
+    BRAID_PLACE_HINT,            /* the node's device hint */
+    BRAID_PLACE_HOST_DATA,       /* an input or constant: host memory */
+    BRAID_PLACE_FOLLOW,          /* a shape op: goes with its input */
+    BRAID_PLACE_GENERATOR,       /* fill/iota/random: where its consumers
+                                    are */
+    BRAID_PLACE_COST_MODEL,      /* the cheapest device by the cost model */
+    BRAID_PLACE_PREFER_GPU,      /* the devices list named no cpu: a GPU
+                                    whenever one can run it */
+    BRAID_PLACE_COLLECTIVE       /* a collective: with its own input */
+} braid_place_reason;
+
+/* The place pass's decision for one node of the optimised graph (after
+ * simplify, before copies and fusion). Pointers stay valid while the plan
+ * lives. */
+typedef struct braid_node_placement {
+    uint32_t node;               /* id in the user's graph (braid_plan_graph),
+                                    or BRAID_INVALID_ID for a node the
+                                    compiler made */
+    const char *op;              /* op name, "matmul" */
+    const char *name;            /* the node's name (a .graph label), or
+                                    NULL */
+    char device[BRAID_DEVICE_NAME_MAX]; /* where it runs */
+    braid_place_reason reason;   /* why */
+    const char *why;             /* the reason in words */
+    uint32_t ndevices;           /* entries in cost_s and transfer_s: the
+                                    plan's devices (braid_plan_device_get),
+                                    or 0 when no cost was modelled (a hint,
+                                    host data, a shape op, one device) */
+    const double *cost_s;        /* modelled seconds of the node and the
+                                    shape ops following it on each device,
+                                    copies it implies included */
+    const double *transfer_s;    /* the part of cost_s spent in copies */
+} braid_node_placement;
+
+/* Decisions recorded when the plan was compiled: one per node of the
+ * graph the place pass saw. 0 for a plan loaded from a file (not stored:
+ * compile its graph again to see them). */
+uint32_t braid_plan_placement_count(const braid_plan *p);
+/* Decision i (0 .. count-1); BRAID_ERR_INVALID_ARGUMENT out of range. */
+braid_status braid_plan_placement_get(const braid_plan *p, uint32_t i,
+                                      braid_node_placement *out);
+
 #ifdef __cplusplus
 }
 #endif
