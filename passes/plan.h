@@ -327,6 +327,13 @@ struct braid_plan {
 
 typedef struct braid_plan bp_plan;
 
+/* "12 nodes on cuda:7 (the first: %3 matmul \"mm0\")" into buf: what the
+ * plan runs on device d, naming the first scheduled node there that the
+ * user wrote (copies and other compiler-made nodes are not named: the
+ * user never saw them). For messages about a device that is missing. */
+const char *bp_device_use_str(const bp_plan *p, bp_device d, char *buf,
+                              size_t size);
+
 /* "cpu" / "cuda:3" into buf (always NUL-terminated); returns buf. */
 const char *bp_device_str(bp_device d, char *buf, size_t size);
 

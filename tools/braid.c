@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 void cli_print_help(FILE *out) {
     fputs(
@@ -200,12 +201,33 @@ static int cmd_check(int argc, char **argv) {
     return CLI_EXIT_OK;
 }
 
+/* True when CUDA's answer is error 35 ("driver version is insufficient")
+ * and the machine has no NVIDIA kernel driver at all: the CUDA runtime
+ * says the same in both cases, and "insufficient" misleads the owner of a
+ * machine without a GPU. */
+static bool no_driver(void) {
+    return braid_cuda_device_count() == 0 &&
+           strstr(braid_cuda_status(), "(error 35)") &&
+           access("/proc/driver/nvidia/version", F_OK) != 0;
+}
+
+const char *cli_cuda_text(const char *msg, char *buf, size_t size) {
+    const char *status = braid_cuda_status();
+    const char *at = msg ? strstr(msg, status) : NULL;
+    if (!at || !no_driver()) return msg;
+    snprintf(buf, size, "%.*sno NVIDIA driver is installed (CUDA reports "
+                        "error 35)%s",
+             (int)(at - msg), msg, at + strlen(status));
+    return buf;
+}
+
 static int cmd_version(int argc, char **argv) {
     (void)argv;
     if (argc != 0) return cli_usage_error("version: takes no arguments");
     printf("braid %s\n", braid_version());
     int n = braid_cuda_device_count();
-    const char *status = braid_cuda_status();
+    char buf[512];
+    const char *status = cli_cuda_text(braid_cuda_status(), buf, sizeof buf);
     if (n > 0)
         printf("cuda: %d device%s: %s\n", n, n == 1 ? "" : "s", status);
     else

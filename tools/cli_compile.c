@@ -27,7 +27,8 @@ static const struct {
 
 /* Compile flags that take a value. */
 static const char *const valued[] = {"--devices", "--dump-after", "--streams",
-                                     "--chunks", "--arch"};
+                                     "--chunks",  "--arch",       "--shards",
+                                     "--shard-inputs", "--device"};
 
 void cli_print_compile_help(FILE *out) {
     fputs("compile options (compile, run, info, dot --plan):\n"
@@ -64,6 +65,19 @@ void cli_print_compile_help(FILE *out) {
           "                            time, e.g. sm_90,sm_80, or none "
           "(default: the GPUs\n"
           "                            found, else sm_90)\n"
+          "  --device N                run on GPU N: the same as --devices "
+          "cuda:N\n"
+          "  --tf32                    f32 matmuls on a GPU may use TF32 "
+          "tensor cores\n"
+          "                            (~1e-3 relative error; "
+          "allow_tf32)\n"
+          "  --shards N                replicate the graph over the first N "
+          "GPUs listed,\n"
+          "                            splitting inputs along dim 0 "
+          "(docs/multi-gpu.md)\n"
+          "  --shard-inputs LIST       the inputs to split (default: every "
+          "input whose\n"
+          "                            dim 0 divides by N)\n"
           "  --cpu-fallback            a plan file for a GPU this machine "
           "lacks: run its\n"
           "                            graph compiled again for the cpu "
@@ -112,9 +126,32 @@ static int apply_valued(cli_compile_flags *f, const char *name,
                                    value);
         }
         f->archs = value;
+    } else if (!strcmp(name, "--shards")) {
+        if (!parse_range(value, 1, 64, &f->shards))
+            return cli_usage_error("--shards expects 1..64, got '%s'", value);
+    } else if (!strcmp(name, "--shard-inputs")) {
+        if (!*value)
+            return cli_usage_error("--shard-inputs expects a list of input "
+                                   "names, e.g. x,labels");
+        f->shard_inputs = value;
+    } else if (!strcmp(name, "--device")) {
+        if (!parse_range(value, 0, 63, &f->device))
+            return cli_usage_error("--device expects a GPU index 0..63, got "
+                                   "'%s'",
+                                   value);
+        snprintf(f->device_list, sizeof f->device_list, "cuda:%d", f->device);
     } else if (!parse_range(value, 0, 1024, &f->chunks)) {
         return cli_usage_error("--chunks expects 0..1024, got '%s'", value);
     }
+    return CLI_EXIT_OK;
+}
+
+/* --device N is --devices cuda:N: both at once is a usage error. */
+static int check_device_flags(const cli_compile_flags *f) {
+    if (f->devices && f->device_list[0])
+        return cli_usage_error("--device %d and --devices %s: give one "
+                               "(--device N means --devices cuda:N)",
+                               f->device, f->devices);
     return CLI_EXIT_OK;
 }
 
@@ -127,6 +164,11 @@ bool cli_compile_flag(cli_compile_flags *f, int argc, char **argv, int *i,
     if (len == strlen("--cpu-fallback") && !strncmp(arg, "--cpu-fallback", len)) {
         if (eq) *rc = cli_usage_error("--cpu-fallback takes no value");
         f->cpu_fallback = true;
+        return true;
+    }
+    if (len == strlen("--tf32") && !strncmp(arg, "--tf32", len)) {
+        if (eq) *rc = cli_usage_error("--tf32 takes no value");
+        f->tf32 = f->given = true;
         return true;
     }
     for (size_t k = 0; k < sizeof no_pass / sizeof no_pass[0]; k++) {
@@ -144,6 +186,7 @@ bool cli_compile_flag(cli_compile_flags *f, int argc, char **argv, int *i,
         if (!value && *i + 1 < argc) value = argv[++*i];
         *rc = value ? apply_valued(f, valued[k], value)
                     : cli_usage_error("%s expects a value", valued[k]);
+        if (*rc == CLI_EXIT_OK) *rc = check_device_flags(f);
         f->given = true;
         return true;
     }
@@ -158,6 +201,33 @@ void cli_compile_options(const cli_compile_flags *f, braid_compile_options *o) {
     o->max_streams = f->streams;
     o->chunks = f->chunks;
     o->archs = f->archs;
+    o->allow_tf32 = f->tf32;
+    o->shards = f->shards;
+    o->shard_inputs = f->shard_inputs;
+    if (f->device_list[0]) o->devices = f->device_list;
+}
+
+size_t cli_compile_flag_names(const char **names, size_t max) {
+    size_t n = 0;
+    for (size_t k = 0; k < sizeof no_pass / sizeof no_pass[0] && n < max; k++)
+        names[n++] = no_pass[k].name;
+    for (size_t k = 0; k < sizeof valued / sizeof valued[0] && n < max; k++)
+        names[n++] = valued[k];
+    if (n < max) names[n++] = "--cpu-fallback";
+    if (n < max) names[n++] = "--tf32";
+    return n;
+}
+
+/* Unknown option arg of cmd: a usage error suggesting the nearest of the
+ * compile flags, the command's own options and --help. */
+static int unknown_option(const char *cmd, const char *arg,
+                          const cli_extra_option *extra, size_t nextra) {
+    const char *names[64];
+    size_t n = cli_compile_flag_names(names, 48);
+    for (size_t k = 0; k < nextra && n < 63; k++)
+        names[n++] = extra[k].name;
+    names[n++] = "--help";
+    return cli_unknown_option(cmd, arg, names, n);
 }
 
 /* Applies one of the command's own options, or returns false. */
@@ -207,7 +277,7 @@ int cli_parse_command(const char *cmd, int argc, char **argv,
                    extra_option(extra, nextra, argc, argv, &i, &rc)) {
             if (rc != CLI_EXIT_OK) return rc;
         } else {
-            return cli_usage_error("%s: unknown option '%s'", cmd, arg);
+            return unknown_option(cmd, arg, extra, nextra);
         }
     }
     if (!*file)
@@ -331,18 +401,20 @@ static bool open_plan(const char *path, const cli_compile_flags *f, int threads,
     in->file_bytes = size;
     if (s != BRAID_OK) {
         in->plan = NULL;
-        const char *msg = braid_last_error();
+        char buf[1024];
+        const char *msg = cli_cuda_text(braid_last_error(), buf, sizeof buf);
         const char *hint = s == BRAID_ERR_DEVICE
                                ? " (--cpu-fallback does that here)"
                                : "";
         if (strstr(msg, path)) return cli_err("%s%s", msg, hint);
         return cli_err("%s: %s%s", path, msg, hint);
     }
+    char buf[512];
     if (br_planfile_was_replaced(in->plan))
         fprintf(stderr,
                 "braid: %s: no usable GPU here (%s): running the plan's "
                 "graph compiled again for the cpu (--cpu-fallback)\n",
-                path, braid_cuda_status());
+                path, cli_cuda_text(braid_cuda_status(), buf, sizeof buf));
     const braid_graph *g = braid_plan_graph(in->plan);
     in->graph = g ? bg_graph_clone(g) : NULL;
     if (!in->graph) return cli_err("%s: out of memory copying the graph", path);

@@ -649,6 +649,17 @@ braid_status braid_profile_write_trace(const braid_profile *p,
 void *braid_host_alloc(size_t bytes);
 void braid_host_free(void *ptr);
 
+/* Memory on CUDA device `device` (cudaMalloc), for binding inputs that
+ * are already on the GPU and outputs that stay there (docs/cuda.md,
+ * "Device memory as bindings"; `braid run --no-transfers`). NULL with a
+ * message when there is no such device or no memory. Free only with
+ * braid_device_free (NULL is fine). */
+void *braid_device_alloc(int device, size_t bytes);
+void braid_device_free(void *ptr);
+/* Copies bytes between any two of host memory and device memory
+ * (cudaMemcpy with cudaMemcpyDefault; plain memcpy without CUDA). */
+braid_status braid_memcpy(void *dst, const void *src, size_t bytes);
+
 /* Number of usable CUDA devices (0 without toolkit, driver or GPU). The
  * reason there are none, if any, is in braid_cuda_status(). */
 int braid_cuda_device_count(void);
