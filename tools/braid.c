@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 void cli_print_help(FILE *out) {
@@ -134,7 +135,32 @@ bool cli_err(const char *fmt, ...) {
     return false;
 }
 
+/* Model formats people try first, which braid does not read (yet). */
+static const char *foreign_format(const char *path) {
+    static const struct {
+        const char *ext, *name;
+    } formats[] = {{".onnx", "ONNX"},          {".pb", "TensorFlow"},
+                   {".tflite", "TensorFlow Lite"}, {".pt", "PyTorch"},
+                   {".pth", "PyTorch"},        {".safetensors", "safetensors"},
+                   {".gguf", "GGUF"},          {".engine", "TensorRT"}};
+    size_t len = strlen(path);
+    for (size_t k = 0; k < sizeof formats / sizeof formats[0]; k++) {
+        size_t n = strlen(formats[k].ext);
+        if (len > n && !strcasecmp(path + len - n, formats[k].ext))
+            return formats[k].name;
+    }
+    return NULL;
+}
+
 braid_graph *cli_load_graph(const char *path) {
+    const char *foreign = foreign_format(path);
+    if (foreign) {
+        cli_fail("%s: %s files are not supported: braid reads its text "
+                 "format (.graph, docs/graph-format.md) and plan files made "
+                 "by braid compile",
+                 path, foreign);
+        return NULL;
+    }
     braid_graph *g = braid_graph_load(path, NULL);
     if (!g) {
         cli_fail("%s: out of memory", path);
