@@ -42,3 +42,10 @@ cmake -S "$src/shared_only" -B "$tmp/shared_only" \
 cmake --build "$tmp/shared_only" >/dev/null
 LD_LIBRARY_PATH="$tmp/prefix/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
     "$tmp/shared_only/consumer_shared"
+# the README's C example builds as the README says and prints its result
+awk '/^```c$/ {on = 1; next} /^```$/ {if (on) exit} on' \
+    "$src/../../README.md" > "$tmp/readme.c"
+PKG_CONFIG_PATH=$pcpath cc -o "$tmp/readme" "$tmp/readme.c" \
+    $(PKG_CONFIG_PATH=$pcpath pkg-config --cflags --libs braid) \
+    $(PKG_CONFIG_PATH=$pcpath pkg-config --variable=rpath braid)
+"$tmp/readme" | grep '^y\[0\]\[0\.\.2\] = '
