@@ -63,6 +63,21 @@ void cli_print_placement(FILE *out, const braid_plan *plan) {
     }
 }
 
+/* `, "key": {"cpu": 1.5e-06, "cuda:0": null}` (null: cannot run there). */
+static void print_seconds_json(FILE *out, const braid_plan *plan,
+                               const char *key, const double *s, uint32_t n) {
+    fprintf(out, ", \"%s\": {", key);
+    for (uint32_t d = 0; d < n; d++) {
+        braid_plan_device_info tmp;
+        fprintf(out, "%s\"%s\": ", d ? ", " : "", device_name(plan, d, &tmp));
+        if (isfinite(s[d]))
+            fprintf(out, "%.9g", s[d]);
+        else
+            fprintf(out, "null");
+    }
+    fprintf(out, "}");
+}
+
 void cli_print_placement_json(FILE *out, const braid_plan *plan) {
     uint32_t n = braid_plan_placement_count(plan);
     fprintf(out, "  \"placement\": [");
@@ -76,20 +91,14 @@ void cli_print_placement_json(FILE *out, const braid_plan *plan) {
             fprintf(out, "%u", pl.node);
         fprintf(out, ", \"op\": \"%s\", \"name\": ", pl.op);
         cli_json_string(out, pl.name);
-        fprintf(out, ", \"device\": \"%s\", \"reason\": \"%s\", \"cost_s\": {",
-                pl.device, pl.why);
-        for (uint32_t d = 0; d < pl.ndevices; d++) {
-            braid_plan_device_info tmp;
-            fprintf(out, "%s\"%s\": ", d ? ", " : "",
-                    device_name(plan, d, &tmp));
-            if (isfinite(pl.cost_s[d]))
-                fprintf(out, "%.9g", pl.cost_s[d]);
-            else
-                fprintf(out, "null");
-            fprintf(out, ", \"%s_copies\": %.9g", device_name(plan, d, &tmp),
-                    pl.transfer_s[d]);
+        fprintf(out, ", \"device\": \"%s\", \"reason\": \"%s\"", pl.device,
+                pl.why);
+        if (pl.ndevices) {
+            print_seconds_json(out, plan, "cost_s", pl.cost_s, pl.ndevices);
+            print_seconds_json(out, plan, "copies_s", pl.transfer_s,
+                               pl.ndevices);
         }
-        fprintf(out, "}}");
+        fprintf(out, "}");
     }
     fprintf(out, "%s],\n", n ? "\n  " : "");
 }
