@@ -3,7 +3,8 @@
  * runs, latency statistics (min, median, mean, p90, p99, max), throughput,
  * and the split of a run into host-to-device copies, compute and
  * device-to-host copies from a few profiled runs. Works on the CPU too
- * (no copies: the split is all compute). docs/cli.md, "Benchmarking". */
+ * (no copies: the split is all compute); the statistics are cli_stats.c.
+ * docs/cli.md, "Benchmarking". */
 #define _POSIX_C_SOURCE 200809L
 
 #include "tools/cli.h"
@@ -85,51 +86,6 @@ void cli_bench_apply_env(const cli_bench_options *b) {
     /* read by the CUDA executor when it is created (docs/cuda.md) */
     if (b->cuda_graphs >= 0)
         setenv("BRAID_CUDA_GRAPHS", b->cuda_graphs ? "1" : "0", 1);
-}
-
-/* ---- statistics ---------------------------------------------------------- */
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-double cli_mean(const double *x, size_t n) {
-    /* Neumaier's compensated sum of x/n: no overflow for finite inputs
-     * (each term is scaled first) and no drift over millions of runs */
-    if (n == 0) return 0;
-    double sum = 0, c = 0, dn = (double)n;
-    for (size_t i = 0; i < n; i++) {
-        double v = x[i] / dn, t = sum + v;
-        c += fabs(sum) >= fabs(v) ? (sum - t) + v : (v - t) + sum;
-        sum = t;
-    }
-    return sum + c;
-}
-
-/* Nearest-rank percentile q (0 < q ≤ 1) of the sorted x[0..n). */
-static double percentile(const double *sorted, size_t n, double q) {
-    size_t rank = (size_t)ceil(q * (double)n);
-    return sorted[rank ? rank - 1 : 0];
-}
-
-void cli_bench_stats(const double *times, size_t n, cli_bench_result *r) {
-    double *s = malloc((n ? n : 1) * sizeof *s);
-    r->runs = n;
-    r->mean = cli_mean(times, n);
-    if (!s || n == 0) {
-        r->min = r->median = r->p90 = r->p99 = r->max = r->mean;
-        free(s);
-        return;
-    }
-    memcpy(s, times, n * sizeof *s);
-    qsort(s, n, sizeof *s, cmp_double);
-    r->min = s[0];
-    r->max = s[n - 1];
-    r->median = n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
-    r->p90 = percentile(s, n, 0.90);
-    r->p99 = percentile(s, n, 0.99);
-    free(s);
 }
 
 /* ---- the runs ------------------------------------------------------------ */
