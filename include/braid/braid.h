@@ -483,12 +483,33 @@ braid_status braid_wait(braid_exec *e);
 
 /* The reference evaluator: naive, float64 arithmetic for float dtypes,
  * results rounded to each node's dtype. The oracle of braid's tests. Same
- * binding rules as braid_run. */
+ * binding rules as braid_run. Large nodes run their loops on one thread
+ * per core; every element is computed by the same code whatever the
+ * split, so the results do not depend on the thread count. */
 braid_status braid_reference_run(const braid_graph *g,
                                  const braid_input_binding *inputs,
                                  size_t ninputs,
                                  const braid_output_binding *outputs,
                                  size_t noutputs);
+
+/* Options of braid_reference_run_with. */
+typedef struct braid_reference_options {
+    int num_threads; /* threads for the loops: 0 one per core (the
+                        default), 1 the caller alone */
+    void (*progress)(void *ctx, double done); /* called after each node
+                        with the fraction of the estimated work done
+                        (0..1], from the calling thread; NULL: none */
+    void *progress_ctx; /* passed to progress */
+} braid_reference_options;
+
+void braid_reference_options_init(braid_reference_options *o);
+/* braid_reference_run with options (opts NULL: the defaults). */
+braid_status braid_reference_run_with(const braid_graph *g,
+                                      const braid_input_binding *inputs,
+                                      size_t ninputs,
+                                      const braid_output_binding *outputs,
+                                      size_t noutputs,
+                                      const braid_reference_options *opts);
 
 /* Size of device-name fields ("cpu", "cuda:12", NUL included). */
 #define BRAID_DEVICE_NAME_MAX 16
