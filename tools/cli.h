@@ -56,6 +56,7 @@ typedef struct cli_compile_flags {
     const char *archs;      /* --arch LIST ("sm_90,sm_80", "none"), or
                                NULL (the GPUs present, else sm_90) */
     bool tf32;              /* --tf32: allow_tf32 */
+    size_t fold;            /* --fold-generators BYTES (0: off) */
     int shards;             /* --shards N (0: off) */
     const char *shard_inputs; /* --shard-inputs LIST, or NULL */
     int device;             /* --device N (when device_list is set) */

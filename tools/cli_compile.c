@@ -28,7 +28,8 @@ static const struct {
 /* Compile flags that take a value. */
 static const char *const valued[] = {"--devices", "--dump-after", "--streams",
                                      "--chunks",  "--arch",       "--shards",
-                                     "--shard-inputs", "--device"};
+                                     "--shard-inputs", "--device",
+                                     "--fold-generators"};
 
 void cli_print_compile_help(FILE *out) {
     fputs("compile options (compile, run, info, dot --plan):\n"
@@ -78,6 +79,12 @@ void cli_print_compile_help(FILE *out) {
           "  --shard-inputs LIST       the inputs to split (default: every "
           "input whose\n"
           "                            dim 0 divides by N)\n"
+          "  --fold-generators SIZE    make random/iota nodes of at most "
+          "SIZE bytes (4M,\n"
+          "                            512K) constants at compile time: "
+          "runs stop\n"
+          "                            regenerating weights; the plan grows "
+          "by them\n"
           "  --cpu-fallback            a plan file for a GPU this machine "
           "lacks: run its\n"
           "                            graph compiled again for the cpu "
@@ -93,6 +100,22 @@ static bool parse_range(const char *s, long lo, long hi, int *out) {
     long v = strtol(s, &end, 10);
     if (errno || *end || v < lo || v > hi) return false;
     *out = (int)v;
+    return true;
+}
+
+/* "4194304", "4M", "512K", "1G" (binary units) into *out; > 0. */
+static bool parse_size(const char *s, size_t *out) {
+    if (!s || *s < '0' || *s > '9') return false;
+    errno = 0;
+    char *end = NULL;
+    unsigned long long v = strtoull(s, &end, 10);
+    int shift = !*end ? 0
+                : !strcmp(end, "K") || !strcmp(end, "k") ? 10
+                : !strcmp(end, "M") || !strcmp(end, "m") ? 20
+                : !strcmp(end, "G") || !strcmp(end, "g") ? 30
+                                                          : -1;
+    if (errno || shift < 0 || v == 0 || v > (SIZE_MAX >> shift)) return false;
+    *out = (size_t)(v << shift);
     return true;
 }
 
@@ -134,6 +157,12 @@ static int apply_valued(cli_compile_flags *f, const char *name,
             return cli_usage_error("--shard-inputs expects a list of input "
                                    "names, e.g. x,labels");
         f->shard_inputs = value;
+    } else if (!strcmp(name, "--fold-generators")) {
+        if (!parse_size(value, &f->fold))
+            return cli_usage_error("--fold-generators expects a size in "
+                                   "bytes, e.g. 4194304, 4M or 512K, got "
+                                   "'%s'",
+                                   value);
     } else if (!strcmp(name, "--device")) {
         if (!parse_range(value, 0, 63, &f->device))
             return cli_usage_error("--device expects a GPU index 0..63, got "
@@ -202,6 +231,7 @@ void cli_compile_options(const cli_compile_flags *f, braid_compile_options *o) {
     o->chunks = f->chunks;
     o->archs = f->archs;
     o->allow_tf32 = f->tf32;
+    o->fold_generators = f->fold;
     o->shards = f->shards;
     o->shard_inputs = f->shard_inputs;
     if (f->device_list[0]) o->devices = f->device_list;

@@ -379,6 +379,13 @@ typedef struct braid_compile_options {
     const char *shard_inputs; /* comma list of input names to split
                                  ("x,labels"); NULL with shards > 1: every
                                  input whose dim 0 divides by shards */
+    size_t fold_generators; /* random_uniform/random_normal/iota nodes of
+                               at most this many bytes each become
+                               constants at compile time (the same bits:
+                               the generators are counter-based), so runs
+                               stop regenerating weights; the plan (and a
+                               plan file) grows by those bytes. 0: off
+                               (the default). docs/simplify.md */
 } braid_compile_options;
 
 void braid_compile_options_init(braid_compile_options *o);
@@ -575,6 +582,8 @@ typedef struct braid_compile_report {
     double total_ms;           /* braid_compile (or load) in all */
     bool loaded;               /* the plan came from a plan file: no pass
                                   ran; total_ms is the load time */
+    uint64_t folded_bytes;     /* generator results made into constants at
+                                  compile time (fold_generators) */
 } braid_compile_report;
 
 /* Fills *out with p's report; BRAID_ERR_INVALID_ARGUMENT for NULL. */
