@@ -85,8 +85,8 @@ static bool is_none(const char *s) {
  * outside this list is a typo (sm_200, sm_91), refused rather than handed
  * to NVRTC, which would quietly build PTX for its newest architecture.
  * Extend the list when NVIDIA adds an architecture. */
-static const int known_sm[] = {10, 11, 12, 13, 20, 21, 30, 32, 35, 37, 50,
-                               52, 53, 60, 61, 62, 70, 72, 75, 80, 86, 87,
+static const int known_sm[] = {10, 11, 12, 13,  20,  21,  30,  32,  35, 37, 50,
+                               52, 53, 60, 61,  62,  70,  72,  75,  80, 86, 87,
                                88, 89, 90, 100, 101, 103, 110, 120, 121};
 
 static bool known_arch(int sm) {

@@ -121,26 +121,6 @@ static bool expect_end(bg_parser *p) {
 
 /* ---- statements ---------------------------------------------------------- */
 
-/* Edit distance of two short strings (both ≤ 32 characters). */
-static int edit_distance(const char *a, size_t na, const char *b, size_t nb) {
-    int row[33];
-    for (size_t j = 0; j <= nb; j++)
-        row[j] = (int)j;
-    for (size_t i = 1; i <= na; i++) {
-        int diag = row[0];
-        row[0] = (int)i;
-        for (size_t j = 1; j <= nb; j++) {
-            int up = row[j];
-            int best = diag + (a[i - 1] != b[j - 1]);
-            if (up + 1 < best) best = up + 1;
-            if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
-            row[j] = best;
-            diag = up;
-        }
-    }
-    return row[nb];
-}
-
 /* "unknown op 'x'", with the nearest op name when one is close. */
 static bool unknown_op(bg_parser *p, const bg_token *t) {
     char d[64];
@@ -150,7 +130,7 @@ static bool unknown_op(bg_parser *p, const bg_token *t) {
     int best_d = t->len <= 4 ? 2 : 3;
     for (int op = 0; t->len <= 32 && op < BRAID_OP_COUNT_; op++) {
         const char *name = bg_op((braid_op)op)->name;
-        int dist = edit_distance(t->text, t->len, name, strlen(name));
+        int dist = bg_edit_distance(t->text, t->len, name, strlen(name));
         if (dist < best_d) {
             best = name;
             best_d = dist;

@@ -549,9 +549,9 @@ static braid_status record(place_ctx *c) {
     bp_placement *r = &c->plan->placement;
     for (uint32_t id = 0; id < c->n; id++) {
         bp_place_note *note = &r->notes[id];
-        *note = (bp_place_note){id, c->plan->info[id].origin,
-                                bg_node_at(c->g, id)->op, c->dev[id],
-                                (uint8_t)reason_of(c, id), false};
+        *note = (bp_place_note){
+            id,         c->plan->info[id].origin,  bg_node_at(c->g, id)->op,
+            c->dev[id], (uint8_t)reason_of(c, id), false};
         if (c->role[id] != ROLE_GEN && c->role[id] != ROLE_MODEL) continue;
         note->costed = true;
         build_group(c, id);
@@ -570,8 +570,8 @@ static braid_status record_only_cpu(bp_plan *plan) {
     braid_status s = alloc_record(plan, n, 1);
     for (uint32_t id = 0; s == BRAID_OK && id < n; id++)
         plan->placement.notes[id] = (bp_place_note){
-            id, plan->info[id].origin, bg_node_at(plan->graph, id)->op, 0,
-            BP_PLACE_ONLY_DEVICE, false};
+            id, plan->info[id].origin, bg_node_at(plan->graph, id)->op,
+            0,  BP_PLACE_ONLY_DEVICE,  false};
     return s;
 }
 

@@ -208,13 +208,13 @@ typedef enum bp_place_reason {
  * (braid_plan_placement_get). Self-contained: later passes rebuild the
  * graph, so nothing here points into it. */
 typedef struct bp_place_note {
-    uint32_t node;          /* id in plan->graph at the place pass */
-    uint32_t origin;        /* id in the user's graph (plan->source), or
-                               BG_NONE for a node the compiler made */
-    braid_op op;            /* its op */
-    uint8_t device;         /* index in plan->devices */
-    uint8_t reason;         /* a bp_place_reason */
-    bool costed;            /* cost[] and transfer[] are filled in */
+    uint32_t node;   /* id in plan->graph at the place pass */
+    uint32_t origin; /* id in the user's graph (plan->source), or
+                        BG_NONE for a node the compiler made */
+    braid_op op;     /* its op */
+    uint8_t device;  /* index in plan->devices */
+    uint8_t reason;  /* a bp_place_reason */
+    bool costed;     /* cost[] and transfer[] are filled in */
 } bp_place_note;
 
 /* Every placement note of a plan; cost and transfer are nnotes × ndevices
@@ -268,8 +268,8 @@ struct braid_plan {
     bp_kernels kernels;         /* ahead-of-time kernels (bc_aot_build) */
     bp_meta meta;               /* provenance */
     braid_compile_report report; /* time per pass, kernels, NVRTC */
-    bp_placement placement;     /* the place pass's decisions (empty for a
-                                   plan loaded from a file) */
+    bp_placement placement;      /* the place pass's decisions (empty for a
+                                    plan loaded from a file) */
 };
 
 typedef struct braid_plan bp_plan;

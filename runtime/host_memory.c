@@ -68,8 +68,8 @@ void *braid_device_alloc(int device, size_t bytes) {
     int n = braid_cuda_device_count();
     if (device < 0 || device >= n) {
         bg_set_last_error(BRAID_ERR_DEVICE,
-                          "braid_device_alloc: no CUDA device %d (%s)",
-                          device, braid_cuda_status());
+                          "braid_device_alloc: no CUDA device %d (%s)", device,
+                          braid_cuda_status());
         return NULL;
     }
     void *p = br_cuda_device_alloc(device, bytes);

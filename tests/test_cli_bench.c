@@ -32,16 +32,15 @@ static double num(const ts_json *o, const char *key) {
 }
 
 Test(cli_bench, json_statistics_are_consistent) {
-    ts_cli_result r = CLI("run", EX("elementwise_chain.graph"), "--devices",
-                          "cpu", "--warmup", "2", "--iterations", "25",
-                          "--json", "--check");
+    ts_cli_result r =
+        CLI("run", EX("elementwise_chain.graph"), "--devices", "cpu",
+            "--warmup", "2", "--iterations", "25", "--json", "--check");
     TS_EXPECT_STATUS(r, 0);
     char err[128];
     ts_json *j = ts_json_parse(r.out, strlen(r.out), err, sizeof err);
     cr_assert_not_null(j, "stdout is not one JSON object: %s\n%s", err, r.out);
     /* the usual lines went to stderr */
-    cr_assert(strstr(r.err, "graph: ") && strstr(r.err, "check "), "%s",
-              r.err);
+    cr_assert(strstr(r.err, "graph: ") && strstr(r.err, "check "), "%s", r.err);
     cr_assert_eq(num(j, "runs"), 25);
     cr_assert_eq(num(j, "warmup"), 2);
     cr_assert_eq(ts_json_get(j, "transfers")->boolean, true);

@@ -24,8 +24,8 @@
 TestSuite(cli_messages, .init = ts_tmpdir_setup, .fini = ts_tmpdir_teardown);
 
 Test(cli_messages, wrong_input_name_lists_inputs) {
-    ts_cli_result r = CLI("run", EX("elementwise_chain.graph"), "--input",
-                          "q=nothing.npy");
+    ts_cli_result r =
+        CLI("run", EX("elementwise_chain.graph"), "--input", "q=nothing.npy");
     TS_EXPECT_STATUS(r, 1);
     cr_assert(strstr(r.err, "--input q: the graph has no input of that name; "
                             "its inputs: x f32[1048576], y f32[1048576], z "

@@ -186,8 +186,7 @@ Test(cli_place, unused_gpu_not_required) {
     r = CLI("run", plan, "--check");
     TS_EXPECT_STATUS(r, 0);
     cr_assert(strstr(r.out, "load: "), "loaded as it is: %s", r.out);
-    cr_assert(strstr(r.out, "check y: ") && strstr(r.out, ": ok"), "%s",
-              r.out);
+    cr_assert(strstr(r.out, "check y: ") && strstr(r.out, ": ok"), "%s", r.out);
     cr_assert_null(strstr(r.err, "cpu-fallback"), "%s", r.err);
     ts_cli_result_free(&r);
     free(plan);

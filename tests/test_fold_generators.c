@@ -57,7 +57,7 @@ Test(fold_generators, same_bits_and_reported_size) {
     cr_assert_eq(run_mlp(W_BYTES, x, folded, &t1), 4 * (W_BYTES + B_BYTES));
     cr_assert_null(strstr(t1, "random_normal"), "%s", t1);
     cr_assert(memcmp(plain, folded, sizeof plain) == 0,
-                 "folding changed the result");
+              "folding changed the result");
     /* a budget below a weight: the biases only */
     cr_assert_eq(run_mlp(4096, x, some, &t2), 4 * B_BYTES);
     cr_assert(strstr(t2, "random_normal"), "%s", t2);

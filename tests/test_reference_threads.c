@@ -43,16 +43,16 @@ Test(reference_threads, same_bits_as_one_thread) {
          * free again for the 1-thread one */
         cr_assert_eq(ref_with(g, io, io->out, 1), BRAID_OK);
         for (uint32_t i = 0; i < io->noutputs; i++)
-            cr_assert(memcmp(io->out[i].data, io->ref[i].data,
-                             io->out[i].bytes) == 0,
-                      "seed %llu output %s differs across thread counts",
-                      (unsigned long long)seed, io->out[i].name);
+            cr_assert(
+                memcmp(io->out[i].data, io->ref[i].data, io->out[i].bytes) == 0,
+                "seed %llu output %s differs across thread counts",
+                (unsigned long long)seed, io->out[i].name);
         cr_assert_eq(ref_with(g, io, io->out, 4), BRAID_OK);
         for (uint32_t i = 0; i < io->noutputs; i++)
-            cr_assert(memcmp(io->out[i].data, io->ref[i].data,
-                             io->out[i].bytes) == 0,
-                      "seed %llu output %s: 4 threads differ",
-                      (unsigned long long)seed, io->out[i].name);
+            cr_assert(
+                memcmp(io->out[i].data, io->ref[i].data, io->out[i].bytes) == 0,
+                "seed %llu output %s: 4 threads differ",
+                (unsigned long long)seed, io->out[i].name);
         ts_io_free(io);
         braid_graph_free(g);
     }
@@ -70,7 +70,8 @@ Test(reference_threads, matmul_matches_triple_loop) {
         int64_t bd[3] = {B, tb ? N : K, tb ? K : N};
         braid_tensor a = braid_input(g, "a", BRAID_F64, 3, ad);
         braid_tensor b = braid_input(g, "b", BRAID_F64, 3, bd);
-        unsigned f = (ta ? BRAID_TRANSPOSE_A : 0) | (tb ? BRAID_TRANSPOSE_B : 0);
+        unsigned f =
+            (ta ? BRAID_TRANSPOSE_A : 0) | (tb ? BRAID_TRANSPOSE_B : 0);
         braid_output(g, "c", braid_matmul(g, a, b, f));
         cr_assert_eq(braid_graph_status(g), BRAID_OK, "%s",
                      braid_graph_error(g));
@@ -87,7 +88,8 @@ Test(reference_threads, matmul_matches_triple_loop) {
                                bv[bi * K * N + (tb ? j * K + k : k * N + j)];
                     want[(bi * M + m) * N + j] = acc;
                 }
-        braid_input_binding in[2] = {{"a", av, sizeof av}, {"b", bv, sizeof bv}};
+        braid_input_binding in[2] = {{"a", av, sizeof av},
+                                     {"b", bv, sizeof bv}};
         braid_output_binding out = {"c", got, sizeof got};
         braid_reference_options o;
         braid_reference_options_init(&o);
@@ -115,9 +117,8 @@ static void on_progress(void *ctx, double done) {
 }
 
 Test(reference_threads, progress_reports) {
-    braid_graph *g = braid_graph_load(BRAID_SOURCE_DIR
-                                      "/examples/graphs/mlp.graph",
-                                      NULL);
+    braid_graph *g =
+        braid_graph_load(BRAID_SOURCE_DIR "/examples/graphs/mlp.graph", NULL);
     cr_assert_eq(braid_graph_status(g), BRAID_OK);
     ts_io *io = ts_io_new(g, 3);
     progress_log log = {0, 0.0, true};
@@ -138,11 +139,11 @@ Test(reference_threads, progress_reports) {
 TestSuite(reference_cli, .init = ts_tmpdir_setup, .fini = ts_tmpdir_teardown);
 
 Test(reference_cli, check_says_how_long) {
-    ts_cli_result r = ts_run_cli(
-        BRAID_CLI_PATH, ts_tmpdir, NULL,
-        (const char *const[]){"run",
-                              BRAID_SOURCE_DIR "/examples/graphs/mlp.graph",
-                              "--devices", "cpu", "--check", NULL});
+    ts_cli_result r =
+        ts_run_cli(BRAID_CLI_PATH, ts_tmpdir, NULL,
+                   (const char *const[]){
+                       "run", BRAID_SOURCE_DIR "/examples/graphs/mlp.graph",
+                       "--devices", "cpu", "--check", NULL});
     TS_EXPECT_STATUS(r, 0);
     double s = -1;
     const char *line = strstr(r.out, "check: reference evaluator ");
@@ -150,7 +151,6 @@ Test(reference_cli, check_says_how_long) {
               "%s", r.out);
     cr_assert(s >= 0 && s < 600, "%g", s);
     cr_assert(strstr(r.out, "check y: "), "%s", r.out);
-    cr_assert_null(strstr(r.err, "%"), "no progress off a terminal: %s",
-                   r.err);
+    cr_assert_null(strstr(r.err, "%"), "no progress off a terminal: %s", r.err);
     ts_cli_result_free(&r);
 }

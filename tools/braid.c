@@ -139,10 +139,14 @@ bool cli_err(const char *fmt, ...) {
 static const char *foreign_format(const char *path) {
     static const struct {
         const char *ext, *name;
-    } formats[] = {{".onnx", "ONNX"},          {".pb", "TensorFlow"},
-                   {".tflite", "TensorFlow Lite"}, {".pt", "PyTorch"},
-                   {".pth", "PyTorch"},        {".safetensors", "safetensors"},
-                   {".gguf", "GGUF"},          {".engine", "TensorRT"}};
+    } formats[] = {{".onnx", "ONNX"},
+                   {".pb", "TensorFlow"},
+                   {".tflite", "TensorFlow Lite"},
+                   {".pt", "PyTorch"},
+                   {".pth", "PyTorch"},
+                   {".safetensors", "safetensors"},
+                   {".gguf", "GGUF"},
+                   {".engine", "TensorRT"}};
     size_t len = strlen(path);
     for (size_t k = 0; k < sizeof formats / sizeof formats[0]; k++) {
         size_t n = strlen(formats[k].ext);
@@ -241,8 +245,9 @@ const char *cli_cuda_text(const char *msg, char *buf, size_t size) {
     const char *status = braid_cuda_status();
     const char *at = msg ? strstr(msg, status) : NULL;
     if (!at || !no_driver()) return msg;
-    snprintf(buf, size, "%.*sno NVIDIA driver is installed (CUDA reports "
-                        "error 35)%s",
+    snprintf(buf, size,
+             "%.*sno NVIDIA driver is installed (CUDA reports "
+             "error 35)%s",
              (int)(at - msg), msg, at + strlen(status));
     return buf;
 }

@@ -59,9 +59,9 @@ typedef struct cli_compile_flags {
     size_t fold;            /* --fold-generators BYTES (0: off) */
     int shards;             /* --shards N (0: off) */
     const char *shard_inputs; /* --shard-inputs LIST, or NULL */
-    int device;             /* --device N (when device_list is set) */
-    char device_list[16];   /* "cuda:N" for --device N, else empty: the
-                               plan's devices (GPU preferred) */
+    int device;               /* --device N (when device_list is set) */
+    char device_list[16];     /* "cuda:N" for --device N, else empty: the
+                                 plan's devices (GPU preferred) */
     bool given;             /* any compile flag appeared */
     bool cpu_fallback;      /* --cpu-fallback: a plan file for a GPU this
                                machine lacks runs its graph compiled again
@@ -217,32 +217,31 @@ typedef struct cli_bench_options {
 
 /* The bindings a benchmark runs with. */
 typedef struct cli_bench_bindings {
-    braid_input_binding *in;   /* nin of them */
+    braid_input_binding *in; /* nin of them */
     uint32_t nin;
     braid_output_binding *out; /* nout of them */
     uint32_t nout;
-    void **host_in;  /* --no-transfers: the host buffers the device copies
-                        replaced (cli_bench_from_device restores them) */
+    void **host_in; /* --no-transfers: the host buffers the device copies
+                       replaced (cli_bench_from_device restores them) */
     void **host_out;
-    int device;      /* GPU of the device copies; -1 none */
+    int device; /* GPU of the device copies; -1 none */
 } cli_bench_bindings;
 
 /* Latency statistics (seconds) and the split (ms per run). */
 typedef struct cli_bench_result {
-    size_t runs;                     /* timed runs */
-    double wall_s;                   /* wall time of the timed runs */
+    size_t runs;   /* timed runs */
+    double wall_s; /* wall time of the timed runs */
     double min, median, mean, p90, p99, max;
-    double throughput;               /* runs per second */
-    size_t split_runs;               /* profiled runs behind the split */
+    double throughput;                 /* runs per second */
+    size_t split_runs;                 /* profiled runs behind the split */
     double h2d_ms, compute_ms, d2h_ms; /* busy time per run, summed over
                                           tracks */
-    int device;                      /* GPU holding the inputs and outputs
-                                        (--no-transfers), or -1 */
+    int device;                        /* GPU holding the inputs and outputs
+                                          (--no-transfers), or -1 */
 } cli_bench_result;
 
 /* Applies --warmup/--iterations/--duration/--cuda-graphs with its value. */
-int cli_bench_option(cli_bench_options *b, const char *name,
-                     const char *value);
+int cli_bench_option(cli_bench_options *b, const char *name, const char *value);
 /* After parsing: sets b->on and the defaults; refuses --iterations with
  * --duration, and benchmark options with --repeat or profiling. */
 int cli_bench_check(cli_bench_options *b, bool repeat_given, bool profiling);

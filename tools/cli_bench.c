@@ -102,8 +102,7 @@ static bool timed_runs(braid_exec *e, const cli_bench_bindings *bb,
     double start = cli_now();
     for (;;) {
         if (b->iterations && *n >= (size_t)b->iterations) break;
-        if (!b->iterations && *n > 0 && cli_now() - start >= b->duration)
-            break;
+        if (!b->iterations && *n > 0 && cli_now() - start >= b->duration) break;
         if (*n == cap) {
             double *more = realloc(*times, 2 * cap * sizeof **times);
             if (!more) return cli_err("out of memory for the run times");
@@ -195,7 +194,9 @@ void cli_bench_print_json(FILE *out, const char *file,
             ",\n  \"warmup\": %d,\n  \"runs\": %zu,\n  \"wall_s\": %.9g,\n"
             "  \"transfers\": %s,\n  \"cuda_graphs\": %s,\n",
             b->warmup, r->runs, r->wall_s, r->device >= 0 ? "false" : "true",
-            b->cuda_graphs < 0 ? "null" : b->cuda_graphs ? "true" : "false");
+            b->cuda_graphs < 0 ? "null"
+            : b->cuda_graphs   ? "true"
+                               : "false");
     fprintf(out,
             "  \"latency_ms\": {\"min\": %.9g, \"median\": %.9g, \"mean\": "
             "%.9g, \"p90\": %.9g, \"p99\": %.9g, \"max\": %.9g},\n",

@@ -26,10 +26,9 @@ static const struct {
 };
 
 /* Compile flags that take a value. */
-static const char *const valued[] = {"--devices", "--dump-after", "--streams",
-                                     "--chunks",  "--arch",       "--shards",
-                                     "--shard-inputs", "--device",
-                                     "--fold-generators"};
+static const char *const valued[] = {
+    "--devices", "--dump-after",   "--streams", "--chunks",         "--arch",
+    "--shards",  "--shard-inputs", "--device",  "--fold-generators"};
 
 void cli_print_compile_help(FILE *out) {
     fputs("compile options (compile, run, info, dot --plan):\n"
@@ -109,11 +108,11 @@ static bool parse_size(const char *s, size_t *out) {
     errno = 0;
     char *end = NULL;
     unsigned long long v = strtoull(s, &end, 10);
-    int shift = !*end ? 0
+    int shift = !*end                                    ? 0
                 : !strcmp(end, "K") || !strcmp(end, "k") ? 10
                 : !strcmp(end, "M") || !strcmp(end, "m") ? 20
                 : !strcmp(end, "G") || !strcmp(end, "g") ? 30
-                                                          : -1;
+                                                         : -1;
     if (errno || shift < 0 || v == 0 || v > (SIZE_MAX >> shift)) return false;
     *out = (size_t)(v << shift);
     return true;

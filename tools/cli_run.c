@@ -146,9 +146,9 @@ static int apply_option(run_options *o, const char *name, char *value) {
 /* run's own options that take a value, then its flags (for "did you
  * mean"); the benchmark's are in cli_bench.c. */
 static const char *const valued_names[] = {
-    "--seed",   "--input", "--output-dir", "--threads",    "--repeat",
-    "--runs",   "--trace", "--warmup",     "--iterations", "--duration",
-    "--cuda-graphs"};
+    "--seed",       "--input",    "--output-dir", "--threads",
+    "--repeat",     "--runs",     "--trace",      "--warmup",
+    "--iterations", "--duration", "--cuda-graphs"};
 static const char *const flag_names[] = {"--check", "--profile", "--verbose",
                                          "--no-transfers", "--json"};
 
@@ -171,13 +171,13 @@ static int unknown_run_option(const char *arg) {
 
 /* A flag of run's (no value); false when arg is none. */
 static bool run_flag(run_options *o, const char *arg, int *rc) {
-    bool *flag = !strcmp(arg, "--check")           ? &o->check
-                 : !strcmp(arg, "--profile")       ? &o->profile
-                 : !strcmp(arg, "--verbose")       ? &o->verbose
-                 : !strcmp(arg, "-v")              ? &o->verbose
-                 : !strcmp(arg, "--no-transfers")  ? &o->bench.no_transfers
-                 : !strcmp(arg, "--json")          ? &o->bench.json
-                                                   : NULL;
+    bool *flag = !strcmp(arg, "--check")          ? &o->check
+                 : !strcmp(arg, "--profile")      ? &o->profile
+                 : !strcmp(arg, "--verbose")      ? &o->verbose
+                 : !strcmp(arg, "-v")             ? &o->verbose
+                 : !strcmp(arg, "--no-transfers") ? &o->bench.no_transfers
+                 : !strcmp(arg, "--json")         ? &o->bench.json
+                                                  : NULL;
     if (flag) {
         *flag = true;
         return true;
@@ -285,8 +285,10 @@ static bool load_input(run_tensor *t, const char *path) {
 /* "--input q: the graph has no input of that name; its inputs: x f32[..]"
  * (as braid_run's message lists them). */
 static bool no_such_input(const run_state *st, const char *name) {
-    fprintf(stderr, "braid: --input %s: the graph has no input of that name; "
-                    "its inputs: ", name);
+    fprintf(stderr,
+            "braid: --input %s: the graph has no input of that name; "
+            "its inputs: ",
+            name);
     for (uint32_t i = 0; i < st->nin; i++) {
         char type[160];
         const run_tensor *t = &st->in[i];
@@ -439,9 +441,9 @@ static bool report_profile(const run_state *st) {
         if (braid_profile_write_trace(pr, st->opt.trace) != BRAID_OK)
             ok = cli_err("--trace: %s", braid_last_error());
         else
-            printf("wrote trace %s (%u span%s on %u track%s)\n",
-                   st->opt.trace, pr->nspans, pr->nspans == 1 ? "" : "s",
-                   pr->ntracks, pr->ntracks == 1 ? "" : "s");
+            printf("wrote trace %s (%u span%s on %u track%s)\n", st->opt.trace,
+                   pr->nspans, pr->nspans == 1 ? "" : "s", pr->ntracks,
+                   pr->ntracks == 1 ? "" : "s");
     }
     printf("overlap: %.2f (busy %.3f ms over %.3f ms wall)\n", pr->overlap,
            pr->busy_ms, pr->wall_ms);
@@ -466,7 +468,8 @@ static bool start_profiling(run_state *st, const braid_input_binding *in,
 static bool bench_plan(run_state *st) {
     cli_bench_bindings bb = {.nin = st->nin, .nout = st->nout, .device = -1};
     bool ok = make_bindings(st, false, &bb.in, &bb.out);
-    if (ok && st->opt.bench.no_transfers) ok = cli_bench_to_device(st->plan, &bb);
+    if (ok && st->opt.bench.no_transfers)
+        ok = cli_bench_to_device(st->plan, &bb);
     cli_bench_result r;
     bool ran = ok && cli_bench_run(st->exec, &bb, &st->opt.bench, &r);
     r.device = bb.device;
@@ -567,11 +570,11 @@ static bool run_reference(const run_state *st, braid_input_binding *in,
         ro.progress_ctx = &prog;
     }
     double t0 = cli_now();
-    braid_status s = braid_reference_run_with(st->graph, in, st->nin, out,
-                                              st->nout, &ro);
+    braid_status s =
+        braid_reference_run_with(st->graph, in, st->nin, out, st->nout, &ro);
     if (prog.printed) fprintf(stderr, "\r%50s\r", "");
-    if (s != BRAID_OK) return cli_err("reference run failed: %s",
-                                      braid_last_error());
+    if (s != BRAID_OK)
+        return cli_err("reference run failed: %s", braid_last_error());
     printf("check: reference evaluator %.3f s\n", cli_now() - t0);
     return true;
 }

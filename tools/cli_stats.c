@@ -52,4 +52,3 @@ void cli_bench_stats(const double *times, size_t n, cli_bench_result *r) {
     r->p99 = percentile(s, n, 0.99);
     free(s);
 }
-

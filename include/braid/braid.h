@@ -379,13 +379,13 @@ typedef struct braid_compile_options {
     const char *shard_inputs; /* comma list of input names to split
                                  ("x,labels"); NULL with shards > 1: every
                                  input whose dim 0 divides by shards */
-    size_t fold_generators; /* random_uniform/random_normal/iota nodes of
-                               at most this many bytes each become
-                               constants at compile time (the same bits:
-                               the generators are counter-based), so runs
-                               stop regenerating weights; the plan (and a
-                               plan file) grows by those bytes. 0: off
-                               (the default). docs/simplify.md */
+    size_t fold_generators;   /* random_uniform/random_normal/iota nodes of
+                                 at most this many bytes each become
+                                 constants at compile time (the same bits:
+                                 the generators are counter-based), so runs
+                                 stop regenerating weights; the plan (and a
+                                 plan file) grows by those bytes. 0: off
+                                 (the default). docs/simplify.md */
 } braid_compile_options;
 
 void braid_compile_options_init(braid_compile_options *o);
@@ -506,7 +506,7 @@ typedef struct braid_reference_options {
     void (*progress)(void *ctx, double done); /* called after each node
                         with the fraction of the estimated work done
                         (0..1], from the calling thread; NULL: none */
-    void *progress_ctx; /* passed to progress */
+    void *progress_ctx;                       /* passed to progress */
 } braid_reference_options;
 
 void braid_reference_options_init(braid_reference_options *o);
@@ -815,23 +815,23 @@ typedef enum braid_place_reason {
  * simplify, before copies and fusion). Pointers stay valid while the plan
  * lives. */
 typedef struct braid_node_placement {
-    uint32_t node;               /* id in the user's graph (braid_plan_graph),
-                                    or BRAID_INVALID_ID for a node the
-                                    compiler made */
-    const char *op;              /* op name, "matmul" */
-    const char *name;            /* the node's name (a .graph label), or
-                                    NULL */
+    uint32_t node;    /* id in the user's graph (braid_plan_graph),
+                         or BRAID_INVALID_ID for a node the
+                         compiler made */
+    const char *op;   /* op name, "matmul" */
+    const char *name; /* the node's name (a .graph label), or
+                         NULL */
     char device[BRAID_DEVICE_NAME_MAX]; /* where it runs */
-    braid_place_reason reason;   /* why */
-    const char *why;             /* the reason in words */
-    uint32_t ndevices;           /* entries in cost_s and transfer_s: the
-                                    plan's devices (braid_plan_device_get),
-                                    or 0 when no cost was modelled (a hint,
-                                    host data, a shape op, one device) */
-    const double *cost_s;        /* modelled seconds of the node and the
-                                    shape ops following it on each device,
-                                    copies it implies included */
-    const double *transfer_s;    /* the part of cost_s spent in copies */
+    braid_place_reason reason;          /* why */
+    const char *why;                    /* the reason in words */
+    uint32_t ndevices;                  /* entries in cost_s and transfer_s: the
+                                           plan's devices (braid_plan_device_get),
+                                           or 0 when no cost was modelled (a hint,
+                                           host data, a shape op, one device) */
+    const double *cost_s;               /* modelled seconds of the node and the
+                                           shape ops following it on each device,
+                                           copies it implies included */
+    const double *transfer_s;           /* the part of cost_s spent in copies */
 } braid_node_placement;
 
 /* Decisions recorded when the plan was compiled: one per node of the

@@ -1,5 +1,5 @@
-/* runtime/reference/reference.c — braid_reference_run: bindings, scheduling, memory,
- * threads (the loops themselves split in reference_par.c) and progress.
+/* runtime/reference/reference.c — braid_reference_run: bindings, scheduling,
+ * memory, threads (the loops themselves split in reference_par.c) and progress.
  *
  * Evaluates, in id order (a topological order), every node that a requested
  * output depends on. Each node's values live in a malloc'ed array of double
@@ -31,8 +31,8 @@ typedef struct br_ref_run {
     uint32_t *out_node;   /* per output binding: the node it reads */
     br_pool *pool;        /* threads for large nodes, or NULL */
     const braid_reference_options *opts; /* threads, progress */
-    double work, done;    /* estimated work of the needed nodes, and of
-                             those evaluated so far (progress) */
+    double work, done; /* estimated work of the needed nodes, and of
+                          those evaluated so far (progress) */
 } br_ref_run;
 
 static void run_free(br_ref_run *r) {

@@ -378,7 +378,7 @@ static void eval_permute(const braid_graph *g, const bg_node *n,
 
 static void eval_slice(const braid_graph *g, const bg_node *n,
                        const double *const *in, double *out, int64_t lo,
-                         int64_t hi) {
+                       int64_t hi) {
     const bg_node *x = input_node(g, n, 0);
     int64_t idx[BRAID_MAX_RANK];
     for (int64_t i = lo; i < hi; i++) {
@@ -391,7 +391,7 @@ static void eval_slice(const braid_graph *g, const bg_node *n,
 
 static void eval_concat(const braid_graph *g, const bg_node *n,
                         const double *const *in, double *out, int64_t lo,
-                         int64_t hi) {
+                        int64_t hi) {
     int axis = n->attr.axis;
     int64_t idx[BRAID_MAX_RANK];
     for (int64_t i = lo; i < hi; i++) {
@@ -408,7 +408,7 @@ static void eval_concat(const braid_graph *g, const bg_node *n,
 
 static void eval_broadcast(const braid_graph *g, const bg_node *n,
                            const double *const *in, double *out, int64_t lo,
-                         int64_t hi) {
+                           int64_t hi) {
     const bg_node *x = input_node(g, n, 0);
     for (int64_t i = lo; i < hi; i++)
         out[i] = in[0][bcast_pos(i, n->rank, n->dims, x->rank, x->dims)];

@@ -28,8 +28,8 @@ double br_ref_work(const braid_graph *g, uint32_t id) {
     switch (bg_op(n->op)->kind) {
     case BRAID_KIND_MATMUL: {
         const bg_node *a = bg_node_at(g, n->inputs[0]);
-        int axis = (n->attr.flags & BRAID_TRANSPOSE_A) ? a->rank - 2
-                                                       : a->rank - 1;
+        int axis =
+            (n->attr.flags & BRAID_TRANSPOSE_A) ? a->rank - 2 : a->rank - 1;
         return numel * (double)(a->dims[axis] > 0 ? a->dims[axis] : 1);
     }
     case BRAID_KIND_REDUCE:
