@@ -247,6 +247,15 @@ int cli_bench_option(cli_bench_options *b, const char *name, const char *value);
 int cli_bench_check(cli_bench_options *b, bool repeat_given, bool profiling);
 /* Before braid_exec_new: --cuda-graphs through $BRAID_CUDA_GRAPHS. */
 void cli_bench_apply_env(const cli_bench_options *b);
+/* Neumaier's compensated sum: add values one by one, read the total. The
+ * one summation behind every mean the tool prints (cli_print_stats,
+ * cli_mean). */
+typedef struct cli_sum {
+    double sum; /* running sum */
+    double c;   /* the low-order bits it lost */
+} cli_sum;
+void cli_sum_add(cli_sum *s, double v);
+double cli_sum_value(const cli_sum *s);
 /* The mean of x[0..n) by a compensated sum of x[i]/n: exact to rounding,
  * never overflowing for finite values. 0 for n = 0. */
 double cli_mean(const double *x, size_t n);

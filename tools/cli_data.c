@@ -47,15 +47,13 @@ void cli_fill_random(braid_dtype t, void *buf, int64_t n, uint64_t seed,
 static double finite_mean(braid_dtype t, const void *buf, int64_t n,
                           int64_t finite, double big) {
     double scale = big > DBL_MAX / (double)finite ? 1.0 / (double)finite : 1.0;
-    double sum = 0.0, c = 0.0;
+    cli_sum acc = {0.0, 0.0};
     for (int64_t i = 0; i < n; i++) {
         double v = bg_load(t, buf, i) * scale;
-        if (!isfinite(v)) continue;
-        double s = sum + v;
-        c += fabs(sum) >= fabs(v) ? (sum - s) + v : (v - s) + sum;
-        sum = s;
+        if (isfinite(v)) cli_sum_add(&acc, v);
     }
-    return scale == 1.0 ? (sum + c) / (double)finite : sum + c;
+    double sum = cli_sum_value(&acc);
+    return scale == 1.0 ? sum / (double)finite : sum;
 }
 
 void cli_print_stats(FILE *out, braid_dtype t, const void *buf, int64_t n) {

@@ -15,17 +15,24 @@ static int cmp_double(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
+void cli_sum_add(cli_sum *s, double v) {
+    double t = s->sum + v;
+    s->c += fabs(s->sum) >= fabs(v) ? (s->sum - t) + v : (v - t) + s->sum;
+    s->sum = t;
+}
+
+double cli_sum_value(const cli_sum *s) {
+    return s->sum + s->c;
+}
+
 double cli_mean(const double *x, size_t n) {
-    /* Neumaier's compensated sum of x/n: no overflow for finite inputs
-     * (each term is scaled first) and no drift over millions of runs */
+    /* compensated sum of x/n: no overflow for finite inputs (each term is
+     * scaled first) and no drift over millions of runs */
     if (n == 0) return 0;
-    double sum = 0, c = 0, dn = (double)n;
-    for (size_t i = 0; i < n; i++) {
-        double v = x[i] / dn, t = sum + v;
-        c += fabs(sum) >= fabs(v) ? (sum - t) + v : (v - t) + sum;
-        sum = t;
-    }
-    return sum + c;
+    cli_sum acc = {0.0, 0.0};
+    for (size_t i = 0; i < n; i++)
+        cli_sum_add(&acc, x[i] / (double)n);
+    return cli_sum_value(&acc);
 }
 
 /* Nearest-rank percentile q (0 < q ≤ 1) of the sorted x[0..n). */
