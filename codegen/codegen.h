@@ -203,7 +203,9 @@ int bc_nvrtc_version(void);
 braid_status bc_aot_build(bp_plan *p);
 
 /* Parses "sm_90,sm_80" (also "90", "sm90"; spaces allowed) into up to max
- * architectures, sorted and deduplicated; *n 0 for "none". */
+ * architectures, sorted and deduplicated; *n 0 for "none". A number that
+ * is no CUDA architecture NVIDIA has shipped (sm_200) is
+ * BRAID_ERR_INVALID_ARGUMENT listing the known ones. */
 braid_status bc_parse_archs(const char *text, int *sm, uint32_t max,
                             uint32_t *n);
 

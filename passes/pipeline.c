@@ -126,6 +126,24 @@ static braid_status check_profile(const braid_device_profile *pr,
     return BRAID_OK;
 }
 
+/* Whether the comma list names "cpu" (spaces around names allowed; the
+ * list is already known to parse). */
+static bool names_cpu(const char *list) {
+    for (const char *p = list; p;) {
+        while (*p == ' ' || *p == '\t')
+            p++;
+        if (!strncmp(p, "cpu", 3)) {
+            const char *q = p + 3;
+            while (*q == ' ' || *q == '\t')
+                q++;
+            if (*q == ',' || !*q) return true;
+        }
+        p = strchr(p, ',');
+        if (p) p++;
+    }
+    return false;
+}
+
 /* settings from the options: pass bits, streams, chunks, profiles. */
 static braid_status fill_settings(bp_plan *p) {
     const braid_compile_options *o = &p->opts;
@@ -134,6 +152,9 @@ static braid_status fill_settings(bp_plan *p) {
     st->max_streams = o->max_streams > 0 ? (uint32_t)o->max_streams
                                          : BP_DEFAULT_STREAMS;
     st->chunks = (uint32_t)o->chunks;
+    /* "cuda:0" alone asks for the GPU: the cpu, added because it holds the
+     * inputs and outputs, computes nothing a GPU can (docs/placement.md) */
+    st->prefer_gpu = o->devices && p->ndevices > 1 && !names_cpu(o->devices);
     for (uint32_t i = 0; i < p->ndevices; i++) {
         bp_device_kind k = p->devices[i].kind;
         const braid_device_profile *user =

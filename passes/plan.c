@@ -136,6 +136,9 @@ void braid_plan_free(braid_plan *p) {
     braid_graph_free(p->source);
     free(p->archs_text);
     bp_kernels_free(&p->kernels);
+    free(p->placement.notes);
+    free(p->placement.cost);
+    free(p->placement.transfer);
     free(p);
 }
 
@@ -166,10 +169,37 @@ static const char *storage_name(bp_storage s) {
     return "none";
 }
 
+const char *bp_device_use_str(const bp_plan *p, bp_device d, char *buf,
+                              size_t size) {
+    uint32_t count = 0, first = BG_NONE;
+    for (uint32_t i = 0; i < p->nschedule; i++) {
+        uint32_t id = p->schedule[i];
+        if (!bp_device_equal(p->info[id].device, d)) continue;
+        count++;
+        if (first == BG_NONE && p->info[id].origin != BG_NONE &&
+            bg_node_at(p->graph, id)->op != BRAID_OP_COPY)
+            first = id;
+    }
+    char dev[32];
+    int n = snprintf(buf, size, "%u node%s on %s", (unsigned)count,
+                     count == 1 ? "" : "s", bp_device_str(d, dev, sizeof dev));
+    if (first != BG_NONE && n > 0 && (size_t)n < size) {
+        const bg_node *f = bg_node_at(p->graph, first);
+        snprintf(buf + n, size - (size_t)n, " (the first: %%%u %s%s%s%s)",
+                 (unsigned)p->info[first].origin, bg_op(f->op)->name,
+                 f->name ? " \"" : "", f->name ? f->name : "",
+                 f->name ? "\"" : "");
+    }
+    return buf;
+}
+
 static void print_header(const bp_plan *p, FILE *out) {
     char dev[32];
-    fprintf(out, "plan: %" PRIu32 " nodes, %" PRIu32 " queues, %" PRIu32
-            " events, devices ", p->nschedule, p->nqueues, p->nevents);
+    fprintf(out,
+            "plan: %" PRIu32 " node%s, %" PRIu32 " queue%s, %" PRIu32
+            " event%s, devices ",
+            p->nschedule, p->nschedule == 1 ? "" : "s", p->nqueues,
+            p->nqueues == 1 ? "" : "s", p->nevents, p->nevents == 1 ? "" : "s");
     for (uint32_t i = 0; i < p->ndevices; i++)
         fprintf(out, "%s%s", i ? "," : "",
                 bp_device_str(p->devices[i], dev, sizeof dev));

@@ -187,7 +187,47 @@ typedef struct bp_settings {
     bp_device_profile profile[BP_MAX_DEVICES]; /* per plan->devices entry */
     const char *dump_after;   /* pass name after which the IR is printed to
                                  stderr (BRAID_DUMP=after:<pass>), or NULL */
+    bool prefer_gpu;          /* the devices list named no "cpu": every node
+                                 a GPU can run goes to one; the cpu keeps
+                                 inputs, outputs and constants only */
 } bp_settings;
+
+/* Why the place pass put a node where it did (braid_place_reason). */
+typedef enum bp_place_reason {
+    BP_PLACE_ONLY_DEVICE = 0, /* the plan lists the cpu alone */
+    BP_PLACE_HINT,            /* the node's device hint */
+    BP_PLACE_HOST_DATA,       /* an input or constant: host memory */
+    BP_PLACE_FOLLOW,          /* a shape op: with its input */
+    BP_PLACE_GENERATOR,       /* a generator: where its consumers are */
+    BP_PLACE_COST,            /* the cost model's cheapest device */
+    BP_PLACE_PREFER_GPU,      /* the devices list named no cpu */
+    BP_PLACE_COLLECTIVE       /* a collective: with its own input */
+} bp_place_reason;
+
+/* The place pass's decision for one node, kept for `braid info --verbose`
+ * (braid_plan_placement_get). Self-contained: later passes rebuild the
+ * graph, so nothing here points into it. */
+typedef struct bp_place_note {
+    uint32_t node;   /* id in plan->graph at the place pass */
+    uint32_t origin; /* id in the user's graph (plan->source), or
+                        BG_NONE for a node the compiler made */
+    braid_op op;     /* its op */
+    uint8_t device;  /* index in plan->devices */
+    uint8_t reason;  /* a bp_place_reason */
+    bool costed;     /* cost[] and transfer[] are filled in */
+} bp_place_note;
+
+/* Every placement note of a plan; cost and transfer are nnotes × ndevices
+ * (row per note): the modelled seconds of the note's group (the node and
+ * the shape ops that follow it) on each device, and the part of it spent
+ * in copies. */
+typedef struct bp_placement {
+    bp_place_note *notes; /* owned */
+    uint32_t nnotes;      /* entries in notes */
+    uint32_t ndevices;    /* columns in cost and transfer */
+    double *cost;         /* owned */
+    double *transfer;     /* owned */
+} bp_placement;
 
 struct braid_plan {
     braid_graph *graph;         /* working copy of the graph; owned */
@@ -228,9 +268,18 @@ struct braid_plan {
     bp_kernels kernels;         /* ahead-of-time kernels (bc_aot_build) */
     bp_meta meta;               /* provenance */
     braid_compile_report report; /* time per pass, kernels, NVRTC */
+    bp_placement placement;      /* the place pass's decisions (empty for a
+                                    plan loaded from a file) */
 };
 
 typedef struct braid_plan bp_plan;
+
+/* "12 nodes on cuda:7 (the first: %3 matmul \"mm0\")" into buf: what the
+ * plan runs on device d, naming the first scheduled node there that the
+ * user wrote (copies and other compiler-made nodes are not named: the
+ * user never saw them). For messages about a device that is missing. */
+const char *bp_device_use_str(const bp_plan *p, bp_device d, char *buf,
+                              size_t size);
 
 /* "cpu" / "cuda:3" into buf (always NUL-terminated); returns buf. */
 const char *bp_device_str(bp_device d, char *buf, size_t size);
