@@ -185,6 +185,9 @@ static double node_time(const place_ctx *c, uint32_t id, uint32_t d) {
         t = roofline((double)bg_numel(bg_node_at(c->g, n->inputs[0])),
                      p->elementwise_flops, in + out, p);
         break;
+    case BRAID_KIND_ROW: /* softmax: max, sub, exp, add, div per element */
+        t = roofline(5.0 * numel, p->elementwise_flops, in + out, p);
+        break;
     case BRAID_KIND_MATMUL:
         t = roofline(2.0 * numel * matmul_k(c, n), p->flops[n->dtype], in + out,
                      p);

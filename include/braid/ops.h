@@ -15,6 +15,9 @@ typedef enum braid_op_kind {
     BRAID_KIND_BROADCAST,   /* broadcast_to */
     BRAID_KIND_REDUCE,      /* reductions over a set of axes */
     BRAID_KIND_MATMUL,      /* (batched) matrix product */
+    BRAID_KIND_ROW,         /* each row along the last axis from the same
+                               row of the one input; output shape = input
+                               shape (softmax) */
     BRAID_KIND_SHAPE,       /* reshape, permute, slice, concat */
     BRAID_KIND_COPY,        /* inserted by the compiler between devices */
     BRAID_KIND_FUSED,       /* inserted by the compiler: a fused group */
@@ -70,6 +73,7 @@ typedef enum braid_op_kind {
     X(MEAN, "mean", 1, BRAID_KIND_REDUCE)                \
     X(REDUCE_MAX, "reduce_max", 1, BRAID_KIND_REDUCE)    \
     X(REDUCE_MIN, "reduce_min", 1, BRAID_KIND_REDUCE)    \
+    X(SOFTMAX, "softmax", 1, BRAID_KIND_ROW)             \
     X(RESHAPE, "reshape", 1, BRAID_KIND_SHAPE)           \
     X(PERMUTE, "permute", 1, BRAID_KIND_SHAPE)           \
     X(SLICE, "slice", 1, BRAID_KIND_SHAPE)               \

@@ -410,6 +410,23 @@ static void eval_broadcast(const braid_graph *g, const bg_node *n,
         out[i] = in[0][bcast_pos(i, n->rank, n->dims, x->rank, x->dims)];
 }
 
+/* softmax over the last axis, per row in double: exp(x - max) / sum, the
+ * max subtracted first (so exp never overflows); NaN propagates through
+ * the max, and an all -inf row gives NaN (-inf - -inf). */
+static void eval_softmax(const bg_node *n, const double *x, double *out) {
+    int64_t C = n->dims[n->rank - 1], rows = C > 0 ? bg_numel(n) / C : 0;
+    for (int64_t r = 0; r < rows; r++) {
+        const double *xr = x + r * C;
+        double *o = out + r * C, mx = -INFINITY, sum = 0;
+        for (int64_t k = 0; k < C; k++)
+            if (xr[k] > mx || xr[k] != xr[k]) mx = xr[k];
+        for (int64_t k = 0; k < C; k++)
+            sum += o[k] = exp(xr[k] - mx);
+        for (int64_t k = 0; k < C; k++)
+            o[k] /= sum;
+    }
+}
+
 /* Element idx of rank j's values (a collective's local-form inputs). */
 static double ref_coll_load(void *ctx, int j, int64_t idx) {
     const double *const *in = *(const double *const *const *)ctx;
@@ -437,6 +454,9 @@ void br_ref_eval(const braid_graph *g, uint32_t id, const double *const *in,
         break;
     case BRAID_KIND_MATMUL:
         eval_matmul(g, n, in, out);
+        break;
+    case BRAID_KIND_ROW:
+        eval_softmax(n, in[0], out);
         break;
     case BRAID_KIND_SHAPE:
         if (n->op == BRAID_OP_RESHAPE)
