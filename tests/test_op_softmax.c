@@ -130,6 +130,19 @@ static void run_check(const braid_graph *g, const braid_plan *p, ts_io *io,
 /* ---- the plan ------------------------------------------------------------
  */
 
+/* Compiles g for devices, checks that it holds nsoftmax softmax nodes and
+ * runs it (emulated when a GPU is named) against the reference; frees g. */
+static void plan_case(braid_graph *g, const char *devices, uint32_t nsoftmax,
+                      uint64_t seed, const char *what) {
+    braid_plan *p = compile_for(g, devices, 2);
+    cr_assert_eq(count_op(p, BRAID_OP_SOFTMAX), nsoftmax, "%s", what);
+    ts_io *io = make_io(g, TS_RANGE(-4, 4), seed);
+    run_check(g, p, io, strstr(devices, "cuda") != NULL, what);
+    ts_io_free(io);
+    braid_plan_free(p);
+    braid_graph_free(g);
+}
+
 /* braid_softmax over the last axis stays one softmax node reading x, on
  * every rank; over another axis it sits between two permutes. */
 Test(op_softmax, one_node_in_the_plan) {
@@ -151,13 +164,7 @@ Test(op_softmax, one_node_in_the_plan) {
     braid_graph *g = braid_graph_new(NULL);
     braid_tensor x = braid_input(g, "x", BRAID_F64, 3, DIMS(5, 4, 3));
     braid_output(g, "y", braid_softmax(g, x, 1));
-    braid_plan *p = compile_for(g, "cpu", 2);
-    cr_assert_eq(count_op(p, BRAID_OP_SOFTMAX), 1);
-    ts_io *io = make_io(g, TS_RANGE(-4, 4), 2);
-    run_check(g, p, io, false, "axis 1 of 3");
-    ts_io_free(io);
-    braid_plan_free(p);
-    braid_graph_free(g);
+    plan_case(g, "cpu", 1, 2, "axis 1 of 3");
 }
 
 /* Bad operands: a sticky error naming the op, no node. */
@@ -207,13 +214,7 @@ Test(op_softmax, shared_input_and_nested) {
     braid_output(g, "y", y);
     braid_output(g, "x", x);
     braid_output(g, "z", braid_softmax(g, y, 1));
-    braid_plan *p = compile_for(g, "cpu", 2);
-    cr_assert_eq(count_op(p, BRAID_OP_SOFTMAX), 2);
-    ts_io *io = make_io(g, TS_RANGE(-4, 4), 4);
-    run_check(g, p, io, false, "nested");
-    ts_io_free(io);
-    braid_plan_free(p);
-    braid_graph_free(g);
+    plan_case(g, "cpu", 2, 4, "nested");
 }
 
 /* On a GPU (any device): the softmax node on cuda:0, run by the emulated
@@ -291,8 +292,8 @@ Test(op_softmax, cpu_random_shapes, .timeout = 120) {
         if (C > 100000) C = 100000;
         int64_t most = ((int64_t)1 << 17) / C;
         int64_t rows = 1 + (int64_t)(ts_rand_unit(&st) * (double)most);
-        braid_dtype dt = (braid_dtype[]){BRAID_F32, BRAID_F16, BRAID_BF16,
-                                         BRAID_F64}[i % 4];
+        braid_dtype dt =
+            (braid_dtype[]){BRAID_F32, BRAID_F16, BRAID_BF16, BRAID_F64}[i % 4];
         cpu_case(dt, rows, C, i % 3 == 0, TS_RANGE(-8, 8), 200 + (uint64_t)i);
     }
 }

@@ -397,10 +397,13 @@ Test(program_check, old_softmax_kind_and_softmax_node) {
     x = in(g, "x", BRAID_F32, 2, 4, 8);
     braid_tensor y = braid_softmax(g, x, -1);
     cr_assert_eq(braid_graph_status(g), BRAID_OK);
-    bp_instr load = {.op = BP_INSTR_LOAD, .dtype = BRAID_F32, .input = 0,
-                     .source = BG_NONE};
-    bp_program one = {.kind = BP_PROGRAM_ELEMENTWISE, .ninstr = 1,
-                      .instr = &load, .rank = 2, .dims = {4, 8}};
+    bp_instr load = {
+        .op = BP_INSTR_LOAD, .dtype = BRAID_F32, .input = 0, .source = BG_NONE};
+    bp_program one = {.kind = BP_PROGRAM_ELEMENTWISE,
+                      .ninstr = 1,
+                      .instr = &load,
+                      .rank = 2,
+                      .dims = {4, 8}};
     char why[256];
     cr_assert(bp_program_check(&one, g, y.id, why, sizeof why), "%s", why);
     braid_graph_free(g);

@@ -20,8 +20,8 @@
  *
  * Files: cpu_fused.c (set-up, the tile evaluator, ELEMENTWISE and MATMUL
  * programs, entry points), cpu_fused_ops.c (one instruction over a tile,
- * loads, stores, casts), cpu_fused_reduce.c (REDUCE programs). Programs are validated by
- * bp_program_check (passes/program.c) before any of it runs. */
+ * loads, stores, casts), cpu_fused_reduce.c (REDUCE programs). Programs are
+ * validated by bp_program_check (passes/program.c) before any of it runs. */
 #ifndef BRAID_RUNTIME_CPU_FUSED_H
 #define BRAID_RUNTIME_CPU_FUSED_H
 

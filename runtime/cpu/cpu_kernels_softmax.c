@@ -21,14 +21,14 @@
 #define SM_CHUNK 1024
 
 typedef struct sm {
-    braid_dtype t;   /* the dtype of x and the output: f32, f16, bf16, f64 */
-    bool half;       /* f16/bf16: steps rounded to the dtype */
-    bool in_out;     /* the e's are stored in the output, then divided in
-                        place (output of the compute type, sharing no
-                        input's bytes) */
-    const char *in;  /* x */
-    char *out;       /* the output */
-    int64_t C;       /* the row length (the last dim, ≥ 1) */
+    braid_dtype t;  /* the dtype of x and the output: f32, f16, bf16, f64 */
+    bool half;      /* f16/bf16: steps rounded to the dtype */
+    bool in_out;    /* the e's are stored in the output, then divided in
+                       place (output of the compute type, sharing no
+                       input's bytes) */
+    const char *in; /* x */
+    char *out;      /* the output */
+    int64_t C;      /* the row length (the last dim, ≥ 1) */
 } sm;
 
 /* x[j, j + m) of row r as floats: in place for f32, else widened into buf
@@ -192,6 +192,6 @@ void br_softmax_run(const br_kernel_args *a) {
     c.in_out = output_free(a, c.t);
     c.C = n->dims[n->rank - 1];
     int64_t nrows = numel / c.C;
-    br_parallel_for(a->pool, nrows, c.C >= BR_GRAIN ? 1 : BR_GRAIN / c.C,
-                    rows, &c);
+    br_parallel_for(a->pool, nrows, c.C >= BR_GRAIN ? 1 : BR_GRAIN / c.C, rows,
+                    &c);
 }
