@@ -29,6 +29,13 @@
             cr_skip_test("%s", braid_cuda_status());                           \
     } while (0)
 
+/* True when tools/gpu-check.sh runs the suite under compute-sanitizer
+ * (BRAID_TEST_SANITIZER set): timings and overlap figures mean nothing
+ * there, and suites that repeat or stream large data do less of it. */
+static inline bool tc_under_sanitizer(void) {
+    return getenv("BRAID_TEST_SANITIZER") != NULL;
+}
+
 /* Hints every node of g that is not an input or a constant to device. */
 static inline void tc_hint_all(braid_graph *g, const char *device) {
     for (uint32_t id = 0; id < braid_graph_node_count(g); id++) {

@@ -43,7 +43,7 @@ for t in $suites; do
         "$M/cublaslt_mock.o" $objs \
         "$B/libbraid_test_support.a" -L/usr/local/cuda/lib64 -lnvrtc \
         -Wl,-rpath,/usr/local/cuda/lib64 \
-        $(pkg-config --libs criterion openblas libcgraph) -lpthread -lm
+        $(pkg-config --libs criterion openblas libcgraph nettle) -lpthread -lm
     for seed in $(seq 1 "$SEEDS"); do
         if MOCK_SEED=$seed "$M/$t" --jobs 2 >"$M/$t.$seed.log" 2>&1; then
             echo "mock $t seed $seed: $(grep -o 'Tested.*' "$M/$t.$seed.log" | tail -1)"
