@@ -178,7 +178,7 @@ Test(cuda_perf, chain_of_100_small_nodes) {
         double s = time_runs(e, &in, 1, &out, 1);
         uint32_t nodes = 0;
         for (uint32_t i = 0; i < p->nschedule; i++)
-            nodes += br_cuda_node_on_gpu(p, p->schedule[i]);
+            nodes += br_node_on_device_queue(p, p->schedule[i]);
         per[graphs] = s / (nodes ? nodes : 1);
         if (graphs)
             cr_assert(br_cuda_last_run_used_graph(br_exec_cuda(e)), "log:\n%s",

@@ -717,6 +717,15 @@ void braid_host_free(void *ptr);
 int braid_cuda_device_count(void);
 const char *braid_cuda_status(void);
 
+/* Destroys the CUDA resources braid keeps for the next executor: streams,
+ * events, cuBLAS / cuBLASLt handles with their device workspaces, pinned
+ * staging buffers. An executor takes these from a per-process pool when
+ * it is created and gives them back when it is freed, so creating the
+ * second executor of a plan is cheap; without this call they live until
+ * the process exits. Executors alive keep theirs. Thread-safe; a no-op
+ * without CUDA. */
+void braid_cuda_release_cached(void);
+
 /* ---- communicators for several processes (docs/multi-gpu.md) ------------ */
 
 /* An NCCL communicator for one rank of a multi-process job. braid loads
