@@ -11,6 +11,7 @@
 #include "graph/eval.h"
 #include "graph/scalar.h"
 
+#include <math.h>
 #include <string.h>
 
 double bg_round(braid_dtype t, double v) {
@@ -245,6 +246,25 @@ static void eval_broadcast(const braid_graph *g, const bg_node *n,
         out[i] = in[0][bcast_pos(i, n->rank, n->dims, x->rank, x->dims)];
 }
 
+/* ---- row ops ------------------------------------------------------------- */
+
+/* softmax over the last axis, per row: exp(x - max) / sum, the max
+ * subtracted first (so exp never overflows); NaN propagates through the
+ * max, and a row of only -inf gives NaN (-inf - -inf). */
+static void eval_softmax(const bg_node *n, const double *x, double *out) {
+    int64_t C = n->dims[n->rank - 1], rows = C > 0 ? bg_numel(n) / C : 0;
+    for (int64_t r = 0; r < rows; r++) {
+        const double *xr = x + r * C;
+        double *o = out + r * C, mx = -INFINITY, sum = 0;
+        for (int64_t k = 0; k < C; k++)
+            if (xr[k] > mx || xr[k] != xr[k]) mx = xr[k];
+        for (int64_t k = 0; k < C; k++)
+            sum += o[k] = exp(xr[k] - mx);
+        for (int64_t k = 0; k < C; k++)
+            o[k] /= sum;
+    }
+}
+
 /* ---- dispatch ------------------------------------------------------------ */
 
 bool bg_eval_node_range(const braid_graph *g, uint32_t id,
@@ -267,6 +287,9 @@ bool bg_eval_node_range(const braid_graph *g, uint32_t id,
         break;
     case BRAID_KIND_MATMUL:
         eval_matmul(g, n, in, out, lo, hi);
+        break;
+    case BRAID_KIND_ROW:
+        eval_softmax(n, in[0], out);
         break;
     case BRAID_KIND_SHAPE:
         if (n->op == BRAID_OP_RESHAPE)

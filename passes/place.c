@@ -148,6 +148,7 @@ static double node_time(const place_ctx *c, uint32_t id, uint32_t d) {
         t = source_time(n, out, p);
         break;
     case BRAID_KIND_ELEMENTWISE:
+    case BRAID_KIND_ROW: /* softmax: its flops per element, like these */
         t = roofline(numel * bg_op(n->op)->flops, p->elementwise_flops,
                      in + out, p);
         break;
