@@ -251,9 +251,14 @@ static void eval_broadcast(const braid_graph *g, const bg_node *n,
 /* softmax over the last axis, per row: exp(x - max) / sum, the max
  * subtracted first (so exp never overflows); NaN propagates through the
  * max, and a row of only -inf gives NaN (-inf - -inf). */
-static void eval_softmax(const bg_node *n, const double *x, double *out) {
-    int64_t C = n->dims[n->rank - 1], rows = C > 0 ? bg_numel(n) / C : 0;
-    for (int64_t r = 0; r < rows; r++) {
+/* The rows that start in elements [lo, hi): a threaded reference splits a
+ * node's elements into ranges that need not fall on row boundaries, and
+ * each row must be computed (and written, whole) by exactly one range. */
+static void eval_softmax(const bg_node *n, const double *x, double *out,
+                         int64_t lo, int64_t hi) {
+    int64_t C = n->dims[n->rank - 1];
+    if (C <= 0) return;
+    for (int64_t r = (lo + C - 1) / C; r * C < hi; r++) {
         const double *xr = x + r * C;
         double *o = out + r * C, mx = -INFINITY, sum = 0;
         for (int64_t k = 0; k < C; k++)
@@ -289,7 +294,7 @@ bool bg_eval_node_range(const braid_graph *g, uint32_t id,
         eval_matmul(g, n, in, out, lo, hi);
         break;
     case BRAID_KIND_ROW:
-        eval_softmax(n, in[0], out);
+        eval_softmax(n, in[0], out, lo, hi);
         break;
     case BRAID_KIND_SHAPE:
         if (n->op == BRAID_OP_RESHAPE)

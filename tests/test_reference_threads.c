@@ -58,6 +58,35 @@ Test(reference_threads, same_bits_as_one_thread) {
     }
 }
 
+/* Softmax rows are whole units: the threaded reference splits a node's
+ * elements into ranges that need not fall on row boundaries (61 rows of
+ * 65537: no split does), and each row must still be computed once. Caught on
+ * an H100 (16 threads): every range recomputed the whole tensor at once. */
+Test(reference_threads, softmax_rows_split_across_threads) {
+    braid_graph *g = braid_graph_new(NULL);
+    int64_t d[2] = {61, 65537};
+    braid_tensor x = braid_input(g, "x", BRAID_F32, 2, d);
+    cr_assert_eq(braid_output(g, "y", braid_softmax(g, x, 1)), BRAID_OK, "%s",
+                 braid_graph_error(g));
+    ts_io *io = ts_io_new(g, 5);
+    cr_assert_eq(ref_with(g, io, io->ref, 1), BRAID_OK);
+    for (int threads = 2; threads <= 16; threads *= 2) {
+        cr_assert_eq(ref_with(g, io, io->out, threads), BRAID_OK);
+        cr_assert(memcmp(io->out[0].data, io->ref[0].data, io->out[0].bytes) ==
+                      0,
+                  "%d threads differ from one", threads);
+    }
+    const float *y = io->ref[0].data; /* and each row sums to 1 */
+    for (int64_t r = 0; r < d[0]; r++) {
+        double sum = 0;
+        for (int64_t k = 0; k < d[1]; k++) sum += y[r * d[1] + k];
+        cr_assert_float_eq(sum, 1.0, 1e-4, "row %lld sums to %g", (long long)r,
+                           sum);
+    }
+    ts_io_free(io);
+    braid_graph_free(g);
+}
+
 /* Batched f64 matmuls with every transpose combination, against the
  * textbook loop (j outside k, one accumulator): equal bit for bit, since
  * each element sums its products in the same order. */

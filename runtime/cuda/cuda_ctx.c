@@ -25,13 +25,21 @@ static const char *const WHERE = "braid_exec_new";
 
 /* ---- devices ------------------------------------------------------------- */
 
+/* Says what the plan runs on the missing GPU in the user's terms (a node
+ * they wrote, never a copy the compiler made); what (a queue, an arena)
+ * only when no node runs there. */
 static braid_status missing_device(const bp_plan *p, int want, int have,
                                    const char *what) {
-    (void)p;
+    char use[160];
+    bp_device d = {.kind = BP_DEVICE_CUDA, .index = want};
+    bp_device_use_str(p, d, use, sizeof use);
+    bool nodes = strncmp(use, "0 nodes", 7) != 0;
     return bg_set_last_error(BRAID_ERR_DEVICE,
-                             "braid_exec_new: plan needs cuda:%d but %d CUDA "
-                             "device%s present (%s)",
-                             want, have, have == 1 ? "" : "s", what);
+                             "braid_exec_new: the plan runs %s, but %d CUDA "
+                             "device%s present%s%s%s",
+                             use, have, have == 1 ? " is" : "s are",
+                             nodes ? "" : " (", nodes ? "" : what,
+                             nodes ? "" : ")");
 }
 
 /* Every GPU a queue, arena or node uses must exist. */

@@ -21,19 +21,21 @@ PKG_CONFIG_PATH=$pcpath cc -o "$tmp/pc_consumer" "$src/consumer.c" \
     $(PKG_CONFIG_PATH=$pcpath pkg-config --cflags --libs braid)
 LD_LIBRARY_PATH="$(dirname "$libdir")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
     "$tmp/pc_consumer"
-# the rpath variable: the program finds libbraid.so.0 with no
-# LD_LIBRARY_PATH (a prefix outside the loader's search path)
+# the rpath variable: the program finds libbraid.so.0 through its rpath
+# alone (the prefix is a fresh temporary folder, never on LD_LIBRARY_PATH;
+# the inherited LD_LIBRARY_PATH stays, since on the GPU machine braid's own
+# dependencies such as libcgraph are found only through it)
 PKG_CONFIG_PATH=$pcpath cc -o "$tmp/pc_rpath" "$src/consumer.c" \
     $(PKG_CONFIG_PATH=$pcpath pkg-config --cflags --libs braid) \
     $(PKG_CONFIG_PATH=$pcpath pkg-config --variable=rpath braid)
-env -u LD_LIBRARY_PATH "$tmp/pc_rpath"
+"$tmp/pc_rpath"
 # a static link from pkg-config --static alone (the CUDA libraries of a
 # CUDA build included): libbraid.a first, the rest from the .pc file
 PKG_CONFIG_PATH=$pcpath cc -o "$tmp/pc_static" "$src/consumer.c" \
     $(PKG_CONFIG_PATH=$pcpath pkg-config --cflags braid) \
     "$(dirname "$libdir")/libbraid.a" \
     $(PKG_CONFIG_PATH=$pcpath pkg-config --static --libs braid | sed 's/-lbraid\b//')
-env -u LD_LIBRARY_PATH "$tmp/pc_static"
+"$tmp/pc_static"
 # find_package(braid) for the shared library as on a machine with no CUDA
 # toolkit (find_package(CUDAToolkit) disabled: it finds none)
 cmake -S "$src/shared_only" -B "$tmp/shared_only" \
