@@ -153,8 +153,9 @@ static void detect_archs(int *sm, uint32_t max, uint32_t *n) {
  * present (or the default), not from the user. */
 static braid_status plan_archs(const bp_plan *p, int *sm, uint32_t *n,
                                bool *detected) {
-    *detected = p->opts.archs == NULL;
-    if (!*detected) return bc_parse_archs(p->opts.archs, sm, AOT_MAX_ARCHS, n);
+    *detected = p->in.opts.archs == NULL;
+    if (!*detected)
+        return bc_parse_archs(p->in.opts.archs, sm, AOT_MAX_ARCHS, n);
     detect_archs(sm, AOT_MAX_ARCHS, n);
     if (*n == 0) {
         sm[0] = AOT_DEFAULT_SM;
@@ -164,7 +165,7 @@ static braid_status plan_archs(const bp_plan *p, int *sm, uint32_t *n,
 }
 
 static bool has_generated_kernels(const bp_plan *p) {
-    for (uint32_t id = 0; id < p->graph->nnodes; id++) {
+    for (uint32_t id = 0; id < p->res.graph->nnodes; id++) {
         bc_node_class k = bc_classify(p, id);
         if (k == BC_NODE_KERNEL || k == BC_NODE_MATMUL_EPILOGUE) return true;
     }
@@ -234,7 +235,7 @@ static braid_status compile_arch(bp_plan *p, int sm, bool detected,
 static braid_status compile_all(bp_plan *p, const int *sm, uint32_t n,
                                 bool detected) {
     bp_kernels *k = &p->kernels;
-    p->meta.nvrtc_version = bc_nvrtc_version();
+    p->prov.nvrtc_version = bc_nvrtc_version();
     if (n == 0) return BRAID_OK;
     k->bin = calloc(n, sizeof *k->bin);
     if (!k->bin)
@@ -272,9 +273,9 @@ braid_status bc_aot_build(bp_plan *p) {
      * same options must not fail only on some graphs. Detecting GPUs is
      * left until kernels need it. */
     braid_status s = BRAID_OK;
-    if (p->opts.archs) s = plan_archs(p, sm, &n, &detected);
+    if (p->in.opts.archs) s = plan_archs(p, sm, &n, &detected);
     if (s != BRAID_OK || !has_generated_kernels(p)) return s;
-    if (!p->opts.archs) s = plan_archs(p, sm, &n, &detected);
+    if (!p->in.opts.archs) s = plan_archs(p, sm, &n, &detected);
     bc_source src;
     s = bc_plan_source(p, &src);
     if (s == BRAID_ERR_UNSUPPORTED && (n == 0 || detected || !HAVE_NVRTC))

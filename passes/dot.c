@@ -365,13 +365,16 @@ braid_status braid_graph_to_dot(const braid_graph *g, FILE *out) {
  * braid_compile's plans always do; this keeps a stray or half-built plan
  * from crashing the exporter. */
 static braid_status check_plan(const bp_plan *p, const char *fn) {
-    if (!p->graph ||
-        (p->graph->nnodes && (!p->info || p->ninfo < p->graph->nnodes)))
+    if (!p->res.graph ||
+        (p->res.graph->nnodes &&
+         (!p->res.info || p->res.ninfo < p->res.graph->nnodes)))
         return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
                                  "%s: the plan has no compiled graph", fn);
-    if ((p->nqueues && !p->queues) || (p->nevents && !p->events) ||
-        (p->narenas && !p->arenas) || (p->nprograms && !p->programs) ||
-        p->ndevices > BP_MAX_DEVICES)
+    if ((p->res.nqueues && !p->res.queues) ||
+        (p->res.nevents && !p->res.events) ||
+        (p->res.narenas && !p->res.arenas) ||
+        (p->res.nprograms && !p->res.programs) ||
+        p->in.devs.ndevices > BP_MAX_DEVICES)
         return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
                                  "%s: the plan's tables are inconsistent", fn);
     return BRAID_OK;
@@ -391,7 +394,7 @@ braid_status braid_plan_to_dot(const braid_plan *p, FILE *out) {
         s = bg_set_last_error(
             BRAID_ERR_OUT_OF_MEMORY,
             "%s: out of memory building the DOT graph (%" PRIu32 " nodes)", fn,
-            p->graph->nnodes);
+            p->res.graph->nnodes);
     } else {
         s = write_graph(ag, out, fn);
     }

@@ -32,7 +32,7 @@ braid_status bp_simplify(bp_plan *plan);
  * BRAID_ERR_INVALID_ARGUMENT naming the node; too few GPUs likewise. */
 braid_status bp_shard(bp_plan *plan);
 /* Every node gets info.device: hints win; generators go with their
- * consumers; otherwise the cost model (settings.profile) picks, counting the
+ * consumers; otherwise the cost model (devs.profile) picks, counting the
  * copies a choice implies. With only the cpu listed everything is cpu. */
 braid_status bp_place(bp_plan *plan);
 /* One BRAID_OP_COPY node per (tensor, destination device) whose consumers

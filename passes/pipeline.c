@@ -60,7 +60,7 @@ static char *dup_string(const char *s) {
 
 /* The pass to dump after: the option, else $BRAID_DUMP ("after:<pass>"). */
 static braid_status dump_setting(bp_plan *p) {
-    const char *name = p->opts.dump_after;
+    const char *name = p->in.opts.dump_after;
     const char *env = getenv("BRAID_DUMP");
     if (!name && env && *env) {
         if (strncmp(env, "after:", 6) != 0)
@@ -82,10 +82,10 @@ static braid_status dump_setting(bp_plan *p) {
                                  "after (passes: %s)",
                                  name, list);
     }
-    if (!(p->dump_text = dup_string(name)))
+    if (!(p->in.dump_text = dup_string(name)))
         return bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY,
                                  "braid_compile: out of memory");
-    p->opts.dump_after = p->settings.dump_after = p->dump_text;
+    p->in.opts.dump_after = p->in.settings.dump_after = p->in.dump_text;
     return BRAID_OK;
 }
 
@@ -122,21 +122,23 @@ static braid_status check_profile(const braid_device_profile *pr,
 
 /* settings from the options: pass bits, streams, chunks, profiles. */
 static braid_status fill_settings(bp_plan *p) {
-    const braid_compile_options *o = &p->opts;
-    bp_settings *st = &p->settings;
+    const braid_compile_options *o = &p->in.opts;
+    bp_settings *st = &p->in.settings;
     st->disabled = o->disable_passes;
     st->max_streams = o->max_streams > 0 ? (uint32_t)o->max_streams
                                          : BP_DEFAULT_STREAMS;
     st->chunks = (uint32_t)o->chunks;
-    for (uint32_t i = 0; i < p->ndevices; i++) {
-        bp_device_kind k = p->devices[i].kind;
+    for (uint32_t i = 0; i < p->in.devs.ndevices; i++) {
+        bp_device_kind k = p->in.devs.devices[i].kind;
         const braid_device_profile *user =
             k == BP_DEVICE_CPU ? o->cpu_profile : o->cuda_profile;
-        st->profile[i] = user ? *user : bp_default_profile(k);
+        p->in.devs.profile[i] = user ? *user : bp_default_profile(k);
     }
-    p->opts.cpu_profile = p->opts.cuda_profile = NULL; /* not ours to keep */
-    for (uint32_t i = 0; i < p->ndevices; i++) {
-        braid_status s = check_profile(&st->profile[i], p->devices[i]);
+    p->in.opts.cpu_profile = p->in.opts.cuda_profile =
+        NULL; /* not ours to keep */
+    for (uint32_t i = 0; i < p->in.devs.ndevices; i++) {
+        braid_status s =
+            check_profile(&p->in.devs.profile[i], p->in.devs.devices[i]);
         if (s != BRAID_OK) return s;
     }
     return dump_setting(p);
@@ -189,22 +191,24 @@ static braid_status check_args(const braid_graph *g,
 
 /* The input and output tables: names point into the plan's graph. */
 static braid_status fill_io(bp_plan *p) {
-    const braid_graph *g = p->graph;
+    const braid_graph *g = p->res.graph;
     uint32_t nin = 0;
     for (uint32_t i = 0; i < g->nnodes; i++)
         nin += g->nodes[i].op == BRAID_OP_INPUT;
-    p->inputs = bp_calloc(nin, sizeof *p->inputs, "input table");
-    p->outputs = bp_calloc(g->noutputs, sizeof *p->outputs, "output table");
-    if (!p->inputs || !p->outputs) return BRAID_ERR_OUT_OF_MEMORY;
+    p->res.inputs = bp_calloc(nin, sizeof *p->res.inputs, "input table");
+    p->res.outputs =
+        bp_calloc(g->noutputs, sizeof *p->res.outputs, "output table");
+    if (!p->res.inputs || !p->res.outputs) return BRAID_ERR_OUT_OF_MEMORY;
     for (uint32_t i = 0; i < g->nnodes; i++) {
         const bg_node *n = &g->nodes[i];
         if (n->op == BRAID_OP_INPUT)
-            p->inputs[p->ninputs++] = (bp_io){n->name, i, bg_nbytes(n)};
+            p->res.inputs[p->res.ninputs++] = (bp_io){n->name, i, bg_nbytes(n)};
     }
     for (uint32_t i = 0; i < g->noutputs; i++) {
         uint32_t id = g->outputs[i].node;
         uint64_t bytes = id < g->nnodes ? bg_nbytes(&g->nodes[id]) : 0;
-        p->outputs[p->noutputs++] = (bp_io){g->outputs[i].name, id, bytes};
+        p->res.outputs[p->res.noutputs++] =
+            (bp_io){g->outputs[i].name, id, bytes};
     }
     return BRAID_OK;
 }
@@ -214,42 +218,42 @@ braid_status bp_plan_new(const braid_graph *g,
     bp_plan *p = bp_calloc(1, sizeof *p, "plan");
     if (!p) return BRAID_ERR_OUT_OF_MEMORY;
     *out = p;
-    braid_compile_options_init(&p->opts);
-    if (opts) p->opts = *opts;
-    if (p->opts.devices) {
-        p->devices_text = malloc(strlen(p->opts.devices) + 1);
-        if (!p->devices_text)
+    braid_compile_options_init(&p->in.opts);
+    if (opts) p->in.opts = *opts;
+    if (p->in.opts.devices) {
+        p->in.devices_text = malloc(strlen(p->in.opts.devices) + 1);
+        if (!p->in.devices_text)
             return bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY,
                                      "braid_compile: out of memory copying "
                                      "the devices string");
-        strcpy(p->devices_text, p->opts.devices);
-        p->opts.devices = p->devices_text;
+        strcpy(p->in.devices_text, p->in.opts.devices);
+        p->in.opts.devices = p->in.devices_text;
     }
-    braid_status s =
-        bp_parse_devices(p->opts.devices, p->devices, &p->ndevices);
+    braid_status s = bp_parse_devices(p->in.opts.devices, p->in.devs.devices,
+                                      &p->in.devs.ndevices);
     if (s != BRAID_OK) return s;
-    if (p->opts.archs) {
-        if (!(p->archs_text = dup_string(p->opts.archs)))
+    if (p->in.opts.archs) {
+        if (!(p->in.archs_text = dup_string(p->in.opts.archs)))
             return bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY,
                                      "braid_compile: out of memory copying "
                                      "the archs string");
-        p->opts.archs = p->archs_text;
+        p->in.opts.archs = p->in.archs_text;
     }
-    p->graph = bg_graph_clone(g);
-    p->source = p->graph ? bg_graph_clone(g) : NULL;
-    if (!p->graph || !p->source)
+    p->res.graph = bg_graph_clone(g);
+    p->prov.source = p->res.graph ? bg_graph_clone(g) : NULL;
+    if (!p->res.graph || !p->prov.source)
         return bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY,
                                  "braid_compile: out of memory copying the "
                                  "graph (%u nodes)",
                                  (unsigned)g->nnodes);
-    p->meta.created = (int64_t)time(NULL);
-    snprintf(p->meta.braid_version, sizeof p->meta.braid_version, "%s",
+    p->prov.created = (int64_t)time(NULL);
+    snprintf(p->prov.braid_version, sizeof p->prov.braid_version, "%s",
              BRAID_VERSION_STRING);
     s = fill_settings(p);
     if (s == BRAID_OK) s = fill_io(p);
     if (s == BRAID_OK) s = bp_plan_sync_info(p);
-    for (uint32_t id = 0; s == BRAID_OK && id < p->ninfo; id++)
-        p->info[id].origin = id;
+    for (uint32_t id = 0; s == BRAID_OK && id < p->res.ninfo; id++)
+        p->res.info[id].origin = id;
     return s;
 }
 
@@ -281,10 +285,10 @@ braid_status braid_compile(const braid_graph *g,
     bp_plan *p = NULL;
     s = bp_plan_new(g, opts, &p);
     for (size_t i = 0; s == BRAID_OK && i < NPASSES; i++) {
-        if (pipeline[i].optional & p->settings.disabled) continue;
+        if (pipeline[i].optional & p->in.settings.disabled) continue;
         s = run_pass(p, i);
-        if (s == BRAID_OK && p->settings.dump_after &&
-            strcmp(p->settings.dump_after, pipeline[i].name) == 0)
+        if (s == BRAID_OK && p->in.settings.dump_after &&
+            strcmp(p->in.settings.dump_after, pipeline[i].name) == 0)
             bp_plan_dump(p, pipeline[i].name, stderr);
     }
     if (s == BRAID_OK) s = bc_aot_build(p);
@@ -298,5 +302,5 @@ braid_status braid_compile(const braid_graph *g,
 }
 
 const braid_graph *braid_plan_graph(const braid_plan *p) {
-    return p ? p->source : NULL;
+    return p ? p->prov.source : NULL;
 }

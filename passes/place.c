@@ -59,7 +59,7 @@ typedef struct place_ctx {
     uint32_t ndev;                 /* plan->ndevices */
     uint32_t host;                 /* index of the cpu in
                                       plan->devices */
-    const bp_device_profile *prof; /* settings.profile */
+    const bp_device_profile *prof; /* devs.profile */
     uint8_t *dev;                  /* per node: device index, or
                                       DEV_UNSET / DEV_FLOAT */
     uint8_t *role;                 /* per node: a role */
@@ -207,8 +207,8 @@ static double transfer_time(const place_ctx *c, double bytes, uint32_t a,
                             uint32_t b) {
     if (a == b) return 0;
     const bp_device_profile *pa = &c->prof[a], *pb = &c->prof[b];
-    bool a_cpu = c->plan->devices[a].kind == BP_DEVICE_CPU;
-    bool b_cpu = c->plan->devices[b].kind == BP_DEVICE_CPU;
+    bool a_cpu = c->plan->in.devs.devices[a].kind == BP_DEVICE_CPU;
+    bool b_cpu = c->plan->in.devs.devices[b].kind == BP_DEVICE_CPU;
     if (a_cpu) return pb->launch_s + seconds(bytes, pb->h2d_bytes_per_s);
     if (b_cpu) return pa->launch_s + seconds(bytes, pa->d2h_bytes_per_s);
     double rate = pa->d2h_bytes_per_s < pb->h2d_bytes_per_s
@@ -375,8 +375,8 @@ static int device_index(const bp_plan *plan, const char *name) {
      * device is the last entry. */
     if (bp_parse_devices(name, d, &n) != BRAID_OK || n == 0 || n > 2)
         return -1;
-    for (uint32_t i = 0; i < plan->ndevices; i++)
-        if (bp_device_equal(plan->devices[i], d[n - 1])) return (int)i;
+    for (uint32_t i = 0; i < plan->in.devs.ndevices; i++)
+        if (bp_device_equal(plan->in.devs.devices[i], d[n - 1])) return (int)i;
     return -1;
 }
 
@@ -385,9 +385,10 @@ static braid_status bad_hint(const place_ctx *c, uint32_t id) {
     char list[BP_MAX_DEVICES * 10] = "", buf[32];
     for (uint32_t i = 0; i < c->ndev; i++) {
         if (i) strcat(list, ",");
-        strcat(list, bp_device_str(c->plan->devices[i], buf, sizeof buf));
+        strcat(list,
+               bp_device_str(c->plan->in.devs.devices[i], buf, sizeof buf));
     }
-    uint32_t origin = c->plan->info[id].origin;
+    uint32_t origin = c->plan->res.info[id].origin;
     return bg_set_last_error(
         BRAID_ERR_DEVICE,
         "place: node %%%u (%s%s%s%s) has device hint \"%s\", which is not "
@@ -446,7 +447,7 @@ static void greedy(place_ctx *c) {
                 if (c->dev[own] < c->ndev) d = c->dev[own];
                 /* one rank of several processes: the first GPU listed */
                 for (uint32_t k = 0; !bg_coll_local(n) && k < c->ndev; k++)
-                    if (c->plan->devices[k].kind == BP_DEVICE_CUDA) {
+                    if (c->plan->in.devs.devices[k].kind == BP_DEVICE_CUDA) {
                         d = k;
                         break;
                     }
@@ -536,10 +537,10 @@ static braid_status build_consumers(place_ctx *c) {
 static braid_status ctx_init(place_ctx *c, bp_plan *plan) {
     memset(c, 0, sizeof *c);
     c->plan = plan;
-    c->g = plan->graph;
-    c->n = plan->graph->nnodes;
-    c->ndev = plan->ndevices;
-    c->prof = plan->settings.profile;
+    c->g = plan->res.graph;
+    c->n = plan->res.graph->nnodes;
+    c->ndev = plan->in.devs.ndevices;
+    c->prof = plan->in.devs.profile;
     size_t n = c->n;
     c->dev = bp_calloc(n, 1, "place: devices");
     c->role = bp_calloc(n, 1, "place: roles");
@@ -573,14 +574,14 @@ static void ctx_free(place_ctx *c) {
 
 /* Only the cpu: nothing to decide (and GPU hints cannot be honoured). */
 static void all_cpu(bp_plan *plan) {
-    for (uint32_t id = 0; id < plan->ninfo; id++)
-        plan->info[id].device = (bp_device){BP_DEVICE_CPU, 0};
+    for (uint32_t id = 0; id < plan->res.ninfo; id++)
+        plan->res.info[id].device = (bp_device){BP_DEVICE_CPU, 0};
 }
 
 /* Index of the cpu in plan->devices, or BG_NONE. */
 static uint32_t host_index(const bp_plan *plan) {
-    for (uint32_t i = 0; i < plan->ndevices; i++)
-        if (plan->devices[i].kind == BP_DEVICE_CPU) return i;
+    for (uint32_t i = 0; i < plan->in.devs.ndevices; i++)
+        if (plan->in.devs.devices[i].kind == BP_DEVICE_CPU) return i;
     return BG_NONE;
 }
 
@@ -588,13 +589,13 @@ braid_status bp_place(bp_plan *plan) {
     braid_status s = bp_plan_sync_info(plan);
     if (s != BRAID_OK) return s;
     uint32_t host = host_index(plan);
-    if (host == BG_NONE || plan->ndevices > BP_MAX_DEVICES)
+    if (host == BG_NONE || plan->in.devs.ndevices > BP_MAX_DEVICES)
         return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
                                  "place: the plan's devices must include the "
                                  "cpu (inputs and outputs live in host "
                                  "memory) and at most %d devices",
                                  BP_MAX_DEVICES);
-    if (plan->ndevices == 1 || plan->graph->nnodes == 0) {
+    if (plan->in.devs.ndevices == 1 || plan->res.graph->nnodes == 0) {
         all_cpu(plan);
         return bp_coll_place(plan);
     }
@@ -607,7 +608,7 @@ braid_status bp_place(bp_plan *plan) {
         place_generators(&c);
         refine(&c);
         for (uint32_t id = 0; id < c.n; id++)
-            plan->info[id].device = plan->devices[c.dev[id]];
+            plan->res.info[id].device = plan->in.devs.devices[c.dev[id]];
     }
     ctx_free(&c);
     return s == BRAID_OK ? bp_coll_place(plan) : s;

@@ -121,20 +121,21 @@ braid_status bp_parse_devices(const char *text, bp_device *out, uint32_t *n) {
 
 void braid_plan_free(braid_plan *p) {
     if (!p) return;
-    braid_graph_free(p->graph);
-    free(p->devices_text);
-    free(p->dump_text);
-    free(p->info);
-    free(p->schedule);
-    free(p->queues);
-    free(p->events);
-    for (uint32_t i = 0; i < p->nprograms; i++) free(p->programs[i].instr);
-    free(p->programs);
-    free(p->arenas);
-    free(p->inputs);
-    free(p->outputs);
-    braid_graph_free(p->source);
-    free(p->archs_text);
+    braid_graph_free(p->res.graph);
+    free(p->in.devices_text);
+    free(p->in.dump_text);
+    free(p->res.info);
+    free(p->res.schedule);
+    free(p->res.queues);
+    free(p->res.events);
+    for (uint32_t i = 0; i < p->res.nprograms; i++)
+        free(p->res.programs[i].instr);
+    free(p->res.programs);
+    free(p->res.arenas);
+    free(p->res.inputs);
+    free(p->res.outputs);
+    braid_graph_free(p->prov.source);
+    free(p->in.archs_text);
     bp_kernels_free(&p->kernels);
     free(p);
 }
@@ -168,13 +169,15 @@ static const char *storage_name(bp_storage s) {
 
 static void print_header(const bp_plan *p, FILE *out) {
     char dev[32];
-    fprintf(out, "plan: %" PRIu32 " nodes, %" PRIu32 " queues, %" PRIu32
-            " events, devices ", p->nschedule, p->nqueues, p->nevents);
-    for (uint32_t i = 0; i < p->ndevices; i++)
+    fprintf(out,
+            "plan: %" PRIu32 " nodes, %" PRIu32 " queues, %" PRIu32
+            " events, devices ",
+            p->res.nschedule, p->res.nqueues, p->res.nevents);
+    for (uint32_t i = 0; i < p->in.devs.ndevices; i++)
         fprintf(out, "%s%s", i ? "," : "",
-                bp_device_str(p->devices[i], dev, sizeof dev));
-    if (p->opts.num_threads > 0)
-        fprintf(out, ", %d cpu threads\n", p->opts.num_threads);
+                bp_device_str(p->in.devs.devices[i], dev, sizeof dev));
+    if (p->in.opts.num_threads > 0)
+        fprintf(out, ", %d cpu threads\n", p->in.opts.num_threads);
     else
         fprintf(out, ", cpu threads: one per core\n");
 }
@@ -188,12 +191,12 @@ static const char *queue_kind_name(bp_queue_kind k) {
 /* "cpu" or "cuda:0/compute1" for the queue a node runs on. */
 const char *bp_queue_str(const bp_plan *p, uint32_t q, char *buf,
                          size_t size) {
-    if (q >= p->nqueues) {
+    if (q >= p->res.nqueues) {
         snprintf(buf, size, "-");
         return buf;
     }
     char dev[32];
-    const bp_queue *qu = &p->queues[q];
+    const bp_queue *qu = &p->res.queues[q];
     if (qu->kind == BP_QUEUE_CPU)
         snprintf(buf, size, "cpu");
     else
@@ -204,12 +207,12 @@ const char *bp_queue_str(const bp_plan *p, uint32_t q, char *buf,
 }
 
 static void print_node(const bp_plan *p, uint32_t id, FILE *out) {
-    const bg_node *n = bg_node_at(p->graph, id);
-    const bp_tensor_place *pl = &p->info[id].place;
+    const bg_node *n = bg_node_at(p->res.graph, id);
+    const bp_tensor_place *pl = &p->res.info[id].place;
     char type[128], q[48];
     fprintf(out, "  %%%-5" PRIu32 " %-14s %-24s %-18s %12" PRIu64 " B  %s", id,
             bg_op(n->op)->name, bg_type_str(n, type, sizeof type),
-            bp_queue_str(p, p->info[id].queue, q, sizeof q), pl->bytes,
+            bp_queue_str(p, p->res.info[id].queue, q, sizeof q), pl->bytes,
             storage_name(pl->storage));
     if (pl->storage == BP_STORAGE_ARENA)
         fprintf(out, " %" PRIu32 "+%" PRIu64, pl->arena, pl->offset);
@@ -226,22 +229,22 @@ braid_status braid_plan_print(const braid_plan *p, FILE *out) {
                                  !p ? "plan" : "out");
     print_header(p, out);
     uint64_t by_kind[BP_STORAGE_VIEW + 1] = {0};
-    for (uint32_t i = 0; i < p->nschedule; i++) {
-        uint32_t id = p->schedule[i];
+    for (uint32_t i = 0; i < p->res.nschedule; i++) {
+        uint32_t id = p->res.schedule[i];
         print_node(p, id, out);
-        by_kind[p->info[id].place.storage] += p->info[id].place.bytes;
+        by_kind[p->res.info[id].place.storage] += p->res.info[id].place.bytes;
     }
-    for (uint32_t i = 0; i < p->noutputs; i++)
-        fprintf(out, "  output \"%s\" = %%%" PRIu32 "\n", p->outputs[i].name,
-                p->outputs[i].node);
+    for (uint32_t i = 0; i < p->res.noutputs; i++)
+        fprintf(out, "  output \"%s\" = %%%" PRIu32 "\n",
+                p->res.outputs[i].name, p->res.outputs[i].node);
     uint64_t arena_bytes = 0;
-    for (uint32_t i = 0; i < p->narenas; i++)
-        arena_bytes += p->arenas[i].bytes;
+    for (uint32_t i = 0; i < p->res.narenas; i++)
+        arena_bytes += p->res.arenas[i].bytes;
     fprintf(out,
             "total: %" PRIu32 " nodes, %" PRIu32 " arenas of %" PRIu64
             " bytes; inputs %" PRIu64 " bytes, constants %" PRIu64 " bytes\n",
-            p->nschedule, p->narenas, arena_bytes, by_kind[BP_STORAGE_INPUT],
-            by_kind[BP_STORAGE_CONSTANT]);
+            p->res.nschedule, p->res.narenas, arena_bytes,
+            by_kind[BP_STORAGE_INPUT], by_kind[BP_STORAGE_CONSTANT]);
     return ferror(out) ? bg_set_last_error(BRAID_ERR_IO,
                                            "braid_plan_print: write failed")
                        : BRAID_OK;

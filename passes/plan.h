@@ -18,6 +18,8 @@
 
 /* Largest number of devices a plan may list ("cpu,cuda:0,cuda:1,..."). */
 #define BP_MAX_DEVICES 64
+/* Largest number of GPU architectures a plan's kernels are built for. */
+#define BP_MAX_ARCHS 16
 /* Largest number of queues (CPU + streams of every GPU) a plan may use. */
 #define BP_MAX_QUEUES 256
 
@@ -197,12 +199,15 @@ typedef struct bp_kernels {
 } bp_kernels;
 
 /* Where the plan came from (plan files record and restore it). */
-typedef struct bp_meta {
+typedef struct bp_provenance {
+    braid_graph *source;    /* the user's graph as given to braid_compile
+                               (before any pass): for braid_plan_graph,
+                               plan files and the CPU fallback; owned */
     bool loaded;            /* read from a plan file */
     char braid_version[32]; /* braid that compiled it ("0.1.0") */
     int nvrtc_version;      /* NVRTC that built its kernels (13000), 0 */
     int64_t created;        /* Unix time it was compiled */
-} bp_meta;
+} bp_provenance;
 
 /* ---- the plan --------------------------------------------------------------- */
 
@@ -231,27 +236,49 @@ typedef struct bp_io {
     uint64_t bytes;   /* numel × dtype size the caller must bind */
 } bp_io;
 
+/* The devices a plan is compiled for: what braid_compile hands the
+ * pipeline (runtime/compile.c fills it from the options' device list, or
+ * from the devices this process has, probed once). Passes read it and never
+ * ask the runtime or CUDA themselves. */
+typedef struct bp_device_desc {
+    bp_device devices[BP_MAX_DEVICES]; /* devices the plan may use, in the
+                                          order listed ("cpu" first) */
+    uint32_t ndevices;                 /* entries used in devices (≥ 1) */
+    bp_device_profile profile[BP_MAX_DEVICES]; /* the cost model's numbers,
+                                                  per devices entry */
+    int archs[BP_MAX_ARCHS]; /* GPU architectures (10·major + minor) to
+                                build kernels for, ascending */
+    uint32_t narchs;         /* entries in archs (0: build none) */
+    bool archs_detected;     /* archs are the GPUs present (or the default
+                                sm_90), not named by the caller: a GPU
+                                NVRTC cannot build for is then skipped */
+} bp_device_desc;
+
 /* Compile-time settings the passes read (from braid_compile_options). */
 typedef struct bp_settings {
     uint32_t disabled;        /* bit per pass (BP_PASS_*) turned off */
     uint32_t max_streams;     /* compute streams per GPU (≥ 1) */
     uint32_t chunks;          /* 0: the cost model decides; 1: never;
                                  N: split eligible chains in N */
-    bp_device_profile profile[BP_MAX_DEVICES]; /* per plan->devices entry */
     const char *dump_after;   /* pass name after which the IR is printed to
                                  stderr (BRAID_DUMP=after:<pass>), or NULL */
 } bp_settings;
 
-struct braid_plan {
-    braid_graph *graph;         /* working copy of the graph; owned */
+/* What braid_compile was asked for: the inputs of the pipeline. */
+typedef struct bp_compile_input {
     braid_compile_options opts; /* the options compiled with; string
-                                   fields point to owned copies */
+                                   fields point to the owned copies below */
     char *devices_text;         /* owned copy of opts.devices, or NULL */
     char *dump_text;            /* owned copy of opts.dump_after, or NULL */
-    bp_settings settings;       /* what the passes read */
-    bp_device devices[BP_MAX_DEVICES]; /* devices the plan may use, in the
-                                          order listed ("cpu" first) */
-    uint32_t ndevices;                 /* entries used in devices (≥ 1) */
+    char *archs_text;           /* owned copy of opts.archs, or NULL */
+    bp_settings settings;       /* what the passes read of the options */
+    bp_device_desc devs;        /* the devices, their profiles and archs */
+} bp_compile_input;
+
+/* What the passes decided: the plan as plain data, what executors run,
+ * DOT shows and plan files store. */
+typedef struct bp_result {
+    braid_graph *graph;         /* working copy of the graph; owned */
     bp_node_info *info;         /* per node id; owned */
     uint32_t ninfo;             /* entries in info (= graph->nnodes between
                                    passes; bp_plan_sync_info catches up) */
@@ -273,17 +300,38 @@ struct braid_plan {
     bp_io *outputs;             /* every named output, in the order added;
                                    owned */
     uint32_t noutputs;          /* entries in outputs */
-    braid_graph *source;        /* the user's graph as given to
-                                   braid_compile (before any pass): for
-                                   braid_plan_graph, plan files and the
-                                   CPU fallback; owned */
-    char *archs_text;           /* owned copy of opts.archs, or NULL */
-    bp_kernels kernels;         /* ahead-of-time kernels (bc_aot_build) */
-    bp_meta meta;               /* provenance */
+} bp_result;
+
+/* A plan: one struct per concern. Passes write `in` (bp_plan_new) and
+ * `res`; codegen writes `kernels`; braid_compile and the loader write
+ * `prov` and `report`. Readers outside passes/ take the part they need
+ * through the accessors below; tools/ and bench/ see none of it (the
+ * public API in include/braid/braid.h describes a plan). */
+struct braid_plan {
+    bp_compile_input in;         /* what it was compiled for */
+    bp_result res;               /* what the passes decided */
+    bp_kernels kernels;          /* ahead-of-time kernels (bc_aot_build) */
+    bp_provenance prov;          /* where it came from */
     braid_compile_report report; /* time per pass, kernels, NVRTC */
 };
 
 typedef struct braid_plan bp_plan;
+
+static inline const bp_compile_input *bp_plan_input(const bp_plan *p) {
+    return &p->in;
+}
+static inline const bp_device_desc *bp_plan_devices(const bp_plan *p) {
+    return &p->in.devs;
+}
+static inline const bp_result *bp_plan_result(const bp_plan *p) {
+    return &p->res;
+}
+static inline const bp_kernels *bp_plan_kernels(const bp_plan *p) {
+    return &p->kernels;
+}
+static inline const bp_provenance *bp_plan_provenance(const bp_plan *p) {
+    return &p->prov;
+}
 
 /* "cpu" / "cuda:3" into buf (always NUL-terminated); returns buf. */
 const char *bp_device_str(bp_device d, char *buf, size_t size);

@@ -9,8 +9,9 @@
  * compiled plan; fewer only in a half-built one, which must not crash the
  * accessors. */
 static uint32_t plan_nodes(const bp_plan *p) {
-    if (!p->graph || !p->info) return 0;
-    return p->ninfo < p->graph->nnodes ? p->ninfo : p->graph->nnodes;
+    if (!p->res.graph || !p->res.info) return 0;
+    return p->res.ninfo < p->res.graph->nnodes ? p->res.ninfo
+                                               : p->res.graph->nnodes;
 }
 
 braid_status braid_plan_summary_get(const braid_plan *p,
@@ -20,25 +21,25 @@ braid_status braid_plan_summary_get(const braid_plan *p,
                                  "braid_plan_summary_get: %s is NULL",
                                  !p ? "plan" : "out");
     memset(out, 0, sizeof *out);
-    out->devices = p->ndevices;
+    out->devices = p->in.devs.ndevices;
     out->nodes = plan_nodes(p);
     for (uint32_t id = 0; id < out->nodes; id++) {
-        const bg_node *n = bg_node_at(p->graph, id);
+        const bg_node *n = bg_node_at(p->res.graph, id);
         out->fused_kernels += n->op == BRAID_OP_FUSED;
         if (n->op == BRAID_OP_COPY) {
             out->copies++;
             out->copy_bytes += bg_nbytes(n);
         }
-        out->chunk_nodes += p->info[id].chunk;
+        out->chunk_nodes += p->res.info[id].chunk;
     }
-    out->queues = p->nqueues;
-    out->events = p->events ? p->nevents : 0;
+    out->queues = p->res.nqueues;
+    out->events = p->res.events ? p->res.nevents : 0;
     for (uint32_t i = 0; i < out->events; i++)
-        out->reuse_events += p->events[i].reuse;
-    out->arenas = p->arenas ? p->narenas : 0;
+        out->reuse_events += p->res.events[i].reuse;
+    out->arenas = p->res.arenas ? p->res.narenas : 0;
     for (uint32_t i = 0; i < out->arenas; i++) {
-        out->arena_bytes += p->arenas[i].bytes;
-        out->lower_bound_bytes += p->arenas[i].lower_bound;
+        out->arena_bytes += p->res.arenas[i].bytes;
+        out->lower_bound_bytes += p->res.arenas[i].lower_bound;
     }
     return BRAID_OK;
 }
@@ -49,19 +50,19 @@ braid_status braid_plan_device_get(const braid_plan *p, uint32_t i,
         return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
                                  "braid_plan_device_get: %s is NULL",
                                  !p ? "plan" : "out");
-    if (i >= p->ndevices || i >= BP_MAX_DEVICES)
+    if (i >= p->in.devs.ndevices || i >= BP_MAX_DEVICES)
         return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
                                  "braid_plan_device_get: device %u out of "
                                  "range (the plan has %u)",
-                                 (unsigned)i, (unsigned)p->ndevices);
+                                 (unsigned)i, (unsigned)p->in.devs.ndevices);
     memset(out, 0, sizeof *out);
-    bp_device d = p->devices[i];
+    bp_device d = p->in.devs.devices[i];
     bp_device_str(d, out->name, sizeof out->name);
     uint32_t n = plan_nodes(p);
     for (uint32_t id = 0; id < n; id++)
-        out->nodes += bp_device_equal(p->info[id].device, d);
-    for (uint32_t q = 0; p->queues && q < p->nqueues; q++)
-        out->queues += bp_device_equal(p->queues[q].device, d);
+        out->nodes += bp_device_equal(p->res.info[id].device, d);
+    for (uint32_t q = 0; p->res.queues && q < p->res.nqueues; q++)
+        out->queues += bp_device_equal(p->res.queues[q].device, d);
     return BRAID_OK;
 }
 
@@ -71,14 +72,14 @@ braid_status braid_plan_arena_get(const braid_plan *p, uint32_t i,
         return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
                                  "braid_plan_arena_get: %s is NULL",
                                  !p ? "plan" : "out");
-    uint32_t narenas = p->arenas ? p->narenas : 0;
+    uint32_t narenas = p->res.arenas ? p->res.narenas : 0;
     if (i >= narenas)
         return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
                                  "braid_plan_arena_get: arena %u out of "
                                  "range (the plan has %u)",
                                  (unsigned)i, (unsigned)narenas);
     memset(out, 0, sizeof *out);
-    const bp_arena *a = &p->arenas[i];
+    const bp_arena *a = &p->res.arenas[i];
     bp_device_str(a->device, out->device, sizeof out->device);
     out->kind =
         a->kind == BP_ARENA_PINNED ? BRAID_ARENA_PINNED : BRAID_ARENA_DEVICE;

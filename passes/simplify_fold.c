@@ -63,7 +63,7 @@ bool bp_simp_exact_op(const braid_graph *g, const bg_node *n) {
  * value (scalar), or a copy of the source node. */
 static uint32_t scratch_operand(bp_simp *s, braid_graph *t, const bg_node *n,
                                 uint32_t k, bool scalar) {
-    const bg_node *x = &s->plan->graph->nodes[n->inputs[k]];
+    const bg_node *x = &s->plan->res.graph->nodes[n->inputs[k]];
     if (!scalar)
         return bg_build(t, x->op, NULL, 0, x->dtype, x->rank, x->dims, &x->attr,
                         NULL);
@@ -78,7 +78,7 @@ static uint32_t scratch_operand(bp_simp *s, braid_graph *t, const bg_node *n,
  * every operand is a splat and the node is elementwise; it is evaluated at
  * rank 0 and out receives one element, else bg_nbytes(node) bytes. */
 static braid_status evaluate(bp_simp *s, uint32_t id, bool scalar, void *out) {
-    const braid_graph *g = s->plan->graph;
+    const braid_graph *g = s->plan->res.graph;
     const bg_node *n = &g->nodes[id];
     braid_graph_options o = {g->alloc, g->alloc_user};
     braid_graph *t = braid_graph_new(&o);
@@ -109,7 +109,7 @@ static braid_status evaluate(bp_simp *s, uint32_t id, bool scalar, void *out) {
 /* ---- replacement nodes --------------------------------------------------- */
 
 static uint32_t emit_fill(bp_simp *s, uint32_t id, double v) {
-    const bg_node *n = &s->plan->graph->nodes[id];
+    const bg_node *n = &s->plan->res.graph->nodes[id];
     int64_t dims[BRAID_MAX_RANK];
     memcpy(dims, n->dims, sizeof dims);
     bg_attrs a;
@@ -149,7 +149,7 @@ static uint32_t failed(bp_simp *s, braid_status st) {
  * (concat only when all operands agree), elementwise ops are evaluated on
  * one element. Returns id when the node is not folded this way. */
 static uint32_t fold_splat(bp_simp *s, uint32_t id) {
-    const bg_node *n = &s->plan->graph->nodes[id];
+    const bg_node *n = &s->plan->res.graph->nodes[id];
     braid_op_kind kind = bg_op(n->op)->kind;
     double v, w;
     if (kind == BRAID_KIND_SHAPE || kind == BRAID_KIND_BROADCAST) {
@@ -170,7 +170,7 @@ static uint32_t fold_splat(bp_simp *s, uint32_t id) {
 /* Evaluates the whole node: a fill when the result is a splat, else a
  * constant. */
 static uint32_t fold_full(bp_simp *s, uint32_t id) {
-    const bg_node *n = &s->plan->graph->nodes[id];
+    const bg_node *n = &s->plan->res.graph->nodes[id];
     size_t bytes = bg_nbytes(n);
     int64_t numel = bg_numel(n);
     void *buf = malloc(bytes ? bytes : 1);
@@ -198,7 +198,7 @@ static uint32_t fold_full(bp_simp *s, uint32_t id) {
 }
 
 uint32_t bp_simp_fold(bp_simp *s, uint32_t id) {
-    const braid_graph *g = s->plan->graph;
+    const braid_graph *g = s->plan->res.graph;
     const bg_node *n = &g->nodes[id];
     if (n->ninputs == 0 || !bp_simp_exact_op(g, n)) return id;
     bool all_splat = true;

@@ -117,7 +117,7 @@ static braid_status check_outputs(const braid_graph *g) {
 }
 
 braid_status bp_verify(bp_plan *plan) {
-    const braid_graph *g = plan->graph;
+    const braid_graph *g = plan->res.graph;
     braid_graph_options o = {g->alloc, g->alloc_user};
     braid_graph *scratch = braid_graph_new(&o);
     if (!scratch)

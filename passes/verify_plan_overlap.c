@@ -30,17 +30,18 @@ static void join_done(const vp_state *st, int32_t *c, uint32_t a) {
 /* Dense queue numbers, queue positions and predecessors. */
 static braid_status number_queues(vp_state *st) {
     const bp_plan *p = st->plan;
-    uint32_t *dense = bp_calloc(p->nqueues, sizeof *dense, "verify_plan");
-    uint32_t *last = bp_calloc(p->nqueues, sizeof *last, "verify_plan");
+    uint32_t *dense = bp_calloc(p->res.nqueues, sizeof *dense, "verify_plan");
+    uint32_t *last = bp_calloc(p->res.nqueues, sizeof *last, "verify_plan");
     if (!dense || !last) {
         free(dense);
         free(last);
         return BRAID_ERR_OUT_OF_MEMORY;
     }
-    for (uint32_t q = 0; q < p->nqueues; q++) dense[q] = last[q] = BG_NONE;
+    for (uint32_t q = 0; q < p->res.nqueues; q++)
+        dense[q] = last[q] = BG_NONE;
     st->nq = 0;
-    for (uint32_t i = 0; i < p->nschedule; i++) {
-        uint32_t id = p->schedule[i], q = p->info[id].queue;
+    for (uint32_t i = 0; i < p->res.nschedule; i++) {
+        uint32_t id = p->res.schedule[i], q = p->res.info[id].queue;
         if (dense[q] == BG_NONE) dense[q] = st->nq++;
         st->dq[id] = dense[q];
         st->qprev[id] = last[q];
@@ -60,20 +61,21 @@ braid_status vp_clocks(vp_state *st) {
     st->clock = bp_calloc((size_t)st->n * nq, sizeof *st->clock,
                           "verify_plan clocks");
     uint32_t *estart = bp_calloc((size_t)st->n + 1, sizeof *estart, "events");
-    uint32_t *eafter = bp_calloc(p->nevents, sizeof *eafter, "events");
+    uint32_t *eafter = bp_calloc(p->res.nevents, sizeof *eafter, "events");
     if (!st->clock || !estart || !eafter) {
         free(estart);
         free(eafter);
         return BRAID_ERR_OUT_OF_MEMORY;
     }
-    for (uint32_t k = 0; k < p->nevents; k++) estart[p->events[k].before + 1]++;
+    for (uint32_t k = 0; k < p->res.nevents; k++)
+        estart[p->res.events[k].before + 1]++;
     for (uint32_t i = 0; i < st->n; i++) estart[i + 1] += estart[i];
-    for (uint32_t k = 0; k < p->nevents; k++)
-        eafter[estart[p->events[k].before]++] = p->events[k].after;
+    for (uint32_t k = 0; k < p->res.nevents; k++)
+        eafter[estart[p->res.events[k].before]++] = p->res.events[k].after;
     for (uint32_t i = st->n; i > 0; i--) estart[i] = estart[i - 1];
     estart[0] = 0;
-    for (uint32_t i = 0; i < p->nschedule; i++) {
-        uint32_t id = p->schedule[i];
+    for (uint32_t i = 0; i < p->res.nschedule; i++) {
+        uint32_t id = p->res.schedule[i];
         int32_t *c = st->clock + (size_t)id * st->nq;
         for (uint32_t j = 0; j < st->nq; j++) c[j] = -1;
         if (st->qprev[id] != BG_NONE) join_done(st, c, st->qprev[id]);
@@ -86,12 +88,14 @@ braid_status vp_clocks(vp_state *st) {
 }
 
 bool vp_aliasing_ok(const bp_plan *p, uint32_t id) {
-    const bg_node *n = &p->graph->nodes[id];
+    const bg_node *n = &p->res.graph->nodes[id];
     if (n->op == BRAID_OP_CAST) /* same-dtype casts are memcpy */
-        return p->graph->nodes[n->inputs[0]].dtype != n->dtype;
+        return p->res.graph->nodes[n->inputs[0]].dtype != n->dtype;
     if (bg_op(n->op)->kind == BRAID_KIND_ELEMENTWISE) return true;
-    return n->op == BRAID_OP_FUSED && p->info[id].program < p->nprograms &&
-           p->programs[p->info[id].program].kind == BP_PROGRAM_ELEMENTWISE;
+    return n->op == BRAID_OP_FUSED &&
+           p->res.info[id].program < p->res.nprograms &&
+           p->res.programs[p->res.info[id].program].kind ==
+               BP_PROGRAM_ELEMENTWISE;
 }
 
 /* ---- spans ------------------------------------------------------------------ */
@@ -134,15 +138,15 @@ static void each_access(const vp_state *st, vp_spans *sp,
                         void (*fn)(vp_spans *, uint32_t, uint32_t, bool)) {
     const bp_plan *p = st->plan;
     for (int writers = 1; writers >= 0; writers--) {
-        for (uint32_t i = 0; i < p->nschedule; i++) {
-            uint32_t u = p->schedule[i];
-            if (p->info[u].noop) continue;
+        for (uint32_t i = 0; i < p->res.nschedule; i++) {
+            uint32_t u = p->res.schedule[i];
+            if (p->res.info[u].noop) continue;
             if (writers) {
                 uint32_t s = span_of(st, sp, u);
                 if (s != BG_NONE) fn(sp, s, u, true);
                 continue;
             }
-            const bg_node *n = &p->graph->nodes[u];
+            const bg_node *n = &p->res.graph->nodes[u];
             for (uint32_t k = 0; k < n->ninputs; k++) {
                 uint32_t s = span_of(st, sp, n->inputs[k]);
                 if (s != BG_NONE) fn(sp, s, u, false);
@@ -169,7 +173,7 @@ static braid_status build_spans(const vp_state *st, vp_spans *sp) {
     sp->n = 0;
     for (uint32_t id = 0; id < st->n; id++) {
         sp->of[id] = BG_NONE;
-        const bp_tensor_place *pl = &p->info[id].place;
+        const bp_tensor_place *pl = &p->res.info[id].place;
         if (pl->storage == BP_STORAGE_ARENA && pl->bytes > 0)
             key[sp->n++] = (vp_key){pl->arena, pl->offset, id};
     }
@@ -219,12 +223,13 @@ static bool in_place(const vp_state *st, const vp_spans *sp, uint32_t a,
                      uint32_t b, uint32_t w) {
     const bp_plan *p = st->plan;
     uint32_t x = sp->node[a];
-    const bp_tensor_place *pa = &p->info[x].place, *pb = &p->info[w].place;
+    const bp_tensor_place *pa = &p->res.info[x].place,
+                          *pb = &p->res.info[w].place;
     if (sp->node[b] != w || pa->offset != pb->offset ||
         pa->bytes != pb->bytes || !vp_aliasing_ok(p, w) ||
-        bg_numel(&p->graph->nodes[x]) != bg_numel(&p->graph->nodes[w]))
+        bg_numel(&p->res.graph->nodes[x]) != bg_numel(&p->res.graph->nodes[w]))
         return false;
-    const bg_node *n = &p->graph->nodes[w];
+    const bg_node *n = &p->res.graph->nodes[w];
     bool reads_x = false;
     for (uint32_t k = 0; k < n->ninputs; k++) {
         if (st->root[n->inputs[k]] == x && n->inputs[k] != x) return false;
@@ -238,8 +243,8 @@ static bool done_before(const vp_state *st, const vp_spans *sp, uint32_t a,
                         uint32_t b) {
     const bp_plan *p = st->plan;
     if (sp->to_end[a] || sp->nwrite[b] == 0 ||
-        p->graph->nodes[sp->node[a]].op == BRAID_OP_CONSTANT ||
-        p->graph->nodes[sp->node[b]].op == BRAID_OP_CONSTANT)
+        p->res.graph->nodes[sp->node[a]].op == BRAID_OP_CONSTANT ||
+        p->res.graph->nodes[sp->node[b]].op == BRAID_OP_CONSTANT)
         return false;
     const int32_t *la = sp->lastacc + (size_t)a * st->nq;
     const int32_t *kn = sp->known + (size_t)b * st->nq;
@@ -260,9 +265,9 @@ static bool done_before(const vp_state *st, const vp_spans *sp, uint32_t a,
 static braid_status sweep(const vp_state *st, const vp_spans *sp) {
     const bp_plan *p = st->plan;
     for (uint32_t i = 0; i < sp->n; i++) {
-        const bp_tensor_place *pi = &p->info[sp->node[i]].place;
+        const bp_tensor_place *pi = &p->res.info[sp->node[i]].place;
         for (uint32_t j = i + 1; j < sp->n; j++) {
-            const bp_tensor_place *pj = &p->info[sp->node[j]].place;
+            const bp_tensor_place *pj = &p->res.info[sp->node[j]].place;
             if (pj->arena != pi->arena || pj->offset >= pi->offset + pi->bytes)
                 break;
             if (done_before(st, sp, i, j) || done_before(st, sp, j, i))

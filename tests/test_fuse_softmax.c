@@ -98,25 +98,25 @@ static braid_plan *compile_for(const braid_graph *g, const char *devices,
 
 static uint32_t count_kind(const braid_plan *p, bp_program_kind kind) {
     uint32_t n = 0;
-    for (uint32_t id = 0; id < p->graph->nnodes; id++)
-        if (p->graph->nodes[id].op == BRAID_OP_FUSED &&
-            p->programs[p->info[id].program].kind == kind)
+    for (uint32_t id = 0; id < p->res.graph->nnodes; id++)
+        if (p->res.graph->nodes[id].op == BRAID_OP_FUSED &&
+            p->res.programs[p->res.info[id].program].kind == kind)
             n++;
     return n;
 }
 
 static uint32_t count_op(const braid_plan *p, braid_op op) {
     uint32_t n = 0;
-    for (uint32_t id = 0; id < p->graph->nnodes; id++)
-        n += p->graph->nodes[id].op == op;
+    for (uint32_t id = 0; id < p->res.graph->nnodes; id++)
+        n += p->res.graph->nodes[id].op == op;
     return n;
 }
 
 /* The first fused node with a SOFTMAX program. */
 static uint32_t softmax_node(const braid_plan *p) {
-    for (uint32_t id = 0; id < p->graph->nnodes; id++)
-        if (p->graph->nodes[id].op == BRAID_OP_FUSED &&
-            p->programs[p->info[id].program].kind == BP_PROGRAM_SOFTMAX)
+    for (uint32_t id = 0; id < p->res.graph->nnodes; id++)
+        if (p->res.graph->nodes[id].op == BRAID_OP_FUSED &&
+            p->res.programs[p->res.info[id].program].kind == BP_PROGRAM_SOFTMAX)
             return id;
     cr_assert_fail("no softmax program");
     return BG_NONE;
@@ -178,7 +178,8 @@ Test(fuse_softmax, braid_softmax_is_one_node) {
                          count_op(p, BRAID_OP_SUM) + count_op(p, BRAID_OP_EXP) +
                          count_op(p, BRAID_OP_DIV),
                      0);
-        const bp_program *pr = &p->programs[p->info[softmax_node(p)].program];
+        const bp_program *pr =
+            &p->res.programs[p->res.info[softmax_node(p)].program];
         cr_assert_eq(pr->ninstr, 1);
         cr_assert_eq(pr->instr[0].op, BP_INSTR_LOAD);
         cr_assert_eq(pr->rank, ranks[i]);
@@ -198,11 +199,12 @@ Test(fuse_softmax, by_hand_with_prologue) {
     braid_graph *g = by_hand(2, DIMS(5, 12), 1, NULL);
     braid_plan *p = compile_for(g, "cpu", 2);
     cr_assert_eq(count_op(p, BRAID_OP_FUSED), 1);
-    const bp_program *pr = &p->programs[p->info[softmax_node(p)].program];
+    const bp_program *pr =
+        &p->res.programs[p->res.info[softmax_node(p)].program];
     cr_assert_eq(pr->kind, BP_PROGRAM_SOFTMAX);
     cr_assert_eq(computing(pr), 2, "mul and add");
     cr_assert_eq(pr->instr[pr->ninstr - 1].op, BRAID_OP_ADD);
-    cr_assert_eq(p->graph->nodes[softmax_node(p)].ninputs, 2, "x and b");
+    cr_assert_eq(p->res.graph->nodes[softmax_node(p)].ninputs, 2, "x and b");
     ts_io *io = make_io(g, TS_RANGE(-4, 4), 2);
     run_check(g, p, io, false, "by hand");
     ts_io_free(io);
@@ -236,14 +238,15 @@ Test(fuse_softmax, shared_input_and_nested) {
     braid_output(g, "z", braid_softmax(g, y, 1));
     braid_plan *p = compile_for(g, "cpu", 2);
     cr_assert_eq(count_kind(p, BP_PROGRAM_SOFTMAX), 2);
-    const bp_program *pr = &p->programs[p->info[softmax_node(p)].program];
+    const bp_program *pr =
+        &p->res.programs[p->res.info[softmax_node(p)].program];
     cr_assert_eq(pr->ninstr, 1, "x is an output: loaded, not recomputed");
     /* x roots its own elementwise group: the softmax reads that node, and
      * nothing is computed twice */
     cr_assert_eq(count_op(p, BRAID_OP_ADD) + count_op(p, BRAID_OP_MUL), 0);
     cr_assert_eq(count_kind(p, BP_PROGRAM_ELEMENTWISE), 1);
-    uint32_t sx = p->graph->nodes[softmax_node(p)].inputs[0];
-    cr_assert_eq(p->graph->nodes[sx].op, BRAID_OP_FUSED);
+    uint32_t sx = p->res.graph->nodes[softmax_node(p)].inputs[0];
+    cr_assert_eq(p->res.graph->nodes[sx].op, BRAID_OP_FUSED);
     ts_io *io = make_io(g, TS_RANGE(-4, 4), 4);
     run_check(g, p, io, false, "nested");
     ts_io_free(io);
@@ -259,7 +262,7 @@ Test(fuse_softmax, gpu_plan_emulated) {
         hint_gpu(g);
         braid_plan *p = compile_for(g, "cpu,cuda:0", 2);
         uint32_t id = softmax_node(p);
-        cr_assert_eq(p->info[id].device.kind, BP_DEVICE_CUDA);
+        cr_assert_eq(p->res.info[id].device.kind, BP_DEVICE_CUDA);
         cr_assert_eq(count_kind(p, BP_PROGRAM_SOFTMAX), 1);
         ts_io *io = make_io(g, TS_RANGE(-4, 4), 5);
         run_check(g, p, io, true, "gpu plan");
@@ -403,9 +406,10 @@ Test(fuse_softmax, kernels_compile_for_sm90, .timeout = 300) {
     uint32_t softmaxes = 0, online = 0;
     for (uint32_t i = 0; i < src.nkernels; i++) {
         const bc_kernel *k = &src.kernels[i];
-        const bg_node *n = bg_node_at(p->graph, k->node);
+        const bg_node *n = bg_node_at(p->res.graph, k->node);
         if (n->op != BRAID_OP_FUSED ||
-            p->programs[p->info[k->node].program].kind != BP_PROGRAM_SOFTMAX)
+            p->res.programs[p->res.info[k->node].program].kind !=
+                BP_PROGRAM_SOFTMAX)
             continue;
         softmaxes++;
         cr_assert_eq(k->kind, BC_KERNEL_SOFTMAX);
@@ -458,8 +462,8 @@ Test(fuse_softmax, planfile_round_trip) {
         unsigned char *data = pf_save(p, &size);
         braid_plan *q = pf_load(data, size);
         uint32_t a = softmax_node(p), b = softmax_node(q);
-        const bp_program *pa = &p->programs[p->info[a].program];
-        const bp_program *pb = &q->programs[q->info[b].program];
+        const bp_program *pa = &p->res.programs[p->res.info[a].program];
+        const bp_program *pb = &q->res.programs[q->res.info[b].program];
         cr_assert_eq(pb->kind, BP_PROGRAM_SOFTMAX);
         cr_assert_eq(pb->axes, pa->axes);
         cr_assert_eq(pb->rank, pa->rank);
@@ -485,14 +489,14 @@ Test(fuse_softmax, bad_programs_refused) {
     braid_graph *g = softmax_graph(BRAID_F32, 2, DIMS(3, 8), false);
     braid_plan *p = pf_compile(g, "cpu");
     uint32_t id = softmax_node(p);
-    bp_program *pr = &p->programs[p->info[id].program];
-    cr_assert_eq(br_fused_check(p->graph, id, pr), BRAID_OK);
+    bp_program *pr = &p->res.programs[p->res.info[id].program];
+    cr_assert_eq(br_fused_check(p->res.graph, id, pr), BRAID_OK);
     cr_assert_eq(bp_verify_plan(p), BRAID_OK, "%s", braid_last_error());
     size_t size;
     braid_plan *q = NULL;
 
     pr->axes = 1; /* the first axis */
-    cr_assert_neq(br_fused_check(p->graph, id, pr), BRAID_OK);
+    cr_assert_neq(br_fused_check(p->res.graph, id, pr), BRAID_OK);
     cr_assert(strstr(braid_last_error(), "softmax"), "%s", braid_last_error());
     cr_assert_neq(bp_verify_plan(p), BRAID_OK);
     cr_assert(strstr(braid_last_error(), "softmax"), "%s", braid_last_error());
@@ -504,7 +508,7 @@ Test(fuse_softmax, bad_programs_refused) {
 
     pr->axes = 2;
     pr->kind = (bp_program_kind)BP_PROGRAM_KIND_COUNT;
-    cr_assert_neq(br_fused_check(p->graph, id, pr), BRAID_OK);
+    cr_assert_neq(br_fused_check(p->res.graph, id, pr), BRAID_OK);
     cr_assert_neq(bp_verify_plan(p), BRAID_OK);
     data = pf_save(p, &size);
     s = br_planfile_load(data, size, NULL, "plan file", &q);

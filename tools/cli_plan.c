@@ -159,7 +159,7 @@ static const char *nvrtc_str(int v, char *buf, size_t size) {
 }
 
 /* The braid version string with anything unprintable replaced. */
-static void clean_version(const bp_meta *m, char *buf, size_t size) {
+static void clean_version(const bp_provenance *m, char *buf, size_t size) {
     size_t n = 0;
     for (size_t i = 0;
          i < sizeof m->braid_version && m->braid_version[i] && n + 1 < size;
@@ -184,11 +184,11 @@ void cli_print_provenance(FILE *out, const cli_input *in) {
         return;
     }
     const bp_plan *p = in->plan;
-    clean_version(&p->meta, ver, sizeof ver);
+    clean_version(&p->prov, ver, sizeof ver);
     fprintf(out, "loaded in %.3f ms\n", in->ms);
     fprintf(out, "  compiled by braid %s, NVRTC %s, created %s\n", ver,
-            nvrtc_str(p->meta.nvrtc_version, nv, sizeof nv),
-            time_str(p->meta.created, when, sizeof when));
+            nvrtc_str(p->prov.nvrtc_version, nv, sizeof nv),
+            time_str(p->prov.created, when, sizeof when));
     const bp_kernels *k = &p->kernels;
     if (!k->source) {
         fprintf(out, "  kernels: none (no generated GPU kernel)\n");
@@ -212,7 +212,7 @@ void cli_print_provenance_json(FILE *out, const cli_input *in) {
     if (!in || !in->plan_file) return;
     const bp_plan *p = in->plan;
     char ver[40];
-    clean_version(&p->meta, ver, sizeof ver);
+    clean_version(&p->prov, ver, sizeof ver);
     fprintf(out,
             "  \"plan_file\": {\"bytes\": %" PRIu64 ", \"load_ms\": %.3f, "
             "\"recompiled\": %s",
@@ -224,7 +224,7 @@ void cli_print_provenance_json(FILE *out, const cli_input *in) {
                 ", \"braid_version\": \"%s\", \"nvrtc_version\": %d, "
                 "\"created\": %" PRId64 ", \"kernels\": %" PRIu32
                 ", \"source_bytes\": %zu, \"archs\": [",
-                ver, p->meta.nvrtc_version, p->meta.created, k->nkernels,
+                ver, p->prov.nvrtc_version, p->prov.created, k->nkernels,
                 k->source_len);
         for (uint32_t i = 0; i < k->nbin; i++)
             fprintf(out,

@@ -9,14 +9,14 @@
 #include <string.h>
 
 bool br_cuda_node_on_gpu(const bp_plan *p, uint32_t id) {
-    uint32_t q = p->info[id].queue;
-    return q < p->nqueues && p->queues[q].kind != BP_QUEUE_CPU;
+    uint32_t q = p->res.info[id].queue;
+    return q < p->res.nqueues && p->res.queues[q].kind != BP_QUEUE_CPU;
 }
 
 bool br_plan_uses_cuda(const bp_plan *p) {
-    for (uint32_t i = 0; i < p->nschedule; i++) {
-        uint32_t id = p->schedule[i];
-        if (p->info[id].device.kind != BP_DEVICE_CPU ||
+    for (uint32_t i = 0; i < p->res.nschedule; i++) {
+        uint32_t id = p->res.schedule[i];
+        if (p->res.info[id].device.kind != BP_DEVICE_CPU ||
             br_cuda_node_on_gpu(p, id))
             return true;
     }
@@ -25,9 +25,9 @@ bool br_plan_uses_cuda(const bp_plan *p) {
 
 /* The first scheduled node that needs a GPU, or BG_NONE. */
 static uint32_t first_gpu_node(const bp_plan *p) {
-    for (uint32_t i = 0; i < p->nschedule; i++) {
-        uint32_t id = p->schedule[i];
-        if (p->info[id].device.kind != BP_DEVICE_CPU ||
+    for (uint32_t i = 0; i < p->res.nschedule; i++) {
+        uint32_t id = p->res.schedule[i];
+        if (p->res.info[id].device.kind != BP_DEVICE_CPU ||
             br_cuda_node_on_gpu(p, id))
             return id;
     }
@@ -38,10 +38,10 @@ braid_status br_cuda_no_device(const bp_plan *p, const char *why) {
     uint32_t id = first_gpu_node(p);
     if (id == BG_NONE)
         return bg_set_last_error(BRAID_ERR_DEVICE, "braid_exec_new: %s", why);
-    const bg_node *n = bg_node_at(p->graph, id);
-    bp_device d = p->info[id].device;
-    if (d.kind == BP_DEVICE_CPU && p->info[id].queue < p->nqueues)
-        d = p->queues[p->info[id].queue].device; /* a D2H copy */
+    const bg_node *n = bg_node_at(p->res.graph, id);
+    bp_device d = p->res.info[id].device;
+    if (d.kind == BP_DEVICE_CPU && p->res.info[id].queue < p->res.nqueues)
+        d = p->res.queues[p->res.info[id].queue].device; /* a D2H copy */
     char dev[32];
     return bg_set_last_error(BRAID_ERR_DEVICE,
                              "braid_exec_new: the plan runs node %u (%s) on "

@@ -38,8 +38,8 @@ static braid_status check_devices(br_cuda *c) {
     c->ndev = braid_cuda_device_count();
     if (c->ndev == 0) return br_cuda_no_device(p, braid_cuda_status());
     char what[96];
-    for (uint32_t q = 0; q < p->nqueues; q++) {
-        const bp_queue *qu = &p->queues[q];
+    for (uint32_t q = 0; q < p->res.nqueues; q++) {
+        const bp_queue *qu = &p->res.queues[q];
         if (qu->kind == BP_QUEUE_CPU) continue;
         if (qu->device.kind != BP_DEVICE_CUDA || qu->device.index < 0)
             return bg_set_last_error(BRAID_ERR_INTERNAL,
@@ -51,19 +51,19 @@ static braid_status check_devices(br_cuda *c) {
             return missing_device(p, qu->device.index, c->ndev, what);
         }
     }
-    for (uint32_t a = 0; a < p->narenas; a++) {
-        bp_device d = p->arenas[a].device;
+    for (uint32_t a = 0; a < p->res.narenas; a++) {
+        bp_device d = p->res.arenas[a].device;
         if (d.kind == BP_DEVICE_CUDA && d.index >= c->ndev) {
             snprintf(what, sizeof what, "arena %u lives there", a);
             return missing_device(p, d.index, c->ndev, what);
         }
     }
-    for (uint32_t i = 0; i < p->nschedule; i++) {
-        uint32_t id = p->schedule[i];
-        bp_device d = p->info[id].device;
+    for (uint32_t i = 0; i < p->res.nschedule; i++) {
+        uint32_t id = p->res.schedule[i];
+        bp_device d = p->res.info[id].device;
         if (d.kind == BP_DEVICE_CUDA && d.index >= c->ndev) {
             snprintf(what, sizeof what, "node %u (%s) runs there", id,
-                     bg_op(bg_node_at(p->graph, id)->op)->name);
+                     bg_op(bg_node_at(p->res.graph, id)->op)->name);
             return missing_device(p, d.index, c->ndev, what);
         }
     }
@@ -78,21 +78,21 @@ static void *zalloc(size_t n, size_t size) {
 
 static braid_status alloc_tables(br_cuda *c) {
     const bp_plan *p = c->plan;
-    uint32_t n = p->ninfo, nq = p->nqueues ? p->nqueues : 1;
-    c->arena = zalloc(p->narenas, sizeof *c->arena);
-    c->arena_kind = zalloc(p->narenas, 1);
+    uint32_t n = p->res.ninfo, nq = p->res.nqueues ? p->res.nqueues : 1;
+    c->arena = zalloc(p->res.narenas, sizeof *c->arena);
+    c->arena_kind = zalloc(p->res.narenas, 1);
     c->home = zalloc(n, sizeof *c->home);
     c->node = zalloc(n, sizeof *c->node);
     c->wstart = zalloc(n + 1, sizeof *c->wstart);
     c->rstart = zalloc(n + 1, sizeof *c->rstart);
-    c->waits = zalloc(p->nevents, sizeof *c->waits);
-    c->recs = zalloc(p->nevents, sizeof *c->recs);
-    c->gpu_list = zalloc(p->nschedule, sizeof *c->gpu_list);
-    c->cpu_list = zalloc(p->nschedule, sizeof *c->cpu_list);
+    c->waits = zalloc(p->res.nevents, sizeof *c->waits);
+    c->recs = zalloc(p->res.nevents, sizeof *c->recs);
+    c->gpu_list = zalloc(p->res.nschedule, sizeof *c->gpu_list);
+    c->cpu_list = zalloc(p->res.nschedule, sizeof *c->cpu_list);
     c->stream = zalloc(nq, sizeof *c->stream);
     c->blas = zalloc(nq, sizeof *c->blas);
     c->blas_ws = zalloc(nq, sizeof *c->blas_ws);
-    c->event = zalloc(p->nevents, sizeof *c->event);
+    c->event = zalloc(p->res.nevents, sizeof *c->event);
     c->stage = zalloc(nq, sizeof *c->stage);
     c->cpu_done = zalloc(n, sizeof *c->cpu_done);
     c->pending = zalloc(n, sizeof *c->pending);
@@ -116,14 +116,16 @@ static braid_status alloc_tables(br_cuda *c) {
 /* What a copy on a GPU queue does: its queue says the direction; a copy
  * of constant bytes to a GPU is uploaded once instead. */
 static br_node_kind copy_kind(const bp_plan *p, uint32_t id) {
-    switch (br_queue_kind(p, p->info[id].queue)) {
+    switch (br_queue_kind(p, p->res.info[id].queue)) {
     case BP_QUEUE_H2D: {
         /* a copy that writes into another tensor's bytes (an input of a
            concat assembled in place) must really copy */
-        uint32_t root = br_root(p, bg_node_at(p->graph, id)->inputs[0], NULL);
-        return p->info[root].place.storage == BP_STORAGE_CONSTANT &&
-                       bg_node_at(p->graph, root)->op == BRAID_OP_CONSTANT &&
-                       p->info[id].place.storage != BP_STORAGE_VIEW
+        uint32_t root =
+            br_root(p, bg_node_at(p->res.graph, id)->inputs[0], NULL);
+        return p->res.info[root].place.storage == BP_STORAGE_CONSTANT &&
+                       bg_node_at(p->res.graph, root)->op ==
+                           BRAID_OP_CONSTANT &&
+                       p->res.info[id].place.storage != BP_STORAGE_VIEW
                    ? BR_NODE_CONST_H2D
                    : BR_NODE_H2D;
     }
@@ -137,7 +139,7 @@ static br_node_kind copy_kind(const bp_plan *p, uint32_t id) {
 /* What a node on a GPU queue does; codegen's classification decides
  * which nodes get kernels, so the two always agree. */
 static braid_status gpu_kind(const bp_plan *p, uint32_t id, br_node_kind *k) {
-    const bg_node *n = bg_node_at(p->graph, id);
+    const bg_node *n = bg_node_at(p->res.graph, id);
     if (n->op == BRAID_OP_COPY) {
         *k = copy_kind(p, id);
         return BRAID_OK;
@@ -176,16 +178,16 @@ static braid_status gpu_kind(const bp_plan *p, uint32_t id, br_node_kind *k) {
  * lists. */
 static braid_status classify(br_cuda *c) {
     const bp_plan *p = c->plan;
-    for (uint32_t i = 0; i < p->nschedule; i++) {
-        uint32_t id = p->schedule[i];
+    for (uint32_t i = 0; i < p->res.nschedule; i++) {
+        uint32_t id = p->res.schedule[i];
         br_cnode *cn = &c->node[id];
-        cn->queue = p->info[id].queue;
+        cn->queue = p->res.info[id].queue;
         if (!br_cuda_node_on_gpu(p, id)) {
             cn->kind = BR_NODE_CPU;
             c->cpu_list[c->ncpu++] = id;
             continue;
         }
-        cn->dev = p->queues[cn->queue].device.index;
+        cn->dev = p->res.queues[cn->queue].device.index;
         c->gpu_list[c->ngpu++] = id;
         braid_status s = gpu_kind(p, id, &cn->kind);
         bool gemm = cn->kind == BR_NODE_GEMM || cn->kind == BR_NODE_GEMM_EPI;
@@ -205,9 +207,9 @@ static braid_status classify(br_cuda *c) {
  * ones it records. */
 static braid_status event_lists(br_cuda *c) {
     const bp_plan *p = c->plan;
-    uint32_t n = p->ninfo;
-    for (uint32_t k = 0; k < p->nevents; k++) {
-        const bp_event *ev = &p->events[k];
+    uint32_t n = p->res.ninfo;
+    for (uint32_t k = 0; k < p->res.nevents; k++) {
+        const bp_event *ev = &p->res.events[k];
         if (ev->after >= n || ev->before >= n)
             return bg_set_last_error(BRAID_ERR_INTERNAL,
                                      "braid_exec_new: event %u joins node %u "
@@ -228,8 +230,8 @@ static braid_status event_lists(br_cuda *c) {
         return bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY,
                                  "braid_exec_new: out of memory");
     }
-    for (uint32_t k = 0; k < p->nevents; k++) {
-        uint32_t a = p->events[k].after, b = p->events[k].before;
+    for (uint32_t k = 0; k < p->res.nevents; k++) {
+        uint32_t a = p->res.events[k].after, b = p->res.events[k].before;
         c->waits[c->wstart[b] + wfill[b]++] = k;
         c->recs[c->rstart[a] + rfill[a]++] = k;
     }
@@ -248,11 +250,11 @@ static bool copies_touch(const br_cuda *c, uint32_t a) {
         br_node_kind k = c->node[id].kind;
         uint32_t t = BG_NONE;
         if (k == BR_NODE_H2D)
-            t = br_root(p, bg_node_at(p->graph, id)->inputs[0], NULL);
+            t = br_root(p, bg_node_at(p->res.graph, id)->inputs[0], NULL);
         else if (k == BR_NODE_D2H)
             t = br_root(p, id, NULL);
-        if (t != BG_NONE && p->info[t].place.storage == BP_STORAGE_ARENA &&
-            p->info[t].place.arena == a)
+        if (t != BG_NONE && p->res.info[t].place.storage == BP_STORAGE_ARENA &&
+            p->res.info[t].place.arena == a)
             return true;
     }
     return false;
@@ -260,8 +262,8 @@ static bool copies_touch(const br_cuda *c, uint32_t a) {
 
 /* True when some scheduled tensor lives in arena a. */
 static bool arena_holds_tensor(const bp_plan *p, uint32_t a) {
-    for (uint32_t i = 0; i < p->nschedule; i++) {
-        const bp_tensor_place *pl = &p->info[p->schedule[i]].place;
+    for (uint32_t i = 0; i < p->res.nschedule; i++) {
+        const bp_tensor_place *pl = &p->res.info[p->res.schedule[i]].place;
         if (pl->storage == BP_STORAGE_ARENA && pl->arena == a) return true;
     }
     return false;
@@ -270,7 +272,7 @@ static bool arena_holds_tensor(const bp_plan *p, uint32_t a) {
 static braid_status arena_oom(br_cuda *c, uint32_t a, const char *what,
                               const char *call, cudaError_t err) {
     char dev[32];
-    const bp_arena *ar = &c->plan->arenas[a];
+    const bp_arena *ar = &c->plan->res.arenas[a];
     (void)cudaGetLastError();
     return bg_set_last_error(
         BRAID_ERR_OUT_OF_MEMORY,
@@ -289,8 +291,8 @@ static braid_status arena_oom(br_cuda *c, uint32_t a, const char *what,
  * at once), 0 left to exec.c. */
 static void decide_arenas(br_cuda *c) {
     const bp_plan *p = c->plan;
-    for (uint32_t a = 0; a < p->narenas; a++) {
-        const bp_arena *ar = &p->arenas[a];
+    for (uint32_t a = 0; a < p->res.narenas; a++) {
+        const bp_arena *ar = &p->res.arenas[a];
         if (ar->kind == BP_ARENA_DEVICE && ar->device.kind == BP_DEVICE_CUDA)
             c->arena_kind[a] = 1;
         else if (ar->kind == BP_ARENA_PINNED)
@@ -302,8 +304,8 @@ static void decide_arenas(br_cuda *c) {
 
 static braid_status alloc_arenas(br_cuda *c) {
     const bp_plan *p = c->plan;
-    for (uint32_t a = 0; a < p->narenas; a++) {
-        const bp_arena *ar = &p->arenas[a];
+    for (uint32_t a = 0; a < p->res.narenas; a++) {
+        const bp_arena *ar = &p->res.arenas[a];
         size_t bytes =
             ar->bytes && c->arena_kind[a] != 3 ? (size_t)ar->bytes : 256;
         cudaError_t err;
@@ -366,15 +368,16 @@ static bool queue_used(const br_cuda *c, uint32_t q) {
 
 static braid_status make_streams(br_cuda *c) {
     const bp_plan *p = c->plan;
-    for (uint32_t q = 0; q < p->nqueues; q++) {
-        if (p->queues[q].kind == BP_QUEUE_CPU || !queue_used(c, q)) continue;
+    for (uint32_t q = 0; q < p->res.nqueues; q++) {
+        if (p->res.queues[q].kind == BP_QUEUE_CPU || !queue_used(c, q))
+            continue;
         braid_status s =
-            br_cuda_use(c, WHERE, BG_NONE, p->queues[q].device.index);
+            br_cuda_use(c, WHERE, BG_NONE, p->res.queues[q].device.index);
         if (s == BRAID_OK)
             s = br_cu(c, WHERE, BG_NONE, "cudaStreamCreateWithFlags",
                       cudaStreamCreateWithFlags(&c->stream[q],
                                                 cudaStreamNonBlocking));
-        if (s == BRAID_OK && p->queues[q].kind == BP_QUEUE_COMPUTE)
+        if (s == BRAID_OK && p->res.queues[q].kind == BP_QUEUE_COMPUTE)
             s = make_blas(c, q);
         if (s != BRAID_OK) return s;
     }
@@ -385,13 +388,13 @@ static braid_status make_streams(br_cuda *c) {
  * queue's device current when created, as cudaEventRecord requires). */
 static braid_status make_events(br_cuda *c) {
     const bp_plan *p = c->plan;
-    for (uint32_t k = 0; k < p->nevents; k++) {
-        const br_cnode *a = &c->node[p->events[k].after];
+    for (uint32_t k = 0; k < p->res.nevents; k++) {
+        const br_cnode *a = &c->node[p->res.events[k].after];
         if (a->kind == BR_NODE_CPU) continue;
-        braid_status s = br_cuda_use(c, WHERE, p->events[k].after, a->dev);
+        braid_status s = br_cuda_use(c, WHERE, p->res.events[k].after, a->dev);
         if (s == BRAID_OK)
             s = br_cu(
-                c, WHERE, p->events[k].after, "cudaEventCreateWithFlags",
+                c, WHERE, p->res.events[k].after, "cudaEventCreateWithFlags",
                 cudaEventCreateWithFlags(&c->event[k], cudaEventDisableTiming));
         if (s != BRAID_OK) return s;
     }
@@ -406,7 +409,7 @@ static braid_status enable_peers(br_cuda *c) {
         uint32_t id = c->gpu_list[i];
         if (c->node[id].kind != BR_NODE_D2D) continue;
         int dst = c->node[id].dev;
-        int src = c->node[bg_node_at(p->graph, id)->inputs[0]].dev;
+        int src = c->node[bg_node_at(p->res.graph, id)->inputs[0]].dev;
         if (src < 0 || src == dst) continue;
         int ok = 0;
         braid_status s = br_cu(c, WHERE, id, "cudaDeviceCanAccessPeer",
@@ -453,7 +456,7 @@ static br_cuda *new_ctx(const bp_plan *p) {
     }
     c->plan = p;
     c->cur_dev = -1;
-    c->allow_tf32 = p->opts.allow_tf32;
+    c->allow_tf32 = p->in.opts.allow_tf32;
     const char *env = getenv("BRAID_CUDA_GRAPHS");
     c->graph.enabled = !(env && env[0] == '0');
     return c;
@@ -514,9 +517,9 @@ braid_status br_cuda_new(const bp_plan *p, br_cuda **out) {
 
 static void free_queues(br_cuda *c) {
     const bp_plan *p = c->plan;
-    for (uint32_t q = 0; q < p->nqueues; q++) {
+    for (uint32_t q = 0; q < p->res.nqueues; q++) {
         if (!c->stream || !c->stream[q]) continue;
-        cudaSetDevice(p->queues[q].device.index);
+        cudaSetDevice(p->res.queues[q].device.index);
         cudaStreamSynchronize(c->stream[q]);
         if (c->blas[q]) cublasDestroy(c->blas[q]);
         if (c->blas_ws[q]) cudaFree(c->blas_ws[q]);
@@ -526,14 +529,14 @@ static void free_queues(br_cuda *c) {
 
 static void free_memory(br_cuda *c) {
     const bp_plan *p = c->plan;
-    for (uint32_t a = 0; c->arena && a < p->narenas; a++) {
+    for (uint32_t a = 0; c->arena && a < p->res.narenas; a++) {
         if (c->arena_kind[a] == 1) cudaFree(c->arena[a]);
         if (c->arena_kind[a] >= 2) cudaFreeHost(c->arena[a]);
     }
-    for (uint32_t id = 0; id < p->ninfo; id++) {
+    for (uint32_t id = 0; id < p->res.ninfo; id++) {
         if (c->home && c->home[id]) cudaFree(c->home[id]);
     }
-    for (uint32_t k = 0; c->event && k < p->nevents; k++)
+    for (uint32_t k = 0; c->event && k < p->res.nevents; k++)
         if (c->event[k]) cudaEventDestroy(c->event[k]);
 }
 
@@ -580,11 +583,11 @@ void br_cuda_free(br_cuda *c) {
 }
 
 void *br_cuda_arena(const br_cuda *c, uint32_t a) {
-    return c && a < c->plan->narenas ? c->arena[a] : NULL;
+    return c && a < c->plan->res.narenas ? c->arena[a] : NULL;
 }
 
 void *br_cuda_home(const br_cuda *c, uint32_t id) {
-    return c && id < c->plan->ninfo ? c->home[id] : NULL;
+    return c && id < c->plan->res.ninfo ? c->home[id] : NULL;
 }
 
 void br_cuda_set_graphs(br_cuda *c, bool on) {

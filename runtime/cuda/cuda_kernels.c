@@ -183,7 +183,7 @@ static braid_status module_for(br_cuda *c, int sm, uint32_t *index) {
 static braid_status check_kernel(br_cuda *c, uint32_t id) {
     const bp_plan *p = c->plan;
     const bc_kernel *bk = bc_source_kernel(&c->src, id);
-    const bg_node *n = bg_node_at(p->graph, id);
+    const bg_node *n = bg_node_at(p->res.graph, id);
     if (!bk)
         return bg_set_last_error(BRAID_ERR_UNSUPPORTED,
                                  "braid_exec_new: node %u (%s) on cuda:%d: "
@@ -321,7 +321,7 @@ void br_cuda_free_kernels(br_cuda *c) {
 braid_status br_cuda_launch(br_cuda *c, uint32_t id, cudaStream_t s) {
     const br_kernel *k = &c->kern[c->node[id].kernel];
     const bc_kernel *bk = k->bk;
-    const bg_node *n = bg_node_at(c->plan->graph, id);
+    const bg_node *n = bg_node_at(c->plan->res.graph, id);
     void *const *ptr = c->run->ptr;
     c->argv[0] = ptr[id];
     for (uint32_t i = 0; i < n->ninputs; i++)

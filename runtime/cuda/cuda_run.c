@@ -125,7 +125,7 @@ braid_status br_cuda_issue(br_cuda *c, uint32_t id) {
 /* All CPU producers of GPU node id have run. */
 static bool gpu_ready(const br_cuda *c, uint32_t id) {
     for (uint32_t k = c->wstart[id]; k < c->wstart[id + 1]; k++) {
-        uint32_t a = c->plan->events[c->waits[k]].after;
+        uint32_t a = c->plan->res.events[c->waits[k]].after;
         if (c->node[a].kind == BR_NODE_CPU && !c->cpu_done[a]) return false;
     }
     return true;
@@ -137,7 +137,7 @@ static braid_status run_cpu_node(br_cuda *c, uint32_t id) {
     braid_status r = BRAID_OK;
     for (uint32_t k = c->wstart[id]; r == BRAID_OK && k < c->wstart[id + 1];
          k++) {
-        uint32_t ek = c->waits[k], a = c->plan->events[ek].after;
+        uint32_t ek = c->waits[k], a = c->plan->res.events[ek].after;
         if (c->pending[a])
             r = flush(c, br_cuda_run_prof(c->run), c->node[a].queue, a);
         else if (c->event[ek])
@@ -154,10 +154,10 @@ static braid_status run_cpu_node(br_cuda *c, uint32_t id) {
 
 braid_status br_cuda_sync_all(br_cuda *c, braid_status st) {
     const bp_plan *p = c->plan;
-    for (uint32_t q = 0; q < p->nqueues; q++) {
+    for (uint32_t q = 0; q < p->res.nqueues; q++) {
         if (!c->stream[q]) continue;
         braid_status r =
-            br_cuda_use(c, WHERE, BG_NONE, p->queues[q].device.index);
+            br_cuda_use(c, WHERE, BG_NONE, p->res.queues[q].device.index);
         if (r == BRAID_OK)
             r = br_cu(c, WHERE, BG_NONE, "cudaStreamSynchronize",
                       cudaStreamSynchronize(c->stream[q]));
@@ -181,7 +181,7 @@ static uint32_t cpu_reader(const br_cuda *c, uint32_t id) {
     for (uint32_t i = 0; i < c->ncpu; i++) {
         uint32_t u = c->cpu_list[i];
         if (br_node_noop(p, u)) continue;
-        const bg_node *n = bg_node_at(p->graph, u);
+        const bg_node *n = bg_node_at(p->res.graph, u);
         for (uint32_t k = 0; k < n->ninputs; k++)
             if (br_root(p, n->inputs[k], NULL) == id) return u;
     }
@@ -195,7 +195,7 @@ static uint32_t io_node(const bp_io *io, uint32_t n, const char *name) {
 }
 
 bool br_cuda_device_output_in_place(const br_cuda *c, uint32_t id) {
-    return c && id < c->plan->ninfo && c->node[id].kind == BR_NODE_D2H &&
+    return c && id < c->plan->res.ninfo && c->node[id].kind == BR_NODE_D2H &&
            cpu_reader(c, id) == BG_NONE;
 }
 
@@ -215,7 +215,7 @@ static braid_status check_bindings(br_cuda *c, bool *device) {
         if (a->in[i].bytes == 0 || br_pointer_kind(a->in[i].data, &dev) != 2)
             continue;
         *device = true;
-        uint32_t id = io_node(p->inputs, p->ninputs, a->in[i].name);
+        uint32_t id = io_node(p->res.inputs, p->res.ninputs, a->in[i].name);
         uint32_t u = id == BG_NONE ? BG_NONE : cpu_reader(c, id);
         if (u != BG_NONE)
             return bg_set_last_error(
@@ -224,7 +224,7 @@ static braid_status check_bindings(br_cuda *c, bool *device) {
                 "node %%%u (%s) reads it on the cpu: bind host memory, or "
                 "place that node on a GPU",
                 a->in[i].name, dev, u,
-                bg_op(bg_node_at(p->graph, u)->op)->name);
+                bg_op(bg_node_at(p->res.graph, u)->op)->name);
     }
     for (size_t j = 0; !*device && j < a->nout; j++)
         *device = a->out[j].bytes > 0 &&
@@ -283,8 +283,8 @@ braid_status br_cuda_run_start(br_cuda *c, const br_cuda_run_args *a,
     c->npend = 0;
     c->graph.used_last = false;
     c->graph.unfinished = false;
-    memset(c->cpu_done, 0, p->ninfo * sizeof *c->cpu_done);
-    memset(c->pending, 0, p->ninfo * sizeof *c->pending);
+    memset(c->cpu_done, 0, p->res.ninfo * sizeof *c->cpu_done);
+    memset(c->pending, 0, p->res.ninfo * sizeof *c->pending);
     bool device = false, done = false;
     braid_status r = check_bindings(c, &device);
     if (r != BRAID_OK) {
