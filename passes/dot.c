@@ -203,16 +203,9 @@ static braid_status write_graph(Agraph_t *g, FILE *out, const char *fn) {
 /* Fill colour for a placement hint: the device's colour when the hint names
  * one ("cpu", "cuda:N"), white otherwise. */
 static const char *hint_colour(const char *hint) {
-    if (!hint) return "white";
-    if (!strcmp(hint, "cpu")) return bp_dot_colour((bp_device){0, 0});
-    if (strncmp(hint, "cuda:", 5) || !hint[5] || strlen(hint) > 9)
-        return "white";
-    int32_t idx = 0;
-    for (const char *c = hint + 5; *c; c++) {
-        if (*c < '0' || *c > '9') return "white";
-        idx = idx * 10 + (*c - '0');
-    }
-    return bp_dot_colour((bp_device){BP_DEVICE_CUDA, idx});
+    bp_device d;
+    if (!hint || !bp_device_parse(hint, strlen(hint), &d)) return "white";
+    return bp_dot_colour(d);
 }
 
 /* Appends "[0,2]" listing the set bits of an axes mask. */

@@ -76,18 +76,41 @@ braid_status bp_verify_plan(bp_plan *plan);
 
 /* ---- plan helpers (passes/plan.c, passes/plan_edit.c) ------------------------ */
 
-/* Parses a devices string ("cpu", "cpu,cuda:0", spaces around names
- * allowed) into out (BP_MAX_DEVICES entries). NULL text means detect: cpu
- * plus every CUDA device braid_cuda_device_count() reports. Unknown names,
- * empty entries and repeats are BRAID_ERR_INVALID_ARGUMENT. */
-braid_status bp_parse_devices(const char *text, bp_device *out, uint32_t *n);
+/* ---- compiling (passes/pipeline.c) and devices (passes/devices.c) -------- */
 
-/* A plan for g before any pass ran: options and settings filled, the graph
- * cloned, io tables and info entries made (origin = id). On failure *out
- * may hold a partial plan for braid_plan_free. For tests of single passes
- * and for braid_compile. g must have status OK. */
-braid_status bp_plan_new(const braid_graph *g, const braid_compile_options *opts,
-                         bp_plan **out);
+/* braid_compile's argument checks (NULL plan or graph, a graph with an
+ * error or no outputs, option ranges); sets *plan NULL first. */
+braid_status bp_compile_check(const braid_graph *g,
+                              const braid_compile_options *opts,
+                              braid_plan **plan);
+/* The pipeline on g (checked by bp_compile_check) for the devices devs:
+ * a plan without kernels (bc_aot_build adds them) in *out, or NULL and a
+ * message. */
+braid_status bp_compile(const braid_graph *g, const braid_compile_options *opts,
+                        const bp_device_desc *devs, bp_plan **out);
+
+/* Parses a devices string ("cpu", "cpu,cuda:0", spaces around names
+ * allowed; each name as bg_device_parse accepts it) into out
+ * (BP_MAX_DEVICES entries), the cpu first (added when absent). NULL text,
+ * unknown names, empty entries and repeats are BRAID_ERR_INVALID_ARGUMENT. */
+braid_status bp_parse_devices(const char *text, bp_device *out, uint32_t *n);
+/* The description of o's devices: o->devices parsed when set, else the cpu
+ * and cuda:0 .. cuda:gpus_present-1 (the caller probed them); each with
+ * the options' profile for its kind or the default, checked (finite,
+ * ≥ 0). Archs are left empty for the caller. o may be NULL. */
+braid_status bp_device_desc_init(bp_device_desc *d,
+                                 const braid_compile_options *o,
+                                 int gpus_present);
+/* True when d lists a GPU. */
+bool bp_device_desc_has_gpu(const bp_device_desc *d);
+
+/* A plan for g before any pass ran: options and settings filled, the
+ * devices copied from devs, the graph cloned, io tables and info entries
+ * made (origin = id). On failure *out may hold a partial plan for
+ * braid_plan_free. g must have status OK. */
+braid_status bp_plan_new(const braid_graph *g,
+                         const braid_compile_options *opts,
+                         const bp_device_desc *devs, bp_plan **out);
 
 /* Zeroed memory for plan data; NULL (with a message for braid_last_error)
  * when out of memory or when n × size overflows. */

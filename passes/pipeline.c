@@ -1,10 +1,10 @@
-/* passes/pipeline.c — braid_compile: checks, then the pass list, each
- * pass timed into the plan's compile report (passes/report.c). */
+/* passes/pipeline.c — the compiler's part of braid_compile: checks, then
+ * the pass list, each pass timed into the plan's compile report
+ * (passes/report.c). braid_compile itself (runtime/compile.c) describes
+ * the devices and builds the kernels around it. */
 #define _POSIX_C_SOURCE 200809L
 #include "passes/passes.h"
-#include "codegen/codegen.h"
 
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -89,38 +89,7 @@ static braid_status dump_setting(bp_plan *p) {
     return BRAID_OK;
 }
 
-static braid_status bad_rate(bp_device d, const char *field, double v) {
-    char dev[32];
-    return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
-                             "braid_compile: the %s profile has %s = %g "
-                             "(expected a finite value >= 0)",
-                             bp_device_str(d, dev, sizeof dev), field, v);
-}
-
-#define RATE_OK(v) (isfinite(v) && (v) >= 0)
-
-/* Every rate finite and ≥ 0 (0: the device cannot do it). */
-static braid_status check_profile(const braid_device_profile *pr,
-                                  bp_device d) {
-    for (int t = 0; t < BRAID_DTYPE_COUNT_; t++)
-        if (!RATE_OK(pr->flops[t])) {
-            char f[32];
-            snprintf(f, sizeof f, "flops[%s]", braid_dtype_name(t));
-            return bad_rate(d, f, pr->flops[t]);
-        }
-    if (!RATE_OK(pr->elementwise_flops))
-        return bad_rate(d, "elementwise_flops", pr->elementwise_flops);
-    if (!RATE_OK(pr->mem_bytes_per_s))
-        return bad_rate(d, "mem_bytes_per_s", pr->mem_bytes_per_s);
-    if (!RATE_OK(pr->h2d_bytes_per_s))
-        return bad_rate(d, "h2d_bytes_per_s", pr->h2d_bytes_per_s);
-    if (!RATE_OK(pr->d2h_bytes_per_s))
-        return bad_rate(d, "d2h_bytes_per_s", pr->d2h_bytes_per_s);
-    if (!RATE_OK(pr->launch_s)) return bad_rate(d, "launch_s", pr->launch_s);
-    return BRAID_OK;
-}
-
-/* settings from the options: pass bits, streams, chunks, profiles. */
+/* settings from the options: pass bits, streams, chunks, the dump. */
 static braid_status fill_settings(bp_plan *p) {
     const braid_compile_options *o = &p->in.opts;
     bp_settings *st = &p->in.settings;
@@ -128,25 +97,13 @@ static braid_status fill_settings(bp_plan *p) {
     st->max_streams = o->max_streams > 0 ? (uint32_t)o->max_streams
                                          : BP_DEFAULT_STREAMS;
     st->chunks = (uint32_t)o->chunks;
-    for (uint32_t i = 0; i < p->in.devs.ndevices; i++) {
-        bp_device_kind k = p->in.devs.devices[i].kind;
-        const braid_device_profile *user =
-            k == BP_DEVICE_CPU ? o->cpu_profile : o->cuda_profile;
-        p->in.devs.profile[i] = user ? *user : bp_default_profile(k);
-    }
-    p->in.opts.cpu_profile = p->in.opts.cuda_profile =
-        NULL; /* not ours to keep */
-    for (uint32_t i = 0; i < p->in.devs.ndevices; i++) {
-        braid_status s =
-            check_profile(&p->in.devs.profile[i], p->in.devs.devices[i]);
-        if (s != BRAID_OK) return s;
-    }
+    p->in.opts.cpu_profile = p->in.opts.cuda_profile = NULL; /* in devs */
     return dump_setting(p);
 }
 
-static braid_status check_args(const braid_graph *g,
-                               const braid_compile_options *opts,
-                               braid_plan **plan) {
+braid_status bp_compile_check(const braid_graph *g,
+                              const braid_compile_options *opts,
+                              braid_plan **plan) {
     if (!plan)
         return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
                                  "braid_compile: plan is NULL");
@@ -214,7 +171,8 @@ static braid_status fill_io(bp_plan *p) {
 }
 
 braid_status bp_plan_new(const braid_graph *g,
-                             const braid_compile_options *opts, bp_plan **out) {
+                         const braid_compile_options *opts,
+                         const bp_device_desc *devs, bp_plan **out) {
     bp_plan *p = bp_calloc(1, sizeof *p, "plan");
     if (!p) return BRAID_ERR_OUT_OF_MEMORY;
     *out = p;
@@ -229,9 +187,7 @@ braid_status bp_plan_new(const braid_graph *g,
         strcpy(p->in.devices_text, p->in.opts.devices);
         p->in.opts.devices = p->in.devices_text;
     }
-    braid_status s = bp_parse_devices(p->in.opts.devices, p->in.devs.devices,
-                                      &p->in.devs.ndevices);
-    if (s != BRAID_OK) return s;
+    p->in.devs = *devs;
     if (p->in.opts.archs) {
         if (!(p->in.archs_text = dup_string(p->in.opts.archs)))
             return bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY,
@@ -249,7 +205,7 @@ braid_status bp_plan_new(const braid_graph *g,
     p->prov.created = (int64_t)time(NULL);
     snprintf(p->prov.braid_version, sizeof p->prov.braid_version, "%s",
              BRAID_VERSION_STRING);
-    s = fill_settings(p);
+    braid_status s = fill_settings(p);
     if (s == BRAID_OK) s = fill_io(p);
     if (s == BRAID_OK) s = bp_plan_sync_info(p);
     for (uint32_t id = 0; s == BRAID_OK && id < p->res.ninfo; id++)
@@ -276,14 +232,10 @@ static braid_status run_pass(bp_plan *p, size_t i) {
     return s;
 }
 
-braid_status braid_compile(const braid_graph *g,
-                           const braid_compile_options *opts,
-                           braid_plan **plan) {
-    double t0 = now_ms();
-    braid_status s = check_args(g, opts, plan);
-    if (s != BRAID_OK) return s;
+braid_status bp_compile(const braid_graph *g, const braid_compile_options *opts,
+                        const bp_device_desc *devs, bp_plan **out) {
     bp_plan *p = NULL;
-    s = bp_plan_new(g, opts, &p);
+    braid_status s = bp_plan_new(g, opts, devs, &p);
     for (size_t i = 0; s == BRAID_OK && i < NPASSES; i++) {
         if (pipeline[i].optional & p->in.settings.disabled) continue;
         s = run_pass(p, i);
@@ -291,14 +243,12 @@ braid_status braid_compile(const braid_graph *g,
             strcmp(p->in.settings.dump_after, pipeline[i].name) == 0)
             bp_plan_dump(p, pipeline[i].name, stderr);
     }
-    if (s == BRAID_OK) s = bc_aot_build(p);
-    if (p) p->report.total_ms = now_ms() - t0;
     if (s != BRAID_OK) {
         braid_plan_free(p);
-        return s;
+        p = NULL;
     }
-    *plan = p;
-    return BRAID_OK;
+    *out = p;
+    return s;
 }
 
 const braid_graph *braid_plan_graph(const braid_plan *p) {

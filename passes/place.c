@@ -369,14 +369,10 @@ static void assign_group(place_ctx *c, uint32_t d) {
 /* Index of `name` in the plan's devices, or -1 (also for malformed names,
  * which the builder already refuses). */
 static int device_index(const bp_plan *plan, const char *name) {
-    bp_device d[BP_MAX_DEVICES];
-    uint32_t n = 0;
-    /* The parser puts the cpu first, adding it when absent: the named
-     * device is the last entry. */
-    if (bp_parse_devices(name, d, &n) != BRAID_OK || n == 0 || n > 2)
-        return -1;
+    bp_device d;
+    if (!name || !bp_device_parse(name, strlen(name), &d)) return -1;
     for (uint32_t i = 0; i < plan->in.devs.ndevices; i++)
-        if (bp_device_equal(plan->in.devs.devices[i], d[n - 1])) return (int)i;
+        if (bp_device_equal(plan->in.devs.devices[i], d)) return (int)i;
     return -1;
 }
 

@@ -1,7 +1,6 @@
-/* passes/plan.c — plan data helpers: devices, allocation, free, print. */
+/* passes/plan.c — plan data helpers: allocation, free, print. */
 #include "passes/passes.h"
 
-#include <ctype.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,102 +20,6 @@ void *bp_calloc(size_t n, size_t size, const char *what) {
                           "entries)",
                           what, n);
     return p;
-}
-
-const char *bp_device_str(bp_device d, char *buf, size_t size) {
-    if (d.kind == BP_DEVICE_CPU)
-        snprintf(buf, size, "cpu");
-    else
-        snprintf(buf, size, "cuda:%d", (int)d.index);
-    return buf;
-}
-
-/* One device name, [s, s + len), already trimmed. */
-static bool parse_one_device(const char *s, size_t len, bp_device *d) {
-    if (len == 3 && memcmp(s, "cpu", 3) == 0) {
-        *d = (bp_device){BP_DEVICE_CPU, 0};
-        return true;
-    }
-    if (len < 6 || len > 9 || memcmp(s, "cuda:", 5) != 0) return false;
-    int32_t idx = 0;
-    for (size_t i = 5; i < len; i++) {
-        if (!isdigit((unsigned char)s[i])) return false;
-        idx = idx * 10 + (s[i] - '0'); /* ≤ 4 digits: no overflow */
-    }
-    if (len > 6 && s[5] == '0') /* no leading zeros: "cuda:01" */
-        return false;
-    *d = (bp_device){BP_DEVICE_CUDA, idx};
-    return true;
-}
-
-static braid_status detect_devices(bp_device *out, uint32_t *n) {
-    out[0] = (bp_device){BP_DEVICE_CPU, 0};
-    *n = 1;
-    int count = braid_cuda_device_count();
-    for (int i = 0; i < count && *n < BP_MAX_DEVICES; i++)
-        out[(*n)++] = (bp_device){BP_DEVICE_CUDA, i};
-    return BRAID_OK;
-}
-
-/* The host holds inputs and outputs, so "cpu" is always a device and comes
- * first: moved to the front when listed later, added when not listed. */
-static braid_status cpu_first(bp_device *out, uint32_t *n, const char *text) {
-    uint32_t k = 0;
-    while (k < *n && out[k].kind != BP_DEVICE_CPU) k++;
-    if (k == *n) {
-        if (*n == BP_MAX_DEVICES)
-            return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
-                                     "braid_compile: more than %d devices in "
-                                     "devices \"%s\" with the cpu",
-                                     BP_MAX_DEVICES - 1, text);
-        (*n)++;
-    }
-    for (; k > 0; k--) out[k] = out[k - 1];
-    out[0] = (bp_device){BP_DEVICE_CPU, 0};
-    return BRAID_OK;
-}
-
-braid_status bp_parse_devices(const char *text, bp_device *out, uint32_t *n) {
-    *n = 0;
-    if (!text) return detect_devices(out, n);
-    const char *p = text;
-    for (;;) {
-        const char *end = strchr(p, ',');
-        size_t len = end ? (size_t)(end - p) : strlen(p);
-        const char *s = p;
-        while (len > 0 && isspace((unsigned char)*s))
-            s++, len--;
-        while (len > 0 && isspace((unsigned char)s[len - 1]))
-            len--;
-        bp_device d;
-        if (len == 0)
-            return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
-                                     "braid_compile: empty device name in "
-                                     "devices \"%s\" (expected a "
-                                     "comma-separated list of cpu, cuda:N)",
-                                     text);
-        if (!parse_one_device(s, len, &d))
-            return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
-                                     "braid_compile: unknown device \"%.*s\" "
-                                     "in devices \"%s\" (expected cpu or "
-                                     "cuda:N)",
-                                     (int)(len > 64 ? 64 : len), s, text);
-        for (uint32_t i = 0; i < *n; i++)
-            if (bp_device_equal(out[i], d))
-                return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
-                                         "braid_compile: device \"%.*s\" "
-                                         "listed twice in devices \"%s\"",
-                                         (int)len, s, text);
-        if (*n == BP_MAX_DEVICES)
-            return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
-                                     "braid_compile: more than %d devices in "
-                                     "devices \"%s\"",
-                                     BP_MAX_DEVICES, text);
-        out[(*n)++] = d;
-        if (!end) break;
-        p = end + 1;
-    }
-    return cpu_first(out, n, text);
 }
 
 void braid_plan_free(braid_plan *p) {

@@ -333,6 +333,9 @@ static inline const bp_provenance *bp_plan_provenance(const bp_plan *p) {
     return &p->prov;
 }
 
+/* One device name [s, s + len), exactly as bg_device_parse accepts it, as
+ * a bp_device; false when it is not one (passes/devices.c). */
+bool bp_device_parse(const char *s, size_t len, bp_device *d);
 /* "cpu" / "cuda:3" into buf (always NUL-terminated); returns buf. */
 const char *bp_device_str(bp_device d, char *buf, size_t size);
 

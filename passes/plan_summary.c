@@ -1,6 +1,7 @@
-/* passes/plan_summary.c — the public plan summary: counts, devices and
- * arenas of a compiled plan (braid_plan_summary_get and friends), read
- * straight from the plan's data (passes/plan.h). */
+/* passes/plan_summary.c — the public plan summary: counts, devices,
+ * arenas, provenance and stored kernels of a compiled plan
+ * (braid_plan_summary_get and friends), read straight from the plan's data
+ * (passes/plan.h), so tools/ need not include it. */
 #include "passes/passes.h"
 
 #include <string.h>
@@ -85,5 +86,44 @@ braid_status braid_plan_arena_get(const braid_plan *p, uint32_t i,
         a->kind == BP_ARENA_PINNED ? BRAID_ARENA_PINNED : BRAID_ARENA_DEVICE;
     out->bytes = a->bytes;
     out->lower_bound_bytes = a->lower_bound;
+    return BRAID_OK;
+}
+
+braid_status braid_plan_provenance_get(const braid_plan *p,
+                                       braid_plan_provenance *out) {
+    if (!p || !out)
+        return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
+                                 "braid_plan_provenance_get: %s is NULL",
+                                 !p ? "plan" : "out");
+    const bp_provenance *pv = bp_plan_provenance(p);
+    const bp_kernels *k = bp_plan_kernels(p);
+    memset(out, 0, sizeof *out);
+    out->loaded = pv->loaded;
+    memcpy(out->braid_version, pv->braid_version, sizeof out->braid_version);
+    out->nvrtc_version = pv->nvrtc_version;
+    out->created = pv->created;
+    out->kernels = k->source ? k->nkernels : 0;
+    out->source_bytes = k->source ? k->source_len : 0;
+    out->archs = k->bin ? k->nbin : 0;
+    return BRAID_OK;
+}
+
+braid_status braid_plan_arch_get(const braid_plan *p, uint32_t i,
+                                 braid_plan_arch_info *out) {
+    if (!p || !out)
+        return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
+                                 "braid_plan_arch_get: %s is NULL",
+                                 !p ? "plan" : "out");
+    const bp_kernels *k = bp_plan_kernels(p);
+    uint32_t n = k->bin ? k->nbin : 0;
+    if (i >= n)
+        return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
+                                 "braid_plan_arch_get: architecture %u out "
+                                 "of range (the plan has %u)",
+                                 (unsigned)i, (unsigned)n);
+    const bp_kernel_binary *b = &k->bin[i];
+    out->sm = b->sm;
+    out->cubin_bytes = b->cubin ? b->cubin_size : 0;
+    out->ptx_bytes = b->ptx ? b->ptx_size : 0;
     return BRAID_OK;
 }

@@ -756,6 +756,35 @@ braid_status braid_plan_device_get(const braid_plan *p, uint32_t i,
 braid_status braid_plan_arena_get(const braid_plan *p, uint32_t i,
                                   braid_plan_arena_info *out);
 
+/* Where a plan came from and the GPU kernels it carries (braid info and
+ * braid compile print them). */
+typedef struct braid_plan_provenance {
+    bool loaded;            /* read from a plan file */
+    char braid_version[32]; /* braid that compiled it ("0.1.0"); may hold
+                               any bytes when loaded from a file */
+    int nvrtc_version;      /* NVRTC that built its kernels (13000), 0 */
+    int64_t created;        /* Unix time it was compiled */
+    uint32_t kernels;       /* generated GPU kernels in its module */
+    size_t source_bytes;    /* bytes of the module's CUDA source; 0: the
+                               plan has no generated kernel */
+    uint32_t archs;         /* architectures built ahead of time
+                               (braid_plan_arch_get 0..archs-1) */
+} braid_plan_provenance;
+
+/* The plan's kernel module built for one GPU architecture. */
+typedef struct braid_plan_arch_info {
+    int sm;             /* compute capability, 10·major + minor (90) */
+    size_t cubin_bytes; /* CUBIN for exactly this sm; 0: none */
+    size_t ptx_bytes;   /* PTX (JIT for newer GPUs); 0: none */
+} braid_plan_arch_info;
+
+/* Fill *out; BRAID_ERR_INVALID_ARGUMENT for NULL arguments or i out of
+ * range (architectures in ascending sm). */
+braid_status braid_plan_provenance_get(const braid_plan *p,
+                                       braid_plan_provenance *out);
+braid_status braid_plan_arch_get(const braid_plan *p, uint32_t i,
+                                 braid_plan_arch_info *out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -15,6 +15,7 @@
  * kernel asks for one (scratch, or the matmul result an epilogue reads). */
 #define _POSIX_C_SOURCE 200809L
 #include "runtime/cuda/cuda_impl.h"
+#include "runtime/devices.h"
 
 #ifdef BRAID_HAVE_CUDA
 
@@ -43,18 +44,17 @@ static double now_s(void) {
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-/* Compute capability of device dev as 10·major + minor (90 for sm_90). */
+/* Compute capability of device dev as 10·major + minor (90 for sm_90),
+ * from the process's device probe (runtime/devices.h). */
 static braid_status device_sm(br_cuda *c, int dev, int *sm) {
-    int major = 0, minor = 0;
-    braid_status s = br_cu(
-        c, WHERE, BG_NONE, "cudaDeviceGetAttribute",
-        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
-    if (s == BRAID_OK)
-        s = br_cu(c, WHERE, BG_NONE, "cudaDeviceGetAttribute",
-                  cudaDeviceGetAttribute(
-                      &minor, cudaDevAttrComputeCapabilityMinor, dev));
-    *sm = major * 10 + minor;
-    return s;
+    (void)c;
+    const br_devices *found = br_devices_probe();
+    *sm = dev >= 0 && dev < found->ngpus ? found->gpu[dev].sm : 0;
+    if (*sm > 0) return BRAID_OK;
+    return bg_set_last_error(BRAID_ERR_DEVICE,
+                             "%s: cuda:%d: CUDA did not report its compute "
+                             "capability (%s)",
+                             WHERE, dev, found->status);
 }
 
 /* Appends a line to the executor log; with $BRAID_LOG set (non-empty,

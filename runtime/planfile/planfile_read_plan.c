@@ -43,8 +43,9 @@ static bool read_devices(br_pf_rd *r, bp_plan *p) {
             !br_pf_get_i32(r, "index", &index))
             return false;
         bool ok = kind == BP_DEVICE_CPU ? index == 0
-                  : kind == BP_DEVICE_CUDA ? index >= 0 && index < 64
-                                           : false;
+                  : kind == BP_DEVICE_CUDA
+                      ? index >= 0 && index < BG_MAX_CUDA_DEVICES
+                      : false;
         if (!ok)
             return br_pf_fail(r, NULL, "kind %u index %d is not cpu or "
                                        "cuda:0..63",

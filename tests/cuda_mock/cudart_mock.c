@@ -427,6 +427,15 @@ cudaError_t cudaSetDevice(int d) {
     return d == 0 ? cudaSuccess : cudaErrorInvalidDevice;
 }
 
+cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *prop, int d) {
+    (void)d;
+    memset(prop, 0, sizeof *prop);
+    snprintf(prop->name, sizeof prop->name, "braid mock GPU");
+    prop->major = 9;
+    prop->totalGlobalMem = (size_t)80 << 30;
+    return cudaSuccess;
+}
+
 cudaError_t cudaDeviceGetAttribute(int *v, enum cudaDeviceAttr a, int d) {
     (void)d;
     *v = a == cudaDevAttrComputeCapabilityMajor ? 9 : 0;
