@@ -1,0 +1,19 @@
+#!/bin/bash
+# tools/device-deps.sh — the Debian libraries the GPU machine lacks, unpacked
+# into .devdeps/ (git ignores it) so a device run can carry them:
+# ../shared/tools/device-deps.sh brings Criterion and Graphviz's cgraph; this
+# adds nettle (SHA-256 for the kernel cache: libnettle only, not hogweed or
+# gmp, which would shadow the compiler's own), whose headers the GPU machine's
+# image does not have. Run from the repository root, then carry .devdeps.
+set -euo pipefail
+cd "$(git rev-parse --show-toplevel)"
+shared=../shared/tools/device-deps.sh
+[ -x "$shared" ] || shared=$(dirname "$(git rev-parse --git-common-dir)")/../shared/tools/device-deps.sh
+bash "$shared" .devdeps
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+( cd "$tmp" && apt-get download -qq nettle-dev libnettle8 2>/dev/null )
+for f in "$tmp"/*.deb; do dpkg -x "$f" .devdeps; done
+find .devdeps -xtype l -delete
+find .devdeps -name '*.pc' -exec sed -i 's|^prefix=/usr$|prefix=${pcfiledir}/../../..|' {} +
+du -sh .devdeps
