@@ -103,7 +103,7 @@ static void free_tables(bp_mem *m) {
     free(m->known);
 }
 
-/* One DEVICE arena per device holding arena tensors, in plan->devices
+/* One DEVICE arena per device holding arena tensors, in plan->in.devs.devices
  * order; arena_of[d] is its index (BG_NONE for devices without). */
 static braid_status make_arenas(bp_mem *m, uint32_t *arena_of) {
     bp_plan *p = m->plan;
@@ -166,7 +166,7 @@ static void write_places(bp_mem *m, const uint32_t *arena_of) {
     }
 }
 
-/* Appends the packer's reuse events to plan->events. */
+/* Appends the packer's reuse events to plan->res.events. */
 static braid_status commit_events(bp_mem *m) {
     bp_plan *p = m->plan;
     if (m->hb.nx == 0) return BRAID_OK;

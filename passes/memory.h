@@ -43,7 +43,7 @@ typedef struct bp_mem_hb {
 
 /* One buffer group: the bytes a set of tensors shares over time. */
 typedef struct bp_mem_group {
-    uint32_t device;   /* index in plan->devices */
+    uint32_t device;   /* index in plan->in.devs.devices */
     uint64_t bytes;    /* largest member, rounded up to the alignment */
     uint32_t first;    /* schedule position of its first access */
     uint32_t last;     /* schedule position of its last access (UINT32_MAX
@@ -116,7 +116,7 @@ braid_status bp_mem_groups(bp_mem *m);
  * of groups live at one schedule position. */
 uint64_t bp_mem_lower_bound(const bp_mem *m, uint32_t d);
 /* Assigns group offsets in device d's arena; returns the arena size. May
- * add reuse events (plan->events, m->hb). */
+ * add reuse events (plan->res.events, m->hb). */
 braid_status bp_mem_pack(bp_mem *m, uint32_t d, uint64_t *bytes);
 /* Alignment of tensors on device index d. */
 uint64_t bp_mem_align(const bp_plan *p, uint32_t d);

@@ -40,8 +40,8 @@ braid_status bp_place(bp_plan *plan);
  * destination. */
 braid_status bp_copies(bp_plan *plan);
 /* Connected elementwise/broadcast/cast subgraphs on one device become one
- * BRAID_OP_FUSED node with a program (plan->programs); elementwise producers
- * fuse into a reduction; matmul + bias + activation becomes a MATMUL
+ * BRAID_OP_FUSED node with a program (plan->res.programs); elementwise
+ * producers fuse into a reduction; matmul + bias + activation becomes a MATMUL
  * program. Never across devices, never duplicating expensive work. */
 braid_status bp_fuse(bp_plan *plan);
 /* Splits a large H2D copy → elementwise/fused → D2H copy chain along its
@@ -54,7 +54,7 @@ braid_status bp_chunk(bp_plan *plan);
  * spread over them). An event for every cross-queue data edge, none within
  * a queue. */
 braid_status bp_streams(bp_plan *plan);
-/* plan->schedule: one global issue order, topological, consistent with
+/* plan->res.schedule: one global issue order, topological, consistent with
  * every queue's order, preferring orders that start transfers early and end
  * lifetimes soon; info.order set. */
 braid_status bp_schedule(bp_plan *plan);
@@ -120,13 +120,13 @@ void *bp_calloc(size_t n, size_t size, const char *what);
  * copy, fused and chunking nodes; inputs must exist), with a default info
  * entry (device of the first input, program BG_NONE, origin BG_NONE).
  * attr.data is not copied: a pass that makes a constant attaches bytes it
- * allocated with bg_alloc on plan->graph (the graph then owns them).
+ * allocated with bg_alloc on plan->res.graph (the graph then owns them).
  * Returns the id or BG_NONE when out of memory (message set). */
 uint32_t bp_plan_add_node(bp_plan *plan, braid_op op, const uint32_t *inputs,
                           uint32_t ninputs, braid_dtype dtype, int rank,
                           const int64_t *dims, const bg_attrs *attr);
 /* Extends info to one entry per graph node (defaults for nodes made with
- * bg_build on plan->graph). */
+ * bg_build on plan->res.graph). */
 braid_status bp_plan_sync_info(bp_plan *plan);
 /* Frees what k owns and zeroes it (zeroed is fine). */
 void bp_kernels_free(bp_kernels *k);

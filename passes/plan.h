@@ -103,7 +103,7 @@ typedef enum bp_arena_kind {
 /* A tensor's memory assignment. */
 typedef struct bp_tensor_place {
     bp_storage storage; /* kind of storage, see bp_storage */
-    uint32_t arena;     /* ARENA: index in plan->arenas */
+    uint32_t arena;     /* ARENA: index in plan->res.arenas */
     uint32_t base;      /* VIEW: node id whose bytes this tensor shares */
     uint64_t offset;    /* ARENA: byte offset in the arena; VIEW: in base */
     uint64_t bytes;     /* numel × dtype size (0 for an empty tensor) */
@@ -215,9 +215,9 @@ typedef struct bp_provenance {
 typedef struct bp_node_info {
     bp_device device;      /* where it runs (place pass); for a copy node,
                               the destination device */
-    uint32_t queue;        /* index in plan->queues (streams pass) */
-    uint32_t program;      /* FUSED: index in plan->programs; else BG_NONE */
-    uint32_t order;        /* position in plan->schedule (schedule pass) */
+    uint32_t queue;        /* index in plan->res.queues (streams pass) */
+    uint32_t program; /* FUSED: index in plan->res.programs; else BG_NONE */
+    uint32_t order;   /* position in plan->res.schedule (schedule pass) */
     bp_tensor_place place; /* where its output lives (memory pass) */
     uint32_t origin;       /* node id in the user's graph this node came
                               from (messages, dumps); BG_NONE for nodes the
@@ -231,8 +231,8 @@ typedef struct bp_node_info {
 
 /* A named graph input or output. */
 typedef struct bp_io {
-    const char *name; /* the input/output name; points into plan->graph */
-    uint32_t node;    /* node id in plan->graph */
+    const char *name; /* the input/output name; points into plan->res.graph */
+    uint32_t node;    /* node id in plan->res.graph */
     uint64_t bytes;   /* numel × dtype size the caller must bind */
 } bp_io;
 

@@ -1,4 +1,4 @@
-/* passes/schedule.c — one global issue order (plan->schedule, info.order).
+/* passes/schedule.c — one global issue order (plan->res.schedule, info.order).
  *
  * A list scheduler: it repeatedly issues one ready node (all inputs
  * issued), so the order is topological, and since a queue's order is the
@@ -67,8 +67,8 @@ typedef struct sc_state {
     int64_t *freed;         /* per node: bytes its issue would free */
     uint32_t *version;      /* per node: current heap-entry version */
     uint8_t *cls;           /* per node: SC_* class */
-    int32_t *gpu;           /* per node: plan->devices index of the GPU an
-                               H2D copy (or its feeder) targets, else -1 */
+    int32_t *gpu; /* per node: plan->in.devs.devices index of the GPU an
+                     H2D copy (or its feeder) targets, else -1 */
     bool *is_output;        /* per node: a graph output (never freed) */
     bool *issued;           /* per node: already in the schedule */
     uint32_t *mark;         /* per node: scratch for distinct-input scans */

@@ -21,8 +21,8 @@
  *     work from the device profile; lowest index on ties).
  * Events: exactly one per (producer, consumer) data edge whose ends are on
  * different queues, none within a queue. Queues are numbered per (device,
- * kind) in the order: cpu; then per GPU in plan->devices order its compute
- * streams, H2D, D2H, D2D, COMM (collectives: one communication stream
+ * kind) in the order: cpu; then per GPU in plan->in.devs.devices order its
+ * compute streams, H2D, D2H, D2D, COMM (collectives: one communication stream
  * per GPU, so NCCL overlaps compute). docs/streams.md has the details. */
 #include "passes/passes.h"
 
@@ -31,7 +31,7 @@
 /* A queue before numbering: kind, device and the n-th of that kind. */
 typedef struct st_slot {
     bp_queue_kind kind; /* what it carries */
-    int32_t gpu;        /* index into plan->devices; -1 for the cpu */
+    int32_t gpu;        /* index into plan->in.devs.devices; -1 for the cpu */
     uint32_t index;     /* compute stream number (0 for the others) */
 } st_slot;
 
@@ -50,7 +50,8 @@ typedef struct st_state {
     uint32_t streams;      /* compute streams per GPU (≥ 1) */
 } st_state;
 
-/* Index of d in plan->devices, or -1 (the cpu or an unlisted device). */
+/* Index of d in plan->in.devs.devices, or -1 (the cpu or an unlisted device).
+ */
 static int32_t gpu_slot(const bp_plan *p, bp_device d) {
     if (d.kind != BP_DEVICE_CUDA) return -1;
     for (uint32_t i = 0; i < p->in.devs.ndevices; i++)
@@ -221,7 +222,7 @@ static uint32_t slot_key(const st_state *st, st_slot s) {
     }
 }
 
-/* Builds plan->queues from the used slots, numbering compute streams per
+/* Builds plan->res.queues from the used slots, numbering compute streams per
  * GPU densely in stream order, and sets info.queue. */
 static braid_status number_queues(st_state *st) {
     bp_plan *p = st->plan;
