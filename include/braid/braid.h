@@ -302,8 +302,9 @@ const char *braid_reduce_name(braid_reduce_kind k);
 braid_status braid_output(braid_graph *g, const char *name, braid_tensor t);
 /* A name for the node (shown in dumps and errors). */
 braid_status braid_set_name(braid_graph *g, braid_tensor t, const char *name);
-/* Placement hint: "cpu" or "cuda:N". Recorded now; the placement pass of the
- * compiler honours it. device NULL removes the hint. */
+/* Placement hint: "cpu" or "cuda:N" (0 <= N < 64, no leading zeros: the
+ * names braid_compile_options.devices lists). Recorded now; the placement
+ * pass of the compiler honours it. device NULL removes the hint. */
 braid_status braid_set_device(braid_graph *g, braid_tensor t,
                               const char *device);
 
@@ -346,11 +347,14 @@ typedef struct braid_device_profile {
 #define BRAID_PASS_REUSE 8u    /* memory reuse (each tensor its own bytes) */
 
 typedef struct braid_compile_options {
-    const char *devices;   /* "cpu", "cpu,cuda:0", ...; NULL: detect. The
-                              cpu is always included (it holds inputs and
-                              outputs). A list
-                              naming GPUs this machine lacks still compiles
-                              (the plan then needs them to run). */
+    const char *devices;   /* "cpu", "cpu,cuda:0", ...: names as
+                              braid_set_device takes them, spaces around
+                              each ignored; NULL: the cpu and every GPU
+                              present (probed once per process). The cpu
+                              is always included (it holds inputs and
+                              outputs). A list naming GPUs this machine
+                              lacks still compiles (the plan then needs
+                              them to run). */
     int num_threads;       /* CPU worker threads; 0: one per core */
     unsigned disable_passes; /* BRAID_PASS_* bits of passes to skip */
     int max_streams;       /* compute streams per GPU; 0: default (4) */
