@@ -22,24 +22,32 @@ void *bp_calloc(size_t n, size_t size, const char *what) {
     return p;
 }
 
+static void input_free(bp_compile_input *in) {
+    free(in->devices_text);
+    free(in->dump_text);
+    free(in->archs_text);
+}
+
+static void result_free(bp_result *r) {
+    braid_graph_free(r->graph);
+    free(r->info);
+    free(r->schedule);
+    free(r->queues);
+    free(r->events);
+    for (uint32_t i = 0; i < r->nprograms; i++)
+        free(r->programs[i].instr);
+    free(r->programs);
+    free(r->arenas);
+    free(r->inputs);
+    free(r->outputs);
+}
+
 void braid_plan_free(braid_plan *p) {
     if (!p) return;
-    braid_graph_free(p->res.graph);
-    free(p->in.devices_text);
-    free(p->in.dump_text);
-    free(p->res.info);
-    free(p->res.schedule);
-    free(p->res.queues);
-    free(p->res.events);
-    for (uint32_t i = 0; i < p->res.nprograms; i++)
-        free(p->res.programs[i].instr);
-    free(p->res.programs);
-    free(p->res.arenas);
-    free(p->res.inputs);
-    free(p->res.outputs);
-    braid_graph_free(p->prov.source);
-    free(p->in.archs_text);
+    input_free(&p->in);
+    result_free(&p->res);
     bp_kernels_free(&p->kernels);
+    braid_graph_free(p->prov.source);
     free(p);
 }
 

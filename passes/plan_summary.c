@@ -45,17 +45,27 @@ braid_status braid_plan_summary_get(const braid_plan *p,
     return BRAID_OK;
 }
 
+/* The indexed accessors' checks: fn's plan and out not NULL, item i of the
+ * plan's n `what`s in range. */
+static braid_status check_get(const char *fn, const braid_plan *p,
+                              const void *out, const char *what, uint32_t i,
+                              uint32_t n) {
+    if (!p || !out)
+        return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT, "%s: %s is NULL",
+                                 fn, !p ? "plan" : "out");
+    if (i >= n)
+        return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
+                                 "%s: %s %u out of range (the plan has %u)", fn,
+                                 what, (unsigned)i, (unsigned)n);
+    return BRAID_OK;
+}
+
 braid_status braid_plan_device_get(const braid_plan *p, uint32_t i,
                                    braid_plan_device_info *out) {
-    if (!p || !out)
-        return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
-                                 "braid_plan_device_get: %s is NULL",
-                                 !p ? "plan" : "out");
-    if (i >= p->in.devs.ndevices || i >= BP_MAX_DEVICES)
-        return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
-                                 "braid_plan_device_get: device %u out of "
-                                 "range (the plan has %u)",
-                                 (unsigned)i, (unsigned)p->in.devs.ndevices);
+    uint32_t ndev = p ? p->in.devs.ndevices : 0;
+    braid_status s = check_get("braid_plan_device_get", p, out, "device", i,
+                               ndev < BP_MAX_DEVICES ? ndev : BP_MAX_DEVICES);
+    if (s != BRAID_OK) return s;
     memset(out, 0, sizeof *out);
     bp_device d = p->in.devs.devices[i];
     bp_device_str(d, out->name, sizeof out->name);
@@ -69,16 +79,9 @@ braid_status braid_plan_device_get(const braid_plan *p, uint32_t i,
 
 braid_status braid_plan_arena_get(const braid_plan *p, uint32_t i,
                                   braid_plan_arena_info *out) {
-    if (!p || !out)
-        return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
-                                 "braid_plan_arena_get: %s is NULL",
-                                 !p ? "plan" : "out");
-    uint32_t narenas = p->res.arenas ? p->res.narenas : 0;
-    if (i >= narenas)
-        return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
-                                 "braid_plan_arena_get: arena %u out of "
-                                 "range (the plan has %u)",
-                                 (unsigned)i, (unsigned)narenas);
+    uint32_t n = p && p->res.arenas ? p->res.narenas : 0;
+    braid_status s = check_get("braid_plan_arena_get", p, out, "arena", i, n);
+    if (s != BRAID_OK) return s;
     memset(out, 0, sizeof *out);
     const bp_arena *a = &p->res.arenas[i];
     bp_device_str(a->device, out->device, sizeof out->device);
@@ -110,17 +113,11 @@ braid_status braid_plan_provenance_get(const braid_plan *p,
 
 braid_status braid_plan_arch_get(const braid_plan *p, uint32_t i,
                                  braid_plan_arch_info *out) {
-    if (!p || !out)
-        return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
-                                 "braid_plan_arch_get: %s is NULL",
-                                 !p ? "plan" : "out");
-    const bp_kernels *k = bp_plan_kernels(p);
-    uint32_t n = k->bin ? k->nbin : 0;
-    if (i >= n)
-        return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
-                                 "braid_plan_arch_get: architecture %u out "
-                                 "of range (the plan has %u)",
-                                 (unsigned)i, (unsigned)n);
+    const bp_kernels *k = p ? bp_plan_kernels(p) : NULL;
+    uint32_t n = k && k->bin ? k->nbin : 0;
+    braid_status s =
+        check_get("braid_plan_arch_get", p, out, "architecture", i, n);
+    if (s != BRAID_OK) return s;
     const bp_kernel_binary *b = &k->bin[i];
     out->sm = b->sm;
     out->cubin_bytes = b->cubin ? b->cubin_size : 0;
