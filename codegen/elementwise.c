@@ -161,13 +161,8 @@ braid_status bc_gen_elementwise(const bc_node *c, bc_buf *b, bc_kernel *k) {
 
 braid_status bc_gen_epilogue(const bc_node *c, bc_buf *b, bc_kernel *k) {
     const bp_program *pr = c->prog;
-    uint32_t mm = BG_NONE;
-    for (uint32_t i = 0; i < pr->ninstr && mm == BG_NONE; i++)
-        if (pr->instr[i].op == BRAID_OP_MATMUL) mm = i;
-    if (mm == BG_NONE || bg_numel(c->n) != c->numel)
-        return bc_fail(c->plan, c->id, BRAID_ERR_INTERNAL,
-                       "matmul program without a matmul instruction or with "
-                       "an output of another size than its matmul");
+    uint32_t mm = 2; /* bp_program_check: LOAD 0, LOAD 1, MATMUL(0, 1), over
+                        the node's shape */
     k->kind = BC_KERNEL_EPILOGUE;
     k->extra = BC_EXTRA_MATMUL;
     k->mm_instr = mm;

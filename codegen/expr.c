@@ -137,7 +137,7 @@ static void emit_op(bc_buf *b, const bp_program *pr, uint32_t i, bool root) {
         return;
     }
     const op_text *t = find_op(in->op);
-    if (!t) { /* validated by bc_check_program; keep the text compiling */
+    if (!t) { /* bp_program_check refuses it; keep the text compiling */
         bc_buf_puts(b, "0");
         return;
     }

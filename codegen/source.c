@@ -1,5 +1,5 @@
 /* codegen/source.c — which nodes get kernels, programs for single nodes,
- * program validation, and module assembly (bc_kernel_source,
+ * program validation (bp_program_check), and module assembly (bc_kernel_source,
  * bc_plan_source).
  *
  * A module is the prelude, graph/rng.c when a random generator needs it,
@@ -143,113 +143,20 @@ static void single_program(bc_node *c) {
         kind == BRAID_KIND_REDUCE ? BP_PROGRAM_REDUCE : BP_PROGRAM_ELEMENTWISE;
     pr->rank = space->rank;
     memcpy(pr->dims, space->dims, sizeof pr->dims);
-    pr->axes = n->attr.axes;
-    pr->flags = n->attr.flags;
+    if (kind == BRAID_KIND_REDUCE) {
+        pr->axes = n->attr.axes;
+        pr->flags = n->attr.flags & BG_KEEPDIMS;
+    }
     c->prog = pr;
 }
 
-static bool float_only(braid_op op) {
-    switch (op) {
-    case BRAID_OP_NEG:
-    case BRAID_OP_ABS:
-    case BRAID_OP_SQUARE:
-    case BRAID_OP_RELU:
-    case BRAID_OP_ADD:
-    case BRAID_OP_SUB:
-    case BRAID_OP_MUL:
-    case BRAID_OP_DIV:
-    case BRAID_OP_MAX:
-    case BRAID_OP_MIN:
-        return false;
-    default:
-        return bg_op(op)->kind == BRAID_KIND_ELEMENTWISE &&
-               !(op >= BRAID_OP_EQ && op <= BRAID_OP_CAST);
-    }
-}
-
-/* One instruction's operands and dtypes; NULL when fine, else why not. */
-static const char *check_instr(const bc_node *c, uint32_t i) {
-    const bp_program *pr = c->prog;
-    const bp_instr *in = &pr->instr[i];
-    if (in->dtype >= BRAID_DTYPE_COUNT_) return "bad dtype";
-    if (in->op == BP_INSTR_LOAD) {
-        if (in->input >= c->n->ninputs) return "load of a missing input";
-        if (bc_input(c, in->input)->dtype != in->dtype)
-            return "load dtype differs from its input's";
-        return NULL;
-    }
-    if (in->op == BP_INSTR_CONST) return NULL;
-    if (in->op >= BRAID_OP_COUNT_) return "unknown op";
-    braid_op_kind kind = bg_op(in->op)->kind;
-    bool last = i + 1 == pr->ninstr;
-    if (kind == BRAID_KIND_REDUCE && !(last && pr->kind == BP_PROGRAM_REDUCE))
-        return "a reduction that is not a reduce program's last instruction";
-    if (in->op == BRAID_OP_MATMUL && pr->kind != BP_PROGRAM_MATMUL)
-        return "a matmul outside a matmul program";
-    if (kind != BRAID_KIND_ELEMENTWISE && kind != BRAID_KIND_REDUCE &&
-        in->op != BRAID_OP_MATMUL)
-        return "an op of a kind programs cannot hold";
-    int arity = bg_op(in->op)->arity;
-    for (int a = 0; a < arity && a < 3; a++)
-        if (in->arg[a] >= i) return "an operand that is not computed earlier";
-    braid_dtype s = pr->instr[in->arg[0]].dtype;
-    if (in->op == BRAID_OP_WHERE) s = pr->instr[in->arg[1]].dtype;
-    if (float_only(in->op) && !braid_dtype_is_float(s))
-        return "a float-only op on a non-float operand";
-    if (kind == BRAID_KIND_REDUCE &&
-        (s == BRAID_BOOL || (in->op == BRAID_OP_MEAN && s == BRAID_I32)))
-        return "a reduction of an unsupported dtype";
-    return NULL;
-}
-
-/* Everything generation relies on: never crash on a malformed program. */
+/* The program rules are the IR's (bp_program_check); codegen adds only
+ * its own limit, kernel parameters (bc_node_init). */
 static braid_status check_program(const bc_node *c) {
-    const bp_program *pr = c->prog;
-    if (pr->ninstr == 0 || !pr->instr || pr->rank > BRAID_MAX_RANK ||
-        (unsigned)pr->kind >= BP_PROGRAM_KIND_COUNT)
-        return bc_fail(c->plan, c->id, BRAID_ERR_INTERNAL,
-                       "empty or malformed program");
-    for (uint32_t i = 0; i < pr->ninstr; i++) {
-        const char *why = check_instr(c, i);
-        if (why)
-            return bc_fail(c->plan, c->id, BRAID_ERR_INTERNAL,
-                           "program instruction %u: %s", (unsigned)i, why);
-    }
-    const bp_instr *last = &pr->instr[pr->ninstr - 1];
-    if (pr->kind == BP_PROGRAM_REDUCE &&
-        bg_op(last->op < BRAID_OP_COUNT_ ? last->op : BRAID_OP_INPUT)->kind !=
-            BRAID_KIND_REDUCE)
-        return bc_fail(c->plan, c->id, BRAID_ERR_INTERNAL,
-                       "reduce program does not end with a reduction");
-    if (pr->kind != BP_PROGRAM_REDUCE && last->dtype != c->n->dtype)
-        return bc_fail(c->plan, c->id, BRAID_ERR_INTERNAL,
-                       "program result is %s but the node is %s",
-                       braid_dtype_name(last->dtype),
-                       braid_dtype_name(c->n->dtype));
-    /* Inputs the elementwise part reads broadcast against the iteration
-     * space; a matmul's operands are whole matrices (cuBLAS reads them). */
-    uint32_t mm = BG_NONE;
-    for (uint32_t i = 0; i < pr->ninstr && pr->kind == BP_PROGRAM_MATMUL; i++)
-        if (pr->instr[i].op == BRAID_OP_MATMUL && mm == BG_NONE) mm = i;
-    if (pr->kind == BP_PROGRAM_MATMUL && mm == BG_NONE)
-        return bc_fail(c->plan, c->id, BRAID_ERR_INTERNAL,
-                       "matmul program without a matmul instruction");
-    bc_operand mode[BC_MAX_PARAMS];
-    bc_operands_used(c, pr->ninstr - 1, mm, mode);
-    for (uint32_t k = 0; k < c->n->ninputs; k++) {
-        const bg_node *x = bc_input(c, k);
-        int r;
-        if (mode[k] == BC_OPERAND_UNUSED) continue;
-        int64_t d[BRAID_MAX_RANK];
-        if (x->rank > pr->rank ||
-            !bg_broadcast_shapes(pr->rank, pr->dims, x->rank, x->dims, &r, d) ||
-            memcmp(d, pr->dims, (size_t)pr->rank * sizeof *d) != 0)
-            return bc_fail(c->plan, c->id, BRAID_ERR_INTERNAL,
-                           "input %u does not broadcast to the program's "
-                           "iteration space",
-                           (unsigned)k);
-    }
-    return BRAID_OK;
+    char why[256];
+    if (bp_program_check(c->prog, c->plan->res.graph, c->id, why, sizeof why))
+        return BRAID_OK;
+    return bc_fail(c->plan, c->id, BRAID_ERR_INTERNAL, "program: %s", why);
 }
 
 braid_status bc_node_init(bc_node *c, const bp_plan *p, uint32_t id) {

@@ -203,8 +203,6 @@ static void put_instr(plan_dot *d, const bp_program *prog, const bg_node *n,
 
 /* Fused nodes: a record "{head|instructions|place|outputs}". */
 static bool fused_label(plan_dot *d, uint32_t id) {
-    static const char *const kinds[] = {"elementwise", "reduce", "matmul",
-                                        "softmax"};
     const bg_node *n = bg_node_at(d->p->res.graph, id);
     uint32_t pi = d->p->res.info[id].program;
     const bp_program *prog =
@@ -213,9 +211,7 @@ static bool fused_label(plan_dot *d, uint32_t id) {
     bp_text *t = &d->t;
     char op[32];
     snprintf(op, sizeof op, "fused %s",
-             prog && (unsigned)prog->kind < BP_PROGRAM_KIND_COUNT
-                 ? kinds[prog->kind]
-                 : "");
+             prog ? bp_program_kind_name(prog->kind) : "");
     bp_text_printf(t, "{");
     put_head(d, id, op);
     bp_text_printf(t, "\\n%s", bg_type_str(n, type, sizeof type));

@@ -11,11 +11,7 @@
 #include <string.h>
 
 static void put_program(const bp_plan *p, const bp_program *prog, FILE *out) {
-    static const char *const kinds[] = {"elementwise", "reduce", "matmul",
-                                        "softmax"};
-    fprintf(out, " %s{", (unsigned)prog->kind < BP_PROGRAM_KIND_COUNT
-                             ? kinds[prog->kind]
-                             : "?");
+    fprintf(out, " %s{", bp_program_kind_name(prog->kind));
     int first = 1;
     for (uint32_t i = 0; i < prog->ninstr; i++) {
         braid_op op = prog->instr[i].op;

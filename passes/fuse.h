@@ -10,8 +10,8 @@
 
 /* Most member nodes in one group. Each member adds one instruction and at
  * most three loads or constants, so a program has at most
- * 4 · BP_FUSE_MAX_MEMBERS + 4 instructions (the CPU interpreter's limit,
- * BR_FZ_MAX_INSTR, is above that). */
+ * 4 · BP_FUSE_MAX_MEMBERS + 4 instructions (the limit of any program,
+ * BP_PROGRAM_MAX_INSTR, is above that). */
 #define BP_FUSE_MAX_MEMBERS 60
 
 /* One group found by the pass. */

@@ -15,6 +15,7 @@
 #define BRAID_PASSES_PLAN_H
 
 #include "graph/graph.h"
+#include "passes/program.h"
 
 /* Largest number of devices a plan may list ("cpu,cuda:0,cuda:1,..."). */
 #define BP_MAX_DEVICES 64
@@ -117,60 +118,6 @@ typedef struct bp_arena {
     uint64_t lower_bound;  /* largest sum of simultaneously live bytes in
                               it: no plan can use less */
 } bp_arena;
-
-/* ---- fused programs --------------------------------------------------------- */
-
-/* The op of a program instruction: a graph op of kind elementwise (the
- * instruction computes it from its operands), a reduction (last instruction
- * only), BRAID_OP_MATMUL (MATMUL programs only, as instruction 2: its
- * operands are instructions 0 and 1, LOADs of the fused node's inputs 0
- * and 1, which it reads whole as matrices instead of broadcasting them),
- * or one of the two below. */
-#define BP_INSTR_LOAD ((braid_op)(BRAID_OP_COUNT_ + 0))  /* read input k */
-#define BP_INSTR_CONST ((braid_op)(BRAID_OP_COUNT_ + 1)) /* a scalar value */
-
-typedef struct bp_instr {
-    braid_op op;       /* graph op, BP_INSTR_LOAD or BP_INSTR_CONST */
-    braid_dtype dtype; /* the value's dtype (what the graph node had) */
-    uint32_t arg[3];   /* operand instruction indices (< this index) */
-    uint32_t input;    /* LOAD: index into the fused node's inputs */
-    double value;      /* CONST: the value (already rounded to dtype) */
-    uint32_t source;   /* graph node this came from (for dumps / errors),
-                          BG_NONE for LOADs */
-} bp_instr;
-
-typedef enum bp_program_kind {
-    BP_PROGRAM_ELEMENTWISE = 0, /* out[i] = expr(inputs broadcast to out) */
-    BP_PROGRAM_REDUCE,          /* out = reduce(expr over the reduce
-                                   input's shape); last instr reduces */
-    BP_PROGRAM_MATMUL,          /* out = epilogue(matmul(load, load)) */
-    BP_PROGRAM_SOFTMAX          /* out = softmax of the program's value
-                                   (instr[ninstr-1], the prologue computing
-                                   x) over the last axis: exp(x - max) /
-                                   sum(exp(x - max)) per row. Appended
-                                   last: plan files store kinds as numbers */
-} bp_program_kind;
-
-/* Program kinds there are (the largest kind + 1). */
-#define BP_PROGRAM_KIND_COUNT 4
-
-/* A fused node's expression: instr[ninstr-1] is the result. Loads read the
- * fused node's inputs with NumPy broadcasting against `shape` (the output
- * shape for ELEMENTWISE, the reduction's input shape for REDUCE, the matmul
- * result shape for MATMUL epilogues, x's shape = the output's for
- * SOFTMAX). */
-typedef struct bp_program {
-    bp_program_kind kind;           /* see bp_program_kind */
-    uint32_t ninstr;                /* entries in instr */
-    bp_instr *instr;                /* the instructions; owned */
-    uint8_t rank;                   /* rank of the iteration space */
-    int64_t dims[BRAID_MAX_RANK];   /* the iteration space (see above) */
-    uint8_t axes;                   /* REDUCE: reduced axes of dims;
-                                       SOFTMAX: the softmax axis's bit
-                                       (always the last: 1 << (rank-1)) */
-    uint32_t flags;                 /* REDUCE: BG_KEEPDIMS; MATMUL:
-                                       BRAID_TRANSPOSE_A|B; SOFTMAX: 0 */
-} bp_program;
 
 /* ---- ahead-of-time kernels (codegen/aot.c) ----------------------------------- */
 

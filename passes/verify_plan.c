@@ -1,6 +1,7 @@
 /* passes/verify_plan.c — the independent plan checker.
  *
- * Trusts nothing the other passes computed and calls none of their code:
+ * Trusts nothing the other passes computed and calls none of their code (the
+ * program rules are the IR's own checker, passes/program.c, not a pass):
  * it re-derives positions, queue order, happens-before and lifetimes from
  * the plan's tables and checks, in order:
  *   schedule  a permutation of all nodes, inputs first, info.order right;
@@ -15,8 +16,8 @@
  *             device, arena tensors inside an arena of their device and
  *             aligned, work skipped only where nothing is to be done;
  *   arena     listed devices, lower bound ≤ size;
- *   program   fused nodes name a program of a known kind; softmax programs
- *             cover their node's shape, over its last axis;
+ *   program   fused nodes name a program that bp_program_check
+ *             (passes/program.c) accepts for them;
  *   overlap   (verify_plan_overlap.c) tensors sharing arena bytes are
  *             ordered by happens-before.
  * Every failure is BRAID_ERR_INTERNAL with "verify_plan: <check>: ..."
@@ -523,10 +524,9 @@ static braid_status check_places(vp_state *st) {
 
 /* ---- programs ---------------------------------------------------------------------- */
 
-/* Every fused node names a program of a known kind; a softmax program
- * iterates over its node's shape and normalises its last axis (what the
- * executors' kernels assume: nothing else checks the softmax's space
- * against the node before a GPU kernel runs). */
+/* Every fused node names a program that bp_program_check accepts for it
+ * (the one statement of the program rules, docs/fusion.md): executors and
+ * the code generator index with programs the verifier has passed. */
 static braid_status check_programs(const vp_state *st) {
     const bp_plan *p = st->plan;
     for (uint32_t id = 0; id < st->n; id++) {
@@ -536,20 +536,11 @@ static braid_status check_programs(const vp_state *st) {
         if (k >= p->res.nprograms)
             return vp_fail("program: fused node %%%u names program %u of %u",
                            id, k, p->res.nprograms);
-        const bp_program *pr = &p->res.programs[k];
-        if ((unsigned)pr->kind >= BP_PROGRAM_KIND_COUNT)
-            return vp_fail("program: fused node %%%u: unknown kind %u", id,
-                           (unsigned)pr->kind);
-        if (pr->kind != BP_PROGRAM_SOFTMAX) continue;
-        bool ok = pr->rank >= 1 && pr->rank == n->rank &&
-                  pr->axes == (1u << (pr->rank - 1)) &&
-                  braid_dtype_is_float(n->dtype);
-        for (int d = 0; ok && d < n->rank; d++)
-            ok = pr->dims[d] == n->dims[d];
-        if (!ok)
-            return vp_fail("program: fused node %%%u: softmax program not "
-                           "over the last axis of the node's shape",
-                           id);
+        char why[256];
+        if (!bp_program_check(&p->res.programs[k], p->res.graph, id, why,
+                              sizeof why))
+            return vp_fail("program: fused node %%%u (program %u): %s", id, k,
+                           why);
     }
     return BRAID_OK;
 }

@@ -56,9 +56,10 @@ braid_status br_cpu_prepare(const braid_graph *g, uint32_t id, size_t *scratch);
  * for a FUSED node, br_fused_check). */
 void br_cpu_run(const br_kernel_args *a);
 /* For a FUSED node id, with br_cpu_prepare: checks that program (plan->
- * programs[info.program]) is one the CPU interpreter runs safely (ops,
- * operands, dtypes, inputs and iteration space against the node).
- * BRAID_ERR_INTERNAL naming the node and the instruction otherwise. */
+ * programs[info.program]) is one the CPU interpreter runs safely, which is
+ * any program bp_program_check accepts for the node (the interpreter adds
+ * no limits of its own). BRAID_ERR_INTERNAL naming the node and the
+ * instruction otherwise. */
 braid_status br_fused_check(const braid_graph *g, uint32_t id,
                             const bp_program *program);
 

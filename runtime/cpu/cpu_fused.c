@@ -4,6 +4,7 @@
 #include "runtime/cpu/cpu_fused.h"
 
 #include <assert.h>
+#include <stdio.h>
 #include <string.h>
 
 /* ---- the tile space ------------------------------------------------------ */
@@ -375,4 +376,30 @@ braid_status br_fused_prepare(const braid_graph *g, uint32_t id,
     }
     if (need > *scratch) *scratch = need;
     return BRAID_OK;
+}
+
+/* The interpreter runs the programs the IR's checker accepts (it sizes its
+ * tables by BP_PROGRAM_MAX_INSTR) with one limit of its own: a MATMUL
+ * program's matmul is computed into the output (run_matmul), so it must
+ * have the node's dtype. The GPU backend puts a matmul of another dtype
+ * in scratch instead; the fuse pass never makes one. */
+braid_status br_fused_check(const braid_graph *g, uint32_t id,
+                            const bp_program *program) {
+    char why[256];
+    bool ok = bp_program_check(program, g, id, why, sizeof why);
+    if (ok && program->kind == BP_PROGRAM_MATMUL &&
+        program->instr[2].dtype != bg_node_at(g, id)->dtype) {
+        snprintf(why, sizeof why,
+                 "instruction 2: the matmul is %s, the "
+                 "node %s (the cpu computes it in the "
+                 "output)",
+                 braid_dtype_name(program->instr[2].dtype),
+                 braid_dtype_name(bg_node_at(g, id)->dtype));
+        ok = false;
+    }
+    if (ok) return BRAID_OK;
+    return bg_set_last_error(BRAID_ERR_INTERNAL,
+                             "braid_exec_new: fused node %u: its program "
+                             "cannot run on the cpu: %s",
+                             (unsigned)id, why);
 }

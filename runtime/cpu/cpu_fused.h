@@ -21,15 +21,16 @@
  * Files: cpu_fused.c (set-up, the tile evaluator, ELEMENTWISE and MATMUL
  * programs, entry points), cpu_fused_ops.c (one instruction over a tile,
  * loads, stores, casts), cpu_fused_reduce.c (REDUCE programs),
- * cpu_fused_softmax.c (SOFTMAX programs), cpu_fused_check.c (program
- * validation). */
+ * cpu_fused_softmax.c (SOFTMAX programs). Programs are validated by
+ * bp_program_check (passes/program.c) before any of it runs. */
 #ifndef BRAID_RUNTIME_CPU_FUSED_H
 #define BRAID_RUNTIME_CPU_FUSED_H
 
 #include "runtime/cpu/cpu_kernels.h"
 
-/* Longest program the interpreter runs (the fuse pass stays far below). */
-#define BR_FZ_MAX_INSTR 256
+/* Longest program the interpreter runs: any program bp_program_check
+ * accepts (the interpreter has no limit of its own). */
+#define BR_FZ_MAX_INSTR BP_PROGRAM_MAX_INSTR
 /* Largest tile, in elements. */
 #define BR_FZ_TILE_MAX 4096
 /* Smallest tile: below it, a program has too many live values. */

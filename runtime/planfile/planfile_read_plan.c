@@ -1,17 +1,14 @@
-/* runtime/planfile/planfile_read_plan.c — the PLAN and MEMORY sections of a plan
- * file (docs/plan-format.md), read into the plan after both graphs: every
+/* runtime/planfile/planfile_read_plan.c — the PLAN and MEMORY sections of a
+ * plan file (docs/plan-format.md), read into the plan after both graphs: every
  * index is checked against what it indexes, every enum against its range,
- * and every fused program with the CPU interpreter's own check. */
+ * and every fused program with the IR's one checker, bp_program_check. */
 #include "runtime/planfile/planfile_read.h"
 
 #include "passes/passes.h"
-#include "runtime/runtime.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define MAX_INSTR 256 /* the CPU interpreter's BR_FZ_MAX_INSTR */
 
 static bool device_at(br_pf_rd *r, const bp_plan *p, const char *field,
                       bp_device *out) {
@@ -271,7 +268,10 @@ static bool read_events(br_pf_rd *r, bp_plan *p) {
     return true;
 }
 
-/* One instruction: ops and dtypes in range, operands earlier. */
+/* One instruction: op and dtype in range, the fields its op does not use
+ * NONE (the format's one spelling of an instruction), its source in the
+ * user's graph. Operands, dtypes and inputs are the program checker's
+ * (check_programs). */
 static bool read_instr(br_pf_rd *r, bp_instr *in, uint32_t k,
                        uint32_t nsource) {
     braid_op op;
@@ -288,20 +288,13 @@ static bool read_instr(br_pf_rd *r, bp_instr *in, uint32_t k,
     in->op = op;
     in->dtype = dt;
     int arity = op < BRAID_OP_COUNT_ ? bg_op(in->op)->arity : 0;
-    if (arity < 0 || arity > 3)
-        return br_pf_fail(r, "instr.op", "instruction %u: %s cannot be in a "
-                                         "program",
-                          k, bg_op(in->op)->name),
-               false;
-    for (int j = 0; j < 3; j++) {
-        bool used = j < arity;
-        if (used ? in->arg[j] >= k : in->arg[j] != BG_NONE)
-            return br_pf_fail(r, "instr.arg", "instruction %u: operand %d is "
-                                              "%u (expected %s)",
-                              k, j, in->arg[j],
-                              used ? "an earlier instruction" : "NONE"),
+    for (int j = arity < 0 ? 0 : arity; j < 3; j++)
+        if (in->arg[j] != BG_NONE)
+            return br_pf_fail(r, "instr.arg",
+                              "instruction %u: unused operand "
+                              "%d is %u (expected NONE)",
+                              k, j, in->arg[j]),
                    false;
-    }
     if ((in->op == BP_INSTR_LOAD) != (in->input != BG_NONE))
         return br_pf_fail(r, "instr.input", "instruction %u: input %u (only "
                                             "loads have one)",
@@ -339,9 +332,9 @@ static bool read_program(br_pf_rd *r, bp_program *pr, uint32_t nsource) {
         !br_pf_get_u32(r, "flags", &pr->flags) ||
         !br_pf_get_count(r, "ninstr", 36, &n))
         return false;
-    if (axes > 0xFF || n < 1 || n > MAX_INSTR)
+    if (axes > 0xFF || n < 1 || n > BP_PROGRAM_MAX_INSTR)
         return br_pf_fail(r, NULL, "axes 0x%x (< 0x100), ninstr %u (1..%d)",
-                          axes, n, MAX_INSTR),
+                          axes, n, BP_PROGRAM_MAX_INSTR),
                false;
     pr->axes = (uint8_t)axes;
     pr->instr = calloc(n, sizeof *pr->instr);
@@ -352,9 +345,9 @@ static bool read_program(br_pf_rd *r, bp_program *pr, uint32_t nsource) {
     return true;
 }
 
-/* Every fused node's program is one the CPU interpreter's check accepts
- * for it (which also guards the code generator). Chunk nodes of equal size
- * share a program, and a program may be left unused by compaction. */
+/* Every fused node's program is one bp_program_check accepts for it, as
+ * every reader of programs requires. Chunk nodes of equal size share a
+ * program, and a program may be left unused by compaction. */
 static bool check_programs(br_pf_rd *r, bp_plan *p) {
     r->array = "info";
     for (uint32_t id = 0; id < p->res.ninfo; id++) {
@@ -367,8 +360,12 @@ static bool check_programs(br_pf_rd *r, bp_plan *p) {
                               "plan has %u)",
                               k, p->res.nprograms),
                    false;
-        if (br_fused_check(p->res.graph, id, &p->res.programs[k]) != BRAID_OK)
-            return br_pf_fail(r, "program", "%s", braid_last_error()), false;
+        char why[256];
+        if (!bp_program_check(&p->res.programs[k], p->res.graph, id, why,
+                              sizeof why))
+            return br_pf_fail(r, "program", "program %u of fused node %u: %s",
+                              k, id, why),
+                   false;
     }
     r->array = NULL;
     return true;

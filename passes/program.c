@@ -1,0 +1,393 @@
+/* passes/program.c — bp_program_check: the rules every fused program obeys
+ * (docs/fusion.md, "Programs"), stated once for all its readers.
+ *
+ * Checked in order, each failure naming what broke:
+ *   header       instructions present, 1..BP_PROGRAM_MAX_INSTR of them, a
+ *                known kind, rank ≤ 8, dims ≥ 0 with at most 2^50
+ *                positions, the node's input count, axes and flags as
+ *                the kind defines them;
+ *   instructions each op a LOAD, a CONST, an elementwise op, the REDUCE
+ *                program's final reduction or the MATMUL program's
+ *                instruction 2; operands earlier instructions; dtypes as
+ *                the builder types the op (graph/build.c); loads of an
+ *                existing input with its dtype, broadcasting to the space
+ *                (the matmul's own two loads read whole matrices);
+ *   space        the result's dtype is the node's; the space is the node's
+ *                shape (REDUCE: reducing it gives the node's shape;
+ *                MATMUL: the matmul of inputs 0 and 1 gives it; SOFTMAX:
+ *                rank ≥ 1 over a float value). */
+#include "passes/program.h"
+
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+
+/* The check in progress. */
+typedef struct pc {
+    const bp_program *p;  /* the program */
+    const braid_graph *g; /* the graph holding the node */
+    const bg_node *n;     /* the node computing it */
+    char *err;            /* the message buffer */
+    size_t cap;           /* its size */
+} pc;
+
+static bool fail(const pc *c, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static bool fail(const pc *c, const char *fmt, ...) {
+    if (!c->err || c->cap == 0) return false;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(c->err, c->cap, fmt, ap);
+    va_end(ap);
+    return false;
+}
+
+static const char *dt(braid_dtype t) {
+    return (unsigned)t < BRAID_DTYPE_COUNT_ ? braid_dtype_name(t) : "?";
+}
+
+static const char *const kind_names[BP_PROGRAM_KIND_COUNT] = {
+    "elementwise", "reduce", "matmul", "softmax"};
+
+static const bg_node *input(const pc *c, uint32_t k) {
+    return bg_node_at(c->g, c->n->inputs[k]);
+}
+
+static braid_dtype arg_dtype(const pc *c, const bp_instr *in, int k) {
+    return c->p->instr[in->arg[k]].dtype;
+}
+
+/* ---- the op's typing rules (as graph/build.c infers them) ------------- */
+
+static bool is_compare(braid_op op) {
+    switch (op) {
+    case BRAID_OP_EQ:
+    case BRAID_OP_NE:
+    case BRAID_OP_LT:
+    case BRAID_OP_LE:
+    case BRAID_OP_GT:
+    case BRAID_OP_GE:
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* Unary ops that take i32 as well as floats; every other unary op is
+ * float-only, and of the binary ops only pow is. */
+static bool unary_int_ok(braid_op op) {
+    return op == BRAID_OP_NEG || op == BRAID_OP_ABS || op == BRAID_OP_SQUARE ||
+           op == BRAID_OP_RELU;
+}
+
+/* Why the operand dtypes of elementwise instruction i do not fit its op
+ * and result dtype, or NULL. */
+static const char *elementwise_types(const pc *c, const bp_instr *in) {
+    braid_dtype t = in->dtype, a = arg_dtype(c, in, 0);
+    int arity = bg_op(in->op)->arity;
+    if (in->op == BRAID_OP_CAST) return NULL;
+    if (in->op == BRAID_OP_WHERE)
+        return a == BRAID_BOOL && arg_dtype(c, in, 1) == t &&
+                       arg_dtype(c, in, 2) == t
+                   ? NULL
+                   : "expected a bool condition and two values of the "
+                     "result's dtype";
+    if (is_compare(in->op)) {
+        if (t != BRAID_BOOL) return "a comparison's result must be bool";
+        if (arg_dtype(c, in, 1) != a) return "operands of different dtypes";
+        if (a == BRAID_BOOL && in->op != BRAID_OP_EQ && in->op != BRAID_OP_NE)
+            return "an order comparison of bool values";
+        return NULL;
+    }
+    if (a != t || (arity == 2 && arg_dtype(c, in, 1) != t))
+        return "operand dtypes differ from the result's";
+    if (braid_dtype_is_float(t)) return NULL;
+    bool int_ok = arity == 1 ? unary_int_ok(in->op) : in->op != BRAID_OP_POW;
+    if (t == BRAID_I32 && int_ok) return NULL;
+    return int_ok ? "expected a float or i32 dtype" : "expected a float dtype";
+}
+
+/* ---- instructions ------------------------------------------------------ */
+
+/* Input x of shape (rank, dims) broadcasts to the iteration space. */
+static bool broadcasts(const bp_program *p, const bg_node *x) {
+    if (x->rank > p->rank) return false;
+    for (int d = 0; d < x->rank; d++) {
+        int64_t want = p->dims[p->rank - x->rank + d];
+        if (x->dims[d] != 1 && x->dims[d] != want) return false;
+    }
+    return true;
+}
+
+static bool check_load(const pc *c, uint32_t i, const bp_instr *in) {
+    if (in->input >= c->n->ninputs)
+        return fail(c, "instruction %u: load of input %u; the node has %u", i,
+                    in->input, c->n->ninputs);
+    const bg_node *x = input(c, in->input);
+    if (x->dtype != in->dtype)
+        return fail(c,
+                    "instruction %u: load dtype %s differs from input "
+                    "%u's %s",
+                    i, dt(in->dtype), in->input, dt(x->dtype));
+    if (c->p->kind == BP_PROGRAM_MATMUL && i < 2) return true;
+    if (!broadcasts(c->p, x)) {
+        char a[96], b[96];
+        return fail(c,
+                    "instruction %u: input %u (%s) does not broadcast to "
+                    "the iteration space %s",
+                    i, in->input, bg_type_str(x, a, sizeof a),
+                    bg_shape_str(c->p->rank, c->p->dims, b, sizeof b));
+    }
+    return true;
+}
+
+/* MATMUL programs start LOAD 0, LOAD 1, MATMUL(0, 1). */
+static bool check_matmul_head(const pc *c, uint32_t i, const bp_instr *in) {
+    bool ok = i < 2 ? in->op == BP_INSTR_LOAD && in->input == i
+                    : in->op == BRAID_OP_MATMUL;
+    return ok || fail(c,
+                      "instruction %u: a matmul program starts LOAD 0, "
+                      "LOAD 1, MATMUL(0, 1)",
+                      i);
+}
+
+static bool check_matmul(const pc *c, uint32_t i, const bp_instr *in) {
+    if (c->p->kind != BP_PROGRAM_MATMUL || i != 2)
+        return fail(c,
+                    "instruction %u: a matmul outside instruction 2 of a "
+                    "matmul program",
+                    i);
+    if (in->arg[0] != 0 || in->arg[1] != 1)
+        return fail(c,
+                    "instruction 2: matmul operands %u, %u (expected 0, "
+                    "1)",
+                    in->arg[0], in->arg[1]);
+    if (!braid_dtype_is_float(in->dtype) || arg_dtype(c, in, 0) != in->dtype ||
+        arg_dtype(c, in, 1) != in->dtype)
+        return fail(c,
+                    "instruction 2: matmul of %s and %s into %s (expected "
+                    "one float dtype)",
+                    dt(arg_dtype(c, in, 0)), dt(arg_dtype(c, in, 1)),
+                    dt(in->dtype));
+    return true;
+}
+
+static bool check_reduction(const pc *c, uint32_t i, const bp_instr *in) {
+    if (c->p->kind != BP_PROGRAM_REDUCE || i + 1 != c->p->ninstr)
+        return fail(c,
+                    "instruction %u: %s is not a reduce program's last "
+                    "instruction",
+                    i, bg_op(in->op)->name);
+    braid_dtype a = arg_dtype(c, in, 0);
+    if (a != in->dtype || !(braid_dtype_is_float(a) ||
+                            (a == BRAID_I32 && in->op != BRAID_OP_MEAN)))
+        return fail(c,
+                    "instruction %u: %s of %s into %s (expected one "
+                    "%s dtype)",
+                    i, bg_op(in->op)->name, dt(a), dt(in->dtype),
+                    in->op == BRAID_OP_MEAN ? "float" : "float or i32");
+    return true;
+}
+
+static bool check_operands(const pc *c, uint32_t i, const bp_instr *in) {
+    int arity = bg_op(in->op)->arity;
+    if (arity < 1 || arity > 3)
+        return fail(c, "instruction %u: %s cannot be in a program", i,
+                    bg_op(in->op)->name);
+    for (int k = 0; k < arity; k++)
+        if (in->arg[k] >= i)
+            return fail(c,
+                        "instruction %u: operand %d (%u) is not an "
+                        "earlier instruction",
+                        i, k, in->arg[k]);
+    return true;
+}
+
+static bool check_instr(const pc *c, uint32_t i) {
+    const bp_instr *in = &c->p->instr[i];
+    if ((unsigned)in->dtype >= BRAID_DTYPE_COUNT_)
+        return fail(c, "instruction %u: dtype %d unknown", i, (int)in->dtype);
+    if (c->p->kind == BP_PROGRAM_MATMUL && i < 3 &&
+        !check_matmul_head(c, i, in))
+        return false;
+    if (in->op == BP_INSTR_LOAD) return check_load(c, i, in);
+    if (in->op == BP_INSTR_CONST) return true;
+    if ((unsigned)in->op >= BRAID_OP_COUNT_)
+        return fail(c, "instruction %u: op %u unknown", i, (unsigned)in->op);
+    if (!check_operands(c, i, in)) return false;
+    braid_op_kind kind = bg_op(in->op)->kind;
+    if (in->op == BRAID_OP_MATMUL) return check_matmul(c, i, in);
+    if (kind == BRAID_KIND_REDUCE) return check_reduction(c, i, in);
+    if (kind != BRAID_KIND_ELEMENTWISE)
+        return fail(c, "instruction %u: %s cannot be in a program", i,
+                    bg_op(in->op)->name);
+    const char *why = elementwise_types(c, in);
+    return !why || fail(c, "instruction %u: %s into %s: %s", i,
+                        bg_op(in->op)->name, dt(in->dtype), why);
+}
+
+/* ---- header and space ------------------------------------------------- */
+
+/* What axes the kind allows when they differ from p's, else NULL: reduced
+ * axes below the rank (REDUCE), the last axis (SOFTMAX), none. */
+static const char *axes_expected(const bp_program *p) {
+    unsigned all = p->rank >= 8 ? 0xFFu : (1u << p->rank) - 1;
+    switch (p->kind) {
+    case BP_PROGRAM_REDUCE:
+        return (p->axes & ~all) ? "axes below its rank" : NULL;
+    case BP_PROGRAM_SOFTMAX:
+        return p->rank < 1 || p->axes != (1u << (p->rank - 1))
+                   ? "the last axis only"
+                   : NULL;
+    default:
+        return p->axes ? "none" : NULL;
+    }
+}
+
+/* Flags the kind allows: keepdims (REDUCE), the transposes (MATMUL). */
+static uint32_t flags_allowed(bp_program_kind k) {
+    return k == BP_PROGRAM_REDUCE   ? BG_KEEPDIMS
+           : k == BP_PROGRAM_MATMUL ? BRAID_TRANSPOSE_A | BRAID_TRANSPOSE_B
+                                    : 0;
+}
+
+static bool check_attrs(const pc *c) {
+    const bp_program *p = c->p;
+    const char *k = kind_names[p->kind], *want = axes_expected(p);
+    if (p->flags & ~flags_allowed(p->kind))
+        return fail(c, "flags 0x%x; %s programs allow 0x%x", p->flags, k,
+                    flags_allowed(p->kind));
+    if (want)
+        return fail(c, "axes 0x%x; %s programs of rank %u expect %s",
+                    (unsigned)p->axes, k, (unsigned)p->rank, want);
+    return true;
+}
+
+static bool check_header(const pc *c) {
+    const bp_program *p = c->p;
+    if (!p->instr || p->ninstr < 1 || p->ninstr > BP_PROGRAM_MAX_INSTR)
+        return fail(c, "ninstr %u (1..%d)", p->instr ? p->ninstr : 0,
+                    BP_PROGRAM_MAX_INSTR);
+    if ((unsigned)p->kind >= BP_PROGRAM_KIND_COUNT)
+        return fail(c, "kind %u unknown", (unsigned)p->kind);
+    if (p->rank > BRAID_MAX_RANK)
+        return fail(c, "rank %u (0..%d)", (unsigned)p->rank, BRAID_MAX_RANK);
+    int64_t numel = 1;
+    for (int d = 0; d < p->rank; d++) {
+        if (p->dims[d] < 0)
+            return fail(c, "dims[%d] = %lld is negative", d,
+                        (long long)p->dims[d]);
+        if (p->dims[d] > 0 && numel > BG_MAX_BYTES / p->dims[d])
+            return fail(c, "an iteration space of more than 2^50 positions");
+        numel *= p->dims[d];
+    }
+    if (p->kind == BP_PROGRAM_MATMUL && p->ninstr < 3)
+        return fail(c,
+                    "a matmul program starts LOAD 0, LOAD 1, MATMUL(0, 1); "
+                    "it has %u instructions",
+                    p->ninstr);
+    if (c->n->ninputs > BP_PROGRAM_MAX_INSTR)
+        return fail(c, "the node has %u inputs (at most %d)", c->n->ninputs,
+                    BP_PROGRAM_MAX_INSTR);
+    return check_attrs(c);
+}
+
+/* Reducing the space's axes (keeping them as 1 with BG_KEEPDIMS) gives
+ * the node's shape. */
+static bool reduced_shape_is(const bp_program *p, const bg_node *n) {
+    int r = 0;
+    for (int i = 0; i < p->rank; i++) {
+        bool red = (p->axes >> i) & 1;
+        if (red && !(p->flags & BG_KEEPDIMS)) continue;
+        if (r >= n->rank || n->dims[r] != (red ? 1 : p->dims[i])) return false;
+        r++;
+    }
+    return r == n->rank;
+}
+
+/* A matmul of inputs 0 and 1 (transposed as flags say, batch dims
+ * broadcasting) gives the space, with M, N, K within int (cuBLAS's and the
+ * CPU kernels' index type). */
+static bool matmul_fits(const pc *c) {
+    const bp_program *p = c->p;
+    if (c->n->ninputs < 2 || p->rank < 2) return false;
+    const bg_node *a = input(c, 0), *b = input(c, 1);
+    if (a->rank < 2 || b->rank < 2 || a->rank > p->rank || b->rank > p->rank)
+        return false;
+    bool ta = p->flags & BRAID_TRANSPOSE_A, tb = p->flags & BRAID_TRANSPOSE_B;
+    int64_t M = a->dims[a->rank - (ta ? 1 : 2)],
+            K = a->dims[a->rank - (ta ? 2 : 1)];
+    int64_t Kb = b->dims[b->rank - (tb ? 1 : 2)],
+            N = b->dims[b->rank - (tb ? 2 : 1)];
+    if (K != Kb || M != p->dims[p->rank - 2] || N != p->dims[p->rank - 1] ||
+        M > INT_MAX || N > INT_MAX || K > INT_MAX)
+        return false;
+    for (int i = 0; i < p->rank - 2; i++) { /* batch dims broadcast */
+        int ja = i - (p->rank - a->rank), jb = i - (p->rank - b->rank);
+        int64_t da = ja >= 0 ? a->dims[ja] : 1, db = jb >= 0 ? b->dims[jb] : 1;
+        if ((da != 1 && da != p->dims[i]) || (db != 1 && db != p->dims[i]))
+            return false;
+    }
+    return true;
+}
+
+static bool same_shape(const bp_program *p, const bg_node *n) {
+    if (p->rank != n->rank) return false;
+    for (int i = 0; i < p->rank; i++)
+        if (p->dims[i] != n->dims[i]) return false;
+    return true;
+}
+
+static bool check_space(const pc *c) {
+    const bp_program *p = c->p;
+    const bg_node *n = c->n;
+    const bp_instr *last = &p->instr[p->ninstr - 1];
+    if (last->dtype != n->dtype)
+        return fail(c,
+                    "instruction %u: the result's dtype %s differs from "
+                    "the node's %s",
+                    p->ninstr - 1, dt(last->dtype), dt(n->dtype));
+    if (p->kind == BP_PROGRAM_REDUCE &&
+        ((unsigned)last->op >= BRAID_OP_COUNT_ ||
+         bg_op(last->op)->kind != BRAID_KIND_REDUCE))
+        return fail(c,
+                    "instruction %u: a reduce program must end with a "
+                    "reduction",
+                    p->ninstr - 1);
+    if (p->kind == BP_PROGRAM_REDUCE ? !reduced_shape_is(p, n)
+                                     : !same_shape(p, n)) {
+        char a[96], b[96];
+        return fail(c,
+                    "the iteration space %s (axes 0x%x) does not give "
+                    "the node's shape %s",
+                    bg_shape_str(p->rank, p->dims, a, sizeof a),
+                    (unsigned)p->axes, bg_type_str(n, b, sizeof b));
+    }
+    if (p->kind == BP_PROGRAM_MATMUL && !matmul_fits(c))
+        return fail(c, "instruction 2: the matmul of inputs 0 and 1 does not "
+                       "give the space's matrices");
+    if (p->kind == BP_PROGRAM_SOFTMAX && !braid_dtype_is_float(n->dtype))
+        return fail(c,
+                    "a softmax program of a %s value (expected a float "
+                    "dtype)",
+                    dt(n->dtype));
+    return true;
+}
+
+bool bp_program_check(const bp_program *p, const braid_graph *g, uint32_t node,
+                      char *err, size_t n) {
+    pc c = {.p = p, .g = g, .err = err, .cap = n};
+    if (err && n) err[0] = '\0';
+    if (!p) return fail(&c, "no program");
+    if (!g || node >= g->nnodes)
+        return fail(&c, "node %u is not in the graph", node);
+    c.n = bg_node_at(g, node);
+    if (!check_header(&c)) return false;
+    for (uint32_t i = 0; i < p->ninstr; i++)
+        if (!check_instr(&c, i)) return false;
+    return check_space(&c);
+}
+
+const char *bp_program_kind_name(bp_program_kind k) {
+    return (unsigned)k < BP_PROGRAM_KIND_COUNT ? kind_names[k] : "invalid";
+}

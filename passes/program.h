@@ -1,0 +1,95 @@
+/* passes/program.h — fused programs: the small expression IR a
+ * BRAID_OP_FUSED node computes (prefix bp_), and its one checker.
+ *
+ * The fuse pass (passes/fuse_program.c) writes programs; the code generator
+ * (codegen/), the CPU interpreter (runtime/cpu/cpu_fused*.c), the plan
+ * verifier and plan files read them. Every reader relies on the rules
+ * bp_program_check states (listed in docs/fusion.md, "Programs") and on
+ * nothing else, so a program from anywhere — a pass, a hand-built test
+ * plan, a crafted plan file — is checked once by the same function before
+ * any consumer indexes with it. */
+#ifndef BRAID_PASSES_PROGRAM_H
+#define BRAID_PASSES_PROGRAM_H
+
+#include "graph/graph.h"
+
+/* The op of a program instruction: a graph op of kind elementwise (the
+ * instruction computes it from its operands), a reduction (last instruction
+ * of a REDUCE program only), BRAID_OP_MATMUL (MATMUL programs only, as
+ * instruction 2: its operands are instructions 0 and 1, LOADs of the fused
+ * node's inputs 0 and 1, which it reads whole as matrices instead of
+ * broadcasting them), or one of the two below. */
+#define BP_INSTR_LOAD ((braid_op)(BRAID_OP_COUNT_ + 0))  /* read input k */
+#define BP_INSTR_CONST ((braid_op)(BRAID_OP_COUNT_ + 1)) /* a scalar value */
+
+/* Longest program any consumer accepts. The fuse pass stays far below it
+ * (4 · BP_FUSE_MAX_MEMBERS + 4); the CPU interpreter sizes its per-
+ * instruction tables by it, and a fused node has at most this many
+ * inputs. */
+#define BP_PROGRAM_MAX_INSTR 256
+
+typedef struct bp_instr {
+    braid_op op;       /* graph op, BP_INSTR_LOAD or BP_INSTR_CONST */
+    braid_dtype dtype; /* the value's dtype (what the graph node had) */
+    uint32_t arg[3];   /* operand instruction indices (< this index); entries
+                          beyond the op's arity are never read */
+    uint32_t input;    /* LOAD: index into the fused node's inputs; never
+                          read for other ops */
+    double value;      /* CONST: the value (already rounded to dtype) */
+    uint32_t source;   /* graph node this came from (for dumps / errors),
+                          BG_NONE for LOADs */
+} bp_instr;
+
+typedef enum bp_program_kind {
+    BP_PROGRAM_ELEMENTWISE = 0, /* out[i] = expr(inputs broadcast to out) */
+    BP_PROGRAM_REDUCE,          /* out = reduce(expr over the reduce
+                                   input's shape); last instr reduces */
+    BP_PROGRAM_MATMUL,          /* out = epilogue(matmul(load, load)) */
+    BP_PROGRAM_SOFTMAX          /* out = softmax of the program's value
+                                   (instr[ninstr-1], the prologue computing
+                                   x) over the last axis: exp(x - max) /
+                                   sum(exp(x - max)) per row. Appended
+                                   last: plan files store kinds as numbers */
+} bp_program_kind;
+
+/* Program kinds there are (the largest kind + 1). */
+#define BP_PROGRAM_KIND_COUNT 4
+
+/* A fused node's expression: instr[ninstr-1] is the result. Loads read the
+ * fused node's inputs with NumPy broadcasting against `shape` (the output
+ * shape for ELEMENTWISE, the reduction's input shape for REDUCE, the matmul
+ * result shape for MATMUL epilogues, x's shape = the output's for
+ * SOFTMAX). */
+typedef struct bp_program {
+    bp_program_kind kind;         /* see bp_program_kind */
+    uint32_t ninstr;              /* entries in instr */
+    bp_instr *instr;              /* the instructions; owned */
+    uint8_t rank;                 /* rank of the iteration space */
+    int64_t dims[BRAID_MAX_RANK]; /* the iteration space (see above) */
+    uint8_t axes;                 /* REDUCE: reduced axes of dims;
+                                     SOFTMAX: the softmax axis's bit
+                                     (always the last: 1 << (rank-1));
+                                     0 for the other kinds */
+    uint32_t flags;               /* REDUCE: BG_KEEPDIMS; MATMUL:
+                                     BRAID_TRANSPOSE_A|B; 0 for the
+                                     other kinds */
+} bp_program;
+
+/* Whether p is a program node `node` of g may compute: every rule of
+ * docs/fusion.md ("Programs") — structure and sizes, each instruction's op,
+ * operands and dtypes as the builder would type them, loads against the
+ * node's inputs and the iteration space, and the space, attributes and
+ * result against the node. `node` is a fused node, or (for the code
+ * generator's single-node programs) an elementwise, broadcast or reduce
+ * node whose inputs the loads read. On failure writes the first broken
+ * rule to err (n bytes, always NUL-terminated, naming the instruction and
+ * field: "instruction 3: operand 1 (7) is not an earlier instruction") and
+ * returns false. Never reads outside p, g or the node's inputs. */
+bool bp_program_check(const bp_program *p, const braid_graph *g, uint32_t node,
+                      char *err, size_t n);
+
+/* "elementwise", "reduce", "matmul", "softmax"; "invalid" otherwise (for
+ * dumps, DOT and messages). */
+const char *bp_program_kind_name(bp_program_kind k);
+
+#endif /* BRAID_PASSES_PROGRAM_H */
