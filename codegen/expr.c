@@ -10,6 +10,7 @@
  * The module is compiled with --fmad=false, so a*b+c rounds twice as on
  * the CPU. */
 #include "codegen/internal.h"
+#include "graph/scalar.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -17,62 +18,42 @@
 /* ---- op spellings
  * ------------------------------------------------------------- */
 
-/* Templates: $0 $1 $2 are the operands. */
-typedef struct op_text {
-    braid_op op;   /* the op */
-    const char *f; /* float version (f32, f16, bf16 computed in float) */
-    const char *d; /* double version */
-    const char *i; /* i32 version, NULL when i32 is not accepted */
-} op_text;
-
-static const op_text op_texts[] = {
-    {BRAID_OP_NEG, "(-$0)", "(-$0)", "(int)(0u - (unsigned)$0)"},
-    {BRAID_OP_ABS, "fabsf($0)", "fabs($0)",
-     "($0 < 0 ? (int)(0u - (unsigned)$0) : $0)"},
-    {BRAID_OP_EXP, "expf($0)", "exp($0)", NULL},
-    {BRAID_OP_LOG, "logf($0)", "log($0)", NULL},
-    {BRAID_OP_SQRT, "sqrtf($0)", "sqrt($0)", NULL},
-    {BRAID_OP_RSQRT, "(1.0f / sqrtf($0))", "(1.0 / sqrt($0))", NULL},
-    {BRAID_OP_SIN, "sinf($0)", "sin($0)", NULL},
-    {BRAID_OP_COS, "cosf($0)", "cos($0)", NULL},
-    {BRAID_OP_TANH, "tanhf($0)", "tanh($0)", NULL},
-    {BRAID_OP_SIGMOID, "(1.0f / (1.0f + expf(-$0)))",
-     "(1.0 / (1.0 + exp(-$0)))", NULL},
-    {BRAID_OP_RELU, "($0 < 0.0f ? 0.0f : $0)", "($0 < 0.0 ? 0.0 : $0)",
-     "($0 < 0 ? 0 : $0)"},
-    {BRAID_OP_GELU, "(0.5f * $0 * (1.0f + erff($0 * 0.70710678118654752440f)))",
-     "(0.5 * $0 * (1.0 + erf($0 * 0.70710678118654752440)))", NULL},
-    {BRAID_OP_SILU, "($0 / (1.0f + expf(-$0)))", "($0 / (1.0 + exp(-$0)))",
-     NULL},
-    {BRAID_OP_ERF, "erff($0)", "erf($0)", NULL},
-    {BRAID_OP_FLOOR, "floorf($0)", "floor($0)", NULL},
-    {BRAID_OP_CEIL, "ceilf($0)", "ceil($0)", NULL},
-    {BRAID_OP_RECIPROCAL, "(1.0f / $0)", "(1.0 / $0)", NULL},
-    {BRAID_OP_SQUARE, "($0 * $0)", "($0 * $0)",
-     "(int)((unsigned)$0 * (unsigned)$0)"},
-    {BRAID_OP_ADD, "($0 + $1)", "($0 + $1)",
-     "(int)((unsigned)$0 + (unsigned)$1)"},
-    {BRAID_OP_SUB, "($0 - $1)", "($0 - $1)",
-     "(int)((unsigned)$0 - (unsigned)$1)"},
-    {BRAID_OP_MUL, "($0 * $1)", "($0 * $1)",
-     "(int)((unsigned)$0 * (unsigned)$1)"},
-    {BRAID_OP_DIV, "($0 / $1)", "($0 / $1)", "bc_divi($0, $1)"},
-    {BRAID_OP_POW, "powf($0, $1)", "pow($0, $1)", NULL},
-    {BRAID_OP_MAX, "bc_maxf($0, $1)", "bc_maxd($0, $1)", "($0 > $1 ? $0 : $1)"},
-    {BRAID_OP_MIN, "bc_minf($0, $1)", "bc_mind($0, $1)", "($0 < $1 ? $0 : $1)"},
-    {BRAID_OP_EQ, "($0 == $1)", "($0 == $1)", "($0 == $1)"},
-    {BRAID_OP_NE, "($0 != $1)", "($0 != $1)", "($0 != $1)"},
-    {BRAID_OP_LT, "($0 < $1)", "($0 < $1)", "($0 < $1)"},
-    {BRAID_OP_LE, "($0 <= $1)", "($0 <= $1)", "($0 <= $1)"},
-    {BRAID_OP_GT, "($0 > $1)", "($0 > $1)", "($0 > $1)"},
-    {BRAID_OP_GE, "($0 >= $1)", "($0 >= $1)", "($0 >= $1)"},
-    {BRAID_OP_WHERE, "($0 ? $1 : $2)", "($0 ? $1 : $2)", "($0 ? $1 : $2)"},
-};
-
-static const op_text *find_op(braid_op op) {
-    for (size_t k = 0; k < sizeof op_texts / sizeof op_texts[0]; k++)
-        if (op_texts[k].op == op) return &op_texts[k];
-    return NULL;
+/* Templates ($0 $1 $2 are the operands) from the rows of graph/scalar.h,
+ * beside each op's C rule: float (f32, f16, bf16 computed in float),
+ * double, int (i32; bool for comparisons). NULL when the op has none. */
+static const char *op_template(braid_op op, braid_dtype s) {
+#define FLOAT_(id, rule, cf, cd)                                               \
+    case BRAID_OP_##id:                                                        \
+        return s == BRAID_F64 ? cd : cf;
+#define INT_(id, rule, ci)                                                     \
+    case BRAID_OP_##id:                                                        \
+        if (s == BRAID_I32) return ci;                                         \
+        break;
+#define CMP_(id, cmp)                                                          \
+    case BRAID_OP_##id:                                                        \
+        return "($0 " #cmp " $1)";
+    switch (op) {
+        BG_COMPARE_OPS(CMP_)
+    case BRAID_OP_WHERE:
+        return "($0 ? $1 : $2)";
+    default:
+        break;
+    }
+    switch (op) {
+        BG_UNARY_I32_OPS(INT_)
+        BG_BINARY_I32_OPS(INT_)
+    default:
+        break;
+    }
+    switch (op) {
+        BG_UNARY_OPS(FLOAT_)
+        BG_BINARY_OPS(FLOAT_)
+    default:
+        return NULL;
+    }
+#undef FLOAT_
+#undef INT_
+#undef CMP_
 }
 
 /* Writes template t with $k replaced by v<arg[k]>. */
@@ -86,10 +67,6 @@ static void emit_template(bc_buf *b, const char *t, const uint32_t *arg) {
             bc_buf_puts(b, c);
         }
     }
-}
-
-static bool is_compare(braid_op op) {
-    return op >= BRAID_OP_EQ && op <= BRAID_OP_GE;
 }
 
 /* cast: source dtype s to d, by bg_store's rules (f64 → f16 via f32). */
@@ -136,16 +113,13 @@ static void emit_op(bc_buf *b, const bp_program *pr, uint32_t i, bool root) {
         emit_cast(b, s, in->dtype, in->arg[0], root);
         return;
     }
-    const op_text *t = find_op(in->op);
-    if (!t) { /* bp_program_check refuses it; keep the text compiling */
+    const char *tmpl = op_template(in->op, s);
+    if (!tmpl) { /* bp_program_check refuses it; keep the text compiling */
         bc_buf_puts(b, "0");
         return;
     }
-    const char *tmpl = s == BRAID_F64                        ? t->d
-                       : (s == BRAID_I32 || s == BRAID_BOOL) ? t->i
-                                                             : t->f;
-    if (!tmpl) tmpl = t->f;
-    bool round = !root && !is_compare(in->op) && in->op != BRAID_OP_WHERE &&
+    bool round = !root && !bg_op_is_compare(in->op) &&
+                 in->op != BRAID_OP_WHERE &&
                  (in->dtype == BRAID_F16 || in->dtype == BRAID_BF16);
     if (round) bc_buf_puts(b, in->dtype == BRAID_F16 ? "bc_rh(" : "bc_rb(");
     emit_template(b, tmpl, in->arg);

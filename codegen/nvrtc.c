@@ -91,7 +91,7 @@ static bool arch_option(int sm, char *buf, size_t size, bool *real, char *why,
 }
 
 /* The cache key: every input of the compilation. */
-static bool make_key(const char *source, const char *arch, uint64_t key[2]) {
+static bool make_key(const char *source, const char *arch, bc_key *key) {
     char head[512];
     int n = snprintf(head, sizeof head, "braid-kernel-cache %u\nnvrtc %d\n%s\n",
                      BC_CACHE_VERSION, bc_nvrtc_version(), arch);
@@ -103,7 +103,7 @@ static bool make_key(const char *source, const char *arch, uint64_t key[2]) {
     if (!all) return false;
     memcpy(all, head, (size_t)n);
     memcpy(all + n, source, slen + 1);
-    bc_hash128(all, (size_t)n + slen, 0, key);
+    bc_sha256(all, (size_t)n + slen, key->b);
     free(all);
     return true;
 }
@@ -290,11 +290,11 @@ braid_status bc_compile(const char *source, const char *name, int sm,
     bool real;
     if (!arch_option(sm, arch, sizeof arch, &real, why, sizeof why))
         return report(BRAID_ERR_UNSUPPORTED, err, errsize, why);
-    uint64_t key[2];
-    if (!make_key(source, arch, key))
+    bc_key key;
+    if (!make_key(source, arch, &key))
         return report(BRAID_ERR_OUT_OF_MEMORY, err, errsize,
                       "bc_compile: out of memory");
-    if (bc_mem_lookup(key, out)) {
+    if (bc_mem_lookup(&key, out)) {
         out->cached = true;
         return BRAID_OK;
     }
@@ -302,13 +302,13 @@ braid_status bc_compile(const char *source, const char *name, int sm,
     char dir[1024];
     bool disk = bc_cache_dir(dir, sizeof dir);
     braid_status s = BRAID_OK;
-    if (disk && bc_disk_lookup(dir, key, sm, out, &d)) {
+    if (disk && bc_disk_lookup(dir, &key, sm, out, &d)) {
         out->cached = true;
     } else {
         s = run_nvrtc(source, name, arch, real, sm, out, err, errsize, &d);
-        if (s == BRAID_OK && disk) bc_disk_store(dir, key, sm, out, &d);
+        if (s == BRAID_OK && disk) bc_disk_store(dir, &key, sm, out, &d);
     }
-    if (s == BRAID_OK) bc_mem_store(key, out);
+    if (s == BRAID_OK) bc_mem_store(&key, out);
     bc_stats_add(&d);
     return s;
 }

@@ -286,6 +286,33 @@ typedef struct seen_text {
     uint32_t kernel; /* index of the kernel that owns the code */
 } seen_text;
 
+/* The texts seen, with a hash table over them (open addressing, at most
+ * half full) so that each new kernel is compared only with texts of its
+ * hash: a linear search made a plan of many kernels quadratic. */
+typedef struct seen_set {
+    seen_text *text; /* in the order seen */
+    uint32_t n;      /* entries in text */
+    uint32_t *slot;  /* index in text + 1, or 0 for an empty slot */
+    uint32_t mask;   /* slots - 1 (a power of two ≥ 2 × capacity) */
+} seen_set;
+
+static uint32_t text_hash(const char *t) {
+    uint32_t h = 2166136261u; /* FNV-1a */
+    for (; *t; t++)
+        h = (h ^ (unsigned char)*t) * 16777619u;
+    return h;
+}
+
+/* The seen text equal to t, or NULL; *at receives the slot for it. */
+static seen_text *seen_find(const seen_set *ss, const char *t, uint32_t *at) {
+    uint32_t i = text_hash(t) & ss->mask;
+    for (; ss->slot[i]; i = (i + 1) & ss->mask)
+        if (strcmp(ss->text[ss->slot[i] - 1].text, t) == 0)
+            return &ss->text[ss->slot[i] - 1];
+    *at = i;
+    return NULL;
+}
+
 /* Renames k's launch entries from BC_ENTRY to name (or to the entries of
  * the kernel sharing the code). */
 static void name_launches(bc_kernel *k, const char *name) {
@@ -301,8 +328,7 @@ static void name_launches(bc_kernel *k, const char *name) {
 /* Generates node ids[i] into b, sharing code with an earlier kernel of
  * seen[] when the text is identical. */
 static braid_status add_kernel(const bp_plan *p, uint32_t id, bc_buf *b,
-                               bc_source *out, seen_text *seen, uint32_t *nseen,
-                               bool *rng) {
+                               bc_source *out, seen_set *ss, bool *rng) {
     bc_kernel *k = &out->kernels[out->nkernels];
     bc_buf kb = {0};
     braid_status s = gen_node(p, id, &kb, k, rng);
@@ -313,9 +339,10 @@ static braid_status add_kernel(const bp_plan *p, uint32_t id, bc_buf *b,
         bc_buf_free(&kb);
         return s;
     }
-    for (uint32_t i = 0; i < *nseen; i++) {
-        if (strcmp(seen[i].text, kb.p) != 0) continue;
-        const bc_kernel *same = &out->kernels[seen[i].kernel];
+    uint32_t at = 0;
+    const seen_text *seen = seen_find(ss, kb.p, &at);
+    if (seen) {
+        const bc_kernel *same = &out->kernels[seen->kernel];
         for (uint32_t l = 0; l < BC_MAX_LAUNCHES; l++)
             memcpy(k->launch[l].entry, same->launch[l].entry, BC_NAME_MAX);
         char desc[160];
@@ -331,8 +358,8 @@ static braid_status add_kernel(const bp_plan *p, uint32_t id, bc_buf *b,
     name_launches(k, name);
     bc_emit_marker(b, p, id);
     put_named(b, kb.p, name);
-    seen[*nseen].text = kb.p; /* keeps the buffer */
-    seen[(*nseen)++].kernel = out->nkernels++;
+    ss->text[ss->n] = (seen_text){kb.p, out->nkernels++}; /* keeps kb */
+    ss->slot[at] = ++ss->n;
     return BRAID_OK;
 }
 
@@ -340,9 +367,13 @@ static braid_status generate(const bp_plan *p, const uint32_t *ids, uint32_t n,
                              bc_source *out) {
     memset(out, 0, sizeof *out);
     out->kernels = calloc(n ? n : 1, sizeof *out->kernels);
-    seen_text *seen = calloc(n ? n : 1, sizeof *seen);
-    if (!out->kernels || !seen) {
-        free(seen);
+    seen_set ss = {calloc(n ? n : 1, sizeof *ss.text), 0, NULL, 1};
+    while (ss.mask < 2 * (uint64_t)n)
+        ss.mask = 2 * ss.mask + 1;
+    ss.slot = calloc((size_t)ss.mask + 1, sizeof *ss.slot);
+    if (!out->kernels || !ss.text || !ss.slot) {
+        free(ss.text);
+        free(ss.slot);
         free(out->kernels);
         out->kernels = NULL;
         return bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY,
@@ -350,15 +381,15 @@ static braid_status generate(const bp_plan *p, const uint32_t *ids, uint32_t n,
     }
     bc_buf b = {0};
     bool rng = false;
-    uint32_t nseen = 0;
     braid_status s = BRAID_OK;
     for (uint32_t i = 0; i < n && s == BRAID_OK; i++)
-        s = add_kernel(p, ids[i], &b, out, seen, &nseen, &rng);
+        s = add_kernel(p, ids[i], &b, out, &ss, &rng);
     if (s == BRAID_OK) s = assemble(out, &b, rng);
     bc_buf_free(&b);
-    for (uint32_t i = 0; i < nseen; i++)
-        free(seen[i].text);
-    free(seen);
+    for (uint32_t i = 0; i < ss.n; i++)
+        free(ss.text[i].text);
+    free(ss.text);
+    free(ss.slot);
     if (s != BRAID_OK) bc_source_free(out);
     return s;
 }

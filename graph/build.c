@@ -65,25 +65,16 @@ static braid_status bg_check_dims(const bg_ctx *c, int rank,
     return BRAID_OK;
 }
 
-/* The output must fit in BG_MAX_BYTES; multiplication is overflow-safe
- * because every dim is checked against the limit before it is used. */
+/* The output must fit the size rule (bg_shape_fits). */
 static braid_status bg_check_size(const bg_ctx *c) {
     const bg_node *n = c->out;
-    int64_t limit = BG_MAX_BYTES / (int64_t)braid_dtype_size(n->dtype);
-    int64_t count = 1;
-    bool zero = false;
-    for (int i = 0; i < n->rank; i++)
-        zero |= n->dims[i] == 0;
-    for (int i = 0; i < n->rank && !zero; i++) {
-        if (n->dims[i] > limit || count > limit / n->dims[i]) {
-            char t[BG_TYPE_BUF];
-            return bg_fail(c->g, BRAID_ERR_INVALID_ARGUMENT,
-                           "%s: result %s is larger than 2^50 bytes", c->opname,
-                           bg_type_str(n, t, sizeof t));
-        }
-        count *= n->dims[i];
-    }
-    return BRAID_OK;
+    if (bg_shape_fits(n->rank, n->dims, braid_dtype_size(n->dtype), NULL))
+        return BRAID_OK;
+    char t[BG_TYPE_BUF];
+    return bg_fail(c->g, BRAID_ERR_INVALID_ARGUMENT,
+                   "%s: result %s is larger than 2^50 bytes (zero dims "
+                   "counted as 1)",
+                   c->opname, bg_type_str(n, t, sizeof t));
 }
 
 static void bg_set_shape(bg_node *n, int rank, const int64_t *dims) {
@@ -152,9 +143,10 @@ static braid_status bg_infer_source(bg_ctx *c) {
         n->attr.value[0] = a->value[0];
         return BRAID_OK;
     case BRAID_OP_IOTA:
-        if (c->dtype == BRAID_BOOL)
-            return bg_fail(c->g, BRAID_ERR_DTYPE,
-                           "iota: dtype bool; expected a number dtype");
+        if (!bg_op_accepts(c->op, c->dtype))
+            return bg_fail(c->g, BRAID_ERR_DTYPE, "iota: dtype %s; expected %s",
+                           braid_dtype_name(c->dtype),
+                           bg_op_dtypes_text(c->op));
         if (a->axis < 0 || a->axis >= c->rank)
             return bg_fail(c->g, BRAID_ERR_INVALID_ARGUMENT,
                            "iota: axis %d out of range for rank %d",
@@ -162,10 +154,10 @@ static braid_status bg_infer_source(bg_ctx *c) {
         n->attr.axis = a->axis;
         return BRAID_OK;
     default: /* random_uniform, random_normal */
-        if (!braid_dtype_is_float(c->dtype))
-            return bg_fail(c->g, BRAID_ERR_DTYPE,
-                           "%s: dtype %s; expected a float dtype", c->opname,
-                           braid_dtype_name(c->dtype));
+        if (!bg_op_accepts(c->op, c->dtype))
+            return bg_fail(c->g, BRAID_ERR_DTYPE, "%s: dtype %s; expected %s",
+                           c->opname, braid_dtype_name(c->dtype),
+                           bg_op_dtypes_text(c->op));
         n->attr.seed = a->seed;
         n->attr.value[0] = a->value[0];
         n->attr.value[1] = a->value[1];
@@ -209,18 +201,10 @@ static braid_status bg_infer_unary(bg_ctx *c) {
         return BRAID_OK;
     }
     n->dtype = x->dtype;
-    bool int_ok = c->op == BRAID_OP_NEG || c->op == BRAID_OP_ABS ||
-                  c->op == BRAID_OP_SQUARE || c->op == BRAID_OP_RELU;
-    if (braid_dtype_is_float(x->dtype) || (int_ok && x->dtype == BRAID_I32))
-        return BRAID_OK;
+    if (bg_op_accepts(c->op, x->dtype)) return BRAID_OK;
     char t[BG_TYPE_BUF];
     return bg_fail(c->g, BRAID_ERR_DTYPE, "%s: operand %s; expected %s",
-                   c->opname, bg_in_str(c, 0, t),
-                   int_ok ? "a float dtype or i32" : "a float dtype");
-}
-
-static bool bg_is_compare(braid_op op) {
-    return op >= BRAID_OP_EQ && op <= BRAID_OP_GE;
+                   c->opname, bg_in_str(c, 0, t), bg_op_dtypes_text(c->op));
 }
 
 static braid_status bg_infer_binary(bg_ctx *c) {
@@ -231,21 +215,13 @@ static braid_status bg_infer_binary(bg_ctx *c) {
                        "%s: operands %s and %s have different dtypes; "
                        "expected equal dtypes (use cast)",
                        c->opname, bg_in_str(c, 0, ta), bg_in_str(c, 1, tb));
-    bool cmp = bg_is_compare(c->op);
-    bool ok = braid_dtype_is_float(a->dtype) ||
-              (a->dtype == BRAID_I32 && c->op != BRAID_OP_POW) ||
-              (a->dtype == BRAID_BOOL &&
-               (c->op == BRAID_OP_EQ || c->op == BRAID_OP_NE));
-    if (!ok)
+    if (!bg_op_accepts(c->op, a->dtype))
         return bg_fail(c->g, BRAID_ERR_DTYPE,
-                       "%s: operands %s and %s; "
-                       "expected %s",
-                       c->opname, bg_in_str(c, 0, ta), bg_in_str(c, 1, tb),
-                       c->op == BRAID_OP_POW ? "float dtypes"
-                       : cmp                 ? "number dtypes"
-                                             : "float or i32 dtypes");
+                       "%s: operands %s and %s; expected %s each", c->opname,
+                       bg_in_str(c, 0, ta), bg_in_str(c, 1, tb),
+                       bg_op_dtypes_text(c->op));
     braid_status s = bg_broadcast_inputs(c);
-    c->out->dtype = cmp ? BRAID_BOOL : a->dtype;
+    c->out->dtype = bg_op_is_compare(c->op) ? BRAID_BOOL : a->dtype;
     return s;
 }
 
@@ -283,7 +259,7 @@ static braid_status bg_infer_matmul(bg_ctx *c) {
                        "matmul: unknown flags 0x%x; expected "
                        "BRAID_TRANSPOSE_A|B",
                        (unsigned)flags);
-    if (a->dtype != b->dtype || !braid_dtype_is_float(a->dtype))
+    if (a->dtype != b->dtype || !bg_op_accepts(c->op, a->dtype))
         return bg_fail(c->g, BRAID_ERR_DTYPE,
                        "matmul: operands %s and %s; "
                        "expected equal float dtypes",
@@ -337,12 +313,9 @@ static braid_status bg_infer_reduce(bg_ctx *c) {
         return bg_fail(c->g, BRAID_ERR_INVALID_ARGUMENT,
                        "%s: axes mask 0x%x names axes beyond operand %s",
                        c->opname, (unsigned)a->axes, t);
-    bool ok = braid_dtype_is_float(x->dtype) ||
-              (x->dtype == BRAID_I32 && c->op != BRAID_OP_MEAN);
-    if (!ok)
-        return bg_fail(
-            c->g, BRAID_ERR_DTYPE, "%s: operand %s; expected %s", c->opname, t,
-            c->op == BRAID_OP_MEAN ? "a float dtype" : "a float dtype or i32");
+    if (!bg_op_accepts(c->op, x->dtype))
+        return bg_fail(c->g, BRAID_ERR_DTYPE, "%s: operand %s; expected %s",
+                       c->opname, t, bg_op_dtypes_text(c->op));
     bg_node *n = c->out;
     bool keep = a->flags & BG_KEEPDIMS;
     int r = 0;

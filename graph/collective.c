@@ -65,9 +65,10 @@ static braid_status check_dtype(braid_graph *g, const char *name, braid_op op,
                                 const bg_attrs *a, const bg_node *x) {
     bool reduces = op == BRAID_OP_ALL_REDUCE || op == BRAID_OP_REDUCE_SCATTER;
     if (!reduces) return BRAID_OK;
-    if (x->dtype == BRAID_BOOL)
+    if (!bg_op_accepts(op, x->dtype))
         return bg_fail(g, BRAID_ERR_DTYPE,
-                       "%s: cannot reduce bool (cast to i32 first)", name);
+                       "%s: cannot reduce %s (cast to i32 first)", name,
+                       braid_dtype_name(x->dtype));
     if (a->flags == BRAID_REDUCE_AVG && !braid_dtype_is_float(x->dtype))
         return bg_fail(g, BRAID_ERR_DTYPE,
                        "%s: avg needs a float dtype, got %s", name,

@@ -78,13 +78,29 @@ struct braid_graph {
 
 /* ---- op table ----------------------------------------------------------- */
 
+/* One row of BRAID_OP_LIST (include/braid/ops.h says what each column
+ * means). */
 typedef struct bg_op_info {
-    const char *name;   /* text-format name */
-    int arity;          /* inputs; -1 variadic */
-    braid_op_kind kind; /* drives passes */
+    const char *name;       /* text-format name */
+    int arity;              /* inputs; -1 variadic */
+    braid_op_kind kind;     /* drives passes */
+    braid_op_dtypes dtypes; /* operand dtypes the builder accepts */
+    unsigned flags;         /* BRAID_OPF_* */
+    double flops;           /* cost-model arithmetic per element */
 } bg_op_info;
 
+/* The row of op; NULL for an op outside the table. */
 const bg_op_info *bg_op(braid_op op);
+/* Whether op's row has flag (a BRAID_OPF_* bit); false for a bad op. */
+bool bg_op_has(braid_op op, unsigned flag);
+static inline bool bg_op_is_compare(braid_op op) {
+    return bg_op_has(op, BRAID_OPF_COMPARE);
+}
+/* Whether the builder accepts an operand of dtype t for op (where: a value
+ * operand), by the dtypes column. */
+bool bg_op_accepts(braid_op op, braid_dtype t);
+/* The dtypes column in words for error messages ("a float dtype", ...). */
+const char *bg_op_dtypes_text(braid_op op);
 /* Op by text name, or BRAID_OP_COUNT_ when unknown. */
 braid_op bg_op_lookup(const char *name, size_t len);
 /* dtype by text name ("f32", ...), or BRAID_DTYPE_COUNT_ when unknown. */
@@ -140,6 +156,15 @@ void bg_node_release(braid_graph *g, bg_node *n);
 
 /* ---- shapes ---------------------------------------------------------------- */
 
+/* The size rule every layer applies to a shape (builder, text parser, .npy
+ * reader, plan loader, plan verifier): rank 0..8, each dim in 0..2^50, and
+ * the product of the dims with zeros counted as ones, times elem_size, at
+ * most BG_MAX_BYTES. Counting zeros as ones bounds every stride and partial
+ * product whatever the order of the dims, so an empty f32[0,2^32,2^32]
+ * (whose strides would be 2^64) is refused like a full one. True when the
+ * shape fits; *numel (may be NULL) then gets the element count. */
+bool bg_shape_fits(int rank, const int64_t *dims, size_t elem_size,
+                   int64_t *numel);
 /* Product of dims (1 for rank 0). Valid graphs keep this ≤ BG_MAX_BYTES. */
 int64_t bg_numel(const bg_node *n);
 size_t bg_nbytes(const bg_node *n);

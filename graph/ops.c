@@ -6,8 +6,12 @@
 
 #include <string.h>
 
+typedef struct bg_dtype_info bg_dtype_info;
+static const bg_dtype_info *bg_dtype(braid_dtype t);
+
 static const bg_op_info bg_op_table[] = {
-#define BG_OP_ROW_(id, name, arity, kind) {name, arity, kind},
+#define BG_OP_ROW_(id, name, arity, kind, dtypes, flags, flops)                \
+    {name, arity, BRAID_KIND_##kind, BRAID_DTYPES_##dtypes, flags, flops},
     BRAID_OP_LIST(BG_OP_ROW_)
 #undef BG_OP_ROW_
 };
@@ -22,6 +26,32 @@ const bg_op_info *bg_op(braid_op op) {
     return &bg_op_table[op];
 }
 
+bool bg_op_has(braid_op op, unsigned flag) {
+    const bg_op_info *i = bg_op(op);
+    return i != NULL && (i->flags & flag) != 0;
+}
+
+bool bg_op_accepts(braid_op op, braid_dtype t) {
+    const bg_op_info *i = bg_op(op);
+    if (i == NULL || !bg_dtype(t)) return false;
+    switch (i->dtypes) {
+    case BRAID_DTYPES_FLOAT:
+        return braid_dtype_is_float(t);
+    case BRAID_DTYPES_NUMBER:
+        return braid_dtype_is_float(t) || t == BRAID_I32;
+    default:
+        return true;
+    }
+}
+
+const char *bg_op_dtypes_text(braid_op op) {
+    const bg_op_info *i = bg_op(op);
+    if (i == NULL) return "?";
+    return i->dtypes == BRAID_DTYPES_FLOAT    ? "a float dtype"
+           : i->dtypes == BRAID_DTYPES_NUMBER ? "a float dtype or i32"
+                                              : "any dtype";
+}
+
 /* The lookup is linear: the table is small and the text parser calls this
  * once per line, far below the cost of reading the line. */
 braid_op bg_op_lookup(const char *name, size_t len) {
@@ -33,11 +63,11 @@ braid_op bg_op_lookup(const char *name, size_t len) {
     return BRAID_OP_COUNT_;
 }
 
-typedef struct bg_dtype_info {
+struct bg_dtype_info {
     const char *name; /* text-format name */
     size_t size;      /* bytes per element */
     bool is_float;    /* f32, f16, bf16, f64 */
-} bg_dtype_info;
+};
 
 static const bg_dtype_info bg_dtype_table[] = {
     [BRAID_F32] = {"f32", 4, true},   [BRAID_F16] = {"f16", 2, true},

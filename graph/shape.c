@@ -3,6 +3,24 @@
 
 #include <stdio.h>
 
+bool bg_shape_fits(int rank, const int64_t *dims, size_t elem_size,
+                   int64_t *numel) {
+    if (rank < 0 || rank > BRAID_MAX_RANK || (rank > 0 && !dims) ||
+        elem_size == 0 || elem_size > (size_t)BG_MAX_BYTES)
+        return false;
+    int64_t extent = (int64_t)elem_size, count = 1;
+    for (int i = 0; i < rank; i++) {
+        int64_t d = dims[i];
+        if (d < 0 || d > BG_MAX_BYTES) return false;
+        /* extent ≤ 2^50 and d ≤ 2^50: the division keeps it exact */
+        if (d > 1 && extent > BG_MAX_BYTES / d) return false;
+        extent *= d > 1 ? d : 1;
+        count *= d; /* ≤ extent: cannot overflow */
+    }
+    if (numel) *numel = count;
+    return true;
+}
+
 int64_t bg_numel(const bg_node *n) {
     int64_t count = 1;
     for (int i = 0; i < n->rank; i++)

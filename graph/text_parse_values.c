@@ -312,17 +312,12 @@ static bool parse_base64(bg_parser *p, size_t bytes, const char *type) {
 bool bg_parse_constant_data(bg_parser *p, braid_dtype dtype, int rank,
                             const int64_t *dims) {
     size_t es = braid_dtype_size(dtype);
-    /* saturating numel: the builder rejects anything this large anyway */
-    int64_t numel = 1;
-    for (int i = 0; i < rank; i++)
-        numel = (dims[i] != 0 && numel > BG_MAX_BYTES / dims[i])
-                    ? BG_MAX_BYTES + 1
-                    : numel * dims[i];
+    int64_t numel = 0;
     char type[96];
     bg_node tmp = {.dtype = dtype, .rank = (uint8_t)rank};
     memcpy(tmp.dims, dims, sizeof tmp.dims);
     bg_type_str(&tmp, type, sizeof type);
-    if (numel > BG_MAX_BYTES / (int64_t)es)
+    if (!bg_shape_fits(rank, dims, es, &numel))
         return bg_parse_error(p, &p->tok, BRAID_ERR_PARSE,
                               "constant %s is larger than %lld bytes", type,
                               (long long)BG_MAX_BYTES);

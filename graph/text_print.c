@@ -9,6 +9,8 @@
 #define _POSIX_C_SOURCE 200809L /* fsync, getpid */
 #include "graph/text.h"
 
+#include "graph/outfile.h"
+
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -400,27 +402,6 @@ braid_status braid_graph_print(const braid_graph *g, char **text, size_t *len) {
     return BRAID_OK;
 }
 
-/* Creates a fresh temporary file next to path (so rename stays within one
- * file system). Writes its name into tmp. */
-static FILE *open_temp(const char *path, char *tmp, size_t size) {
-    /* distinguishes calls within one process, threads included */
-    static atomic_uint counter;
-    for (int attempt = 0; attempt < 100; attempt++) {
-        int w = snprintf(tmp, size, "%s.tmp.%ld.%u", path, (long)getpid(),
-                         atomic_fetch_add(&counter, 1u));
-        if (w < 0 || (size_t)w >= size) return NULL;
-        FILE *f = fopen(tmp, "wbx");
-        if (f != NULL || errno != EEXIST) return f;
-    }
-    return NULL;
-}
-
-/* Writes all of text to f, flushes it to disk. */
-static bool write_all(FILE *f, const char *text, size_t len) {
-    if (fwrite(text, 1, len, f) != len || fflush(f) != 0) return false;
-    return fsync(fileno(f)) == 0;
-}
-
 braid_status braid_graph_write_file(const braid_graph *g, const char *path) {
     if (path == NULL || path[0] == '\0')
         return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
@@ -430,34 +411,12 @@ braid_status braid_graph_write_file(const braid_graph *g, const char *path) {
     size_t len;
     braid_status s = braid_graph_print(g, &text, &len);
     if (s != BRAID_OK) return s;
-    size_t tsize = strlen(path) + 48;
-    char *tmp = malloc(tsize);
-    FILE *f = tmp ? open_temp(path, tmp, tsize) : NULL;
-    if (f == NULL) {
-        int err = errno;
-        free(text);
-        free(tmp);
-        if (tmp == NULL)
-            return bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY,
-                                     "braid_graph_write_file: out of memory");
-        return bg_set_last_error(BRAID_ERR_IO,
-                                 "braid_graph_write_file: cannot create a "
-                                 "temporary file beside %s: %s",
-                                 path, strerror(err));
+    bg_outfile o;
+    s = bg_outfile_open(&o, path, "braid_graph_write_file", 0);
+    if (s == BRAID_OK) {
+        bg_outfile_write(&o, text, len);
+        s = bg_outfile_commit(&o, "braid_graph_write_file");
     }
-    bool ok = write_all(f, text, len);
-    int err = errno;
-    ok = (fclose(f) == 0) && ok;
-    if (ok && rename(tmp, path) != 0) {
-        err = errno;
-        ok = false;
-    }
-    if (!ok) remove(tmp);
     free(text);
-    free(tmp);
-    if (!ok)
-        return bg_set_last_error(BRAID_ERR_IO,
-                                 "braid_graph_write_file: cannot write %s: %s",
-                                 path, strerror(err));
-    return BRAID_OK;
+    return s;
 }

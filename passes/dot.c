@@ -247,10 +247,36 @@ static void put_attrs(bp_text *t, const bg_node *n) {
         bp_text_printf(t, "\\nseed=%" PRIu64, a->seed);
 }
 
+bool bp_dot_outs_init(bp_dot_outs *o, uint32_t nnodes, uint32_t nout,
+                      uint32_t (*node_of)(const void *outs, uint32_t i),
+                      const void *outs) {
+    o->head = malloc((nnodes ? nnodes : 1) * sizeof *o->head);
+    o->next = malloc((nout ? nout : 1) * sizeof *o->next);
+    if (!o->head || !o->next) return false;
+    for (uint32_t id = 0; id < nnodes; id++)
+        o->head[id] = BG_NONE;
+    for (uint32_t i = nout; i-- > 0;) { /* pushed in front: first stays first */
+        uint32_t id = node_of(outs, i);
+        o->next[i] = id < nnodes ? o->head[id] : BG_NONE;
+        if (id < nnodes) o->head[id] = i;
+    }
+    return true;
+}
+
+void bp_dot_outs_free(bp_dot_outs *o) {
+    free(o->head);
+    free(o->next);
+    o->head = o->next = NULL;
+}
+
+static uint32_t graph_output_node(const void *outs, uint32_t i) {
+    return ((const braid_graph *)outs)->outputs[i].node;
+}
+
 /* The label of graph node id: "%id op", type, attributes, name, hint and
  * the outputs it feeds. Sets *is_output. */
 static void graph_label(bp_text *t, const braid_graph *g, uint32_t id,
-                        bool *is_output) {
+                        const bp_dot_outs *outs, bool *is_output) {
     const bg_node *n = bg_node_at(g, id);
     char type[160];
     bp_text_printf(t, "%%%" PRIu32 " %s\\n%s", id, bg_op(n->op)->name,
@@ -266,23 +292,22 @@ static void graph_label(bp_text *t, const braid_graph *g, uint32_t id,
         bp_text_user(t, n->device, false);
     }
     *is_output = false;
-    for (uint32_t i = 0; i < g->noutputs; i++)
-        if (g->outputs[i].node == id) {
-            bp_text_printf(t, "\\noutput \"");
-            bp_text_user(t, g->outputs[i].name, false);
-            bp_text_printf(t, "\"");
-            *is_output = true;
-        }
+    for (uint32_t i = outs->head[id]; i != BG_NONE; i = outs->next[i]) {
+        bp_text_printf(t, "\\noutput \"");
+        bp_text_user(t, g->outputs[i].name, false);
+        bp_text_printf(t, "\"");
+        *is_output = true;
+    }
 }
 
 static bool graph_node(Agraph_t *ag, const braid_graph *g, uint32_t id,
-                       Agnode_t **nodes, bp_text *t) {
+                       Agnode_t **nodes, const bp_dot_outs *outs, bp_text *t) {
     const bg_node *n = bg_node_at(g, id);
     Agnode_t *an = nodes[id] = bp_dot_node(ag, "n", id);
     if (!an) return false;
     bool is_output = false;
     bp_text_reset(t);
-    graph_label(t, g, id, &is_output);
+    graph_label(t, g, id, outs, &is_output);
     bool source = bg_op(n->op)->kind == BRAID_KIND_SOURCE;
     const char *shape = n->op == BRAID_OP_INPUT ? "invhouse"
                         : source                ? "ellipse"
@@ -307,9 +332,12 @@ static bool graph_node(Agraph_t *ag, const braid_graph *g, uint32_t id,
 static bool build_graph(Agraph_t *ag, const braid_graph *g) {
     Agnode_t **nodes = calloc(g->nnodes ? g->nnodes : 1, sizeof *nodes);
     bp_text t = {0};
-    bool ok = nodes != NULL;
+    bp_dot_outs outs = {0};
+    bool ok = nodes != NULL && bp_dot_outs_init(&outs, g->nnodes, g->noutputs,
+                                                graph_output_node, g);
     for (uint32_t id = 0; ok && id < g->nnodes; id++)
-        ok = graph_node(ag, g, id, nodes, &t);
+        ok = graph_node(ag, g, id, nodes, &outs, &t);
+    bp_dot_outs_free(&outs);
     uint32_t nin = 0;
     for (uint32_t id = 0; id < g->nnodes; id++)
         nin += g->nodes[id].op == BRAID_OP_INPUT;

@@ -53,6 +53,22 @@ const char *bp_dot_colour(bp_device d);
 /* "1.50 MiB" style size into buf; returns buf. */
 const char *bp_dot_bytes(uint64_t bytes, char *buf, size_t size);
 
+/* The outputs each node feeds, so a label finds them without a search
+ * over all outputs (which made DOT quadratic in a graph with many
+ * outputs): head[id] is node id's first output index, next[i] the next
+ * output of the same node, in the order they were added; BG_NONE ends. */
+typedef struct bp_dot_outs {
+    uint32_t *head; /* per node id */
+    uint32_t *next; /* per output index */
+} bp_dot_outs;
+
+/* For nout outputs, output i feeding node node_of(outs, i) (< nnodes).
+ * False when out of memory. */
+bool bp_dot_outs_init(bp_dot_outs *o, uint32_t nnodes, uint32_t nout,
+                      uint32_t (*node_of)(const void *outs, uint32_t i),
+                      const void *outs);
+void bp_dot_outs_free(bp_dot_outs *o);
+
 /* Builds the plan view of p into g (opened by braid_plan_to_dot with the
  * shared attribute defaults declared). False when out of memory. */
 bool bp_dot_build_plan(const bp_plan *p, Agraph_t *g);

@@ -17,6 +17,7 @@ typedef struct plan_dot {
     Agraph_t **clusters; /* per queue: its cluster, NULL when it runs
                             nothing */
     Agnode_t **nodes;    /* per node id */
+    bp_dot_outs outs;    /* the outputs each node feeds */
     bp_text t;           /* label scratch */
 } plan_dot;
 
@@ -107,13 +108,12 @@ static void put_place(plan_dot *d, uint32_t id) {
 /* The output names node id feeds, one line each; true when any. */
 static bool put_outputs(plan_dot *d, uint32_t id, bool record) {
     bool any = false;
-    for (uint32_t i = 0; i < d->p->res.noutputs; i++)
-        if (d->p->res.outputs[i].node == id) {
-            bp_text_printf(&d->t, "%soutput \"", record ? "|" : "\\n");
-            bp_text_user(&d->t, d->p->res.outputs[i].name, record);
-            bp_text_printf(&d->t, "\"");
-            any = true;
-        }
+    for (uint32_t i = d->outs.head[id]; i != BG_NONE; i = d->outs.next[i]) {
+        bp_text_printf(&d->t, "%soutput \"", record ? "|" : "\\n");
+        bp_text_user(&d->t, d->p->res.outputs[i].name, record);
+        bp_text_printf(&d->t, "\"");
+        any = true;
+    }
     return any;
 }
 
@@ -402,19 +402,27 @@ static bool title(plan_dot *d) {
            bp_dot_set(d->g, "fontname", "Helvetica");
 }
 
+static uint32_t plan_output_node(const void *outs, uint32_t i) {
+    return ((const bp_plan *)outs)->res.outputs[i].node;
+}
+
 bool bp_dot_build_plan(const bp_plan *p, Agraph_t *g) {
     plan_dot d = {.p = p, .g = g};
     uint32_t n = p->res.graph->nnodes;
     d.clusters =
         calloc(p->res.nqueues ? p->res.nqueues : 1, sizeof *d.clusters);
     d.nodes = calloc(n ? n : 1, sizeof *d.nodes);
-    bool ok = d.clusters && d.nodes && make_legend(&d) && make_clusters(&d);
+    bool ok =
+        d.clusters && d.nodes &&
+        bp_dot_outs_init(&d.outs, n, p->res.noutputs, plan_output_node, p) &&
+        make_legend(&d) && make_clusters(&d);
     for (uint32_t id = 0; ok && id < n; id++)
         ok = plan_node(&d, id);
     for (uint32_t id = 0; ok && id < n; id++)
         ok = data_edges(&d, id);
     ok = ok && event_edges(&d) && title(&d);
     bp_text_free(&d.t);
+    bp_dot_outs_free(&d.outs);
     free(d.clusters);
     free(d.nodes);
     return ok;

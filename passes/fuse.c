@@ -236,11 +236,6 @@ static bool row_bias(const bg_node *bias, const bg_node *mm) {
     return bias->rank == 2 && bias->dims[0] == 1 && bias->dims[1] == N;
 }
 
-static bool activation(braid_op op) {
-    return op == BRAID_OP_RELU || op == BRAID_OP_GELU || op == BRAID_OP_SILU ||
-           op == BRAID_OP_SIGMOID || op == BRAID_OP_TANH;
-}
-
 /* matmul mm → add(mm, bias) [→ activation] on one device: a MATMUL group
  * when mm and the add have no other user. */
 static void try_epilogue(fuse_state *s, uint32_t mm) {
@@ -256,7 +251,7 @@ static void try_epilogue(fuse_state *s, uint32_t mm) {
     s->members[s->nmembers++] = add;
     uint32_t act = sole_user(s, add);
     if (act != BG_NONE && !s->taken[act] && same_device(s, act, mm) &&
-        activation(node(s, act)->op)) {
+        bg_op_has(node(s, act)->op, BRAID_OPF_ACTIVATION)) {
         s->members[s->nmembers++] = act;
         out = act;
     }
@@ -391,6 +386,23 @@ static int by_out(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
+/* Every group as a fused node, then every use of a group's output
+ * rewired to its fused node in one sweep. */
+static braid_status build_groups(fuse_state *s) {
+    size_t m = s->n ? s->n : 1;
+    bp_fuse_scratch sc = {s->n, s->member, calloc(m, sizeof *sc.vmap),
+                          malloc(m * sizeof *sc.rep)};
+    braid_status st = sc.vmap && sc.rep ? BRAID_OK : oom();
+    for (uint32_t id = 0; st == BRAID_OK && id < s->n; id++)
+        sc.rep[id] = BG_NONE;
+    for (uint32_t i = 0; st == BRAID_OK && i < s->ngroups; i++)
+        st = bp_fuse_build(s->plan, &s->groups[i], s->members, &sc);
+    if (st == BRAID_OK) bp_plan_replace_map(s->plan, sc.rep, s->n);
+    free(sc.vmap);
+    free(sc.rep);
+    return st;
+}
+
 braid_status bp_fuse(bp_plan *plan) {
     fuse_state s;
     braid_status st = state_init(&s, plan);
@@ -398,8 +410,7 @@ braid_status bp_fuse(bp_plan *plan) {
     /* fused nodes appended in the order of what they replace keep the
      * graph's order through compaction */
     if (st == BRAID_OK) qsort(s.groups, s.ngroups, sizeof *s.groups, by_out);
-    for (uint32_t i = 0; st == BRAID_OK && i < s.ngroups; i++)
-        st = bp_fuse_build(plan, &s.groups[i], s.members, s.member, s.n);
+    if (st == BRAID_OK && s.ngroups > 0) st = build_groups(&s);
     if (st == BRAID_OK && s.ngroups > 0) st = bp_plan_compact(plan);
     state_free(&s);
     return st;

@@ -33,10 +33,23 @@ typedef struct bp_fuse_group {
                              softmax's own five nodes are not members */
 } bp_fuse_group;
 
-/* Builds group g's program, appends its fused node, and makes every use of
- * g->out read it. members: the pass's member list. member: scratch flags,
- * one per node id below n (all false on entry and on return). */
+/* The pass's arrays bp_fuse_build works in, one entry per node id below
+ * n (allocated once per pass: a per-group allocation of n entries would
+ * make the pass quadratic). */
+typedef struct bp_fuse_scratch {
+    uint32_t n;     /* nodes when the pass started */
+    bool *member;   /* in the group being built (all false between
+                       groups) */
+    uint32_t *vmap; /* per member: its instruction */
+    uint32_t *rep;  /* per group output: the fused node replacing it, or
+                       BG_NONE */
+} bp_fuse_scratch;
+
+/* Builds group g's program and appends its fused node, noting it in
+ * sc->rep[g->out]. Uses are not rewired here: the pass does that once for
+ * every group (bp_plan_replace_map), so the graph keeps its original ids
+ * while groups are built. members: the pass's member list. */
 braid_status bp_fuse_build(bp_plan *plan, const bp_fuse_group *g,
-                           const uint32_t *members, bool *member, uint32_t n);
+                           const uint32_t *members, bp_fuse_scratch *sc);
 
 #endif /* BRAID_PASSES_FUSE_H */

@@ -27,7 +27,8 @@ typedef struct prog_build {
     uint32_t *ext_instr; /* their instruction */
     uint32_t next;       /* entries used in ext (capacity cap) */
     const bool *member;  /* per node id below n: in the group */
-    uint32_t *vmap;      /* per member: its instruction */
+    uint32_t *vmap;      /* per member: its instruction (the pass's
+                            scratch, one entry per node id below n) */
     uint32_t n;          /* nodes when the pass started */
 } prog_build;
 
@@ -41,20 +42,19 @@ static braid_status oom(uint32_t id) {
 /* The group never has more instructions than 4 per member plus 4, nor
  * more inputs or outside values than instructions. */
 static braid_status build_init(prog_build *b, bp_plan *plan,
-                               const bp_fuse_group *g, const bool *member,
-                               uint32_t n) {
+                               const bp_fuse_group *g,
+                               const bp_fuse_scratch *sc) {
     memset(b, 0, sizeof *b);
     b->plan = plan;
-    b->member = member;
-    b->n = n;
+    b->member = sc->member;
+    b->vmap = sc->vmap;
+    b->n = sc->n;
     b->cap = 4 * g->nmembers + 4;
     b->instr = calloc(b->cap, sizeof *b->instr);
     b->inputs = calloc(b->cap, sizeof *b->inputs);
     b->ext = calloc(b->cap, sizeof *b->ext);
     b->ext_instr = calloc(b->cap, sizeof *b->ext_instr);
-    b->vmap = calloc(n ? n : 1, sizeof *b->vmap);
-    if (!b->instr || !b->inputs || !b->ext || !b->ext_instr || !b->vmap)
-        return oom(g->out);
+    if (!b->instr || !b->inputs || !b->ext || !b->ext_instr) return oom(g->out);
     return BRAID_OK;
 }
 
@@ -63,7 +63,6 @@ static void build_free(prog_build *b) {
     free(b->inputs);
     free(b->ext);
     free(b->ext_instr);
-    free(b->vmap);
 }
 
 static uint32_t emit(prog_build *b, bp_instr in) {
@@ -190,9 +189,9 @@ static void fill_program(prog_build *b, const bp_fuse_group *g,
 }
 
 /* Appends the fused node for g with program prog, carrying g->out's name,
- * device and origin, and points every use of g->out at it. */
+ * device and origin, and notes it as g->out's replacement in rep. */
 static braid_status add_fused(prog_build *b, const bp_fuse_group *g,
-                              bp_program *prog) {
+                              bp_program *prog, uint32_t *rep) {
     bp_plan *plan = b->plan;
     braid_graph *gr = plan->res.graph;
     const bg_node *out = bg_node_at(gr, g->out);
@@ -212,14 +211,15 @@ static braid_status add_fused(prog_build *b, const bp_fuse_group *g,
     plan->res.info[id].device = plan->res.info[g->out].device;
     plan->res.info[id].program = pi;
     plan->res.info[id].origin = plan->res.info[g->out].origin;
-    bp_plan_replace_uses(plan, g->out, id);
+    rep[g->out] = id;
     return BRAID_OK;
 }
 
 braid_status bp_fuse_build(bp_plan *plan, const bp_fuse_group *g,
-                           const uint32_t *members, bool *member, uint32_t n) {
+                           const uint32_t *members, bp_fuse_scratch *sc) {
     prog_build b;
-    braid_status s = build_init(&b, plan, g, member, n);
+    bool *member = sc->member;
+    braid_status s = build_init(&b, plan, g, sc);
     for (uint32_t i = 0; i < g->nmembers; i++)
         member[members[g->first + i]] = true;
     if (g->kind == BP_PROGRAM_MATMUL) member[g->root] = true;
@@ -241,7 +241,7 @@ braid_status bp_fuse_build(bp_plan *plan, const bp_fuse_group *g,
         } else if (g->kind == BP_PROGRAM_SOFTMAX) {
             prog.axes = (uint8_t)(1u << (space->rank - 1));
         }
-        s = add_fused(&b, g, &prog);
+        s = add_fused(&b, g, &prog, sc->rep);
     }
     for (uint32_t i = 0; i < g->nmembers; i++)
         member[members[g->first + i]] = false;

@@ -20,10 +20,16 @@
 #include <string.h>
 
 /* Reuse events the packer may add: a few, growing with the plan (each
- * one can make a stream wait, so they stay rare). */
-static uint32_t event_budget(const bp_plan *p) {
+ * one can make a stream wait, so they stay rare). Each one also recomputes
+ * the clocks after its waiting node (up to nodes × queues cells), so a
+ * big plan gets fewer: at most about 2^26 cells of recomputation in all,
+ * which keeps the pass linear in the plan. */
+static uint32_t event_budget(const bp_plan *p, uint32_t nq) {
     uint32_t extra = p->res.nschedule / 4;
-    return 16 + (extra < 512 ? extra : 512);
+    uint64_t budget = 16 + (extra < 512 ? extra : 512);
+    uint64_t cells = (uint64_t)p->res.nschedule * (nq ? nq : 1);
+    uint64_t cap = ((uint64_t)1 << 26) / (cells ? cells : 1);
+    return (uint32_t)(budget < cap ? budget : cap);
 }
 
 /* Reuse events from an earlier run of this pass are stale. */
@@ -103,7 +109,7 @@ static void free_tables(bp_mem *m) {
     free(m->known);
 }
 
-/* One DEVICE arena per device holding arena tensors, in plan->in.devs.devices
+/* One DEVICE arena per device holding arena tensors, in plan->devices
  * order; arena_of[d] is its index (BG_NONE for devices without). */
 static braid_status make_arenas(bp_mem *m, uint32_t *arena_of) {
     bp_plan *p = m->plan;
@@ -166,7 +172,7 @@ static void write_places(bp_mem *m, const uint32_t *arena_of) {
     }
 }
 
-/* Appends the packer's reuse events to plan->res.events. */
+/* Appends the packer's reuse events to plan->events. */
 static braid_status commit_events(bp_mem *m) {
     bp_plan *p = m->plan;
     if (m->hb.nx == 0) return BRAID_OK;
@@ -191,7 +197,7 @@ static braid_status run(bp_mem *m) {
     if (m->reuse) bp_mem_in_place(m);
     s = bp_mem_groups(m);
     if (s != BRAID_OK) return s;
-    m->event_budget = m->reuse ? event_budget(p) : 0;
+    m->event_budget = m->reuse ? event_budget(p, m->hb.nq) : 0;
     uint32_t arena_of[BP_MAX_DEVICES];
     s = make_arenas(m, arena_of);
     if (s != BRAID_OK) return s;

@@ -112,6 +112,14 @@ uint32_t bp_mem_find(bp_mem *m, uint32_t id);
 
 /* Builds the groups with their lifetimes, writers and access summaries. */
 braid_status bp_mem_groups(bp_mem *m);
+/* Recomputes known[g] and group g's safe position from the clocks. */
+void bp_mem_known(bp_mem *m, uint32_t g);
+/* Events that let group b's writers know every access in acc (per queue,
+ * the last position accessed; -1: none) complete: from each such access
+ * to each writer of b not yet knowing it. Counts them into *count and,
+ * when add is set, adds them (m->hb, recomputing the clocks). */
+braid_status bp_mem_order(bp_mem *m, const int32_t *acc, uint32_t b, bool add,
+                          uint32_t *count);
 /* Lower bound of device d's arena: the largest sum of the (aligned) sizes
  * of groups live at one schedule position. */
 uint64_t bp_mem_lower_bound(const bp_mem *m, uint32_t d);
@@ -120,5 +128,22 @@ uint64_t bp_mem_lower_bound(const bp_mem *m, uint32_t d);
 braid_status bp_mem_pack(bp_mem *m, uint32_t d, uint64_t *bytes);
 /* Alignment of tensors on device index d. */
 uint64_t bp_mem_align(const bp_plan *p, uint32_t d);
+
+/* Conflicting pairs (memory_index.h) above which a device's groups are
+ * packed by the sweep instead of the greedy: the greedy's work is about
+ * this many pair tests per try. */
+#define BP_MEM_GREEDY_PAIRS ((uint64_t)1 << 21)
+/* The limit in force (BP_MEM_GREEDY_PAIRS; tests set 0 to send small
+ * plans through the sweep). Not for concurrent change. */
+extern uint64_t bp_mem_greedy_pairs;
+
+/* ---- memory_sweep.c
+ * ---------------------------------------------------------- */
+
+/* Packs groups order[0..n) in schedule order, first fit, releasing a
+ * group's bytes once every later group may reuse them without an event;
+ * returns the arena size. O(n log n). */
+braid_status bp_mem_pack_sweep(bp_mem *m, const uint32_t *order, uint32_t n,
+                               uint64_t *bytes);
 
 #endif /* BRAID_PASSES_MEMORY_H */

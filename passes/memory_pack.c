@@ -17,13 +17,19 @@
  * earlier group's last accesses to the later group's writers — only when
  * that keeps the arena from growing, and at most a budget of them. An
  * event from an earlier to a later node in the schedule cannot make a
- * cycle. */
+ * cycle. The groups that may conflict with the one being placed come from
+ * an interval index (memory_index.c), so a try costs about the number of
+ * conflicting pairs; past BP_MEM_GREEDY_PAIRS of them the arena is packed
+ * by the sweep of memory_sweep.c instead. */
 #include "passes/memory.h"
+#include "passes/memory_index.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #define END UINT32_MAX /* "until the end of the run" */
+
+uint64_t bp_mem_greedy_pairs = BP_MEM_GREEDY_PAIRS;
 
 uint64_t bp_mem_align(const bp_plan *p, uint32_t d) {
     return p->in.devs.devices[d].kind == BP_DEVICE_CPU ? BP_MEM_ALIGN_CPU
@@ -133,29 +139,30 @@ static braid_status summarise(bp_mem *m) {
     return BRAID_OK;
 }
 
-/* known[g][j]: the least any writer of g knows complete on queue j; and
- * safe[g]: every node scheduled before position safe[g] happens-before
- * every writer of g (the first node not known, over all queues). */
-static void compute_known(bp_mem *m) {
+void bp_mem_known(bp_mem *m, uint32_t g) {
     const bp_mem_hb *hb = &m->hb;
-    for (uint32_t g = 0; g < m->ngroups; g++) {
-        bp_mem_group *gr = &m->group[g];
-        int32_t *kn = m->known + (size_t)g * hb->nq;
-        for (uint32_t j = 0; j < hb->nq; j++) kn[j] = INT32_MAX;
-        for (uint32_t w = 0; w < gr->nwriters; w++) {
-            const int32_t *c =
-                hb->clock + (size_t)m->writer[gr->wstart + w] * hb->nq;
-            for (uint32_t j = 0; j < hb->nq; j++)
-                if (c[j] < kn[j]) kn[j] = c[j];
-        }
-        gr->safe = gr->nwriters == 0 ? 0 : END;
-        for (uint32_t j = 0; j < hb->nq && gr->nwriters > 0; j++) {
-            uint32_t next = (uint32_t)(kn[j] + 1);
-            if (hb->qstart[j] + next >= hb->qstart[j + 1]) continue;
-            uint32_t p = hb->pos[hb->qnode[hb->qstart[j] + next]];
-            if (p < gr->safe) gr->safe = p;
-        }
+    bp_mem_group *gr = &m->group[g];
+    int32_t *kn = m->known + (size_t)g * hb->nq;
+    for (uint32_t j = 0; j < hb->nq; j++)
+        kn[j] = INT32_MAX;
+    for (uint32_t w = 0; w < gr->nwriters; w++) {
+        const int32_t *c =
+            hb->clock + (size_t)m->writer[gr->wstart + w] * hb->nq;
+        for (uint32_t j = 0; j < hb->nq; j++)
+            if (c[j] < kn[j]) kn[j] = c[j];
     }
+    gr->safe = gr->nwriters == 0 ? 0 : END;
+    for (uint32_t j = 0; j < hb->nq && gr->nwriters > 0; j++) {
+        uint32_t next = (uint32_t)(kn[j] + 1);
+        if (hb->qstart[j] + next >= hb->qstart[j + 1]) continue;
+        uint32_t p = hb->pos[hb->qnode[hb->qstart[j] + next]];
+        if (p < gr->safe) gr->safe = p;
+    }
+}
+
+static void compute_known(bp_mem *m) {
+    for (uint32_t g = 0; g < m->ngroups; g++)
+        bp_mem_known(m, g);
 }
 
 braid_status bp_mem_groups(bp_mem *m) {
@@ -247,14 +254,10 @@ static uint64_t fit(const pk_span *sp, uint32_t n, bool use_soft,
     return pick != UINT64_MAX ? pick : cur;
 }
 
-/* Events that order group a before group b: from a's last access on each
- * queue to each writer of b not yet knowing it. Counts them into *count
- * and, when add is set, adds them. */
-static braid_status order_groups(bp_mem *m, uint32_t a, uint32_t b, bool add,
-                                 uint32_t *count) {
+braid_status bp_mem_order(bp_mem *m, const int32_t *acc, uint32_t b, bool add,
+                          uint32_t *count) {
     bp_mem_hb *hb = &m->hb;
     const bp_mem_group *gb = &m->group[b];
-    const int32_t *acc = m->lastacc + (size_t)a * hb->nq;
     for (uint32_t j = 0; j < hb->nq; j++) {
         if (acc[j] < 0) continue;
         uint32_t src = hb->qnode[hb->qstart[j] + (uint32_t)acc[j]];
@@ -268,6 +271,13 @@ static braid_status order_groups(bp_mem *m, uint32_t a, uint32_t b, bool add,
         }
     }
     return BRAID_OK;
+}
+
+/* Events that order group a before group b (bp_mem_order with a's last
+ * accesses). */
+static braid_status order_groups(bp_mem *m, uint32_t a, uint32_t b, bool add,
+                                 uint32_t *count) {
+    return bp_mem_order(m, m->lastacc + (size_t)a * m->hb.nq, b, add, count);
 }
 
 /* Adds the events that let g share [lo, lo + size) with the soft spans
@@ -292,19 +302,19 @@ static braid_status add_events(bp_mem *m, uint32_t g, const pk_span *sp,
             order_groups(m, h_first ? h : g, h_first ? g : h, true, &added);
         if (s != BRAID_OK) return s;
         m->event_budget -= added < m->event_budget ? added : m->event_budget;
-        compute_known(m);
+        if (added) compute_known(m);
     }
     *done = true;
     return BRAID_OK;
 }
 
-/* Places group g among the placed groups of its device (order[0..nplaced)). */
-static braid_status place_one(bp_mem *m, const uint32_t *order,
-                              uint32_t nplaced, uint32_t g, bool best,
+/* Places group g among the placed groups of its device (those marked in
+ * ix->placed; ix lists the candidates that may conflict with g). */
+static braid_status place_one(bp_mem *m, pk_index *ix, uint32_t g, bool best,
                               pk_span *sp, uint64_t *top) {
-    uint32_t n = 0;
-    for (uint32_t i = 0; i < nplaced; i++) {
-        uint32_t h = order[i];
+    uint32_t n = 0, nc = pk_candidates(m, ix, g);
+    for (uint32_t i = 0; i < nc; i++) {
+        uint32_t h = ix->out[i];
         pk_conflict c = conflict(m, h, g);
         if (c == PK_FREE) continue;
         sp[n++] = (pk_span){m->group[h].offset,
@@ -323,6 +333,7 @@ static braid_status place_one(bp_mem *m, const uint32_t *order,
         if (done) m->group[g].offset = hard;
     }
     if (m->group[g].offset + size > *top) *top = m->group[g].offset + size;
+    ix->placed[g] = true;
     return BRAID_OK;
 }
 
@@ -373,11 +384,14 @@ static braid_status sort_groups(const bp_mem *m, uint32_t *order, uint32_t n,
     return BRAID_OK;
 }
 
-static braid_status pack_mode(bp_mem *m, const uint32_t *order, uint32_t n,
-                              bool best, pk_span *sp, uint64_t *bytes) {
+static braid_status pack_mode(bp_mem *m, pk_index *ix, const uint32_t *order,
+                              uint32_t n, bool best, pk_span *sp,
+                              uint64_t *bytes) {
     *bytes = 0;
+    for (uint32_t i = 0; i < n; i++)
+        ix->placed[order[i]] = false;
     for (uint32_t i = 0; i < n; i++) {
-        braid_status s = place_one(m, order, i, order[i], best, sp, bytes);
+        braid_status s = place_one(m, ix, order[i], best, sp, bytes);
         if (s != BRAID_OK) return s;
     }
     return BRAID_OK;
@@ -395,10 +409,11 @@ static uint64_t pack_apart(bp_mem *m, const uint32_t *order, uint32_t n) {
 
 /* One packing: order `how`, best or first fit. Returns the arena size and
  * the events it added (left in place). */
-static braid_status pack_try(bp_mem *m, uint32_t *order, uint32_t n, int how,
-                             bool best, pk_span *sp, uint64_t *bytes) {
+static braid_status pack_try(bp_mem *m, pk_index *ix, uint32_t *order,
+                             uint32_t n, int how, bool best, pk_span *sp,
+                             uint64_t *bytes) {
     braid_status s = sort_groups(m, order, n, how);
-    return s == BRAID_OK ? pack_mode(m, order, n, best, sp, bytes) : s;
+    return s == BRAID_OK ? pack_mode(m, ix, order, n, best, sp, bytes) : s;
 }
 
 /* Undoes the events of a packing try. */
@@ -409,11 +424,12 @@ static void undo_try(bp_mem *m, uint32_t nx0, uint32_t budget0) {
 }
 
 /* Every order with both fits from the same starting events; keeps the
- * smallest arena (ties: fewer events, then the first tried). Each try is
- * quadratic in the groups, so big plans try fewer: both fits of the
- * largest-first order up to 6000 groups, best fit alone beyond. */
-static braid_status pack_best(bp_mem *m, uint32_t *order, uint32_t n,
-                              pk_span *sp, uint64_t *bytes) {
+ * smallest arena (ties: fewer events, then the first tried). Each try
+ * costs about the conflicting pairs (at most bp_mem_greedy_pairs), so big
+ * plans try fewer: both fits of the largest-first order up to 6000
+ * groups, best fit alone beyond. */
+static braid_status pack_best(bp_mem *m, pk_index *ix, uint32_t *order,
+                              uint32_t n, pk_span *sp, uint64_t *bytes) {
     uint32_t nx0 = m->hb.nx, budget0 = m->event_budget;
     uint64_t best_bytes = UINT64_MAX;
     uint32_t best_events = UINT32_MAX;
@@ -421,7 +437,7 @@ static braid_status pack_best(bp_mem *m, uint32_t *order, uint32_t n,
     int tries = n <= 1500 ? 2 * PK_ORDERS : n <= 6000 ? 2 : 1;
     for (int t = 0; t < tries; t++) {
         uint64_t b = 0;
-        braid_status s = pack_try(m, order, n, t / 2, t % 2 == 0, sp, &b);
+        braid_status s = pack_try(m, ix, order, n, t / 2, t % 2 == 0, sp, &b);
         if (s != BRAID_OK) return s;
         uint32_t ev = m->hb.nx - nx0;
         if (b < best_bytes || (b == best_bytes && ev < best_events)) {
@@ -431,13 +447,31 @@ static braid_status pack_best(bp_mem *m, uint32_t *order, uint32_t n,
         }
         undo_try(m, nx0, budget0);
     }
-    return pack_try(m, order, n, best_try / 2, best_try % 2 == 0, sp, bytes);
+    return pack_try(m, ix, order, n, best_try / 2, best_try % 2 == 0, sp,
+                    bytes);
+}
+
+/* The greedy when its conflicting pairs stay within the budget, else the
+ * sweep (memory_sweep.c). */
+static braid_status pack_reuse(bp_mem *m, uint32_t *order, uint32_t n,
+                               uint64_t *bytes) {
+    pk_index ix;
+    pk_span *sp = bp_calloc(n ? n : 1, sizeof *sp, "memory spans");
+    braid_status s =
+        sp ? pk_index_init(m, &ix, order, n) : BRAID_ERR_OUT_OF_MEMORY;
+    if (s == BRAID_OK && pk_pairs(&ix) > bp_mem_greedy_pairs)
+        s = bp_mem_pack_sweep(m, order, n, bytes);
+    else if (s == BRAID_OK)
+        s = pack_best(m, &ix, order, n, sp, bytes);
+    pk_index_free(&ix);
+    free(sp);
+    return s;
 }
 
 braid_status bp_mem_pack(bp_mem *m, uint32_t d, uint64_t *bytes) {
-    uint32_t *order = bp_calloc(m->ngroups, sizeof *order, "memory order");
-    pk_span *sp = bp_calloc(m->ngroups, sizeof *sp, "memory spans");
-    braid_status s = order && sp ? BRAID_OK : BRAID_ERR_OUT_OF_MEMORY;
+    uint32_t *order =
+        bp_calloc(m->ngroups ? m->ngroups : 1, sizeof *order, "memory order");
+    braid_status s = order ? BRAID_OK : BRAID_ERR_OUT_OF_MEMORY;
     uint32_t n = 0;
     for (uint32_t g = 0; s == BRAID_OK && g < m->ngroups; g++) {
         if (m->group[g].device != d) continue;
@@ -448,9 +482,8 @@ braid_status bp_mem_pack(bp_mem *m, uint32_t d, uint64_t *bytes) {
     if (s == BRAID_OK && !m->reuse) {
         *bytes = pack_apart(m, order, n);
     } else if (s == BRAID_OK) {
-        s = pack_best(m, order, n, sp, bytes);
+        s = pack_reuse(m, order, n, bytes);
     }
     free(order);
-    free(sp);
     return s;
 }

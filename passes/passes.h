@@ -136,6 +136,10 @@ uint32_t bp_plan_add_program(bp_plan *plan, bp_program *prog);
 /* Makes every use of node `from` (inputs of other nodes, outputs) read
  * node `to` instead. */
 void bp_plan_replace_uses(bp_plan *plan, uint32_t from, uint32_t to);
+/* The same for many nodes in one sweep over the graph: every use of a node
+ * id below n with rep[id] != BG_NONE reads rep[id] instead (one level: a
+ * replacement is not itself replaced), except in rep[id] itself. */
+void bp_plan_replace_map(bp_plan *plan, const uint32_t *rep, uint32_t n);
 /* Restores the invariants: drops nodes no output needs, renumbers the rest
  * topologically (stable: earlier ids first where the edges allow), remaps
  * info, programs' instr.source stays an origin id, the io tables. */

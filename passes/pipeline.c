@@ -5,6 +5,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "passes/passes.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,17 +59,22 @@ static char *dup_string(const char *s) {
     return d;
 }
 
-/* The pass to dump after: the option, else $BRAID_DUMP ("after:<pass>"). */
+/* The pass to dump after: the option, else $BRAID_DUMP ("after:<pass>").
+ * A BRAID_DUMP in another syntax may be meant for another program: it is
+ * ignored with a warning (once per process), never a failed compile. A
+ * value in braid's syntax naming no pass is still an error. */
 static braid_status dump_setting(bp_plan *p) {
+    static atomic_flag warned = ATOMIC_FLAG_INIT;
     const char *name = p->in.opts.dump_after;
     const char *env = getenv("BRAID_DUMP");
     if (!name && env && *env) {
-        if (strncmp(env, "after:", 6) != 0)
-            return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
-                                     "BRAID_DUMP=\"%s\": expected "
-                                     "after:<pass>",
-                                     env);
-        name = env + 6;
+        if (strncmp(env, "after:", 6) == 0)
+            name = env + 6;
+        else if (!atomic_flag_test_and_set(&warned))
+            fprintf(stderr,
+                    "braid: warning: ignoring BRAID_DUMP=\"%s\" (braid "
+                    "reads after:<pass>)\n",
+                    env);
     }
     if (!name) return BRAID_OK;
     if (!known_pass(name)) {
@@ -120,22 +126,24 @@ braid_status bp_compile_check(const braid_graph *g,
         return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
                                  "braid_compile: the graph has no outputs "
                                  "(mark one with braid_output)");
-    if (opts && opts->num_threads < 0)
+    if (opts &&
+        (opts->num_threads < 0 || opts->num_threads > BRAID_MAX_THREADS))
         return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
                                  "braid_compile: num_threads is %d (expected "
-                                 "0 for one per core, or more)",
-                                 opts->num_threads);
-    if (opts && (opts->max_streams < 0 || opts->max_streams > 64))
+                                 "0 for one per core, or 1..%d)",
+                                 opts->num_threads, BRAID_MAX_THREADS);
+    if (opts &&
+        (opts->max_streams < 0 || opts->max_streams > BRAID_MAX_STREAMS))
         return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
                                  "braid_compile: max_streams is %d (expected "
-                                 "0 for the default, or 1..64)",
-                                 opts->max_streams);
-    if (opts && (opts->chunks < 0 || opts->chunks > 1024))
+                                 "0 for the default, or 1..%d)",
+                                 opts->max_streams, BRAID_MAX_STREAMS);
+    if (opts && (opts->chunks < 0 || opts->chunks > BRAID_MAX_CHUNKS))
         return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
                                  "braid_compile: chunks is %d (expected 0 "
                                  "for the cost model, 1 for none, or up to "
-                                 "1024)",
-                                 opts->chunks);
+                                 "%d)",
+                                 opts->chunks, BRAID_MAX_CHUNKS);
     if (opts && (opts->disable_passes &
                  ~(unsigned)(BRAID_PASS_SIMPLIFY | BRAID_PASS_FUSE |
                              BRAID_PASS_CHUNK | BRAID_PASS_REUSE)))

@@ -39,11 +39,6 @@
  * cost, so sweeps stop on their own long before this on real graphs. */
 #define MAX_SWEEPS 8
 
-/* Work counted for one generated random element (Philox rounds, the
- * conversion, Box–Muller for normals), in elementwise FLOPs. */
-#define RNG_UNIFORM_FLOPS 16.0
-#define RNG_NORMAL_FLOPS 48.0
-
 /* How a node is placed. */
 typedef enum place_role {
     ROLE_FIXED = 0, /* hinted, or host data (input, constant) */
@@ -106,32 +101,6 @@ static double input_bytes(const place_ctx *c, const bg_node *n) {
     return b;
 }
 
-/* Elementwise FLOPs per output element: basic arithmetic 1, division and
- * roots 4, transcendental functions 8, pow (exp of a log) 16. */
-static double op_weight(braid_op op) {
-    switch (op) {
-    case BRAID_OP_DIV:
-    case BRAID_OP_SQRT:
-    case BRAID_OP_RSQRT:
-    case BRAID_OP_RECIPROCAL:
-        return 4;
-    case BRAID_OP_EXP:
-    case BRAID_OP_LOG:
-    case BRAID_OP_SIN:
-    case BRAID_OP_COS:
-    case BRAID_OP_TANH:
-    case BRAID_OP_SIGMOID:
-    case BRAID_OP_GELU:
-    case BRAID_OP_SILU:
-    case BRAID_OP_ERF:
-        return 8;
-    case BRAID_OP_POW:
-        return 16;
-    default:
-        return 1;
-    }
-}
-
 /* The roofline of a node: the larger of its arithmetic and its memory
  * traffic, each at the device's rate. */
 static double roofline(double flops, double flop_rate, double bytes,
@@ -153,10 +122,9 @@ static double source_time(const bg_node *n, double out,
     double numel = (double)bg_numel(n);
     switch (n->op) {
     case BRAID_OP_RANDOM_UNIFORM:
-        return roofline(numel * RNG_UNIFORM_FLOPS, p->elementwise_flops, out,
-                        p);
     case BRAID_OP_RANDOM_NORMAL:
-        return roofline(numel * RNG_NORMAL_FLOPS, p->elementwise_flops, out, p);
+        return roofline(numel * bg_op(n->op)->flops, p->elementwise_flops, out,
+                        p);
     case BRAID_OP_FILL:
     case BRAID_OP_IOTA:
         return seconds(out, p->mem_bytes_per_s);
@@ -178,16 +146,17 @@ static double node_time(const place_ctx *c, uint32_t id, uint32_t d) {
         t = source_time(n, out, p);
         break;
     case BRAID_KIND_ELEMENTWISE:
-        t = roofline(numel * op_weight(n->op), p->elementwise_flops, in + out,
-                     p);
+        t = roofline(numel * bg_op(n->op)->flops, p->elementwise_flops,
+                     in + out, p);
         break;
     case BRAID_KIND_REDUCE:
-        t = roofline((double)bg_numel(bg_node_at(c->g, n->inputs[0])),
+        t = roofline((double)bg_numel(bg_node_at(c->g, n->inputs[0])) *
+                         bg_op(n->op)->flops,
                      p->elementwise_flops, in + out, p);
         break;
     case BRAID_KIND_MATMUL:
-        t = roofline(2.0 * numel * matmul_k(c, n), p->flops[n->dtype], in + out,
-                     p);
+        t = roofline(bg_op(n->op)->flops * numel * matmul_k(c, n),
+                     p->flops[n->dtype], in + out, p);
         break;
     case BRAID_KIND_SHAPE:
         if (n->op == BRAID_OP_RESHAPE) return 0;

@@ -111,6 +111,22 @@ void bp_plan_replace_uses(bp_plan *plan, uint32_t from, uint32_t to) {
         if (g->outputs[i].node == from) g->outputs[i].node = to;
 }
 
+void bp_plan_replace_map(bp_plan *plan, const uint32_t *rep, uint32_t n) {
+    braid_graph *g = plan->res.graph;
+    for (uint32_t id = 0; id < g->nnodes; id++) {
+        bg_node *nd = &g->nodes[id];
+        for (uint32_t k = 0; k < nd->ninputs; k++) {
+            uint32_t in = nd->inputs[k];
+            if (in < n && rep[in] != BG_NONE && rep[in] != id)
+                nd->inputs[k] = rep[in];
+        }
+    }
+    for (uint32_t i = 0; i < g->noutputs; i++) {
+        uint32_t o = g->outputs[i].node;
+        if (o < n && rep[o] != BG_NONE) g->outputs[i].node = rep[o];
+    }
+}
+
 /* ---- compaction --------------------------------------------------------- */
 
 /* Live: reachable backwards from the outputs, plus every input (callers

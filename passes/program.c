@@ -57,28 +57,7 @@ static braid_dtype arg_dtype(const pc *c, const bp_instr *in, int k) {
     return c->p->instr[in->arg[k]].dtype;
 }
 
-/* ---- the op's typing rules (as graph/build.c infers them) ------------- */
-
-static bool is_compare(braid_op op) {
-    switch (op) {
-    case BRAID_OP_EQ:
-    case BRAID_OP_NE:
-    case BRAID_OP_LT:
-    case BRAID_OP_LE:
-    case BRAID_OP_GT:
-    case BRAID_OP_GE:
-        return true;
-    default:
-        return false;
-    }
-}
-
-/* Unary ops that take i32 as well as floats; every other unary op is
- * float-only, and of the binary ops only pow is. */
-static bool unary_int_ok(braid_op op) {
-    return op == BRAID_OP_NEG || op == BRAID_OP_ABS || op == BRAID_OP_SQUARE ||
-           op == BRAID_OP_RELU;
-}
+/* ---- the op's typing rules (the op table's, as graph/build.c applies them) */
 
 /* Why the operand dtypes of elementwise instruction i do not fit its op
  * and result dtype, or NULL. */
@@ -92,19 +71,19 @@ static const char *elementwise_types(const pc *c, const bp_instr *in) {
                    ? NULL
                    : "expected a bool condition and two values of the "
                      "result's dtype";
-    if (is_compare(in->op)) {
+    if (bg_op_is_compare(in->op)) {
         if (t != BRAID_BOOL) return "a comparison's result must be bool";
         if (arg_dtype(c, in, 1) != a) return "operands of different dtypes";
-        if (a == BRAID_BOOL && in->op != BRAID_OP_EQ && in->op != BRAID_OP_NE)
+        if (!bg_op_accepts(in->op, a))
             return "an order comparison of bool values";
         return NULL;
     }
     if (a != t || (arity == 2 && arg_dtype(c, in, 1) != t))
         return "operand dtypes differ from the result's";
-    if (braid_dtype_is_float(t)) return NULL;
-    bool int_ok = arity == 1 ? unary_int_ok(in->op) : in->op != BRAID_OP_POW;
-    if (t == BRAID_I32 && int_ok) return NULL;
-    return int_ok ? "expected a float or i32 dtype" : "expected a float dtype";
+    if (bg_op_accepts(in->op, t)) return NULL;
+    return bg_op(in->op)->dtypes == BRAID_DTYPES_FLOAT
+               ? "expected a float dtype"
+               : "expected a float or i32 dtype";
 }
 
 /* ---- instructions ------------------------------------------------------ */
@@ -162,7 +141,7 @@ static bool check_matmul(const pc *c, uint32_t i, const bp_instr *in) {
                     "instruction 2: matmul operands %u, %u (expected 0, "
                     "1)",
                     in->arg[0], in->arg[1]);
-    if (!braid_dtype_is_float(in->dtype) || arg_dtype(c, in, 0) != in->dtype ||
+    if (!bg_op_accepts(in->op, in->dtype) || arg_dtype(c, in, 0) != in->dtype ||
         arg_dtype(c, in, 1) != in->dtype)
         return fail(c,
                     "instruction 2: matmul of %s and %s into %s (expected "
@@ -179,13 +158,14 @@ static bool check_reduction(const pc *c, uint32_t i, const bp_instr *in) {
                     "instruction",
                     i, bg_op(in->op)->name);
     braid_dtype a = arg_dtype(c, in, 0);
-    if (a != in->dtype || !(braid_dtype_is_float(a) ||
-                            (a == BRAID_I32 && in->op != BRAID_OP_MEAN)))
+    if (a != in->dtype || !bg_op_accepts(in->op, a))
         return fail(c,
                     "instruction %u: %s of %s into %s (expected one "
                     "%s dtype)",
                     i, bg_op(in->op)->name, dt(a), dt(in->dtype),
-                    in->op == BRAID_OP_MEAN ? "float" : "float or i32");
+                    bg_op(in->op)->dtypes == BRAID_DTYPES_FLOAT
+                        ? "float"
+                        : "float or i32");
     return true;
 }
 

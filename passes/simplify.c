@@ -26,7 +26,7 @@
  *  3. Constant folding (simplify_fold.c): a node whose inputs are all
  *     constant/fill/iota/random nodes and whose op every executor computes
  *     exactly like the reference evaluator (correctly rounded or exact ops)
- *     is evaluated with braid_reference_run on a scratch graph. A result
+ *     is evaluated by graph/eval.c, the reference evaluator's core. A result
  *     whose elements are all equal becomes a fill (any size); otherwise one
  *     of at most BP_SIMP_FOLD_MAX elements becomes a constant. The new node
  *     keeps the folded node's name and device hint.
@@ -257,15 +257,26 @@ uint32_t bp_simp_emit(bp_simp *s, uint32_t like, braid_op op,
 }
 
 /* Points every output whose node was rewritten at the replacement. Other
- * uses were rewired during the sweep; bp_plan_replace_uses walks the whole
- * graph, so it is called once per rewritten output node only. */
+ * uses were rewired during the sweep; the outputs' uses are rewired in one
+ * sweep over the graph (bp_plan_replace_map), not one per output. */
 static void redirect_outputs(bp_simp *s) {
     braid_graph *g = s->plan->res.graph;
+    uint32_t n = g->nnodes, *map = NULL;
     for (uint32_t i = 0; i < g->noutputs; i++) {
         uint32_t o = g->outputs[i].node;
-        if (s->rep[o] != BG_NONE && s->rep[o] != o)
-            bp_plan_replace_uses(s->plan, o, s->rep[o]);
+        if (s->rep[o] == BG_NONE || s->rep[o] == o) continue;
+        if (!map) {
+            if (!(map = malloc((n ? n : 1) * sizeof *map))) {
+                oom(s, "output table");
+                return;
+            }
+            for (uint32_t k = 0; k < n; k++)
+                map[k] = BG_NONE;
+        }
+        map[o] = s->rep[o];
     }
+    if (map) bp_plan_replace_map(s->plan, map, n);
+    free(map);
 }
 
 braid_status bp_simplify(bp_plan *plan) {

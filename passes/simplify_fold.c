@@ -1,15 +1,19 @@
 /* passes/simplify_fold.c — constant folding (rule 3 of passes/simplify.c).
  *
  * A folded node must hold exactly the bits the executors would have
- * computed, or results would depend on whether simplify ran. The reference
- * evaluator computes in float64 and rounds each node to its dtype; for the
- * ops below that equals what any IEEE executor computes in the dtype (or in
- * f32 for f16/bf16), because the op is exact (data movement, sign, floor,
+ * computed, or results would depend on whether simplify ran. Folding
+ * evaluates with graph/eval.c (the reference evaluator's core: the ops'
+ * meaning of graph/scalar.h in float64, each node rounded to its dtype);
+ * for the ops the table flags BRAID_OPF_EXACT, and every op on i32, that
+ * equals what any IEEE executor computes in the dtype (or in f32 for
+ * f16/bf16), because the op is exact (data movement, sign, floor,
  * comparisons, casts, i32 arithmetic) or correctly rounded (+ - × ÷ √, where
  * rounding first to f64 or f32 and then to the dtype is innocuous: p ≥ 2q+2
  * bits). Transcendentals, pow, float sums and means, matmul and float
- * max/min/relu (whose executors may differ from the reference in the sign
- * of a zero or a NaN's payload) are left to the executors. */
+ * max/min/relu (whose executors may differ in the sign of a zero or a NaN's
+ * payload) are left to the executors. */
+#include "graph/eval.h"
+#include "graph/scalar.h"
 #include "passes/simplify.h"
 
 #include <stdlib.h>
@@ -19,91 +23,56 @@ bool bp_simp_exact_op(const braid_graph *g, const bg_node *n) {
     /* the dtype the op computes in: its (last) value operand's */
     braid_dtype t =
         n->ninputs ? g->nodes[n->inputs[n->ninputs - 1]].dtype : n->dtype;
-    switch (n->op) {
-    case BRAID_OP_NEG:
-    case BRAID_OP_ABS:
-    case BRAID_OP_SQRT:
-    case BRAID_OP_FLOOR:
-    case BRAID_OP_CEIL:
-    case BRAID_OP_RECIPROCAL:
-    case BRAID_OP_SQUARE:
-    case BRAID_OP_ADD:
-    case BRAID_OP_SUB:
-    case BRAID_OP_MUL:
-    case BRAID_OP_DIV:
-    case BRAID_OP_EQ:
-    case BRAID_OP_NE:
-    case BRAID_OP_LT:
-    case BRAID_OP_LE:
-    case BRAID_OP_GT:
-    case BRAID_OP_GE:
-    case BRAID_OP_WHERE:
-    case BRAID_OP_CAST:
-    case BRAID_OP_RESHAPE:
-    case BRAID_OP_PERMUTE:
-    case BRAID_OP_SLICE:
-    case BRAID_OP_CONCAT:
-    case BRAID_OP_BROADCAST_TO:
-        return true;
-    case BRAID_OP_RELU:
-    case BRAID_OP_MAX:
-    case BRAID_OP_MIN:
-    case BRAID_OP_SUM:
-    case BRAID_OP_REDUCE_MAX:
-    case BRAID_OP_REDUCE_MIN:
-        return t == BRAID_I32; /* wrapping i32 sums are associative */
-    default:
-        return false;
-    }
+    braid_op_kind k = bg_op(n->op)->kind;
+    if (bg_op_has(n->op, BRAID_OPF_EXACT)) return true;
+    /* wrapping i32 arithmetic and sums are exact and associative */
+    return t == BRAID_I32 &&
+           (k == BRAID_KIND_ELEMENTWISE || k == BRAID_KIND_REDUCE);
 }
 
 /* ---- evaluation ---------------------------------------------------------- */
 
-/* Adds operand k of n to the scratch graph t: a rank-0 fill of its splat
- * value (scalar), or a copy of the source node. */
-static uint32_t scratch_operand(bp_simp *s, braid_graph *t, const bg_node *n,
-                                uint32_t k, bool scalar) {
-    const bg_node *x = &s->plan->res.graph->nodes[n->inputs[k]];
-    if (!scalar)
-        return bg_build(t, x->op, NULL, 0, x->dtype, x->rank, x->dims, &x->attr,
-                        NULL);
-    bg_attrs a;
-    memset(&a, 0, sizeof a);
-    bp_simp_splat(s, n->inputs[k], &a.value[0]);
-    return bg_build(t, BRAID_OP_FILL, NULL, 0, x->dtype, 0, NULL, &a, NULL);
+/* Node id evaluated by graph/eval.c (the reference evaluator's core) from
+ * its operands, value sources evaluated first; out receives
+ * bg_nbytes(node) bytes. */
+static braid_status evaluate(const braid_graph *g, uint32_t id, void *out) {
+    const bg_node *n = &g->nodes[id];
+    double *in[3] = {NULL, NULL, NULL}, **ins = in;
+    double *vals =
+        malloc((size_t)(bg_numel(n) ? bg_numel(n) : 1) * sizeof *vals);
+    bool ok = vals != NULL;
+    if (n->ninputs > 3) ins = calloc(n->ninputs, sizeof *ins);
+    ok = ok && ins != NULL;
+    for (uint32_t k = 0; ok && k < n->ninputs; k++) {
+        int64_t m = bg_numel(&g->nodes[n->inputs[k]]);
+        ins[k] = malloc((size_t)(m ? m : 1) * sizeof(double));
+        ok =
+            ins[k] != NULL && bg_eval_node(g, n->inputs[k], NULL, ins[k], NULL);
+    }
+    ok = ok && bg_eval_node(g, id, (const double *const *)ins, vals, NULL);
+    for (int64_t i = 0; ok && i < bg_numel(n); i++)
+        bg_store(n->dtype, out, i, vals[i]);
+    for (uint32_t k = 0; ins && k < n->ninputs; k++)
+        free(ins[k]);
+    if (ins != in) free(ins);
+    free(vals);
+    if (ok) return BRAID_OK;
+    return bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY,
+                             "simplify: out of memory folding node %u (%s)",
+                             (unsigned)id, bg_op(n->op)->name);
 }
 
-/* Builds node id over copies of its operands in a scratch graph (with the
- * plan graph's allocator) and runs the reference evaluator on it. scalar:
- * every operand is a splat and the node is elementwise; it is evaluated at
- * rank 0 and out receives one element, else bg_nbytes(node) bytes. */
-static braid_status evaluate(bp_simp *s, uint32_t id, bool scalar, void *out) {
+/* Elementwise node id of splat operands, on one element: its value. */
+static double evaluate_splat(bp_simp *s, uint32_t id) {
     const braid_graph *g = s->plan->res.graph;
     const bg_node *n = &g->nodes[id];
-    braid_graph_options o = {g->alloc, g->alloc_user};
-    braid_graph *t = braid_graph_new(&o);
-    uint32_t *ids = malloc((n->ninputs ? n->ninputs : 1) * sizeof *ids);
-    braid_status st = BRAID_ERR_OUT_OF_MEMORY;
-    if (t && ids) {
-        for (uint32_t k = 0; k < n->ninputs; k++)
-            ids[k] = scratch_operand(s, t, n, k, scalar);
-        uint32_t r = bg_build(t, n->op, ids, n->ninputs, n->dtype,
-                              scalar ? 0 : n->rank, n->dims, &n->attr, NULL);
-        st = braid_graph_status(t);
-        if (st != BRAID_OK) bg_set_last_error(st, "%s", braid_graph_error(t));
-        if (st == BRAID_OK) st = braid_output(t, "v", (braid_tensor){r});
-        braid_output_binding b = {
-            "v", out, scalar ? braid_dtype_size(n->dtype) : bg_nbytes(n)};
-        if (st == BRAID_OK) st = braid_reference_run(t, NULL, 0, &b, 1);
-    } else {
-        bg_set_last_error(st, "out of memory");
+    double x[3] = {0.0, 0.0, 0.0};
+    for (uint32_t k = 0; k < n->ninputs && k < 3; k++) {
+        bp_simp_splat(s, n->inputs[k], &x[k]);
+        x[k] = bg_round(g->nodes[n->inputs[k]].dtype, x[k]);
     }
-    if (st != BRAID_OK)
-        bg_set_last_error(st, "simplify: folding node %u (%s): %s",
-                          (unsigned)id, bg_op(n->op)->name, braid_last_error());
-    braid_graph_free(t);
-    free(ids);
-    return st;
+    braid_dtype t = g->nodes[n->inputs[n->ninputs - 1]].dtype;
+    return bg_round(n->dtype, bg_scalar_apply(n->op, t, x));
 }
 
 /* ---- replacement nodes --------------------------------------------------- */
@@ -162,8 +131,7 @@ static uint32_t fold_splat(bp_simp *s, uint32_t id) {
     }
     if (kind != BRAID_KIND_ELEMENTWISE) return id;
     unsigned char elem[8];
-    braid_status st = evaluate(s, id, true, elem);
-    if (st != BRAID_OK) return failed(s, st);
+    bg_store(n->dtype, elem, 0, evaluate_splat(s, id));
     return buffer_splat(n->dtype, elem, 1, &v) ? emit_fill(s, id, v) : id;
 }
 
@@ -180,7 +148,7 @@ static uint32_t fold_full(bp_simp *s, uint32_t id) {
                           (unsigned)id);
         return failed(s, BRAID_ERR_OUT_OF_MEMORY);
     }
-    braid_status st = evaluate(s, id, false, buf);
+    braid_status st = evaluate(s->plan->res.graph, id, buf);
     uint32_t r;
     double v;
     if (st != BRAID_OK) {

@@ -228,8 +228,8 @@ static uint32_t collapse_shape_op(bp_simp *s, uint32_t id) {
  * written in base64, a view of those) into 1; it is dropped only after ops
  * that store 0/1 themselves. */
 static bool makes_clean_bools(const bg_node *in) {
-    return (in->op >= BRAID_OP_EQ && in->op <= BRAID_OP_GE) ||
-           in->op == BRAID_OP_CAST || in->op == BRAID_OP_FILL;
+    return bg_op_is_compare(in->op) || in->op == BRAID_OP_CAST ||
+           in->op == BRAID_OP_FILL;
 }
 
 /* Unary and shape-op rules; BG_NONE when none holds (the caller tells

@@ -20,15 +20,13 @@ static braid_status check_node_basics(const braid_graph *g, uint32_t id) {
         return bg_set_last_error(BRAID_ERR_INTERNAL,
                                  "verify: node %u (%s) has dtype %d, rank %d",
                                  id, op, (int)n->dtype, (int)n->rank);
-    int64_t bytes = (int64_t)braid_dtype_size(n->dtype);
-    for (int i = 0; i < n->rank; i++) {
-        if (n->dims[i] < 0 ||
-            (n->dims[i] > 0 && bytes > BG_MAX_BYTES / n->dims[i]))
-            return bg_set_last_error(BRAID_ERR_SHAPE,
-                                     "verify: node %u (%s): dim %d is %lld "
-                                     "(negative or too large)",
-                                     id, op, i, (long long)n->dims[i]);
-        bytes *= n->dims[i];
+    int64_t numel = 0;
+    if (!bg_shape_fits(n->rank, n->dims, braid_dtype_size(n->dtype), &numel)) {
+        char t[200];
+        return bg_set_last_error(BRAID_ERR_SHAPE,
+                                 "verify: node %u (%s): %s is negative or "
+                                 "larger than 2^50 bytes",
+                                 id, op, bg_type_str(n, t, sizeof t));
     }
     int arity = bg_op(n->op)->arity;
     if ((arity >= 0 && n->ninputs != (uint32_t)arity) ||
@@ -45,7 +43,7 @@ static braid_status check_node_basics(const braid_graph *g, uint32_t id) {
     if (n->op == BRAID_OP_INPUT && !n->name)
         return bg_set_last_error(BRAID_ERR_INTERNAL,
                                  "verify: input node %u has no name", id);
-    if (n->op == BRAID_OP_CONSTANT && bytes > 0 && !n->attr.data)
+    if (n->op == BRAID_OP_CONSTANT && numel > 0 && !n->attr.data)
         return bg_set_last_error(BRAID_ERR_INTERNAL,
                                  "verify: constant node %u has no data", id);
     return BRAID_OK;

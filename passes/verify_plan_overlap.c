@@ -262,28 +262,177 @@ static bool done_before(const vp_state *st, const vp_spans *sp, uint32_t a,
     return true;
 }
 
-static braid_status sweep(const vp_state *st, const vp_spans *sp) {
+/* ---- the paint sweep
+ * ---------------------------------------------------------
+ *
+ * Checking every pair of spans whose bytes overlap is quadratic (a chain
+ * whose tensors take turns in two slots overlaps every other one). The
+ * relation "a is done before b" is transitive (a's accesses happen-before
+ * b's writers, which are accesses of b, which happen-before c's writers),
+ * so it is enough that spans sharing a byte form a chain in which each is
+ * done before the next. The spans are painted over the arenas' bytes in
+ * the schedule order of their first access (the only order such a chain
+ * can have: a done-before b puts all of a's accesses before b's first
+ * write); each span, when painted, must be done after every span whose
+ * paint it covers. Byte ranges are cut at every span boundary (arena,
+ * offset) into a segment tree whose nodes hold the span painted over all
+ * of their range (PT_NONE: none yet, PT_MIXED: several), so each span
+ * meets only the pieces it covers: O(n log n) in all. */
+
+#define PT_NONE UINT32_MAX
+#define PT_MIXED (UINT32_MAX - 1)
+
+typedef struct vp_paint {
+    const vp_state *st;
+    const vp_spans *sp;
+    uint32_t *color; /* per tree node: span, PT_NONE or PT_MIXED */
+    uint32_t *seen;  /* per span: the last span checked against it */
+    uint32_t span;   /* the span being painted */
+    uint32_t l, r;   /* its piece range [l, r) */
+    braid_status status;
+} vp_paint;
+
+static braid_status overlap_error(const vp_state *st, const vp_spans *sp,
+                                  uint32_t a, uint32_t b) {
     const bp_plan *p = st->plan;
-    for (uint32_t i = 0; i < sp->n; i++) {
-        const bp_tensor_place *pi = &p->res.info[sp->node[i]].place;
-        for (uint32_t j = i + 1; j < sp->n; j++) {
-            const bp_tensor_place *pj = &p->res.info[sp->node[j]].place;
-            if (pj->arena != pi->arena || pj->offset >= pi->offset + pi->bytes)
-                break;
-            if (done_before(st, sp, i, j) || done_before(st, sp, j, i))
-                continue;
-            uint64_t hi = pi->offset + pi->bytes < pj->offset + pj->bytes
-                              ? pi->offset + pi->bytes
-                              : pj->offset + pj->bytes;
-            return vp_fail("overlap: node %u and node %u share bytes "
-                           "%llu..%llu of arena %u while both may be live "
-                           "(no happens-before order between their uses)",
-                           sp->node[i], sp->node[j],
-                           (unsigned long long)pj->offset,
-                           (unsigned long long)hi, pi->arena);
-        }
+    const bp_tensor_place *pa = &p->res.info[sp->node[a]].place;
+    const bp_tensor_place *pb = &p->res.info[sp->node[b]].place;
+    uint64_t lo = pa->offset > pb->offset ? pa->offset : pb->offset;
+    uint64_t hi = pa->offset + pa->bytes < pb->offset + pb->bytes
+                      ? pa->offset + pa->bytes
+                      : pb->offset + pb->bytes;
+    uint32_t x = sp->node[a] < sp->node[b] ? sp->node[a] : sp->node[b];
+    uint32_t y = sp->node[a] < sp->node[b] ? sp->node[b] : sp->node[a];
+    return vp_fail("overlap: node %u and node %u share bytes %llu..%llu of "
+                   "arena %u while both may be live (no happens-before "
+                   "order between their uses)",
+                   x, y, (unsigned long long)lo, (unsigned long long)hi,
+                   pa->arena);
+}
+
+/* The span painted before must be done before the one painted now. */
+static void meet(vp_paint *pt, uint32_t old) {
+    if (old == PT_NONE || pt->seen[old] == pt->span || pt->status != BRAID_OK)
+        return;
+    pt->seen[old] = pt->span;
+    if (!done_before(pt->st, pt->sp, old, pt->span))
+        pt->status = overlap_error(pt->st, pt->sp, old, pt->span);
+}
+
+/* Paints [pt->l, pt->r) within tree node k covering pieces [lo, hi). */
+static void paint(vp_paint *pt, uint32_t k, uint32_t lo, uint32_t hi) {
+    if (pt->r <= lo || hi <= pt->l) return;
+    if (pt->l <= lo && hi <= pt->r && pt->color[k] != PT_MIXED) {
+        meet(pt, pt->color[k]);
+        pt->color[k] = pt->span;
+        return;
     }
-    return BRAID_OK;
+    uint32_t mid = lo + (hi - lo) / 2;
+    if (pt->color[k] != PT_MIXED) /* push the uniform colour down */
+        pt->color[2 * k] = pt->color[2 * k + 1] = pt->color[k];
+    paint(pt, 2 * k, lo, mid);
+    paint(pt, 2 * k + 1, mid, hi);
+    pt->color[k] =
+        pt->color[2 * k] == pt->color[2 * k + 1] ? pt->color[2 * k] : PT_MIXED;
+}
+
+/* Piece boundaries: every span's (arena, start) and (arena, end). */
+typedef struct vp_cut {
+    uint32_t arena;
+    uint64_t at;
+} vp_cut;
+
+static int by_cut(const void *x, const void *y) {
+    const vp_cut *a = x, *b = y;
+    if (a->arena != b->arena) return a->arena < b->arena ? -1 : 1;
+    return a->at < b->at ? -1 : a->at > b->at;
+}
+
+static uint32_t find_cut(const vp_cut *c, uint32_t n, vp_cut key) {
+    uint32_t lo = 0, hi = n;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (by_cut(&c[mid], &key) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* Spans in paint order: first access, then node id. */
+typedef struct vp_first {
+    int64_t pos;
+    uint32_t span;
+    uint32_t node;
+} vp_first;
+
+static int by_first(const void *x, const void *y) {
+    const vp_first *a = x, *b = y;
+    if (a->pos != b->pos) return a->pos < b->pos ? -1 : 1;
+    return a->node < b->node ? -1 : a->node > b->node;
+}
+
+static void order_spans(const vp_state *st, const vp_spans *sp, vp_first *f) {
+    for (uint32_t s = 0; s < sp->n; s++) {
+        int64_t first = -1; /* never accessed: done before anything */
+        for (uint32_t k = sp->astart[s]; k < sp->astart[s + 1]; k++)
+            if (first < 0 || st->pos[sp->acc[k]] < first)
+                first = st->pos[sp->acc[k]];
+        f[s] = (vp_first){first, s, sp->node[s]};
+    }
+    qsort(f, sp->n, sizeof *f, by_first);
+}
+
+static braid_status sweep_with(vp_paint *pt, vp_cut *cut, vp_first *f) {
+    const bp_plan *p = pt->st->plan;
+    const vp_spans *sp = pt->sp;
+    uint32_t ncut = 0;
+    for (uint32_t s = 0; s < sp->n; s++) {
+        const bp_tensor_place *pl = &p->res.info[sp->node[s]].place;
+        cut[ncut++] = (vp_cut){pl->arena, pl->offset};
+        cut[ncut++] = (vp_cut){pl->arena, pl->offset + pl->bytes};
+    }
+    qsort(cut, ncut, sizeof *cut, by_cut);
+    uint32_t m = 0;
+    for (uint32_t i = 0; i < ncut; i++)
+        if (m == 0 || by_cut(&cut[m - 1], &cut[i]) != 0) cut[m++] = cut[i];
+    order_spans(pt->st, sp, f);
+    for (uint32_t k = 0; k < 4 * (size_t)m; k++)
+        pt->color[k] = PT_NONE;
+    for (uint32_t i = 0; i < sp->n && pt->status == BRAID_OK; i++) {
+        const bp_tensor_place *pl = &p->res.info[f[i].node].place;
+        pt->span = f[i].span;
+        pt->l = find_cut(cut, m, (vp_cut){pl->arena, pl->offset});
+        pt->r = find_cut(cut, m, (vp_cut){pl->arena, pl->offset + pl->bytes});
+        paint(pt, 1, 0, m);
+    }
+    return pt->status;
+}
+
+static braid_status sweep(const vp_state *st, const vp_spans *sp) {
+    size_t n = sp->n ? sp->n : 1;
+    vp_paint pt = {st,
+                   sp,
+                   bp_calloc(8 * n, sizeof *pt.color, "verify_plan"),
+                   bp_calloc(n, sizeof *pt.seen, "verify_plan"),
+                   0,
+                   0,
+                   0,
+                   BRAID_OK};
+    vp_cut *cut = bp_calloc(2 * n, sizeof *cut, "verify_plan");
+    vp_first *f = bp_calloc(n, sizeof *f, "verify_plan");
+    braid_status s = BRAID_ERR_OUT_OF_MEMORY;
+    if (pt.color && pt.seen && cut && f) {
+        for (uint32_t i = 0; i < sp->n; i++)
+            pt.seen[i] = PT_NONE;
+        s = sweep_with(&pt, cut, f);
+    }
+    free(pt.color);
+    free(pt.seen);
+    free(cut);
+    free(f);
+    return s;
 }
 
 braid_status vp_check_overlaps(vp_state *st) {

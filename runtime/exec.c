@@ -6,15 +6,21 @@
  * run pays no page faults), kernel scratch and a thread pool. A run binds
  * the caller's buffers (inputs are read in place; an output the caller
  * binds is computed straight into the caller's buffer when that is safe),
- * runs the schedule and copies the other requested outputs out.
+ * runs the schedule through the one dispatcher (runtime/dispatch.h) and
+ * copies the other requested outputs out. The dispatcher's device queues
+ * are the CUDA backend's streams, or, in an emulated executor
+ * (br_exec_new_emulated), host queues (runtime/emulate.c); a CPU plan has
+ * none.
  *
  * A run has two halves: braid_run_async binds and starts it (a CPU plan
- * runs entirely there; a plan with GPU nodes is issued by the CUDA
- * backend, which returns before the final synchronisation), braid_wait
- * finishes it (GPU synchronisation, deferred copies, outputs copied out).
+ * runs entirely there; a plan with device nodes returns once every device
+ * node is issued and every CPU node ran, before the final
+ * synchronisation), braid_wait finishes it (GPU synchronisation or the
+ * emulated queues' last nodes, deferred copies, outputs copied out).
  * braid_run is the two in a row. */
 #define _POSIX_C_SOURCE 200809L
 #include "runtime/cuda/cuda.h"
+#include "runtime/dispatch.h"
 #include "runtime/profile/profile.h"
 #include "runtime/runtime.h"
 
@@ -26,8 +32,8 @@
 
 #include "runtime/exec_impl.h"
 
-static braid_status br_emulate_prepare(braid_exec *e);
 static void run_node(braid_exec *e, br_kernel_args *a, uint32_t id);
+static void run_host_node(void *ctx, uint32_t id);
 
 /* ---- creation ------------------------------------------------------------ */
 
@@ -61,7 +67,7 @@ static braid_status check_nodes(braid_exec *e) {
     for (uint32_t i = 0; i < p->res.nschedule; i++) {
         uint32_t id = p->res.schedule[i];
         const bg_node *n = bg_node_at(p->res.graph, id);
-        if (e->cuda && (br_cuda_node_on_gpu(p, id) || p->res.info[id].noop))
+        if (e->cuda && (e->sched.on_dev[id] || p->res.info[id].noop))
             continue; /* the CUDA backend issues it, or nothing runs */
         if (p->res.info[id].device.kind != BP_DEVICE_CPU && !e->emulate) {
             char dev[32];
@@ -100,8 +106,9 @@ static braid_status alloc_tables(braid_exec *e) {
     e->in_binding =
         calloc(p->res.ninputs ? p->res.ninputs : 1, sizeof *e->in_binding);
     e->out_binding = calloc(p->res.noutputs, sizeof *e->out_binding);
+    e->cpu_done = calloc(p->res.ninfo ? p->res.ninfo : 1, sizeof *e->cpu_done);
     if (!e->arena || !e->home || !e->ptr || !e->args || !e->staging ||
-        !e->in_binding || !e->out_binding)
+        !e->in_binding || !e->out_binding || !e->cpu_done)
         return bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY,
                                  "braid_exec_new: out of memory for the "
                                  "executor's tables (%u nodes)",
@@ -160,14 +167,17 @@ static braid_status exec_new(const braid_plan *p, bool emulate, uint64_t seed,
                                  "braid_exec_new: out of memory");
     e->plan = p;
     e->emulate = emulate;
-    e->rng = seed;
     atomic_flag_clear(&e->busy);
-    braid_status s = BRAID_OK;
-    if (!emulate && br_plan_uses_cuda(p)) s = br_cuda_new(p, &e->cuda);
+    braid_status s = br_sched_build(p, &e->sched);
+    if (s == BRAID_OK && !emulate && br_plan_uses_cuda(p))
+        s = br_cuda_new(p, &e->sched, &e->cuda);
     if (s == BRAID_OK) s = check_nodes(e);
     if (s == BRAID_OK) s = alloc_tables(e);
     if (s == BRAID_OK) s = alloc_buffers(e);
-    if (s == BRAID_OK && emulate) s = br_emulate_prepare(e);
+    if (s == BRAID_OK && emulate &&
+        !(e->emu = br_emu_new(p, &e->sched, seed, run_host_node, e)))
+        s = bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY,
+                              "braid_exec_new: out of memory");
     if (s == BRAID_OK && !(e->pool = br_pool_new(p->in.opts.num_threads)))
         s = bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY,
                               "braid_exec_new: cannot create the thread "
@@ -212,97 +222,10 @@ void braid_exec_free(braid_exec *e) {
     free(e->in_binding);
     free(e->out_binding);
     free(e->outs);
-    free(e->qorder);
-    free(e->qstart);
-    free(e->qnext);
-    free(e->wstart);
-    free(e->waits);
-    free(e->done);
+    free(e->cpu_done);
+    br_emu_free(e->emu);
+    br_sched_free(&e->sched);
     free(e);
-}
-
-/* ---- emulation (br_exec_new_emulated) ------------------------------------- */
-
-/* Groups the schedule by queue and lists every node's event waits. */
-static braid_status br_emulate_prepare(braid_exec *e) {
-    const bp_plan *p = e->plan;
-    uint32_t nq = p->res.nqueues ? p->res.nqueues : 1, n = p->res.ninfo;
-    e->qorder = calloc(p->res.nschedule + 1, sizeof *e->qorder);
-    e->qstart = calloc(nq + 1, sizeof *e->qstart);
-    e->qnext = calloc(nq, sizeof *e->qnext);
-    e->wstart = calloc(n + 1, sizeof *e->wstart);
-    e->waits = calloc(p->res.nevents + 1, sizeof *e->waits);
-    e->done = calloc(n + 1, sizeof *e->done);
-    if (!e->qorder || !e->qstart || !e->qnext || !e->wstart || !e->waits ||
-        !e->done)
-        return bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY,
-                                 "braid_exec_new: out of memory");
-    for (uint32_t i = 0; i < p->res.nschedule; i++) {
-        uint32_t q = p->res.info[p->res.schedule[i]].queue;
-        if (q >= nq)
-            return bg_set_last_error(BRAID_ERR_INTERNAL,
-                                     "emulation: node %u has no queue",
-                                     p->res.schedule[i]);
-        e->qstart[q + 1]++;
-    }
-    for (uint32_t q = 0; q < nq; q++) e->qstart[q + 1] += e->qstart[q];
-    for (uint32_t q = 0; q < nq; q++) e->qnext[q] = e->qstart[q];
-    for (uint32_t i = 0; i < p->res.nschedule; i++) {
-        uint32_t q = p->res.info[p->res.schedule[i]].queue;
-        e->qorder[e->qnext[q]++] = p->res.schedule[i];
-    }
-    for (uint32_t k = 0; k < p->res.nevents; k++)
-        e->wstart[p->res.events[k].before + 1]++;
-    for (uint32_t i = 0; i < n; i++) e->wstart[i + 1] += e->wstart[i];
-    uint32_t *fill = calloc(n + 1, sizeof *fill);
-    if (!fill)
-        return bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY,
-                                 "braid_exec_new: out of memory");
-    for (uint32_t k = 0; k < p->res.nevents; k++) {
-        uint32_t b = p->res.events[k].before;
-        e->waits[e->wstart[b] + fill[b]++] = p->res.events[k].after;
-    }
-    free(fill);
-    return BRAID_OK;
-}
-
-static uint64_t next_random(uint64_t *s) {
-    uint64_t z = (*s += 0x9E3779B97F4A7C15u);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9u;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBu;
-    return z ^ (z >> 31);
-}
-
-static bool ready(const braid_exec *e, uint32_t id) {
-    for (uint32_t k = e->wstart[id]; k < e->wstart[id + 1]; k++)
-        if (!e->done[e->waits[k]]) return false;
-    return true;
-}
-
-/* Runs one ready queue head at a time, picking the queue at random: only
- * queue order and events constrain the interleaving, as on real streams. */
-static braid_status run_emulated(braid_exec *e, br_kernel_args *a) {
-    const bp_plan *p = e->plan;
-    uint32_t nq = p->res.nqueues ? p->res.nqueues : 1;
-    for (uint32_t q = 0; q < nq; q++) e->qnext[q] = e->qstart[q];
-    memset(e->done, 0, (p->res.ninfo + 1) * sizeof *e->done);
-    for (uint32_t left = p->res.nschedule; left > 0; left--) {
-        uint32_t start = (uint32_t)(next_random(&e->rng) % nq), pick = BG_NONE;
-        for (uint32_t k = 0; k < nq && pick == BG_NONE; k++) {
-            uint32_t q = (start + k) % nq;
-            if (e->qnext[q] < e->qstart[q + 1] &&
-                ready(e, e->qorder[e->qnext[q]]))
-                pick = q;
-        }
-        if (pick == BG_NONE)
-            return bg_set_last_error(BRAID_ERR_INTERNAL,
-                                     "emulation: no queue can proceed (the "
-                                     "plan's events form a cycle)");
-        uint32_t id = e->qorder[e->qnext[pick]++];
-        run_node(e, a, id);
-        e->done[id] = true;
-    }
-    return BRAID_OK;
 }
 
 /* ---- binding ------------------------------------------------------------- */
@@ -527,8 +450,9 @@ static void run_node(braid_exec *e, br_kernel_args *a, uint32_t id) {
     br_prof_take_workers(e->prof, e->pool, id);
 }
 
-/* The CUDA backend's callback for one CPU node (ctx is the executor). */
-static void run_cpu_node(void *ctx, uint32_t id) {
+/* The dispatcher's (and the emulator's) callback for one node computed on
+ * the host (ctx is the executor). */
+static void run_host_node(void *ctx, uint32_t id) {
     braid_exec *e = ctx;
     run_node(e, &e->run.kargs, id);
 }
@@ -556,16 +480,28 @@ static braid_status start_schedule(braid_exec *e, const braid_input_binding *in,
             return s;
         }
     }
-    *started = true;
-    if (e->emulate) return run_emulated(e, &e->run.kargs);
-    if (e->cuda) { /* GPU nodes issued async, CPU nodes through the hook */
-        e->run.cargs = (br_cuda_run_args){e->ptr, in,      nin,          out,
-                                          nout,   e->pool, run_cpu_node, e};
-        return br_cuda_run_start(e->cuda, &e->run.cargs, started);
+    br_dispatch d = {&e->sched, NULL, NULL, run_host_node, e, e->cpu_done};
+    if (e->emulate) {
+        br_emu_begin(e->emu);
+        d.ops = br_emu_ops();
+        d.queues = e->emu;
+    } else if (e->cuda) { /* checks the bindings, decides graph replay */
+        e->run.cargs =
+            (br_cuda_run_args){.ptr = e->ptr,
+                               .in = in,
+                               .nin = nin,
+                               .out = out,
+                               .nout = nout,
+                               .pool = e->pool,
+                               .prof = e->profiling ? e->prof : NULL};
+        braid_status s = br_cuda_run_start(e->cuda, &e->run.cargs, started);
+        if (!*started) return s;
+        if (s != BRAID_OK) return s;
+        d.ops = br_cuda_ops();
+        d.queues = e->cuda;
     }
-    for (uint32_t i = 0; i < p->res.nschedule; i++)
-        run_node(e, &e->run.kargs, p->res.schedule[i]);
-    return BRAID_OK;
+    *started = true;
+    return br_dispatch_run(&d);
 }
 
 /* memmove, or cudaMemcpy (cudaMemcpyDefault) when either side is a
@@ -683,7 +619,11 @@ static braid_status run_async(braid_exec *e, const char *where,
 /* Completes the pending run: waits for the GPUs, copies outputs out. */
 static braid_status finish_run(braid_exec *e) {
     braid_status st = e->run.status;
-    braid_status s = e->cuda ? br_cuda_run_finish(e->cuda, st) : st;
+    braid_status s = st;
+    if (e->cuda)
+        s = br_cuda_run_finish(e->cuda, st);
+    else if (e->emu && s == BRAID_OK) /* the emulated queues' last work */
+        s = br_emu_finish(e->emu);
     if (e->profiling && s == BRAID_OK)
         s = br_prof_cuda_collect(e->prof, e->cuda);
     if (e->profiling) br_prof_run_end(e->prof, s == BRAID_OK);
@@ -720,12 +660,6 @@ braid_status braid_run(braid_exec *e, const braid_input_binding *inputs,
     return s == BRAID_OK ? braid_wait(e) : s;
 }
 
-br_cuda *br_exec_cuda(const braid_exec *e) { return e ? e->cuda : NULL; }
-
-/* ---- profiling (runtime/profile*.c, docs/profiler.md) -------------------- */
-
-br_prof *br_cuda_run_prof(const br_cuda_run_args *a) {
-    if (!a || a->run_cpu != run_cpu_node) return NULL; /* not exec.c's run */
-    const braid_exec *e = a->cpu_ctx;
-    return e->profiling ? e->prof : NULL;
+br_cuda *br_exec_cuda(const braid_exec *e) {
+    return e ? e->cuda : NULL;
 }

@@ -5,6 +5,7 @@
 #define BRAID_RUNTIME_EXEC_IMPL_H
 
 #include "runtime/cuda/cuda.h"
+#include "runtime/dispatch.h"
 #include "runtime/profile/profile.h"
 #include "runtime/runtime.h"
 
@@ -55,17 +56,10 @@ struct braid_exec {
     br_async run;           /* the outstanding run, if any */
     bool emulate;           /* run device nodes on the host, interleaving
                                queues at random (br_exec_new_emulated) */
-    uint64_t rng;           /* emulation: random state */
-    uint32_t *qorder;       /* emulation: node ids grouped by queue, each
-                               group in schedule order; owned */
-    uint32_t *qstart;       /* emulation: per queue, first index in qorder
-                               (nqueues + 1 entries); owned */
-    uint32_t *qnext;        /* emulation: per queue, next index; owned */
-    uint32_t *wstart;       /* emulation: per node, first index in waits
-                               (nnodes + 1 entries); owned */
-    uint32_t *waits;        /* emulation: producer node ids each node waits
-                               for (its events); owned */
-    bool *done;             /* emulation: per node, completed this run */
+    br_sched sched;         /* the schedule the dispatcher walks (also
+                               read by the CUDA backend); owned */
+    bool *cpu_done;         /* per node: the dispatcher's scratch; owned */
+    br_emu *emu;            /* emulation: the host queues; owned */
     br_cuda *cuda;          /* the CUDA backend (runtime/cuda*.c) when the
                                plan runs GPU nodes: it owns the GPU and
                                pinned arenas and dispatches runs; NULL

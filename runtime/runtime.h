@@ -66,10 +66,12 @@ braid_status br_fused_check(const braid_graph *g, uint32_t id,
 /* ---- executors -------------------------------------------------------------- */
 
 /* A test executor that runs ANY plan on the host: every device's arenas are
- * host memory, copy nodes are memcpy, and the queues are interleaved in a
- * random order drawn from seed that respects only queue order and the
- * plan's events, so a missing event or an unsafe buffer reuse shows up as
- * wrong results. braid_run and braid_exec_free work on it as usual. */
+ * host memory, copy nodes are memcpy, and the device queues are emulated
+ * (runtime/emulate.c) under the dispatcher a GPU runs (runtime/dispatch.c):
+ * they progress in a random order and pace drawn from seed that respects
+ * only queue order and the plan's events, so a missing event or an unsafe
+ * buffer reuse shows up as wrong results. braid_run, braid_run_async,
+ * braid_wait and braid_exec_free work on it as usual. */
 braid_status br_exec_new_emulated(const braid_plan *p, uint64_t seed,
                                   braid_exec **exec);
 

@@ -85,14 +85,32 @@ Test(builder, unary_ops_keep_type) {
 
 Test(builder, named_wrappers_make_their_op) {
     braid_tensor x = braid_input(g, "x", BRAID_F32, 1, DIMS(3));
-    braid_tensor (*un[])(braid_graph *, braid_tensor) = {
-        braid_neg,   braid_abs,        braid_exp,   braid_log,  braid_sqrt,
-        braid_rsqrt, braid_sin,        braid_cos,   braid_tanh, braid_sigmoid,
-        braid_relu,  braid_gelu,       braid_silu,  braid_erf,  braid_floor,
-        braid_ceil,  braid_reciprocal, braid_square};
+    static const struct {
+        braid_tensor (*fn)(braid_graph *, braid_tensor);
+        braid_op op;
+    } un[] = {{braid_neg, BRAID_OP_NEG},
+              {braid_abs, BRAID_OP_ABS},
+              {braid_exp, BRAID_OP_EXP},
+              {braid_log, BRAID_OP_LOG},
+              {braid_sqrt, BRAID_OP_SQRT},
+              {braid_rsqrt, BRAID_OP_RSQRT},
+              {braid_sin, BRAID_OP_SIN},
+              {braid_cos, BRAID_OP_COS},
+              {braid_tan, BRAID_OP_TAN},
+              {braid_tanh, BRAID_OP_TANH},
+              {braid_sigmoid, BRAID_OP_SIGMOID},
+              {braid_relu, BRAID_OP_RELU},
+              {braid_gelu, BRAID_OP_GELU},
+              {braid_silu, BRAID_OP_SILU},
+              {braid_erf, BRAID_OP_ERF},
+              {braid_floor, BRAID_OP_FLOOR},
+              {braid_ceil, BRAID_OP_CEIL},
+              {braid_reciprocal, BRAID_OP_RECIPROCAL},
+              {braid_square, BRAID_OP_SQUARE}};
     for (size_t k = 0; k < sizeof un / sizeof un[0]; k++) {
-        braid_tensor t = un[k](g, x);
-        cr_assert_eq(bg_node_at(g, t.id)->op, (braid_op)(BRAID_OP_NEG + k));
+        braid_tensor t = un[k].fn(g, x);
+        cr_assert_eq(bg_node_at(g, t.id)->op, un[k].op, "%s",
+                     bg_op(un[k].op)->name);
     }
     braid_tensor (*bin[])(braid_graph *, braid_tensor, braid_tensor) = {
         braid_add, braid_sub, braid_mul, braid_div, braid_pow,

@@ -289,8 +289,9 @@ static void build_matrix(bp_plan *p) {
         braid_tensor a = hand_input(p, t, 2, ad), b = hand_input(p, t, 1, bd);
         braid_tensor c = hand_input(p, t, 2, cd);
         braid_tensor cond = hand_input(p, BRAID_BOOL, 2, cd);
-        for (braid_op op = BRAID_OP_NEG; op <= BRAID_OP_CAST; op++) {
-            if (!op_accepts(op, t)) continue;
+        for (braid_op op = 0; op < BRAID_OP_COUNT_; op++) {
+            if (bg_op(op)->kind != BRAID_KIND_ELEMENTWISE || !op_accepts(op, t))
+                continue;
             int arity = bg_op(op)->arity;
             if (op == BRAID_OP_CAST)
                 for (braid_dtype u = 0; u < BRAID_DTYPE_COUNT_; u++)
@@ -302,8 +303,9 @@ static void build_matrix(bp_plan *p) {
             else
                 braid_binary(g, op, a, op == BRAID_OP_DIV ? c : b);
         }
-        for (braid_op op = BRAID_OP_SUM; op <= BRAID_OP_REDUCE_MIN; op++) {
-            if (!op_accepts(op, t)) continue;
+        for (braid_op op = 0; op < BRAID_OP_COUNT_; op++) {
+            if (bg_op(op)->kind != BRAID_KIND_REDUCE || !op_accepts(op, t))
+                continue;
             bg_attrs at = {.axes = 1};
             bg_build(g, op, &a.id, 1, t, 0, NULL, &at, NULL);
             at.axes = 2;

@@ -29,6 +29,13 @@
             cr_skip_test("%s", braid_cuda_status());                           \
     } while (0)
 
+/* True when tools/gpu-check.sh runs the suite under compute-sanitizer
+ * (BRAID_TEST_SANITIZER set): timings and overlap figures mean nothing
+ * there, and suites that repeat or stream large data do less of it. */
+static inline bool tc_under_sanitizer(void) {
+    return getenv("BRAID_TEST_SANITIZER") != NULL;
+}
+
 /* Hints every node of g that is not an input or a constant to device. */
 static inline void tc_hint_all(braid_graph *g, const char *device) {
     for (uint32_t id = 0; id < braid_graph_node_count(g); id++) {
@@ -84,7 +91,7 @@ static inline braid_status tc_run(const braid_graph *g,
     if (s == BRAID_OK && gpu_nodes) {
         *gpu_nodes = 0;
         for (uint32_t i = 0; i < plan->res.nschedule; i++)
-            *gpu_nodes += br_cuda_node_on_gpu(plan, plan->res.schedule[i]);
+            *gpu_nodes += br_node_on_device_queue(plan, plan->res.schedule[i]);
     }
     if (s == BRAID_OK) s = braid_exec_new(plan, &exec);
     for (int r = 0; s == BRAID_OK && r < runs; r++)

@@ -5,6 +5,7 @@
 
 #include <math.h>
 
+#include "braid/braid.h"
 #include "runtime/npy/npy.h"
 #include "support/golden.h"
 #include "support/support.h"
@@ -112,6 +113,64 @@ static braid_status decode_header(const char *header, braid_dtype expect,
     return br_npy_decode(buf, len, "hand.npy", expect, a);
 }
 
+/* True when the builder, the text parser and the .npy reader all accept
+ * f32[d0,d1,d2]; fails the test when they disagree. */
+static bool shape_accepted(const int64_t d[3]) {
+    braid_graph *g = braid_graph_new(NULL);
+    cr_assert_not_null(g);
+    braid_input(g, "x", BRAID_F32, 3, d);
+    bool built = braid_graph_status(g) == BRAID_OK;
+    braid_graph_free(g);
+    char text[300], header[300];
+    snprintf(text, sizeof text,
+             "braid-graph 1\n%%x = input f32[%lld,%lld,%lld] name=\"x\"\n"
+             "output \"x\" = %%x\n",
+             (long long)d[0], (long long)d[1], (long long)d[2]);
+    g = braid_graph_parse(text, strlen(text), "t.graph", NULL);
+    cr_assert_not_null(g);
+    bool parsed = braid_graph_status(g) == BRAID_OK;
+    braid_graph_free(g);
+    snprintf(header, sizeof header,
+             "{'descr': '<f4', 'fortran_order': False, 'shape': (%lld, %lld, "
+             "%lld), }\n",
+             (long long)d[0], (long long)d[1], (long long)d[2]);
+    br_npy_array a;
+    bool empty = d[0] == 0 || d[1] == 0 || d[2] == 0;
+    braid_status s = decode_header(header, BRAID_F32, &a, empty ? 0 : 32);
+    if (s == BRAID_OK) br_npy_array_free(&a);
+    cr_assert(s == BRAID_OK || s == BRAID_ERR_SHAPE, "%s", braid_last_error());
+    cr_assert(built == parsed && parsed == (s == BRAID_OK),
+              "[%lld,%lld,%lld]: builder %d, parser %d, .npy %d",
+              (long long)d[0], (long long)d[1], (long long)d[2], built, parsed,
+              s == BRAID_OK);
+    return built;
+}
+
+/* One size rule for every reader of shapes, whatever the order of the
+ * dims: an empty shape whose other dims multiply past 2^50 bytes is
+ * refused (its strides would overflow int64), as a full one is. */
+Test(npy, shape_limits_agree_with_builder_and_parser) {
+    const int64_t big = (int64_t)1 << 32, m = (int64_t)1 << 24;
+    const struct {
+        int64_t d[3];
+        bool fits;
+    } cases[] = {
+        {{0, big, big}, false},
+        {{big, 0, big}, false},
+        {{big, big, 0}, false},
+        {{0, m, m}, true}, /* 2^48 × 4 = 2^50 */
+        {{m, 0, 2 * m}, false},
+        {{2 * m, m, 0}, false},
+        {{0, 0, big}, true},
+        {{2, 2, 2}, true},
+        {{0, (int64_t)1 << 50, 1}, false}, /* 2^50 elements × 4 bytes */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        cr_assert_eq(shape_accepted(cases[i].d), cases[i].fits,
+                     "case %zu: [%lld,%lld,%lld]", i, (long long)cases[i].d[0],
+                     (long long)cases[i].d[1], (long long)cases[i].d[2]);
+}
+
 Test(npy, header_syntax_variants) {
     static const char *const ok[] = {
         "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }\n",
@@ -211,6 +270,26 @@ Test(npy, malformed_headers_are_errors) {
         cr_assert(strstr(msg, bad[k].needle), "case %zu: '%s' lacks '%s'", k,
                   msg, bad[k].needle);
     }
+}
+
+/* A file cut inside its preamble (after a good magic) is truncated, not
+ * foreign; a descr whose quote never closes is unterminated, not long. */
+Test(npy, truncations_and_unterminated_strings_named_right) {
+    for (size_t n = 6; n < 10; n++) {
+        br_npy_array a;
+        braid_status s = br_npy_decode(np_f32_2x3, n, "cut.npy", BRAID_F32, &a);
+        cr_assert_eq(s, BRAID_ERR_PARSE);
+        cr_assert(strstr(braid_last_error(), "truncated") &&
+                      !strstr(braid_last_error(), "magic"),
+                  "%zu bytes: %s", n, braid_last_error());
+    }
+    br_npy_array a;
+    char header[128];
+    snprintf(header, sizeof header, "{'descr': '<f4%70s\n", "");
+    braid_status s = decode_header(header, BRAID_F32, &a, 0);
+    cr_assert_eq(s, BRAID_ERR_PARSE);
+    cr_assert(strstr(braid_last_error(), "unterminated string"), "%s",
+              braid_last_error());
 }
 
 Test(npy, bad_preambles) {

@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "codegen/codegen.h"
 #include "tests/support/golden.h"
@@ -229,6 +231,103 @@ Test(nvrtc, truncated_entry_rebuilt) {
 
 Test(nvrtc, garbage_entry_rebuilt) {
     check_rebuilt(7, garbage_entry);
+}
+
+/* ---- entries nobody but the user may have planted ------------------------ */
+
+/* A FIFO where the entry was: opening it used to wait for a writer forever. */
+static void fifo_entry(const char *path) {
+    cr_assert_eq(unlink(path), 0);
+    cr_assert_eq(mkfifo(path, 0600), 0);
+}
+
+/* An intact entry that group and others may write: anyone could have put
+ * a kernel there, whatever its digests say. */
+static void shared_entry(const char *path) {
+    cr_assert_eq(chmod(path, 0666), 0);
+}
+
+/* An intact entry of another user's. */
+static void foreign_entry(const char *path) {
+    cr_assert_eq(chown(path, geteuid() == 0 ? 65534 : 0, (gid_t)-1), 0);
+}
+
+/* A link to an intact entry elsewhere: links are not followed. */
+static void linked_entry(const char *path) {
+    char *moved = malloc(strlen(path) + 8);
+    cr_assert_not_null(moved);
+    sprintf(moved, "%s.moved", path);
+    cr_assert_eq(rename(path, moved), 0);
+    cr_assert_eq(symlink(moved, path), 0);
+    free(moved);
+}
+
+Test(nvrtc, fifo_entry_is_a_miss, .timeout = 60) {
+    check_rebuilt(20, fifo_entry);
+}
+
+Test(nvrtc, entry_writable_by_others_refused) {
+    check_rebuilt(21, shared_entry);
+}
+
+Test(nvrtc, entry_of_another_user_refused) {
+    if (geteuid() != 0) cr_skip_test("chown to another user needs root");
+    check_rebuilt(22, foreign_entry);
+}
+
+Test(nvrtc, linked_entry_refused) {
+    char *dir = fresh_cache();
+    char *src = kernel_text(23);
+    bc_binary a, b;
+    compile_ok(src, &a);
+    char *path = only_entry(dir);
+    linked_entry(path);
+    bc_cache_clear();
+    compile_ok(src, &b);
+    cr_assert_not(b.cached, "an entry reached through a link was used");
+    bc_binary_free(&a);
+    bc_binary_free(&b);
+    free(path);
+    free(src);
+    tf_rmtree(dir);
+    free(dir);
+}
+
+/* The folder is made private, entries are named by a 256-bit digest, and
+ * a folder that others may write is not used at all. */
+Test(nvrtc, cache_folder_private_and_keys_sha256) {
+    char *root = tf_mkdtemp();
+    cr_assert_not_null(root);
+    char *dir = tf_path(root, "cache");
+    setenv("BRAID_CACHE_DIR", dir, 1);
+    bc_cache_clear();
+    bc_stats_reset();
+    char *src = kernel_text(24);
+    bc_binary a, b;
+    compile_ok(src, &a);
+    struct stat st;
+    cr_assert_eq(stat(dir, &st), 0);
+    cr_assert_eq(st.st_mode & 0777, 0700, "cache folder mode %o",
+                 st.st_mode & 0777);
+    char *path = only_entry(dir);
+    const char *name = strrchr(path, '/') + 1; /* sm90-<64 hex>.bkc */
+    cr_assert_eq(strlen(name), strlen("sm90-.bkc") + 64, "%s", name);
+    cr_assert_eq(strspn(name + 5, "0123456789abcdef"), 64, "%s", name);
+    cr_assert_eq(chmod(dir, 0777), 0);
+    bc_cache_clear();
+    compile_ok(src, &b);
+    cr_assert_not(b.cached, "an entry in a folder anyone may write was used");
+    bc_stats st2;
+    bc_stats_get(&st2);
+    cr_assert_eq(st2.disk_hits, 0);
+    cr_assert_eq(st2.disk_writes, 1, "stored into a folder anyone may write");
+    bc_binary_free(&a);
+    bc_binary_free(&b);
+    free(path);
+    free(src);
+    free(dir);
+    tf_rmtree(root);
+    free(root);
 }
 
 typedef struct writer {

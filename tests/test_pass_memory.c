@@ -60,25 +60,7 @@ static const bp_tensor_place *place_of(const bp_plan *p, uint32_t origin) {
 /* Runs p (natively, or emulated under seeds 1..nseeds) and compares with
  * the reference evaluator on g. */
 static void check_values(const braid_graph *g, const bp_plan *p, int nseeds) {
-    ts_io *io = ts_io_new(g, 42);
-    cr_assert_not_null(io);
-    braid_status s =
-        braid_reference_run(g, io->in, io->ninputs, io->ref, io->noutputs);
-    cr_assert_eq(s, BRAID_OK, "reference: %s", braid_last_error());
-    for (int k = 0; k < (nseeds ? nseeds : 1); k++) {
-        braid_exec *e = NULL;
-        s = nseeds ? br_exec_new_emulated(p, (uint64_t)k + 1, &e)
-                   : braid_exec_new(p, &e);
-        cr_assert_eq(s, BRAID_OK, "exec: %s", braid_last_error());
-        for (uint32_t i = 0; i < io->noutputs; i++)
-            memset(io->out[i].data, 0xa5, io->out[i].bytes);
-        s = braid_run(e, io->in, io->ninputs, io->out, io->noutputs);
-        braid_exec_free(e);
-        cr_assert_eq(s, BRAID_OK, "run: %s", braid_last_error());
-        char msg[512];
-        cr_assert(ts_io_compare(io, msg, sizeof msg), "seed %d: %s", k, msg);
-    }
-    ts_io_free(io);
+    ts_check_plan(g, p, nseeds, 42);
 }
 
 /* Two arena tensors share at least one byte. */

@@ -185,6 +185,39 @@ static float h2f(const void *p, int64_t i) {
     return (float)bg_load(BRAID_F16, p, i);
 }
 
+/* Folding evaluates with graph/eval.c, not the runtime: a concat of more
+ * operands than an elementwise op has, a wrapping i32 sum and a max all
+ * fold into one constant holding the reference evaluator's bits. */
+Test(simplify, folding_concat_sum_max_i32) {
+    braid_graph *g = braid_graph_new(NULL);
+    braid_tensor part[5];
+    uint32_t want[4] = {0, 0, 0, 0}; /* column sums, wrapping */
+    for (int k = 0; k < 5; k++) {
+        int64_t d[2] = {3, 4};
+        int32_t v[12];
+        ts_fill_random(BRAID_I32, v, 12, 40 + (uint64_t)k, -2.1e9, 2.1e9);
+        for (int i = 0; i < 12; i++)
+            want[i % 4] += (uint32_t)v[i];
+        part[k] = braid_constant(g, BRAID_I32, 2, d, v);
+    }
+    braid_tensor c = braid_concat(g, 5, part, 0);
+    braid_tensor s = braid_sum(g, c, 1, (int[]){0}, false);
+    braid_tensor m = braid_max(g, s, braid_neg(g, s));
+    braid_output(g, "m", m);
+    bp_plan *p = simplified(g);
+    const braid_graph *pg = p->res.graph;
+    cr_assert_eq(pg->nnodes, 1, "everything folds into one constant");
+    cr_assert_eq(pg->nodes[0].op, BRAID_OP_CONSTANT);
+    const int32_t *got = pg->nodes[0].attr.data;
+    for (int j = 0; j < 4; j++) {
+        int32_t w = (int32_t)want[j], nw = (int32_t)(0u - want[j]);
+        cr_expect_eq(got[j], w > nw ? w : nw, "column %d", j);
+    }
+    assert_same_reference(g, pg, 3);
+    braid_plan_free(p);
+    braid_graph_free(g);
+}
+
 /* Each folded node rounds to f16 like the executor's node would (computed
  * in f32, rounded on store), not once at the end. */
 Test(simplify, folding_rounds_f16_per_node) {

@@ -106,6 +106,7 @@ Test(reference, unary_transcendental) {
     check_unary(BRAID_OP_RSQRT, d_rsqrt, true);
     check_unary(BRAID_OP_SIN, sin, false);
     check_unary(BRAID_OP_COS, cos, false);
+    check_unary(BRAID_OP_TAN, tan, false);
     check_unary(BRAID_OP_TANH, tanh, false);
     check_unary(BRAID_OP_SIGMOID, d_sigmoid, false);
     check_unary(BRAID_OP_GELU, d_gelu, false);

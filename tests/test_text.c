@@ -54,9 +54,13 @@ static void add_elementwise(braid_graph *g) {
     braid_tensor x = braid_input(g, "xf", BRAID_F32, 2, d23);
     braid_tensor y = braid_input(g, "yf", BRAID_F32, 1, (int64_t[]){3});
     braid_tensor xi = braid_input(g, "xi", BRAID_I32, 2, d23);
-    for (int op = BRAID_OP_NEG; op <= BRAID_OP_SQUARE; op++) {
+    for (int op = 0; op < BRAID_OP_COUNT_; op++) {
+        const bg_op_info *i = bg_op((braid_op)op);
+        if (i->kind != BRAID_KIND_ELEMENTWISE || i->arity != 1 ||
+            op == BRAID_OP_CAST)
+            continue;
         braid_tensor u = braid_unary(g, (braid_op)op, x);
-        braid_output(g, bg_op((braid_op)op)->name, u);
+        braid_output(g, i->name, u);
     }
     braid_neg(g, xi), braid_abs(g, xi), braid_square(g, xi), braid_relu(g, xi);
     for (int op = BRAID_OP_ADD; op <= BRAID_OP_GE; op++)

@@ -7,6 +7,7 @@
 #include "graph/graph.h"
 
 #include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,6 +40,24 @@ void cli_fill_random(braid_dtype t, void *buf, int64_t n, uint64_t seed,
     }
 }
 
+/* The mean of the finite values among n (finite of them, none larger than
+ * big in magnitude): a compensated (Neumaier) sum, so [1, 2, 1e38, -1e38]
+ * gives 0.75 rather than 0, of values scaled by 1/finite first when their
+ * sum could overflow (f64 near DBL_MAX). */
+static double finite_mean(braid_dtype t, const void *buf, int64_t n,
+                          int64_t finite, double big) {
+    double scale = big > DBL_MAX / (double)finite ? 1.0 / (double)finite : 1.0;
+    double sum = 0.0, c = 0.0;
+    for (int64_t i = 0; i < n; i++) {
+        double v = bg_load(t, buf, i) * scale;
+        if (!isfinite(v)) continue;
+        double s = sum + v;
+        c += fabs(sum) >= fabs(v) ? (sum - s) + v : (v - s) + sum;
+        sum = s;
+    }
+    return scale == 1.0 ? (sum + c) / (double)finite : sum + c;
+}
+
 void cli_print_stats(FILE *out, braid_dtype t, const void *buf, int64_t n) {
     if (n == 0) {
         fputs("empty", out);
@@ -51,7 +70,7 @@ void cli_print_stats(FILE *out, braid_dtype t, const void *buf, int64_t n) {
         fprintf(out, "true %lld of %lld", (long long)ones, (long long)n);
         return;
     }
-    double lo = INFINITY, hi = -INFINITY, sum = 0.0;
+    double lo = INFINITY, hi = -INFINITY;
     int64_t nan = 0, inf = 0, finite = 0;
     for (int64_t i = 0; i < n; i++) {
         double v = bg_load(t, buf, i);
@@ -62,13 +81,12 @@ void cli_print_stats(FILE *out, braid_dtype t, const void *buf, int64_t n) {
         } else {
             lo = v < lo ? v : lo;
             hi = v > hi ? v : hi;
-            sum += v;
             finite++;
         }
     }
     if (finite)
         fprintf(out, "min %.6g max %.6g mean %.6g", lo, hi,
-                sum / (double)finite);
+                finite_mean(t, buf, n, finite, fmax(fabs(lo), fabs(hi))));
     else
         fputs("no finite values", out);
     if (nan) fprintf(out, ", %lld NaN", (long long)nan);

@@ -1,11 +1,14 @@
 /* tools/cli_dot.c — `braid dot`: a graph (or, with --plan, its compiled
  * plan) as Graphviz DOT, or rendered to SVG / PNG by Graphviz's `dot`
  * program. A plan file gives its embedded graph, or with --plan the plan
- * it stores. Files are written to a temporary name next to the output and
- * renamed into place, so a failure never leaves half a file. */
+ * it stores. Output goes through graph/outfile.h: a temporary file
+ * renamed into place (a failure never leaves half a file), or a device or
+ * FIFO written in place. */
 #define _POSIX_C_SOURCE 200809L
 
 #include "tools/cli.h"
+
+#include "graph/outfile.h"
 
 #include <errno.h>
 #include <spawn.h>
@@ -84,31 +87,6 @@ static char *find_dot(void) {
     return NULL;
 }
 
-/* A new empty file "<base>.XXXXXX" (name in *tmp, malloc'd), opened. */
-static FILE *open_temp(const char *base, char **tmp) {
-    size_t len = strlen(base) + 8;
-    *tmp = malloc(len);
-    if (!*tmp) return NULL;
-    snprintf(*tmp, len, "%s.XXXXXX", base);
-    int fd = mkstemp(*tmp);
-    /* mkstemp makes the file private; the output gets the usual mode. */
-    mode_t mask = umask(0);
-    umask(mask);
-    if (fd >= 0) fchmod(fd, 0666 & ~mask);
-    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
-    if (!f) {
-        cli_fail("cannot create a temporary file next to %s: %s", base,
-                 strerror(errno));
-        if (fd >= 0) {
-            close(fd);
-            unlink(*tmp);
-        }
-        free(*tmp);
-        *tmp = NULL;
-    }
-    return f;
-}
-
 /* Writes the DOT text of the graph or plan to f. */
 static bool write_dot(const braid_graph *g, const braid_plan *p, FILE *f) {
     braid_status s = p ? braid_plan_to_dot(p, f) : braid_graph_to_dot(g, f);
@@ -116,14 +94,21 @@ static bool write_dot(const braid_graph *g, const braid_plan *p, FILE *f) {
     return true;
 }
 
-/* Runs `dot -T<fmt> -o out in`; true when it exits 0. */
-static bool render(const char *dot, dot_format format, const char *in,
-                   const char *out) {
+/* Runs `dot -T<fmt>` reading in and writing out (file descriptors); true
+ * when it exits 0. No file name reaches dot's command line, so an output
+ * named like an option (-Kfoo.svg) cannot be taken for one. */
+static bool render(const char *dot, dot_format format, int in, int out,
+                   const char *name) {
     const char *type = format == DOT_SVG ? "-Tsvg" : "-Tpng";
-    char *argv[] = {(char *)dot, (char *)type, (char *)"-o",
-                    (char *)out, (char *)in,   NULL};
+    char *argv[] = {(char *)dot, (char *)type, NULL};
+    posix_spawn_file_actions_t fa;
+    if (posix_spawn_file_actions_init(&fa) != 0)
+        return cli_err("cannot run %s: out of memory", dot);
+    int rc = posix_spawn_file_actions_adddup2(&fa, in, STDIN_FILENO);
+    if (rc == 0) rc = posix_spawn_file_actions_adddup2(&fa, out, STDOUT_FILENO);
     pid_t pid;
-    int rc = posix_spawn(&pid, dot, NULL, NULL, argv, environ);
+    if (rc == 0) rc = posix_spawn(&pid, dot, &fa, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
     if (rc != 0) return cli_err("cannot run %s: %s", dot, strerror(rc));
     int ws = 0;
     while (waitpid(pid, &ws, 0) < 0)
@@ -131,35 +116,43 @@ static bool render(const char *dot, dot_format format, const char *in,
     if (WIFEXITED(ws) && WEXITSTATUS(ws) == 0) return true;
     if (WIFEXITED(ws))
         return cli_err("%s failed (exit status %d) rendering %s", dot,
-                       WEXITSTATUS(ws), out);
+                       WEXITSTATUS(ws), name);
     return cli_err("%s was killed by signal %d rendering %s", dot, WTERMSIG(ws),
-                   out);
+                   name);
 }
 
-/* Writes the DOT to a temporary file, renders it when asked, renames the
- * result to a->out. */
+/* Renders the DOT text of g or p into out through an anonymous temporary
+ * file (tmpfile: no name to clash or leave behind). */
+static bool render_to(const dot_args *a, const char *dot, const braid_graph *g,
+                      const braid_plan *p, FILE *out) {
+    FILE *text = tmpfile();
+    if (!text)
+        return cli_err("cannot create a temporary file: %s", strerror(errno));
+    bool ok = write_dot(g, p, text);
+    if (ok && (fflush(text) != 0 || fseek(text, 0, SEEK_SET) != 0))
+        ok = cli_err("writing a temporary file failed: %s", strerror(errno));
+    ok = ok && fflush(out) == 0 &&
+         render(dot, a->format, fileno(text), fileno(out), a->out);
+    fclose(text);
+    return ok;
+}
+
+/* Writes the DOT text, or the image dot renders of it, to a->out through
+ * graph/outfile.h (atomic replacement; in place for a device or FIFO). */
 static bool write_file(const dot_args *a, const char *dot, const braid_graph *g,
                        const braid_plan *p) {
-    char *text = NULL, *image = NULL;
-    FILE *f = open_temp(a->out, &text);
-    bool ok = f && write_dot(g, p, f);
-    if (f && fclose(f) != 0 && ok)
-        ok = cli_err("writing %s failed: %s", text, strerror(errno));
-    const char *result = text;
-    if (ok && a->format != DOT_TEXT) {
-        FILE *img = open_temp(a->out, &image);
-        ok = img != NULL;
-        if (img) fclose(img);
-        ok = ok && render(dot, a->format, text, image);
-        result = image;
+    bg_outfile o;
+    if (bg_outfile_open(&o, a->out, "dot", 0) != BRAID_OK)
+        return cli_err("%s", braid_last_error());
+    bool ok = a->format == DOT_TEXT ? write_dot(g, p, o.f)
+                                    : render_to(a, dot, g, p, o.f);
+    if (!ok) {
+        bg_outfile_abort(&o);
+        return false;
     }
-    if (ok && rename(result, a->out) != 0)
-        ok = cli_err("cannot write %s: %s", a->out, strerror(errno));
-    if (text && (!ok || result != text)) unlink(text);
-    if (image && !ok) unlink(image);
-    free(text);
-    free(image);
-    return ok;
+    if (bg_outfile_commit(&o, "dot") != BRAID_OK)
+        return cli_err("%s", braid_last_error());
+    return true;
 }
 
 int cli_dot(int argc, char **argv) {

@@ -4,7 +4,7 @@
 #
 # Run from the repository root on the GPU machine (see ../shared/DEVICE.md):
 #
-#   here, once:   ../shared/tools/device-deps.sh        # makes .devdeps/
+#   here, once:   tools/device-deps.sh                  # makes .devdeps/
 #   there:        tools/gpu-check.sh                    # carry .devdeps
 #
 # e.g. with the device tool: run(command="tools/gpu-check.sh",
@@ -17,16 +17,21 @@
 #   3. the whole ctest suite except the GPU suites (ctest -j16)
 #   4. the GPU suites tests/test_cuda_*, one binary at a time, each test in
 #      parallel (Criterion --jobs 16), with a time limit each
-#   5. compute-sanitizer (slow: last): memcheck over test_cuda_graph and
-#      test_cuda_errors (the latter with --report-api-errors no: it makes
-#      cudaMalloc fail on purpose, an API error memcheck would count), and
-#      racecheck over one multi-stream test of test_cuda_dags (four
-#      reduction branches on 4 and 1 streams); each prints its own row
+#   5. compute-sanitizer (slow: last), every run a process of its own, all
+#      started together and collected into one row each: memcheck over
+#      every GPU suite (test_cuda_errors with --report-api-errors no: it
+#      makes cudaMalloc fail on purpose, an API error memcheck would
+#      count), racecheck and synccheck over every suite that runs several
+#      streams at once (MULTI_STREAM below). The suites see
+#      BRAID_TEST_SANITIZER=1 and use smaller data and fewer repetitions
+#      there, and skip timing and overlap assertions
 # and finally a table: step/test, result, counts, seconds. The exit status
 # is 0 only when everything passed.
 #
 # Environment: GPU_CHECK_SKIP_CTEST=1 skips step 3, GPU_CHECK_SKIP_SANITIZER=1
-# step 5; GPU_CHECK_ONLY=<regex> runs only the GPU suites matching it;
+# step 5; GPU_CHECK_ONLY=<regex> runs only the GPU suites matching it (in
+# steps 4 and 5); GPU_CHECK_SAN_JOBS=<n> (default 2) Criterion jobs per
+# sanitizer process;
 # GPU_CHECK_BUDGET=<seconds> (default 540) is the time after which the
 # remaining steps are skipped (rows say so), so the summary always prints
 # within one 10-minute device call.
@@ -46,7 +51,7 @@ export NCCL_NVLS_ENABLE=0
 # ---- environment ---------------------------------------------------------------
 D=$ROOT/.devdeps/usr
 if [ ! -d "$D" ]; then
-    echo "gpu-check: $ROOT/.devdeps is missing: run ../shared/tools/device-deps.sh" \
+    echo "gpu-check: $ROOT/.devdeps is missing: run tools/device-deps.sh" \
          "on the build machine and carry .devdeps along" >&2
     exit 2
 fi
@@ -133,6 +138,13 @@ run_suite() { # name, timeout, row label ("": name), suite args, command prefix.
     timeout "$limit" "$@" "$bin" --jobs "$JOBS" --verbose $extra >"$out" 2>&1
     rc=$?
     t1=$(now)
+    suite_row "$label" "$out" "$rc" "$t0" "$t1"
+}
+
+# One row from a suite's output file: label, output, exit status, start,
+# end. Appends the output (less passing tests) to gpu-tests.log.
+suite_row() {
+    local label=$1 out=$2 rc=$3 t0=$4 t1=$5 log=$LOGS/gpu-tests.log
     # failures and logs in full, passing tests as one line each
     grep -vE '^\[(RUN |PASS)\]' "$out" >>"$log"
     local syn skips result detail san
@@ -166,6 +178,67 @@ run_suite() { # name, timeout, row label ("": name), suite args, command prefix.
     [ "$result" = ok ] || all_ok=1
 }
 
+# ---- compute-sanitizer ---------------------------------------------------------------------
+# The suites whose plans run several streams at once (compute streams,
+# chunked copy pipelines, CUDA graphs of several streams, two executors
+# side by side): racecheck and synccheck run over these.
+MULTI_STREAM="test_cuda_dags test_cuda_profile test_cuda_copies test_cuda_graph test_cuda_stress"
+
+# Starts one sanitizer run in the background: label, suite, tool, extra
+# sanitizer arguments... Its output goes to $BUILD/san_<label>.out, its
+# status and times to the same name with .rc.
+san_start() {
+    local label=$1 name=$2 tool=$3
+    shift 3
+    local out=$BUILD/san_$(echo "$label" | tr -c 'A-Za-z0-9_\n' '_').out
+    SAN_LABELS+=("$label"$'\t'"$out")
+    (
+        t0=$(now)
+        BRAID_TEST_SANITIZER=1 timeout "$SAN_LIMIT" compute-sanitizer \
+            --error-exitcode 3 --print-limit 20 --tool "$tool" "$@" \
+            "$BUILD/tests/$name" --jobs "${GPU_CHECK_SAN_JOBS:-2}" --verbose \
+            >"$out" 2>&1
+        echo "$? $t0 $(now)" >"$out.rc"
+    ) &
+}
+
+# memcheck over every suite in $1, racecheck and synccheck over those of
+# them in MULTI_STREAM, all at once (the GPU and 16 cores have room; each
+# run is slow mostly in the sanitizer's own host work), within what is
+# left of the budget less a minute for the steps after.
+run_sanitizers() {
+    SAN_LABELS=()
+    SAN_LIMIT=$(($(left) - 60))
+    [ "$SAN_LIMIT" -gt 300 ] && SAN_LIMIT=300
+    if [ "$SAN_LIMIT" -lt 30 ]; then
+        row "compute-sanitizer" "SKIP" "time budget spent" "0"
+        all_ok=1
+        return
+    fi
+    local name
+    for name in $1; do
+        [ -x "$BUILD/tests/$name" ] || continue
+        [ -n "${GPU_CHECK_ONLY:-}" ] && ! echo "$name" | grep -qE "$GPU_CHECK_ONLY" && continue
+        if [ "$name" = test_cuda_errors ]; then
+            san_start "$name (memcheck, no API errors)" "$name" memcheck \
+                --report-api-errors no
+        else
+            san_start "$name (memcheck)" "$name" memcheck
+        fi
+        case " $MULTI_STREAM " in *" $name "*) ;; *) continue ;; esac
+        san_start "$name (racecheck)" "$name" racecheck
+        san_start "$name (synccheck)" "$name" synccheck
+    done
+    wait
+    local entry label out rc t0 t1
+    for entry in "${SAN_LABELS[@]}"; do
+        IFS=$'\t' read -r label out <<<"$entry"
+        read -r rc t0 t1 <"$out.rc" 2>/dev/null || { rc=1 t0=0 t1=0; }
+        echo "==================== $label" >>"$LOGS/gpu-tests.log"
+        suite_row "$label" "$out" "$rc" "$t0" "$t1"
+    done
+}
+
 if [ $build_rc -eq 0 ]; then
     : >"$LOGS/gpu-tests.log"
     # most telling first, in case the time budget runs out
@@ -188,25 +261,7 @@ if [ $build_rc -eq 0 ]; then
     grep -h '^\[----\] perf: ' "$BUILD"/test_cuda_*.out 2>/dev/null |
         sed 's/^\[----\] //' >"$LOGS/perf.txt"
     if [ "${GPU_CHECK_SKIP_SANITIZER:-0}" != 1 ] && command -v compute-sanitizer >/dev/null; then
-        SAN=(compute-sanitizer --error-exitcode 3 --print-limit 20)
-        # memcheck: out-of-bounds and misaligned device accesses, failing
-        # CUDA API calls; test_cuda_errors provokes a failing cudaMalloc on
-        # purpose, so API errors are not reported there
-        JOBS=4 run_suite test_cuda_graph 150 "test_cuda_graph (memcheck)" "" \
-            "${SAN[@]}" --tool memcheck
-        JOBS=4 run_suite test_cuda_bindings 100 \
-            "test_cuda_bindings (memcheck)" "" \
-            "${SAN[@]}" --tool memcheck
-        JOBS=4 run_suite test_cuda_errors 100 \
-            "test_cuda_errors (memcheck, no API errors)" "" \
-            "${SAN[@]}" --tool memcheck --report-api-errors no
-        # racecheck: shared-memory hazards in the generated reduction
-        # kernels, four branches on 4 and on 1 compute streams (no cuBLAS
-        # in that test, so a hazard found is braid's)
-        JOBS=1 run_suite test_cuda_dags 90 \
-            "test_cuda_dags reductions (racecheck)" \
-            "--filter cuda_dags/reductions_on_streams" \
-            "${SAN[@]}" --tool racecheck
+        run_sanitizers "$order"
     fi
 fi
 

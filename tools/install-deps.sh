@@ -22,6 +22,7 @@ need make             command -v make
 need libopenblas-dev  has_pc openblas
 need libcriterion-dev has_pc criterion
 need libgraphviz-dev  has_pc libcgraph
+need nettle-dev       has_pc nettle
 need graphviz         command -v dot
 need python3-numpy    debian_numpy
 

@@ -169,6 +169,7 @@ braid_tensor braid_sqrt(braid_graph *g, braid_tensor x);
 braid_tensor braid_rsqrt(braid_graph *g, braid_tensor x);
 braid_tensor braid_sin(braid_graph *g, braid_tensor x);
 braid_tensor braid_cos(braid_graph *g, braid_tensor x);
+braid_tensor braid_tan(braid_graph *g, braid_tensor x);
 braid_tensor braid_tanh(braid_graph *g, braid_tensor x);
 braid_tensor braid_sigmoid(braid_graph *g, braid_tensor x);
 braid_tensor braid_relu(braid_graph *g, braid_tensor x);
@@ -314,6 +315,7 @@ braid_status braid_set_device(braid_graph *g, braid_tensor t,
  * allocated with malloc; free it with free(). */
 braid_status braid_graph_print(const braid_graph *g, char **text,
                                size_t *len);
+/* The text written to path like braid_plan_save writes a plan file. */
 braid_status braid_graph_write_file(const braid_graph *g, const char *path);
 /* Parse text (len bytes, need not be NUL-terminated). filename is used in
  * messages ("file:line:col: ..."); may be NULL. Returns a graph whose status
@@ -340,6 +342,12 @@ typedef struct braid_device_profile {
     double launch_s;                  /* fixed cost per node */
 } braid_device_profile;
 
+/* Limits of the compile options, checked by braid_compile (and by
+ * braid_plan_load, so a plan that saves always loads again). */
+#define BRAID_MAX_THREADS 1024 /* num_threads */
+#define BRAID_MAX_STREAMS 64   /* max_streams */
+#define BRAID_MAX_CHUNKS 1024  /* chunks */
+
 /* Optional passes, for braid_compile_options.disable_passes. */
 #define BRAID_PASS_SIMPLIFY 1u /* dead code, CSE, folding, identities */
 #define BRAID_PASS_FUSE 2u     /* elementwise fusion */
@@ -355,7 +363,8 @@ typedef struct braid_compile_options {
                               outputs). A list naming GPUs this machine
                               lacks still compiles (the plan then needs
                               them to run). */
-    int num_threads;       /* CPU worker threads; 0: one per core */
+    int num_threads;       /* CPU worker threads, 0..BRAID_MAX_THREADS;
+                              0: one per core */
     unsigned disable_passes; /* BRAID_PASS_* bits of passes to skip */
     int max_streams;       /* compute streams per GPU; 0: default (4) */
     int chunks;            /* pipeline chunks: 0 cost model, 1 never, N */
@@ -402,6 +411,52 @@ braid_status braid_plan_print(const braid_plan *p, FILE *out);
  * executor is refused with BRAID_ERR_INVALID_ARGUMENT). */
 braid_status braid_exec_new(const braid_plan *p, braid_exec **exec);
 void braid_exec_free(braid_exec *e);
+
+/* ---- plans per input shape (docs/architecture.md) ----------------------- */
+
+/* A graph's shapes are fixed when it is built, so a serving loop that sees
+ * a handful of batch sizes needs one plan per size. A plan cache builds,
+ * compiles and makes an executor for a size the first time it is asked
+ * for, and hands back the same executor afterwards: compile and executor
+ * cost are paid once per size.
+ *
+ * The trade-off, against re-specializing a compiled plan in place: a
+ * cache needs the caller's builder (braid infers no symbolic dims, and
+ * reshape, slice, fill and constants carry concrete shapes, so a plan
+ * cannot be re-inferred for a new batch), and holds one plan and one
+ * executor (arenas included) per size it keeps; in return each size gets
+ * a plan optimized for exactly its shapes (fusion, placement, chunking
+ * and memory are chosen per size) and nothing symbolic reaches the
+ * passes. `capacity` bounds the memory: past it the least recently used
+ * size is dropped (its executor freed) and rebuilt if asked for again. */
+typedef struct braid_plan_cache braid_plan_cache;
+
+/* Builds the graph for the shape key key[0..nkey) (e.g. {batch}, or every
+ * input's dims in turn: the caller's convention); returns a new graph (the
+ * cache frees it after compiling) or NULL. */
+typedef braid_graph *(*braid_graph_builder)(void *user, const int64_t *key,
+                                            uint32_t nkey);
+
+#define BRAID_CACHE_KEY_MAX 32 /* longest shape key */
+
+/* opts (may be NULL) and the strings and profiles it points to must
+ * outlive the cache; capacity ≥ 1 plans are kept. */
+braid_status braid_plan_cache_new(braid_graph_builder build, void *user,
+                                  const braid_compile_options *opts,
+                                  uint32_t capacity, braid_plan_cache **cache);
+/* The executor (and, when plan is not NULL, its plan) for shape key
+ * key[0..nkey), built, compiled and created on the first request. Both
+ * belong to the cache and stay valid until a later call of this function
+ * drops them (at most capacity - 1 other keys asked for since) or the
+ * cache is freed. One caller at a time. */
+braid_status braid_plan_cache_get(braid_plan_cache *c, const int64_t *key,
+                                  uint32_t nkey, braid_exec **exec,
+                                  const braid_plan **plan);
+/* Requests answered from the cache (hits) and by compiling (misses), and
+ * plans held now. Any pointer may be NULL. */
+void braid_plan_cache_stats(const braid_plan_cache *c, uint64_t *hits,
+                            uint64_t *misses, uint32_t *plans);
+void braid_plan_cache_free(braid_plan_cache *c);
 
 /* Caller buffers bound by tensor name: dense, C order, the tensor's dtype
  * (bool: one byte, 0 or 1).
@@ -499,10 +554,17 @@ braid_status braid_reference_run(const braid_graph *g,
 
 /* ---- plan files (docs/plan-format.md) ------------------------------------ */
 
-/* Writes p to path: a temporary file in the same folder, flushed to disk,
- * then renamed over path, so an interrupted save never leaves a half
- * written file nor destroys an old one. BRAID_ERR_IO naming the path and
- * the system's reason when writing fails. */
+/* Writes p to path: a temporary file in the same folder
+ * ("<path>.braid-tmp.<pid>.<n>"), flushed to disk, then renamed over path,
+ * so an interrupted save never leaves a half written file nor destroys an
+ * old one; temporaries left by a killed save are removed by the next save
+ * to path. A file replaced keeps its mode (a new one gets 0666 less the
+ * umask); a symbolic link is followed and what it points at replaced; a
+ * character device or FIFO (/dev/null, a named pipe) is written in place,
+ * never replaced; a directory, block device, socket or link to nothing is
+ * refused. BRAID_ERR_IO naming the path and the reason when writing
+ * fails. braid_graph_write_file, braid_profile_write_trace and the CLI's
+ * outputs are written the same way (docs/cli.md, "Output files"). */
 braid_status braid_plan_save(const braid_plan *p, const char *path);
 /* The same bytes in memory: *data (free with free()) of *size bytes. */
 braid_status braid_plan_save_memory(const braid_plan *p, void **data,
@@ -514,7 +576,7 @@ typedef struct braid_load_options {
                           "cpu", from the graph the file embeds) instead
                           of failing with BRAID_ERR_DEVICE */
     int num_threads;   /* CPU worker threads; -1: as stored in the file;
-                          0: one per core */
+                          0: one per core; at most BRAID_MAX_THREADS */
 } braid_load_options;
 
 void braid_load_options_init(braid_load_options *o); /* num_threads -1 */
@@ -638,7 +700,7 @@ braid_status braid_profile_print(const braid_profile *p, FILE *out);
 /* The last run's timeline as Chrome trace-event JSON (Perfetto,
  * chrome://tracing): one thread per track, one complete event per span
  * named after its node. Written like braid_plan_save (temporary file +
- * rename). */
+ * rename, modes kept, links followed, devices and FIFOs in place). */
 braid_status braid_profile_write_trace(const braid_profile *p,
                                        const char *path);
 
@@ -657,6 +719,15 @@ void braid_host_free(void *ptr);
  * reason there are none, if any, is in braid_cuda_status(). */
 int braid_cuda_device_count(void);
 const char *braid_cuda_status(void);
+
+/* Destroys the CUDA resources braid keeps for the next executor: streams,
+ * events, cuBLAS / cuBLASLt handles with their device workspaces, pinned
+ * staging buffers. An executor takes these from a per-process pool when
+ * it is created and gives them back when it is freed, so creating the
+ * second executor of a plan is cheap; without this call they live until
+ * the process exits. Executors alive keep theirs. Thread-safe; a no-op
+ * without CUDA. */
+void braid_cuda_release_cached(void);
 
 /* ---- communicators for several processes (docs/multi-gpu.md) ------------ */
 

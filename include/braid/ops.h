@@ -1,9 +1,13 @@
 /* braid/ops.h — the op table, listed once.
  *
- * Every op braid knows is one row of BRAID_OP_LIST. The row drives the public
- * enum (BRAID_OP_<ID>), the text-format name, the arity (-1: variadic) and the
- * kind that passes use instead of switching over op names. Included by
- * braid.h; not meant to be included on its own. */
+ * Every op braid knows is one row of BRAID_OP_LIST, and every per-op fact
+ * lives in its row: the public enum (BRAID_OP_<ID>), the text-format name,
+ * the arity, the kind, the operand dtypes, the flags (comparison,
+ * activation, differentiable, exact) and the cost weight. Code asks the
+ * table (graph/ops.c) instead of testing enum ranges or keeping a private
+ * switch of these facts. The scalar meaning of the elementwise ops lives
+ * beside it in graph/scalar.h. Included by braid.h; not meant to be
+ * included on its own. */
 #ifndef BRAID_OPS_H
 #define BRAID_OPS_H
 
@@ -24,69 +28,107 @@ typedef enum braid_op_kind {
     BRAID_KIND_COUNT_
 } braid_op_kind;
 
-/* X(ID, "name", arity, kind) */
-#define BRAID_OP_LIST(X)                                 \
-    X(INPUT, "input", 0, BRAID_KIND_SOURCE)              \
-    X(CONSTANT, "constant", 0, BRAID_KIND_SOURCE)        \
-    X(FILL, "fill", 0, BRAID_KIND_SOURCE)                \
-    X(IOTA, "iota", 0, BRAID_KIND_SOURCE)                \
-    X(RANDOM_UNIFORM, "random_uniform", 0, BRAID_KIND_SOURCE) \
-    X(RANDOM_NORMAL, "random_normal", 0, BRAID_KIND_SOURCE)   \
-    X(NEG, "neg", 1, BRAID_KIND_ELEMENTWISE)             \
-    X(ABS, "abs", 1, BRAID_KIND_ELEMENTWISE)             \
-    X(EXP, "exp", 1, BRAID_KIND_ELEMENTWISE)             \
-    X(LOG, "log", 1, BRAID_KIND_ELEMENTWISE)             \
-    X(SQRT, "sqrt", 1, BRAID_KIND_ELEMENTWISE)           \
-    X(RSQRT, "rsqrt", 1, BRAID_KIND_ELEMENTWISE)         \
-    X(SIN, "sin", 1, BRAID_KIND_ELEMENTWISE)             \
-    X(COS, "cos", 1, BRAID_KIND_ELEMENTWISE)             \
-    X(TANH, "tanh", 1, BRAID_KIND_ELEMENTWISE)           \
-    X(SIGMOID, "sigmoid", 1, BRAID_KIND_ELEMENTWISE)     \
-    X(RELU, "relu", 1, BRAID_KIND_ELEMENTWISE)           \
-    X(GELU, "gelu", 1, BRAID_KIND_ELEMENTWISE)           \
-    X(SILU, "silu", 1, BRAID_KIND_ELEMENTWISE)           \
-    X(ERF, "erf", 1, BRAID_KIND_ELEMENTWISE)             \
-    X(FLOOR, "floor", 1, BRAID_KIND_ELEMENTWISE)         \
-    X(CEIL, "ceil", 1, BRAID_KIND_ELEMENTWISE)           \
-    X(RECIPROCAL, "reciprocal", 1, BRAID_KIND_ELEMENTWISE) \
-    X(SQUARE, "square", 1, BRAID_KIND_ELEMENTWISE)       \
-    X(ADD, "add", 2, BRAID_KIND_ELEMENTWISE)             \
-    X(SUB, "sub", 2, BRAID_KIND_ELEMENTWISE)             \
-    X(MUL, "mul", 2, BRAID_KIND_ELEMENTWISE)             \
-    X(DIV, "div", 2, BRAID_KIND_ELEMENTWISE)             \
-    X(POW, "pow", 2, BRAID_KIND_ELEMENTWISE)             \
-    X(MAX, "max", 2, BRAID_KIND_ELEMENTWISE)             \
-    X(MIN, "min", 2, BRAID_KIND_ELEMENTWISE)             \
-    X(EQ, "eq", 2, BRAID_KIND_ELEMENTWISE)               \
-    X(NE, "ne", 2, BRAID_KIND_ELEMENTWISE)               \
-    X(LT, "lt", 2, BRAID_KIND_ELEMENTWISE)               \
-    X(LE, "le", 2, BRAID_KIND_ELEMENTWISE)               \
-    X(GT, "gt", 2, BRAID_KIND_ELEMENTWISE)               \
-    X(GE, "ge", 2, BRAID_KIND_ELEMENTWISE)               \
-    X(WHERE, "where", 3, BRAID_KIND_ELEMENTWISE)         \
-    X(CAST, "cast", 1, BRAID_KIND_ELEMENTWISE)           \
-    X(MATMUL, "matmul", 2, BRAID_KIND_MATMUL)            \
-    X(SUM, "sum", 1, BRAID_KIND_REDUCE)                  \
-    X(MEAN, "mean", 1, BRAID_KIND_REDUCE)                \
-    X(REDUCE_MAX, "reduce_max", 1, BRAID_KIND_REDUCE)    \
-    X(REDUCE_MIN, "reduce_min", 1, BRAID_KIND_REDUCE)    \
-    X(RESHAPE, "reshape", 1, BRAID_KIND_SHAPE)           \
-    X(PERMUTE, "permute", 1, BRAID_KIND_SHAPE)           \
-    X(SLICE, "slice", 1, BRAID_KIND_SHAPE)               \
-    X(CONCAT, "concat", -1, BRAID_KIND_SHAPE)            \
-    X(BROADCAST_TO, "broadcast_to", 1, BRAID_KIND_BROADCAST) \
-    X(COPY, "copy", 1, BRAID_KIND_COPY)                  \
-    X(FUSED, "fused", -1, BRAID_KIND_FUSED)              \
-    X(ALL_REDUCE, "all_reduce", -1, BRAID_KIND_COLLECTIVE) \
-    X(ALL_GATHER, "all_gather", -1, BRAID_KIND_COLLECTIVE) \
-    X(BROADCAST, "broadcast", -1, BRAID_KIND_COLLECTIVE)   \
-    X(REDUCE_SCATTER, "reduce_scatter", -1, BRAID_KIND_COLLECTIVE)
+/* Operand dtypes an op accepts (for a source: the output dtypes). */
+typedef enum braid_op_dtypes {
+    BRAID_DTYPES_ANY,    /* every dtype, bool included */
+    BRAID_DTYPES_NUMBER, /* the float dtypes and i32 */
+    BRAID_DTYPES_FLOAT,  /* f32, f16, bf16, f64 */
+    BRAID_DTYPES_COUNT_
+} braid_op_dtypes;
+
+/* Op flags (bits of the flags column). */
+enum {
+    /* The result is bool (0/1), whatever the operands' dtype. */
+    BRAID_OPF_COMPARE = 1u << 0,
+    /* A matmul may absorb it as an epilogue after its bias (docs/fusion.md). */
+    BRAID_OPF_ACTIVATION = 1u << 1,
+    /* Has a gradient with respect to its float operands (the input of the
+     * coming autodiff); ops without it (comparisons, floor, ceil, sources)
+     * pass no gradient back. */
+    BRAID_OPF_DIFFERENTIABLE = 1u << 2,
+    /* Exact or correctly rounded in every dtype it accepts (data movement,
+     * sign, floor, comparisons, + - * / sqrt), so evaluating it in float64
+     * and rounding gives every IEEE executor's bits; ops on i32 are exact
+     * whatever this says. Constant folding relies on it. */
+    BRAID_OPF_EXACT = 1u << 3,
+};
+
+/* X(ID, "name", arity, kind, dtypes, flags, flops)
+ *   arity  inputs, -1 variadic
+ *   kind   BRAID_KIND_<kind>: what fusion and placement need to know
+ *   dtypes BRAID_DTYPES_<dtypes>: the operand dtypes the builder accepts
+ *          (where: of its two values; the condition is bool)
+ *   flags  BRAID_OPF_* bits
+ *   flops  arithmetic per output element in placement's cost model (basic
+ *          arithmetic 1, division and roots 4, transcendentals 8, pow 16,
+ *          a uniform draw 16, a normal draw 48; matmul: per multiply-add;
+ *          reductions: per input element; 0: memory traffic only) */
+/* clang-format off */
+#define BRAID_OP_LIST(X) \
+    X(INPUT, "input", 0, SOURCE, ANY, 0, 0) \
+    X(CONSTANT, "constant", 0, SOURCE, ANY, 0, 0) \
+    X(FILL, "fill", 0, SOURCE, ANY, 0, 0) \
+    X(IOTA, "iota", 0, SOURCE, NUMBER, 0, 0) \
+    X(RANDOM_UNIFORM, "random_uniform", 0, SOURCE, FLOAT, 0, 16) \
+    X(RANDOM_NORMAL, "random_normal", 0, SOURCE, FLOAT, 0, 48) \
+    X(NEG, "neg", 1, ELEMENTWISE, NUMBER, BRAID_OPF_DIFFERENTIABLE|BRAID_OPF_EXACT, 1) \
+    X(ABS, "abs", 1, ELEMENTWISE, NUMBER, BRAID_OPF_DIFFERENTIABLE|BRAID_OPF_EXACT, 1) \
+    X(EXP, "exp", 1, ELEMENTWISE, FLOAT, BRAID_OPF_DIFFERENTIABLE, 8) \
+    X(LOG, "log", 1, ELEMENTWISE, FLOAT, BRAID_OPF_DIFFERENTIABLE, 8) \
+    X(SQRT, "sqrt", 1, ELEMENTWISE, FLOAT, BRAID_OPF_DIFFERENTIABLE|BRAID_OPF_EXACT, 4) \
+    X(RSQRT, "rsqrt", 1, ELEMENTWISE, FLOAT, BRAID_OPF_DIFFERENTIABLE, 4) \
+    X(SIN, "sin", 1, ELEMENTWISE, FLOAT, BRAID_OPF_DIFFERENTIABLE, 8) \
+    X(COS, "cos", 1, ELEMENTWISE, FLOAT, BRAID_OPF_DIFFERENTIABLE, 8) \
+    X(TAN, "tan", 1, ELEMENTWISE, FLOAT, BRAID_OPF_DIFFERENTIABLE, 8) \
+    X(TANH, "tanh", 1, ELEMENTWISE, FLOAT, BRAID_OPF_DIFFERENTIABLE|BRAID_OPF_ACTIVATION, 8) \
+    X(SIGMOID, "sigmoid", 1, ELEMENTWISE, FLOAT, BRAID_OPF_DIFFERENTIABLE|BRAID_OPF_ACTIVATION, 8) \
+    X(RELU, "relu", 1, ELEMENTWISE, NUMBER, BRAID_OPF_DIFFERENTIABLE|BRAID_OPF_ACTIVATION, 1) \
+    X(GELU, "gelu", 1, ELEMENTWISE, FLOAT, BRAID_OPF_DIFFERENTIABLE|BRAID_OPF_ACTIVATION, 8) \
+    X(SILU, "silu", 1, ELEMENTWISE, FLOAT, BRAID_OPF_DIFFERENTIABLE|BRAID_OPF_ACTIVATION, 8) \
+    X(ERF, "erf", 1, ELEMENTWISE, FLOAT, BRAID_OPF_DIFFERENTIABLE, 8) \
+    X(FLOOR, "floor", 1, ELEMENTWISE, FLOAT, BRAID_OPF_EXACT, 1) \
+    X(CEIL, "ceil", 1, ELEMENTWISE, FLOAT, BRAID_OPF_EXACT, 1) \
+    X(RECIPROCAL, "reciprocal", 1, ELEMENTWISE, FLOAT, BRAID_OPF_DIFFERENTIABLE|BRAID_OPF_EXACT, 4) \
+    X(SQUARE, "square", 1, ELEMENTWISE, NUMBER, BRAID_OPF_DIFFERENTIABLE|BRAID_OPF_EXACT, 1) \
+    X(ADD, "add", 2, ELEMENTWISE, NUMBER, BRAID_OPF_DIFFERENTIABLE|BRAID_OPF_EXACT, 1) \
+    X(SUB, "sub", 2, ELEMENTWISE, NUMBER, BRAID_OPF_DIFFERENTIABLE|BRAID_OPF_EXACT, 1) \
+    X(MUL, "mul", 2, ELEMENTWISE, NUMBER, BRAID_OPF_DIFFERENTIABLE|BRAID_OPF_EXACT, 1) \
+    X(DIV, "div", 2, ELEMENTWISE, NUMBER, BRAID_OPF_DIFFERENTIABLE|BRAID_OPF_EXACT, 4) \
+    X(POW, "pow", 2, ELEMENTWISE, FLOAT, BRAID_OPF_DIFFERENTIABLE, 16) \
+    X(MAX, "max", 2, ELEMENTWISE, NUMBER, BRAID_OPF_DIFFERENTIABLE, 1) \
+    X(MIN, "min", 2, ELEMENTWISE, NUMBER, BRAID_OPF_DIFFERENTIABLE, 1) \
+    X(EQ, "eq", 2, ELEMENTWISE, ANY, BRAID_OPF_COMPARE|BRAID_OPF_EXACT, 1) \
+    X(NE, "ne", 2, ELEMENTWISE, ANY, BRAID_OPF_COMPARE|BRAID_OPF_EXACT, 1) \
+    X(LT, "lt", 2, ELEMENTWISE, NUMBER, BRAID_OPF_COMPARE|BRAID_OPF_EXACT, 1) \
+    X(LE, "le", 2, ELEMENTWISE, NUMBER, BRAID_OPF_COMPARE|BRAID_OPF_EXACT, 1) \
+    X(GT, "gt", 2, ELEMENTWISE, NUMBER, BRAID_OPF_COMPARE|BRAID_OPF_EXACT, 1) \
+    X(GE, "ge", 2, ELEMENTWISE, NUMBER, BRAID_OPF_COMPARE|BRAID_OPF_EXACT, 1) \
+    X(WHERE, "where", 3, ELEMENTWISE, ANY, BRAID_OPF_DIFFERENTIABLE|BRAID_OPF_EXACT, 1) \
+    X(CAST, "cast", 1, ELEMENTWISE, ANY, BRAID_OPF_DIFFERENTIABLE|BRAID_OPF_EXACT, 1) \
+    X(MATMUL, "matmul", 2, MATMUL, FLOAT, BRAID_OPF_DIFFERENTIABLE, 2) \
+    X(SUM, "sum", 1, REDUCE, NUMBER, BRAID_OPF_DIFFERENTIABLE, 1) \
+    X(MEAN, "mean", 1, REDUCE, FLOAT, BRAID_OPF_DIFFERENTIABLE, 1) \
+    X(REDUCE_MAX, "reduce_max", 1, REDUCE, NUMBER, BRAID_OPF_DIFFERENTIABLE, 1) \
+    X(REDUCE_MIN, "reduce_min", 1, REDUCE, NUMBER, BRAID_OPF_DIFFERENTIABLE, 1) \
+    X(RESHAPE, "reshape", 1, SHAPE, ANY, BRAID_OPF_DIFFERENTIABLE|BRAID_OPF_EXACT, 0) \
+    X(PERMUTE, "permute", 1, SHAPE, ANY, BRAID_OPF_DIFFERENTIABLE|BRAID_OPF_EXACT, 0) \
+    X(SLICE, "slice", 1, SHAPE, ANY, BRAID_OPF_DIFFERENTIABLE|BRAID_OPF_EXACT, 0) \
+    X(CONCAT, "concat", -1, SHAPE, ANY, BRAID_OPF_DIFFERENTIABLE|BRAID_OPF_EXACT, 0) \
+    X(BROADCAST_TO, "broadcast_to", 1, BROADCAST, ANY, BRAID_OPF_DIFFERENTIABLE|BRAID_OPF_EXACT, 0) \
+    X(COPY, "copy", 1, COPY, ANY, BRAID_OPF_DIFFERENTIABLE, 0) \
+    X(FUSED, "fused", -1, FUSED, ANY, 0, 0) \
+    X(ALL_REDUCE, "all_reduce", -1, COLLECTIVE, NUMBER, BRAID_OPF_DIFFERENTIABLE, 1) \
+    X(ALL_GATHER, "all_gather", -1, COLLECTIVE, ANY, BRAID_OPF_DIFFERENTIABLE, 0) \
+    X(BROADCAST, "broadcast", -1, COLLECTIVE, ANY, BRAID_OPF_DIFFERENTIABLE, 0) \
+    X(REDUCE_SCATTER, "reduce_scatter", -1, COLLECTIVE, NUMBER, BRAID_OPF_DIFFERENTIABLE, 1)
+/* clang-format on */
 
 typedef enum braid_op {
-#define BRAID_OP_ENUM_(id, name, arity, kind) BRAID_OP_##id,
+#define BRAID_OP_ENUM_(id, name, arity, kind, dtypes, flags, flops)            \
+    BRAID_OP_##id,
     BRAID_OP_LIST(BRAID_OP_ENUM_)
 #undef BRAID_OP_ENUM_
-    BRAID_OP_COUNT_
+        BRAID_OP_COUNT_
 } braid_op;
 
 #endif /* BRAID_OPS_H */

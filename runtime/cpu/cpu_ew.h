@@ -19,8 +19,8 @@
 
 #include <stdint.h>
 
-/* neg abs exp log sqrt rsqrt sin cos tanh sigmoid relu gelu silu erf floor
- * ceil reciprocal square (i32: neg abs square relu). */
+/* The ops of graph/scalar.h's BG_UNARY_OPS (i32: BG_UNARY_I32_OPS), by
+ * its rules. */
 void br_ew_unary_f32(braid_op op, int64_t n, float *restrict o,
                      const float *restrict a);
 void br_ew_unary_f64(braid_op op, int64_t n, double *restrict o,
@@ -28,7 +28,7 @@ void br_ew_unary_f64(braid_op op, int64_t n, double *restrict o,
 void br_ew_unary_i32(braid_op op, int64_t n, int32_t *restrict o,
                      const int32_t *restrict a);
 
-/* add sub mul div pow max min (i32: no pow). */
+/* The ops of BG_BINARY_OPS (i32: BG_BINARY_I32_OPS). */
 void br_ew_binary_f32(braid_op op, int64_t n, float *restrict o,
                       const float *restrict a, int64_t sa,
                       const float *restrict b, int64_t sb);
@@ -39,7 +39,8 @@ void br_ew_binary_i32(braid_op op, int64_t n, int32_t *restrict o,
                       const int32_t *restrict a, int64_t sa,
                       const int32_t *restrict b, int64_t sb);
 
-/* eq ne lt le gt ge into bytes 0/1 (bool operands compare as 0/1). */
+/* The ops of BG_COMPARE_OPS into bytes 0/1 (bool operands compare as
+ * 0/1). */
 void br_ew_compare_f32(braid_op op, int64_t n, uint8_t *restrict o,
                        const float *restrict a, int64_t sa,
                        const float *restrict b, int64_t sb);
@@ -52,6 +53,15 @@ void br_ew_compare_i32(braid_op op, int64_t n, uint8_t *restrict o,
 void br_ew_compare_bool(braid_op op, int64_t n, uint8_t *restrict o,
                         const uint8_t *restrict a, int64_t sa,
                         const uint8_t *restrict b, int64_t sb);
+
+/* The typed functions above chosen by the operands' dtype t (f32, f64,
+ * i32; compare: bool too); false, computing nothing, for other dtypes
+ * (f16 / bf16 callers stage through f32 themselves). */
+bool br_ew_unary(braid_dtype t, braid_op op, int64_t n, void *o, const void *a);
+bool br_ew_binary(braid_dtype t, braid_op op, int64_t n, void *o, const void *a,
+                  int64_t sa, const void *b, int64_t sb);
+bool br_ew_compare(braid_dtype t, braid_op op, int64_t n, uint8_t *o,
+                   const void *a, int64_t sa, const void *b, int64_t sb);
 
 /* o[i] = cond[i·sc] ? a[i·sa] : b[i·sb] over elements of esize bytes
  * (1, 2, 4 or 8): a byte copy, exact for every dtype. */

@@ -69,63 +69,6 @@ static void cast(br_fz_ct from, br_fz_ref a, braid_dtype to, int64_t n,
 /* ---- the op ---------------------------------------------------------------
  */
 
-static bool is_compare(braid_op op) {
-    return op >= BRAID_OP_EQ && op <= BRAID_OP_GE;
-}
-
-static void compare(br_fz_ct ct, braid_op op, int64_t n, uint8_t *o,
-                    br_fz_ref a, br_fz_ref b) {
-    switch (ct) {
-    case BR_FZ_F32:
-        br_ew_compare_f32(op, n, o, a.p, a.step, b.p, b.step);
-        return;
-    case BR_FZ_F64:
-        br_ew_compare_f64(op, n, o, a.p, a.step, b.p, b.step);
-        return;
-    case BR_FZ_I32:
-        br_ew_compare_i32(op, n, o, a.p, a.step, b.p, b.step);
-        return;
-    case BR_FZ_BOOL:
-        br_ew_compare_bool(op, n, o, a.p, a.step, b.p, b.step);
-        return;
-    }
-}
-
-/* A unary operand is contiguous, except for uniform values computed with
- * n = 1, where step 0 reads the same element. */
-static void unary(br_fz_ct ct, braid_op op, int64_t n, void *o, br_fz_ref a) {
-    switch (ct) {
-    case BR_FZ_F32:
-        br_ew_unary_f32(op, n, o, a.p);
-        return;
-    case BR_FZ_F64:
-        br_ew_unary_f64(op, n, o, a.p);
-        return;
-    case BR_FZ_I32:
-        br_ew_unary_i32(op, n, o, a.p);
-        return;
-    case BR_FZ_BOOL:
-        return; /* no unary op takes bool */
-    }
-}
-
-static void binary(br_fz_ct ct, braid_op op, int64_t n, void *o, br_fz_ref a,
-                   br_fz_ref b) {
-    switch (ct) {
-    case BR_FZ_F32:
-        br_ew_binary_f32(op, n, o, a.p, a.step, b.p, b.step);
-        return;
-    case BR_FZ_F64:
-        br_ew_binary_f64(op, n, o, a.p, a.step, b.p, b.step);
-        return;
-    case BR_FZ_I32:
-        br_ew_binary_i32(op, n, o, a.p, a.step, b.p, b.step);
-        return;
-    case BR_FZ_BOOL:
-        return; /* no arithmetic on bool */
-    }
-}
-
 void br_fz_exec(const br_fz *z, uint32_t i, int64_t n, void *out,
                 const br_fz_ref *refs) {
     const bp_instr *in = &z->prog->instr[i];
@@ -141,12 +84,16 @@ void br_fz_exec(const br_fz *z, uint32_t i, int64_t n, void *out,
                     c.step);
         return;
     }
-    if (is_compare(in->op))
-        compare(act, in->op, n, out, a, refs[in->arg[1]]);
-    else if (bg_op(in->op)->arity == 1)
-        unary(ct, in->op, n, out, a);
+    /* a tile holds f32, f64, i32 or bool; bool takes comparisons only */
+    br_fz_ref b = bg_op(in->op)->arity > 1 ? refs[in->arg[1]] : a;
+    if (bg_op_is_compare(in->op))
+        br_ew_compare(br_fz_storage(act), in->op, n, out, a.p, a.step, b.p,
+                      b.step);
+    else if (bg_op(in->op)->arity == 1) /* contiguous, or n = 1 uniform */
+        br_ew_unary(br_fz_storage(ct), in->op, n, out, a.p);
     else
-        binary(ct, in->op, n, out, a, refs[in->arg[1]]);
+        br_ew_binary(br_fz_storage(ct), in->op, n, out, a.p, a.step, b.p,
+                     b.step);
     if (z->v[i].round) round_to(in->dtype, out, n);
 }
 

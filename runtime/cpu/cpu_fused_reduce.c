@@ -12,12 +12,14 @@
  *     stretch of it: tiles inside one output (R ≥ tile: split into pieces
  *     over threads when there are few outputs) or holding whole outputs
  *     (R < tile).
- * Float sums accumulate in double, i32 sums wrap in uint32, max/min keep
- * NaN; the order of additions differs from the unfused kernel, within the
- * f32 tolerance. */
+ * Float sums accumulate in double, i32 sums wrap, max/min keep NaN (the
+ * meaning of graph/scalar.h; the sums and the axis grouping are
+ * runtime/cpu/cpu_reduce.h's, shared with the unfused kernel); the order of
+ * additions differs from the unfused kernel, within the f32 tolerance. */
+#include "graph/scalar.h"
 #include "runtime/cpu/cpu_fused.h"
+#include "runtime/cpu/cpu_reduce.h"
 
-#include <math.h>
 #include <string.h>
 
 /* Shortest kept inner run for the rows arrangement. */
@@ -35,62 +37,21 @@ typedef struct red {
     braid_dtype t;  /* the output's dtype (= the prologue value's) */
     br_fz_ct ct;    /* the prologue value's compute type */
     char *out;      /* the output */
-    int64_t O, R;   /* outputs, reduced values per output */
+    br_red_groups gr; /* rows: the axis groups; O outputs, R values each */
     /* runs */
     int64_t per;     /* R ≥ tile: tiles per output; else outputs per tile */
     int64_t npieces; /* pieces per output when split (else 1) */
     double *partial; /* split: O × npieces piece results */
     /* rows */
-    int nk, nr; /* kept / reduced axis groups (outer to inner) */
-    int64_t kd[BRAID_MAX_RANK], ks[BRAID_MAX_RANK]; /* kept dims, strides */
-    int64_t rd[BRAID_MAX_RANK], rs[BRAID_MAX_RANK]; /* reduced dims, strides */
     int64_t W; /* the inner kept run (outputs per row) */
 } red;
 
 /* ---- accumulation ----------------------------------------------------------
  */
 
-static bool is_sum(braid_op op) {
-    return op == BRAID_OP_SUM || op == BRAID_OP_MEAN;
-}
-
-static double identity(braid_op op) {
-    return op == BRAID_OP_REDUCE_MAX   ? -INFINITY
-           : op == BRAID_OP_REDUCE_MIN ? INFINITY
-                                       : 0.0;
-}
-
-/* acc combined with v; i32 sums (held as uint32 values) wrap. */
+/* acc combined with v (an i32 sum may hold a uint32 residue). */
 static double combine(const red *c, double acc, double v) {
-    if (is_sum(c->op)) {
-        if (c->ct == BR_FZ_I32) return (uint32_t)((uint32_t)acc + (uint32_t)v);
-        return acc + v;
-    }
-    if (acc != acc || v != v) return acc + v;
-    return c->op == BRAID_OP_REDUCE_MAX ? (v > acc ? v : acc)
-                                        : (v < acc ? v : acc);
-}
-
-static double sum_f32(const float *x, int64_t n) {
-    double s[8] = {0};
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        for (int k = 0; k < 8; k++)
-            s[k] += x[i + k];
-    for (; i < n; i++)
-        s[0] += x[i];
-    return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
-}
-
-static double sum_f64(const double *x, int64_t n) {
-    double s[4] = {0};
-    int64_t i = 0;
-    for (; i + 4 <= n; i += 4)
-        for (int k = 0; k < 4; k++)
-            s[k] += x[i + k];
-    for (; i < n; i++)
-        s[0] += x[i];
-    return (s[0] + s[1]) + (s[2] + s[3]);
+    return bg_reduce_combine(c->op, c->t, acc, v);
 }
 
 /* Element i of a tile as a double. */
@@ -112,48 +73,27 @@ static double elem(br_fz_ct ct, br_fz_ref r, int64_t i) {
 static double segment(const red *c, br_fz_ref r, int64_t i0, int64_t n) {
     if (r.step == 0) { /* n copies of one value */
         double v = elem(c->ct, r, 0);
-        if (!is_sum(c->op)) return n > 0 ? combine(c, identity(c->op), v) : 0;
+        if (!bg_reduce_is_sum(c->op))
+            return n > 0 ? combine(c, bg_reduce_identity(c->op), v) : 0;
         if (c->ct == BR_FZ_I32)
             return (uint32_t)((uint32_t)(int32_t)v * (uint64_t)n);
         return v * (double)n;
     }
     r.p = (const char *)r.p + i0 * (int64_t)br_fz_size(c->ct);
-    if (is_sum(c->op)) {
-        if (c->ct == BR_FZ_F32) return sum_f32(r.p, n);
-        if (c->ct == BR_FZ_F64) return sum_f64(r.p, n);
-        const int32_t *x = r.p;
-        uint32_t s = 0;
-        for (int64_t i = 0; i < n; i++)
-            s += (uint32_t)x[i];
-        return s;
+    if (bg_reduce_is_sum(c->op)) {
+        if (c->ct == BR_FZ_F32) return br_red_sum_f32(r.p, n);
+        if (c->ct == BR_FZ_F64) return br_red_sum_f64(r.p, n);
+        return br_red_sum_i32(r.p, n);
     }
-    double acc = identity(c->op);
+    double acc = bg_reduce_identity(c->op);
     for (int64_t i = 0; i < n; i++)
         acc = combine(c, acc, elem(c->ct, r, i));
     return acc;
 }
 
-/* Writes output o from its accumulated value (as runtime/
- * cpu_kernels_reduce.c does: empty reductions, mean, wrapped i32 sums). */
+/* Writes output o from its accumulated value. */
 static void finish(const red *c, int64_t o, double v) {
-    size_t esz = braid_dtype_size(c->t);
-    if (c->R == 0) {
-        if (c->op == BRAID_OP_MEAN)
-            v = NAN;
-        else if (c->t != BRAID_I32)
-            v = identity(c->op);
-        else
-            v = c->op == BRAID_OP_REDUCE_MAX   ? INT32_MIN
-                : c->op == BRAID_OP_REDUCE_MIN ? INT32_MAX
-                                               : 0;
-    } else if (c->op == BRAID_OP_MEAN) {
-        v /= (double)c->R;
-    }
-    if (c->t == BRAID_I32 && is_sum(c->op) && c->R > 0) {
-        ((int32_t *)c->out)[o] = (int32_t)(uint32_t)v;
-        return;
-    }
-    br_store_f64(c->t, c->out + o * (int64_t)esz, 1, &v);
+    br_red_store(c->op, c->t, c->out, o, v, c->gr.R);
 }
 
 /* ---- runs: outputs in contiguous stretches of the space -------------------
@@ -163,10 +103,11 @@ static void finish(const red *c, int64_t o, double v) {
 static double tiles_of(const red *c, br_fz_mem *mem, int64_t o, int64_t t0,
                        int64_t t1) {
     const br_fz *z = c->z;
-    double acc = identity(c->op);
+    double acc = bg_reduce_identity(c->op);
     for (int64_t t = t0; t < t1; t++) {
-        int64_t j = t * z->tile, m = c->R - j < z->tile ? c->R - j : z->tile;
-        br_fz_ref r = br_fz_eval(z, mem, o * c->R + j, m, NULL);
+        int64_t j = t * z->tile,
+                m = c->gr.R - j < z->tile ? c->gr.R - j : z->tile;
+        br_fz_ref r = br_fz_eval(z, mem, o * c->gr.R + j, m, NULL);
         acc = combine(c, acc, segment(c, r, 0, m));
     }
     return acc;
@@ -197,38 +138,39 @@ static void short_outputs(void *ctx, int64_t b, int64_t e) {
     br_fz_mem mem;
     for (int64_t u = b; u < e; u++) {
         int64_t o0 = u * c->per;
-        int64_t o1 = o0 + c->per < c->O ? o0 + c->per : c->O;
-        br_fz_ref r = br_fz_eval(c->z, &mem, o0 * c->R, (o1 - o0) * c->R, NULL);
+        int64_t o1 = o0 + c->per < c->gr.O ? o0 + c->per : c->gr.O;
+        br_fz_ref r =
+            br_fz_eval(c->z, &mem, o0 * c->gr.R, (o1 - o0) * c->gr.R, NULL);
         for (int64_t o = o0; o < o1; o++)
-            finish(c, o, segment(c, r, (o - o0) * c->R, c->R));
+            finish(c, o, segment(c, r, (o - o0) * c->gr.R, c->gr.R));
     }
 }
 
 static void run_runs(red *c, const br_kernel_args *a) {
     const br_fz *z = c->z;
     int64_t grain;
-    if (c->R < z->tile) {
-        c->per = z->tile / c->R;
-        int64_t units = (c->O + c->per - 1) / c->per;
+    if (c->gr.R < z->tile) {
+        c->per = z->tile / c->gr.R;
+        int64_t units = (c->gr.O + c->per - 1) / c->per;
         grain = (BR_GRAIN + z->tile - 1) / z->tile;
         br_parallel_for(a->pool, units, grain, short_outputs, c);
         return;
     }
-    c->per = (c->R + z->tile - 1) / z->tile;
-    if (c->O >= FEW_OUTPUTS) {
-        grain = c->R >= BR_GRAIN ? 1 : BR_GRAIN / c->R;
-        br_parallel_for(a->pool, c->O, grain, long_outputs, c);
+    c->per = (c->gr.R + z->tile - 1) / z->tile;
+    if (c->gr.O >= FEW_OUTPUTS) {
+        grain = c->gr.R >= BR_GRAIN ? 1 : BR_GRAIN / c->gr.R;
+        br_parallel_for(a->pool, c->gr.O, grain, long_outputs, c);
         return;
     }
     double partial[MAX_PIECES];
-    c->npieces = MAX_PIECES / c->O < c->per ? MAX_PIECES / c->O : c->per;
+    c->npieces = MAX_PIECES / c->gr.O < c->per ? MAX_PIECES / c->gr.O : c->per;
     int64_t tpp = (c->per + c->npieces - 1) / c->npieces;
     c->npieces = (c->per + tpp - 1) / tpp; /* no empty piece */
     c->partial = partial;
     grain = tpp * z->tile >= BR_GRAIN ? 1 : BR_GRAIN / (tpp * z->tile);
-    br_parallel_for(a->pool, c->O * c->npieces, grain, pieces, c);
-    for (int64_t o = 0; o < c->O; o++) {
-        double acc = identity(c->op);
+    br_parallel_for(a->pool, c->gr.O * c->npieces, grain, pieces, c);
+    for (int64_t o = 0; o < c->gr.O; o++) {
+        double acc = bg_reduce_identity(c->op);
         for (int64_t k = 0; k < c->npieces; k++)
             acc = combine(c, acc, partial[o * c->npieces + k]);
         finish(c, o, acc);
@@ -238,25 +180,14 @@ static void run_runs(red *c, const br_kernel_args *a) {
 /* ---- rows: blocks of an output row, accumulated row after row --------------
  */
 
-/* Offset of flat index i over the first n of (dims, strides). */
-static int64_t decode(int64_t i, int n, const int64_t *dims,
-                      const int64_t *strides) {
-    int64_t off = 0;
-    for (int d = n - 1; d >= 0; d--) {
-        off += (i % dims[d]) * strides[d];
-        i /= dims[d];
-    }
-    return off;
-}
-
 /* acc[j] combined with the tile's values. */
 static void accumulate(const red *c, double *acc, uint32_t *uacc, br_fz_ref r,
                        int64_t m) {
-    if (c->ct == BR_FZ_I32 && is_sum(c->op)) {
+    if (c->ct == BR_FZ_I32 && bg_reduce_is_sum(c->op)) {
         const int32_t *x = r.p;
         for (int64_t j = 0; j < m; j++)
             uacc[j] += (uint32_t)x[j * r.step];
-    } else if (is_sum(c->op) && c->ct == BR_FZ_F32 && r.step == 1) {
+    } else if (bg_reduce_is_sum(c->op) && c->ct == BR_FZ_F32 && r.step == 1) {
         const float *x = r.p;
         for (int64_t j = 0; j < m; j++)
             acc[j] += x[j];
@@ -276,13 +207,13 @@ static void row_units(void *ctx, int64_t b, int64_t e) {
         int64_t p = u / nb, j0 = (u % nb) * bl;
         int64_t m = c->W - j0 < bl ? c->W - j0 : bl;
         for (int64_t j = 0; j < m; j++)
-            acc[j] = identity(c->op), uacc[j] = 0;
-        int64_t base = decode(p, c->nk - 1, c->kd, c->ks) + j0;
-        for (int64_t r = 0; r < c->R; r++) {
-            int64_t s = base + decode(r, c->nr, c->rd, c->rs);
+            acc[j] = bg_reduce_identity(c->op), uacc[j] = 0;
+        int64_t base = br_red_decode(p, c->gr.nk - 1, c->gr.kd, c->gr.ks) + j0;
+        for (int64_t r = 0; r < c->gr.R; r++) {
+            int64_t s = base + br_red_decode(r, c->gr.nr, c->gr.rd, c->gr.rs);
             accumulate(c, acc, uacc, br_fz_eval(c->z, &mem, s, m, NULL), m);
         }
-        bool usum = c->ct == BR_FZ_I32 && is_sum(c->op);
+        bool usum = c->ct == BR_FZ_I32 && bg_reduce_is_sum(c->op);
         for (int64_t j = 0; j < m; j++)
             finish(c, p * c->W + j0 + j, usum ? (double)uacc[j] : acc[j]);
     }
@@ -290,41 +221,20 @@ static void row_units(void *ctx, int64_t b, int64_t e) {
 
 static void run_rows(red *c, const br_kernel_args *a) {
     int64_t bl = c->z->tile, nb = (c->W + bl - 1) / bl;
-    int64_t work = c->R * bl;
-    br_parallel_for(a->pool, c->O / c->W * nb,
+    int64_t work = c->gr.R * bl;
+    br_parallel_for(a->pool, c->gr.O / c->W * nb,
                     work >= BR_GRAIN ? 1 : BR_GRAIN / work, row_units, c);
 }
 
 /* ---- the arrangement
  * ----------------------------------------------------------- */
 
-/* The iteration dims grouped into alternating kept / reduced groups (size-1
- * dims dropped, neighbours of a kind merged) with C-order strides; returns
- * whether the innermost group is kept. */
+/* The iteration dims in groups (runtime/cpu/cpu_reduce.h); returns whether
+ * the innermost group is kept. */
 static bool analyze(red *c, const bp_program *p) {
-    int64_t st[BRAID_MAX_RANK];
-    br_dense_strides(p->rank, p->dims, st);
-    c->nk = c->nr = 0;
-    c->O = c->R = 1;
-    int last = -1; /* kind of the last group: 0 kept, 1 reduced */
-    for (int i = 0; i < p->rank; i++) {
-        int rd = (p->axes >> i) & 1;
-        (rd ? &c->R : &c->O)[0] *= p->dims[i];
-        if (p->dims[i] == 1) continue;
-        int64_t *d = rd ? c->rd : c->kd, *s = rd ? c->rs : c->ks;
-        int *cnt = rd ? &c->nr : &c->nk;
-        if (last == rd) {
-            d[*cnt - 1] *= p->dims[i];
-            s[*cnt - 1] = st[i];
-        } else {
-            d[*cnt] = p->dims[i];
-            s[*cnt] = st[i];
-            (*cnt)++;
-        }
-        last = rd;
-    }
-    c->W = last == 0 ? c->kd[c->nk - 1] : 1;
-    return last == 0;
+    br_red_groups_of(p->rank, p->dims, p->axes, &c->gr);
+    c->W = c->gr.last == 0 ? c->gr.kd[c->gr.nk - 1] : 1;
+    return c->gr.last == 0;
 }
 
 void br_fz_run_reduce(const br_kernel_args *a) {
@@ -333,16 +243,16 @@ void br_fz_run_reduce(const br_kernel_args *a) {
     red c = {.op = rin->op, .t = rin->dtype, .out = a->out, .npieces = 1};
     c.ct = br_fz_ct_of(c.t);
     bool inner_kept = analyze(&c, p);
-    if (c.O == 0) return;
-    if (c.R == 0) {
-        for (int64_t o = 0; o < c.O; o++)
+    if (c.gr.O == 0) return;
+    if (c.gr.R == 0) {
+        for (int64_t o = 0; o < c.gr.O; o++)
             finish(&c, o, 0.0);
         return;
     }
     br_fz *z = a->scratch;
     c.z = z;
     uint32_t last = rin->arg[0];
-    if (inner_kept && c.W >= ROW_MIN && c.nr > 0) {
+    if (inner_kept && c.W >= ROW_MIN && c.gr.nr > 0) {
         br_fz_setup(z, a, 0, last, NULL, ROW_BLOCK);
         run_rows(&c, a);
         return;

@@ -5,25 +5,11 @@
  * uint32 so overflow wraps, f16/bf16 staged through f32 in blocks. The
  * inner loops special-case unit and zero strides so the common contiguous
  * and scalar-broadcast cases vectorise. */
+#include "graph/scalar.h"
 #include "runtime/cpu/cpu_ew.h"
 #include "runtime/cpu/cpu_kernels.h"
-#include "runtime/cpu/cpu_math.h"
 
 #include <string.h>
-#include <tgmath.h>
-
-#define SQRT1_2 0.70710678118654752440
-
-/* exp and tanh: braid's vectorisable versions for float (runtime/
- * cpu_math.h), the C library's for double. */
-static inline double exp_f64(double x) {
-    return exp(x);
-}
-static inline double tanh_f64(double x) {
-    return tanh(x);
-}
-#define EW_EXP(x) _Generic((x), float : br_expf, default : exp_f64)(x)
-#define EW_TANH(x) _Generic((x), float : br_tanhf, default : tanh_f64)(x)
 
 /* A run: n outputs at o, inputs at a/b/c stepping sa/sb/sc elements. */
 typedef struct ew_ctx ew_ctx;
@@ -49,92 +35,59 @@ struct ew_ctx {
     }                                                                          \
     break
 
-/* Float unary ops written once for float and double (tgmath picks logf or
- * log from the argument type). relu keeps NaN. */
-#define FLOAT_UNARY_CASES(T)                                                   \
-    case BRAID_OP_NEG:                                                         \
-        LOOP1(T, -x);                                                          \
-    case BRAID_OP_ABS:                                                         \
-        LOOP1(T, fabs(x));                                                     \
-    case BRAID_OP_EXP:                                                         \
-        LOOP1(T, EW_EXP(x));                                                   \
-    case BRAID_OP_LOG:                                                         \
-        LOOP1(T, log(x));                                                      \
-    case BRAID_OP_SQRT:                                                        \
-        LOOP1(T, sqrt(x));                                                     \
-    case BRAID_OP_RSQRT:                                                       \
-        LOOP1(T, (T)1 / sqrt(x));                                              \
-    case BRAID_OP_SIN:                                                         \
-        LOOP1(T, sin(x));                                                      \
-    case BRAID_OP_COS:                                                         \
-        LOOP1(T, cos(x));                                                      \
-    case BRAID_OP_TANH:                                                        \
-        LOOP1(T, EW_TANH(x));                                                  \
-    case BRAID_OP_SIGMOID:                                                     \
-        LOOP1(T, (T)1 / ((T)1 + EW_EXP(-x)));                                  \
-    case BRAID_OP_RELU:                                                        \
-        LOOP1(T, x < (T)0 ? (T)0 : x);                                         \
-    case BRAID_OP_GELU:                                                        \
-        LOOP1(T, (T)0.5 * x * ((T)1 + erf(x * (T)SQRT1_2)));                   \
-    case BRAID_OP_SILU:                                                        \
-        LOOP1(T, x / ((T)1 + EW_EXP(-x)));                                     \
-    case BRAID_OP_ERF:                                                         \
-        LOOP1(T, erf(x));                                                      \
-    case BRAID_OP_FLOOR:                                                       \
-        LOOP1(T, floor(x));                                                    \
-    case BRAID_OP_CEIL:                                                        \
-        LOOP1(T, ceil(x));                                                     \
-    case BRAID_OP_RECIPROCAL:                                                  \
-        LOOP1(T, (T)1 / x);                                                    \
-    case BRAID_OP_SQUARE:                                                      \
-        LOOP1(T, x *x);                                                        \
-    default:                                                                   \
-        break
+/* The rules of graph/scalar.h, one case per row of its lists; T is the
+ * element type the enclosing function declares. */
+#define UNARY_CASE(id, rule, cf, cd)                                           \
+    case BRAID_OP_##id:                                                        \
+        LOOP1(T, rule(T, x));
+#define UNARY_I32_CASE(id, rule, ci)                                           \
+    case BRAID_OP_##id:                                                        \
+        LOOP1(T, rule(x));
 
-void br_ew_unary_f32(braid_op op, int64_t n, float *restrict o,
-                     const float *restrict a) {
-    switch (op) { FLOAT_UNARY_CASES(float); }
-}
-
-void br_ew_unary_f64(braid_op op, int64_t n, double *restrict o,
-                     const double *restrict a) {
-    switch (op) { FLOAT_UNARY_CASES(double); }
-}
-
-/* i32 through uint32: -INT32_MIN and INT32_MIN² wrap instead of being UB. */
-void br_ew_unary_i32(braid_op op, int64_t n, int32_t *restrict o,
-                     const int32_t *restrict a) {
-    switch (op) {
-    case BRAID_OP_NEG:
-        LOOP1(int32_t, (int32_t)(0u - (uint32_t)x));
-    case BRAID_OP_ABS:
-        LOOP1(int32_t, x < 0 ? (int32_t)(0u - (uint32_t)x) : x);
-    case BRAID_OP_SQUARE:
-        LOOP1(int32_t, (int32_t)((uint32_t)x * (uint32_t)x));
-    case BRAID_OP_RELU:
-        LOOP1(int32_t, x < 0 ? 0 : x);
-    default:
-        break;
+/* One typed function of a list's ops: T is its element type. */
+#define UNARY_FN(name, TT, LIST, CASE)                                         \
+    void name(braid_op op, int64_t n, TT *restrict o, const TT *restrict a) {  \
+        typedef TT T;                                                          \
+        switch (op) {                                                          \
+            LIST(CASE)                                                         \
+        default:                                                               \
+            break;                                                             \
+        }                                                                      \
     }
+
+UNARY_FN(br_ew_unary_f32, float, BG_UNARY_OPS, UNARY_CASE)
+UNARY_FN(br_ew_unary_f64, double, BG_UNARY_OPS, UNARY_CASE)
+/* i32 through uint32: -INT32_MIN and INT32_MIN² wrap instead of being UB. */
+UNARY_FN(br_ew_unary_i32, int32_t, BG_UNARY_I32_OPS, UNARY_I32_CASE)
+
+/* Calls fn_f32, fn_f64 or fn_i32 by the dtype t and returns true; falls
+ * through for other dtypes. */
+#define EW_DISPATCH(fn, ...)                                                   \
+    switch (t) {                                                               \
+    case BRAID_F32:                                                            \
+        fn##_f32(op, n, o, __VA_ARGS__);                                       \
+        return true;                                                           \
+    case BRAID_F64:                                                            \
+        fn##_f64(op, n, o, __VA_ARGS__);                                       \
+        return true;                                                           \
+    case BRAID_I32:                                                            \
+        fn##_i32(op, n, o, __VA_ARGS__);                                       \
+        return true;                                                           \
+    default:                                                                   \
+        break;                                                                 \
+    }
+
+bool br_ew_unary(braid_dtype t, braid_op op, int64_t n, void *o,
+                 const void *a) {
+    EW_DISPATCH(br_ew_unary, a)
+    return false;
 }
 
 /* Unary inputs have the output's shape, so a is always contiguous. */
 static void ew_unary(const ew_ctx *c, int64_t n, void *o, const void *a,
                      int64_t sa, const void *b, int64_t sb) {
     (void)sa, (void)b, (void)sb;
-    switch (c->t) {
-    case BRAID_F32:
-        br_ew_unary_f32(c->op, n, o, a);
-        return;
-    case BRAID_F64:
-        br_ew_unary_f64(c->op, n, o, a);
-        return;
-    case BRAID_I32:
-        br_ew_unary_i32(c->op, n, o, a);
-        return;
-    default:
-        break;
-    }
+    if (br_ew_unary(c->t, c->op, n, o, a)) return;
     float x[BR_BLOCK], y[BR_BLOCK]; /* f16 / bf16 staged through f32 */
     for (int64_t i = 0; i < n; i += BR_BLOCK) {
         int64_t m = n - i < BR_BLOCK ? n - i : BR_BLOCK;
@@ -173,121 +126,67 @@ static void ew_unary(const ew_ctx *c, int64_t n, void *o, const void *a,
     }                                                                          \
     break
 
-/* max/min give NaN when either side is NaN (x + y is that NaN). */
-#define FLOAT_BINARY_CASES(T)                                                  \
-    case BRAID_OP_ADD:                                                         \
-        LOOP2(T, x + y);                                                       \
-    case BRAID_OP_SUB:                                                         \
-        LOOP2(T, x - y);                                                       \
-    case BRAID_OP_MUL:                                                         \
-        LOOP2(T, (x) * (y));                                                   \
-    case BRAID_OP_DIV:                                                         \
-        LOOP2(T, x / y);                                                       \
-    case BRAID_OP_POW:                                                         \
-        LOOP2(T, pow(x, y));                                                   \
-    case BRAID_OP_MAX:                                                         \
-        LOOP2(T, (x != x || y != y) ? x + y : (x > y ? x : y));                \
-    case BRAID_OP_MIN:                                                         \
-        LOOP2(T, (x != x || y != y) ? x + y : (x < y ? x : y));                \
-    default:                                                                   \
-        break
+#define BINARY_CASE(id, rule, cf, cd)                                          \
+    case BRAID_OP_##id:                                                        \
+        LOOP2(T, rule(T, x, y));
+#define BINARY_I32_CASE(id, rule, ci)                                          \
+    case BRAID_OP_##id:                                                        \
+        LOOP2(T, rule(x, y));
+#define COMPARE_CASE(id, cmp)                                                  \
+    case BRAID_OP_##id:                                                        \
+        LOOP2(T, x cmp y);
 
-#define COMPARE_CASES(T)                                                       \
-    case BRAID_OP_EQ:                                                          \
-        LOOP2(T, x == y);                                                      \
-    case BRAID_OP_NE:                                                          \
-        LOOP2(T, x != y);                                                      \
-    case BRAID_OP_LT:                                                          \
-        LOOP2(T, x < y);                                                       \
-    case BRAID_OP_LE:                                                          \
-        LOOP2(T, x <= y);                                                      \
-    case BRAID_OP_GT:                                                          \
-        LOOP2(T, x > y);                                                       \
-    case BRAID_OP_GE:                                                          \
-        LOOP2(T, x >= y);                                                      \
-    default:                                                                   \
-        break
-
-void br_ew_binary_f32(braid_op op, int64_t n, float *restrict o,
-                      const float *restrict a, int64_t sa,
-                      const float *restrict b, int64_t sb) {
-    switch (op) { FLOAT_BINARY_CASES(float); }
-}
-
-void br_ew_binary_f64(braid_op op, int64_t n, double *restrict o,
-                      const double *restrict a, int64_t sa,
-                      const double *restrict b, int64_t sb) {
-    switch (op) { FLOAT_BINARY_CASES(double); }
-}
-
-static inline int32_t div_i32(int32_t x, int32_t y) {
-    if (y == 0) return 0;
-    if (y == -1) /* INT32_MIN / -1 overflows: wrap like negation */
-        return (int32_t)(0u - (uint32_t)x);
-    return x / y;
-}
-
-void br_ew_binary_i32(braid_op op, int64_t n, int32_t *restrict o,
-                      const int32_t *restrict a, int64_t sa,
-                      const int32_t *restrict b, int64_t sb) {
-    switch (op) {
-    case BRAID_OP_ADD:
-        LOOP2(int32_t, (int32_t)((uint32_t)x + (uint32_t)y));
-    case BRAID_OP_SUB:
-        LOOP2(int32_t, (int32_t)((uint32_t)x - (uint32_t)y));
-    case BRAID_OP_MUL:
-        LOOP2(int32_t, (int32_t)((uint32_t)x * (uint32_t)y));
-    case BRAID_OP_DIV:
-        LOOP2(int32_t, div_i32(x, y));
-    case BRAID_OP_MAX:
-        LOOP2(int32_t, x > y ? x : y);
-    case BRAID_OP_MIN:
-        LOOP2(int32_t, x < y ? x : y);
-    default:
-        break;
+#define BINARY_FN(name, TT, LIST, CASE)                                        \
+    void name(braid_op op, int64_t n, TT *restrict o, const TT *restrict a,    \
+              int64_t sa, const TT *restrict b, int64_t sb) {                  \
+        typedef TT T;                                                          \
+        switch (op) {                                                          \
+            LIST(CASE)                                                         \
+        default:                                                               \
+            break;                                                             \
+        }                                                                      \
     }
-}
 
-void br_ew_compare_f32(braid_op op, int64_t n, uint8_t *restrict o,
-                       const float *restrict a, int64_t sa,
-                       const float *restrict b, int64_t sb) {
-    switch (op) { COMPARE_CASES(float); }
-}
+BINARY_FN(br_ew_binary_f32, float, BG_BINARY_OPS, BINARY_CASE)
+BINARY_FN(br_ew_binary_f64, double, BG_BINARY_OPS, BINARY_CASE)
+BINARY_FN(br_ew_binary_i32, int32_t, BG_BINARY_I32_OPS, BINARY_I32_CASE)
 
-void br_ew_compare_f64(braid_op op, int64_t n, uint8_t *restrict o,
-                       const double *restrict a, int64_t sa,
-                       const double *restrict b, int64_t sb) {
-    switch (op) { COMPARE_CASES(double); }
-}
+/* One comparison function per stored type P, comparing as type TT. */
+#define COMPARE_FN(name, P, TT)                                                \
+    void name(braid_op op, int64_t n, uint8_t *restrict o,                     \
+              const P *restrict a, int64_t sa, const P *restrict b,            \
+              int64_t sb) {                                                    \
+        typedef TT T;                                                          \
+        switch (op) {                                                          \
+            BG_COMPARE_OPS(COMPARE_CASE)                                       \
+        default:                                                               \
+            break;                                                             \
+        }                                                                      \
+    }
 
-void br_ew_compare_i32(braid_op op, int64_t n, uint8_t *restrict o,
-                       const int32_t *restrict a, int64_t sa,
-                       const int32_t *restrict b, int64_t sb) {
-    switch (op) { COMPARE_CASES(int32_t); }
-}
-
+COMPARE_FN(br_ew_compare_f32, float, float)
+COMPARE_FN(br_ew_compare_f64, double, double)
+COMPARE_FN(br_ew_compare_i32, int32_t, int32_t)
 /* Bools compare as 0/1 whatever nonzero byte the caller stored. */
-void br_ew_compare_bool(braid_op op, int64_t n, uint8_t *restrict o,
-                        const uint8_t *restrict a, int64_t sa,
-                        const uint8_t *restrict b, int64_t sb) {
-    switch (op) { COMPARE_CASES(bool); }
+COMPARE_FN(br_ew_compare_bool, uint8_t, bool)
+
+bool br_ew_binary(braid_dtype t, braid_op op, int64_t n, void *o, const void *a,
+                  int64_t sa, const void *b, int64_t sb) {
+    EW_DISPATCH(br_ew_binary, a, sa, b, sb)
+    return false;
+}
+
+bool br_ew_compare(braid_dtype t, braid_op op, int64_t n, uint8_t *o,
+                   const void *a, int64_t sa, const void *b, int64_t sb) {
+    EW_DISPATCH(br_ew_compare, a, sa, b, sb)
+    if (t != BRAID_BOOL) return false;
+    br_ew_compare_bool(op, n, o, a, sa, b, sb);
+    return true;
 }
 
 static void ew_binary(const ew_ctx *c, int64_t n, void *o, const void *a,
                       int64_t sa, const void *b, int64_t sb) {
-    switch (c->t) {
-    case BRAID_F32:
-        br_ew_binary_f32(c->op, n, o, a, sa, b, sb);
-        return;
-    case BRAID_F64:
-        br_ew_binary_f64(c->op, n, o, a, sa, b, sb);
-        return;
-    case BRAID_I32:
-        br_ew_binary_i32(c->op, n, o, a, sa, b, sb);
-        return;
-    default:
-        break;
-    }
+    if (br_ew_binary(c->t, c->op, n, o, a, sa, b, sb)) return;
     float x[BR_BLOCK], y[BR_BLOCK], z[BR_BLOCK];
     for (int64_t i = 0; i < n; i += BR_BLOCK) {
         int64_t m = n - i < BR_BLOCK ? n - i : BR_BLOCK;
@@ -300,22 +199,7 @@ static void ew_binary(const ew_ctx *c, int64_t n, void *o, const void *a,
 
 static void ew_compare(const ew_ctx *c, int64_t n, void *o, const void *a,
                        int64_t sa, const void *b, int64_t sb) {
-    switch (c->t) {
-    case BRAID_F32:
-        br_ew_compare_f32(c->op, n, o, a, sa, b, sb);
-        return;
-    case BRAID_F64:
-        br_ew_compare_f64(c->op, n, o, a, sa, b, sb);
-        return;
-    case BRAID_I32:
-        br_ew_compare_i32(c->op, n, o, a, sa, b, sb);
-        return;
-    case BRAID_BOOL:
-        br_ew_compare_bool(c->op, n, o, a, sa, b, sb);
-        return;
-    default:
-        break;
-    }
+    if (br_ew_compare(c->t, c->op, n, o, a, sa, b, sb)) return;
     /* f16 / bf16 → f32 is exact, so comparing in f32 compares the stored
      * values. */
     float x[BR_BLOCK], y[BR_BLOCK];
@@ -380,10 +264,6 @@ static void seg_where(void *ctx, int64_t o, int64_t n, const int64_t *off,
                 c->in[2] + off[2] * c->isz[2], step[2]);
 }
 
-static bool is_compare(braid_op op) {
-    return op >= BRAID_OP_EQ && op <= BRAID_OP_GE;
-}
-
 void br_elementwise_run(const br_kernel_args *a) {
     const bg_node *n = a->node;
     ew_ctx c = {.op = n->op, .out = a->out, .osz = braid_dtype_size(n->dtype)};
@@ -401,9 +281,9 @@ void br_elementwise_run(const br_kernel_args *a) {
         br_nd_parallel(a->pool, &it, seg_where, &c);
         return;
     }
-    c.fn = n->ninputs == 1     ? ew_unary
-           : is_compare(n->op) ? ew_compare
-                               : ew_binary;
+    c.fn = n->ninputs == 1           ? ew_unary
+           : bg_op_is_compare(n->op) ? ew_compare
+                                     : ew_binary;
     br_nd_parallel(a->pool, &it, seg_two, &c);
 }
 
@@ -414,33 +294,10 @@ braid_status br_elementwise_prepare(const braid_graph *g, uint32_t id,
     (void)scratch;
     const bg_node *n = bg_node_at(g, id);
     braid_dtype t = bg_node_at(g, n->inputs[n->ninputs - 1])->dtype;
-    bool ok = true;
-    switch (n->op) {
-    case BRAID_OP_NEG:
-    case BRAID_OP_ABS:
-    case BRAID_OP_SQUARE:
-    case BRAID_OP_RELU:
-    case BRAID_OP_ADD:
-    case BRAID_OP_SUB:
-    case BRAID_OP_MUL:
-    case BRAID_OP_DIV:
-    case BRAID_OP_MAX:
-    case BRAID_OP_MIN:
-        ok = t != BRAID_BOOL;
-        break;
-    case BRAID_OP_WHERE:
-    case BRAID_OP_CAST:
-    case BRAID_OP_EQ:
-    case BRAID_OP_NE:
-    case BRAID_OP_LT:
-    case BRAID_OP_LE:
-    case BRAID_OP_GT:
-    case BRAID_OP_GE:
-        break;
-    default: /* the float-only ops */
-        ok = braid_dtype_is_float(t);
-        break;
-    }
+    /* where and cast take every dtype; the table's dtypes column says the
+     * rest (compare ops: of their operands) */
+    bool ok = n->op == BRAID_OP_WHERE || n->op == BRAID_OP_CAST ||
+              bg_op_accepts(n->op, t);
     if (ok) return BRAID_OK;
     return bg_set_last_error(BRAID_ERR_UNSUPPORTED,
                              "braid_exec_new: node %u: no CPU kernel for %s "

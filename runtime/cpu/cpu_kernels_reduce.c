@@ -7,12 +7,13 @@
  *     contiguous runs of the last group, in pieces of RED_PIECE elements;
  *   inner kept (sum over rows): each block of the last group is accumulated
  *     row after row, a vectorisable loop over contiguous elements.
- * Float sums accumulate in double; i32 sums wrap in uint32. The order of
+ * Float sums accumulate in double; i32 sums wrap in uint32; the meaning of
+ * every reduction is graph/scalar.h's. The order of
  * accumulation depends only on the shape, never on the number of threads,
  * so results are reproducible. */
-#include "runtime/cpu/cpu_kernels.h"
+#include "graph/scalar.h"
+#include "runtime/cpu/cpu_reduce.h"
 
-#include <math.h>
 #include <string.h>
 
 /* Elements per piece of a contiguous run: piece results are combined in
@@ -25,45 +26,49 @@ typedef struct red_ctx {
     size_t esz;     /* element size */
     const char *in; /* input base */
     char *out;      /* output base */
-    int64_t O, R;   /* output elements, reduced elements per output */
-    int nk, nr;     /* kept / reduced groups, outer to inner */
-    int64_t kd[BRAID_MAX_RANK], ks[BRAID_MAX_RANK]; /* kept dims, strides */
-    int64_t rd[BRAID_MAX_RANK], rs[BRAID_MAX_RANK]; /* reduced dims, strides */
+    br_red_groups gr;   /* the collapsed dims */
     bool inner_reduced; /* last group is reduced (else kept) */
     int64_t inner;      /* length of the last group (1 when none) */
     double *partial;    /* scratch for a run split over threads */
 } red_ctx;
 
-/* The collapse described above; numel 0 leaves O or R zero. */
-static void red_analyze(const braid_graph *g, const bg_node *n, red_ctx *c) {
-    const bg_node *x = bg_node_at(g, n->inputs[0]);
+void br_red_groups_of(int rank, const int64_t *dims, unsigned axes,
+                      br_red_groups *gr) {
     int64_t st[BRAID_MAX_RANK];
-    br_dense_strides(x->rank, x->dims, st);
-    c->nk = c->nr = 0;
-    c->O = c->R = 1;
-    int last = -1; /* kind of the last group: 0 kept, 1 reduced */
-    for (int i = 0; i < x->rank; i++) {
-        int red = (n->attr.axes >> i) & 1;
-        (red ? &c->R : &c->O)[0] *= x->dims[i];
-        if (x->dims[i] == 1) continue;
-        int64_t *d = red ? c->rd : c->kd, *s = red ? c->rs : c->ks;
-        int *cnt = red ? &c->nr : &c->nk;
-        if (last == red) { /* merge with the previous group of its kind */
-            d[*cnt - 1] *= x->dims[i];
+    br_dense_strides(rank, dims, st);
+    gr->nk = gr->nr = 0;
+    gr->O = gr->R = 1;
+    gr->last = -1;
+    for (int i = 0; i < rank; i++) {
+        int red = (axes >> i) & 1;
+        (red ? &gr->R : &gr->O)[0] *= dims[i];
+        if (dims[i] == 1) continue;
+        int64_t *d = red ? gr->rd : gr->kd, *s = red ? gr->rs : gr->ks;
+        int *cnt = red ? &gr->nr : &gr->nk;
+        if (gr->last == red) { /* merge with the previous group of its kind */
+            d[*cnt - 1] *= dims[i];
             s[*cnt - 1] = st[i];
         } else {
-            d[*cnt] = x->dims[i];
+            d[*cnt] = dims[i];
             s[*cnt] = st[i];
             (*cnt)++;
         }
-        last = red;
+        gr->last = red;
     }
-    c->inner_reduced = last != 0; /* no groups: one reduced run of 1 */
-    c->inner = last < 0 ? 1 : last ? c->rd[c->nr - 1] : c->kd[c->nk - 1];
 }
 
-/* Offset of flat index i over the first n of (dims, strides). */
-static int64_t decode(int64_t i, int n, const int64_t *dims,
+/* The collapse described above; numel 0 leaves O or R zero. */
+static void red_analyze(const braid_graph *g, const bg_node *n, red_ctx *c) {
+    const bg_node *x = bg_node_at(g, n->inputs[0]);
+    br_red_groups *gr = &c->gr;
+    br_red_groups_of(x->rank, x->dims, n->attr.axes, gr);
+    c->inner_reduced = gr->last != 0; /* no groups: one reduced run of 1 */
+    c->inner = gr->last < 0 ? 1
+               : gr->last   ? gr->rd[gr->nr - 1]
+                            : gr->kd[gr->nk - 1];
+}
+
+int64_t br_red_decode(int64_t i, int n, const int64_t *dims,
                       const int64_t *strides) {
     int64_t off = 0;
     for (int d = n - 1; d >= 0; d--) {
@@ -73,22 +78,15 @@ static int64_t decode(int64_t i, int n, const int64_t *dims,
     return off;
 }
 
-static inline double combine(braid_op op, double acc, double v) {
-    if (op == BRAID_OP_SUM || op == BRAID_OP_MEAN) return acc + v;
-    if (acc != acc || v != v) return acc + v;
-    return op == BRAID_OP_REDUCE_MAX ? (v > acc ? v : acc)
-                                     : (v < acc ? v : acc);
-}
-
-static double identity(braid_op op) {
-    return op == BRAID_OP_REDUCE_MAX   ? -INFINITY
-           : op == BRAID_OP_REDUCE_MIN ? INFINITY
-                                       : 0.0;
+void br_red_store(braid_op op, braid_dtype t, void *out, int64_t o, double acc,
+                  int64_t count) {
+    double v = bg_reduce_finish(op, t, acc, count);
+    br_store_f64(t, (char *)out + o * (int64_t)braid_dtype_size(t), 1, &v);
 }
 
 /* ---- contiguous pieces --------------------------------------------------- */
 
-static double sum_f32(const float *x, int64_t n) {
+double br_red_sum_f32(const float *x, int64_t n) {
     double s[8] = {0};
     int64_t i = 0;
     for (; i + 8 <= n; i += 8)
@@ -99,7 +97,7 @@ static double sum_f32(const float *x, int64_t n) {
     return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
 }
 
-static double sum_f64(const double *x, int64_t n) {
+double br_red_sum_f64(const double *x, int64_t n) {
     double s[4] = {0};
     int64_t i = 0;
     for (; i + 4 <= n; i += 4)
@@ -108,6 +106,13 @@ static double sum_f64(const double *x, int64_t n) {
     for (; i < n; i++)
         s[0] += x[i];
     return (s[0] + s[1]) + (s[2] + s[3]);
+}
+
+double br_red_sum_i32(const int32_t *x, int64_t n) {
+    uint32_t s = 0;
+    for (int64_t i = 0; i < n; i++)
+        s += (uint32_t)x[i];
+    return s;
 }
 
 /* max (sign 1) or min (sign -1) of floats, NaN if any is NaN. */
@@ -139,67 +144,43 @@ static double piece(const red_ctx *c, const char *p, int64_t n) {
     bool sum = c->op == BRAID_OP_SUM || c->op == BRAID_OP_MEAN;
     bool max = c->op == BRAID_OP_REDUCE_MAX;
     if (c->t == BRAID_F32)
-        return sum ? sum_f32((const float *)p, n)
+        return sum ? br_red_sum_f32((const float *)p, n)
                    : extreme_f32((const float *)p, n, max);
     if (c->t == BRAID_F64)
-        return sum ? sum_f64((const double *)p, n)
+        return sum ? br_red_sum_f64((const double *)p, n)
                    : extreme_f64((const double *)p, n, max);
-    if (c->t == BRAID_I32 && sum) {
-        const int32_t *x = (const int32_t *)p;
-        uint32_t s = 0;
-        for (int64_t i = 0; i < n; i++)
-            s += (uint32_t)x[i];
-        return s;
-    }
-    double acc = identity(c->op), tmp[BR_BLOCK];
+    if (c->t == BRAID_I32 && sum) return br_red_sum_i32((const int32_t *)p, n);
+    double acc = bg_reduce_identity(c->op), tmp[BR_BLOCK];
     for (int64_t i = 0; i < n; i += BR_BLOCK) {
         int64_t m = n - i < BR_BLOCK ? n - i : BR_BLOCK;
         br_load_f64(c->t, p + i * c->esz, 1, m, tmp);
-        acc = combine(c->op, acc,
-                      sum ? sum_f64(tmp, m) : extreme_f64(tmp, m, max));
+        double v = sum ? br_red_sum_f64(tmp, m) : extreme_f64(tmp, m, max);
+        acc = bg_reduce_combine(c->op, c->t, acc, v);
     }
     return acc;
 }
 
-/* Combines piece results; i32 sums wrap. */
+/* Combines piece results (an i32 sum piece is a uint32 residue). */
 static double merge(const red_ctx *c, double acc, double v) {
-    if (c->t == BRAID_I32 && c->op == BRAID_OP_SUM)
-        return (uint32_t)((uint32_t)acc + (uint32_t)v);
-    return combine(c->op, acc, v);
-}
-
-/* The value of a reduction over zero elements. */
-static double empty_value(const red_ctx *c) {
-    if (c->op == BRAID_OP_MEAN) return NAN;
-    if (c->t != BRAID_I32) return identity(c->op);
-    return c->op == BRAID_OP_REDUCE_MAX   ? INT32_MIN
-           : c->op == BRAID_OP_REDUCE_MIN ? INT32_MAX
-                                          : 0;
+    return bg_reduce_combine(c->op, c->t, acc, v);
 }
 
 /* Writes output element o from its reduced value. */
 static void finish(const red_ctx *c, int64_t o, double v) {
-    if (c->R == 0)
-        v = empty_value(c);
-    else if (c->op == BRAID_OP_MEAN)
-        v /= (double)c->R;
-    if (c->t == BRAID_I32 && c->op == BRAID_OP_SUM && c->R > 0) {
-        ((int32_t *)c->out)[o] = (int32_t)(uint32_t)v; /* wrapped already */
-        return;
-    }
-    br_store_f64(c->t, c->out + o * c->esz, 1, &v);
+    br_red_store(c->op, c->t, c->out, o, v, c->gr.R);
 }
 
 /* ---- inner axis reduced -------------------------------------------------- */
 
 /* Output element o, every run, every piece, in order. */
 static double reduce_one(const red_ctx *c, int64_t o) {
-    int64_t base = decode(o, c->nk, c->kd, c->ks);
-    int64_t runs = c->inner > 0 ? c->R / c->inner : 0;
-    double acc = identity(c->op);
+    int64_t base = br_red_decode(o, c->gr.nk, c->gr.kd, c->gr.ks);
+    int64_t runs = c->inner > 0 ? c->gr.R / c->inner : 0;
+    double acc = bg_reduce_identity(c->op);
     for (int64_t r = 0; r < runs; r++) {
-        const char *p =
-            c->in + (base + decode(r, c->nr - 1, c->rd, c->rs)) * c->esz;
+        const char *p = c->in + (base + br_red_decode(r, c->gr.nr - 1, c->gr.rd,
+                                                      c->gr.rs)) *
+                                    c->esz;
         for (int64_t i = 0; i < c->inner; i += RED_PIECE) {
             int64_t m = c->inner - i < RED_PIECE ? c->inner - i : RED_PIECE;
             acc = merge(c, acc, piece(c, p + i * c->esz, m));
@@ -227,7 +208,9 @@ static void split_pieces(void *ctx, int64_t b, int64_t e) {
         int64_t r = k / s->ppr, i = (k % s->ppr) * RED_PIECE;
         int64_t m = c->inner - i < RED_PIECE ? c->inner - i : RED_PIECE;
         const char *p =
-            c->in + (s->base + decode(r, c->nr - 1, c->rd, c->rs) + i) * c->esz;
+            c->in +
+            (s->base + br_red_decode(r, c->gr.nr - 1, c->gr.rd, c->gr.rs) + i) *
+                c->esz;
         c->partial[k] = piece(c, p, m);
     }
 }
@@ -236,11 +219,11 @@ static void split_pieces(void *ctx, int64_t b, int64_t e) {
  * and are merged in the order reduce_one would have used. */
 static void reduce_split(const red_ctx *c, br_pool *pool) {
     split_ctx s = {c, 0, (c->inner + RED_PIECE - 1) / RED_PIECE};
-    int64_t npieces = c->R / c->inner * s.ppr;
-    for (int64_t o = 0; o < c->O; o++) {
-        s.base = decode(o, c->nk, c->kd, c->ks);
+    int64_t npieces = c->gr.R / c->inner * s.ppr;
+    for (int64_t o = 0; o < c->gr.O; o++) {
+        s.base = br_red_decode(o, c->gr.nk, c->gr.kd, c->gr.ks);
         br_parallel_for(pool, npieces, 1, split_pieces, &s);
-        double acc = identity(c->op);
+        double acc = bg_reduce_identity(c->op);
         for (int64_t k = 0; k < npieces; k++)
             acc = merge(c, acc, c->partial[k]);
         finish(c, o, acc);
@@ -248,7 +231,8 @@ static void reduce_split(const red_ctx *c, br_pool *pool) {
 }
 
 static bool use_split(const red_ctx *c, int threads) {
-    return c->inner_reduced && c->inner >= 2 * RED_PIECE && c->O < 2 * threads;
+    return c->inner_reduced && c->inner >= 2 * RED_PIECE &&
+           c->gr.O < 2 * threads;
 }
 
 /* ---- inner axis kept ----------------------------------------------------- */
@@ -261,11 +245,11 @@ static void rows_block(const red_ctx *c, int64_t p, int64_t j0, int64_t m) {
     bool sum = c->op == BRAID_OP_SUM || c->op == BRAID_OP_MEAN;
     bool max = c->op == BRAID_OP_REDUCE_MAX;
     for (int64_t j = 0; j < m; j++)
-        acc[j] = identity(c->op), uacc[j] = 0;
-    int64_t base = decode(p, c->nk - 1, c->kd, c->ks) + j0;
-    for (int64_t r = 0; r < c->R; r++) {
-        const char *row =
-            c->in + (base + decode(r, c->nr, c->rd, c->rs)) * c->esz;
+        acc[j] = bg_reduce_identity(c->op), uacc[j] = 0;
+    int64_t base = br_red_decode(p, c->gr.nk - 1, c->gr.kd, c->gr.ks) + j0;
+    for (int64_t r = 0; r < c->gr.R; r++) {
+        int64_t off = base + br_red_decode(r, c->gr.nr, c->gr.rd, c->gr.rs);
+        const char *row = c->in + off * c->esz;
         if (usum) {
             const int32_t *x = (const int32_t *)row;
             for (int64_t j = 0; j < m; j++)
@@ -276,12 +260,12 @@ static void rows_block(const red_ctx *c, int64_t p, int64_t j0, int64_t m) {
         if (sum)
             for (int64_t j = 0; j < m; j++)
                 acc[j] += tmp[j];
+        else if (max)
+            for (int64_t j = 0; j < m; j++)
+                acc[j] = BG_MAX(double, tmp[j], acc[j]);
         else
             for (int64_t j = 0; j < m; j++)
-                acc[j] = (tmp[j] != tmp[j] || acc[j] != acc[j])
-                             ? tmp[j] + acc[j]
-                         : max ? (tmp[j] > acc[j] ? tmp[j] : acc[j])
-                               : (tmp[j] < acc[j] ? tmp[j] : acc[j]);
+                acc[j] = BG_MIN(double, tmp[j], acc[j]);
     }
     for (int64_t j = 0; j < m; j++)
         finish(c, p * c->inner + j0 + j, usum ? (double)uacc[j] : acc[j]);
@@ -307,20 +291,20 @@ void br_reduce_run(const br_kernel_args *a) {
                  .partial = a->scratch};
     c.esz = braid_dtype_size(c.t);
     red_analyze(a->g, a->node, &c);
-    if (c.O == 0) return;
+    if (c.gr.O == 0) return;
     /* Work per output element is R; aim for BR_GRAIN elements a chunk. */
-    int64_t per = c.R > 0 ? c.R : 1;
+    int64_t per = c.gr.R > 0 ? c.gr.R : 1;
     int64_t grain = per >= BR_GRAIN ? 1 : BR_GRAIN / per;
-    if (c.R == 0 || c.inner_reduced) {
-        if (c.R > 0 && use_split(&c, br_pool_threads(a->pool)))
+    if (c.gr.R == 0 || c.inner_reduced) {
+        if (c.gr.R > 0 && use_split(&c, br_pool_threads(a->pool)))
             reduce_split(&c, a->pool);
         else
-            br_parallel_for(a->pool, c.O, grain, reduce_outputs, &c);
+            br_parallel_for(a->pool, c.gr.O, grain, reduce_outputs, &c);
         return;
     }
     int64_t nb = (c.inner + BR_BLOCK - 1) / BR_BLOCK;
     int64_t bl = c.inner < BR_BLOCK ? c.inner : BR_BLOCK;
-    br_parallel_for(a->pool, c.O / c.inner * nb,
+    br_parallel_for(a->pool, c.gr.O / c.inner * nb,
                     per * bl >= BR_GRAIN ? 1 : BR_GRAIN / (per * bl),
                     rows_units, &c);
 }
@@ -339,8 +323,9 @@ braid_status br_reduce_prepare(const braid_graph *g, uint32_t id,
     red_analyze(g, n, &c);
     /* The split path may run with any thread count: size for it whenever
      * the run is long enough, whatever the output count. */
-    if (c.O > 0 && c.R > 0 && c.inner_reduced && c.inner >= 2 * RED_PIECE) {
-        size_t pieces = (size_t)(c.R / c.inner) *
+    if (c.gr.O > 0 && c.gr.R > 0 && c.inner_reduced &&
+        c.inner >= 2 * RED_PIECE) {
+        size_t pieces = (size_t)(c.gr.R / c.inner) *
                         (size_t)((c.inner + RED_PIECE - 1) / RED_PIECE);
         size_t bytes = pieces * sizeof(double);
         if (bytes > *scratch) *scratch = bytes;

@@ -16,22 +16,26 @@
  *   run       exec.c binds the caller's buffers into its per-node pointer
  *             table (host pointers for CPU nodes, device pointers for GPU
  *             nodes, caller buffers for inputs and in-place outputs),
- *             resolves views, then calls br_cuda_run_start, which walks
- *             the schedule: GPU nodes are issued asynchronously on their
- *             streams with event waits and records; CPU nodes run through
- *             the callback as soon as the GPU work they wait for is done.
- *             It returns once everything is issued and every CPU node ran
+ *             resolves views, then calls br_cuda_run_start (bindings, CUDA
+ *             graph or not) and runs the one dispatcher
+ *             (runtime/dispatch.h) over br_cuda_ops(): GPU nodes are
+ *             issued asynchronously on their streams with event waits and
+ *             records; CPU nodes run on the host as soon as the GPU work
+ *             they wait for is done. The dispatcher returns once
+ *             everything is issued and every CPU node ran
  *             (braid_run_async returns then); br_cuda_run_finish
  *             (braid_wait) completes deferred copies and returns when
  *             every stream is idle, so outputs are ready.
  *
- * Without the CUDA toolkit (BRAID_HAVE_CUDA undefined) runtime/cuda_stub.c
- * provides these calls: br_cuda_new fails with BRAID_ERR_DEVICE "built
- * without CUDA". Every failure leaves a braid_last_error() message naming
- * the node and the CUDA call; nothing aborts. */
+ * Without the CUDA toolkit (BRAID_HAVE_CUDA undefined)
+ * runtime/cuda/cuda_common.c provides these calls: br_cuda_new fails with
+ * BRAID_ERR_DEVICE "built without CUDA". Every failure leaves a
+ * braid_last_error() message naming the node and the CUDA call; nothing aborts.
+ */
 #ifndef BRAID_RUNTIME_CUDA_H
 #define BRAID_RUNTIME_CUDA_H
 
+#include "runtime/dispatch.h"
 #include "runtime/runtime.h"
 
 typedef struct br_cuda br_cuda;
@@ -41,20 +45,18 @@ typedef struct br_cuda br_cuda;
  * needs the CUDA backend to run. */
 bool br_plan_uses_cuda(const bp_plan *p);
 
-/* True when node id is issued by the CUDA backend (it is on a GPU queue);
- * false for the CPU queue's nodes, which exec.c's kernels compute. */
-bool br_cuda_node_on_gpu(const bp_plan *p, uint32_t id);
-
 /* BRAID_ERR_DEVICE "braid_exec_new: the plan runs node N (op) on cuda:K:
  * <why> (compile for "cpu" to run here)", naming p's first GPU node. */
 braid_status br_cuda_no_device(const bp_plan *p, const char *why);
 
-/* Creates the CUDA side of an executor of p (p must outlive it). Errors:
+/* Creates the CUDA side of an executor of p, whose schedule tables sched
+ * it reads (p and sched must outlive it). Errors:
  * BRAID_ERR_DEVICE when the build has no CUDA, no device is present or the
  * plan names a GPU this machine lacks ("plan needs cuda:1 but 1 CUDA device
  * present"); BRAID_ERR_OUT_OF_MEMORY naming the arena and its size;
  * BRAID_ERR_UNSUPPORTED for a GPU node no kernel covers. */
-braid_status br_cuda_new(const bp_plan *p, br_cuda **out);
+braid_status br_cuda_new(const bp_plan *p, const br_sched *sched,
+                         br_cuda **out);
 void br_cuda_free(br_cuda *c); /* NULL is fine; waits for the GPUs first */
 
 /* The buffer of arena a when the CUDA backend allocated it (a GPU arena:
@@ -79,21 +81,22 @@ typedef struct br_cuda_run_args {
     const braid_output_binding *out; /* the caller's outputs */
     size_t nout;                     /* entries in out */
     br_pool *pool;                   /* host threads for staging memcpys */
-    void (*run_cpu)(void *ctx, uint32_t id); /* computes CPU node id (a
-                                                no-op for inputs, constants
-                                                and views) */
-    void *cpu_ctx;                           /* passed to run_cpu */
+    struct br_prof *prof;            /* the executor's profiler when it
+                                        profiles this run, else NULL */
 } br_cuda_run_args;
 
-/* Starts one run of the plan's schedule (see the top of this file): checks
- * the bindings, then issues every GPU node and runs every CPU node,
- * returning without the final synchronisation. *started false: a binding
- * was refused (device memory where the host would touch it), nothing ran,
- * the status says why and no br_cuda_run_finish follows. *started true:
- * the run is under way, whatever the status (a CUDA error while issuing
- * stops the issue), and br_cuda_run_finish must follow. */
+/* Starts one run: checks the bindings, resets the run state and decides
+ * whether this run replays the CUDA graph. *started false: a binding was
+ * refused (device memory where the host would touch it), the status says
+ * why and no br_cuda_run_finish follows. *started true: exec.c then runs
+ * the dispatcher (runtime/dispatch.h) over br_cuda_ops() with c as its
+ * queues, and br_cuda_run_finish must follow whatever happens. */
 braid_status br_cuda_run_start(br_cuda *c, const br_cuda_run_args *a,
                                bool *started);
+/* The CUDA backend as the dispatcher's queues (the argument is a br_cuda):
+ * streams, events, a collective group or a CUDA graph replay issued as one
+ * unit. NULL in a build without CUDA. */
+const br_queue_ops *br_cuda_ops(void);
 /* Completes the run br_cuda_run_start began, possibly on another thread:
  * with st (the start's status) BRAID_OK, finishes deferred copies and the
  * CUDA graph's host copies; in any case synchronises every stream (after
@@ -137,6 +140,33 @@ void br_cuda_device_free(void *p);
 /* A synchronous copy between any host and device memory (cudaMemcpy with
  * cudaMemcpyDefault); BRAID_ERR_DEVICE without CUDA or on failure. */
 braid_status br_cuda_memcpy(void *dst, const void *src, size_t bytes);
+
+/* ---- the process's pool of CUDA resources (runtime/cuda/cuda_pool.c) ---- */
+
+/* What the pool holds: plan-independent resources an executor takes at
+ * creation and gives back when freed. */
+typedef enum br_res_kind {
+    BR_RES_STREAM, /* a non-blocking stream */
+    BR_RES_EVENT,  /* an event without timing */
+    BR_RES_BLAS,   /* a cuBLAS handle with its workspace */
+    BR_RES_LT,     /* a cuBLASLt handle with its workspace */
+    BR_RES_PINNED, /* a pinned host staging buffer */
+    BR_RES_MODULE, /* a loaded kernel module, shared (counted here, not
+                      handed over: see cuda_pool.c) */
+    BR_RES_KINDS
+} br_res_kind;
+
+/* Counters since the process started, per kind (tests, benchmarks). */
+typedef struct br_res_stats {
+    uint64_t created[BR_RES_KINDS];  /* made because the pool had none */
+    uint64_t reused[BR_RES_KINDS];   /* handed out from the pool */
+    uint64_t returned[BR_RES_KINDS]; /* given back by a freed executor */
+    size_t pooled;                   /* idle resources held now (modules
+                                        no executor uses included) */
+} br_res_stats;
+
+/* The counters; all zero in a build without CUDA. */
+void br_cuda_res_stats(br_res_stats *out);
 
 /* ---- caller buffers in device memory (runtime/exec.c) -------------------- */
 

@@ -178,7 +178,7 @@ void br_blas_types(const br_cuda *c, braid_dtype t, cudaDataType *data,
 static braid_status gemm_call(br_cuda *c, uint32_t id, const gemm_shape *g,
                               const char *a, const char *b, char *out,
                               int64_t count) {
-    cublasHandle_t h = c->blas[c->node[id].queue];
+    cublasHandle_t h = c->blas.handle[c->node[id].queue];
     cudaDataType dt;
     cublasComputeType_t ct;
     br_blas_types(c, g->dtype, &dt, &ct);
@@ -220,11 +220,11 @@ braid_status br_cuda_gemm(br_cuda *c, uint32_t id, void *out) {
     if (g.k == 0) { /* an empty sum: zeros */
         uint64_t bytes = (uint64_t)g.m * (uint64_t)g.n * es * (uint64_t)inner *
                          (uint64_t)outer;
-        return br_cu(
-            c, "braid_run", id, "cudaMemsetAsync",
-            cudaMemsetAsync(out, 0, bytes, c->stream[c->node[id].queue]));
+        return br_cu(c, "braid_run", id, "cudaMemsetAsync",
+                     cudaMemsetAsync(out, 0, bytes,
+                                     br_cuda_stream(c, c->node[id].queue)));
     }
-    const char *a = c->run->ptr[g.a], *b = c->run->ptr[g.b];
+    const char *a = c->run.args->ptr[g.a], *b = c->run.args->ptr[g.b];
     braid_status s = BRAID_OK;
     for (int64_t o = 0; s == BRAID_OK && o < outer; o++) {
         int64_t rest = o, oa = 0, ob = 0, oc = 0;
@@ -239,6 +239,64 @@ braid_status br_cuda_gemm(br_cuda *c, uint32_t id, void *out) {
                       (char *)out + (size_t)oc * es, inner);
     }
     return s;
+}
+
+/* ---- handles ------------------------------------------------------------ */
+
+/* A cuBLAS handle with its workspace on device dev (current). */
+static braid_status take_handle(br_cuda *c, int dev, br_res *r) {
+    if (br_res_take(BR_RES_BLAS, dev, 0, r)) return BRAID_OK;
+    *r = (br_res){.kind = BR_RES_BLAS, .dev = dev};
+    cublasHandle_t h = NULL;
+    braid_status s =
+        br_blas(c, "braid_exec_new", BG_NONE, "cublasCreate", cublasCreate(&h));
+    if (s != BRAID_OK) return s;
+    r->obj = h;
+    s = br_cu(c, "braid_exec_new", BG_NONE, "cudaMalloc (cuBLAS workspace)",
+              cudaMalloc(&r->ws, BR_BLAS_WORKSPACE));
+    if (s == BRAID_OK)
+        s = br_blas(c, "braid_exec_new", BG_NONE, "cublasSetWorkspace",
+                    cublasSetWorkspace(h, r->ws, BR_BLAS_WORKSPACE));
+    if (s != BRAID_OK) {
+        br_res_destroy(r);
+        return s;
+    }
+    br_res_created(BR_RES_BLAS);
+    return BRAID_OK;
+}
+
+braid_status br_cuda_blas_take(br_cuda *c, uint32_t q) {
+    br_res r;
+    braid_status s = take_handle(c, c->plan->res.queues[q].device.index, &r);
+    if (s != BRAID_OK) return s;
+    c->blas.handle[q] = r.obj;
+    c->blas.ws[q] = r.ws;
+    cublasMath_t mode =
+        c->allow_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH;
+    s = br_blas(c, "braid_exec_new", BG_NONE, "cublasSetStream",
+                cublasSetStream(r.obj, br_cuda_stream(c, q)));
+    if (s == BRAID_OK)
+        s = br_blas(c, "braid_exec_new", BG_NONE, "cublasSetMathMode",
+                    cublasSetMathMode(r.obj, mode));
+    return s;
+}
+
+void br_cuda_blas_give(br_cuda *c) {
+    for (uint32_t q = 0; c->blas.handle && q < c->plan->res.nqueues; q++) {
+        if (!c->blas.handle[q]) continue;
+        br_res r = {.kind = BR_RES_BLAS,
+                    .dev = c->plan->res.queues[q].device.index,
+                    .obj = c->blas.handle[q],
+                    .ws = c->blas.ws[q]};
+        cudaSetDevice(r.dev);
+        /* the stream may be destroyed while the handle waits in the pool */
+        if (cublasSetStream(r.obj, NULL) == CUBLAS_STATUS_SUCCESS)
+            br_res_give(&r);
+        else
+            br_res_destroy(&r);
+        c->blas.handle[q] = NULL;
+        c->blas.ws[q] = NULL;
+    }
 }
 
 #else

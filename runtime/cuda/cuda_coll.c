@@ -36,8 +36,8 @@ static uint32_t members(const br_cuda *c, uint64_t grp, uint32_t *ids,
                         int64_t k) {
     uint32_t count = 0;
     for (int64_t r = 0; ids && r < k; r++) ids[r] = BG_NONE;
-    for (uint32_t i = 0; i < c->ngpu; i++) {
-        uint32_t id = c->gpu_list[i];
+    for (uint32_t i = 0; i < c->sched->ndev; i++) {
+        uint32_t id = c->sched->dev_list[i];
         const bg_node *n = node_at(c, id);
         if (c->node[id].kind != BR_NODE_COLL || bg_coll_group(n) != grp)
             continue;
@@ -52,9 +52,9 @@ static uint32_t members(const br_cuda *c, uint64_t grp, uint32_t *ids,
 static braid_status comm_set(br_cuda *c, const int *devs, int64_t k,
                              uint32_t first, void **comms) {
     /* an earlier group over the same devices: reuse its set */
-    for (uint32_t i = 0; i < c->ngpu; i++) {
-        uint32_t id = c->gpu_list[i];
-        if (!c->coll_comm[id]) continue;
+    for (uint32_t i = 0; i < c->sched->ndev; i++) {
+        uint32_t id = c->sched->dev_list[i];
+        if (!c->coll.member[id]) continue;
         const bg_node *n = node_at(c, id);
         if (bg_coll_size(n) != k || bg_coll_rank(n) != 0) continue;
         uint32_t got[BG_COLL_MAX_LOCAL];
@@ -63,7 +63,8 @@ static braid_status comm_set(br_cuda *c, const int *devs, int64_t k,
         for (int64_t r = 0; r < k && same; r++)
             same = got[r] != BG_NONE && c->node[got[r]].dev == devs[r];
         if (!same) continue;
-        for (int64_t r = 0; r < k; r++) comms[r] = c->coll_comm[got[r]];
+        for (int64_t r = 0; r < k; r++)
+            comms[r] = c->coll.member[got[r]];
         return BRAID_OK;
     }
     const br_nccl_api *a = br_nccl_load("braid_exec_new");
@@ -77,18 +78,19 @@ static braid_status comm_set(br_cuda *c, const int *devs, int64_t k,
                                  first, bg_op(n->op)->name,
                                  (unsigned long long)bg_coll_group(n), why);
     }
-    void **grown = realloc(c->comms, (c->ncomms + (size_t)k) * sizeof *grown);
+    void **grown =
+        realloc(c->coll.comms, (c->coll.ncomms + (size_t)k) * sizeof *grown);
     if (!grown)
         return bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY,
                                  "braid_exec_new: out of memory");
-    c->comms = grown;
+    c->coll.comms = grown;
     br_nccl_comm made[BG_COLL_MAX_LOCAL];
     braid_status s = br_nccl_check(
         a, "braid_exec_new", "ncclCommInitAll",
         a->CommInitAll(made, (int)k, devs));
     if (s != BRAID_OK) return s;
     for (int64_t r = 0; r < k; r++) {
-        c->comms[c->ncomms++] = made[r];
+        c->coll.comms[c->coll.ncomms++] = made[r];
         comms[r] = made[r];
     }
     c->cur_dev = -1; /* NCCL changes the current device */
@@ -99,15 +101,15 @@ static braid_status comm_set(br_cuda *c, const int *devs, int64_t k,
 
 braid_status br_cuda_coll_init(br_cuda *c) {
     const bp_plan *p = c->plan;
-    c->coll_comm =
-        calloc(p->res.ninfo ? p->res.ninfo : 1, sizeof *c->coll_comm);
-    if (!c->coll_comm)
+    c->coll.member =
+        calloc(p->res.ninfo ? p->res.ninfo : 1, sizeof *c->coll.member);
+    if (!c->coll.member)
         return bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY,
                                  "braid_exec_new: out of memory");
-    for (uint32_t i = 0; i < c->ngpu; i++) {
-        uint32_t id = c->gpu_list[i];
+    for (uint32_t i = 0; i < c->sched->ndev; i++) {
+        uint32_t id = c->sched->dev_list[i];
         const bg_node *n = node_at(c, id);
-        if (c->node[id].kind != BR_NODE_COLL || c->coll_comm[id]) continue;
+        if (c->node[id].kind != BR_NODE_COLL || c->coll.member[id]) continue;
         int64_t k = bg_coll_size(n);
         if (n->ninputs != 1 || (k > BG_COLL_MAX_LOCAL &&
                                 members(c, bg_coll_group(n), NULL, 0) > 1))
@@ -139,26 +141,27 @@ braid_status br_cuda_coll_init(br_cuda *c) {
         void *comms[BG_COLL_MAX_LOCAL];
         braid_status s = comm_set(c, devs, k, id, comms);
         if (s != BRAID_OK) return s;
-        for (int64_t r = 0; r < k; r++) c->coll_comm[ids[r]] = comms[r];
+        for (int64_t r = 0; r < k; r++)
+            c->coll.member[ids[r]] = comms[r];
     }
     return BRAID_OK;
 }
 
 void br_cuda_coll_free(br_cuda *c) {
-    if (!c->ncomms) return;
+    if (!c->coll.ncomms) return;
     const br_nccl_api *a = br_nccl_load("braid_exec_free");
-    for (uint32_t i = 0; a && i < c->ncomms; i++)
-        a->CommDestroy((br_nccl_comm)c->comms[i]);
-    c->ncomms = 0;
+    for (uint32_t i = 0; a && i < c->coll.ncomms; i++)
+        a->CommDestroy((br_nccl_comm)c->coll.comms[i]);
+    c->coll.ncomms = 0;
 }
 
 uint32_t br_cuda_coll_span(const br_cuda *c, uint32_t gi) {
-    uint32_t id = c->gpu_list[gi];
+    uint32_t id = c->sched->dev_list[gi];
     if (c->node[id].kind != BR_NODE_COLL) return 0;
     uint64_t grp = bg_coll_group(node_at(c, id));
     uint32_t m = 1;
-    while (gi + m < c->ngpu) {
-        uint32_t next = c->gpu_list[gi + m];
+    while (gi + m < c->sched->ndev) {
+        uint32_t next = c->sched->dev_list[gi + m];
         if (c->node[next].kind != BR_NODE_COLL ||
             bg_coll_group(node_at(c, next)) != grp)
             break;
@@ -173,11 +176,11 @@ uint32_t br_cuda_coll_span(const br_cuda *c, uint32_t gi) {
  * (checked against the node). */
 static braid_status comm_of(br_cuda *c, uint32_t id, br_nccl_comm *out) {
     const bg_node *n = node_at(c, id);
-    if (c->coll_comm[id]) {
-        *out = (br_nccl_comm)c->coll_comm[id];
+    if (c->coll.member[id]) {
+        *out = (br_nccl_comm)c->coll.member[id];
         return BRAID_OK;
     }
-    const braid_comm *m = c->comm;
+    const braid_comm *m = c->coll.comm;
     if (!m)
         return bg_set_last_error(
             BRAID_ERR_INVALID_ARGUMENT,
@@ -206,11 +209,11 @@ static braid_status call(br_cuda *c, const br_nccl_api *a, uint32_t id) {
     br_nccl_comm comm;
     braid_status s = comm_of(c, id, &comm);
     if (s != BRAID_OK) return s;
-    const void *send = c->run->ptr[n->inputs[0]];
-    void *recv = c->run->ptr[id];
+    const void *send = c->run.args->ptr[n->inputs[0]];
+    void *recv = c->run.args->ptr[id];
     size_t out = (size_t)bg_numel(n),
            in = (size_t)bg_numel(node_at(c, n->inputs[0]));
-    br_nccl_stream st = (br_nccl_stream)c->stream[c->node[id].queue];
+    br_nccl_stream st = (br_nccl_stream)br_cuda_stream(c, c->node[id].queue);
     int dt = br_nccl_dtype(n->dtype), op = br_nccl_op(bg_coll_reduce(n));
     br_nccl_result r = 0;
     const char *name = "?";
@@ -242,7 +245,7 @@ static braid_status call(br_cuda *c, const br_nccl_api *a, uint32_t id) {
 
 static braid_status waits(br_cuda *c, uint32_t id) {
     braid_status r = BRAID_OK;
-    if (c->npend > 0) r = br_cuda_flush(c, c->node[id].queue, BG_NONE);
+    if (c->copy.npend > 0) r = br_cuda_flush(c, c->node[id].queue, BG_NONE);
     return r == BRAID_OK ? br_cuda_wait_events(c, id) : r;
 }
 
@@ -282,11 +285,11 @@ braid_status braid_exec_set_comm(braid_exec *e, braid_comm *comm) {
                                  "braid_exec_set_comm: the executor runs "
                                  "nothing on a GPU, so it has no use for a "
                                  "communicator");
-    if (c->run)
+    if (c->run.args)
         return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
                                  "braid_exec_set_comm: a run is outstanding "
                                  "(braid_wait first)");
-    c->comm = comm;
+    c->coll.comm = comm;
     return BRAID_OK;
 }
 

@@ -8,16 +8,11 @@
 #include <stdio.h>
 #include <string.h>
 
-bool br_cuda_node_on_gpu(const bp_plan *p, uint32_t id) {
-    uint32_t q = p->res.info[id].queue;
-    return q < p->res.nqueues && p->res.queues[q].kind != BP_QUEUE_CPU;
-}
-
 bool br_plan_uses_cuda(const bp_plan *p) {
     for (uint32_t i = 0; i < p->res.nschedule; i++) {
         uint32_t id = p->res.schedule[i];
         if (p->res.info[id].device.kind != BP_DEVICE_CPU ||
-            br_cuda_node_on_gpu(p, id))
+            br_node_on_device_queue(p, id))
             return true;
     }
     return false;
@@ -28,7 +23,7 @@ static uint32_t first_gpu_node(const bp_plan *p) {
     for (uint32_t i = 0; i < p->res.nschedule; i++) {
         uint32_t id = p->res.schedule[i];
         if (p->res.info[id].device.kind != BP_DEVICE_CPU ||
-            br_cuda_node_on_gpu(p, id))
+            br_node_on_device_queue(p, id))
             return id;
     }
     return BG_NONE;
@@ -154,7 +149,9 @@ braid_status br_cuda_memcpy(void *dst, const void *src, size_t bytes) {
                                                "without CUDA");
 }
 
-braid_status br_cuda_new(const bp_plan *p, br_cuda **out) {
+braid_status br_cuda_new(const bp_plan *p, const br_sched *sched,
+                         br_cuda **out) {
+    (void)sched;
     if (out) *out = NULL;
     return br_cuda_no_device(p, "built without CUDA");
 }
@@ -187,6 +184,10 @@ braid_status br_cuda_run_start(br_cuda *c, const br_cuda_run_args *a,
 braid_status br_cuda_run_finish(br_cuda *c, braid_status st) {
     (void)c;
     return st;
+}
+
+const br_queue_ops *br_cuda_ops(void) {
+    return NULL;
 }
 
 const char *br_cuda_log(const br_cuda *c) {

@@ -12,12 +12,12 @@
  *     refilled only after the event recorded behind its last DMA. D2H: the
  *     DMAs of up to BR_STAGE_SLOTS chunks are in flight while the host
  *     copies finished chunks out. A D2H copy into pageable memory that no
- *     GPU node waits for is deferred (c->pending) until a CPU node needs
+ *     GPU node waits for is deferred (c->copy.pending) until a CPU node needs
  *     its bytes, the next node of its stream is issued (a stream is never
  *     reordered: events behind later nodes imply earlier ones are done) or
  *     the run ends, so the host need not wait for the GPU work it depends
  *     on right away;
- *   - constants copied to a GPU: uploaded once at creation (c->home), no
+ *   - constants copied to a GPU: uploaded once at creation (c->mem.home), no
  *     work per run. */
 #define _POSIX_C_SOURCE 200809L
 #include "runtime/cuda/cuda_impl.h"
@@ -35,8 +35,8 @@ static const char *const WHERE = "braid_run";
 static uint64_t staged_bytes(const br_cuda *c, uint32_t q) {
     const bp_plan *p = c->plan;
     uint64_t most = 0;
-    for (uint32_t i = 0; i < c->ngpu; i++) {
-        uint32_t id = c->gpu_list[i];
+    for (uint32_t i = 0; i < c->sched->ndev; i++) {
+        uint32_t id = c->sched->dev_list[i];
         const br_cnode *cn = &c->node[id];
         if (cn->queue != q) continue;
         uint32_t t = BG_NONE;
@@ -51,7 +51,7 @@ static uint64_t staged_bytes(const br_cuda *c, uint32_t q) {
            pageable; so may an arena exec.c allocates */
         bool maybe_pageable =
             pl->storage == BP_STORAGE_INPUT ||
-            (pl->storage == BP_STORAGE_ARENA && c->arena_kind[pl->arena] == 0);
+            (pl->storage == BP_STORAGE_ARENA && c->mem.kind[pl->arena] == 0);
         for (uint32_t o = 0; !maybe_pageable && o < p->res.noutputs; o++)
             maybe_pageable = p->res.outputs[o].node == t; /* bound in place */
         uint64_t n = bg_nbytes(bg_node_at(p->res.graph, id));
@@ -60,34 +60,50 @@ static uint64_t staged_bytes(const br_cuda *c, uint32_t q) {
     return most;
 }
 
+/* Pinned host memory of at least bytes for staging: from the process
+ * pool, else new (*got: its size). */
+static braid_status take_pinned(uint32_t q, size_t bytes, void **out,
+                                size_t *got) {
+    br_res r;
+    if (br_res_take(BR_RES_PINNED, -1, bytes, &r)) {
+        *out = r.obj;
+        *got = r.bytes;
+        return BRAID_OK;
+    }
+    cudaError_t err = cudaHostAlloc(out, bytes, cudaHostAllocPortable);
+    if (err != cudaSuccess) {
+        (void)cudaGetLastError();
+        *out = NULL;
+        return bg_set_last_error(
+            BRAID_ERR_OUT_OF_MEMORY,
+            "braid_exec_new: out of memory allocating %llu bytes of pinned "
+            "staging for queue %u: cudaHostAlloc failed: %s",
+            (unsigned long long)bytes, q, cudaGetErrorString(err));
+    }
+    br_res_created(BR_RES_PINNED);
+    *got = bytes;
+    return BRAID_OK;
+}
+
 braid_status br_cuda_stage_init(br_cuda *c) {
     const bp_plan *p = c->plan;
     for (uint32_t q = 0; q < p->res.nqueues; q++) {
         bp_queue_kind k = p->res.queues[q].kind;
-        if ((k != BP_QUEUE_H2D && k != BP_QUEUE_D2H) || !c->stream[q]) continue;
+        if ((k != BP_QUEUE_H2D && k != BP_QUEUE_D2H) || !br_cuda_stream(c, q))
+            continue;
         uint64_t most = staged_bytes(c, q);
         if (most == 0) continue;
-        br_stage *st = &c->stage[q];
+        br_stage *st = &c->copy.stage[q];
+        int dev = p->res.queues[q].device.index;
         uint64_t slot = most < BR_STAGE_SLOT_MAX ? most : BR_STAGE_SLOT_MAX;
         slot = (slot + 4095) / 4096 * 4096;
-        braid_status s = br_cuda_use(c, "braid_exec_new", BG_NONE,
-                                     p->res.queues[q].device.index);
-        cudaError_t err = cudaSuccess;
+        braid_status s = br_cuda_use(c, "braid_exec_new", BG_NONE, dev);
         if (s == BRAID_OK)
-            err = cudaHostAlloc(&st->host, slot * BR_STAGE_SLOTS,
-                                cudaHostAllocPortable);
-        if (s == BRAID_OK && err != cudaSuccess)
-            return bg_set_last_error(
-                BRAID_ERR_OUT_OF_MEMORY,
-                "braid_exec_new: out of memory allocating %llu bytes of "
-                "pinned staging for queue %u: cudaHostAlloc failed: %s",
-                (unsigned long long)(slot * BR_STAGE_SLOTS), q,
-                cudaGetErrorString(err));
+            s = take_pinned(q, slot * BR_STAGE_SLOTS, &st->host, &st->bytes);
         st->slot = slot;
         for (int i = 0; s == BRAID_OK && i < BR_STAGE_SLOTS; i++)
-            s = br_cu(
-                c, "braid_exec_new", BG_NONE, "cudaEventCreateWithFlags",
-                cudaEventCreateWithFlags(&st->free[i], cudaEventDisableTiming));
+            s = br_cuda_take_event(c, "braid_exec_new", BG_NONE, dev,
+                                   &st->free[i]);
         if (s != BRAID_OK) return s;
         br_cuda_logf(c, "staging: queue %u has %d pinned slots of %llu bytes",
                      q, BR_STAGE_SLOTS, (unsigned long long)slot);
@@ -96,12 +112,17 @@ braid_status br_cuda_stage_init(br_cuda *c) {
 }
 
 void br_cuda_stage_free(br_cuda *c) {
-    if (!c->stage) return;
+    if (!c->copy.stage) return;
     for (uint32_t q = 0; q < c->plan->res.nqueues; q++) {
-        br_stage *st = &c->stage[q];
+        br_stage *st = &c->copy.stage[q];
         for (int i = 0; i < BR_STAGE_SLOTS; i++)
-            if (st->free[i]) cudaEventDestroy(st->free[i]);
-        if (st->host) cudaFreeHost(st->host);
+            if (st->free[i])
+                br_cuda_give_event(c->plan->res.queues[q].device.index,
+                                   st->free[i]);
+        br_res_give(&(br_res){.kind = BR_RES_PINNED,
+                              .dev = -1,
+                              .bytes = st->bytes,
+                              .obj = st->host});
     }
 }
 
@@ -136,20 +157,20 @@ braid_status br_cuda_upload_constants(br_cuda *c) {
         const bp_tensor_place *pl = &p->res.info[id].place;
         size_t bytes = bg_nbytes(n);
         if (n->op == BRAID_OP_CONSTANT && pl->storage == BP_STORAGE_ARENA &&
-            pl->arena < p->res.narenas && c->arena_kind[pl->arena] == 1) {
+            pl->arena < p->res.narenas && c->mem.kind[pl->arena] == 1) {
             /* a constant placed on a GPU: its arena bytes are its own */
             s = upload(c, id, p->res.arenas[pl->arena].device.index,
-                       (char *)c->arena[pl->arena] + pl->offset, n->attr.data,
-                       bytes);
+                       (char *)c->mem.arena[pl->arena] + pl->offset,
+                       n->attr.data, bytes);
             total += bytes;
         } else if (c->node[id].kind == BR_NODE_CONST_H2D) {
             /* a copy of a cpu constant: its own device buffer */
             s = br_cuda_use(c, "braid_exec_new", id, c->node[id].dev);
             if (s == BRAID_OK)
                 s = br_cu(c, "braid_exec_new", id, "cudaMalloc (constant)",
-                          cudaMalloc(&c->home[id], bytes ? bytes : 256));
+                          cudaMalloc(&c->mem.home[id], bytes ? bytes : 256));
             if (s == BRAID_OK)
-                s = upload(c, id, c->node[id].dev, c->home[id],
+                s = upload(c, id, c->node[id].dev, c->mem.home[id],
                            constant_bytes(p, id), bytes);
             total += bytes;
         }
@@ -167,8 +188,8 @@ static bool in_pinned_arena(const br_cuda *c, const void *ptr) {
     const bp_plan *p = c->plan;
     uintptr_t x = (uintptr_t)ptr;
     for (uint32_t a = 0; a < p->res.narenas; a++) {
-        if (c->arena_kind[a] != 2) continue;
-        uintptr_t b = (uintptr_t)c->arena[a];
+        if (c->mem.kind[a] != 2) continue;
+        uintptr_t b = (uintptr_t)c->mem.arena[a];
         if (x >= b && x < b + p->res.arenas[a].bytes) return true;
     }
     return false;
@@ -194,8 +215,8 @@ static char *slot_at(const br_stage *st, uint32_t i) {
 static braid_status staged_h2d(br_cuda *c, uint32_t id, char *dst,
                                const char *src, uint64_t n) {
     br_cnode *cn = &c->node[id];
-    br_stage *st = &c->stage[cn->queue];
-    cudaStream_t s = c->stream[cn->queue];
+    br_stage *st = &c->copy.stage[cn->queue];
+    cudaStream_t s = br_cuda_stream(c, cn->queue);
     if (!st->host) /* not foreseen at creation: the driver stages */
         return br_cu(c, WHERE, id, "cudaMemcpyAsync (pageable H2D)",
                      cudaMemcpyAsync(dst, src, n, cudaMemcpyHostToDevice, s));
@@ -206,7 +227,7 @@ static braid_status staged_h2d(br_cuda *c, uint32_t id, char *dst,
         braid_status r = br_cu(c, WHERE, id, "cudaEventSynchronize (staging)",
                                cudaEventSynchronize(st->free[k]));
         if (r != BRAID_OK) return r;
-        br_parallel_memcpy(c->run->pool, slot_at(st, k), src + off, len);
+        br_parallel_memcpy(c->run.args->pool, slot_at(st, k), src + off, len);
         r = br_cu(c, WHERE, id, "cudaMemcpyAsync (staged H2D)",
                   cudaMemcpyAsync(dst + off, slot_at(st, k), len,
                                   cudaMemcpyHostToDevice, s));
@@ -223,8 +244,8 @@ static braid_status staged_h2d(br_cuda *c, uint32_t id, char *dst,
 static braid_status staged_d2h(br_cuda *c, uint32_t id, char *dst,
                                const char *src, uint64_t n) {
     br_cnode *cn = &c->node[id];
-    br_stage *st = &c->stage[cn->queue];
-    cudaStream_t s = c->stream[cn->queue];
+    br_stage *st = &c->copy.stage[cn->queue];
+    cudaStream_t s = br_cuda_stream(c, cn->queue);
     if (!st->host) { /* not foreseen at creation: the driver stages */
         braid_status r =
             br_cu(c, WHERE, id, "cudaMemcpyAsync (pageable D2H)",
@@ -258,15 +279,17 @@ static braid_status staged_d2h(br_cuda *c, uint32_t id, char *dst,
         r = br_cu(c, WHERE, id, "cudaEventSynchronize (staging)",
                   cudaEventSynchronize(st->free[i]));
         if (r == BRAID_OK)
-            br_parallel_memcpy(c->run->pool, dst + off, slot_at(st, i), len);
+            br_parallel_memcpy(c->run.args->pool, dst + off, slot_at(st, i),
+                               len);
     }
     return r;
 }
 
 /* No GPU node waits for D2H copy id: it may be deferred. */
 static bool deferrable(const br_cuda *c, uint32_t id) {
-    for (uint32_t k = c->rstart[id]; k < c->rstart[id + 1]; k++)
-        if (c->node[c->plan->res.events[c->recs[k]].before].kind != BR_NODE_CPU)
+    for (uint32_t k = c->sched->rstart[id]; k < c->sched->rstart[id + 1]; k++)
+        if (c->node[c->plan->res.events[c->sched->recs[k]].before].kind !=
+            BR_NODE_CPU)
             return false;
     return true;
 }
@@ -276,13 +299,13 @@ braid_status br_cuda_copy(br_cuda *c, uint32_t id) {
     const bg_node *n = bg_node_at(p->res.graph, id);
     br_cnode *cn = &c->node[id];
     uint64_t bytes = bg_nbytes(n);
-    char *dst = c->run->ptr[id];
-    const char *src = c->run->ptr[n->inputs[0]];
-    cudaStream_t s = c->stream[cn->queue];
+    char *dst = c->run.args->ptr[id];
+    const char *src = c->run.args->ptr[n->inputs[0]];
+    cudaStream_t s = br_cuda_stream(c, cn->queue);
     if (bytes == 0 || cn->kind == BR_NODE_CONST_H2D) return BRAID_OK;
-    if (c->capturing && cn->kind == BR_NODE_H2D) src = c->graph.src[id];
-    if (c->capturing && cn->kind == BR_NODE_D2H) dst = c->graph.dst[id];
-    if (c->capturing && cn->kind != BR_NODE_D2D) /* fixed pinned buffers */
+    if (c->run.capturing && cn->kind == BR_NODE_H2D) src = c->graph.src[id];
+    if (c->run.capturing && cn->kind == BR_NODE_D2H) dst = c->graph.dst[id];
+    if (c->run.capturing && cn->kind != BR_NODE_D2D) /* fixed pinned buffers */
         return br_cu(c, WHERE, id, "cudaMemcpyAsync",
                      cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, s));
     int other = -1; /* the GPU of a caller's device buffer */
@@ -304,8 +327,8 @@ braid_status br_cuda_copy(br_cuda *c, uint32_t id) {
             break; /* pinned or device memory: one DMA, never deferred */
         }
         if (!deferrable(c, id)) return staged_d2h(c, id, dst, src, bytes);
-        c->pending[id] = true;
-        c->pend_list[c->npend++] = id;
+        c->copy.pending[id] = true;
+        c->copy.pend_list[c->copy.npend++] = id;
         return BRAID_OK;
     case BR_NODE_D2D: {
         int from = c->node[n->inputs[0]].dev;
@@ -326,27 +349,27 @@ braid_status br_cuda_copy(br_cuda *c, uint32_t id) {
 /* Completes deferred copy id (staged through the stream's slots) and
  * records its events. */
 static braid_status flush_one(br_cuda *c, uint32_t id) {
-    c->pending[id] = false;
+    c->copy.pending[id] = false;
     const bg_node *n = bg_node_at(c->plan->res.graph, id);
     braid_status s = br_cuda_use(c, WHERE, id, c->node[id].dev);
     if (s == BRAID_OK)
-        s = staged_d2h(c, id, c->run->ptr[id], c->run->ptr[n->inputs[0]],
-                       bg_nbytes(n));
+        s = staged_d2h(c, id, c->run.args->ptr[id],
+                       c->run.args->ptr[n->inputs[0]], bg_nbytes(n));
     /* its events: CPU waiters synchronise on them (already complete) */
-    for (uint32_t k = c->rstart[id]; s == BRAID_OK && k < c->rstart[id + 1];
-         k++)
-        if (c->event[c->recs[k]])
+    for (uint32_t k = c->sched->rstart[id];
+         s == BRAID_OK && k < c->sched->rstart[id + 1]; k++)
+        if (c->q.event[c->sched->recs[k]])
             s = br_cu(c, WHERE, id, "cudaEventRecord",
-                      cudaEventRecord(c->event[c->recs[k]],
-                                      c->stream[c->node[id].queue]));
+                      cudaEventRecord(c->q.event[c->sched->recs[k]],
+                                      br_cuda_stream(c, c->node[id].queue)));
     return s;
 }
 
 braid_status br_cuda_flush(br_cuda *c, uint32_t q, uint32_t upto) {
     braid_status s = BRAID_OK;
-    for (uint32_t i = 0; s == BRAID_OK && i < c->npend; i++) {
-        uint32_t id = c->pend_list[i];
-        if (!c->pending[id] || (q != BG_NONE && c->node[id].queue != q))
+    for (uint32_t i = 0; s == BRAID_OK && i < c->copy.npend; i++) {
+        uint32_t id = c->copy.pend_list[i];
+        if (!c->copy.pending[id] || (q != BG_NONE && c->node[id].queue != q))
             continue;
         s = flush_one(c, id);
         if (id == upto) break;

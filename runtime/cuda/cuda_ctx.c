@@ -1,12 +1,13 @@
 /* runtime/cuda/cuda_ctx.c — creating and freeing the CUDA side of an executor.
  *
  * br_cuda_new does, once: check that every GPU the plan uses exists;
- * classify each node (kernel, cuBLAS matmul, copy direction, no work); list
- * every node's event waits and records; allocate each GPU arena with
+ * classify each node (kernel, cuBLAS matmul, copy direction, no work; the
+ * event lists are the dispatcher's br_sched); allocate each GPU arena with
  * cudaMalloc and each pinned arena (plus the CPU arena when copies touch
- * it) with cudaHostAlloc; create a non-blocking stream per GPU queue, a
+ * it) with cudaHostAlloc; take a non-blocking stream per GPU queue, a
  * cuBLAS handle with its own workspace per compute stream, a CUDA event
- * (timing disabled) per event whose producer runs on a GPU; enable peer
+ * (timing disabled) per event whose producer runs on a GPU, from the
+ * process's pool (cuda_pool.c; created when it has none); enable peer
  * access where D2D copies need it; allocate staging slots; upload
  * constants copied to GPUs; load the plan's kernels; choose the fused
  * matmuls cuBLASLt runs with its bias epilogue; decide whether the GPU
@@ -18,6 +19,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static const char *const WHERE = "braid_exec_new";
 
@@ -79,28 +81,20 @@ static void *zalloc(size_t n, size_t size) {
 static braid_status alloc_tables(br_cuda *c) {
     const bp_plan *p = c->plan;
     uint32_t n = p->res.ninfo, nq = p->res.nqueues ? p->res.nqueues : 1;
-    c->arena = zalloc(p->res.narenas, sizeof *c->arena);
-    c->arena_kind = zalloc(p->res.narenas, 1);
-    c->home = zalloc(n, sizeof *c->home);
+    c->mem.arena = zalloc(p->res.narenas, sizeof *c->mem.arena);
+    c->mem.kind = zalloc(p->res.narenas, 1);
+    c->mem.home = zalloc(n, sizeof *c->mem.home);
     c->node = zalloc(n, sizeof *c->node);
-    c->wstart = zalloc(n + 1, sizeof *c->wstart);
-    c->rstart = zalloc(n + 1, sizeof *c->rstart);
-    c->waits = zalloc(p->res.nevents, sizeof *c->waits);
-    c->recs = zalloc(p->res.nevents, sizeof *c->recs);
-    c->gpu_list = zalloc(p->res.nschedule, sizeof *c->gpu_list);
-    c->cpu_list = zalloc(p->res.nschedule, sizeof *c->cpu_list);
-    c->stream = zalloc(nq, sizeof *c->stream);
-    c->blas = zalloc(nq, sizeof *c->blas);
-    c->blas_ws = zalloc(nq, sizeof *c->blas_ws);
-    c->event = zalloc(p->res.nevents, sizeof *c->event);
-    c->stage = zalloc(nq, sizeof *c->stage);
-    c->cpu_done = zalloc(n, sizeof *c->cpu_done);
-    c->pending = zalloc(n, sizeof *c->pending);
-    c->pend_list = zalloc(n, sizeof *c->pend_list);
-    if (!c->arena || !c->arena_kind || !c->home || !c->node || !c->wstart ||
-        !c->rstart || !c->waits || !c->recs || !c->gpu_list || !c->cpu_list ||
-        !c->stream || !c->blas || !c->blas_ws || !c->event || !c->stage ||
-        !c->cpu_done || !c->pending || !c->pend_list)
+    c->q.stream = zalloc(nq, sizeof *c->q.stream);
+    c->q.event = zalloc(p->res.nevents, sizeof *c->q.event);
+    c->blas.handle = zalloc(nq, sizeof *c->blas.handle);
+    c->blas.ws = zalloc(nq, sizeof *c->blas.ws);
+    c->copy.stage = zalloc(nq, sizeof *c->copy.stage);
+    c->copy.pending = zalloc(n, sizeof *c->copy.pending);
+    c->copy.pend_list = zalloc(n, sizeof *c->copy.pend_list);
+    if (!c->mem.arena || !c->mem.kind || !c->mem.home || !c->node ||
+        !c->q.stream || !c->q.event || !c->blas.handle || !c->blas.ws ||
+        !c->copy.stage || !c->copy.pending || !c->copy.pend_list)
         return bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY,
                                  "braid_exec_new: out of memory for the CUDA "
                                  "backend's tables (%u nodes)",
@@ -174,21 +168,19 @@ static braid_status gpu_kind(const bp_plan *p, uint32_t id, br_node_kind *k) {
     }
 }
 
-/* Node kinds, devices, queues and the schedule split into GPU and CPU
- * lists. */
+/* Node kinds, devices and queues: the CPU list's nodes stay BR_NODE_CPU,
+ * the device list's are classified. */
 static braid_status classify(br_cuda *c) {
     const bp_plan *p = c->plan;
-    for (uint32_t i = 0; i < p->res.nschedule; i++) {
-        uint32_t id = p->res.schedule[i];
+    for (uint32_t i = 0; i < c->sched->ncpu; i++) {
+        uint32_t id = c->sched->cpu_list[i];
+        c->node[id].queue = p->res.info[id].queue;
+    }
+    for (uint32_t i = 0; i < c->sched->ndev; i++) {
+        uint32_t id = c->sched->dev_list[i];
         br_cnode *cn = &c->node[id];
         cn->queue = p->res.info[id].queue;
-        if (!br_cuda_node_on_gpu(p, id)) {
-            cn->kind = BR_NODE_CPU;
-            c->cpu_list[c->ncpu++] = id;
-            continue;
-        }
         cn->dev = p->res.queues[cn->queue].device.index;
-        c->gpu_list[c->ngpu++] = id;
         braid_status s = gpu_kind(p, id, &cn->kind);
         bool gemm = cn->kind == BR_NODE_GEMM || cn->kind == BR_NODE_GEMM_EPI;
         if (s == BRAID_OK && gemm &&
@@ -203,50 +195,13 @@ static braid_status classify(br_cuda *c) {
     return BRAID_OK;
 }
 
-/* waits[wstart[id] ..] lists the events node id waits for, recs[...] the
- * ones it records. */
-static braid_status event_lists(br_cuda *c) {
-    const bp_plan *p = c->plan;
-    uint32_t n = p->res.ninfo;
-    for (uint32_t k = 0; k < p->res.nevents; k++) {
-        const bp_event *ev = &p->res.events[k];
-        if (ev->after >= n || ev->before >= n)
-            return bg_set_last_error(BRAID_ERR_INTERNAL,
-                                     "braid_exec_new: event %u joins node %u "
-                                     "and node %u of a %u-node plan",
-                                     k, ev->after, ev->before, n);
-        c->wstart[ev->before + 1]++;
-        c->rstart[ev->after + 1]++;
-    }
-    for (uint32_t i = 0; i < n; i++) {
-        c->wstart[i + 1] += c->wstart[i];
-        c->rstart[i + 1] += c->rstart[i];
-    }
-    uint32_t *wfill = zalloc(n, sizeof *wfill),
-             *rfill = zalloc(n, sizeof *rfill);
-    if (!wfill || !rfill) {
-        free(wfill);
-        free(rfill);
-        return bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY,
-                                 "braid_exec_new: out of memory");
-    }
-    for (uint32_t k = 0; k < p->res.nevents; k++) {
-        uint32_t a = p->res.events[k].after, b = p->res.events[k].before;
-        c->waits[c->wstart[b] + wfill[b]++] = k;
-        c->recs[c->rstart[a] + rfill[a]++] = k;
-    }
-    free(wfill);
-    free(rfill);
-    return BRAID_OK;
-}
-
 /* ---- arenas -------------------------------------------------------------- */
 
 /* True when a copy node reads or writes bytes of CPU arena a. */
 static bool copies_touch(const br_cuda *c, uint32_t a) {
     const bp_plan *p = c->plan;
-    for (uint32_t i = 0; i < c->ngpu; i++) {
-        uint32_t id = c->gpu_list[i];
+    for (uint32_t i = 0; i < c->sched->ndev; i++) {
+        uint32_t id = c->sched->dev_list[i];
         br_node_kind k = c->node[id].kind;
         uint32_t t = BG_NONE;
         if (k == BR_NODE_H2D)
@@ -294,11 +249,11 @@ static void decide_arenas(br_cuda *c) {
     for (uint32_t a = 0; a < p->res.narenas; a++) {
         const bp_arena *ar = &p->res.arenas[a];
         if (ar->kind == BP_ARENA_DEVICE && ar->device.kind == BP_DEVICE_CUDA)
-            c->arena_kind[a] = 1;
+            c->mem.kind[a] = 1;
         else if (ar->kind == BP_ARENA_PINNED)
-            c->arena_kind[a] = arena_holds_tensor(p, a) ? 2 : 3;
+            c->mem.kind[a] = arena_holds_tensor(p, a) ? 2 : 3;
         else if (ar->bytes <= BR_PIN_CPU_ARENA_MAX && copies_touch(c, a))
-            c->arena_kind[a] = 2;
+            c->mem.kind[a] = 2;
     }
 }
 
@@ -307,21 +262,21 @@ static braid_status alloc_arenas(br_cuda *c) {
     for (uint32_t a = 0; a < p->res.narenas; a++) {
         const bp_arena *ar = &p->res.arenas[a];
         size_t bytes =
-            ar->bytes && c->arena_kind[a] != 3 ? (size_t)ar->bytes : 256;
+            ar->bytes && c->mem.kind[a] != 3 ? (size_t)ar->bytes : 256;
         cudaError_t err;
-        if (c->arena_kind[a] == 1) {
+        if (c->mem.kind[a] == 1) {
             braid_status s = br_cuda_use(c, WHERE, BG_NONE, ar->device.index);
             if (s != BRAID_OK) return s;
-            if ((err = cudaMalloc(&c->arena[a], bytes)) != cudaSuccess)
+            if ((err = cudaMalloc(&c->mem.arena[a], bytes)) != cudaSuccess)
                 return arena_oom(c, a, "device memory", "cudaMalloc", err);
             continue;
         }
-        if (c->arena_kind[a] == 0) continue;
-        err = cudaHostAlloc(&c->arena[a], bytes, cudaHostAllocPortable);
+        if (c->mem.kind[a] == 0) continue;
+        err = cudaHostAlloc(&c->mem.arena[a], bytes, cudaHostAllocPortable);
         if (err != cudaSuccess)
             return arena_oom(c, a, "pinned host memory", "cudaHostAlloc", err);
-        memset(c->arena[a], 0, bytes); /* fault pages in now */
-        if (c->arena_kind[a] == 3)
+        memset(c->mem.arena[a], 0, bytes); /* fault pages in now */
+        if (c->mem.kind[a] == 3)
             br_cuda_logf(c,
                          "arena %u: pinned staging of %llu bytes replaced "
                          "by per-stream staging slots",
@@ -337,32 +292,51 @@ static braid_status alloc_arenas(br_cuda *c) {
 
 /* ---- streams, handles, events -------------------------------------------- */
 
-static braid_status make_blas(br_cuda *c, uint32_t q) {
-    cublasHandle_t h;
+/* A stream (non-blocking) or an event (no timing) on device dev, which is
+ * current: from the process pool, else new. */
+static braid_status take_object(br_cuda *c, const char *where, uint32_t node,
+                                br_res_kind kind, int dev, void **out) {
+    br_res r;
+    if (br_res_take(kind, dev, 0, &r)) {
+        *out = r.obj;
+        return BRAID_OK;
+    }
+    cudaStream_t st = NULL;
+    cudaEvent_t ev = NULL;
     braid_status s =
-        br_blas(c, WHERE, BG_NONE, "cublasCreate", cublasCreate(&h));
-    if (s != BRAID_OK) return s;
-    c->blas[q] = h;
-    s = br_cu(c, WHERE, BG_NONE, "cudaMalloc (cuBLAS workspace)",
-              cudaMalloc(&c->blas_ws[q], BR_BLAS_WORKSPACE));
-    if (s == BRAID_OK)
-        s = br_blas(c, WHERE, BG_NONE, "cublasSetWorkspace",
-                    cublasSetWorkspace(h, c->blas_ws[q], BR_BLAS_WORKSPACE));
-    if (s == BRAID_OK)
-        s = br_blas(c, WHERE, BG_NONE, "cublasSetStream",
-                    cublasSetStream(h, c->stream[q]));
-    cublasMath_t mode =
-        c->allow_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH;
-    if (s == BRAID_OK)
-        s = br_blas(c, WHERE, BG_NONE, "cublasSetMathMode",
-                    cublasSetMathMode(h, mode));
+        kind == BR_RES_STREAM
+            ? br_cu(c, where, node, "cudaStreamCreateWithFlags",
+                    cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking))
+            : br_cu(c, where, node, "cudaEventCreateWithFlags",
+                    cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
+    if (s == BRAID_OK) br_res_created(kind);
+    *out = kind == BR_RES_STREAM ? (void *)st : (void *)ev;
     return s;
+}
+
+static braid_status take_stream(br_cuda *c, int dev, cudaStream_t *out) {
+    void *obj = NULL;
+    braid_status s = take_object(c, WHERE, BG_NONE, BR_RES_STREAM, dev, &obj);
+    *out = obj;
+    return s;
+}
+
+braid_status br_cuda_take_event(br_cuda *c, const char *where, uint32_t node,
+                                int dev, cudaEvent_t *out) {
+    void *obj = NULL;
+    braid_status s = take_object(c, where, node, BR_RES_EVENT, dev, &obj);
+    *out = obj;
+    return s;
+}
+
+void br_cuda_give_event(int dev, cudaEvent_t ev) {
+    br_res_give(&(br_res){.kind = BR_RES_EVENT, .dev = dev, .obj = ev});
 }
 
 /* A queue that holds at least one scheduled node. */
 static bool queue_used(const br_cuda *c, uint32_t q) {
-    for (uint32_t i = 0; i < c->ngpu; i++)
-        if (c->node[c->gpu_list[i]].queue == q) return true;
+    for (uint32_t i = 0; i < c->sched->ndev; i++)
+        if (c->node[c->sched->dev_list[i]].queue == q) return true;
     return false;
 }
 
@@ -374,11 +348,9 @@ static braid_status make_streams(br_cuda *c) {
         braid_status s =
             br_cuda_use(c, WHERE, BG_NONE, p->res.queues[q].device.index);
         if (s == BRAID_OK)
-            s = br_cu(c, WHERE, BG_NONE, "cudaStreamCreateWithFlags",
-                      cudaStreamCreateWithFlags(&c->stream[q],
-                                                cudaStreamNonBlocking));
+            s = take_stream(c, p->res.queues[q].device.index, &c->q.stream[q]);
         if (s == BRAID_OK && p->res.queues[q].kind == BP_QUEUE_COMPUTE)
-            s = make_blas(c, q);
+            s = br_cuda_blas_take(c, q);
         if (s != BRAID_OK) return s;
     }
     return BRAID_OK;
@@ -393,9 +365,8 @@ static braid_status make_events(br_cuda *c) {
         if (a->kind == BR_NODE_CPU) continue;
         braid_status s = br_cuda_use(c, WHERE, p->res.events[k].after, a->dev);
         if (s == BRAID_OK)
-            s = br_cu(
-                c, WHERE, p->res.events[k].after, "cudaEventCreateWithFlags",
-                cudaEventCreateWithFlags(&c->event[k], cudaEventDisableTiming));
+            s = br_cuda_take_event(c, WHERE, p->res.events[k].after, a->dev,
+                                   &c->q.event[k]);
         if (s != BRAID_OK) return s;
     }
     return BRAID_OK;
@@ -405,8 +376,8 @@ static braid_status make_events(br_cuda *c) {
  * the hardware allows (otherwise the driver stages through the host). */
 static braid_status enable_peers(br_cuda *c) {
     const bp_plan *p = c->plan;
-    for (uint32_t i = 0; i < c->ngpu; i++) {
-        uint32_t id = c->gpu_list[i];
+    for (uint32_t i = 0; i < c->sched->ndev; i++) {
+        uint32_t id = c->sched->dev_list[i];
         if (c->node[id].kind != BR_NODE_D2D) continue;
         int dst = c->node[id].dev;
         int src = c->node[bg_node_at(p->res.graph, id)->inputs[0]].dev;
@@ -442,12 +413,11 @@ static braid_status enable_peers(br_cuda *c) {
 static braid_status prepare(br_cuda *c) {
     braid_status s = alloc_tables(c);
     if (s == BRAID_OK) s = classify(c);
-    if (s == BRAID_OK) s = event_lists(c);
     if (s == BRAID_OK) decide_arenas(c);
     return s;
 }
 
-static br_cuda *new_ctx(const bp_plan *p) {
+static br_cuda *new_ctx(const bp_plan *p, const br_sched *sched) {
     br_cuda *c = calloc(1, sizeof *c);
     if (!c) {
         bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY,
@@ -455,6 +425,7 @@ static br_cuda *new_ctx(const bp_plan *p) {
         return NULL;
     }
     c->plan = p;
+    c->sched = sched ? sched : &c->own_sched;
     c->cur_dev = -1;
     c->allow_tf32 = p->in.opts.allow_tf32;
     const char *env = getenv("BRAID_CUDA_GRAPHS");
@@ -464,86 +435,126 @@ static br_cuda *new_ctx(const bp_plan *p) {
 
 braid_status br_cuda_check_plan(const bp_plan *p, int sm, char *report,
                                 size_t size) {
-    br_cuda *c = new_ctx(p);
+    br_cuda *c = new_ctx(p, NULL);
     if (!c) return BRAID_ERR_OUT_OF_MEMORY;
     c->dry = true;
-    braid_status s = prepare(c);
+    braid_status s = br_sched_build(p, &c->own_sched);
+    if (s == BRAID_OK) s = prepare(c);
     if (s == BRAID_OK) s = br_cuda_coll_init(c);
     if (s == BRAID_OK) s = br_cuda_check_kernels(c, sm);
     if (s == BRAID_OK) s = br_cuda_lt_prepare(c);
     if (s == BRAID_OK) s = br_graph_prepare(c);
     if (s == BRAID_OK && report && size) {
         uint32_t kinds[BR_NODE_COLL + 1] = {0};
-        for (uint32_t i = 0; i < c->ngpu; i++)
-            kinds[c->node[c->gpu_list[i]].kind]++;
+        for (uint32_t i = 0; i < c->sched->ndev; i++)
+            kinds[c->node[c->sched->dev_list[i]].kind]++;
         snprintf(report, size,
                  "%u GPU nodes (%u kernels, %u matmuls, %u matmul epilogues, "
                  "%u H2D, %u D2H, %u D2D, %u constant uploads, %u no-ops, "
                  "%u collectives), %u cpu nodes\n%s",
-                 c->ngpu, kinds[BR_NODE_KERNEL], kinds[BR_NODE_GEMM],
+                 c->sched->ndev, kinds[BR_NODE_KERNEL], kinds[BR_NODE_GEMM],
                  kinds[BR_NODE_GEMM_EPI], kinds[BR_NODE_H2D],
                  kinds[BR_NODE_D2H], kinds[BR_NODE_D2D],
                  kinds[BR_NODE_CONST_H2D], kinds[BR_NODE_NOOP],
-                 kinds[BR_NODE_COLL], c->ncpu,
-                 c->log);
+                 kinds[BR_NODE_COLL], c->sched->ncpu, c->log.text);
     }
     br_cuda_free(c);
     return s;
 }
 
-braid_status br_cuda_new(const bp_plan *p, br_cuda **out) {
+/* The creation steps of a real executor, in order. */
+static const struct {
+    const char *name;
+    braid_status (*run)(br_cuda *c);
+} steps[] = {
+    {"devices", check_devices},
+    {"tables", prepare},
+    {"arenas", alloc_arenas},
+    {"streams", make_streams},
+    {"events", make_events},
+    {"peers", enable_peers},
+    {"nccl", br_cuda_coll_init},
+    {"staging", br_cuda_stage_init},
+    {"constants", br_cuda_upload_constants},
+    {"kernels", br_cuda_load_kernels},
+    {"cublaslt", br_cuda_lt_prepare},
+    {"graph", br_graph_prepare},
+};
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return 1e3 * (double)ts.tv_sec + 1e-6 * (double)ts.tv_nsec;
+}
+
+/* Runs the steps; the log gets one line with the time of each (what an
+ * executor's creation costs, and where). */
+braid_status br_cuda_new(const bp_plan *p, const br_sched *sched,
+                         br_cuda **out) {
     *out = NULL;
-    br_cuda *c = new_ctx(p);
+    br_cuda *c = new_ctx(p, sched);
     if (!c) return BRAID_ERR_OUT_OF_MEMORY;
-    braid_status s = check_devices(c);
-    if (s == BRAID_OK) s = prepare(c);
-    if (s == BRAID_OK) s = alloc_arenas(c);
-    if (s == BRAID_OK) s = make_streams(c);
-    if (s == BRAID_OK) s = make_events(c);
-    if (s == BRAID_OK) s = enable_peers(c);
-    if (s == BRAID_OK) s = br_cuda_coll_init(c);
-    if (s == BRAID_OK) s = br_cuda_stage_init(c);
-    if (s == BRAID_OK) s = br_cuda_upload_constants(c);
-    if (s == BRAID_OK) s = br_cuda_load_kernels(c);
-    if (s == BRAID_OK) s = br_cuda_lt_prepare(c);
-    if (s == BRAID_OK) s = br_graph_prepare(c);
+    enum { N = sizeof steps / sizeof steps[0] };
+    double ms[N], t = now_ms(), t0 = t;
+    braid_status s = BRAID_OK;
+    for (size_t i = 0; s == BRAID_OK && i < N; i++) {
+        s = steps[i].run(c);
+        double t1 = now_ms();
+        ms[i] = t1 - t;
+        t = t1;
+    }
     if (s != BRAID_OK) {
         br_cuda_free(c);
         return s;
     }
+    char line[512];
+    size_t len =
+        (size_t)snprintf(line, sizeof line, "created in %.2f ms:", t - t0);
+    for (size_t i = 0; i < N && len < sizeof line; i++)
+        len += (size_t)snprintf(line + len, sizeof line - len, " %s %.2f",
+                                steps[i].name, ms[i]);
+    br_cuda_logf(c, "%s", line);
     *out = c;
     return BRAID_OK;
 }
 
+/* Gives the streams (idle first) and events back to the pool; a stream
+ * that reports an error is destroyed instead. */
 static void free_queues(br_cuda *c) {
     const bp_plan *p = c->plan;
-    for (uint32_t q = 0; q < p->res.nqueues; q++) {
-        if (!c->stream || !c->stream[q]) continue;
-        cudaSetDevice(p->res.queues[q].device.index);
-        cudaStreamSynchronize(c->stream[q]);
-        if (c->blas[q]) cublasDestroy(c->blas[q]);
-        if (c->blas_ws[q]) cudaFree(c->blas_ws[q]);
-        cudaStreamDestroy(c->stream[q]);
+    for (uint32_t q = 0; c->q.stream && q < p->res.nqueues; q++) {
+        if (!c->q.stream[q]) continue;
+        br_res r = {.kind = BR_RES_STREAM,
+                    .dev = p->res.queues[q].device.index,
+                    .obj = c->q.stream[q]};
+        cudaSetDevice(r.dev);
+        if (cudaStreamSynchronize(c->q.stream[q]) == cudaSuccess)
+            br_res_give(&r);
+        else
+            br_res_destroy(&r);
     }
+    for (uint32_t k = 0; c->q.event && k < p->res.nevents; k++)
+        if (c->q.event[k])
+            br_cuda_give_event(c->node[p->res.events[k].after].dev,
+                               c->q.event[k]);
 }
 
 static void free_memory(br_cuda *c) {
     const bp_plan *p = c->plan;
-    for (uint32_t a = 0; c->arena && a < p->res.narenas; a++) {
-        if (c->arena_kind[a] == 1) cudaFree(c->arena[a]);
-        if (c->arena_kind[a] >= 2) cudaFreeHost(c->arena[a]);
+    for (uint32_t a = 0; c->mem.arena && a < p->res.narenas; a++) {
+        if (c->mem.kind[a] == 1) cudaFree(c->mem.arena[a]);
+        if (c->mem.kind[a] >= 2) cudaFreeHost(c->mem.arena[a]);
     }
     for (uint32_t id = 0; id < p->res.ninfo; id++) {
-        if (c->home && c->home[id]) cudaFree(c->home[id]);
+        if (c->mem.home && c->mem.home[id]) cudaFree(c->mem.home[id]);
     }
-    for (uint32_t k = 0; c->event && k < p->res.nevents; k++)
-        if (c->event[k]) cudaEventDestroy(c->event[k]);
 }
 
 void br_cuda_free(br_cuda *c) {
     if (!c) return;
     if (!c->dry) { /* a dry check made no CUDA objects */
-        free_queues(c);
+        free_queues(c); /* idle streams first: everything else is idle */
+        br_cuda_blas_give(c);
         br_cuda_coll_free(c);
         br_cuda_lt_free(c);
         br_graph_free(c);
@@ -554,40 +565,34 @@ void br_cuda_free(br_cuda *c) {
     } else {
         br_cuda_lt_free(c); /* tables only */
         br_graph_free(c);
-        bc_source_free(&c->src);
-        free(c->kern);
-        free(c->argv);
-        free(c->argp);
+        bc_source_free(&c->mod.src);
+        free(c->mod.kern);
+        free(c->mod.argv);
+        free(c->mod.argp);
     }
-    free(c->arena);
-    free(c->arena_kind);
-    free(c->home);
+    free(c->mem.arena);
+    free(c->mem.kind);
+    free(c->mem.home);
     free(c->node);
-    free(c->wstart);
-    free(c->rstart);
-    free(c->waits);
-    free(c->recs);
-    free(c->gpu_list);
-    free(c->cpu_list);
-    free(c->stream);
-    free(c->blas);
-    free(c->blas_ws);
-    free(c->event);
-    free(c->stage);
-    free(c->cpu_done);
-    free(c->pending);
-    free(c->pend_list);
-    free(c->coll_comm);
-    free(c->comms);
+    br_sched_free(&c->own_sched);
+    free(c->q.stream);
+    free(c->blas.handle);
+    free(c->blas.ws);
+    free(c->q.event);
+    free(c->copy.stage);
+    free(c->copy.pending);
+    free(c->copy.pend_list);
+    free(c->coll.member);
+    free(c->coll.comms);
     free(c);
 }
 
 void *br_cuda_arena(const br_cuda *c, uint32_t a) {
-    return c && a < c->plan->res.narenas ? c->arena[a] : NULL;
+    return c && a < c->plan->res.narenas ? c->mem.arena[a] : NULL;
 }
 
 void *br_cuda_home(const br_cuda *c, uint32_t id) {
-    return c && id < c->plan->res.ninfo ? c->home[id] : NULL;
+    return c && id < c->plan->res.ninfo ? c->mem.home[id] : NULL;
 }
 
 void br_cuda_set_graphs(br_cuda *c, bool on) {

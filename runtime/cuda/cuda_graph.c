@@ -20,14 +20,17 @@
  *   - copies touch no pageable arena, and the caller bytes staged per run
  *     stay within BR_GRAPH_STAGING_MAX.
  * The first run is the warm-up (ordinary dispatch: cuBLAS picks its
- * kernels, modules load). The second captures the GPU nodes, issued as
- * usual, by stream capture: the origin stream forks every other stream at
- * the start and joins them at the end, events become graph edges. Later
- * runs replay with cudaGraphLaunch. A run binding device memory runs the
- * ordinary way. A failed capture is logged and never retried. The host
- * waits for the graph (and copies its outputs out) before the first CPU
- * node that depends on GPU work, else when the run is finished
- * (br_graph_finish from br_cuda_run_finish, i.e. braid_wait).
+ * kernels, modules load). From the second on, the dispatcher
+ * (runtime/dispatch.h) issues every GPU node as one unit (cuda_run.c's
+ * span), once the CPU nodes GPU work waits for have run: the second run
+ * captures the GPU nodes, issued as usual, by stream capture: the origin stream
+ * forks every other stream at the start and joins them at the end, events
+ * become graph edges. Later runs replay with cudaGraphLaunch. A run binding
+ * device memory runs the ordinary way. A failed capture is logged and never
+ * retried. The host waits for the graph (and copies its outputs out) before the
+ * first CPU node that waits for a GPU node (the dispatcher's host wait), else
+ * when the run is finished (br_graph_finish from br_cuda_run_finish, i.e.
+ * braid_wait).
  * While the executor profiles, no graph is captured or replayed: every
  * node must be timed on its own (runtime/profile/profile.h). */
 #define _POSIX_C_SOURCE 200809L
@@ -53,8 +56,10 @@ static void dependencies(br_cuda *c) {
         cn->gpu_dep = cn->kind != BR_NODE_CPU;
         for (uint32_t k = 0; k < n->ninputs; k++)
             cn->gpu_dep |= c->node[n->inputs[k]].gpu_dep;
-        for (uint32_t k = c->wstart[id]; k < c->wstart[id + 1]; k++)
-            cn->gpu_dep |= c->node[p->res.events[c->waits[k]].after].gpu_dep;
+        for (uint32_t k = c->sched->wstart[id]; k < c->sched->wstart[id + 1];
+             k++)
+            cn->gpu_dep |=
+                c->node[p->res.events[c->sched->waits[k]].after].gpu_dep;
     }
     for (uint32_t i = p->res.nschedule; i-- > 0;) {
         uint32_t id = p->res.schedule[i];
@@ -64,8 +69,9 @@ static void dependencies(br_cuda *c) {
         const bg_node *n = bg_node_at(p->res.graph, id);
         for (uint32_t k = 0; k < n->ninputs; k++)
             c->node[n->inputs[k]].feeds_gpu = true;
-        for (uint32_t k = c->wstart[id]; k < c->wstart[id + 1]; k++)
-            c->node[p->res.events[c->waits[k]].after].feeds_gpu = true;
+        for (uint32_t k = c->sched->wstart[id]; k < c->sched->wstart[id + 1];
+             k++)
+            c->node[p->res.events[c->sched->waits[k]].after].feeds_gpu = true;
     }
 }
 
@@ -73,8 +79,8 @@ static void dependencies(br_cuda *c) {
 static uint64_t staged_per_run(const br_cuda *c) {
     const bp_plan *p = c->plan;
     uint64_t total = 0;
-    for (uint32_t i = 0; i < c->ngpu; i++) {
-        uint32_t id = c->gpu_list[i];
+    for (uint32_t i = 0; i < c->sched->ndev; i++) {
+        uint32_t id = c->sched->dev_list[i];
         br_node_kind k = c->node[id].kind;
         if (k == BR_NODE_H2D || k == BR_NODE_D2H)
             total += bg_nbytes(bg_node_at(p->res.graph, id));
@@ -86,30 +92,31 @@ static uint64_t staged_per_run(const br_cuda *c) {
 static const char *why_not_static(br_cuda *c, char *buf, size_t size) {
     const bp_plan *p = c->plan;
     int dev = -1;
-    for (uint32_t i = 0; i < c->ngpu; i++) {
-        int d = c->node[c->gpu_list[i]].dev;
+    for (uint32_t i = 0; i < c->sched->ndev; i++) {
+        int d = c->node[c->sched->dev_list[i]].dev;
         if (dev >= 0 && d != dev) return "the GPU work spans several GPUs";
         dev = d;
     }
-    uint32_t last_feed = 0, first_dep = c->ncpu;
-    for (uint32_t i = 0; i < c->ncpu; i++) {
-        const br_cnode *cn = &c->node[c->cpu_list[i]];
+    uint32_t last_feed = 0, first_dep = c->sched->ncpu;
+    for (uint32_t i = 0; i < c->sched->ncpu; i++) {
+        const br_cnode *cn = &c->node[c->sched->cpu_list[i]];
         if (cn->feeds_gpu) last_feed = i + 1;
-        if (cn->gpu_dep && first_dep == c->ncpu) first_dep = i;
+        if (cn->gpu_dep && first_dep == c->sched->ncpu) first_dep = i;
     }
     if (last_feed > first_dep) {
         snprintf(buf, size,
                  "cpu node %u waits for GPU work and GPU work waits for cpu "
                  "node %u after it (a GPU → CPU → GPU round trip)",
-                 c->cpu_list[first_dep], c->cpu_list[last_feed - 1]);
+                 c->sched->cpu_list[first_dep],
+                 c->sched->cpu_list[last_feed - 1]);
         return buf;
     }
     c->graph.npre = last_feed;
     for (uint32_t a = 0; a < p->res.narenas; a++)
         if (p->res.arenas[a].device.kind == BP_DEVICE_CPU &&
-            c->arena_kind[a] == 0) {
-            for (uint32_t i = 0; i < c->ngpu; i++) {
-                uint32_t id = c->gpu_list[i], t = BG_NONE;
+            c->mem.kind[a] == 0) {
+            for (uint32_t i = 0; i < c->sched->ndev; i++) {
+                uint32_t id = c->sched->dev_list[i], t = BG_NONE;
                 if (c->node[id].kind == BR_NODE_H2D)
                     t = br_root(p, bg_node_at(p->res.graph, id)->inputs[0],
                                 NULL);
@@ -145,11 +152,11 @@ braid_status br_graph_prepare(br_cuda *c) {
     dependencies(c);
     char buf[256];
     bool coll = false;
-    for (uint32_t i = 0; i < c->ngpu; i++)
-        coll |= c->node[c->gpu_list[i]].kind == BR_NODE_COLL;
-    const char *why = c->ngpu == 0 ? "no GPU work"
-                      : coll       ? "collectives (NCCL) are issued directly"
-                                   : why_not_static(c, buf, sizeof buf);
+    for (uint32_t i = 0; i < c->sched->ndev; i++)
+        coll |= c->node[c->sched->dev_list[i]].kind == BR_NODE_COLL;
+    const char *why = c->sched->ndev == 0 ? "no GPU work"
+                      : coll ? "collectives (NCCL) are issued directly"
+                             : why_not_static(c, buf, sizeof buf);
     if (why) {
         br_cuda_logf(c, "graph: not used: %s", why);
         return BRAID_OK;
@@ -162,11 +169,11 @@ braid_status br_graph_prepare(br_cuda *c) {
         return bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY,
                                  "braid_exec_new: out of memory");
     g->static_plan = true;
-    g->origin = c->node[c->gpu_list[0]].queue;
+    g->origin = c->node[c->sched->dev_list[0]].queue;
     br_cuda_logf(c,
                  "graph: static GPU part (%u GPU nodes, %u cpu nodes "
                  "before the launch); captured on the second run",
-                 c->ngpu, g->npre);
+                 c->sched->ndev, g->npre);
     return BRAID_OK;
 }
 
@@ -190,17 +197,17 @@ void br_graph_free(br_cuda *c) {
 /* Tensor t's bytes (plus off) when they lie in a pinned arena, else NULL. */
 static void *pinned_home(const br_cuda *c, uint32_t t, uint64_t off) {
     const bp_tensor_place *pl = &c->plan->res.info[t].place;
-    if (pl->storage != BP_STORAGE_ARENA || c->arena_kind[pl->arena] != 2)
+    if (pl->storage != BP_STORAGE_ARENA || c->mem.kind[pl->arena] != 2)
         return NULL;
-    return (char *)c->arena[pl->arena] + pl->offset + off;
+    return (char *)c->mem.arena[pl->arena] + pl->offset + off;
 }
 
 /* Chooses (allocating when needed) the fixed buffer of every H2D / D2H. */
 static braid_status fixed_buffers(br_cuda *c) {
     const bp_plan *p = c->plan;
     br_graph_state *g = &c->graph;
-    for (uint32_t i = 0; i < c->ngpu; i++) {
-        uint32_t id = c->gpu_list[i];
+    for (uint32_t i = 0; i < c->sched->ndev; i++) {
+        uint32_t id = c->sched->dev_list[i];
         br_node_kind k = c->node[id].kind;
         if ((k != BR_NODE_H2D && k != BR_NODE_D2H) || g->src[id] || g->dst[id])
             continue;
@@ -235,7 +242,7 @@ static braid_status fork_join_events(br_cuda *c) {
         s = br_cu(c, WHERE, BG_NONE, "cudaEventCreateWithFlags",
                   cudaEventCreateWithFlags(&g->fork, cudaEventDisableTiming));
     for (uint32_t q = 0; s == BRAID_OK && q < c->plan->res.nqueues; q++)
-        if (c->stream[q] && q != g->origin && !g->join[q])
+        if (br_cuda_stream(c, q) && q != g->origin && !g->join[q])
             s = br_cu(
                 c, WHERE, BG_NONE, "cudaEventCreateWithFlags",
                 cudaEventCreateWithFlags(&g->join[q], cudaEventDisableTiming));
@@ -245,21 +252,21 @@ static braid_status fork_join_events(br_cuda *c) {
 /* Issues every GPU node between the fork and the join. */
 static braid_status capture_body(br_cuda *c) {
     br_graph_state *g = &c->graph;
-    cudaStream_t origin = c->stream[g->origin];
+    cudaStream_t origin = br_cuda_stream(c, g->origin);
     braid_status s = br_cu(c, WHERE, BG_NONE, "cudaEventRecord (fork)",
                            cudaEventRecord(g->fork, origin));
     for (uint32_t q = 0; s == BRAID_OK && q < c->plan->res.nqueues; q++)
-        if (c->stream[q] && q != g->origin)
+        if (br_cuda_stream(c, q) && q != g->origin)
             s = br_cu(c, WHERE, BG_NONE, "cudaStreamWaitEvent (fork)",
-                      cudaStreamWaitEvent(c->stream[q], g->fork, 0));
-    c->capturing = true;
-    for (uint32_t i = 0; s == BRAID_OK && i < c->ngpu; i++)
-        s = br_cuda_issue(c, c->gpu_list[i]);
-    c->capturing = false;
+                      cudaStreamWaitEvent(br_cuda_stream(c, q), g->fork, 0));
+    c->run.capturing = true;
+    for (uint32_t i = 0; s == BRAID_OK && i < c->sched->ndev; i++)
+        s = br_cuda_issue(c, c->sched->dev_list[i]);
+    c->run.capturing = false;
     for (uint32_t q = 0; s == BRAID_OK && q < c->plan->res.nqueues; q++) {
-        if (!c->stream[q] || q == g->origin) continue;
+        if (!br_cuda_stream(c, q) || q == g->origin) continue;
         s = br_cu(c, WHERE, BG_NONE, "cudaEventRecord (join)",
-                  cudaEventRecord(g->join[q], c->stream[q]));
+                  cudaEventRecord(g->join[q], br_cuda_stream(c, q)));
         if (s == BRAID_OK)
             s = br_cu(c, WHERE, BG_NONE, "cudaStreamWaitEvent (join)",
                       cudaStreamWaitEvent(origin, g->join[q], 0));
@@ -275,7 +282,7 @@ static braid_status capture(br_cuda *c, bool *ok) {
     braid_status s = fixed_buffers(c);
     if (s == BRAID_OK) s = fork_join_events(c);
     if (s != BRAID_OK) return s;
-    cudaStream_t origin = c->stream[g->origin];
+    cudaStream_t origin = br_cuda_stream(c, g->origin);
     s = br_cuda_use(c, WHERE, BG_NONE,
                     c->plan->res.queues[g->origin].device.index);
     if (s != BRAID_OK) return s;
@@ -291,7 +298,7 @@ static braid_status capture(br_cuda *c, bool *ok) {
         size_t nodes = 0;
         cudaGraphGetNodes(g->graph, NULL, &nodes);
         br_cuda_logf(c, "graph: captured %zu graph nodes from %u GPU nodes",
-                     nodes, c->ngpu);
+                     nodes, c->sched->ndev);
         *ok = true;
         return BRAID_OK;
     }
@@ -302,7 +309,7 @@ static braid_status capture(br_cuda *c, bool *ok) {
     g->graph = NULL;
     g->exec = NULL;
     g->failed = true;
-    c->capturing = false;
+    c->run.capturing = false;
     return BRAID_OK;
 }
 
@@ -311,11 +318,12 @@ static braid_status capture(br_cuda *c, bool *ok) {
 /* Copies the caller's bytes into the fixed buffers the graph reads. */
 static void copy_in(br_cuda *c) {
     const bp_plan *p = c->plan;
-    for (uint32_t i = 0; i < c->ngpu; i++) {
-        uint32_t id = c->gpu_list[i];
+    for (uint32_t i = 0; i < c->sched->ndev; i++) {
+        uint32_t id = c->sched->dev_list[i];
         if (c->node[id].kind != BR_NODE_H2D) continue;
-        const void *from = c->run->ptr[bg_node_at(p->res.graph, id)->inputs[0]];
-        br_parallel_memcpy(c->run->pool, c->graph.src[id], from,
+        const void *from =
+            c->run.args->ptr[bg_node_at(p->res.graph, id)->inputs[0]];
+        br_parallel_memcpy(c->run.args->pool, c->graph.src[id], from,
                            bg_nbytes(bg_node_at(p->res.graph, id)));
     }
 }
@@ -323,47 +331,49 @@ static void copy_in(br_cuda *c) {
 /* Waits for the graph, then copies what it wrote to the run's places. */
 static braid_status finish(br_cuda *c) {
     const bp_plan *p = c->plan;
-    braid_status s = br_cu(c, WHERE, BG_NONE, "cudaStreamSynchronize (graph)",
-                           cudaStreamSynchronize(c->stream[c->graph.origin]));
-    for (uint32_t i = 0; s == BRAID_OK && i < c->ngpu; i++) {
-        uint32_t id = c->gpu_list[i];
+    braid_status s =
+        br_cu(c, WHERE, BG_NONE, "cudaStreamSynchronize (graph)",
+              cudaStreamSynchronize(br_cuda_stream(c, c->graph.origin)));
+    for (uint32_t i = 0; s == BRAID_OK && i < c->sched->ndev; i++) {
+        uint32_t id = c->sched->dev_list[i];
         if (c->node[id].kind == BR_NODE_D2H)
-            br_parallel_memcpy(c->run->pool, c->run->ptr[id], c->graph.dst[id],
+            br_parallel_memcpy(c->run.args->pool, c->run.args->ptr[id],
+                               c->graph.dst[id],
                                bg_nbytes(bg_node_at(p->res.graph, id)));
     }
     return s;
 }
 
-braid_status br_graph_run(br_cuda *c, bool *done) {
+bool br_graph_wanted(const br_cuda *c) {
+    const br_graph_state *g = &c->graph;
+    return g->enabled && g->static_plan && !g->failed && g->runs >= 1 &&
+           !c->run.args->prof;
+}
+
+/* Issues every GPU node the ordinary way (this run's capture failed). */
+static braid_status issue_each(br_cuda *c) {
+    braid_status s = BRAID_OK;
+    c->run.graph = false;
+    for (uint32_t i = 0; s == BRAID_OK && i < c->sched->ndev; i++)
+        s = br_cuda_issue(c, c->sched->dev_list[i]);
+    return s;
+}
+
+braid_status br_graph_launch(br_cuda *c) {
     br_graph_state *g = &c->graph;
-    *done = false;
-    if (!g->enabled || !g->static_plan || g->failed || g->runs < 1 ||
-        br_cuda_run_prof(c->run))
-        return BRAID_OK;
     if (!g->exec) {
         bool ok = false;
         braid_status s = capture(c, &ok);
-        if (s != BRAID_OK || !ok) return s;
-    }
-    for (uint32_t i = 0; i < g->npre; i++) {
-        c->run->run_cpu(c->run->cpu_ctx, c->cpu_list[i]);
-        c->cpu_done[c->cpu_list[i]] = true;
+        if (s != BRAID_OK) return s;
+        if (!ok) return issue_each(c);
     }
     copy_in(c);
     braid_status s = br_cuda_use(c, WHERE, BG_NONE,
                                  c->plan->res.queues[g->origin].device.index);
     if (s == BRAID_OK)
         s = br_cu(c, WHERE, BG_NONE, "cudaGraphLaunch",
-                  cudaGraphLaunch(g->exec, c->stream[g->origin]));
-    *done = true; /* from here on the ordinary path must not run again */
+                  cudaGraphLaunch(g->exec, br_cuda_stream(c, g->origin)));
     g->unfinished = s == BRAID_OK;
-    for (uint32_t i = g->npre; s == BRAID_OK && i < c->ncpu; i++) {
-        uint32_t id = c->cpu_list[i];
-        if (c->node[id].gpu_dep && g->unfinished) s = br_graph_finish(c);
-        if (s != BRAID_OK) break;
-        c->run->run_cpu(c->run->cpu_ctx, id);
-        c->cpu_done[id] = true;
-    }
     return s;
 }
 

@@ -78,6 +78,8 @@ typedef struct br_cnode {
 typedef struct br_stage {
     void *host;                       /* BR_STAGE_SLOTS × slot bytes, pinned;
                                          NULL when the stream never stages */
+    size_t bytes;                     /* size of host (at least
+                                         BR_STAGE_SLOTS × slot) */
     uint64_t slot;                    /* bytes per slot */
     cudaEvent_t free[BR_STAGE_SLOTS]; /* recorded after the DMA using the
                                          slot; the host waits on it before
@@ -130,9 +132,9 @@ typedef struct br_graph_state {
     cudaGraph_t graph;    /* the captured graph */
     cudaGraphExec_t exec; /* its executable instance */
     uint32_t origin;      /* queue whose stream launches the graph */
-    uint32_t npre;        /* CPU nodes (cpu_list prefix) run before the
-                             launch: every CPU node up to the last one
-                             GPU work depends on */
+    uint32_t npre;        /* CPU nodes (cpu_list prefix) the dispatcher
+                             runs before the launch: every CPU node up to
+                             the last one GPU work depends on (logged) */
     void **src;           /* per node (H2D copies): the fixed pinned host
                              buffer the graph reads */
     void **dst;           /* per node (D2H copies): the fixed pinned host
@@ -144,70 +146,149 @@ typedef struct br_graph_state {
     cudaEvent_t fork;     /* recorded on the origin at capture start */
 } br_graph_state;
 
-struct br_cuda {
-    const bp_plan *plan;  /* the plan run; not owned */
-    int ndev;             /* CUDA devices present */
-    bool allow_tf32;      /* compile option: f32 matmul may use TF32 */
-    void **arena;         /* per plan arena: the backend's buffer, or NULL
-                             when exec.c allocates it */
-    uint8_t *arena_kind;  /* per arena: 0 exec's, 1 device, 2 pinned
-                             host, 3 a stand-in for an unused staging
-                             reservation (256 pinned bytes) */
-    void **home;          /* per node: where a pre-uploaded constant copy
-                             lives (device memory, owned), or NULL */
-    br_cnode *node;       /* per node */
-    uint32_t *wstart;     /* per node: first index in waits (n + 1) */
-    uint32_t *waits;      /* event indices each node waits for */
-    uint32_t *rstart;     /* per node: first index in recs (n + 1) */
-    uint32_t *recs;       /* event indices each node records */
-    uint32_t *gpu_list;   /* GPU-queue nodes in schedule order */
-    uint32_t ngpu;        /* entries in gpu_list */
-    uint32_t *cpu_list;   /* CPU-queue nodes in schedule order */
-    uint32_t ncpu;        /* entries in cpu_list */
-    cudaStream_t *stream; /* per queue (NULL for the CPU queue) */
-    cublasHandle_t *blas; /* per queue (compute streams only) */
-    void **blas_ws;       /* per queue: cuBLAS workspace (device) */
+/* ---- the concerns of an executor's CUDA side, one struct each ------------ */
+
+/* Device and pinned memory (cuda_ctx.c). */
+typedef struct br_cuda_mem {
+    void **arena;  /* per plan arena: the backend's buffer, or NULL when
+                      exec.c allocates it */
+    uint8_t *kind; /* per arena: 0 exec's, 1 device, 2 pinned host, 3 a
+                      stand-in for an unused staging reservation (256
+                      pinned bytes) */
+    void **home;   /* per node: where a pre-uploaded constant copy lives
+                      (device memory, owned), or NULL (cuda_copy.c) */
+} br_cuda_mem;
+
+/* Streams and events (cuda_ctx.c), taken from the process pool
+ * (cuda_pool.c) and given back when the executor is freed. */
+typedef struct br_cuda_queues {
+    cudaStream_t *stream; /* per queue (NULL for the CPU queue and unused
+                             queues) */
+    cudaEvent_t *event;   /* per plan event (NULL when its producer is a
+                             CPU node: the host orders those) */
+} br_cuda_queues;
+
+/* cuBLAS (cuda_blas.c) and cuBLASLt (cuda_lt.c): handles with their
+ * workspaces come from the process pool. */
+typedef struct br_cuda_blas {
+    cublasHandle_t *handle;      /* per queue (compute streams only) */
+    void **ws;                   /* per queue: cuBLAS workspace (device) */
     cublasLtHandle_t *lt_handle; /* per queue: cuBLASLt handle (compute
                                     streams running cuBLASLt matmuls) */
-    void **lt_ws;                /* per queue: cuBLASLt workspace (device) */
+    void **lt_ws;                /* per queue: cuBLASLt workspace */
     br_lt *lt;                   /* the nodes cuBLASLt runs */
     uint32_t nlt;                /* entries in lt */
-    cudaEvent_t *event;          /* per plan event (NULL when its producer is a
-                                    CPU node: the host orders those) */
-    br_stage *stage;             /* per queue: staging of H2D / D2H streams */
-    bc_source src;               /* the plan's generated module (codegen) */
-    br_kernel *kern;             /* per kernel of src (same order) */
-    uint32_t nkern;              /* entries in kern */
-    int sm[BR_MAX_ARCHS];        /* compute capabilities compiled for (90) */
-    bc_binary bin[BR_MAX_ARCHS]; /* the module compiled, per sm (kept
-                                    while loaded) */
+} br_cuda_blas;
+
+/* The plan's generated module, compiled and loaded (cuda_kernels.c). */
+typedef struct br_cuda_module {
+    bc_source src;                   /* the generated module (codegen) */
+    br_kernel *kern;                 /* per kernel of src (same order) */
+    uint32_t nkern;                  /* entries in kern */
+    int sm[BR_MAX_ARCHS];            /* compute capabilities compiled for */
+    bc_binary bin[BR_MAX_ARCHS];     /* the module compiled, per sm (kept
+                                        while loaded) */
     cudaLibrary_t lib[BR_MAX_ARCHS]; /* the module loaded, per sm */
     uint32_t nlib;                   /* entries used in sm and lib */
-    void **argv;          /* a launch's parameter values (max params) */
-    void **argp;          /* pointers to them, what cudaLaunchKernel
-                             takes */
-    br_graph_state graph; /* CUDA graph capture and replay */
-    /* run state */
-    bool *cpu_done;      /* per node: CPU node ran this run */
-    bool *pending;       /* per node: a D2H copy into pageable memory
-                            whose DMA and host copy are still to do */
+    void **argv; /* a launch's parameter values (max params) */
+    void **argp; /* pointers to them, what cudaLaunchKernel takes */
+} br_cuda_module;
+
+/* Copies (cuda_copy.c): pinned staging per copy stream, and the D2H
+ * copies into pageable memory deferred during a run. */
+typedef struct br_cuda_copies {
+    br_stage *stage;     /* per queue: staging of H2D / D2H streams */
+    bool *pending;       /* per node: a deferred D2H copy whose DMA and
+                            host copy are still to do (run state) */
     uint32_t *pend_list; /* pending nodes in issue order */
     uint32_t npend;      /* entries in pend_list */
-    int cur_dev;         /* device current on this thread (-1 unknown) */
-    bool capturing;      /* issuing into a CUDA-graph capture: copies
-                            use the graph's fixed host buffers */
-    bool dry;            /* made by br_cuda_check_plan: no CUDA objects */
-    const br_cuda_run_args *run; /* the run in progress */
-    braid_comm *comm;     /* multi-process communicator
-                             (braid_exec_set_comm), not owned; or NULL */
-    void **coll_comm;     /* per node: the ncclComm_t of a member of a
-                             group run inside this process, or NULL */
-    void **comms;         /* communicators made by ncclCommInitAll
-                             (owned) */
-    uint32_t ncomms;      /* entries in comms */
-    char log[BR_LOG_MAX];        /* executor log (br_cuda_log) */
-    size_t loglen;               /* bytes used in log */
+} br_cuda_copies;
+
+/* Collectives through NCCL (cuda_coll.c). */
+typedef struct br_cuda_coll {
+    braid_comm *comm; /* multi-process communicator (braid_exec_set_comm),
+                         not owned; or NULL */
+    void **member;    /* per node: the ncclComm_t of a member of a group
+                         run inside this process, or NULL */
+    void **comms;     /* communicators made by ncclCommInitAll (owned) */
+    uint32_t ncomms;  /* entries in comms */
+} br_cuda_coll;
+
+/* The run in progress (cuda_run.c). */
+typedef struct br_cuda_run {
+    const br_cuda_run_args *args; /* its arguments; NULL between runs */
+    bool graph;                   /* it replays the CUDA graph */
+    bool capturing;               /* issuing into a CUDA-graph capture:
+                                     copies use the graph's fixed host
+                                     buffers */
+} br_cuda_run;
+
+/* The executor log (cuda_util.c). */
+typedef struct br_cuda_logbuf {
+    char text[BR_LOG_MAX]; /* one line per notable decision */
+    size_t len;            /* bytes used in text */
+} br_cuda_logbuf;
+
+struct br_cuda {
+    const bp_plan *plan;   /* the plan run; not owned */
+    const br_sched *sched; /* its schedule tables (device and CPU lists,
+                              event waits and records): the executor's,
+                              or own_sched in a dry check */
+    br_sched own_sched;    /* built by br_cuda_check_plan; else empty */
+    int ndev;              /* CUDA devices present */
+    bool allow_tf32;       /* compile option: f32 matmul may use TF32 */
+    bool dry;              /* made by br_cuda_check_plan: no CUDA objects */
+    int cur_dev;           /* device current on this thread (-1 unknown) */
+    br_cnode *node;        /* per node: what the backend does for it */
+    br_cuda_mem mem;       /* arenas and constants */
+    br_cuda_queues q;      /* streams and events */
+    br_cuda_blas blas;     /* cuBLAS and cuBLASLt */
+    br_cuda_module mod;    /* the generated kernels */
+    br_cuda_copies copy;   /* staging and deferred copies */
+    br_graph_state graph;  /* CUDA graph capture and replay */
+    br_cuda_coll coll;     /* NCCL */
+    br_cuda_run run;       /* the run in progress */
+    br_cuda_logbuf log;    /* the executor log */
 };
+
+/* The stream of queue q (NULL for the CPU queue): what every concern
+ * issues on; cuda_ctx.c owns the streams. */
+static inline cudaStream_t br_cuda_stream(const br_cuda *c, uint32_t q) {
+    return c->q.stream[q];
+}
+
+/* ---- cuda_pool.c --------------------------------------------------------- */
+
+/* One pooled resource. */
+typedef struct br_res {
+    br_res_kind kind; /* what obj is */
+    int dev;          /* the device it was created on (-1: pinned host
+                         memory, usable from any device) */
+    size_t bytes;     /* PINNED: its size */
+    void *obj;        /* the stream, event, cuBLAS / cuBLASLt handle, or
+                         the pinned buffer */
+    void *ws;         /* BLAS, LT: its device workspace, else NULL */
+} br_res;
+
+/* Takes a resource of kind on device dev from the pool (PINNED: one of at
+ * least bytes); false when the pool has none and the caller creates it
+ * (then calls br_res_created). Thread-safe. */
+bool br_res_take(br_res_kind kind, int dev, size_t bytes, br_res *out);
+void br_res_created(br_res_kind kind);
+/* Gives r back (NULL obj: nothing): it must be idle. Thread-safe. */
+void br_res_give(const br_res *r);
+/* Destroys r (a resource the pool no longer holds). */
+void br_res_destroy(const br_res *r);
+
+/* The module loaded for (sm, generated source text of len bytes), shared
+ * with the executors that use it: true with *lib when one is loaded (its
+ * count goes up). Otherwise the caller loads it and calls br_module_keep
+ * (count 1). br_module_give drops the count (an idle module stays loaded
+ * for the next executor; one the cache does not know is unloaded).
+ * Thread-safe. */
+bool br_module_take(int sm, const char *text, size_t len, cudaLibrary_t *lib);
+void br_module_keep(int sm, const char *text, size_t len, cudaLibrary_t lib);
+void br_module_give(cudaLibrary_t lib);
 
 /* ---- cuda_util.c --------------------------------------------------------- */
 
@@ -246,6 +327,14 @@ void br_parallel_memcpy(br_pool *pool, void *dst, const void *src, uint64_t n);
 /* True when node id does no work (info.noop: inputs, constants, pure
  * views, concats assembled in place). */
 bool br_node_noop(const bp_plan *p, uint32_t id);
+
+/* ---- cuda_ctx.c ---------------------------------------------------------- */
+
+/* An event without timing on device dev (current), from the process pool
+ * or new; br_cuda_give_event hands it back. Errors name where and node. */
+braid_status br_cuda_take_event(br_cuda *c, const char *where, uint32_t node,
+                                int dev, cudaEvent_t *out);
+void br_cuda_give_event(int dev, cudaEvent_t ev);
 
 /* ---- cuda_kernels.c ------------------------------------------------------ */
 
@@ -295,6 +384,12 @@ braid_status br_cuda_gemm_result(const br_cuda *c, uint32_t id,
 /* Issues the matmul of node id (plain, or the product of a fused MATMUL
  * program) into out on its queue's stream and cuBLAS handle. */
 braid_status br_cuda_gemm(br_cuda *c, uint32_t id, void *out);
+/* Gives compute queue q (its stream made, its device current) a cuBLAS
+ * handle with its workspace from the process pool (else a new one), set
+ * to q's stream and the plan's math mode. */
+braid_status br_cuda_blas_take(br_cuda *c, uint32_t q);
+/* Gives every cuBLAS handle back to the pool (streams idle). */
+void br_cuda_blas_give(br_cuda *c);
 
 /* ---- cuda_lt.c ----------------------------------------------------------- */
 
@@ -352,8 +447,9 @@ braid_status br_cuda_sync_all(br_cuda *c, braid_status st);
  * alone in its group (multi-process) waits for braid_exec_set_comm. */
 braid_status br_cuda_coll_init(br_cuda *c);
 void br_cuda_coll_free(br_cuda *c);
-/* Entries of gpu_list from index gi on that form one collective group
- * (1 for a multi-process member); 0 when gpu_list[gi] is no collective. */
+/* Entries of sched->dev_list from index gi on that form one collective
+ * group (1 for a multi-process member); 0 when dev_list[gi] is no
+ * collective. */
 uint32_t br_cuda_coll_span(const br_cuda *c, uint32_t gi);
 /* Issues the m members ids[0..m) of one group: every member's event
  * waits, the NCCL calls inside one ncclGroupStart/End, then every
@@ -365,12 +461,15 @@ braid_status br_cuda_coll_issue(br_cuda *c, const uint32_t *ids, uint32_t m);
 /* Decides at creation whether the plan's GPU part is static (logs why
  * not); computes node[].gpu_dep / feeds_gpu. */
 braid_status br_graph_prepare(br_cuda *c);
-/* Runs once through the CUDA graph when possible: captures it on the
- * second run, replays afterwards. *done false: the caller runs the
- * schedule the ordinary way. Returns after the launch and every CPU node;
- * when no CPU node needed the graph's results, graph.unfinished is left
- * set and br_graph_finish completes the run. */
-braid_status br_graph_run(br_cuda *c, bool *done);
+/* True when this run replays the CUDA graph (captured first when it is
+ * not yet): the plan's GPU part is static, graphs are on, no capture
+ * failed, the warm-up run is done and the run is not profiled. */
+bool br_graph_wanted(const br_cuda *c);
+/* Issues every GPU node at once: launches the graph (capturing it
+ * first), with the caller's bytes copied into its fixed buffers; sets
+ * graph.unfinished. A capture that fails is logged and the nodes are
+ * issued one by one instead. */
+braid_status br_graph_launch(br_cuda *c);
 /* Waits for the launched graph and copies what it wrote to the run's
  * places; sets used_last. */
 braid_status br_graph_finish(br_cuda *c);

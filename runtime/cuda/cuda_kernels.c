@@ -79,19 +79,19 @@ static void kernels_log(br_cuda *c, const char *fmt, ...) {
  * else the PTX of the newest stored architecture not above sm (the driver
  * JITs it), else NULL. Stored binaries are used only when the stored
  * source is the module codegen generates now: the launch geometry and
- * parameters come from c->src, so binaries of other source (a plan saved
+ * parameters come from c->mod.src, so binaries of other source (a plan saved
  * by a braid whose codegen differed) could not be launched safely. */
 static const void *stored_code(br_cuda *c, int sm, char *how, size_t size) {
     const bp_kernels *k = &c->plan->kernels;
     if (!k->source || k->nbin == 0) return NULL;
-    if (k->source_len != c->src.len ||
-        memcmp(k->source, c->src.text, c->src.len) != 0) {
-        if (c->nlib == 0)
+    if (k->source_len != c->mod.src.len ||
+        memcmp(k->source, c->mod.src.text, c->mod.src.len) != 0) {
+        if (c->mod.nlib == 0)
             kernels_log(c,
                         "kernels: the plan's stored kernels were built from "
                         "other source than this braid generates (%zu bytes "
                         "stored, %zu now): compiling the new source",
-                        k->source_len, c->src.len);
+                        k->source_len, c->mod.src.len);
         return NULL;
     }
     const bp_kernel_binary *ptx = NULL;
@@ -109,19 +109,19 @@ static const void *stored_code(br_cuda *c, int sm, char *how, size_t size) {
     return ptx->ptx;
 }
 
-/* Compiles the module for sm (NVRTC, or its caches) into c->bin[c->nlib];
- * the code to load in *code. */
+/* Compiles the module for sm (NVRTC, or its caches) into
+ * c->mod.bin[c->mod.nlib]; the code to load in *code. */
 static braid_status compile_module(br_cuda *c, int sm, const void **code,
                                    char *how, size_t size) {
     char *err = malloc(ERR_MAX);
-    bc_binary *bin = &c->bin[c->nlib];
-    braid_status s =
-        bc_compile(c->src.text, "kernel.cu", sm, bin, err, err ? ERR_MAX : 0);
+    bc_binary *bin = &c->mod.bin[c->mod.nlib];
+    braid_status s = bc_compile(c->mod.src.text, "kernel.cu", sm, bin, err,
+                                err ? ERR_MAX : 0);
     if (s != BRAID_OK) {
         s = bg_set_last_error(s,
                               "braid_exec_new: compiling the plan's %u "
                               "kernels for sm_%d: %s",
-                              c->src.nkernels, sm, err ? err : "");
+                              c->mod.src.nkernels, sm, err ? err : "");
         free(err);
         return s;
     }
@@ -134,25 +134,33 @@ static braid_status compile_module(br_cuda *c, int sm, const void **code,
 
 static braid_status load_library(br_cuda *c, const void *code) {
     return br_cu(c, WHERE, BG_NONE, "cudaLibraryLoadData",
-                 cudaLibraryLoadData(&c->lib[c->nlib], code, NULL, NULL, 0,
-                                     NULL, NULL, 0));
+                 cudaLibraryLoadData(&c->mod.lib[c->mod.nlib], code, NULL, NULL,
+                                     0, NULL, NULL, 0));
 }
 
-/* Index in c->lib of the module for sm, loaded when new: from the plan's
+/* Index in c->mod.lib of the module for sm, loaded when new: from the plan's
  * stored kernels when they fit (no NVRTC), else compiled. */
 static braid_status module_for(br_cuda *c, int sm, uint32_t *index) {
-    for (uint32_t i = 0; i < c->nlib; i++)
-        if (c->sm[i] == sm) {
+    for (uint32_t i = 0; i < c->mod.nlib; i++)
+        if (c->mod.sm[i] == sm) {
             *index = i;
             return BRAID_OK;
         }
-    if (c->nlib == BR_MAX_ARCHS)
+    if (c->mod.nlib == BR_MAX_ARCHS)
         return bg_set_last_error(BRAID_ERR_UNSUPPORTED,
                                  "braid_exec_new: the plan's GPUs have more "
                                  "than %d architectures",
                                  BR_MAX_ARCHS);
     char how[64];
     double t0 = now_s();
+    if (br_module_take(sm, c->mod.src.text, c->mod.src.len,
+                       &c->mod.lib[c->mod.nlib])) {
+        kernels_log(c, "kernels: %u for sm_%d (loaded already, shared)",
+                    c->mod.src.nkernels, sm);
+        c->mod.sm[c->mod.nlib] = sm;
+        *index = c->mod.nlib++;
+        return BRAID_OK;
+    }
     const void *code = stored_code(c, sm, how, sizeof how);
     braid_status s = BRAID_OK;
     if (code && (s = load_library(c, code)) != BRAID_OK) {
@@ -167,14 +175,16 @@ static braid_status module_for(br_cuda *c, int sm, uint32_t *index) {
         s = compile_module(c, sm, &code, how, sizeof how);
         if (s == BRAID_OK) s = load_library(c, code);
         if (s != BRAID_OK) {
-            bc_binary_free(&c->bin[c->nlib]);
+            bc_binary_free(&c->mod.bin[c->mod.nlib]);
             return s;
         }
     }
-    kernels_log(c, "kernels: %u for sm_%d (%s, %.1f ms)", c->src.nkernels, sm,
-                how, 1e3 * (now_s() - t0));
-    c->sm[c->nlib] = sm;
-    *index = c->nlib++;
+    kernels_log(c, "kernels: %u for sm_%d (%s, %.1f ms)", c->mod.src.nkernels,
+                sm, how, 1e3 * (now_s() - t0));
+    br_module_keep(sm, c->mod.src.text, c->mod.src.len,
+                   c->mod.lib[c->mod.nlib]);
+    c->mod.sm[c->mod.nlib] = sm;
+    *index = c->mod.nlib++;
     return BRAID_OK;
 }
 
@@ -182,7 +192,7 @@ static braid_status module_for(br_cuda *c, int sm, uint32_t *index) {
  * parameters the convention gives for the node) and records it. */
 static braid_status check_kernel(br_cuda *c, uint32_t id) {
     const bp_plan *p = c->plan;
-    const bc_kernel *bk = bc_source_kernel(&c->src, id);
+    const bc_kernel *bk = bc_source_kernel(&c->mod.src, id);
     const bg_node *n = bg_node_at(p->res.graph, id);
     if (!bk)
         return bg_set_last_error(BRAID_ERR_UNSUPPORTED,
@@ -216,24 +226,24 @@ static braid_status check_kernel(br_cuda *c, uint32_t id) {
                 bk->mm_in_place ? " in the output" : "", braid_dtype_name(dt),
                 (unsigned long long)bytes);
     }
-    uint32_t ki = (uint32_t)(bk - c->src.kernels);
-    c->kern[ki].bk = bk;
+    uint32_t ki = (uint32_t)(bk - c->mod.src.kernels);
+    c->mod.kern[ki].bk = bk;
     c->node[id].kernel = ki;
     return BRAID_OK;
 }
 
 /* Loads GPU node id's kernel functions and allocates its extra buffer. */
 static braid_status bind_kernel(br_cuda *c, uint32_t id) {
-    br_kernel *k = &c->kern[c->node[id].kernel];
+    br_kernel *k = &c->mod.kern[c->node[id].kernel];
     const bc_kernel *bk = k->bk;
     int dev = c->node[id].dev, sm = 0;
     uint32_t li = 0;
     braid_status s = device_sm(c, dev, &sm);
     if (s == BRAID_OK) s = module_for(c, sm, &li);
     for (uint32_t l = 0; s == BRAID_OK && l < bk->nlaunch; l++)
-        s = br_cu(
-            c, WHERE, id, "cudaLibraryGetKernel",
-            cudaLibraryGetKernel(&k->fn[l], c->lib[li], bk->launch[l].entry));
+        s = br_cu(c, WHERE, id, "cudaLibraryGetKernel",
+                  cudaLibraryGetKernel(&k->fn[l], c->mod.lib[li],
+                                       bk->launch[l].entry));
     uint64_t extra = bk->extra == BC_EXTRA_SCRATCH ? bk->scratch_bytes
                      : bk->extra == BC_EXTRA_MATMUL && !bk->mm_in_place
                          ? bk->mm_bytes
@@ -252,25 +262,26 @@ static braid_status bind_kernel(br_cuda *c, uint32_t id) {
 static braid_status generate(br_cuda *c) {
     const bp_plan *p = c->plan;
     bool any = false;
-    for (uint32_t i = 0; i < c->ngpu; i++)
-        any |= needs_kernel(c->node[c->gpu_list[i]].kind);
+    for (uint32_t i = 0; i < c->sched->ndev; i++)
+        any |= needs_kernel(c->node[c->sched->dev_list[i]].kind);
     if (!any) return BRAID_OK;
-    braid_status s = bc_plan_source(p, &c->src);
+    braid_status s = bc_plan_source(p, &c->mod.src);
     if (s != BRAID_OK) return s;
-    c->nkern = c->src.nkernels;
-    c->kern = calloc(c->nkern ? c->nkern : 1, sizeof *c->kern);
+    c->mod.nkern = c->mod.src.nkernels;
+    c->mod.kern = calloc(c->mod.nkern ? c->mod.nkern : 1, sizeof *c->mod.kern);
     uint32_t maxp = 1;
-    for (uint32_t k = 0; k < c->nkern; k++)
-        if (c->src.kernels[k].nparams > maxp) maxp = c->src.kernels[k].nparams;
-    c->argv = calloc(maxp, sizeof *c->argv);
-    c->argp = calloc(maxp, sizeof *c->argp);
-    if (!c->kern || !c->argv || !c->argp)
+    for (uint32_t k = 0; k < c->mod.nkern; k++)
+        if (c->mod.src.kernels[k].nparams > maxp)
+            maxp = c->mod.src.kernels[k].nparams;
+    c->mod.argv = calloc(maxp, sizeof *c->mod.argv);
+    c->mod.argp = calloc(maxp, sizeof *c->mod.argp);
+    if (!c->mod.kern || !c->mod.argv || !c->mod.argp)
         return bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY,
                                  "braid_exec_new: out of memory for %u "
                                  "kernels",
-                                 c->nkern);
-    for (uint32_t i = 0; s == BRAID_OK && i < c->ngpu; i++) {
-        uint32_t id = c->gpu_list[i];
+                                 c->mod.nkern);
+    for (uint32_t i = 0; s == BRAID_OK && i < c->sched->ndev; i++) {
+        uint32_t id = c->sched->dev_list[i];
         if (needs_kernel(c->node[id].kind)) s = check_kernel(c, id);
     }
     return s;
@@ -278,19 +289,20 @@ static braid_status generate(br_cuda *c) {
 
 braid_status br_cuda_check_kernels(br_cuda *c, int sm) {
     braid_status s = generate(c);
-    if (s != BRAID_OK || sm <= 0 || c->nkern == 0) return s;
+    if (s != BRAID_OK || sm <= 0 || c->mod.nkern == 0) return s;
     char *err = malloc(ERR_MAX);
     bc_binary bin;
     double t0 = now_s();
-    s = bc_compile(c->src.text, "kernel.cu", sm, &bin, err, err ? ERR_MAX : 0);
+    s = bc_compile(c->mod.src.text, "kernel.cu", sm, &bin, err,
+                   err ? ERR_MAX : 0);
     if (s == BRAID_OK)
         br_cuda_logf(c, "kernels: %u for sm_%d (%s, %s, %.1f ms)",
-                     c->src.nkernels, sm, bin.cubin ? "cubin" : "ptx",
+                     c->mod.src.nkernels, sm, bin.cubin ? "cubin" : "ptx",
                      bin.cached ? "cached" : "compiled", 1e3 * (now_s() - t0));
     else
         s = bg_set_last_error(s,
                               "compiling the plan's %u kernels for sm_%d: %s",
-                              c->src.nkernels, sm, err ? err : "");
+                              c->mod.src.nkernels, sm, err ? err : "");
     bc_binary_free(&bin);
     free(err);
     return s;
@@ -298,40 +310,40 @@ braid_status br_cuda_check_kernels(br_cuda *c, int sm) {
 
 braid_status br_cuda_load_kernels(br_cuda *c) {
     braid_status s = generate(c);
-    for (uint32_t i = 0; s == BRAID_OK && i < c->ngpu; i++) {
-        uint32_t id = c->gpu_list[i];
+    for (uint32_t i = 0; s == BRAID_OK && i < c->sched->ndev; i++) {
+        uint32_t id = c->sched->dev_list[i];
         if (needs_kernel(c->node[id].kind)) s = bind_kernel(c, id);
     }
     return s;
 }
 
 void br_cuda_free_kernels(br_cuda *c) {
-    for (uint32_t k = 0; c->kern && k < c->nkern; k++)
-        if (c->kern[k].extra) cudaFree(c->kern[k].extra);
-    for (uint32_t i = 0; i < c->nlib; i++) {
-        cudaLibraryUnload(c->lib[i]);
-        bc_binary_free(&c->bin[i]);
+    for (uint32_t k = 0; c->mod.kern && k < c->mod.nkern; k++)
+        if (c->mod.kern[k].extra) cudaFree(c->mod.kern[k].extra);
+    for (uint32_t i = 0; i < c->mod.nlib; i++) {
+        br_module_give(c->mod.lib[i]); /* stays loaded for the next one */
+        bc_binary_free(&c->mod.bin[i]);
     }
-    bc_source_free(&c->src);
-    free(c->kern);
-    free(c->argv);
-    free(c->argp);
+    bc_source_free(&c->mod.src);
+    free(c->mod.kern);
+    free(c->mod.argv);
+    free(c->mod.argp);
 }
 
 braid_status br_cuda_launch(br_cuda *c, uint32_t id, cudaStream_t s) {
-    const br_kernel *k = &c->kern[c->node[id].kernel];
+    const br_kernel *k = &c->mod.kern[c->node[id].kernel];
     const bc_kernel *bk = k->bk;
     const bg_node *n = bg_node_at(c->plan->res.graph, id);
-    void *const *ptr = c->run->ptr;
-    c->argv[0] = ptr[id];
+    void *const *ptr = c->run.args->ptr;
+    c->mod.argv[0] = ptr[id];
     for (uint32_t i = 0; i < n->ninputs; i++)
-        c->argv[1 + i] = ptr[n->inputs[i]];
+        c->mod.argv[1 + i] = ptr[n->inputs[i]];
     if (bk->extra != BC_EXTRA_NONE)
-        c->argv[1 + n->ninputs] =
+        c->mod.argv[1 + n->ninputs] =
             bk->extra == BC_EXTRA_MATMUL && bk->mm_in_place ? ptr[id]
                                                             : k->extra;
     for (uint32_t i = 0; i < bk->nparams; i++)
-        c->argp[i] = &c->argv[i];
+        c->mod.argp[i] = &c->mod.argv[i];
 #ifdef BRAID_CUDA_MOCK /* tests/cuda_mock: runs the node's CPU kernel */
     br_cuda_mock_hook(c->plan, id);
 #endif
@@ -341,15 +353,15 @@ braid_status br_cuda_launch(br_cuda *c, uint32_t id, cudaStream_t s) {
         dim3 block = {L->block[0], L->block[1], L->block[2]};
         braid_status r = br_cu(c, "braid_run", id, "cudaLaunchKernel",
                                cudaLaunchKernel((const void *)k->fn[l], grid,
-                                                block, c->argp, 0, s));
+                                                block, c->mod.argp, 0, s));
         if (r != BRAID_OK) return r;
     }
     return BRAID_OK;
 }
 
 void *br_cuda_matmul_target(const br_cuda *c, uint32_t id) {
-    const br_kernel *k = &c->kern[c->node[id].kernel];
-    return k->bk->mm_in_place ? c->run->ptr[id] : k->extra;
+    const br_kernel *k = &c->mod.kern[c->node[id].kernel];
+    return k->bk->mm_in_place ? c->run.args->ptr[id] : k->extra;
 }
 
 #else

@@ -134,11 +134,11 @@ static const char *why_not(const br_cuda *c, uint32_t id, lt_match *m,
 static char *device_addr(const br_cuda *c, uint32_t id) {
     uint64_t off = 0;
     uint32_t r = br_root(c->plan, id, &off);
-    if (c->home[r]) return (char *)c->home[r] + off;
+    if (c->mem.home[r]) return (char *)c->mem.home[r] + off;
     const bp_tensor_place *pl = &c->plan->res.info[r].place;
-    if (pl->storage != BP_STORAGE_ARENA || c->arena_kind[pl->arena] != 1)
+    if (pl->storage != BP_STORAGE_ARENA || c->mem.kind[pl->arena] != 1)
         return NULL;
-    return (char *)c->arena[pl->arena] + pl->offset + off;
+    return (char *)c->mem.arena[pl->arena] + pl->offset + off;
 }
 
 /* The largest power of two up to 256 dividing p's address. */
@@ -252,9 +252,9 @@ static cublasStatus_t choose(const br_cuda *c, uint32_t q, br_lt *L,
     memset(&res, 0, sizeof res);
     *found = 0;
     if (st == CUBLAS_STATUS_SUCCESS)
-        st = cublasLtMatmulAlgoGetHeuristic(c->lt_handle[q], L->desc, L->lay_b,
-                                            L->lay_a, L->lay_c, L->lay_c, pref,
-                                            1, &res, found);
+        st = cublasLtMatmulAlgoGetHeuristic(c->blas.lt_handle[q], L->desc,
+                                            L->lay_b, L->lay_a, L->lay_c,
+                                            L->lay_c, pref, 1, &res, found);
     if (st == CUBLAS_STATUS_SUCCESS && *found > 0 &&
         res.state == CUBLAS_STATUS_SUCCESS && res.workspaceSize <= ws)
         L->algo = res.algo;
@@ -302,7 +302,7 @@ static braid_status nan_probe(br_cuda *c, uint32_t id, const lt_match *m,
                               br_lt *L, char *host, void *dnan, bool *ok,
                               cublasStatus_t *st) {
     uint32_t q = c->node[id].queue;
-    cudaStream_t s = c->stream[q];
+    cudaStream_t s = br_cuda_stream(c, q);
     size_t es = braid_dtype_size(m->g.dtype);
     uint64_t nd = bg_nbytes(bg_node_at(c->plan->res.graph, id));
     float one = 1.0f, zero = 0.0f;
@@ -315,10 +315,10 @@ static braid_status nan_probe(br_cuda *c, uint32_t id, const lt_match *m,
         *st = cublasLtMatmulDescSetAttribute(
             L->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &dnan, sizeof dnan);
     if (r == BRAID_OK && *st == CUBLAS_STATUS_SUCCESS) {
-        *st =
-            cublasLtMatmul(c->lt_handle[q], L->desc, &one, L->pb, L->lay_b,
-                           L->pa, L->lay_a, &zero, L->pd, L->lay_c, L->pd,
-                           L->lay_c, &L->algo, c->lt_ws[q], BR_LT_WORKSPACE, s);
+        *st = cublasLtMatmul(c->blas.lt_handle[q], L->desc, &one, L->pb,
+                             L->lay_b, L->pa, L->lay_a, &zero, L->pd, L->lay_c,
+                             L->pd, L->lay_c, &L->algo, c->blas.lt_ws[q],
+                             BR_LT_WORKSPACE, s);
         cublasLtMatmulDescSetAttribute(L->desc,
                                        CUBLASLT_MATMUL_DESC_BIAS_POINTER,
                                        &L->pbias, sizeof L->pbias);
@@ -378,17 +378,32 @@ static braid_status relu_check(br_cuda *c, uint32_t id, const lt_match *m,
 
 /* ---- creating (continued) ------------------------------------------------ */
 
-/* The handle and workspace of queue q, made on first use. */
+/* The handle and workspace of queue q, on first use: from the process
+ * pool, else new. */
 static braid_status queue_handle(br_cuda *c, uint32_t id, uint32_t q) {
-    if (c->lt_handle[q]) return BRAID_OK;
-    braid_status s = br_cuda_use(c, WHERE, id, c->node[id].dev);
+    if (c->blas.lt_handle[q]) return BRAID_OK;
+    int dev = c->node[id].dev;
+    braid_status s = br_cuda_use(c, WHERE, id, dev);
+    br_res r = {.kind = BR_RES_LT, .dev = dev};
+    if (s != BRAID_OK || br_res_take(BR_RES_LT, dev, 0, &r)) {
+        c->blas.lt_handle[q] = r.obj;
+        c->blas.lt_ws[q] = r.ws;
+        return s;
+    }
+    s = br_cu(c, WHERE, id, "cudaMalloc (cuBLASLt workspace)",
+              cudaMalloc(&r.ws, BR_LT_WORKSPACE));
+    cublasLtHandle_t h = NULL;
     if (s == BRAID_OK)
-        s = br_cu(c, WHERE, id, "cudaMalloc (cuBLASLt workspace)",
-                  cudaMalloc(&c->lt_ws[q], BR_LT_WORKSPACE));
-    if (s == BRAID_OK)
-        s = br_blas(c, WHERE, id, "cublasLtCreate",
-                    cublasLtCreate(&c->lt_handle[q]));
-    return s;
+        s = br_blas(c, WHERE, id, "cublasLtCreate", cublasLtCreate(&h));
+    r.obj = h;
+    if (s != BRAID_OK) {
+        br_res_destroy(&r);
+        return s;
+    }
+    br_res_created(BR_RES_LT);
+    c->blas.lt_handle[q] = r.obj;
+    c->blas.lt_ws[q] = r.ws;
+    return BRAID_OK;
 }
 
 /* Creates L for node id. *why set (buf may hold it): cuBLASLt refused,
@@ -470,27 +485,27 @@ static void log_choice(br_cuda *c, uint32_t id, const lt_match *m,
 
 braid_status br_cuda_lt_prepare(br_cuda *c) {
     uint32_t nq = c->plan->res.nqueues ? c->plan->res.nqueues : 1, count = 0;
-    for (uint32_t i = 0; i < c->ngpu; i++)
-        count += c->node[c->gpu_list[i]].kind == BR_NODE_GEMM_EPI;
+    for (uint32_t i = 0; i < c->sched->ndev; i++)
+        count += c->node[c->sched->dev_list[i]].kind == BR_NODE_GEMM_EPI;
     if (count == 0) return BRAID_OK;
-    c->lt = calloc(count, sizeof *c->lt);
-    c->lt_handle = calloc(nq, sizeof *c->lt_handle);
-    c->lt_ws = calloc(nq, sizeof *c->lt_ws);
-    if (!c->lt || !c->lt_handle || !c->lt_ws)
+    c->blas.lt = calloc(count, sizeof *c->blas.lt);
+    c->blas.lt_handle = calloc(nq, sizeof *c->blas.lt_handle);
+    c->blas.lt_ws = calloc(nq, sizeof *c->blas.lt_ws);
+    if (!c->blas.lt || !c->blas.lt_handle || !c->blas.lt_ws)
         return bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY,
                                  "braid_exec_new: out of memory");
-    for (uint32_t i = 0; i < c->ngpu; i++) {
-        uint32_t id = c->gpu_list[i];
+    for (uint32_t i = 0; i < c->sched->ndev; i++) {
+        uint32_t id = c->sched->dev_list[i];
         if (c->node[id].kind != BR_NODE_GEMM_EPI) continue;
         lt_match m;
         memset(&m, 0, sizeof m);
         char buf[160];
         const char *why = why_not(c, id, &m, buf, sizeof buf);
         if (!why && !c->dry) {
-            braid_status s =
-                setup(c, id, &m, &c->lt[c->nlt], &why, buf, sizeof buf);
+            braid_status s = setup(c, id, &m, &c->blas.lt[c->blas.nlt], &why,
+                                   buf, sizeof buf);
             if (s != BRAID_OK) return s;
-            if (!why) c->node[id].lt = c->nlt++;
+            if (!why) c->node[id].lt = c->blas.nlt++;
         }
         log_choice(c, id, &m, why);
     }
@@ -498,27 +513,29 @@ braid_status br_cuda_lt_prepare(br_cuda *c) {
 }
 
 void br_cuda_lt_free(br_cuda *c) {
-    for (uint32_t i = 0; i < c->nlt; i++)
-        destroy(&c->lt[i]);
-    for (uint32_t q = 0; c->lt_handle && q < c->plan->res.nqueues; q++) {
-        if (c->lt_handle[q]) cublasLtDestroy(c->lt_handle[q]);
-        if (c->lt_ws[q]) cudaFree(c->lt_ws[q]);
-    }
-    free(c->lt);
-    free(c->lt_handle);
-    free(c->lt_ws);
-    c->lt = NULL;
-    c->lt_handle = NULL;
-    c->lt_ws = NULL;
-    c->nlt = 0;
+    for (uint32_t i = 0; i < c->blas.nlt; i++)
+        destroy(&c->blas.lt[i]);
+    for (uint32_t q = 0; c->blas.lt_handle && q < c->plan->res.nqueues; q++)
+        if (c->blas.lt_handle[q]) /* stateless: back to the pool */
+            br_res_give(&(br_res){.kind = BR_RES_LT,
+                                  .dev = c->plan->res.queues[q].device.index,
+                                  .obj = c->blas.lt_handle[q],
+                                  .ws = c->blas.lt_ws[q]});
+    free(c->blas.lt);
+    free(c->blas.lt_handle);
+    free(c->blas.lt_ws);
+    c->blas.lt = NULL;
+    c->blas.lt_handle = NULL;
+    c->blas.lt_ws = NULL;
+    c->blas.nlt = 0;
 }
 
 /* ---- running ------------------------------------------------------------- */
 
 braid_status br_cuda_lt_matmul(br_cuda *c, uint32_t id, cudaStream_t s,
                                bool *done) {
-    br_lt *L = &c->lt[c->node[id].lt];
-    void *const *ptr = c->run->ptr;
+    br_lt *L = &c->blas.lt[c->node[id].lt];
+    void *const *ptr = c->run.args->ptr;
     *done = false;
     if (ptr[L->a] != L->pa || ptr[L->b] != L->pb || ptr[L->bias] != L->pbias ||
         ptr[id] != L->pd) {
@@ -534,9 +551,9 @@ braid_status br_cuda_lt_matmul(br_cuda *c, uint32_t id, cudaStream_t s,
     float one = 1.0f, zero = 0.0f;
     braid_status r = br_blas(
         c, "braid_run", id, "cublasLtMatmul",
-        cublasLtMatmul(c->lt_handle[q], L->desc, &one, L->pb, L->lay_b, L->pa,
-                       L->lay_a, &zero, L->pd, L->lay_c, L->pd, L->lay_c,
-                       &L->algo, c->lt_ws[q], BR_LT_WORKSPACE, s));
+        cublasLtMatmul(c->blas.lt_handle[q], L->desc, &one, L->pb, L->lay_b,
+                       L->pa, L->lay_a, &zero, L->pd, L->lay_c, L->pd, L->lay_c,
+                       &L->algo, c->blas.lt_ws[q], BR_LT_WORKSPACE, s));
     *done = r == BRAID_OK;
     return r;
 }

@@ -1,29 +1,22 @@
-/* runtime/cuda/cuda_run.c — the dispatcher: one run of a plan with GPU nodes.
+/* runtime/cuda/cuda_run.c — the CUDA backend as the dispatcher's queues
+ * (runtime/dispatch.h): one run of a plan with GPU nodes.
  *
- * The schedule is split (at creation) into the GPU nodes and the CPU nodes,
- * each list in schedule order. A run alternates:
- *   1. issue GPU nodes, in order, as long as the next one's CPU producers
- *      have run: per node, cudaStreamWaitEvent for each event it waits on
- *      (producers on other streams, issued earlier because they come
- *      earlier in the schedule), its work, cudaEventRecord for each event
- *      it records. Issuing is asynchronous, so the host runs ahead;
- *   2. run the next CPU node: first complete what it waits for (a
- *      deferred D2H copy is done now; a GPU producer's event is
- *      synchronised), then compute it on the host while the GPUs work.
- * GPU work issued in step 1 never waits for a CPU node that has not run,
- * because a GPU node is only issued after its CPU producers; every CPU
- * producer of a GPU node before CPU node N in the schedule precedes N, so
- * by the time N runs every GPU node before it has been issued.
- * br_cuda_run_start returns there: everything is issued, every CPU node
- * has run (braid_run_async returns). br_cuda_run_finish (braid_wait) ends
- * the run by finishing deferred copies and synchronising every stream:
- * outputs are ready when it returns.
+ * The dispatcher walks the schedule; this file does what it asks on the
+ * GPUs: issue a node (cudaStreamWaitEvent for each event it waits on, its
+ * work, cudaEventRecord for each event it records), issue a collective
+ * group inside one NCCL group, replay the whole GPU part as a CUDA graph
+ * (cuda_graph.c: the span of the first GPU node is then every GPU node),
+ * and make the host wait for a GPU producer before a CPU node reads it (a
+ * deferred D2H copy is completed then, else its event is synchronised).
+ * br_cuda_run_start prepares a run (bindings, graph or not);
+ * br_cuda_run_finish (braid_wait) ends it by finishing deferred copies and
+ * synchronising every stream: outputs are ready when it returns.
  *
- * Profiling (runtime/profile/profile.h): when the run's executor profiles, each GPU
- * node records a start event after its waits and an end event after its
- * work; a deferred copy records both when it is flushed, one copy at a
- * time. Host threads' shares of staging memcpys count for the copy. When
- * off, the cost per node is one call and one branch. */
+ * Profiling (runtime/profile/profile.h): when the run's executor profiles
+ * (run args' prof), each GPU node records a start event after its waits
+ * and an end event after its work; a deferred copy records both when it is
+ * flushed, one copy at a time. Host threads' shares of staging memcpys
+ * count for the copy. When off, the cost per node is one branch. */
 #define _POSIX_C_SOURCE 200809L
 #include "runtime/cuda/cuda_impl.h"
 #include "runtime/profile/profile.h"
@@ -41,7 +34,7 @@ static braid_status do_work(br_cuda *c, uint32_t id, cudaStream_t s) {
     case BR_NODE_KERNEL:
         return br_cuda_launch(c, id, s);
     case BR_NODE_GEMM:
-        return br_cuda_gemm(c, id, c->run->ptr[id]);
+        return br_cuda_gemm(c, id, c->run.args->ptr[id]);
     case BR_NODE_GEMM_EPI: {
         bool done = false; /* cuBLASLt did product and epilogue in one */
         braid_status r = c->node[id].lt != BG_NONE
@@ -64,25 +57,25 @@ static braid_status do_work(br_cuda *c, uint32_t id, cudaStream_t s) {
 static braid_status flush(br_cuda *c, br_prof *pf, uint32_t q, uint32_t upto) {
     if (!pf) return br_cuda_flush(c, q, upto);
     braid_status r = BRAID_OK;
-    for (uint32_t i = 0; r == BRAID_OK && i < c->npend; i++) {
-        uint32_t id = c->pend_list[i];
-        if (!c->pending[id] || (q != BG_NONE && c->node[id].queue != q))
+    for (uint32_t i = 0; r == BRAID_OK && i < c->copy.npend; i++) {
+        uint32_t id = c->copy.pend_list[i];
+        if (!c->copy.pending[id] || (q != BG_NONE && c->node[id].queue != q))
             continue;
         r = br_prof_cuda_mark(pf, c, id, false);
         if (r == BRAID_OK) r = br_cuda_flush(c, c->node[id].queue, id);
         if (r == BRAID_OK) r = br_prof_cuda_mark(pf, c, id, true);
-        br_prof_take_workers(pf, c->run->pool, id);
+        br_prof_take_workers(pf, c->run.args->pool, id);
         if (id == upto) break;
     }
     return r;
 }
 
 braid_status br_cuda_wait_events(br_cuda *c, uint32_t id) {
-    cudaStream_t s = c->stream[c->node[id].queue];
+    cudaStream_t s = br_cuda_stream(c, c->node[id].queue);
     braid_status r = br_cuda_use(c, WHERE, id, c->node[id].dev);
-    for (uint32_t k = c->wstart[id]; r == BRAID_OK && k < c->wstart[id + 1];
-         k++) {
-        cudaEvent_t ev = c->event[c->waits[k]];
+    for (uint32_t k = c->sched->wstart[id];
+         r == BRAID_OK && k < c->sched->wstart[id + 1]; k++) {
+        cudaEvent_t ev = c->q.event[c->sched->waits[k]];
         if (ev) /* NULL: a CPU producer, which has run already */
             r = br_cu(c, WHERE, id, "cudaStreamWaitEvent",
                       cudaStreamWaitEvent(s, ev, 0));
@@ -91,11 +84,11 @@ braid_status br_cuda_wait_events(br_cuda *c, uint32_t id) {
 }
 
 braid_status br_cuda_record_events(br_cuda *c, uint32_t id) {
-    cudaStream_t s = c->stream[c->node[id].queue];
+    cudaStream_t s = br_cuda_stream(c, c->node[id].queue);
     braid_status r = br_cuda_use(c, WHERE, id, c->node[id].dev);
-    for (uint32_t k = c->rstart[id]; r == BRAID_OK && k < c->rstart[id + 1];
-         k++) {
-        cudaEvent_t ev = c->event[c->recs[k]];
+    for (uint32_t k = c->sched->rstart[id];
+         r == BRAID_OK && k < c->sched->rstart[id + 1]; k++) {
+        cudaEvent_t ev = c->q.event[c->sched->recs[k]];
         if (ev)
             r = br_cu(c, WHERE, id, "cudaEventRecord", cudaEventRecord(ev, s));
     }
@@ -104,50 +97,22 @@ braid_status br_cuda_record_events(br_cuda *c, uint32_t id) {
 
 braid_status br_cuda_issue(br_cuda *c, uint32_t id) {
     const br_cnode *cn = &c->node[id];
-    cudaStream_t s = c->stream[cn->queue];
-    br_prof *pf = br_cuda_run_prof(c->run);
+    cudaStream_t s = br_cuda_stream(c, cn->queue);
+    br_prof *pf = c->run.args->prof;
     braid_status r = BRAID_OK;
-    if (c->npend > 0) /* deferred copies keep their place in the stream */
+    if (c->copy.npend > 0) /* deferred copies keep their place in the stream */
         r = flush(c, pf, cn->queue, BG_NONE);
     if (r == BRAID_OK) r = br_cuda_wait_events(c, id);
     if (pf && r == BRAID_OK) r = br_prof_cuda_mark(pf, c, id, false);
     if (r == BRAID_OK) r = do_work(c, id, s);
-    if (r != BRAID_OK || c->pending[id])
+    if (r != BRAID_OK || c->copy.pending[id])
         return r; /* a deferred copy records its events when done */
     if (pf) {
         r = br_prof_cuda_mark(pf, c, id, true);
-        br_prof_take_workers(pf, c->run->pool, id); /* staging memcpys */
+        br_prof_take_workers(pf, c->run.args->pool, id); /* staging memcpys */
     }
     if (r == BRAID_OK) r = br_cuda_record_events(c, id);
     return r;
-}
-
-/* All CPU producers of GPU node id have run. */
-static bool gpu_ready(const br_cuda *c, uint32_t id) {
-    for (uint32_t k = c->wstart[id]; k < c->wstart[id + 1]; k++) {
-        uint32_t a = c->plan->res.events[c->waits[k]].after;
-        if (c->node[a].kind == BR_NODE_CPU && !c->cpu_done[a]) return false;
-    }
-    return true;
-}
-
-/* ---- running a CPU node -------------------------------------------------- */
-
-static braid_status run_cpu_node(br_cuda *c, uint32_t id) {
-    braid_status r = BRAID_OK;
-    for (uint32_t k = c->wstart[id]; r == BRAID_OK && k < c->wstart[id + 1];
-         k++) {
-        uint32_t ek = c->waits[k], a = c->plan->res.events[ek].after;
-        if (c->pending[a])
-            r = flush(c, br_cuda_run_prof(c->run), c->node[a].queue, a);
-        else if (c->event[ek])
-            r = br_cu(c, WHERE, id, "cudaEventSynchronize",
-                      cudaEventSynchronize(c->event[ek]));
-    }
-    if (r != BRAID_OK) return r;
-    c->run->run_cpu(c->run->cpu_ctx, id);
-    c->cpu_done[id] = true;
-    return BRAID_OK;
 }
 
 /* ---- the end of a run ---------------------------------------------------- */
@@ -155,20 +120,20 @@ static braid_status run_cpu_node(br_cuda *c, uint32_t id) {
 braid_status br_cuda_sync_all(br_cuda *c, braid_status st) {
     const bp_plan *p = c->plan;
     for (uint32_t q = 0; q < p->res.nqueues; q++) {
-        if (!c->stream[q]) continue;
+        if (!br_cuda_stream(c, q)) continue;
         braid_status r =
             br_cuda_use(c, WHERE, BG_NONE, p->res.queues[q].device.index);
         if (r == BRAID_OK)
             r = br_cu(c, WHERE, BG_NONE, "cudaStreamSynchronize",
-                      cudaStreamSynchronize(c->stream[q]));
+                      cudaStreamSynchronize(br_cuda_stream(c, q)));
         if (st == BRAID_OK) st = r;
     }
     return st;
 }
 
 static braid_status flush_all(br_cuda *c) {
-    braid_status r = flush(c, br_cuda_run_prof(c->run), BG_NONE, BG_NONE);
-    c->npend = 0;
+    braid_status r = flush(c, c->run.args->prof, BG_NONE, BG_NONE);
+    c->copy.npend = 0;
     return r;
 }
 
@@ -178,8 +143,8 @@ static braid_status flush_all(br_cuda *c) {
  * views), or BG_NONE. */
 static uint32_t cpu_reader(const br_cuda *c, uint32_t id) {
     const bp_plan *p = c->plan;
-    for (uint32_t i = 0; i < c->ncpu; i++) {
-        uint32_t u = c->cpu_list[i];
+    for (uint32_t i = 0; i < c->sched->ncpu; i++) {
+        uint32_t u = c->sched->cpu_list[i];
         if (br_node_noop(p, u)) continue;
         const bg_node *n = bg_node_at(p->res.graph, u);
         for (uint32_t k = 0; k < n->ninputs; k++)
@@ -208,7 +173,7 @@ bool br_cuda_device_output_in_place(const br_cuda *c, uint32_t id) {
  * device memory (the run then dispatches without the CUDA graph). */
 static braid_status check_bindings(br_cuda *c, bool *device) {
     const bp_plan *p = c->plan;
-    const br_cuda_run_args *a = c->run;
+    const br_cuda_run_args *a = c->run.args;
     *device = false;
     for (size_t i = 0; i < a->nin; i++) {
         int dev = -1;
@@ -245,59 +210,69 @@ static void skip_graph(br_cuda *c) {
                     "runs dispatch node by node");
 }
 
-/* ---- the run ------------------------------------------------------------- */
+/* ---- the dispatcher's queues --------------------------------------------- */
 
-/* Issues every GPU node and runs every CPU node, in schedule order as far
- * as dependencies allow; deferred copies stay pending for the finish. */
-static braid_status run_schedule(br_cuda *c) {
-    uint32_t gi = 0, ci = 0;
+static uint32_t cuda_span(void *q, uint32_t i) {
+    br_cuda *c = q;
+    if (c->run.graph && i == 0) return c->sched->ndev; /* one replay */
+    uint32_t m = br_cuda_coll_span(c, i);
+    return m ? m : 1;
+}
+
+static braid_status cuda_issue(void *q, const uint32_t *ids, uint32_t m) {
+    br_cuda *c = q;
+    if (c->run.graph) return br_graph_launch(c);
+    if (c->node[ids[0]].kind == BR_NODE_COLL)
+        return br_cuda_coll_issue(c, ids, m);
     braid_status r = BRAID_OK;
-    while (r == BRAID_OK && (gi < c->ngpu || ci < c->ncpu)) {
-        while (r == BRAID_OK && gi < c->ngpu) {
-            /* a collective group goes at once, when all of it is ready */
-            uint32_t m = br_cuda_coll_span(c, gi), j = 0;
-            while (j < (m ? m : 1) && gpu_ready(c, c->gpu_list[gi + j])) j++;
-            if (j < (m ? m : 1)) break;
-            r = m ? br_cuda_coll_issue(c, &c->gpu_list[gi], m)
-                  : br_cuda_issue(c, c->gpu_list[gi]);
-            gi += m ? m : 1;
-        }
-        if (r != BRAID_OK) break;
-        if (ci < c->ncpu)
-            r = run_cpu_node(c, c->cpu_list[ci++]);
-        else if (gi < c->ngpu)
-            r = bg_set_last_error(BRAID_ERR_INTERNAL,
-                                  "braid_run: node %u waits for a CPU node "
-                                  "that never runs",
-                                  c->gpu_list[gi]);
-    }
+    for (uint32_t i = 0; r == BRAID_OK && i < m; i++)
+        r = br_cuda_issue(c, ids[i]);
     return r;
 }
+
+static braid_status cuda_host_wait(void *q, uint32_t producer, uint32_t ev,
+                                   uint32_t consumer) {
+    br_cuda *c = q;
+    if (c->graph.unfinished) /* the replay holds every GPU node */
+        return br_graph_finish(c);
+    if (c->copy.pending[producer])
+        return flush(c, c->run.args->prof, c->node[producer].queue, producer);
+    if (!c->q.event[ev]) return BRAID_OK; /* no GPU producer: nothing */
+    return br_cu(c, WHERE, consumer, "cudaEventSynchronize",
+                 cudaEventSynchronize(c->q.event[ev]));
+}
+
+const br_queue_ops *br_cuda_ops(void) {
+    static const br_queue_ops ops = {cuda_span, cuda_issue, cuda_host_wait,
+                                     NULL};
+    return &ops;
+}
+
+/* ---- the run ------------------------------------------------------------- */
 
 braid_status br_cuda_run_start(br_cuda *c, const br_cuda_run_args *a,
                                bool *started) {
     const bp_plan *p = c->plan;
     *started = false;
-    c->run = a;
+    c->run.args = a;
+    c->run.graph = false;
     c->cur_dev = -1; /* this may be another thread than the last run's */
-    c->npend = 0;
+    c->copy.npend = 0;
     c->graph.used_last = false;
     c->graph.unfinished = false;
-    memset(c->cpu_done, 0, p->res.ninfo * sizeof *c->cpu_done);
-    memset(c->pending, 0, p->res.ninfo * sizeof *c->pending);
-    bool device = false, done = false;
+    memset(c->copy.pending, 0, p->res.ninfo * sizeof *c->copy.pending);
+    bool device = false;
     braid_status r = check_bindings(c, &device);
     if (r != BRAID_OK) {
-        c->run = NULL;
+        c->run.args = NULL;
         return r;
     }
     *started = true;
     if (device)
         skip_graph(c);
     else
-        r = br_graph_run(c, &done);
-    if (r == BRAID_OK && !done) r = run_schedule(c);
-    return r;
+        c->run.graph = br_graph_wanted(c);
+    return BRAID_OK;
 }
 
 braid_status br_cuda_run_finish(br_cuda *c, braid_status st) {
@@ -310,7 +285,8 @@ braid_status br_cuda_run_finish(br_cuda *c, braid_status st) {
     r = br_cuda_sync_all(c, r);
     c->graph.unfinished = false;
     if (r == BRAID_OK) c->graph.runs++;
-    c->run = NULL;
+    c->run.args = NULL;
+    c->run.graph = false;
     return r;
 }
 

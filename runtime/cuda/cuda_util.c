@@ -11,20 +11,20 @@
 #include <string.h>
 
 void br_cuda_logf(br_cuda *c, const char *fmt, ...) {
-    if (!c || c->loglen + 2 >= sizeof c->log) return;
+    if (!c || c->log.len + 2 >= sizeof c->log.text) return;
     va_list ap;
     va_start(ap, fmt);
-    size_t room = sizeof c->log - c->loglen - 1;
-    int n = vsnprintf(c->log + c->loglen, room, fmt, ap);
+    size_t room = sizeof c->log.text - c->log.len - 1;
+    int n = vsnprintf(c->log.text + c->log.len, room, fmt, ap);
     va_end(ap);
     if (n < 0) return;
-    c->loglen += (size_t)n < room ? (size_t)n : room - 1;
-    c->log[c->loglen++] = '\n';
-    c->log[c->loglen] = '\0';
+    c->log.len += (size_t)n < room ? (size_t)n : room - 1;
+    c->log.text[c->log.len++] = '\n';
+    c->log.text[c->log.len] = '\0';
 }
 
 const char *br_cuda_log(const br_cuda *c) {
-    return c ? c->log : "";
+    return c ? c->log.text : "";
 }
 
 /* "node 12 (add "h1") on cuda:0: " into buf, or "" for BG_NONE. */

@@ -30,22 +30,27 @@ static pthread_once_t once = PTHREAD_ONCE_INIT;
         memcpy(&api.field, &sym_, sizeof sym_);                            \
     } while (0)
 
+/* BRAID_NCCL_LIBRARY names the one library to load: when it cannot be
+ * loaded, NCCL is unavailable (with a message naming it) rather than
+ * quietly replaced by whatever NCCL the system has. */
 static void load_once(void) {
     const char *env = getenv("BRAID_NCCL_LIBRARY");
-    const char *names[] = {env && env[0] ? env : NULL, "libnccl.so.2",
-                           "libnccl.so"};
+    bool chosen = env && env[0];
+    const char *names[] = {chosen ? env : "libnccl.so.2", "libnccl.so"};
+    size_t nnames = chosen ? 1 : 2;
     void *lib = NULL;
     const char *tried = "";
-    for (size_t i = 0; i < sizeof names / sizeof names[0] && !lib; i++) {
-        if (!names[i]) continue;
+    for (size_t i = 0; i < nnames && !lib; i++) {
         lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
         tried = names[i];
         if (lib) snprintf(api.path, sizeof api.path, "%s", names[i]);
     }
     if (!lib) {
         const char *why = dlerror();
-        snprintf(load_error, sizeof load_error, "dlopen(\"%s\") failed: %s",
-                 tried, why ? why : "?");
+        snprintf(load_error, sizeof load_error,
+                 "%s%s%sdlopen(\"%s\") failed: %s",
+                 chosen ? "BRAID_NCCL_LIBRARY=" : "", chosen ? env : "",
+                 chosen ? ": " : "", tried, why ? why : "?");
         return;
     }
     bool ok = true;

@@ -10,6 +10,7 @@
 #include "runtime/npy/npy.h"
 
 #include "graph/graph.h"
+#include "graph/outfile.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -133,7 +134,7 @@ static bool hp_accept_word(npy_parser *p, const char *w) {
 }
 
 /* A Python string literal in single or double quotes, without escapes
- * (nothing braid accepts needs one). Copies at most cap-1 bytes into out. */
+ * (nothing braid accepts needs one) into out, when shorter than cap. */
 static braid_status hp_string(npy_parser *p, char *out, size_t cap) {
     hp_skip_ws(p);
     if (p->i >= p->n || (p->s[p->i] != '\'' && p->s[p->i] != '"'))
@@ -142,13 +143,16 @@ static braid_status hp_string(npy_parser *p, char *out, size_t cap) {
     size_t len = 0;
     while (p->i < p->n && p->s[p->i] != q) {
         char c = p->s[p->i];
-        if (c == '\\' || c == '\n' || (unsigned char)c < 0x20)
+        /* the header's closing newline: the string never ended */
+        if (c == '\n') return hp_fail(p, "unterminated string");
+        if (c == '\\' || (unsigned char)c < 0x20)
             return hp_fail(p, "unsupported character in a string");
-        if (len + 1 >= cap) return hp_fail(p, "string too long");
-        out[len++] = c;
+        if (len + 1 < cap) out[len] = c;
+        len++;
         p->i++;
     }
     if (p->i >= p->n) return hp_fail(p, "unterminated string");
+    if (len >= cap) return hp_fail(p, "string too long");
     p->i++;
     out[len] = '\0';
     return BRAID_OK;
@@ -309,28 +313,23 @@ static braid_status npy_dtype(const char *file, const char *descr,
                     descr);
 }
 
-/* numel × size of the array, checked against BG_MAX_BYTES without
- * overflowing. */
+/* numel × size of the array, under the graph's size rule (bg_shape_fits),
+ * so every array a graph may hold can be read and no other. */
 static braid_status npy_nbytes(const char *file, const npy_header *h,
                                braid_dtype dtype, size_t *bytes) {
-    int64_t size = (int64_t)braid_dtype_size(dtype);
-    int64_t numel = 1;
-    bool empty = false;
-    for (int k = 0; k < h->rank; k++) {
+    size_t size = braid_dtype_size(dtype);
+    for (int k = 0; k < h->rank; k++)
         if (h->dims[k] > BG_MAX_BYTES)
             return npy_fail(file, BRAID_ERR_SHAPE,
                             "dimension %d is too large (%lld)", k,
                             (long long)h->dims[k]);
-        if (h->dims[k] == 0)
-            empty = true;
-        else if (!empty && numel > BG_MAX_BYTES / size / h->dims[k])
-            return npy_fail(file, BRAID_ERR_SHAPE,
-                            "shape is too large (over %lld bytes)",
-                            (long long)BG_MAX_BYTES);
-        else if (!empty)
-            numel *= h->dims[k];
-    }
-    *bytes = empty ? 0 : (size_t)(numel * size);
+    int64_t numel;
+    if (!bg_shape_fits(h->rank, h->dims, size, &numel))
+        return npy_fail(file, BRAID_ERR_SHAPE,
+                        "shape is too large (over %lld bytes, zero "
+                        "dimensions counted as 1)",
+                        (long long)BG_MAX_BYTES);
+    *bytes = (size_t)numel * size;
     return BRAID_OK;
 }
 
@@ -340,10 +339,13 @@ static braid_status npy_nbytes(const char *file, const npy_header *h,
 static braid_status npy_parse_head(const unsigned char *buf, size_t avail,
                                    const char *file, braid_dtype expect,
                                    br_npy_array *out, size_t *offset) {
-    if (avail < NPY_PREAMBLE_V1 || memcmp(buf, npy_magic, 6) != 0)
+    /* The magic decides what the file is; only then does length matter. */
+    if (avail < 6 || memcmp(buf, npy_magic, 6) != 0)
         return npy_fail(file, BRAID_ERR_PARSE,
                         avail < 6 ? "not a .npy file (too short)"
                                   : "not a .npy file (bad magic)");
+    if (avail < 8)
+        return npy_fail(file, BRAID_ERR_PARSE, "truncated .npy preamble");
     unsigned major = buf[6], minor = buf[7];
     if (major < 1 || major > 3 || minor != 0)
         return npy_fail(file, BRAID_ERR_UNSUPPORTED,
@@ -548,26 +550,6 @@ static size_t npy_format_head(braid_dtype dtype, int rank, const int64_t *dims,
     return total;
 }
 
-/* Creates a new temporary file beside path (mode 0666 less the umask, like
- * the final file would get). Returns its FILE and name in tmp. */
-static FILE *npy_open_temp(const char *path, char *tmp, size_t cap) {
-    static unsigned counter;
-    for (int attempt = 0; attempt < 100; attempt++) {
-        snprintf(tmp, cap, "%s.tmp.%ld.%u", path, (long)getpid(), counter++);
-        int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0666);
-        if (fd >= 0) {
-            FILE *f = fdopen(fd, "wb");
-            if (!f) {
-                close(fd);
-                unlink(tmp);
-            }
-            return f;
-        }
-        if (errno != EEXIST) return NULL;
-    }
-    return NULL;
-}
-
 static braid_status npy_check_array(const char *path, braid_dtype dtype,
                                     int rank, const int64_t *dims,
                                     const void *data, size_t *bytes) {
@@ -601,36 +583,11 @@ braid_status br_npy_write(const char *path, braid_dtype dtype, int rank,
                         ".npy support needs a little-endian host");
     char head[512];
     size_t hlen = npy_format_head(dtype, rank, dims, head, sizeof head);
-    size_t tlen = strlen(path) + 40;
-    char *tmp = malloc(tlen);
-    if (!tmp || hlen == 0) {
-        free(tmp);
-        return npy_fail(path, BRAID_ERR_OUT_OF_MEMORY, "out of memory");
-    }
-    FILE *f = npy_open_temp(path, tmp, tlen);
-    if (!f) {
-        s = npy_fail(path, BRAID_ERR_IO,
-                     "cannot create a temporary file "
-                     "beside it: %s",
-                     strerror(errno));
-        free(tmp);
-        return s;
-    }
-    bool ok = fwrite(head, 1, hlen, f) == hlen &&
-              (bytes == 0 || fwrite(data, 1, bytes, f) == bytes);
-    int err = ok ? 0 : errno;
-    if (fclose(f) != 0 && ok) {
-        ok = false;
-        err = errno;
-    }
-    if (ok && rename(tmp, path) != 0) {
-        ok = false;
-        err = errno;
-    }
-    if (!ok) {
-        unlink(tmp);
-        s = npy_fail(path, BRAID_ERR_IO, "write failed: %s", strerror(err));
-    }
-    free(tmp);
-    return s;
+    if (hlen == 0)
+        return npy_fail(path, BRAID_ERR_INVALID_ARGUMENT, "header too long");
+    bg_outfile o;
+    if ((s = bg_outfile_open(&o, path, "braid", 0)) != BRAID_OK) return s;
+    bg_outfile_write(&o, head, hlen);
+    bg_outfile_write(&o, data, bytes);
+    return bg_outfile_commit(&o, "braid");
 }

@@ -27,7 +27,6 @@
 #define BR_PF_ABSENT64 UINT64_MAX        /* optional text: absent */
 #define BR_PF_MAX_STRING 65536u          /* names, hints, option strings */
 #define BR_PF_REQUIRED 1u                /* section flag bit 0 */
-#define BR_PF_MAX_THREADS 1024           /* num_threads a file may ask for */
 
 /* Section types, in the order the writer emits them. */
 typedef enum br_pf_section {

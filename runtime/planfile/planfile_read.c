@@ -287,15 +287,22 @@ static braid_status read_meta(br_pf_load *L) {
     o->allow_tf32 = tf32;
     o->devices = p->in.devices_text;
     o->archs = p->in.archs_text;
-    if (p->prov.nvrtc_version < 0 || o->num_threads < 0 ||
-        o->num_threads > BR_PF_MAX_THREADS || o->max_streams < 0 ||
-        o->max_streams > 64 || o->chunks < 0 || o->chunks > 1024 ||
-        (disabled & ~0xFu))
-        return br_pf_fail(&r, "options",
-                          "nvrtc_version %d, num_threads %d, max_streams %d, "
-                          "chunks %d, disable_passes 0x%x: out of range",
-                          p->prov.nvrtc_version, o->num_threads, o->max_streams,
-                          o->chunks, disabled);
+    /* the same limits braid_compile applies, each named on its own */
+    if (p->prov.nvrtc_version < 0)
+        return br_pf_fail(&r, "nvrtc_version", "%d is negative",
+                          p->prov.nvrtc_version);
+    if (o->num_threads < 0 || o->num_threads > BRAID_MAX_THREADS)
+        return br_pf_fail(&r, "num_threads", "%d is out of range 0..%d",
+                          o->num_threads, BRAID_MAX_THREADS);
+    if (o->max_streams < 0 || o->max_streams > BRAID_MAX_STREAMS)
+        return br_pf_fail(&r, "max_streams", "%d is out of range 0..%d",
+                          o->max_streams, BRAID_MAX_STREAMS);
+    if (o->chunks < 0 || o->chunks > BRAID_MAX_CHUNKS)
+        return br_pf_fail(&r, "chunks", "%d is out of range 0..%d", o->chunks,
+                          BRAID_MAX_CHUNKS);
+    if (disabled & ~0xFu)
+        return br_pf_fail(&r, "disable_passes", "0x%x has unknown bits",
+                          disabled);
     bp_device devs[BP_MAX_DEVICES];
     uint32_t nd;
     if (o->devices && bp_parse_devices(o->devices, devs, &nd) != BRAID_OK)
@@ -499,11 +506,12 @@ braid_status br_planfile_load(const void *data, size_t size,
     if (!data && size)
         return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
                                  "braid_plan_load: data is NULL");
-    if (opts && opts->num_threads < -1)
+    if (opts &&
+        (opts->num_threads < -1 || opts->num_threads > BRAID_MAX_THREADS))
         return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
                                  "braid_plan_load: num_threads is %d "
-                                 "(expected -1, 0 or more)",
-                                 opts->num_threads);
+                                 "(expected -1, 0 or up to %d)",
+                                 opts->num_threads, BRAID_MAX_THREADS);
     br_pf_load L;
     memset(&L, 0, sizeof L);
     L.prefix = prefix;

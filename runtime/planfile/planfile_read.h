@@ -46,8 +46,8 @@ braid_status br_pf_read_graph(br_pf_load *L, uint32_t type, braid_graph **out);
 braid_status br_pf_read_plan(br_pf_load *L);
 braid_status br_pf_read_memory(br_pf_load *L);
 
-/* bytes of a node whose dims are each within 0..2^50; UINT64_MAX when the
- * total exceeds BG_MAX_BYTES. */
+/* bytes of a node; UINT64_MAX when its shape breaks the size rule
+ * (bg_shape_fits). */
 uint64_t br_pf_node_bytes(braid_dtype t, int rank, const int64_t *dims);
 
 /* "f32[2,3]" of a stored type into buf. */

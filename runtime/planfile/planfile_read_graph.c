@@ -16,14 +16,10 @@
 #define MIN_NODE (4 + 4 + 4 + 4 + 16 + 8 + 4 + 4 + 4 + 8 + 64 + 64 + 4 + 4 + 4)
 
 uint64_t br_pf_node_bytes(braid_dtype t, int rank, const int64_t *dims) {
-    uint64_t n = braid_dtype_size(t);
-    for (int i = 0; i < rank; i++)
-        if (dims[i] == 0) return 0;
-    for (int i = 0; i < rank; i++) {
-        if ((uint64_t)dims[i] > (uint64_t)BG_MAX_BYTES / n) return UINT64_MAX;
-        n *= (uint64_t)dims[i];
-    }
-    return n;
+    int64_t numel;
+    if (!bg_shape_fits(rank, dims, braid_dtype_size(t), &numel))
+        return UINT64_MAX;
+    return (uint64_t)numel * braid_dtype_size(t);
 }
 
 const char *br_pf_type_str(braid_dtype t, int rank, const int64_t *dims,

@@ -82,10 +82,13 @@ static bool read_settings(br_pf_rd *r, bp_plan *p) {
         return br_pf_fail(r, "settings.disabled", "unknown bits 0x%x",
                           st->disabled),
                false;
-    if (st->max_streams < 1 || st->max_streams > 64 || st->chunks > 1024)
-        return br_pf_fail(r, "settings", "max_streams %u (1..64), chunks %u "
-                                         "(0..1024)",
-                          st->max_streams, st->chunks),
+    if (st->max_streams < 1 || st->max_streams > BRAID_MAX_STREAMS)
+        return br_pf_fail(r, "settings.max_streams", "%u is out of range 1..%d",
+                          st->max_streams, BRAID_MAX_STREAMS),
+               false;
+    if (st->chunks > BRAID_MAX_CHUNKS)
+        return br_pf_fail(r, "settings.chunks", "%u is out of range 0..%d",
+                          st->chunks, BRAID_MAX_CHUNKS),
                false;
     r->array = "settings.profile";
     for (uint32_t i = 0; i < p->in.devs.ndevices; i++) {

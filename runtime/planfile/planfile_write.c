@@ -1,15 +1,13 @@
-/* runtime/planfile/planfile_write.c — braid_plan_save[_memory]: a plan as a plan
- * file (docs/plan-format.md). The writer is deterministic: the same plan
+/* runtime/planfile/planfile_write.c — braid_plan_save[_memory]: a plan as a
+ * plan file (docs/plan-format.md). The writer is deterministic: the same plan
  * gives the same bytes. */
-#define _POSIX_C_SOURCE 200809L /* mkstemp, fsync, fchmod */
 #include "runtime/planfile/planfile.h"
 
-#include <errno.h>
+#include "graph/outfile.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 /* ---- constant blobs: identical bytes stored once ---------------------------- */
 
@@ -358,23 +356,6 @@ braid_status braid_plan_save_memory(const braid_plan *p, void **data,
     return s;
 }
 
-/* Writes all n bytes to fd and flushes them to the disk. */
-static bool write_fd(int fd, const unsigned char *d, size_t n) {
-    while (n > 0) {
-        ssize_t w = write(fd, d, n);
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) return false;
-        d += w;
-        n -= (size_t)w;
-    }
-    return fsync(fd) == 0;
-}
-
-static braid_status io_error(const char *path, const char *what, int err) {
-    return bg_set_last_error(BRAID_ERR_IO, "braid_plan_save: %s %s: %s", what,
-                             path, strerror(err));
-}
-
 braid_status braid_plan_save(const braid_plan *p, const char *path) {
     if (!path || !*path)
         return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
@@ -385,29 +366,11 @@ braid_status braid_plan_save(const braid_plan *p, const char *path) {
     unsigned char *bytes;
     size_t n;
     if ((s = br_pf_write(p, &bytes, &n)) != BRAID_OK) return s;
-    size_t tlen = strlen(path) + 8;
-    char *tmp = malloc(tlen);
-    if (!tmp) {
-        free(bytes);
-        return bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY,
-                                 "braid_plan_save: out of memory");
+    bg_outfile o;
+    if ((s = bg_outfile_open(&o, path, "braid_plan_save", 0)) == BRAID_OK) {
+        bg_outfile_write(&o, bytes, n);
+        s = bg_outfile_commit(&o, "braid_plan_save");
     }
-    snprintf(tmp, tlen, "%s.XXXXXX", path); /* same folder: rename is atomic */
-    int fd = mkstemp(tmp);
-    if (fd < 0) {
-        s = io_error(path, "cannot create a temporary file beside", errno);
-    } else {
-        int err = 0;
-        bool ok = fchmod(fd, 0644) == 0 || (err = errno, false);
-        ok = ok && (write_fd(fd, bytes, n) || (err = errno, false));
-        if (close(fd) != 0 && ok) ok = false, err = errno;
-        if (ok && rename(tmp, path) != 0) ok = false, err = errno;
-        if (!ok) {
-            remove(tmp);
-            s = io_error(path, "cannot write", err ? err : EIO);
-        }
-    }
-    free(tmp);
     free(bytes);
     return s;
 }

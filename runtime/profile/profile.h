@@ -59,10 +59,6 @@ void **br_prof_gpu_slot(br_prof *pf);
 
 /* ---- the executor's side (runtime/exec.c) --------------------------------- */
 
-/* The profiler of the run that a (the arguments exec.c passed to
- * br_cuda_run_start) belongs to, or NULL when profiling is off. */
-br_prof *br_cuda_run_prof(const br_cuda_run_args *a);
-
 /* ---- pool workers (runtime/cpu/threadpool.c) -------------------------------- */
 
 /* Turns recording of the workers' parallel-for shares on or off (only

@@ -44,10 +44,10 @@ static bool timed(br_node_kind k) {
 /* A stream of device d (the first queue on it), or NULL. */
 static cudaStream_t stream_on(const br_cuda *c, int d) {
     for (uint32_t q = 0; q < c->plan->res.nqueues; q++)
-        if (c->stream[q] &&
+        if (br_cuda_stream(c, q) &&
             c->plan->res.queues[q].device.kind == BP_DEVICE_CUDA &&
             c->plan->res.queues[q].device.index == d)
-            return c->stream[q];
+            return br_cuda_stream(c, q);
     return NULL;
 }
 
@@ -152,7 +152,7 @@ braid_status br_prof_cuda_mark(br_prof *pf, br_cuda *c, uint32_t id,
                   end ? "cudaEventRecord (profile end)"
                       : "cudaEventRecord (profile start)",
                   cudaEventRecord(end ? g->end[id] : g->start[id],
-                                  c->stream[cn->queue]));
+                                  br_cuda_stream(c, cn->queue)));
     if (s == BRAID_OK) g->marked[id] |= end ? 2 : 1;
     return s;
 }

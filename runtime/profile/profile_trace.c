@@ -7,17 +7,15 @@
  * complete event ("ph":"X") per span, named after its node, with ts and
  * dur in microseconds from the start of the run and the node's id, op,
  * device and bytes in args. otherData carries the wall, busy and overlap
- * figures. The file is written to a temporary name beside path, flushed
- * to disk and renamed over path. */
-#define _POSIX_C_SOURCE 200809L
+ * figures. The file is written through graph/outfile.h (a temporary
+ * renamed over path, or in place for a device or FIFO). */
 #include "runtime/profile/profile.h"
 
-#include <errno.h>
+#include "graph/outfile.h"
+
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 /* Length of the UTF-8 sequence starting at s (n bytes left), or 0 when it
  * is not valid UTF-8 (overlong, surrogate, above U+10FFFF, truncated). */
@@ -151,43 +149,18 @@ static braid_status write_all(const braid_profile *p, FILE *f) {
     return BRAID_OK;
 }
 
-static braid_status io_error(const char *path, const char *what, int err) {
-    return bg_set_last_error(BRAID_ERR_IO,
-                             "braid_profile_write_trace: %s %s: %s", what,
-                             path, strerror(err));
-}
-
 braid_status braid_profile_write_trace(const braid_profile *p,
                                        const char *path) {
-    if (!p || !path || !*path)
+    const char *who = "braid_profile_write_trace";
+    if (!p)
         return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
-                                 "braid_profile_write_trace: %s",
-                                 !p ? "profile is NULL" : "path is empty");
-    size_t len = strlen(path);
-    char *tmp = malloc(len + 8);
-    if (!tmp)
-        return bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY,
-                                 "braid_profile_write_trace: out of memory");
-    memcpy(tmp, path, len);
-    memcpy(tmp + len, ".XXXXXX", 8);
-    int fd = mkstemp(tmp);
-    if (fd < 0) {
-        braid_status s = io_error(path, "cannot create a temporary file for",
-                                  errno);
-        free(tmp);
+                                 "%s: profile is NULL", who);
+    bg_outfile o;
+    braid_status s = bg_outfile_open(&o, path, who, 0);
+    if (s != BRAID_OK) return s;
+    if ((s = write_all(p, o.f)) != BRAID_OK) {
+        bg_outfile_abort(&o);
         return s;
     }
-    (void)fchmod(fd, 0644); /* mkstemp made it private */
-    FILE *f = fdopen(fd, "w");
-    braid_status s = f ? write_all(p, f) : io_error(path, "cannot write", errno);
-    if (!f) close(fd);
-    if (f && s == BRAID_OK && (fflush(f) != 0 || fsync(fileno(f)) != 0))
-        s = io_error(path, "cannot write", errno);
-    if (f && fclose(f) != 0 && s == BRAID_OK)
-        s = io_error(path, "cannot write", errno);
-    if (s == BRAID_OK && rename(tmp, path) != 0)
-        s = io_error(path, "cannot rename the temporary file to", errno);
-    if (s != BRAID_OK) unlink(tmp);
-    free(tmp);
-    return s;
+    return bg_outfile_commit(&o, who);
 }

@@ -1,19 +1,16 @@
-/* runtime/reference/reference.h — internals of the reference evaluator (prefix br_ref_).
+/* runtime/reference/reference.h — internals of the reference evaluator (prefix
+ * br_ref_).
  *
  * The reference evaluator (braid_reference_run) is the oracle of braid's
  * tests: it interprets the unoptimized graph node by node, holding every
- * tensor as an array of double, computing each op in float64 (i32 through
- * int64 with explicit wraparound) and rounding each node's values to its
- * dtype exactly as bg_store followed by bg_load would. It favours being
+ * tensor as an array of double. Each node is computed by graph/eval.c (the
+ * ops' meaning of graph/scalar.h in float64, i32 wrapping) and rounded to
+ * its dtype exactly as bg_store followed by bg_load would. It favours being
  * obviously correct over being fast. */
 #ifndef BRAID_RUNTIME_REFERENCE_H
 #define BRAID_RUNTIME_REFERENCE_H
 
 #include "graph/graph.h"
-
-/* v rounded to dtype t: the value a t buffer holds after bg_store(t, v),
- * read back with bg_load. */
-double br_ref_round(braid_dtype t, double v);
 
 /* Checks the invariants that br_ref_eval relies on to index safely (arity,
  * input ids, ranks, broadcast shapes, permutations, slice bounds, ...).

@@ -4,7 +4,7 @@
  * bg_build already validates every node it creates, so these checks only
  * ever fail for a graph corrupted behind the builder's back (or by a bug in
  * a loader). They exist because the oracle must never read out of bounds:
- * each check below guards an index computed in reference_ops.c. */
+ * each check below guards an index computed in graph/eval.c. */
 #include "runtime/collective_host.h"
 #include "runtime/reference/reference.h"
 

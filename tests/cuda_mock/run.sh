@@ -6,7 +6,10 @@
 # kernels computed by the CPU executor's kernels, naive gemm with the
 # cuBLASLt epilogues). A development check of the CUDA backend's
 # dispatcher, events, staging, deferral, graphs and bindings; it says
-# nothing about the generated kernels (NVRTC still compiles them).
+# nothing about the generated kernels (NVRTC still compiles them). ctest
+# runs six of these suites against the mock on every build with the CUDA
+# toolkit (mock_test_cuda_*, CMakeLists.txt's BRAID_MOCK_SUITES); this
+# script runs all of them, under several seeds.
 #
 # Usage: tests/cuda_mock/run.sh [SUITE_REGEX] [SEEDS]
 #   e.g. tests/cuda_mock/run.sh 'graph|copies' 3
@@ -43,7 +46,7 @@ for t in $suites; do
         "$M/cublaslt_mock.o" $objs \
         "$B/libbraid_test_support.a" -L/usr/local/cuda/lib64 -lnvrtc \
         -Wl,-rpath,/usr/local/cuda/lib64 \
-        $(pkg-config --libs criterion openblas libcgraph) -lpthread -lm
+        $(pkg-config --libs criterion openblas libcgraph nettle) -lpthread -lm
     for seed in $(seq 1 "$SEEDS"); do
         if MOCK_SEED=$seed "$M/$t" --jobs 2 >"$M/$t.$seed.log" 2>&1; then
             echo "mock $t seed $seed: $(grep -o 'Tested.*' "$M/$t.$seed.log" | tail -1)"

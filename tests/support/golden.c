@@ -3,6 +3,8 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include "tests/support/golden.h"
+#include "runtime/runtime.h"
+#include "tests/support/support.h"
 
 #include <criterion/criterion.h>
 
@@ -305,6 +307,30 @@ braid_plan *ts_compile_ok(const braid_graph *g,
                  braid_status_name(s), braid_last_error());
     cr_assert(p);
     return p;
+}
+
+void ts_check_plan(const braid_graph *g, const braid_plan *p, int nseeds,
+                   uint64_t seed) {
+    ts_io *io = ts_io_new(g, seed);
+    cr_assert_not_null(io);
+    braid_status s =
+        braid_reference_run(g, io->in, io->ninputs, io->ref, io->noutputs);
+    cr_assert_eq(s, BRAID_OK, "reference: %s", braid_last_error());
+    for (int k = 0; k < (nseeds ? nseeds : 1); k++) {
+        braid_exec *e = NULL;
+        s = nseeds ? br_exec_new_emulated(p, (uint64_t)k + 1, &e)
+                   : braid_exec_new(p, &e);
+        cr_assert_eq(s, BRAID_OK, "exec: %s", braid_last_error());
+        for (uint32_t i = 0; i < io->noutputs; i++)
+            memset(io->out[i].data, 0xa5, io->out[i].bytes);
+        s = braid_run(e, io->in, io->ninputs, io->out, io->noutputs);
+        braid_exec_free(e);
+        cr_assert_eq(s, BRAID_OK, "run: %s", braid_last_error());
+        char msg[512];
+        cr_assert(ts_io_compare(io, msg, sizeof msg),
+                  "inputs %llu, seed %d: %s", (unsigned long long)seed, k, msg);
+    }
+    ts_io_free(io);
 }
 
 void ts_case_options(const char *text, braid_compile_options *o, char *devices,

@@ -71,6 +71,12 @@ braid_compile_options ts_compile_options(const char *devices,
 /* braid_compile(g, o), asserting success; returns the plan. */
 braid_plan *ts_compile_ok(const braid_graph *g, const braid_compile_options *o);
 
+/* Runs p (natively, or emulated under interleaving seeds 1..nseeds) on
+ * inputs filled from seed and asserts the reference evaluator's values on
+ * g (the tolerances of ts_io_compare). */
+void ts_check_plan(const braid_graph *g, const braid_plan *p, int nseeds,
+                   uint64_t seed);
+
 /* Applies a golden case's "# devices: LIST" and "# options: streams=N
  * chunks=N fuse simplify" comment lines to o (fuse and simplify turn those
  * passes back on). The device list is copied into devices (size bytes,

@@ -59,7 +59,8 @@ static const braid_op TS_UNARY_OPS[] = {
     BRAID_OP_SQRT,       BRAID_OP_RSQRT,   BRAID_OP_SIN,   BRAID_OP_COS,
     BRAID_OP_TANH,       BRAID_OP_SIGMOID, BRAID_OP_RELU,  BRAID_OP_GELU,
     BRAID_OP_SILU,       BRAID_OP_ERF,     BRAID_OP_FLOOR, BRAID_OP_CEIL,
-    BRAID_OP_RECIPROCAL, BRAID_OP_SQUARE};
+    BRAID_OP_RECIPROCAL, BRAID_OP_SQUARE,  BRAID_OP_TAN};
+#define TS_NUNARY ((int)(sizeof TS_UNARY_OPS / sizeof TS_UNARY_OPS[0]))
 
 static bool int_unary_ok(braid_op op) {
     return op == BRAID_OP_NEG || op == BRAID_OP_ABS || op == BRAID_OP_SQUARE ||
@@ -119,6 +120,11 @@ static ts_iv unary_float_iv(braid_op op, ts_val x, braid_dtype dt) {
     }
     case BRAID_OP_COS:
         return ts_iv_round(ts_iv_lipschitz(a, 1.0, -1.0, 1.0), dt);
+    case BRAID_OP_TAN: { /* |x| ≤ 1 (the caller's): increasing, tan' ≤ 3.43 */
+        double m = tan(ts_iv_mag(a));
+        return ts_iv_round(
+            ts_iv_lipschitz(a, 1.0 + m * m, tan(a.lo), tan(a.hi)), dt);
+    }
     case BRAID_OP_TANH:
         return ts_iv_round(ts_iv_lipschitz(a, 1.0, tanh(a.lo), tanh(a.hi)), dt);
     case BRAID_OP_SIGMOID:
@@ -150,7 +156,7 @@ static ts_iv unary_float_iv(braid_op op, ts_val x, braid_dtype dt) {
 }
 
 bool ts_gen_unary(ts_gen *G) {
-    braid_op op = TS_UNARY_OPS[ts_gen_int(G, 0, 17)];
+    braid_op op = TS_UNARY_OPS[ts_gen_int(G, 0, TS_NUNARY - 1)];
     bool rounding_free = op == BRAID_OP_NEG || op == BRAID_OP_ABS ||
                          op == BRAID_OP_RELU || op == BRAID_OP_FLOOR ||
                          op == BRAID_OP_CEIL;
@@ -175,6 +181,10 @@ bool ts_gen_unary(ts_gen *G) {
         x = G->vals[xi];
     }
     if (op == BRAID_OP_EXP && x.v.hi > 4.0) return false;
+    if (op == BRAID_OP_TAN && ts_iv_mag(x.v) > 1.0) {
+        if ((xi = make_bounded(G, xi)) < 0) return false;
+        x = G->vals[xi];
+    }
     ts_iv v = unary_float_iv(op, x, x.dt);
     if (!ts_iv_ok(v, x.dt)) return false;
     bool exact = rounding_free && x.exact;

@@ -227,6 +227,17 @@ bool ts_io_compare(const ts_io *io, char *msg, size_t msgsize) {
 
 /* ---- running ------------------------------------------------------------- */
 
+braid_graph *ts_tiny_graph(void) {
+    const char *text = "braid-graph 1\n"
+                       "%x = input f32[8] name=\"x\"\n"
+                       "%y = mul %x, %x : f32[8]\n"
+                       "output \"y\" = %y\n";
+    braid_graph *g = braid_graph_parse(text, strlen(text), "tiny.graph", NULL);
+    cr_assert(g && braid_graph_status(g) == BRAID_OK, "%s",
+              g ? braid_graph_error(g) : "out of memory");
+    return g;
+}
+
 braid_status ts_run_both(const braid_graph *g, ts_io *io) {
     braid_compile_options opts;
     braid_compile_options_init(&opts);

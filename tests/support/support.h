@@ -61,6 +61,11 @@ braid_status ts_run_both(const braid_graph *g, ts_io *io);
 void ts_run_ref(braid_graph *g, braid_tensor y, const braid_input_binding *in,
                 size_t nin, void *out, size_t bytes);
 
+/* A tiny valid graph, parsed from text: y = x * x over f32[8] (input "x",
+ * output "y"); asserts that parsing succeeded. For tests about files,
+ * options and the environment, where the graph hardly matters. */
+braid_graph *ts_tiny_graph(void);
+
 /* Logs g in the text format (cr_log_info), for reproducing a failure by
  * hand. */
 void ts_log_graph(const braid_graph *g);

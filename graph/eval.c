@@ -1,0 +1,286 @@
+/* graph/eval.c — one node evaluated naively in float64: the core of the
+ * reference evaluator (runtime/reference) and of constant folding
+ * (passes/simplify_fold.c).
+ *
+ * Every kernel walks its output in flat C order and computes each element's
+ * input positions from scratch with divisions and multiplications: slow, but
+ * each line can be checked against the semantics in docs by eye. Values are
+ * doubles; elementwise ops and reductions follow the one statement of their
+ * meaning in graph/scalar.h (float rules in double, i32 rules wrapping),
+ * shared with the CPU kernels. */
+#include "graph/eval.h"
+#include "graph/scalar.h"
+
+#include <string.h>
+
+double bg_round(braid_dtype t, double v) {
+    /* A union keeps the scratch slot aligned for every dtype. */
+    union {
+        double d;
+        int64_t i;
+        unsigned char b[8];
+    } slot;
+    slot.i = 0;
+    bg_store(t, &slot, 0, v);
+    return bg_load(t, &slot, 0);
+}
+
+/* ---- index arithmetic ---------------------------------------------------- */
+
+/* Multi-index of flat C-order position flat in a tensor of the given dims. */
+static void unravel(int64_t flat, int rank, const int64_t *dims, int64_t *idx) {
+    for (int k = rank - 1; k >= 0; k--) {
+        idx[k] = flat % dims[k];
+        flat /= dims[k];
+    }
+}
+
+/* Flat C-order position of multi-index idx. */
+static int64_t ravel(int rank, const int64_t *dims, const int64_t *idx) {
+    int64_t flat = 0;
+    for (int k = 0; k < rank; k++)
+        flat = flat * dims[k] + idx[k];
+    return flat;
+}
+
+/* Position, in an input of rank irank and dims idims, of the element that
+ * output element flat (rank orank, dims odims) reads under NumPy
+ * broadcasting: shapes aligned right, an input dim of 1 repeats. */
+static int64_t bcast_pos(int64_t flat, int orank, const int64_t *odims,
+                         int irank, const int64_t *idims) {
+    int64_t oidx[BRAID_MAX_RANK], iidx[BRAID_MAX_RANK];
+    unravel(flat, orank, odims, oidx);
+    for (int k = 0; k < irank; k++) {
+        int ok = k + (orank - irank);
+        iidx[k] = idims[k] == 1 ? 0 : oidx[ok];
+    }
+    return ravel(irank, idims, iidx);
+}
+
+static const bg_node *input_node(const braid_graph *g, const bg_node *n,
+                                 uint32_t k) {
+    return bg_node_at(g, n->inputs[k]);
+}
+
+/* ---- sources ------------------------------------------------------------- */
+
+static void eval_source(const bg_node *n, double *out, const void *data) {
+    int64_t numel = bg_numel(n);
+    int64_t idx[BRAID_MAX_RANK];
+    for (int64_t i = 0; i < numel; i++) {
+        switch (n->op) {
+        case BRAID_OP_INPUT:
+            out[i] = bg_load(n->dtype, data, i);
+            break;
+        case BRAID_OP_CONSTANT:
+            out[i] = bg_load(n->dtype, n->attr.data, i);
+            break;
+        case BRAID_OP_FILL:
+            out[i] = n->attr.value[0];
+            break;
+        case BRAID_OP_IOTA:
+            unravel(i, n->rank, n->dims, idx);
+            out[i] = n->rank == 0 ? 0.0 : (double)idx[n->attr.axis];
+            break;
+        case BRAID_OP_RANDOM_UNIFORM:
+            out[i] = bg_random_uniform_at(n->attr.seed, i, n->attr.value[0],
+                                          n->attr.value[1]);
+            break;
+        default: /* RANDOM_NORMAL: the only source left */
+            out[i] = bg_random_normal_at(n->attr.seed, i, n->attr.value[0],
+                                         n->attr.value[1]);
+            break;
+        }
+    }
+}
+
+/* ---- elementwise --------------------------------------------------------- */
+
+/* Unary ops, binary ops, comparisons, where, cast and copy: each output
+ * element from the broadcast element of each input, by bg_scalar_apply. */
+static void eval_elementwise(const braid_graph *g, const bg_node *n,
+                             const double *const *in, double *out) {
+    int64_t numel = bg_numel(n);
+    const bg_node *a = input_node(g, n, 0);
+    const bg_node *b = n->ninputs > 1 ? input_node(g, n, 1) : NULL;
+    const bg_node *c = n->ninputs > 2 ? input_node(g, n, 2) : NULL;
+    /* the dtype the op computes in: its last operand's (where: a value) */
+    braid_dtype t = input_node(g, n, n->ninputs - 1)->dtype;
+    for (int64_t i = 0; i < numel; i++) {
+        double x[3] = {0.0, 0.0, 0.0};
+        x[0] = in[0][bcast_pos(i, n->rank, n->dims, a->rank, a->dims)];
+        if (b) x[1] = in[1][bcast_pos(i, n->rank, n->dims, b->rank, b->dims)];
+        if (c) x[2] = in[2][bcast_pos(i, n->rank, n->dims, c->rank, c->dims)];
+        out[i] = bg_scalar_apply(n->op, t, x);
+    }
+}
+
+/* ---- matmul -------------------------------------------------------------- */
+
+/* out[..., m, n] = Σ_k A[..., m, k] · B[..., k, n], where A and B are the
+ * inputs with their last two axes swapped when the node's transpose flags
+ * say so; batch axes broadcast like elementwise ops. Sums run in float64. */
+static void eval_matmul(const braid_graph *g, const bg_node *n,
+                        const double *const *in, double *out) {
+    const bg_node *a = input_node(g, n, 0), *b = input_node(g, n, 1);
+    bool ta = (n->attr.flags & BRAID_TRANSPOSE_A) != 0;
+    bool tb = (n->attr.flags & BRAID_TRANSPOSE_B) != 0;
+    int r = n->rank;
+    int64_t M = n->dims[r - 2], N = n->dims[r - 1];
+    int64_t K = ta ? a->dims[a->rank - 2] : a->dims[a->rank - 1];
+    int64_t nbatch = 1;
+    for (int k = 0; k < r - 2; k++)
+        nbatch *= n->dims[k];
+    for (int64_t bi = 0; bi < nbatch; bi++) {
+        int64_t abase =
+            bcast_pos(bi, r - 2, n->dims, a->rank - 2, a->dims) * M * K;
+        int64_t bbase =
+            bcast_pos(bi, r - 2, n->dims, b->rank - 2, b->dims) * K * N;
+        for (int64_t m = 0; m < M; m++) {
+            for (int64_t j = 0; j < N; j++) {
+                double acc = 0.0;
+                for (int64_t k = 0; k < K; k++) {
+                    double x = in[0][abase + (ta ? k * M + m : m * K + k)];
+                    double y = in[1][bbase + (tb ? j * K + k : k * N + j)];
+                    acc += x * y;
+                }
+                out[(bi * M + m) * N + j] = acc;
+            }
+        }
+    }
+}
+
+/* ---- reductions ---------------------------------------------------------- */
+
+/* Output position of input multi-index idx: reduced axes dropped, or pinned
+ * to 0 with keepdims. */
+static int64_t reduce_pos(const bg_node *n, const bg_node *x,
+                          const int64_t *idx) {
+    bool keep = (n->attr.flags & BG_KEEPDIMS) != 0;
+    int64_t oidx[BRAID_MAX_RANK];
+    int j = 0;
+    for (int k = 0; k < x->rank; k++) {
+        if (n->attr.axes & (1u << k)) {
+            if (keep) oidx[j++] = 0;
+        } else {
+            oidx[j++] = idx[k];
+        }
+    }
+    return ravel(n->rank, n->dims, oidx);
+}
+
+static void eval_reduce(const braid_graph *g, const bg_node *n,
+                        const double *const *in, double *out) {
+    const bg_node *x = input_node(g, n, 0);
+    int64_t onumel = bg_numel(n), inumel = bg_numel(x);
+    for (int64_t o = 0; o < onumel; o++)
+        out[o] = bg_reduce_identity(n->op);
+    int64_t idx[BRAID_MAX_RANK];
+    for (int64_t i = 0; i < inumel; i++) {
+        unravel(i, x->rank, x->dims, idx);
+        int64_t o = reduce_pos(n, x, idx);
+        out[o] = bg_reduce_combine(n->op, x->dtype, out[o], in[0][i]);
+    }
+    int64_t count = 1;
+    for (int k = 0; k < x->rank; k++)
+        if (n->attr.axes & (1u << k)) count *= x->dims[k];
+    for (int64_t o = 0; o < onumel; o++)
+        out[o] = bg_reduce_finish(n->op, x->dtype, out[o], count);
+}
+
+/* ---- shape ops ----------------------------------------------------------- */
+
+static void eval_permute(const braid_graph *g, const bg_node *n,
+                         const double *const *in, double *out) {
+    const bg_node *x = input_node(g, n, 0);
+    int64_t oidx[BRAID_MAX_RANK], iidx[BRAID_MAX_RANK];
+    int64_t numel = bg_numel(n);
+    for (int64_t i = 0; i < numel; i++) {
+        unravel(i, n->rank, n->dims, oidx);
+        for (int k = 0; k < n->rank; k++)
+            iidx[n->attr.perm[k]] = oidx[k];
+        out[i] = in[0][ravel(x->rank, x->dims, iidx)];
+    }
+}
+
+static void eval_slice(const braid_graph *g, const bg_node *n,
+                       const double *const *in, double *out) {
+    const bg_node *x = input_node(g, n, 0);
+    int64_t idx[BRAID_MAX_RANK];
+    int64_t numel = bg_numel(n);
+    for (int64_t i = 0; i < numel; i++) {
+        unravel(i, n->rank, n->dims, idx);
+        for (int k = 0; k < n->rank; k++)
+            idx[k] = n->attr.start[k] + idx[k] * n->attr.step[k];
+        out[i] = in[0][ravel(x->rank, x->dims, idx)];
+    }
+}
+
+static void eval_concat(const braid_graph *g, const bg_node *n,
+                        const double *const *in, double *out) {
+    int axis = n->attr.axis;
+    int64_t idx[BRAID_MAX_RANK];
+    int64_t numel = bg_numel(n);
+    for (int64_t i = 0; i < numel; i++) {
+        unravel(i, n->rank, n->dims, idx);
+        uint32_t k = 0; /* the piece holding idx[axis], and its offset */
+        while (idx[axis] >= input_node(g, n, k)->dims[axis]) {
+            idx[axis] -= input_node(g, n, k)->dims[axis];
+            k++;
+        }
+        const bg_node *x = input_node(g, n, k);
+        out[i] = in[k][ravel(x->rank, x->dims, idx)];
+    }
+}
+
+static void eval_broadcast(const braid_graph *g, const bg_node *n,
+                           const double *const *in, double *out) {
+    const bg_node *x = input_node(g, n, 0);
+    int64_t numel = bg_numel(n);
+    for (int64_t i = 0; i < numel; i++)
+        out[i] = in[0][bcast_pos(i, n->rank, n->dims, x->rank, x->dims)];
+}
+
+/* ---- dispatch ------------------------------------------------------------ */
+
+bool bg_eval_node(const braid_graph *g, uint32_t id, const double *const *in,
+                  double *out, const void *data) {
+    const bg_node *n = bg_node_at(g, id);
+    switch (bg_op(n->op)->kind) {
+    case BRAID_KIND_SOURCE:
+        eval_source(n, out, data);
+        break;
+    case BRAID_KIND_ELEMENTWISE:
+    case BRAID_KIND_COPY:
+        eval_elementwise(g, n, in, out);
+        break;
+    case BRAID_KIND_BROADCAST:
+        eval_broadcast(g, n, in, out);
+        break;
+    case BRAID_KIND_REDUCE:
+        eval_reduce(g, n, in, out);
+        break;
+    case BRAID_KIND_MATMUL:
+        eval_matmul(g, n, in, out);
+        break;
+    case BRAID_KIND_SHAPE:
+        if (n->op == BRAID_OP_RESHAPE)
+            memcpy(out, in[0], (size_t)bg_numel(n) * sizeof(double));
+        else if (n->op == BRAID_OP_PERMUTE)
+            eval_permute(g, n, in, out);
+        else if (n->op == BRAID_OP_SLICE)
+            eval_slice(g, n, in, out);
+        else
+            eval_concat(g, n, in, out);
+        break;
+    default:
+        return false; /* collectives, fused nodes: the caller's business */
+    }
+    bg_eval_round(n, out);
+    return true;
+}
+
+void bg_eval_round(const bg_node *n, double *v) {
+    for (int64_t i = 0, m = bg_numel(n); i < m; i++)
+        v[i] = bg_round(n->dtype, v[i]);
+}
