@@ -73,6 +73,33 @@ static bool is_none(const char *s) {
     return *s == '\0';
 }
 
+/* Compute capabilities NVIDIA has shipped (Tesla to Blackwell). A number
+ * outside this list is a typo (sm_200, sm_91), refused rather than handed
+ * to NVRTC, which would quietly build PTX for its newest architecture.
+ * Extend the list when NVIDIA adds an architecture. */
+static const int known_sm[] = {10, 11, 12, 13,  20,  21,  30,  32,  35, 37, 50,
+                               52, 53, 60, 61,  62,  70,  72,  75,  80, 86, 87,
+                               88, 89, 90, 100, 101, 103, 110, 120, 121};
+
+static bool known_arch(int sm) {
+    for (size_t i = 0; i < sizeof known_sm / sizeof known_sm[0]; i++)
+        if (known_sm[i] == sm) return true;
+    return false;
+}
+
+static braid_status unknown_arch(const char *text, int sm) {
+    char list[256];
+    int n = 0;
+    for (size_t i = 0; i < sizeof known_sm / sizeof known_sm[0]; i++)
+        if (known_sm[i] >= 50) /* the ones NVRTC still builds for */
+            n += snprintf(list + n, sizeof list - (size_t)n, "%ssm_%d",
+                          n ? ", " : "", known_sm[i]);
+    return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
+                             "braid_compile: archs \"%.100s\": sm_%d is not "
+                             "a CUDA architecture (known: %s)",
+                             text, sm, list);
+}
+
 bool bc_archs_add(int *sm, uint32_t max, uint32_t *n, int v) {
     uint32_t i = 0;
     while (i < *n && sm[i] < v)
@@ -100,6 +127,7 @@ braid_status bc_parse_archs(const char *text, int *sm, uint32_t max,
             len--;
         int v = 0;
         if (!parse_one(p, len, &v)) return bad_archs(text);
+        if (!known_arch(v)) return unknown_arch(text, v);
         if (!bc_archs_add(sm, max, n, v))
             return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
                                      "braid_compile: archs \"%.100s\": more "

@@ -64,7 +64,7 @@ typedef enum bc_kernel_kind {
     BC_KERNEL_GATHER,          /* permute/slice/concat/broadcast/reshape */
     BC_KERNEL_SOURCE,          /* fill, iota, random_uniform/normal */
     BC_KERNEL_EPILOGUE,        /* matmul epilogue (after cuBLAS) */
-    BC_KERNEL_SOFTMAX          /* softmax over rows, prologue inlined */
+    BC_KERNEL_SOFTMAX          /* the softmax op, over rows */
 } bc_kernel_kind;
 
 /* The pointer a kernel takes after its inputs, if any. */
@@ -203,7 +203,9 @@ int bc_nvrtc_version(void);
 braid_status bc_aot_build(bp_plan *p);
 
 /* Parses "sm_90,sm_80" (also "90", "sm90"; spaces allowed) into up to max
- * architectures, sorted and deduplicated; *n 0 for "none". */
+ * architectures, sorted and deduplicated; *n 0 for "none". A number that
+ * is no CUDA architecture NVIDIA has shipped (sm_200) is
+ * BRAID_ERR_INVALID_ARGUMENT listing the known ones. */
 braid_status bc_parse_archs(const char *text, int *sm, uint32_t max,
                             uint32_t *n);
 /* Inserts architecture v into the ascending list sm[0..*n) unless present;

@@ -1,5 +1,9 @@
-/* codegen/softmax.c — SOFTMAX programs: softmax over the last axis of the
- * program's value x (its prologue inlined at the load), one kernel.
+/* codegen/softmax.c — the softmax op (BRAID_OP_SOFTMAX): softmax over the
+ * last axis of its input x, one kernel. The node comes as a one-load
+ * program (bc_node_init), so x is read through the same expression
+ * function and vector loads as every kernel; the generator would inline a
+ * longer prologue the same way, but the fuse pass fuses nothing into a
+ * softmax (docs/fusion.md).
  *
  * A group of T threads owns a row of C elements (T a power of two): a
  * sub-warp group or a warp per row for rows up to 32·32 elements (several
@@ -18,8 +22,8 @@
  * 16-byte loads and stores are used when C is a multiple of VEC and the
  * output and every full-size input are 16-byte aligned (checked at run
  * time, as the elementwise kernels do); otherwise the same mapping runs
- * element by element. f16/bf16 are computed in float and, like the unfused
- * graph's nodes, x - max, exp(·) and the sum are rounded to the dtype;
+ * element by element. f16/bf16 are computed in float and, like the CPU
+ * kernel, x - max, exp(·) and the sum are rounded to the dtype;
  * exp is the accurate expf / exp every kernel uses (no fast math); max
  * propagates NaN; an all -inf row gives NaN as the reference does. */
 #include "codegen/internal.h"
@@ -458,7 +462,7 @@ static void init_plan(sm_plan *s, const bc_node *c) {
 
 braid_status bc_gen_softmax(const bc_node *c, bc_buf *b, bc_kernel *k) {
     const bp_program *pr = c->prog;
-    k->kind = BC_KERNEL_SOFTMAX; /* bp_program_check: a float value over
+    k->kind = BC_KERNEL_SOFTMAX; /* the builder and bp_verify: a float x of
                                     the node's shape, rank ≥ 1 */
     sm_plan s;
     init_plan(&s, c);

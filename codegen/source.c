@@ -117,7 +117,8 @@ const bg_node *bc_input(const bc_node *c, uint32_t k) {
     return bg_node_at(c->plan->res.graph, c->n->inputs[k]);
 }
 
-/* A single elementwise, broadcast or reduce node as a program. */
+/* A single elementwise, broadcast, reduce or row node as a program (a row
+ * node's is one load of its input). */
 static void single_program(bc_node *c) {
     const bg_node *n = c->n;
     bp_program *pr = &c->own;
@@ -131,7 +132,9 @@ static void single_program(bc_node *c) {
     }
     braid_op_kind kind = bg_op(n->op)->kind;
     pr->ninstr = n->ninputs;
-    if (kind != BRAID_KIND_BROADCAST) {
+    /* broadcast_to is its load; a row op's program is its input x, the
+     * value its kernel (bc_gen_softmax) normalises */
+    if (kind != BRAID_KIND_BROADCAST && kind != BRAID_KIND_ROW) {
         bp_instr *op = &c->instr[n->ninputs];
         *op = (bp_instr){.op = n->op, .dtype = n->dtype, .source = c->id};
         for (uint32_t k = 0; k < n->ninputs && k < 3; k++)
@@ -176,7 +179,7 @@ braid_status bc_node_init(bc_node *c, const bp_plan *p, uint32_t id) {
                            "fused node without a program");
         c->prog = &p->res.programs[pi];
     } else if (kind == BRAID_KIND_ELEMENTWISE || kind == BRAID_KIND_BROADCAST ||
-               kind == BRAID_KIND_REDUCE) {
+               kind == BRAID_KIND_REDUCE || kind == BRAID_KIND_ROW) {
         if (c->n->ninputs + 1 > BC_SINGLE_INSTR || c->n->ninputs == 0)
             return bc_fail(p, id, BRAID_ERR_INTERNAL, "bad input count");
         single_program(c);
@@ -229,7 +232,7 @@ static braid_status gen_node(const bp_plan *p, uint32_t id, bc_buf *b,
                 s = bc_gen_reduce(c, b, k);
             else if (c->prog->kind == BP_PROGRAM_MATMUL)
                 s = bc_gen_epilogue(c, b, k);
-            else if (c->prog->kind == BP_PROGRAM_SOFTMAX)
+            else if (n->op == BRAID_OP_SOFTMAX)
                 s = bc_gen_softmax(c, b, k);
             else
                 s = bc_gen_elementwise(c, b, k);

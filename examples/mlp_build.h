@@ -8,6 +8,7 @@
 #define BRAID_EXAMPLES_MLP_BUILD_H
 
 #include <math.h>
+#include <stdio.h>
 
 #include "braid/braid.h"
 
@@ -20,6 +21,15 @@
  * MLP_BIAS_SEED + l. */
 #define MLP_WEIGHT_SEED 1
 #define MLP_BIAS_SEED 101
+
+/* Names t "<prefix><layer>" ("w0", "mm0"), as mlp.graph's labels name its
+ * nodes: profiles and dumps show these names. */
+static inline void mlp_name(braid_graph *g, braid_tensor t, const char *prefix,
+                            int layer) {
+    char name[16];
+    snprintf(name, sizeof name, "%s%d", prefix, layer);
+    braid_set_name(g, t, name);
+}
 
 /* Adds the MLP to g: input "x" f32[MLP_BATCH, MLP_WIDTH]; per layer
  * h = gelu(h @ W_l + b_l) with W_l ~ N(0, 1/sqrt(MLP_WIDTH)) of shape
@@ -34,10 +44,16 @@ static inline braid_tensor mlp_build(braid_graph *g) {
     for (int l = 0; l < MLP_LAYERS; l++) {
         braid_tensor w = braid_random_normal(g, BRAID_F32, 2, wdims,
                                              MLP_WEIGHT_SEED + l, 0.0, wstd);
+        mlp_name(g, w, "w", l);
         braid_tensor mm = braid_matmul(g, h, w, 0);
+        mlp_name(g, mm, "mm", l);
         braid_tensor b = braid_random_normal(
             g, BRAID_F32, 1, bdims, MLP_BIAS_SEED + l, 0.0, MLP_BIAS_STDDEV);
-        h = braid_gelu(g, braid_add(g, mm, b));
+        mlp_name(g, b, "b", l);
+        braid_tensor a = braid_add(g, mm, b);
+        mlp_name(g, a, "a", l);
+        h = braid_gelu(g, a);
+        mlp_name(g, h, "h", l);
     }
     braid_output(g, "y", h);
     return h;

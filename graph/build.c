@@ -297,6 +297,24 @@ static braid_status bg_infer_matmul(bg_ctx *c) {
     return BRAID_OK;
 }
 
+/* ---- row ops (softmax)
+ * -------------------------------------------------------------------- */
+
+/* A float operand of rank >= 1; the output has its shape and dtype. */
+static braid_status bg_infer_row(bg_ctx *c) {
+    const bg_node *x = bg_in(c, 0);
+    char t[BG_TYPE_BUF];
+    if (!braid_dtype_is_float(x->dtype) || x->rank == 0)
+        return bg_fail(c->g, BRAID_ERR_DTYPE,
+                       "%s: operand %s; expected a float dtype and rank >= 1",
+                       c->opname, bg_in_str(c, 0, t));
+    bg_node *n = c->out;
+    n->rank = x->rank;
+    memcpy(n->dims, x->dims, sizeof n->dims);
+    n->dtype = x->dtype;
+    return BRAID_OK;
+}
+
 /* ---- reductions
  * -------------------------------------------------------------------- */
 
@@ -607,6 +625,8 @@ static braid_status bg_infer(bg_ctx *c, braid_op_kind kind) {
         return bg_infer_broadcast_to(c);
     case BRAID_KIND_REDUCE:
         return bg_infer_reduce(c);
+    case BRAID_KIND_ROW:
+        return bg_infer_row(c);
     case BRAID_KIND_MATMUL:
         return bg_infer_matmul(c);
     case BRAID_KIND_SHAPE:

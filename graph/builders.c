@@ -279,16 +279,21 @@ static bool bb_need_float(braid_graph *g, const bg_node *x, const char *op) {
     return false;
 }
 
-/* exp(x - max) / sum(exp(x - max)): subtracting the max keeps exp finite. */
+/* One softmax node over the last axis (the op's only form: the kernels
+ * read rows in place); another axis is moved last by a permute and back. */
 braid_tensor braid_softmax(braid_graph *g, braid_tensor x, int axis) {
     const bg_node *n = bb_peek(g, x, "softmax");
     if (n == NULL || !bb_need_float(g, n, "softmax")) return BRAID_NONE;
     int ax = bb_axis(g, n, axis, "softmax");
     if (ax < 0) return BRAID_NONE;
-    braid_tensor m = braid_reduce_max(g, x, 1, &ax, true);
-    braid_tensor e = braid_exp(g, braid_sub(g, x, m));
-    braid_tensor s = braid_sum(g, e, 1, &ax, true);
-    return braid_div(g, e, s);
+    int last = n->rank - 1;
+    if (ax == last) return bb_op1(g, BRAID_OP_SOFTMAX, x, &(bg_attrs){0});
+    int perm[BRAID_MAX_RANK]; /* swaps ax and last: its own inverse */
+    for (int i = 0; i < n->rank; i++)
+        perm[i] = i == ax ? last : i == last ? ax : i;
+    braid_tensor t = braid_permute(g, x, perm);
+    t = bb_op1(g, BRAID_OP_SOFTMAX, t, &(bg_attrs){0});
+    return braid_permute(g, t, perm);
 }
 
 /* gamma/beta must broadcast to x without changing its shape. */

@@ -11,6 +11,7 @@
 #include "graph/eval.h"
 #include "graph/scalar.h"
 
+#include <math.h>
 #include <string.h>
 
 double bg_round(braid_dtype t, double v) {
@@ -64,10 +65,10 @@ static const bg_node *input_node(const braid_graph *g, const bg_node *n,
 
 /* ---- sources ------------------------------------------------------------- */
 
-static void eval_source(const bg_node *n, double *out, const void *data) {
-    int64_t numel = bg_numel(n);
+static void eval_source(const bg_node *n, double *out, const void *data,
+                        int64_t lo, int64_t hi) {
     int64_t idx[BRAID_MAX_RANK];
-    for (int64_t i = 0; i < numel; i++) {
+    for (int64_t i = lo; i < hi; i++) {
         switch (n->op) {
         case BRAID_OP_INPUT:
             out[i] = bg_load(n->dtype, data, i);
@@ -99,14 +100,14 @@ static void eval_source(const bg_node *n, double *out, const void *data) {
 /* Unary ops, binary ops, comparisons, where, cast and copy: each output
  * element from the broadcast element of each input, by bg_scalar_apply. */
 static void eval_elementwise(const braid_graph *g, const bg_node *n,
-                             const double *const *in, double *out) {
-    int64_t numel = bg_numel(n);
+                             const double *const *in, double *out, int64_t lo,
+                             int64_t hi) {
     const bg_node *a = input_node(g, n, 0);
     const bg_node *b = n->ninputs > 1 ? input_node(g, n, 1) : NULL;
     const bg_node *c = n->ninputs > 2 ? input_node(g, n, 2) : NULL;
     /* the dtype the op computes in: its last operand's (where: a value) */
     braid_dtype t = input_node(g, n, n->ninputs - 1)->dtype;
-    for (int64_t i = 0; i < numel; i++) {
+    for (int64_t i = lo; i < hi; i++) {
         double x[3] = {0.0, 0.0, 0.0};
         x[0] = in[0][bcast_pos(i, n->rank, n->dims, a->rank, a->dims)];
         if (b) x[1] = in[1][bcast_pos(i, n->rank, n->dims, b->rank, b->dims)];
@@ -119,33 +120,37 @@ static void eval_elementwise(const braid_graph *g, const bg_node *n,
 
 /* out[..., m, n] = Σ_k A[..., m, k] · B[..., k, n], where A and B are the
  * inputs with their last two axes swapped when the node's transpose flags
- * say so; batch axes broadcast like elementwise ops. Sums run in float64. */
+ * say so; batch axes broadcast like elementwise ops. Sums run in float64,
+ * k ascending from 0.0. Output elements [lo, hi) only, row by row: the k
+ * loop outside the j loop reads B along its rows (the naive j-outside
+ * order strides through B and is many times slower), and each element
+ * still sums its products in the same order, so the values are those of
+ * the textbook triple loop. */
 static void eval_matmul(const braid_graph *g, const bg_node *n,
-                        const double *const *in, double *out) {
+                        const double *const *in, double *out, int64_t lo,
+                        int64_t hi) {
     const bg_node *a = input_node(g, n, 0), *b = input_node(g, n, 1);
     bool ta = (n->attr.flags & BRAID_TRANSPOSE_A) != 0;
     bool tb = (n->attr.flags & BRAID_TRANSPOSE_B) != 0;
     int r = n->rank;
     int64_t M = n->dims[r - 2], N = n->dims[r - 1];
     int64_t K = ta ? a->dims[a->rank - 2] : a->dims[a->rank - 1];
-    int64_t nbatch = 1;
-    for (int k = 0; k < r - 2; k++)
-        nbatch *= n->dims[k];
-    for (int64_t bi = 0; bi < nbatch; bi++) {
+    if (N == 0) return;
+    for (int64_t row = lo / N; row * N < hi; row++) {
+        int64_t bi = row / M, m = row % M;
+        int64_t j0 = (lo > row * N ? lo : row * N) - row * N;
+        int64_t j1 = (hi < (row + 1) * N ? hi : (row + 1) * N) - row * N;
         int64_t abase =
             bcast_pos(bi, r - 2, n->dims, a->rank - 2, a->dims) * M * K;
         int64_t bbase =
             bcast_pos(bi, r - 2, n->dims, b->rank - 2, b->dims) * K * N;
-        for (int64_t m = 0; m < M; m++) {
-            for (int64_t j = 0; j < N; j++) {
-                double acc = 0.0;
-                for (int64_t k = 0; k < K; k++) {
-                    double x = in[0][abase + (ta ? k * M + m : m * K + k)];
-                    double y = in[1][bbase + (tb ? j * K + k : k * N + j)];
-                    acc += x * y;
-                }
-                out[(bi * M + m) * N + j] = acc;
-            }
+        double *o = out + row * N;
+        for (int64_t j = j0; j < j1; j++)
+            o[j] = 0.0;
+        for (int64_t k = 0; k < K; k++) {
+            double x = in[0][abase + (ta ? k * M + m : m * K + k)];
+            for (int64_t j = j0; j < j1; j++)
+                o[j] += x * in[1][bbase + (tb ? j * K + k : k * N + j)];
         }
     }
 }
@@ -191,11 +196,11 @@ static void eval_reduce(const braid_graph *g, const bg_node *n,
 /* ---- shape ops ----------------------------------------------------------- */
 
 static void eval_permute(const braid_graph *g, const bg_node *n,
-                         const double *const *in, double *out) {
+                         const double *const *in, double *out, int64_t lo,
+                         int64_t hi) {
     const bg_node *x = input_node(g, n, 0);
     int64_t oidx[BRAID_MAX_RANK], iidx[BRAID_MAX_RANK];
-    int64_t numel = bg_numel(n);
-    for (int64_t i = 0; i < numel; i++) {
+    for (int64_t i = lo; i < hi; i++) {
         unravel(i, n->rank, n->dims, oidx);
         for (int k = 0; k < n->rank; k++)
             iidx[n->attr.perm[k]] = oidx[k];
@@ -204,11 +209,11 @@ static void eval_permute(const braid_graph *g, const bg_node *n,
 }
 
 static void eval_slice(const braid_graph *g, const bg_node *n,
-                       const double *const *in, double *out) {
+                       const double *const *in, double *out, int64_t lo,
+                         int64_t hi) {
     const bg_node *x = input_node(g, n, 0);
     int64_t idx[BRAID_MAX_RANK];
-    int64_t numel = bg_numel(n);
-    for (int64_t i = 0; i < numel; i++) {
+    for (int64_t i = lo; i < hi; i++) {
         unravel(i, n->rank, n->dims, idx);
         for (int k = 0; k < n->rank; k++)
             idx[k] = n->attr.start[k] + idx[k] * n->attr.step[k];
@@ -217,11 +222,11 @@ static void eval_slice(const braid_graph *g, const bg_node *n,
 }
 
 static void eval_concat(const braid_graph *g, const bg_node *n,
-                        const double *const *in, double *out) {
+                        const double *const *in, double *out, int64_t lo,
+                         int64_t hi) {
     int axis = n->attr.axis;
     int64_t idx[BRAID_MAX_RANK];
-    int64_t numel = bg_numel(n);
-    for (int64_t i = 0; i < numel; i++) {
+    for (int64_t i = lo; i < hi; i++) {
         unravel(i, n->rank, n->dims, idx);
         uint32_t k = 0; /* the piece holding idx[axis], and its offset */
         while (idx[axis] >= input_node(g, n, k)->dims[axis]) {
@@ -234,50 +239,85 @@ static void eval_concat(const braid_graph *g, const bg_node *n,
 }
 
 static void eval_broadcast(const braid_graph *g, const bg_node *n,
-                           const double *const *in, double *out) {
+                           const double *const *in, double *out, int64_t lo,
+                         int64_t hi) {
     const bg_node *x = input_node(g, n, 0);
-    int64_t numel = bg_numel(n);
-    for (int64_t i = 0; i < numel; i++)
+    for (int64_t i = lo; i < hi; i++)
         out[i] = in[0][bcast_pos(i, n->rank, n->dims, x->rank, x->dims)];
+}
+
+/* ---- row ops ------------------------------------------------------------- */
+
+/* softmax over the last axis, per row: exp(x - max) / sum, the max
+ * subtracted first (so exp never overflows); NaN propagates through the
+ * max, and a row of only -inf gives NaN (-inf - -inf). */
+static void eval_softmax(const bg_node *n, const double *x, double *out) {
+    int64_t C = n->dims[n->rank - 1], rows = C > 0 ? bg_numel(n) / C : 0;
+    for (int64_t r = 0; r < rows; r++) {
+        const double *xr = x + r * C;
+        double *o = out + r * C, mx = -INFINITY, sum = 0;
+        for (int64_t k = 0; k < C; k++)
+            if (xr[k] > mx || xr[k] != xr[k]) mx = xr[k];
+        for (int64_t k = 0; k < C; k++)
+            sum += o[k] = exp(xr[k] - mx);
+        for (int64_t k = 0; k < C; k++)
+            o[k] /= sum;
+    }
 }
 
 /* ---- dispatch ------------------------------------------------------------ */
 
-bool bg_eval_node(const braid_graph *g, uint32_t id, const double *const *in,
-                  double *out, const void *data) {
+bool bg_eval_node_range(const braid_graph *g, uint32_t id,
+                        const double *const *in, double *out, const void *data,
+                        int64_t lo, int64_t hi) {
     const bg_node *n = bg_node_at(g, id);
     switch (bg_op(n->op)->kind) {
     case BRAID_KIND_SOURCE:
-        eval_source(n, out, data);
+        eval_source(n, out, data, lo, hi);
         break;
     case BRAID_KIND_ELEMENTWISE:
     case BRAID_KIND_COPY:
-        eval_elementwise(g, n, in, out);
+        eval_elementwise(g, n, in, out, lo, hi);
         break;
     case BRAID_KIND_BROADCAST:
-        eval_broadcast(g, n, in, out);
+        eval_broadcast(g, n, in, out, lo, hi);
         break;
-    case BRAID_KIND_REDUCE:
+    case BRAID_KIND_REDUCE: /* whole: bg_eval_splits says so */
         eval_reduce(g, n, in, out);
         break;
     case BRAID_KIND_MATMUL:
-        eval_matmul(g, n, in, out);
+        eval_matmul(g, n, in, out, lo, hi);
+        break;
+    case BRAID_KIND_ROW:
+        eval_softmax(n, in[0], out);
         break;
     case BRAID_KIND_SHAPE:
         if (n->op == BRAID_OP_RESHAPE)
-            memcpy(out, in[0], (size_t)bg_numel(n) * sizeof(double));
+            memcpy(out + lo, in[0] + lo, (size_t)(hi - lo) * sizeof(double));
         else if (n->op == BRAID_OP_PERMUTE)
-            eval_permute(g, n, in, out);
+            eval_permute(g, n, in, out, lo, hi);
         else if (n->op == BRAID_OP_SLICE)
-            eval_slice(g, n, in, out);
+            eval_slice(g, n, in, out, lo, hi);
         else
-            eval_concat(g, n, in, out);
+            eval_concat(g, n, in, out, lo, hi);
         break;
     default:
         return false; /* collectives, fused nodes: the caller's business */
     }
-    bg_eval_round(n, out);
+    for (int64_t i = lo; i < hi; i++)
+        out[i] = bg_round(n->dtype, out[i]);
     return true;
+}
+
+bool bg_eval_node(const braid_graph *g, uint32_t id, const double *const *in,
+                  double *out, const void *data) {
+    return bg_eval_node_range(g, id, in, out, data, 0,
+                              bg_numel(bg_node_at(g, id)));
+}
+
+bool bg_eval_splits(const bg_node *n) {
+    /* a reduction scatters its input over its outputs: one piece */
+    return bg_op(n->op)->kind != BRAID_KIND_REDUCE;
 }
 
 void bg_eval_round(const bg_node *n, double *v) {

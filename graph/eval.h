@@ -25,5 +25,14 @@ void bg_eval_round(const bg_node *n, double *v);
  * evaluate alone: collectives and fused nodes. */
 bool bg_eval_node(const braid_graph *g, uint32_t id, const double *const *in,
                   double *out, const void *data);
+/* The same for output elements [lo, hi) only. Each element's value does
+ * not depend on the range it was computed in, so disjoint ranges may run
+ * on different threads (runtime/reference/reference_par.c), except for
+ * nodes bg_eval_splits refuses: those take lo = 0, hi = numel. */
+bool bg_eval_node_range(const braid_graph *g, uint32_t id,
+                        const double *const *in, double *out, const void *data,
+                        int64_t lo, int64_t hi);
+/* Whether node n may be evaluated in pieces (all but reductions). */
+bool bg_eval_splits(const bg_node *n);
 
 #endif /* BRAID_GRAPH_EVAL_H */

@@ -151,6 +151,11 @@ void bg_names_added_output(braid_graph *g, uint32_t i);
 void bg_names_invalidate(braid_graph *g);
 /* Frees both indexes. */
 void bg_names_free(braid_graph *g);
+/* Longest strings bg_edit_distance compares. */
+#define BG_EDIT_MAX 32
+/* Levenshtein distance of a[0..na) and b[0..nb), or INT_MAX when either
+ * is longer than BG_EDIT_MAX: the parser's and the CLI's "did you mean". */
+int bg_edit_distance(const char *a, size_t na, const char *b, size_t nb);
 /* Releases what a node owns (inputs, name, hint, constant bytes). */
 void bg_node_release(braid_graph *g, bg_node *n);
 

@@ -7,6 +7,7 @@
  * stale, and the next lookup rebuilds from the graph in linear time. */
 #include "graph/graph.h"
 
+#include <limits.h>
 #include <string.h>
 
 static uint32_t hash_name(const char *s) {
@@ -105,4 +106,24 @@ void bg_names_free(braid_graph *g) {
     bg_free(g, g->input_names.slot, g->input_names.cap * sizeof(uint32_t));
     bg_free(g, g->output_names.slot, g->output_names.cap * sizeof(uint32_t));
     g->input_names = g->output_names = (bg_name_index){0};
+}
+
+int bg_edit_distance(const char *a, size_t na, const char *b, size_t nb) {
+    int row[BG_EDIT_MAX + 1];
+    if (na > BG_EDIT_MAX || nb > BG_EDIT_MAX) return INT_MAX;
+    for (size_t j = 0; j <= nb; j++)
+        row[j] = (int)j;
+    for (size_t i = 1; i <= na; i++) {
+        int diag = row[0];
+        row[0] = (int)i;
+        for (size_t j = 1; j <= nb; j++) {
+            int up = row[j];
+            int best = diag + (a[i - 1] != b[j - 1]);
+            if (up + 1 < best) best = up + 1;
+            if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
+            row[j] = best;
+            diag = up;
+        }
+    }
+    return row[nb];
 }

@@ -121,26 +121,6 @@ static bool expect_end(bg_parser *p) {
 
 /* ---- statements ---------------------------------------------------------- */
 
-/* Edit distance of two short strings (both ≤ 32 characters). */
-static int edit_distance(const char *a, size_t na, const char *b, size_t nb) {
-    int row[33];
-    for (size_t j = 0; j <= nb; j++)
-        row[j] = (int)j;
-    for (size_t i = 1; i <= na; i++) {
-        int diag = row[0];
-        row[0] = (int)i;
-        for (size_t j = 1; j <= nb; j++) {
-            int up = row[j];
-            int best = diag + (a[i - 1] != b[j - 1]);
-            if (up + 1 < best) best = up + 1;
-            if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
-            row[j] = best;
-            diag = up;
-        }
-    }
-    return row[nb];
-}
-
 /* "unknown op 'x'", with the nearest op name when one is close. */
 static bool unknown_op(bg_parser *p, const bg_token *t) {
     char d[64];
@@ -150,7 +130,7 @@ static bool unknown_op(bg_parser *p, const bg_token *t) {
     int best_d = t->len <= 4 ? 2 : 3;
     for (int op = 0; t->len <= 32 && op < BRAID_OP_COUNT_; op++) {
         const char *name = bg_op((braid_op)op)->name;
-        int dist = edit_distance(t->text, t->len, name, strlen(name));
+        int dist = bg_edit_distance(t->text, t->len, name, strlen(name));
         if (dist < best_d) {
             best = name;
             best_d = dist;
@@ -261,13 +241,33 @@ static bool parse_node_body(bg_parser *p, pnode *s) {
     return expect_end(p);
 }
 
-/* Sets the name (non-input nodes) and device hint of node id. */
-static bool set_name_device(bg_parser *p, const pnode *s, uint32_t id) {
+/* Whether a label says something a number would not: not all digits (the
+ * printer's canonical %0..%N are not names). */
+static bool meaningful_label(const bg_token *label) {
+    for (size_t i = 0; i < label->len; i++)
+        if (label->text[i] < '0' || label->text[i] > '9') return true;
+    return false;
+}
+
+/* Sets the name (non-input nodes) and device hint of node id. Without a
+ * name attribute a non-input node is named after its label (%wq: "wq"), so
+ * dumps, profiles, traces and DOT show the names the file used. */
+static bool set_name_device(bg_parser *p, const pnode *s, uint32_t id,
+                            const bg_token *label) {
     braid_tensor t = {id};
     const bg_pattrs *a = &s->a;
     if (s->op != BRAID_OP_INPUT && (a->seen & BG_ATTR_BIT(BG_ATTR_NAME)) &&
         braid_set_name(p->g, t, a->str[BG_ATTR_NAME]) != BRAID_OK)
         return bg_parse_prefix(p, &a->at[BG_ATTR_NAME]);
+    if (s->op != BRAID_OP_INPUT && !(a->seen & BG_ATTR_BIT(BG_ATTR_NAME)) &&
+        meaningful_label(label)) {
+        char name[256];
+        size_t len = label->len < sizeof name ? label->len : sizeof name - 1;
+        memcpy(name, label->text, len);
+        name[len] = '\0';
+        if (braid_set_name(p->g, t, name) != BRAID_OK)
+            return bg_parse_prefix(p, label);
+    }
     if ((a->seen & BG_ATTR_BIT(BG_ATTR_DEVICE)) &&
         braid_set_device(p->g, t, a->str[BG_ATTR_DEVICE]) != BRAID_OK)
         return bg_parse_prefix(p, &a->at[BG_ATTR_DEVICE]);
@@ -318,7 +318,7 @@ static bool parse_node(bg_parser *p) {
     if (s.annotated && !check_annotation(p, id, &s.ann_at, s.ann_dtype,
                                          s.ann_rank, s.ann_dims))
         return false;
-    if (!set_name_device(p, &s, id)) return false;
+    if (!set_name_device(p, &s, id, &label)) return false;
     if (!bg_labels_insert(p, label.text, label.len, id, label.line))
         return bg_parse_prefix(p, &label);
     return true;

@@ -133,6 +133,24 @@ static braid_status check_profile(const braid_device_profile *pr, bp_device d) {
     return BRAID_OK;
 }
 
+/* Whether the comma list names "cpu" (spaces around names allowed; the
+ * list is already known to parse). */
+static bool names_cpu(const char *list) {
+    for (const char *p = list; p;) {
+        while (*p == ' ' || *p == '\t')
+            p++;
+        if (!strncmp(p, "cpu", 3)) {
+            const char *q = p + 3;
+            while (*q == ' ' || *q == '\t')
+                q++;
+            if (*q == ',' || !*q) return true;
+        }
+        p = strchr(p, ',');
+        if (p) p++;
+    }
+    return false;
+}
+
 braid_status bp_device_desc_init(bp_device_desc *d,
                                  const braid_compile_options *o,
                                  int gpus_present) {
@@ -140,6 +158,11 @@ braid_status bp_device_desc_init(bp_device_desc *d,
     braid_status s = BRAID_OK;
     if (o && o->devices) {
         s = bp_parse_devices(o->devices, d->devices, &d->ndevices);
+        /* "cuda:0" alone asks for the GPU: the cpu, added because it holds
+         * the inputs and outputs, computes nothing a GPU can
+         * (docs/placement.md) */
+        d->prefer_gpu =
+            s == BRAID_OK && d->ndevices > 1 && !names_cpu(o->devices);
     } else {
         d->devices[d->ndevices++] = (bp_device){BP_DEVICE_CPU, 0};
         for (int i = 0; i < gpus_present && i < BG_MAX_CUDA_DEVICES &&

@@ -223,9 +223,6 @@ static bool fused_label(plan_dot *d, uint32_t id) {
     bp_text_printf(t, "|");
     for (uint32_t k = 0; prog && prog->instr && k < prog->ninstr; k++)
         put_instr(d, prog, n, &prog->instr[k], k);
-    if (prog && prog->kind == BP_PROGRAM_SOFTMAX && prog->ninstr > 0)
-        bp_text_printf(t, "softmax t%" PRIu32 " axis=%d\\l", prog->ninstr - 1,
-                       prog->rank - 1);
     if (!prog) bp_text_printf(t, "(no program)");
     bp_text_printf(t, "|");
     put_place(d, id);

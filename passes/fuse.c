@@ -4,10 +4,6 @@
  * Two phases over the graph as it stands (ids topological):
  *   1. matmul epilogues: a matmul whose only user adds a row bias, and the
  *      activation after it when the add's only user is one;
- *   1b. softmax over the last axis: the five nodes braid_softmax builds
- *      (reduce_max, sub, exp, sum, div) whose intermediates have no other
- *      user; all of them are matched first, then each grows its elementwise
- *      prologue from x when x is used only by the pattern;
  *   2. from the last node to the first, every node not yet taken roots a
  *      group: a reduction grows one from its input (the prologue), an
  *      elementwise or broadcast_to node from itself.
@@ -215,10 +211,7 @@ static void keep_group(fuse_state *s, bp_program_kind kind, uint32_t out,
     }
     for (uint32_t i = 0; i < count; i++)
         s->taken[m[i]] = true;
-    s->taken[out] = true;
-    /* a softmax's x is a member when it is its prologue's root, else an
-     * outside value the fused node loads (free to root its own group) */
-    if (kind != BP_PROGRAM_SOFTMAX) s->taken[root] = true;
+    s->taken[out] = s->taken[root] = true;
     s->groups[s->ngroups++] = (bp_fuse_group){kind, out, root, first, count};
 }
 
@@ -264,84 +257,6 @@ static void try_epilogue(fuse_state *s, uint32_t mm) {
     keep_group(s, BP_PROGRAM_MATMUL, out, mm, first, count);
 }
 
-/* ---- phase 1b: softmax over the last axis ------------------------------- */
-
-/* id is a pattern intermediate of the softmax ending at y: free, no
- * output, on y's device, used exactly `uses` times (by the pattern). */
-static bool intermediate(const fuse_state *s, uint32_t id, uint32_t y,
-                         uint32_t uses) {
-    return !s->taken[id] && !s->is_output[id] && s->nuse[id] == uses &&
-           same_device(s, id, y);
-}
-
-/* r = op(x) over x's last axis, keepdims. */
-static bool last_axis_reduce(const fuse_state *s, uint32_t r, braid_op op,
-                             uint32_t x) {
-    const bg_node *rn = node(s, r), *xn = node(s, x);
-    return rn->op == op && rn->inputs[0] == x && xn->rank >= 1 &&
-           (rn->attr.flags & BG_KEEPDIMS) &&
-           rn->attr.axes == (1u << (xn->rank - 1));
-}
-
-/* y = div(e, sm), e = exp(d), d = sub(x, m), m = reduce_max(x) and
- * sm = sum(e) over x's last axis with keepdims, every intermediate used
- * only there: returns x (the softmax's input), else BG_NONE. */
-static uint32_t softmax_input(const fuse_state *s, uint32_t y) {
-    const bg_node *yn = node(s, y);
-    if (yn->op != BRAID_OP_DIV || s->taken[y]) return BG_NONE;
-    uint32_t e = yn->inputs[0], sm = yn->inputs[1];
-    if (e == sm || !intermediate(s, e, y, 2) || !intermediate(s, sm, y, 1) ||
-        node(s, e)->op != BRAID_OP_EXP)
-        return BG_NONE;
-    uint32_t d = node(s, e)->inputs[0];
-    const bg_node *dn = node(s, d);
-    if (!intermediate(s, d, y, 1) || dn->op != BRAID_OP_SUB) return BG_NONE;
-    uint32_t x = dn->inputs[0], m = dn->inputs[1];
-    if (x == m || !intermediate(s, m, y, 1) ||
-        !last_axis_reduce(s, m, BRAID_OP_REDUCE_MAX, x) ||
-        !last_axis_reduce(s, sm, BRAID_OP_SUM, e))
-        return BG_NONE;
-    const bg_node *xn = node(s, x);
-    if (!braid_dtype_is_float(xn->dtype) || !same_shape(dn, xn) ||
-        !same_shape(node(s, e), xn) || !same_shape(yn, xn) ||
-        yn->dtype != xn->dtype)
-        return BG_NONE;
-    return x;
-}
-
-/* Takes the softmax's intermediates so no other group claims them. */
-static void take_pattern(fuse_state *s, uint32_t y) {
-    uint32_t e = node(s, y)->inputs[0], sm = node(s, y)->inputs[1];
-    uint32_t d = node(s, e)->inputs[0], m = node(s, d)->inputs[1];
-    s->taken[y] = s->taken[e] = s->taken[sm] = s->taken[d] = s->taken[m] = true;
-}
-
-/* Every softmax first (a softmax's output may be another's x: each keeps
- * its own pattern), then the prologues: x joins with its elementwise
- * producers (rules 1-4) when its only uses are the pattern's two. */
-static void find_softmaxes(fuse_state *s) {
-    uint32_t *ys = calloc(2 * (size_t)(s->n ? s->n : 1), sizeof *ys);
-    if (!ys) return; /* no softmax fused: correct, only slower */
-    uint32_t *xs = ys + s->n, n = 0;
-    for (uint32_t y = 0; y < s->n; y++) {
-        uint32_t x = softmax_input(s, y);
-        if (x == BG_NONE) continue;
-        take_pattern(s, y);
-        ys[n] = y;
-        xs[n++] = x;
-    }
-    for (uint32_t i = 0; i < n; i++) {
-        uint32_t y = ys[i], x = xs[i], first = s->nmembers, count = 0;
-        if (!s->taken[x] && fusible_op(node(s, x)->op) &&
-            same_device(s, x, y) && !s->is_output[x] && s->nuse[x] == 2) {
-            count = grow(s, x);
-            reset_scratch(s);
-        }
-        keep_group(s, BP_PROGRAM_SOFTMAX, y, x, first, count);
-    }
-    free(ys);
-}
-
 /* ---- phase 2: reductions and elementwise groups ------------------------- */
 
 static void try_reduce(fuse_state *s, uint32_t r) {
@@ -369,7 +284,6 @@ static void find_groups(fuse_state *s) {
     for (uint32_t id = 0; id < s->n; id++)
         if (node(s, id)->op == BRAID_OP_MATMUL && !s->taken[id])
             try_epilogue(s, id);
-    find_softmaxes(s);
     for (uint32_t id = s->n; id-- > 0;) {
         if (s->taken[id]) continue;
         braid_op_kind k = bg_op(node(s, id)->op)->kind;

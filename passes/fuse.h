@@ -18,19 +18,17 @@
 typedef struct bp_fuse_group {
     bp_program_kind kind; /* what program it becomes */
     uint32_t out;         /* the node the fused node replaces: the group's
-                             root, its reduction, its epilogue's last op,
-                             or a softmax's div */
+                             root, its reduction or its epilogue's last
+                             op */
     uint32_t root;        /* ELEMENTWISE: = out; REDUCE: the reduction's
                              input (the prologue's result); MATMUL: the
-                             matmul node; SOFTMAX: x, the softmax's input
-                             (a member when a prologue computes it) */
+                             matmul node */
     uint32_t first;       /* index of its first member in the pass's member
                              list */
     uint32_t nmembers;    /* members: elementwise and broadcast_to nodes in
                              ascending id (MATMUL: the bias add and the
-                             activation; SOFTMAX: the prologue, maybe
-                             none); the reduction, the matmul and the
-                             softmax's own five nodes are not members */
+                             activation); the reduction and the matmul are
+                             not members */
 } bp_fuse_group;
 
 /* The pass's arrays bp_fuse_build works in, one entry per node id below

@@ -6,9 +6,7 @@
  * elements are all equal, which become CONSTs. broadcast_to members emit
  * nothing: loads broadcast against the iteration space by themselves, so a
  * broadcast_to is its operand's value. MATMUL programs start with
- * LOAD 0, LOAD 1, MATMUL(0, 1): the operands read whole as matrices.
- * SOFTMAX programs compute only x (the prologue, or one LOAD of x): the
- * kind itself says what follows. */
+ * LOAD 0, LOAD 1, MATMUL(0, 1): the operands read whole as matrices. */
 #include "passes/fuse.h"
 
 #include <assert.h>
@@ -168,15 +166,6 @@ static void fill_program(prog_build *b, const bp_fuse_group *g,
         uint32_t id = members[g->first + i];
         b->vmap[id] = compute(b, id);
     }
-    /* a softmax without prologue: its x is the program's one value, read
-     * as the graph has it now (a group built earlier may have replaced
-     * the node g->root names: y = div(exp(sub(x, m)), s)) */
-    if (g->kind == BP_PROGRAM_SOFTMAX &&
-        !(g->root < b->n && b->member[g->root])) {
-        uint32_t e = bg_node_at(gr, g->out)->inputs[0];
-        uint32_t d = bg_node_at(gr, e)->inputs[0];
-        operand(b, bg_node_at(gr, d)->inputs[0]);
-    }
     if (g->kind == BP_PROGRAM_REDUCE) {
         const bg_node *r = bg_node_at(gr, g->out);
         bp_instr in = {.op = r->op,
@@ -238,8 +227,6 @@ braid_status bp_fuse_build(bp_plan *plan, const bp_fuse_group *g,
         } else if (g->kind == BP_PROGRAM_MATMUL) {
             prog.flags =
                 space->attr.flags & (BRAID_TRANSPOSE_A | BRAID_TRANSPOSE_B);
-        } else if (g->kind == BP_PROGRAM_SOFTMAX) {
-            prog.axes = (uint8_t)(1u << (space->rank - 1));
         }
         s = add_fused(&b, g, &prog, sc->rep);
     }

@@ -97,7 +97,8 @@ braid_status bp_parse_devices(const char *text, bp_device *out, uint32_t *n);
 /* The description of o's devices: o->devices parsed when set, else the cpu
  * and cuda:0 .. cuda:gpus_present-1 (the caller probed them); each with
  * the options' profile for its kind or the default, checked (finite,
- * ≥ 0). Archs are left empty for the caller. o may be NULL. */
+ * ≥ 0); prefer_gpu set when o->devices names GPUs but no "cpu". Archs
+ * are left empty for the caller. o may be NULL. */
 braid_status bp_device_desc_init(bp_device_desc *d,
                                  const braid_compile_options *o,
                                  int gpus_present);

@@ -78,6 +78,8 @@ typedef struct place_ctx {
     uint32_t *own;                 /* per node in ext: the group's
                                       edges into it from members
                                       on the device costed */
+    bool prefer_gpu;               /* devs.prefer_gpu: the cpu
+                                      only when no GPU can */
 } place_ctx;
 
 /* ---- the cost model ------------------------------------------------------ */
@@ -146,6 +148,7 @@ static double node_time(const place_ctx *c, uint32_t id, uint32_t d) {
         t = source_time(n, out, p);
         break;
     case BRAID_KIND_ELEMENTWISE:
+    case BRAID_KIND_ROW: /* softmax: its flops per element, like these */
         t = roofline(numel * bg_op(n->op)->flops, p->elementwise_flops,
                      in + out, p);
         break;
@@ -301,10 +304,14 @@ static double group_cost(place_ctx *c, uint32_t d) {
 }
 
 /* The cheapest device for the current group; ties go to the cpu, then to
- * the device listed first. *best_cost receives its cost. */
+ * the device listed first. With prefer_gpu the cpu is chosen only when no
+ * GPU can run the group at all (infinite cost). *best_cost receives its
+ * cost. */
 static uint32_t cheapest(place_ctx *c, double *best_cost) {
     uint32_t best = c->host;
     *best_cost = group_cost(c, c->host);
+    double host_cost = *best_cost;
+    if (c->prefer_gpu) *best_cost = INFINITY;
     for (uint32_t d = 0; d < c->ndev; d++) {
         if (d == c->host) continue;
         double t = group_cost(c, d);
@@ -313,6 +320,7 @@ static uint32_t cheapest(place_ctx *c, double *best_cost) {
             best = d;
         }
     }
+    if (best == c->host) *best_cost = host_cost;
     return best;
 }
 
@@ -468,6 +476,72 @@ static uint32_t refine(place_ctx *c) {
     return moves;
 }
 
+/* ---- the record (braid_plan_placement_get) ------------------------------- */
+
+static bp_place_reason reason_of(const place_ctx *c, uint32_t id) {
+    const bg_node *n = bg_node_at(c->g, id);
+    switch ((place_role)c->role[id]) {
+    case ROLE_FOLLOW:
+        return BP_PLACE_FOLLOW;
+    case ROLE_GEN:
+        return BP_PLACE_GENERATOR;
+    case ROLE_MODEL:
+        return c->prefer_gpu ? BP_PLACE_PREFER_GPU : BP_PLACE_COST;
+    default:
+        if (is_host_data(n->op)) return BP_PLACE_HOST_DATA;
+        return n->device ? BP_PLACE_HINT : BP_PLACE_COLLECTIVE;
+    }
+}
+
+static braid_status alloc_record(bp_plan *plan, uint32_t n, uint32_t ndev) {
+    bp_placement *r = &plan->placement;
+    free(r->notes), free(r->cost), free(r->transfer);
+    memset(r, 0, sizeof *r);
+    r->notes = bp_calloc(n, sizeof *r->notes, "place: record");
+    r->cost = bp_calloc((size_t)n * ndev, sizeof *r->cost, "place: record");
+    r->transfer =
+        bp_calloc((size_t)n * ndev, sizeof *r->transfer, "place: record");
+    if (!r->notes || !r->cost || !r->transfer) return BRAID_ERR_OUT_OF_MEMORY;
+    r->nnotes = n;
+    r->ndevices = ndev;
+    return BRAID_OK;
+}
+
+/* Records every node's device and why; for the groups the cost model (or
+ * the generator rule) placed, the modelled cost of the group on every
+ * device with the final placement of everything else. */
+static braid_status record(place_ctx *c) {
+    braid_status s = alloc_record(c->plan, c->n, c->ndev);
+    if (s != BRAID_OK) return s;
+    bp_placement *r = &c->plan->placement;
+    for (uint32_t id = 0; id < c->n; id++) {
+        bp_place_note *note = &r->notes[id];
+        *note = (bp_place_note){
+            id,         c->plan->res.info[id].origin, bg_node_at(c->g, id)->op,
+            c->dev[id], (uint8_t)reason_of(c, id),    false};
+        if (c->role[id] != ROLE_GEN && c->role[id] != ROLE_MODEL) continue;
+        note->costed = true;
+        build_group(c, id);
+        for (uint32_t d = 0; d < c->ndev; d++) {
+            size_t k = (size_t)id * c->ndev + d;
+            r->cost[k] = group_cost(c, d);
+            r->transfer[k] = inputs_cost(c, d) + outputs_cost(c, d);
+        }
+    }
+    return BRAID_OK;
+}
+
+/* The plan lists the cpu alone: every node there, for that reason. */
+static braid_status record_only_cpu(bp_plan *plan) {
+    uint32_t n = plan->res.graph->nnodes;
+    braid_status s = alloc_record(plan, n, 1);
+    for (uint32_t id = 0; s == BRAID_OK && id < n; id++)
+        plan->placement.notes[id] = (bp_place_note){
+            id, plan->res.info[id].origin, bg_node_at(plan->res.graph, id)->op,
+            0,  BP_PLACE_ONLY_DEVICE,      false};
+    return s;
+}
+
 /* ---- setup --------------------------------------------------------------- */
 
 static braid_status build_consumers(place_ctx *c) {
@@ -562,11 +636,13 @@ braid_status bp_place(bp_plan *plan) {
                                  BP_MAX_DEVICES);
     if (plan->in.devs.ndevices == 1 || plan->res.graph->nnodes == 0) {
         all_cpu(plan);
-        return bp_coll_place(plan);
+        s = record_only_cpu(plan);
+        return s == BRAID_OK ? bp_coll_place(plan) : s;
     }
     place_ctx c;
     s = ctx_init(&c, plan);
     c.host = host;
+    c.prefer_gpu = plan->in.devs.prefer_gpu;
     if (s == BRAID_OK) s = assign_roles(&c);
     if (s == BRAID_OK) {
         greedy(&c);
@@ -574,6 +650,7 @@ braid_status bp_place(bp_plan *plan) {
         refine(&c);
         for (uint32_t id = 0; id < c.n; id++)
             plan->res.info[id].device = plan->in.devs.devices[c.dev[id]];
+        s = record(&c);
     }
     ctx_free(&c);
     return s == BRAID_OK ? bp_coll_place(plan) : s;

@@ -48,6 +48,9 @@ void braid_plan_free(braid_plan *p) {
     result_free(&p->res);
     bp_kernels_free(&p->kernels);
     braid_graph_free(p->prov.source);
+    free(p->placement.notes);
+    free(p->placement.cost);
+    free(p->placement.transfer);
     free(p);
 }
 
@@ -78,12 +81,38 @@ static const char *storage_name(bp_storage s) {
     return "none";
 }
 
+const char *bp_device_use_str(const bp_plan *p, bp_device d, char *buf,
+                              size_t size) {
+    uint32_t count = 0, first = BG_NONE;
+    for (uint32_t i = 0; i < p->res.nschedule; i++) {
+        uint32_t id = p->res.schedule[i];
+        if (!bp_device_equal(p->res.info[id].device, d)) continue;
+        count++;
+        if (first == BG_NONE && p->res.info[id].origin != BG_NONE &&
+            bg_node_at(p->res.graph, id)->op != BRAID_OP_COPY)
+            first = id;
+    }
+    char dev[32];
+    int n = snprintf(buf, size, "%u node%s on %s", (unsigned)count,
+                     count == 1 ? "" : "s", bp_device_str(d, dev, sizeof dev));
+    if (first != BG_NONE && n > 0 && (size_t)n < size) {
+        const bg_node *f = bg_node_at(p->res.graph, first);
+        snprintf(buf + n, size - (size_t)n, " (the first: %%%u %s%s%s%s)",
+                 (unsigned)p->res.info[first].origin, bg_op(f->op)->name,
+                 f->name ? " \"" : "", f->name ? f->name : "",
+                 f->name ? "\"" : "");
+    }
+    return buf;
+}
+
 static void print_header(const bp_plan *p, FILE *out) {
     char dev[32];
     fprintf(out,
-            "plan: %" PRIu32 " nodes, %" PRIu32 " queues, %" PRIu32
-            " events, devices ",
-            p->res.nschedule, p->res.nqueues, p->res.nevents);
+            "plan: %" PRIu32 " node%s, %" PRIu32 " queue%s, %" PRIu32
+            " event%s, devices ",
+            p->res.nschedule, p->res.nschedule == 1 ? "" : "s", p->res.nqueues,
+            p->res.nqueues == 1 ? "" : "s", p->res.nevents,
+            p->res.nevents == 1 ? "" : "s");
     for (uint32_t i = 0; i < p->in.devs.ndevices; i++)
         fprintf(out, "%s%s", i ? "," : "",
                 bp_device_str(p->in.devs.devices[i], dev, sizeof dev));

@@ -196,6 +196,9 @@ typedef struct bp_device_desc {
     int archs[BP_MAX_ARCHS]; /* GPU architectures (10·major + minor) to
                                 build kernels for, ascending */
     uint32_t narchs;         /* entries in archs (0: build none) */
+    bool prefer_gpu;         /* the devices list named no "cpu": every node
+                                a GPU can run goes to one; the cpu keeps
+                                inputs, outputs and constants only */
     bool archs_detected;     /* archs are the GPUs present (or the default
                                 sm_90), not named by the caller: a GPU
                                 NVRTC cannot build for is then skipped */
@@ -210,6 +213,43 @@ typedef struct bp_settings {
     const char *dump_after;   /* pass name after which the IR is printed to
                                  stderr (BRAID_DUMP=after:<pass>), or NULL */
 } bp_settings;
+
+/* Why the place pass put a node where it did (braid_place_reason). */
+typedef enum bp_place_reason {
+    BP_PLACE_ONLY_DEVICE = 0, /* the plan lists the cpu alone */
+    BP_PLACE_HINT,            /* the node's device hint */
+    BP_PLACE_HOST_DATA,       /* an input or constant: host memory */
+    BP_PLACE_FOLLOW,          /* a shape op: with its input */
+    BP_PLACE_GENERATOR,       /* a generator: where its consumers are */
+    BP_PLACE_COST,            /* the cost model's cheapest device */
+    BP_PLACE_PREFER_GPU,      /* the devices list named no cpu */
+    BP_PLACE_COLLECTIVE       /* a collective: with its own input */
+} bp_place_reason;
+
+/* The place pass's decision for one node, kept for `braid info --verbose`
+ * (braid_plan_placement_get). Self-contained: later passes rebuild the
+ * graph, so nothing here points into it. */
+typedef struct bp_place_note {
+    uint32_t node;   /* id in plan->res.graph at the place pass */
+    uint32_t origin; /* id in the user's graph (plan->prov.source), or
+                        BG_NONE for a node the compiler made */
+    braid_op op;     /* its op */
+    uint8_t device;  /* index in plan->in.devs.devices */
+    uint8_t reason;  /* a bp_place_reason */
+    bool costed;     /* cost[] and transfer[] are filled in */
+} bp_place_note;
+
+/* Every placement note of a plan; cost and transfer are nnotes × ndevices
+ * (row per note): the modelled seconds of the note's group (the node and
+ * the shape ops that follow it) on each device, and the part of it spent
+ * in copies. */
+typedef struct bp_placement {
+    bp_place_note *notes; /* owned */
+    uint32_t nnotes;      /* entries in notes */
+    uint32_t ndevices;    /* columns in cost and transfer */
+    double *cost;         /* owned */
+    double *transfer;     /* owned */
+} bp_placement;
 
 /* What braid_compile was asked for: the inputs of the pipeline. */
 typedef struct bp_compile_input {
@@ -260,6 +300,8 @@ struct braid_plan {
     bp_kernels kernels;          /* ahead-of-time kernels (bc_aot_build) */
     bp_provenance prov;          /* where it came from */
     braid_compile_report report; /* time per pass, kernels, NVRTC */
+    bp_placement placement;      /* the place pass's decisions (empty for a
+                                    plan loaded from a file) */
 };
 
 typedef struct braid_plan bp_plan;
@@ -283,6 +325,13 @@ static inline const bp_provenance *bp_plan_provenance(const bp_plan *p) {
 /* One device name [s, s + len), exactly as bg_device_parse accepts it, as
  * a bp_device; false when it is not one (passes/devices.c). */
 bool bp_device_parse(const char *s, size_t len, bp_device *d);
+/* "12 nodes on cuda:7 (the first: %3 matmul \"mm0\")" into buf: what the
+ * plan runs on device d, naming the first scheduled node there that the
+ * user wrote (copies and other compiler-made nodes are not named: the
+ * user never saw them). For messages about a device that is missing. */
+const char *bp_device_use_str(const bp_plan *p, bp_device d, char *buf,
+                              size_t size);
+
 /* "cpu" / "cuda:3" into buf (always NUL-terminated); returns buf. */
 const char *bp_device_str(bp_device d, char *buf, size_t size);
 

@@ -124,3 +124,61 @@ braid_status braid_plan_arch_get(const braid_plan *p, uint32_t i,
     out->ptx_bytes = b->ptx ? b->ptx_size : 0;
     return BRAID_OK;
 }
+
+/* ---- placement decisions (recorded by passes/place.c) -------------------- */
+
+_Static_assert((int)BP_PLACE_COST == (int)BRAID_PLACE_COST_MODEL &&
+                   (int)BP_PLACE_COLLECTIVE == (int)BRAID_PLACE_COLLECTIVE,
+               "bp_place_reason and braid_place_reason list the same "
+               "reasons in the same order");
+
+uint32_t braid_plan_placement_count(const braid_plan *p) {
+    return p && p->placement.notes ? p->placement.nnotes : 0;
+}
+
+static const char *reason_words(bp_place_reason r) {
+    static const char *const words[] = {
+        [BP_PLACE_ONLY_DEVICE] = "the only device compiled for",
+        [BP_PLACE_HINT] = "device hint",
+        [BP_PLACE_HOST_DATA] = "input/constant: host memory",
+        [BP_PLACE_FOLLOW] = "shape op: with its input",
+        [BP_PLACE_GENERATOR] = "generator: where its consumers are",
+        [BP_PLACE_COST] = "cost model: cheapest device",
+        [BP_PLACE_PREFER_GPU] = "--devices named no cpu: GPU preferred",
+        [BP_PLACE_COLLECTIVE] = "collective: with its own input",
+    };
+    return (unsigned)r < sizeof words / sizeof words[0] ? words[r] : "?";
+}
+
+braid_status braid_plan_placement_get(const braid_plan *p, uint32_t i,
+                                      braid_node_placement *out) {
+    if (!p || !out)
+        return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
+                                 "braid_plan_placement_get: %s is NULL",
+                                 !p ? "plan" : "out");
+    uint32_t n = braid_plan_placement_count(p);
+    if (i >= n)
+        return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
+                                 "braid_plan_placement_get: decision %u out "
+                                 "of range (the plan has %u)",
+                                 (unsigned)i, (unsigned)n);
+    const bp_placement *r = &p->placement;
+    const bp_place_note *note = &r->notes[i];
+    memset(out, 0, sizeof *out);
+    out->node = note->origin == BG_NONE ? BRAID_INVALID_ID : note->origin;
+    out->op = bg_op(note->op)->name;
+    if (p->prov.source && note->origin < p->prov.source->nnodes)
+        out->name = bg_node_at(p->prov.source, note->origin)->name;
+    if (note->device < p->in.devs.ndevices)
+        bp_device_str(p->in.devs.devices[note->device], out->device,
+                      sizeof out->device);
+    /* the public enum lists the reasons in the same order */
+    out->reason = (braid_place_reason)note->reason;
+    out->why = reason_words((bp_place_reason)note->reason);
+    if (note->costed) {
+        out->ndevices = r->ndevices;
+        out->cost_s = &r->cost[(size_t)i * r->ndevices];
+        out->transfer_s = &r->transfer[(size_t)i * r->ndevices];
+    }
+    return BRAID_OK;
+}

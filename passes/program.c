@@ -14,8 +14,7 @@
  *                (the matmul's own two loads read whole matrices);
  *   space        the result's dtype is the node's; the space is the node's
  *                shape (REDUCE: reducing it gives the node's shape;
- *                MATMUL: the matmul of inputs 0 and 1 gives it; SOFTMAX:
- *                rank ≥ 1 over a float value). */
+ *                MATMUL: the matmul of inputs 0 and 1 gives it). */
 #include "passes/program.h"
 
 #include <limits.h>
@@ -47,7 +46,7 @@ static const char *dt(braid_dtype t) {
 }
 
 static const char *const kind_names[BP_PROGRAM_KIND_COUNT] = {
-    "elementwise", "reduce", "matmul", "softmax"};
+    "elementwise", "reduce", "matmul"};
 
 static const bg_node *input(const pc *c, uint32_t k) {
     return bg_node_at(c->g, c->n->inputs[k]);
@@ -209,16 +208,12 @@ static bool check_instr(const pc *c, uint32_t i) {
 /* ---- header and space ------------------------------------------------- */
 
 /* What axes the kind allows when they differ from p's, else NULL: reduced
- * axes below the rank (REDUCE), the last axis (SOFTMAX), none. */
+ * axes below the rank (REDUCE), none. */
 static const char *axes_expected(const bp_program *p) {
     unsigned all = p->rank >= 8 ? 0xFFu : (1u << p->rank) - 1;
     switch (p->kind) {
     case BP_PROGRAM_REDUCE:
         return (p->axes & ~all) ? "axes below its rank" : NULL;
-    case BP_PROGRAM_SOFTMAX:
-        return p->rank < 1 || p->axes != (1u << (p->rank - 1))
-                   ? "the last axis only"
-                   : NULL;
     default:
         return p->axes ? "none" : NULL;
     }
@@ -346,11 +341,6 @@ static bool check_space(const pc *c) {
     if (p->kind == BP_PROGRAM_MATMUL && !matmul_fits(c))
         return fail(c, "instruction 2: the matmul of inputs 0 and 1 does not "
                        "give the space's matrices");
-    if (p->kind == BP_PROGRAM_SOFTMAX && !braid_dtype_is_float(n->dtype))
-        return fail(c,
-                    "a softmax program of a %s value (expected a float "
-                    "dtype)",
-                    dt(n->dtype));
     return true;
 }
 

@@ -44,22 +44,18 @@ typedef enum bp_program_kind {
     BP_PROGRAM_ELEMENTWISE = 0, /* out[i] = expr(inputs broadcast to out) */
     BP_PROGRAM_REDUCE,          /* out = reduce(expr over the reduce
                                    input's shape); last instr reduces */
-    BP_PROGRAM_MATMUL,          /* out = epilogue(matmul(load, load)) */
-    BP_PROGRAM_SOFTMAX          /* out = softmax of the program's value
-                                   (instr[ninstr-1], the prologue computing
-                                   x) over the last axis: exp(x - max) /
-                                   sum(exp(x - max)) per row. Appended
-                                   last: plan files store kinds as numbers */
+    BP_PROGRAM_MATMUL           /* out = epilogue(matmul(load, load)) */
+    /* 3 was SOFTMAX (softmax is the op BRAID_OP_SOFTMAX now): plan files
+       store kinds as numbers, so a new kind takes 4 and 3 stays refused */
 } bp_program_kind;
 
 /* Program kinds there are (the largest kind + 1). */
-#define BP_PROGRAM_KIND_COUNT 4
+#define BP_PROGRAM_KIND_COUNT 3
 
 /* A fused node's expression: instr[ninstr-1] is the result. Loads read the
  * fused node's inputs with NumPy broadcasting against `shape` (the output
  * shape for ELEMENTWISE, the reduction's input shape for REDUCE, the matmul
- * result shape for MATMUL epilogues, x's shape = the output's for
- * SOFTMAX). */
+ * result shape for MATMUL epilogues). */
 typedef struct bp_program {
     bp_program_kind kind;         /* see bp_program_kind */
     uint32_t ninstr;              /* entries in instr */
@@ -67,8 +63,6 @@ typedef struct bp_program {
     uint8_t rank;                 /* rank of the iteration space */
     int64_t dims[BRAID_MAX_RANK]; /* the iteration space (see above) */
     uint8_t axes;                 /* REDUCE: reduced axes of dims;
-                                     SOFTMAX: the softmax axis's bit
-                                     (always the last: 1 << (rank-1));
                                      0 for the other kinds */
     uint32_t flags;               /* REDUCE: BG_KEEPDIMS; MATMUL:
                                      BRAID_TRANSPOSE_A|B; 0 for the
@@ -88,7 +82,7 @@ typedef struct bp_program {
 bool bp_program_check(const bp_program *p, const braid_graph *g, uint32_t node,
                       char *err, size_t n);
 
-/* "elementwise", "reduce", "matmul", "softmax"; "invalid" otherwise (for
+/* "elementwise", "reduce", "matmul"; "invalid" otherwise (for
  * dumps, DOT and messages). */
 const char *bp_program_kind_name(bp_program_kind k);
 

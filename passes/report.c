@@ -58,6 +58,11 @@ braid_status braid_compile_report_print(const braid_compile_report *r,
             passes += r->pass_ms[i];
         }
         fprintf(out, "  passes in all     %10.3f ms\n", passes);
+        if (r->folded_bytes)
+            fprintf(out,
+                    "  generators folded into constants: %" PRIu64
+                    " bytes (in the plan, and in a plan file)\n",
+                    r->folded_bytes);
     }
     print_kernels(r, out);
     if (ferror(out))

@@ -165,9 +165,21 @@ static uint32_t fold_full(bp_simp *s, uint32_t id) {
     return r;
 }
 
+/* A generator whose bytes fit opts.fold_generators: made once, here. */
+static bool fold_generator(const bp_plan *p, const bg_node *n) {
+    bool gen = n->op == BRAID_OP_RANDOM_UNIFORM ||
+               n->op == BRAID_OP_RANDOM_NORMAL || n->op == BRAID_OP_IOTA;
+    return gen && p->in.opts.fold_generators > 0 &&
+           bg_nbytes(n) <= p->in.opts.fold_generators;
+}
+
 uint32_t bp_simp_fold(bp_simp *s, uint32_t id) {
     const braid_graph *g = s->plan->res.graph;
     const bg_node *n = &g->nodes[id];
+    if (fold_generator(s->plan, n)) {
+        s->plan->report.folded_bytes += bg_nbytes(n);
+        return fold_full(s, id);
+    }
     if (n->ninputs == 0 || !bp_simp_exact_op(g, n)) return id;
     bool all_splat = true;
     for (uint32_t k = 0; k < n->ninputs; k++) {

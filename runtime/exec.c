@@ -70,13 +70,12 @@ static braid_status check_nodes(braid_exec *e) {
         if (e->cuda && (e->sched.on_dev[id] || p->res.info[id].noop))
             continue; /* the CUDA backend issues it, or nothing runs */
         if (p->res.info[id].device.kind != BP_DEVICE_CPU && !e->emulate) {
-            char dev[32];
+            char use[160];
             return bg_set_last_error(
                 BRAID_ERR_DEVICE,
-                "braid_exec_new: the plan runs node %u (%s) on %s: %s "
-                "(compile for \"cpu\" to run here)",
-                id, bg_op(n->op)->name,
-                bp_device_str(p->res.info[id].device, dev, sizeof dev),
+                "braid_exec_new: the plan runs %s: %s (compile for \"cpu\" "
+                "to run here)",
+                bp_device_use_str(p, p->res.info[id].device, use, sizeof use),
                 why_no_device());
         }
         if (p->res.info[id].noop) continue;

@@ -1,5 +1,7 @@
 /* runtime/host_memory.c — braid_host_alloc / braid_host_free: host
- * buffers that GPU copies read and write at full speed.
+ * buffers that GPU copies read and write at full speed; braid_device_alloc
+ * / braid_device_free / braid_memcpy: device buffers for device-pointer
+ * bindings.
  *
  * With a usable GPU the bytes are page-locked (cudaHostAlloc, portable to
  * every GPU), so a plan's copy nodes recognise them and DMA straight from
@@ -60,4 +62,38 @@ void braid_host_free(void *ptr) {
     }
 #endif
     free(base);
+}
+
+void *braid_device_alloc(int device, size_t bytes) {
+    int n = braid_cuda_device_count();
+    if (device < 0 || device >= n) {
+        bg_set_last_error(BRAID_ERR_DEVICE,
+                          "braid_device_alloc: no CUDA device %d (%s)", device,
+                          braid_cuda_status());
+        return NULL;
+    }
+    void *p = br_cuda_device_alloc(device, bytes);
+    if (!p)
+        bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY,
+                          "braid_device_alloc: out of memory for %zu bytes "
+                          "on cuda:%d",
+                          bytes, device);
+    return p;
+}
+
+void braid_device_free(void *ptr) {
+    br_cuda_device_free(ptr);
+}
+
+braid_status braid_memcpy(void *dst, const void *src, size_t bytes) {
+    if (bytes == 0) return BRAID_OK;
+    if (!dst || !src)
+        return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
+                                 "braid_memcpy: %s is NULL",
+                                 !dst ? "dst" : "src");
+#ifdef BRAID_HAVE_CUDA
+    if (braid_cuda_device_count() > 0) return br_cuda_memcpy(dst, src, bytes);
+#endif
+    memcpy(dst, src, bytes);
+    return BRAID_OK;
 }

@@ -67,8 +67,6 @@ static braid_tensor gpu_program_graph(braid_graph *g, const bp_program *pr,
     }
     if (!mm_only && pr->kind != BP_PROGRAM_REDUCE)
         y = braid_broadcast_to(g, y, pr->rank, pr->dims);
-    if (!mm_only && pr->kind == BP_PROGRAM_SOFTMAX) /* over the last axis */
-        y = braid_softmax(g, y, pr->rank - 1);
     free(v);
     return y;
 }

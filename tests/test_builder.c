@@ -284,21 +284,27 @@ Test(builder, broadcast_to) {
     EXPECT(g, braid_broadcast_to(g, x, 2, DIMS(3, 1)), BRAID_F32, 2, 3, 1);
 }
 
-Test(builder, softmax_composite) {
+/* One softmax node over the last axis; another axis is swapped last by a
+ * permute and back. */
+Test(builder, softmax_op) {
     braid_tensor x = braid_input(g, "x", BRAID_F32, 2, DIMS(4, 6));
     uint32_t before = braid_graph_node_count(g);
     braid_tensor y = braid_softmax(g, x, -1);
     EXPECT(g, y, BRAID_F32, 2, 4, 6);
-    const bg_node *n = bg_node_at(g, y.id);
-    cr_assert_eq(n->op, BRAID_OP_DIV);
-    cr_assert_eq(braid_graph_node_count(g) - before, 5);
-    /* the max is over the requested axis, kept */
-    const bg_node *m = bg_node_at(g, before);
-    cr_assert_eq(m->op, BRAID_OP_REDUCE_MAX);
-    cr_assert_eq(m->attr.axes, 2);
-    cr_assert_eq(m->attr.flags, BG_KEEPDIMS);
+    cr_assert_eq(bg_node_at(g, y.id)->op, BRAID_OP_SOFTMAX);
+    cr_assert_eq(bg_node_at(g, y.id)->inputs[0], x.id);
+    cr_assert_eq(braid_graph_node_count(g) - before, 1);
     braid_tensor h = braid_input(g, "h", BRAID_F16, 3, DIMS(2, 3, 4));
-    EXPECT(g, braid_softmax(g, h, 0), BRAID_F16, 3, 2, 3, 4);
+    before = braid_graph_node_count(g);
+    braid_tensor z = braid_softmax(g, h, 0);
+    EXPECT(g, z, BRAID_F16, 3, 2, 3, 4);
+    cr_assert_eq(braid_graph_node_count(g) - before, 3);
+    const bg_node *p = bg_node_at(g, z.id);
+    cr_assert_eq(p->op, BRAID_OP_PERMUTE);
+    const bg_node *s = bg_node_at(g, p->inputs[0]);
+    cr_assert_eq(s->op, BRAID_OP_SOFTMAX);
+    cr_assert_eq(s->dims[0], 4, "axis 0 (of 2) swapped last");
+    cr_assert_eq(s->dims[2], 2);
 }
 
 Test(builder, layer_norm_composite) {

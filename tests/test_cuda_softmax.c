@@ -1,11 +1,11 @@
-/* tests/test_cuda_softmax.c — the fused softmax kernel (codegen/softmax.c)
+/* tests/test_cuda_softmax.c — the softmax op's kernel (codegen/softmax.c)
  * on a GPU against the reference evaluator: f32, f16, bf16, f64; rows of
  * 1, 7, 33, 1000, 8192 (register path: sub-warp groups, warps, blocks) and
  * 20000 / 20001 (online path, vector and scalar); values in [-4, 4] and in
- * [1000, 1100] (a naive exp overflows); a prologue; an input 4 bytes off
- * 16-byte alignment (the element-by-element path); -inf entries and an
- * all -inf row. Every plan is checked to hold one SOFTMAX program on
- * cuda:0. Skipped without a CUDA device.
+ * [1000, 1100] (a naive exp overflows); an elementwise producer (fused
+ * apart); an input 4 bytes off 16-byte alignment (the element-by-element
+ * path); -inf entries and an all -inf row. Every plan is checked to hold
+ * one softmax node on cuda:0. Skipped without a CUDA device.
  *
  * Tolerances: ts_tolerance per dtype (f32 1e-4, f16 1e-2, bf16 5e-2, f64
  * 1e-9, atol and rtol alike). */
@@ -16,7 +16,7 @@
 
 #define DIMS(...) ((const int64_t[]){__VA_ARGS__})
 
-/* The plan of g (hinted to cuda:0) has one SOFTMAX program on cuda:0. */
+/* The plan of g (hinted to cuda:0) has one softmax node, on cuda:0. */
 static void assert_one_softmax(braid_graph *g, const char *what) {
     braid_compile_options o = tc_options();
     o.archs = "none";
@@ -25,14 +25,12 @@ static void assert_one_softmax(braid_graph *g, const char *what) {
                  braid_last_error());
     uint32_t n = 0;
     for (uint32_t id = 0; id < p->res.graph->nnodes; id++)
-        if (p->res.graph->nodes[id].op == BRAID_OP_FUSED &&
-            p->res.programs[p->res.info[id].program].kind ==
-                BP_PROGRAM_SOFTMAX) {
+        if (p->res.graph->nodes[id].op == BRAID_OP_SOFTMAX) {
             cr_assert_eq(p->res.info[id].device.kind, BP_DEVICE_CUDA, "%s",
                          what);
             n++;
         }
-    cr_assert_eq(n, 1, "%s: %u softmax programs", what, (unsigned)n);
+    cr_assert_eq(n, 1, "%s: %u softmax nodes", what, (unsigned)n);
     braid_plan_free(p);
 }
 
@@ -41,7 +39,7 @@ static void one_case(braid_dtype dt, int64_t rows, int64_t C, bool prologue,
     char what[160];
     snprintf(what, sizeof what, "softmax %s [%lld, %lld]%s in [%g, %g]",
              braid_dtype_name(dt), (long long)rows, (long long)C,
-             prologue ? " prologue" : "", r.lo, r.hi);
+             prologue ? " producer" : "", r.lo, r.hi);
     braid_graph *g = braid_graph_new(NULL);
     braid_tensor x = braid_input(g, "x", dt, 2, DIMS(rows, C));
     ts_range ranges[2] = {r, TS_RANGE(-1, 1)};

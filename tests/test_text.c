@@ -283,14 +283,15 @@ Test(text, names_and_device_hints) {
     braid_graph_free(g);
 }
 
-/* Hand-written variations parse to the same graph as the canonical text. */
+/* Hand-written variations parse to the same graph as the canonical text
+ * (labels that are not numbers name their nodes: %r is name="r"). */
 Test(text, hand_written_variations) {
     const char *canon = "braid-graph 1\n"
                         "%0 = input f32[2,3] name=\"x\"\n"
-                        "%1 = sum %0 axes=[1] keepdims : f32[2,1]\n"
+                        "%1 = sum %0 axes=[1] keepdims name=\"r\" : f32[2,1]\n"
                         "%2 = slice %0 start=[0,1] stop=[2,3] step=[1,1]"
                         " name=\"s\" : f32[2,2]\n"
-                        "%3 = constant f32[2,2] [1, 2, 3, 4]\n"
+                        "%3 = constant f32[2,2] [1, 2, 3, 4] name=\"c\"\n"
                         "%4 = add %2, %3 : f32[2,2]\n"
                         "output \"y\" = %4\n";
     const char *hand = "# leading comment\r\n\r\n"

@@ -8,6 +8,8 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
+#include <unistd.h>
 
 void cli_print_help(FILE *out) {
     fputs(
@@ -72,9 +74,15 @@ void cli_print_help(FILE *out) {
         "                            JSON: Perfetto, chrome://tracing)\n"
         "  --runs N                  runs profiled with --profile/--trace "
         "(default --repeat)\n"
+        "  -v, --verbose             print where each node runs and why "
+        "(also compile, info)\n"
         "\n"
         "info options:\n"
         "  --json                    print one JSON object instead of text\n"
+        "  -v, --verbose             also list every node's device, the "
+        "reason (hint,\n"
+        "                            cost model, ...) and its modelled time "
+        "per device\n"
         "\n"
         "dot options:\n"
         "  -o, --output OUT          write OUT.dot (or .gv), or render "
@@ -127,7 +135,36 @@ bool cli_err(const char *fmt, ...) {
     return false;
 }
 
+/* Model formats people try first, which braid does not read (yet). */
+static const char *foreign_format(const char *path) {
+    static const struct {
+        const char *ext, *name;
+    } formats[] = {{".onnx", "ONNX"},
+                   {".pb", "TensorFlow"},
+                   {".tflite", "TensorFlow Lite"},
+                   {".pt", "PyTorch"},
+                   {".pth", "PyTorch"},
+                   {".safetensors", "safetensors"},
+                   {".gguf", "GGUF"},
+                   {".engine", "TensorRT"}};
+    size_t len = strlen(path);
+    for (size_t k = 0; k < sizeof formats / sizeof formats[0]; k++) {
+        size_t n = strlen(formats[k].ext);
+        if (len > n && !strcasecmp(path + len - n, formats[k].ext))
+            return formats[k].name;
+    }
+    return NULL;
+}
+
 braid_graph *cli_load_graph(const char *path) {
+    const char *foreign = foreign_format(path);
+    if (foreign) {
+        cli_fail("%s: %s files are not supported: braid reads its text "
+                 "format (.graph, docs/graph-format.md) and plan files made "
+                 "by braid compile",
+                 path, foreign);
+        return NULL;
+    }
     braid_graph *g = braid_graph_load(path, NULL);
     if (!g) {
         cli_fail("%s: out of memory", path);
@@ -194,12 +231,34 @@ static int cmd_check(int argc, char **argv) {
     return CLI_EXIT_OK;
 }
 
+/* True when CUDA's answer is error 35 ("driver version is insufficient")
+ * and the machine has no NVIDIA kernel driver at all: the CUDA runtime
+ * says the same in both cases, and "insufficient" misleads the owner of a
+ * machine without a GPU. */
+static bool no_driver(void) {
+    return braid_cuda_device_count() == 0 &&
+           strstr(braid_cuda_status(), "(error 35)") &&
+           access("/proc/driver/nvidia/version", F_OK) != 0;
+}
+
+const char *cli_cuda_text(const char *msg, char *buf, size_t size) {
+    const char *status = braid_cuda_status();
+    const char *at = msg ? strstr(msg, status) : NULL;
+    if (!at || !no_driver()) return msg;
+    snprintf(buf, size,
+             "%.*sno NVIDIA driver is installed (CUDA reports "
+             "error 35)%s",
+             (int)(at - msg), msg, at + strlen(status));
+    return buf;
+}
+
 static int cmd_version(int argc, char **argv) {
     (void)argv;
     if (argc != 0) return cli_usage_error("version: takes no arguments");
     printf("braid %s\n", braid_version());
     int n = braid_cuda_device_count();
-    const char *status = braid_cuda_status();
+    char buf[512];
+    const char *status = cli_cuda_text(braid_cuda_status(), buf, sizeof buf);
     if (n > 0)
         printf("cuda: %d device%s: %s\n", n, n == 1 ? "" : "s", status);
     else

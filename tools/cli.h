@@ -26,6 +26,11 @@ int cli_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Same, returning false (for bool helpers). */
 bool cli_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* msg with braid_cuda_status()'s text in it replaced by "no NVIDIA driver
+ * is installed ..." when CUDA's error 35 means exactly that (no
+ * /proc/driver/nvidia): into buf, or msg itself when nothing changes. */
+const char *cli_cuda_text(const char *msg, char *buf, size_t size);
+
 /* Loads and verifies a .graph file. On failure prints the graph's message
  * (it starts with "file:line:col: " for parse errors) and returns NULL. */
 braid_graph *cli_load_graph(const char *path);
@@ -50,6 +55,13 @@ typedef struct cli_compile_flags {
     int chunks;             /* --chunks N, or 0 (the cost model) */
     const char *archs;      /* --arch LIST ("sm_90,sm_80", "none"), or
                                NULL (the GPUs present, else sm_90) */
+    bool tf32;              /* --tf32: allow_tf32 */
+    size_t fold;            /* --fold-generators BYTES (0: off) */
+    int shards;             /* --shards N (0: off) */
+    const char *shard_inputs; /* --shard-inputs LIST, or NULL */
+    int device;               /* --device N (when device_list is set) */
+    char device_list[16];     /* "cuda:N" for --device N, else empty: the
+                                 plan's devices (GPU preferred) */
     bool given;             /* any compile flag appeared */
     bool cpu_fallback;      /* --cpu-fallback: a plan file for a GPU this
                                machine lacks runs its graph compiled again
@@ -185,6 +197,108 @@ bool cli_same_file(const char *a, const char *b);
 /* True when name can be used as a file name as it is: non-empty, not "." or
  * "..", only [A-Za-z0-9_.-], at most 200 bytes. */
 bool cli_safe_file_name(const char *name);
+
+/* A JSON string to out (escaped; "null" for NULL; bytes of a string that
+ * is not UTF-8 read as Latin-1). */
+void cli_json_string(FILE *out, const char *s);
+
+/* ---- benchmark mode of run (cli_bench.c) -------------------------------- */
+
+/* The benchmark options of `braid run`. */
+typedef struct cli_bench_options {
+    int warmup;        /* --warmup N runs; -1 not given (default 3) */
+    long iterations;   /* --iterations N; 0 not given (default 10) */
+    double duration;   /* --duration S seconds; 0 not given */
+    bool no_transfers; /* --no-transfers: inputs/outputs on the GPU */
+    bool json;         /* --json: the results as one JSON object */
+    int cuda_graphs;   /* --cuda-graphs: -1 default, 0 off, 1 on */
+    bool on;           /* benchmark mode (set by cli_bench_check) */
+} cli_bench_options;
+
+/* The bindings a benchmark runs with. */
+typedef struct cli_bench_bindings {
+    braid_input_binding *in; /* nin of them */
+    uint32_t nin;
+    braid_output_binding *out; /* nout of them */
+    uint32_t nout;
+    void **host_in; /* --no-transfers: the host buffers the device copies
+                       replaced (cli_bench_from_device restores them) */
+    void **host_out;
+    int device; /* GPU of the device copies; -1 none */
+} cli_bench_bindings;
+
+/* Latency statistics (seconds) and the split (ms per run). */
+typedef struct cli_bench_result {
+    size_t runs;   /* timed runs */
+    double wall_s; /* wall time of the timed runs */
+    double min, median, mean, p90, p99, max;
+    double throughput;                 /* runs per second */
+    size_t split_runs;                 /* profiled runs behind the split */
+    double h2d_ms, compute_ms, d2h_ms; /* busy time per run, summed over
+                                          tracks */
+    int device;                        /* GPU holding the inputs and outputs
+                                          (--no-transfers), or -1 */
+} cli_bench_result;
+
+/* Applies --warmup/--iterations/--duration/--cuda-graphs with its value. */
+int cli_bench_option(cli_bench_options *b, const char *name, const char *value);
+/* After parsing: sets b->on and the defaults; refuses --iterations with
+ * --duration, and benchmark options with --repeat or profiling. */
+int cli_bench_check(cli_bench_options *b, bool repeat_given, bool profiling);
+/* Before braid_exec_new: --cuda-graphs through $BRAID_CUDA_GRAPHS. */
+void cli_bench_apply_env(const cli_bench_options *b);
+/* Neumaier's compensated sum: add values one by one, read the total. The
+ * one summation behind every mean the tool prints (cli_print_stats,
+ * cli_mean). */
+typedef struct cli_sum {
+    double sum; /* running sum */
+    double c;   /* the low-order bits it lost */
+} cli_sum;
+void cli_sum_add(cli_sum *s, double v);
+double cli_sum_value(const cli_sum *s);
+/* The mean of x[0..n) by a compensated sum of x[i]/n: exact to rounding,
+ * never overflowing for finite values. 0 for n = 0. */
+double cli_mean(const double *x, size_t n);
+/* min, median, mean, p90, p99 (nearest rank), max of times[0..n). */
+void cli_bench_stats(const double *times, size_t n, cli_bench_result *r);
+/* Warm-up runs, timed runs, profiled runs for the split. */
+bool cli_bench_run(braid_exec *e, const cli_bench_bindings *bb,
+                   const cli_bench_options *b, cli_bench_result *r);
+void cli_bench_print(FILE *out, const cli_bench_options *b,
+                     const cli_bench_result *r);
+void cli_bench_print_json(FILE *out, const char *file,
+                          const cli_bench_options *b,
+                          const cli_bench_result *r);
+/* --no-transfers: device copies of the inputs (uploaded once) and device
+ * outputs on the first GPU the plan uses; nothing (a note) for a plan
+ * that runs only on the cpu. */
+bool cli_bench_to_device(const braid_plan *plan, cli_bench_bindings *bb);
+/* Undoes cli_bench_to_device, first copying the outputs back when
+ * copy_back. */
+bool cli_bench_from_device(cli_bench_bindings *bb, bool copy_back);
+
+/* ---- did you mean (cli_suggest.c) --------------------------------------- */
+
+/* The name in known[0..n) nearest to word (its part before '='), when
+ * near enough to be a typo of it; else NULL. */
+const char *cli_nearest(const char *word, const char *const *known, size_t n);
+/* "braid: CMD: unknown option 'ARG' (did you mean --near?)" as a usage
+ * error; returns CLI_EXIT_USAGE. */
+int cli_unknown_option(const char *cmd, const char *arg,
+                       const char *const *known, size_t n);
+/* Up to max names of the compile flags into names; returns how many. */
+size_t cli_compile_flag_names(const char **names, size_t max);
+
+/* ---- placement (cli_place.c) -------------------------------------------- */
+
+/* One line per node: its device, why, and for cost-model choices the
+ * modelled time on each device (braid_plan_placement_get). */
+void cli_print_placement(FILE *out, const braid_plan *plan);
+/* The same as a JSON member `  "placement": [...],`. */
+void cli_print_placement_json(FILE *out, const braid_plan *plan);
+/* For each GPU the plan lists that runs nothing: a note saying why and how
+ * to put work there. */
+void cli_print_placement_note(FILE *out, const braid_plan *plan);
 
 /* Monotonic clock in seconds. */
 double cli_now(void);

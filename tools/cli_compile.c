@@ -26,8 +26,9 @@ static const struct {
 };
 
 /* Compile flags that take a value. */
-static const char *const valued[] = {"--devices", "--dump-after", "--streams",
-                                     "--chunks", "--arch"};
+static const char *const valued[] = {
+    "--devices", "--dump-after",   "--streams", "--chunks",         "--arch",
+    "--shards",  "--shard-inputs", "--device",  "--fold-generators"};
 
 void cli_print_compile_help(FILE *out) {
     fputs("compile options (compile, run, info, dot --plan):\n"
@@ -36,7 +37,17 @@ void cli_print_compile_help(FILE *out) {
           "                            (default: every device found; a GPU "
           "this machine\n"
           "                            lacks still compiles, but the plan "
-          "cannot run)\n"
+          "cannot run).\n"
+          "                            With the cpu listed, a cost model "
+          "places each node\n"
+          "                            (small graphs stay on the cpu: see "
+          "info --verbose);\n"
+          "                            without it (--devices cuda:0) "
+          "everything a GPU can\n"
+          "                            run runs there. Device hints in the "
+          ".graph file\n"
+          "                            (device=\"cuda:0\" on a node) "
+          "always win\n"
           "  --dump-after PASS         print the IR to stderr after PASS "
           "(verify, simplify,\n"
           "                            place, copies, fuse, chunk, streams, "
@@ -54,6 +65,25 @@ void cli_print_compile_help(FILE *out) {
           "                            time, e.g. sm_90,sm_80, or none "
           "(default: the GPUs\n"
           "                            found, else sm_90)\n"
+          "  --device N                run on GPU N: the same as --devices "
+          "cuda:N\n"
+          "  --tf32                    f32 matmuls on a GPU may use TF32 "
+          "tensor cores\n"
+          "                            (~1e-3 relative error; "
+          "allow_tf32)\n"
+          "  --shards N                replicate the graph over the first N "
+          "GPUs listed,\n"
+          "                            splitting inputs along dim 0 "
+          "(docs/multi-gpu.md)\n"
+          "  --shard-inputs LIST       the inputs to split (default: every "
+          "input whose\n"
+          "                            dim 0 divides by N)\n"
+          "  --fold-generators SIZE    make random/iota nodes of at most "
+          "SIZE bytes (4M,\n"
+          "                            512K) constants at compile time: "
+          "runs stop\n"
+          "                            regenerating weights; the plan grows "
+          "by them\n"
           "  --cpu-fallback            a plan file for a GPU this machine "
           "lacks: run its\n"
           "                            graph compiled again for the cpu "
@@ -69,6 +99,22 @@ static bool parse_range(const char *s, long lo, long hi, int *out) {
     long v = strtol(s, &end, 10);
     if (errno || *end || v < lo || v > hi) return false;
     *out = (int)v;
+    return true;
+}
+
+/* "4194304", "4M", "512K", "1G" (binary units) into *out; > 0. */
+static bool parse_size(const char *s, size_t *out) {
+    if (!s || *s < '0' || *s > '9') return false;
+    errno = 0;
+    char *end = NULL;
+    unsigned long long v = strtoull(s, &end, 10);
+    int shift = !*end                                    ? 0
+                : !strcmp(end, "K") || !strcmp(end, "k") ? 10
+                : !strcmp(end, "M") || !strcmp(end, "m") ? 20
+                : !strcmp(end, "G") || !strcmp(end, "g") ? 30
+                                                         : -1;
+    if (errno || shift < 0 || v == 0 || v > (SIZE_MAX >> shift)) return false;
+    *out = (size_t)(v << shift);
     return true;
 }
 
@@ -91,14 +137,49 @@ static int apply_valued(cli_compile_flags *f, const char *name,
     } else if (!strcmp(name, "--arch")) {
         int sm[32];
         uint32_t n = 0;
-        if (bc_parse_archs(value, sm, 32, &n) != BRAID_OK)
+        if (bc_parse_archs(value, sm, 32, &n) != BRAID_OK) {
+            const char *msg = braid_last_error();
+            const char *why = strstr(msg, "is not a CUDA architecture");
+            if (why) /* "sm_200 is not a CUDA architecture (known: ...)" */
+                return cli_usage_error("--arch %s: %s", value,
+                                       strstr(msg, "\": ") + 3);
             return cli_usage_error("--arch expects a list like sm_90,sm_80, "
                                    "or none, got '%s'",
                                    value);
+        }
         f->archs = value;
+    } else if (!strcmp(name, "--shards")) {
+        if (!parse_range(value, 1, 64, &f->shards))
+            return cli_usage_error("--shards expects 1..64, got '%s'", value);
+    } else if (!strcmp(name, "--shard-inputs")) {
+        if (!*value)
+            return cli_usage_error("--shard-inputs expects a list of input "
+                                   "names, e.g. x,labels");
+        f->shard_inputs = value;
+    } else if (!strcmp(name, "--fold-generators")) {
+        if (!parse_size(value, &f->fold))
+            return cli_usage_error("--fold-generators expects a size in "
+                                   "bytes, e.g. 4194304, 4M or 512K, got "
+                                   "'%s'",
+                                   value);
+    } else if (!strcmp(name, "--device")) {
+        if (!parse_range(value, 0, 63, &f->device))
+            return cli_usage_error("--device expects a GPU index 0..63, got "
+                                   "'%s'",
+                                   value);
+        snprintf(f->device_list, sizeof f->device_list, "cuda:%d", f->device);
     } else if (!parse_range(value, 0, 1024, &f->chunks)) {
         return cli_usage_error("--chunks expects 0..1024, got '%s'", value);
     }
+    return CLI_EXIT_OK;
+}
+
+/* --device N is --devices cuda:N: both at once is a usage error. */
+static int check_device_flags(const cli_compile_flags *f) {
+    if (f->devices && f->device_list[0])
+        return cli_usage_error("--device %d and --devices %s: give one "
+                               "(--device N means --devices cuda:N)",
+                               f->device, f->devices);
     return CLI_EXIT_OK;
 }
 
@@ -111,6 +192,11 @@ bool cli_compile_flag(cli_compile_flags *f, int argc, char **argv, int *i,
     if (len == strlen("--cpu-fallback") && !strncmp(arg, "--cpu-fallback", len)) {
         if (eq) *rc = cli_usage_error("--cpu-fallback takes no value");
         f->cpu_fallback = true;
+        return true;
+    }
+    if (len == strlen("--tf32") && !strncmp(arg, "--tf32", len)) {
+        if (eq) *rc = cli_usage_error("--tf32 takes no value");
+        f->tf32 = f->given = true;
         return true;
     }
     for (size_t k = 0; k < sizeof no_pass / sizeof no_pass[0]; k++) {
@@ -128,6 +214,7 @@ bool cli_compile_flag(cli_compile_flags *f, int argc, char **argv, int *i,
         if (!value && *i + 1 < argc) value = argv[++*i];
         *rc = value ? apply_valued(f, valued[k], value)
                     : cli_usage_error("%s expects a value", valued[k]);
+        if (*rc == CLI_EXIT_OK) *rc = check_device_flags(f);
         f->given = true;
         return true;
     }
@@ -142,6 +229,34 @@ void cli_compile_options(const cli_compile_flags *f, braid_compile_options *o) {
     o->max_streams = f->streams;
     o->chunks = f->chunks;
     o->archs = f->archs;
+    o->allow_tf32 = f->tf32;
+    o->fold_generators = f->fold;
+    o->shards = f->shards;
+    o->shard_inputs = f->shard_inputs;
+    if (f->device_list[0]) o->devices = f->device_list;
+}
+
+size_t cli_compile_flag_names(const char **names, size_t max) {
+    size_t n = 0;
+    for (size_t k = 0; k < sizeof no_pass / sizeof no_pass[0] && n < max; k++)
+        names[n++] = no_pass[k].name;
+    for (size_t k = 0; k < sizeof valued / sizeof valued[0] && n < max; k++)
+        names[n++] = valued[k];
+    if (n < max) names[n++] = "--cpu-fallback";
+    if (n < max) names[n++] = "--tf32";
+    return n;
+}
+
+/* Unknown option arg of cmd: a usage error suggesting the nearest of the
+ * compile flags, the command's own options and --help. */
+static int unknown_option(const char *cmd, const char *arg,
+                          const cli_extra_option *extra, size_t nextra) {
+    const char *names[64];
+    size_t n = cli_compile_flag_names(names, 48);
+    for (size_t k = 0; k < nextra && n < 63; k++)
+        names[n++] = extra[k].name;
+    names[n++] = "--help";
+    return cli_unknown_option(cmd, arg, names, n);
 }
 
 /* Applies one of the command's own options, or returns false. */
@@ -191,7 +306,7 @@ int cli_parse_command(const char *cmd, int argc, char **argv,
                    extra_option(extra, nextra, argc, argv, &i, &rc)) {
             if (rc != CLI_EXIT_OK) return rc;
         } else {
-            return cli_usage_error("%s: unknown option '%s'", cmd, arg);
+            return unknown_option(cmd, arg, extra, nextra);
         }
     }
     if (!*file)
@@ -242,6 +357,34 @@ static bool read_file(const char *path, unsigned char **data, size_t *size) {
     return true;
 }
 
+/* Nodes the plan runs on GPUs. */
+static uint32_t gpu_nodes(const braid_plan *plan) {
+    braid_plan_summary s;
+    uint32_t n = 0;
+    if (braid_plan_summary_get(plan, &s) != BRAID_OK) return 0;
+    for (uint32_t i = 0; i < s.devices; i++) {
+        braid_plan_device_info d;
+        if (braid_plan_device_get(plan, i, &d) == BRAID_OK &&
+            strcmp(d.name, "cpu") != 0)
+            n += d.nodes;
+    }
+    return n;
+}
+
+/* --arch builds kernels for GPU nodes only: say so when there are none,
+ * rather than dropping the flag in silence. */
+static void warn_unused_arch(const cli_compile_flags *f,
+                             const braid_plan *plan) {
+    if (!f->archs || !strcmp(f->archs, "none") || gpu_nodes(plan) > 0) return;
+    fprintf(stderr,
+            "braid: warning: --arch %s has no effect: the plan runs nothing "
+            "on a GPU (%s); list a GPU with --devices (e.g. --devices "
+            "cuda:0) to build kernels\n",
+            f->archs,
+            f->devices ? "see braid info --verbose for why"
+                       : "no --devices given and no usable GPU found");
+}
+
 static bool compile_graph(const char *path, const cli_compile_flags *f,
                           int threads, cli_input *in) {
     braid_compile_options co;
@@ -251,6 +394,7 @@ static bool compile_graph(const char *path, const cli_compile_flags *f,
     if (braid_compile(in->graph, &co, &in->plan) != BRAID_OK)
         return cli_err("%s: compile failed: %s", path, braid_last_error());
     in->ms = (cli_now() - t0) * 1e3;
+    warn_unused_arch(f, in->plan);
     return true;
 }
 
@@ -264,7 +408,11 @@ static bool open_plan(const char *path, const cli_compile_flags *f, int threads,
     braid_load_options lo;
     braid_load_options_init(&lo);
     lo.num_threads = threads;
-    lo.cpu_fallback = f->cpu_fallback;
+    /* With compile flags the stored plan is only a carrier of its graph,
+     * which is compiled again below: its devices need not be here, and
+     * --cpu-fallback has nothing to fall back from. */
+    if (f->given) check_devices = false;
+    lo.cpu_fallback = f->cpu_fallback && !f->given;
     braid_status s;
     if (check_devices) {
         s = braid_plan_load_memory(data, size, &lo, &in->plan);
@@ -282,18 +430,20 @@ static bool open_plan(const char *path, const cli_compile_flags *f, int threads,
     in->file_bytes = size;
     if (s != BRAID_OK) {
         in->plan = NULL;
-        const char *msg = braid_last_error();
+        char buf[1024];
+        const char *msg = cli_cuda_text(braid_last_error(), buf, sizeof buf);
         const char *hint = s == BRAID_ERR_DEVICE
                                ? " (--cpu-fallback does that here)"
                                : "";
         if (strstr(msg, path)) return cli_err("%s%s", msg, hint);
         return cli_err("%s: %s%s", path, msg, hint);
     }
+    char buf[512];
     if (br_planfile_was_replaced(in->plan))
         fprintf(stderr,
                 "braid: %s: no usable GPU here (%s): running the plan's "
                 "graph compiled again for the cpu (--cpu-fallback)\n",
-                path, braid_cuda_status());
+                path, cli_cuda_text(braid_cuda_status(), buf, sizeof buf));
     const braid_graph *g = braid_plan_graph(in->plan);
     in->graph = g ? bg_graph_clone(g) : NULL;
     if (!in->graph) return cli_err("%s: out of memory copying the graph", path);

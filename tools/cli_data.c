@@ -47,15 +47,13 @@ void cli_fill_random(braid_dtype t, void *buf, int64_t n, uint64_t seed,
 static double finite_mean(braid_dtype t, const void *buf, int64_t n,
                           int64_t finite, double big) {
     double scale = big > DBL_MAX / (double)finite ? 1.0 / (double)finite : 1.0;
-    double sum = 0.0, c = 0.0;
+    cli_sum acc = {0.0, 0.0};
     for (int64_t i = 0; i < n; i++) {
         double v = bg_load(t, buf, i) * scale;
-        if (!isfinite(v)) continue;
-        double s = sum + v;
-        c += fabs(sum) >= fabs(v) ? (sum - s) + v : (v - s) + sum;
-        sum = s;
+        if (isfinite(v)) cli_sum_add(&acc, v);
     }
-    return scale == 1.0 ? (sum + c) / (double)finite : sum + c;
+    double sum = cli_sum_value(&acc);
+    return scale == 1.0 ? sum / (double)finite : sum;
 }
 
 void cli_print_stats(FILE *out, braid_dtype t, const void *buf, int64_t n) {
@@ -228,4 +226,41 @@ double cli_now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* True when s is well-formed UTF-8 (JSON text must be). */
+static bool utf8_ok(const unsigned char *s) {
+    while (*s) {
+        unsigned c = *s++;
+        int more = c < 0x80    ? 0
+                   : c >= 0xf0 ? 3
+                   : c >= 0xe0 ? 2
+                   : c >= 0xc2 ? 1
+                               : -1;
+        if (more < 0 || c > 0xf4) return false;
+        for (int k = 0; k < more; k++, s++)
+            if ((*s & 0xc0) != 0x80) return false;
+    }
+    return true;
+}
+
+/* A JSON string: quotes, backslashes and control bytes escaped; bytes of
+ * a string that is not UTF-8 read as Latin-1. */
+void cli_json_string(FILE *out, const char *str) {
+    if (!str) {
+        fputs("null", out);
+        return;
+    }
+    const unsigned char *s = (const unsigned char *)str;
+    bool utf8 = utf8_ok(s);
+    fputc('"', out);
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\')
+            fprintf(out, "\\%c", *s);
+        else if (*s < 0x20 || *s == 0x7f || (*s >= 0x80 && !utf8))
+            fprintf(out, "\\u%04x", *s);
+        else
+            fputc(*s, out);
+    }
+    fputc('"', out);
 }

@@ -183,6 +183,9 @@ int cli_dot(int argc, char **argv) {
     }
     if (ok && a.out) {
         ok = write_file(&a, dot, g, p);
+        if (ok) /* as compile does: say what was written */
+            printf("wrote %s: the %s of %s\n", a.out, p ? "plan" : "graph",
+                   a.file);
     } else if (ok) {
         ok = write_dot(g, p, stdout);
     }

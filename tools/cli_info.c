@@ -19,6 +19,7 @@ typedef struct info_data {
     braid_plan_device_info *dev;  /* s.devices entries */
     braid_plan_arena_info *arena; /* s.arenas entries */
     uint32_t streams;             /* queues on GPUs */
+    bool verbose;                 /* --verbose: the placement table */
 } info_data;
 
 static bool gather(const braid_plan *plan, info_data *d) {
@@ -102,48 +103,17 @@ static void print_text(const info_data *d) {
     for (uint32_t i = 0; i < s->arenas; i++)
         print_arena(i, &d->arena[i]);
     cli_print_provenance(stdout, d->in);
+    cli_print_placement_note(stdout, d->in->plan);
+    if (d->verbose) cli_print_placement(stdout, d->in->plan);
 }
 
 /* ---- JSON ---------------------------------------------------------------- */
-
-/* True when s is well-formed UTF-8 (JSON text must be). */
-static bool utf8_ok(const unsigned char *s) {
-    while (*s) {
-        unsigned c = *s++;
-        int more = c < 0x80    ? 0
-                   : c >= 0xf0 ? 3
-                   : c >= 0xe0 ? 2
-                   : c >= 0xc2 ? 1
-                               : -1;
-        if (more < 0 || c > 0xf4) return false;
-        for (int k = 0; k < more; k++, s++)
-            if ((*s & 0xc0) != 0x80) return false;
-    }
-    return true;
-}
-
-/* A JSON string: quotes, backslashes and control bytes escaped; bytes of
- * a string that is not UTF-8 read as Latin-1. */
-static void json_string(const char *str) {
-    const unsigned char *s = (const unsigned char *)str;
-    bool utf8 = utf8_ok(s);
-    putchar('"');
-    for (; *s; s++) {
-        if (*s == '"' || *s == '\\')
-            printf("\\%c", *s);
-        else if (*s < 0x20 || *s == 0x7f || (*s >= 0x80 && !utf8))
-            printf("\\u%04x", *s);
-        else
-            putchar(*s);
-    }
-    putchar('"');
-}
 
 static void print_json_lists(const info_data *d) {
     printf("  \"devices\": [");
     for (uint32_t i = 0; i < d->s.devices; i++) {
         printf("%s\n    {\"name\": ", i ? "," : "");
-        json_string(d->dev[i].name);
+        cli_json_string(stdout, d->dev[i].name);
         printf(", \"nodes\": %" PRIu32 ", \"queues\": %" PRIu32 "}",
                d->dev[i].nodes, d->dev[i].queues);
     }
@@ -152,7 +122,7 @@ static void print_json_lists(const info_data *d) {
         const braid_plan_arena_info *a = &d->arena[i];
         printf("%s\n    {\"arena\": %" PRIu32 ", \"device\": ", i ? "," : "",
                i);
-        json_string(a->device);
+        cli_json_string(stdout, a->device);
         printf(", \"kind\": \"%s\", \"arena_bytes\": %" PRIu64
                ", \"lower_bound_bytes\": %" PRIu64 ", \"ratio\": ",
                a->kind == BRAID_ARENA_PINNED ? "pinned" : "device", a->bytes,
@@ -168,7 +138,7 @@ static void print_json_lists(const info_data *d) {
 static void print_json(const info_data *d) {
     const braid_plan_summary *s = &d->s;
     printf("{\n  \"file\": ");
-    json_string(d->file);
+    cli_json_string(stdout, d->file);
     printf(",\n  \"graph_nodes\": %" PRIu32 ",\n",
            braid_graph_node_count(d->graph));
     printf("  \"nodes\": %" PRIu32 ",\n  \"fused_kernels\": %" PRIu32
@@ -183,6 +153,7 @@ static void print_json(const info_data *d) {
            ",\n",
            s->arena_bytes, s->lower_bound_bytes);
     cli_print_provenance_json(stdout, d->in);
+    if (d->verbose) cli_print_placement_json(stdout, d->in->plan);
     print_json_lists(d);
     printf("}\n");
 }
@@ -191,15 +162,18 @@ static void print_json(const info_data *d) {
 
 int cli_info(int argc, char **argv) {
     const char *file = NULL;
-    bool json = false;
+    bool json = false, verbose = false;
     cli_compile_flags flags = {0};
-    const cli_extra_option extra[] = {{"--json", &json, NULL}};
-    int rc = cli_parse_command("info", argc, argv, extra, 1, &file, &flags);
+    const cli_extra_option extra[] = {{"--json", &json, NULL},
+                                      {"--verbose", &verbose, NULL},
+                                      {"-v", &verbose, NULL}};
+    int rc = cli_parse_command("info", argc, argv, extra, 3, &file, &flags);
     if (rc < 0) cli_print_help(stdout);
     if (rc != CLI_EXIT_OK) return rc < 0 ? CLI_EXIT_OK : rc;
     cli_input in;
     bool opened = cli_open_file(file, &flags, -1, false, &in);
-    info_data d = {.file = file, .graph = in.graph, .in = &in};
+    info_data d = {
+        .file = file, .graph = in.graph, .in = &in, .verbose = verbose};
     bool ok = opened && gather(in.plan, &d);
     if (ok && json)
         print_json(&d);

@@ -103,11 +103,13 @@ static int compile_usage(int rc) {
 
 int cli_compile_cmd(int argc, char **argv) {
     const char *file = NULL, *out = NULL;
-    bool report = false;
+    bool report = false, verbose = false;
     cli_compile_flags flags = {0};
     const cli_extra_option extra[] = {{"-o", NULL, &out},
                                       {"--output", NULL, &out},
-                                      {"--report", &report, NULL}};
+                                      {"--report", &report, NULL},
+                                      {"--verbose", &verbose, NULL},
+                                      {"-v", &verbose, NULL}};
     int rc = cli_parse_command("compile", argc, argv, extra,
                                sizeof extra / sizeof extra[0], &file, &flags);
     if (rc != CLI_EXIT_OK) return compile_usage(rc);
@@ -132,6 +134,8 @@ int cli_compile_cmd(int argc, char **argv) {
     if (ok && stat(out, &st) != 0)
         ok = cli_err("compile: %s: %s", out, strerror(errno));
     if (ok) print_summary(out, &in, (uint64_t)st.st_size, save_ms);
+    if (ok) cli_print_placement_note(stdout, in.plan);
+    if (ok && verbose) cli_print_placement(stdout, in.plan);
     if (ok && report) ok = print_report(in.plan);
     if (ok && (fflush(stdout) != 0 || ferror(stdout)))
         ok = cli_err("compile: writing the output failed");

@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* One --input NAME=FILE option. */
 typedef struct run_input_arg {
@@ -36,6 +37,8 @@ typedef struct run_options {
     bool profile;              /* --profile: print the profiler's table */
     const char *trace;         /* --trace FILE.json, or NULL */
     int runs;                  /* --runs (profiled runs; 0: --repeat) */
+    bool verbose;              /* --verbose: where each node runs, why */
+    cli_bench_options bench;   /* --warmup, --iterations, --duration, ... */
 } run_options;
 
 /* One graph tensor bound to a host buffer. */
@@ -63,6 +66,8 @@ typedef struct run_state {
     bool loaded;        /* plan loaded from a plan file as it is */
     double open_ms;     /* braid_compile, or reading + loading the plan */
     braid_exec *exec;   /* its executor */
+    FILE *json;         /* --json: the real stdout (everything else goes
+                           to stderr), or NULL */
 } run_state;
 
 /* ---- command line -------------------------------------------------------- */
@@ -132,17 +137,58 @@ static int apply_option(run_options *o, const char *name, char *value) {
     } else if (!strcmp(name, "--output-dir")) {
         if (!*value) return cli_usage_error("--output-dir expects a directory");
         o->output_dir = value;
+    } else {
+        return cli_bench_option(&o->bench, name, value);
     }
     return CLI_EXIT_OK;
 }
 
+/* run's own options that take a value, then its flags (for "did you
+ * mean"); the benchmark's are in cli_bench.c. */
+static const char *const valued_names[] = {
+    "--seed",       "--input",    "--output-dir", "--threads",
+    "--repeat",     "--runs",     "--trace",      "--warmup",
+    "--iterations", "--duration", "--cuda-graphs"};
+static const char *const flag_names[] = {"--check", "--profile", "--verbose",
+                                         "--no-transfers", "--json"};
+
 static bool option_takes_value(const char *name) {
-    static const char *const names[] = {"--seed",    "--input",
-                                        "--output-dir", "--threads",
-                                        "--repeat",  "--runs",
-                                        "--trace"};
-    for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
-        if (!strcmp(name, names[k])) return true;
+    for (size_t k = 0; k < sizeof valued_names / sizeof valued_names[0]; k++)
+        if (!strcmp(name, valued_names[k])) return true;
+    return false;
+}
+
+static int unknown_run_option(const char *arg) {
+    const char *names[64];
+    size_t n = cli_compile_flag_names(names, 40);
+    for (size_t k = 0; k < sizeof valued_names / sizeof valued_names[0]; k++)
+        names[n++] = valued_names[k];
+    for (size_t k = 0; k < sizeof flag_names / sizeof flag_names[0]; k++)
+        names[n++] = flag_names[k];
+    names[n++] = "--help";
+    return cli_unknown_option("run", arg, names, n);
+}
+
+/* A flag of run's (no value); false when arg is none. */
+static bool run_flag(run_options *o, const char *arg, int *rc) {
+    bool *flag = !strcmp(arg, "--check")          ? &o->check
+                 : !strcmp(arg, "--profile")      ? &o->profile
+                 : !strcmp(arg, "--verbose")      ? &o->verbose
+                 : !strcmp(arg, "-v")             ? &o->verbose
+                 : !strcmp(arg, "--no-transfers") ? &o->bench.no_transfers
+                 : !strcmp(arg, "--json")         ? &o->bench.json
+                                                  : NULL;
+    if (flag) {
+        *flag = true;
+        return true;
+    }
+    size_t len = strcspn(arg, "=");
+    for (size_t k = 0; arg[len] && k < sizeof flag_names / sizeof *flag_names;
+         k++)
+        if (strlen(flag_names[k]) == len && !strncmp(arg, flag_names[k], len)) {
+            *rc = cli_usage_error("%s takes no value", flag_names[k]);
+            return true;
+        }
     return false;
 }
 
@@ -165,21 +211,17 @@ static int parse_args(int argc, char **argv, run_options *o) {
             only_files = true;
         } else if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) {
             return -1;
-        } else if (!strcmp(arg, "--check")) {
-            o->check = true;
-        } else if (!strncmp(arg, "--check=", 8)) {
-            return cli_usage_error("--check takes no value");
-        } else if (!strcmp(arg, "--profile")) {
-            o->profile = true;
-        } else if (!strncmp(arg, "--profile=", 10)) {
-            return cli_usage_error("--profile takes no value");
+        } else if (run_flag(o, arg, &rc)) {
+            if (rc != CLI_EXIT_OK) return rc;
         } else if (cli_compile_flag(&o->compile, argc, argv, &i, &rc)) {
             if (rc != CLI_EXIT_OK) return rc;
         } else {
             char *eq = strchr(arg, '=');
             if (eq) *eq = '\0';
-            if (!option_takes_value(arg))
-                return cli_usage_error("run: unknown option '%s'", arg);
+            if (!option_takes_value(arg)) {
+                if (eq) *eq = '=';
+                return unknown_run_option(arg);
+            }
             char *value = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
             if (!value) return cli_usage_error("%s expects a value", arg);
             rc = apply_option(o, arg, value);
@@ -190,7 +232,9 @@ static int parse_args(int argc, char **argv, run_options *o) {
     if (o->runs && !o->profile && !o->trace)
         return cli_usage_error("--runs counts profiled runs: give --profile "
                                "or --trace too (or use --repeat)");
-    return CLI_EXIT_OK;
+    int rc = cli_bench_check(&o->bench, o->repeat > 0, o->profile || o->trace);
+    if (o->repeat == 0) o->repeat = 1;
+    return rc;
 }
 
 /* ---- inputs and outputs -------------------------------------------------- */
@@ -238,6 +282,23 @@ static bool load_input(run_tensor *t, const char *path) {
     return same;
 }
 
+/* "--input q: the graph has no input of that name; its inputs: x f32[..]"
+ * (as braid_run's message lists them). */
+static bool no_such_input(const run_state *st, const char *name) {
+    fprintf(stderr,
+            "braid: --input %s: the graph has no input of that name; "
+            "its inputs: ",
+            name);
+    for (uint32_t i = 0; i < st->nin; i++) {
+        char type[160];
+        const run_tensor *t = &st->in[i];
+        type_str(t->dtype, t->rank, t->dims, type, sizeof type);
+        fprintf(stderr, "%s%s %s", i ? ", " : "", t->name, type);
+    }
+    fprintf(stderr, "%s\n", st->nin ? "" : "none");
+    return false;
+}
+
 /* Binds every graph input: from its --input file or random. */
 static bool prepare_inputs(run_state *st) {
     st->nin = braid_graph_input_count(st->graph);
@@ -261,8 +322,7 @@ static bool prepare_inputs(run_state *st) {
     }
     for (int k = 0; k < st->opt.ninputs; k++)
         if (!st->opt.inputs[k].used)
-            return cli_err("--input %s: the graph has no input of that name",
-                           st->opt.inputs[k].name);
+            return no_such_input(st, st->opt.inputs[k].name);
     return true;
 }
 
@@ -273,10 +333,15 @@ static bool output_path(run_state *st, run_tensor *t) {
         return cli_err("output '%s': the name cannot be used as a file name "
                        "(allowed: letters, digits, '_', '.', '-')",
                        t->name);
-    size_t len = strlen(st->opt.output_dir) + strlen(t->name) + 6;
+    /* "out/" and "out" give out/y.npy, not out//y.npy */
+    size_t dlen = strlen(st->opt.output_dir);
+    while (dlen > 1 && st->opt.output_dir[dlen - 1] == '/')
+        dlen--;
+    size_t len = dlen + strlen(t->name) + 6;
     t->path = malloc(len);
     if (!t->path) return cli_err("out of memory");
-    snprintf(t->path, len, "%s/%s.npy", st->opt.output_dir, t->name);
+    snprintf(t->path, len, "%.*s%s%s.npy", (int)dlen, st->opt.output_dir,
+             st->opt.output_dir[dlen - 1] == '/' ? "" : "/", t->name);
     for (int k = 0; k < st->opt.ninputs; k++)
         if (cli_same_file(t->path, st->opt.inputs[k].path))
             return cli_err("refusing to overwrite input file %s with output "
@@ -344,9 +409,14 @@ static bool open_input(run_state *st) {
 }
 
 static bool compile_plan(run_state *st) {
+    char buf[1024];
+    cli_bench_apply_env(&st->opt.bench);
     if (braid_exec_new(st->plan, &st->exec) != BRAID_OK)
-        return cli_err("cannot create an executor: %s", braid_last_error());
+        return cli_err("cannot create an executor: %s",
+                       cli_cuda_text(braid_last_error(), buf, sizeof buf));
     printf("%s: %.3f ms\n", st->loaded ? "load" : "compile", st->open_ms);
+    cli_print_placement_note(stdout, st->plan);
+    if (st->opt.verbose) cli_print_placement(stdout, st->plan);
     cli_log_nvrtc();
     return true;
 }
@@ -371,8 +441,9 @@ static bool report_profile(const run_state *st) {
         if (braid_profile_write_trace(pr, st->opt.trace) != BRAID_OK)
             ok = cli_err("--trace: %s", braid_last_error());
         else
-            printf("wrote trace %s (%u spans on %u tracks)\n", st->opt.trace,
-                   pr->nspans, pr->ntracks);
+            printf("wrote trace %s (%u span%s on %u track%s)\n", st->opt.trace,
+                   pr->nspans, pr->nspans == 1 ? "" : "s", pr->ntracks,
+                   pr->ntracks == 1 ? "" : "s");
     }
     printf("overlap: %.2f (busy %.3f ms over %.3f ms wall)\n", pr->overlap,
            pr->busy_ms, pr->wall_ms);
@@ -392,9 +463,30 @@ static bool start_profiling(run_state *st, const braid_input_binding *in,
     return true;
 }
 
+/* The benchmark (cli_bench.c): the outputs of its last run stay in the
+ * host buffers for printing, writing and --check. */
+static bool bench_plan(run_state *st) {
+    cli_bench_bindings bb = {.nin = st->nin, .nout = st->nout, .device = -1};
+    bool ok = make_bindings(st, false, &bb.in, &bb.out);
+    if (ok && st->opt.bench.no_transfers)
+        ok = cli_bench_to_device(st->plan, &bb);
+    cli_bench_result r;
+    bool ran = ok && cli_bench_run(st->exec, &bb, &st->opt.bench, &r);
+    r.device = bb.device;
+    if (bb.in && !cli_bench_from_device(&bb, ran)) ran = false;
+    if (ran && st->opt.bench.json)
+        cli_bench_print_json(st->json, st->opt.file, &st->opt.bench, &r);
+    else if (ran)
+        cli_bench_print(stdout, &st->opt.bench, &r);
+    free(bb.in);
+    free(bb.out);
+    return ran;
+}
+
 /* Runs the plan opt.repeat times (--runs when profiling); prints the first
  * and the median time. */
 static bool run_plan(run_state *st) {
+    if (st->opt.bench.on) return bench_plan(st);
     braid_input_binding *in = NULL;
     braid_output_binding *out = NULL;
     bool profiling = st->opt.profile || st->opt.trace;
@@ -448,17 +540,51 @@ static bool write_outputs(const run_state *st) {
     return true;
 }
 
+/* Progress of the reference evaluator on a terminal: "--check: 42%",
+ * rewritten in place at most every 0.2 s. */
+typedef struct check_progress {
+    double last;  /* when it was last printed */
+    bool printed; /* something to erase at the end */
+} check_progress;
+
+static void show_progress(void *ctx, double done) {
+    check_progress *p = ctx;
+    double now = cli_now();
+    if (now - p->last < 0.2 || done >= 1.0) return;
+    p->last = now;
+    p->printed = true;
+    fprintf(stderr, "\rbraid: --check: reference evaluator %3.0f%%",
+            done * 100);
+    fflush(stderr);
+}
+
+/* Runs the reference evaluator (on every core, with progress on a
+ * terminal) and says how long it took. */
+static bool run_reference(const run_state *st, braid_input_binding *in,
+                          braid_output_binding *out) {
+    check_progress prog = {cli_now(), false};
+    braid_reference_options ro;
+    braid_reference_options_init(&ro);
+    if (isatty(STDERR_FILENO)) {
+        ro.progress = show_progress;
+        ro.progress_ctx = &prog;
+    }
+    double t0 = cli_now();
+    braid_status s =
+        braid_reference_run_with(st->graph, in, st->nin, out, st->nout, &ro);
+    if (prog.printed) fprintf(stderr, "\r%50s\r", "");
+    if (s != BRAID_OK)
+        return cli_err("reference run failed: %s", braid_last_error());
+    printf("check: reference evaluator %.3f s\n", cli_now() - t0);
+    return true;
+}
+
 /* Runs the reference evaluator and compares every output. Returns false on
  * a failure or when any output is over tolerance. */
 static bool check_outputs(const run_state *st) {
     braid_input_binding *in = NULL;
     braid_output_binding *out = NULL;
-    bool ok = make_bindings(st, true, &in, &out);
-    if (ok && braid_reference_run(st->graph, in, st->nin, out, st->nout) !=
-                  BRAID_OK) {
-        cli_fail("reference run failed: %s", braid_last_error());
-        ok = false;
-    }
+    bool ok = make_bindings(st, true, &in, &out) && run_reference(st, in, out);
     free(in);
     free(out);
     if (!ok) return false;
@@ -501,6 +627,20 @@ static void run_free(run_state *st) {
     braid_plan_free(st->plan);
     braid_graph_free(st->graph);
     free(st->opt.inputs);
+    if (st->json) fclose(st->json);
+}
+
+/* --json: stdout holds the JSON object alone; the lines run prints
+ * otherwise (graph, inputs, compile, outputs, check) go to stderr. */
+static bool json_stdout(run_state *st) {
+    fflush(stdout);
+    int fd = dup(STDOUT_FILENO);
+    if (fd < 0 || !(st->json = fdopen(fd, "w")) ||
+        dup2(STDERR_FILENO, STDOUT_FILENO) < 0) {
+        if (fd >= 0 && !st->json) close(fd);
+        return cli_err("--json: cannot redirect stdout: %s", strerror(errno));
+    }
+    return true;
 }
 
 static void print_header(const run_state *st) {
@@ -526,7 +666,8 @@ static void print_header(const run_state *st) {
 int cli_run(int argc, char **argv) {
     run_state st;
     memset(&st, 0, sizeof st);
-    st.opt.repeat = 1;
+    st.opt.bench.warmup = -1;
+    st.opt.bench.cuda_graphs = -1;
     st.opt.inputs = calloc((size_t)argc + 1, sizeof *st.opt.inputs);
     if (!st.opt.inputs) return cli_fail("out of memory");
     int rc = parse_args(argc, argv, &st.opt);
@@ -535,7 +676,8 @@ int cli_run(int argc, char **argv) {
         if (rc < 0) cli_print_help(stdout);
         return rc < 0 ? CLI_EXIT_OK : rc;
     }
-    bool ok = open_input(&st) && prepare_inputs(&st) && prepare_outputs(&st);
+    bool ok = !st.opt.bench.json || json_stdout(&st);
+    ok = ok && open_input(&st) && prepare_inputs(&st) && prepare_outputs(&st);
     if (ok) print_header(&st);
     ok = ok && compile_plan(&st) && run_plan(&st);
     if (ok) print_outputs(&st);

@@ -392,6 +392,13 @@ typedef struct braid_compile_options {
     const char *shard_inputs; /* comma list of input names to split
                                  ("x,labels"); NULL with shards > 1: every
                                  input whose dim 0 divides by shards */
+    size_t fold_generators;   /* random_uniform/random_normal/iota nodes of
+                                 at most this many bytes each become
+                                 constants at compile time (the same bits:
+                                 the generators are counter-based), so runs
+                                 stop regenerating weights; the plan (and a
+                                 plan file) grows by those bytes. 0: off
+                                 (the default). docs/simplify.md */
 } braid_compile_options;
 
 void braid_compile_options_init(braid_compile_options *o);
@@ -542,12 +549,33 @@ braid_status braid_wait(braid_exec *e);
 
 /* The reference evaluator: naive, float64 arithmetic for float dtypes,
  * results rounded to each node's dtype. The oracle of braid's tests. Same
- * binding rules as braid_run. */
+ * binding rules as braid_run. Large nodes run their loops on one thread
+ * per core; every element is computed by the same code whatever the
+ * split, so the results do not depend on the thread count. */
 braid_status braid_reference_run(const braid_graph *g,
                                  const braid_input_binding *inputs,
                                  size_t ninputs,
                                  const braid_output_binding *outputs,
                                  size_t noutputs);
+
+/* Options of braid_reference_run_with. */
+typedef struct braid_reference_options {
+    int num_threads; /* threads for the loops: 0 one per core (the
+                        default), 1 the caller alone */
+    void (*progress)(void *ctx, double done); /* called after each node
+                        with the fraction of the estimated work done
+                        (0..1], from the calling thread; NULL: none */
+    void *progress_ctx;                       /* passed to progress */
+} braid_reference_options;
+
+void braid_reference_options_init(braid_reference_options *o);
+/* braid_reference_run with options (opts NULL: the defaults). */
+braid_status braid_reference_run_with(const braid_graph *g,
+                                      const braid_input_binding *inputs,
+                                      size_t ninputs,
+                                      const braid_output_binding *outputs,
+                                      size_t noutputs,
+                                      const braid_reference_options *opts);
 
 /* Size of device-name fields ("cpu", "cuda:12", NUL included). */
 #define BRAID_DEVICE_NAME_MAX 16
@@ -620,6 +648,8 @@ typedef struct braid_compile_report {
     double total_ms;           /* braid_compile (or load) in all */
     bool loaded;               /* the plan came from a plan file: no pass
                                   ran; total_ms is the load time */
+    uint64_t folded_bytes;     /* generator results made into constants at
+                                  compile time (fold_generators) */
 } braid_compile_report;
 
 /* Fills *out with p's report; BRAID_ERR_INVALID_ARGUMENT for NULL. */
@@ -714,6 +744,17 @@ braid_status braid_profile_write_trace(const braid_profile *p,
  * braid_last_error()). Free only with braid_host_free (NULL is fine). */
 void *braid_host_alloc(size_t bytes);
 void braid_host_free(void *ptr);
+
+/* Memory on CUDA device `device` (cudaMalloc), for binding inputs that
+ * are already on the GPU and outputs that stay there (docs/cuda.md,
+ * "Device memory as bindings"; `braid run --no-transfers`). NULL with a
+ * message when there is no such device or no memory. Free only with
+ * braid_device_free (NULL is fine). */
+void *braid_device_alloc(int device, size_t bytes);
+void braid_device_free(void *ptr);
+/* Copies bytes between any two of host memory and device memory
+ * (cudaMemcpy with cudaMemcpyDefault; plain memcpy without CUDA). */
+braid_status braid_memcpy(void *dst, const void *src, size_t bytes);
 
 /* Number of usable CUDA devices (0 without toolkit, driver or GPU). The
  * reason there are none, if any, is in braid_cuda_status(). */
@@ -859,6 +900,51 @@ braid_status braid_plan_provenance_get(const braid_plan *p,
                                        braid_plan_provenance *out);
 braid_status braid_plan_arch_get(const braid_plan *p, uint32_t i,
                                  braid_plan_arch_info *out);
+
+/* Why the compiler put a node on its device (docs/placement.md). */
+typedef enum braid_place_reason {
+    BRAID_PLACE_ONLY_DEVICE = 0, /* the plan lists the cpu alone */
+    BRAID_PLACE_HINT,            /* the node's device hint */
+    BRAID_PLACE_HOST_DATA,       /* an input or constant: host memory */
+    BRAID_PLACE_FOLLOW,          /* a shape op: goes with its input */
+    BRAID_PLACE_GENERATOR,       /* fill/iota/random: where its consumers
+                                    are */
+    BRAID_PLACE_COST_MODEL,      /* the cheapest device by the cost model */
+    BRAID_PLACE_PREFER_GPU,      /* the devices list named no cpu: a GPU
+                                    whenever one can run it */
+    BRAID_PLACE_COLLECTIVE       /* a collective: with its own input */
+} braid_place_reason;
+
+/* The place pass's decision for one node of the optimised graph (after
+ * simplify, before copies and fusion). Pointers stay valid while the plan
+ * lives. */
+typedef struct braid_node_placement {
+    uint32_t node;    /* id in the user's graph (braid_plan_graph),
+                         or BRAID_INVALID_ID for a node the
+                         compiler made */
+    const char *op;   /* op name, "matmul" */
+    const char *name; /* the node's name (a .graph label), or
+                         NULL */
+    char device[BRAID_DEVICE_NAME_MAX]; /* where it runs */
+    braid_place_reason reason;          /* why */
+    const char *why;                    /* the reason in words */
+    uint32_t ndevices;                  /* entries in cost_s and transfer_s: the
+                                           plan's devices (braid_plan_device_get),
+                                           or 0 when no cost was modelled (a hint,
+                                           host data, a shape op, one device) */
+    const double *cost_s;               /* modelled seconds of the node and the
+                                           shape ops following it on each device,
+                                           copies it implies included */
+    const double *transfer_s;           /* the part of cost_s spent in copies */
+} braid_node_placement;
+
+/* Decisions recorded when the plan was compiled: one per node of the
+ * graph the place pass saw. 0 for a plan loaded from a file (not stored:
+ * compile its graph again to see them). */
+uint32_t braid_plan_placement_count(const braid_plan *p);
+/* Decision i (0 .. count-1); BRAID_ERR_INVALID_ARGUMENT out of range. */
+braid_status braid_plan_placement_get(const braid_plan *p, uint32_t i,
+                                      braid_node_placement *out);
 
 #ifdef __cplusplus
 }

@@ -19,6 +19,9 @@ typedef enum braid_op_kind {
     BRAID_KIND_BROADCAST,   /* broadcast_to */
     BRAID_KIND_REDUCE,      /* reductions over a set of axes */
     BRAID_KIND_MATMUL,      /* (batched) matrix product */
+    BRAID_KIND_ROW,         /* each row along the last axis from the same
+                               row of the one input; output shape = input
+                               shape (softmax) */
     BRAID_KIND_SHAPE,       /* reshape, permute, slice, concat */
     BRAID_KIND_COPY,        /* inserted by the compiler between devices */
     BRAID_KIND_FUSED,       /* inserted by the compiler: a fused group */
@@ -62,7 +65,8 @@ enum {
  *   flops  arithmetic per output element in placement's cost model (basic
  *          arithmetic 1, division and roots 4, transcendentals 8, pow 16,
  *          a uniform draw 16, a normal draw 48; matmul: per multiply-add;
- *          reductions: per input element; 0: memory traffic only) */
+ *          reductions: per input element; softmax: max, sub, exp, sum,
+ *          div; 0: memory traffic only) */
 /* clang-format off */
 #define BRAID_OP_LIST(X) \
     X(INPUT, "input", 0, SOURCE, ANY, 0, 0) \
@@ -110,6 +114,7 @@ enum {
     X(MEAN, "mean", 1, REDUCE, FLOAT, BRAID_OPF_DIFFERENTIABLE, 1) \
     X(REDUCE_MAX, "reduce_max", 1, REDUCE, NUMBER, BRAID_OPF_DIFFERENTIABLE, 1) \
     X(REDUCE_MIN, "reduce_min", 1, REDUCE, NUMBER, BRAID_OPF_DIFFERENTIABLE, 1) \
+    X(SOFTMAX, "softmax", 1, ROW, FLOAT, BRAID_OPF_DIFFERENTIABLE, 15) \
     X(RESHAPE, "reshape", 1, SHAPE, ANY, BRAID_OPF_DIFFERENTIABLE|BRAID_OPF_EXACT, 0) \
     X(PERMUTE, "permute", 1, SHAPE, ANY, BRAID_OPF_DIFFERENTIABLE|BRAID_OPF_EXACT, 0) \
     X(SLICE, "slice", 1, SHAPE, ANY, BRAID_OPF_DIFFERENTIABLE|BRAID_OPF_EXACT, 0) \

@@ -349,9 +349,6 @@ void br_fused_run(const br_kernel_args *a) {
     case BP_PROGRAM_MATMUL:
         run_matmul(a);
         return;
-    case BP_PROGRAM_SOFTMAX:
-        br_fz_run_softmax(a);
-        return;
     }
 }
 

@@ -20,9 +20,8 @@
  *
  * Files: cpu_fused.c (set-up, the tile evaluator, ELEMENTWISE and MATMUL
  * programs, entry points), cpu_fused_ops.c (one instruction over a tile,
- * loads, stores, casts), cpu_fused_reduce.c (REDUCE programs),
- * cpu_fused_softmax.c (SOFTMAX programs). Programs are validated by
- * bp_program_check (passes/program.c) before any of it runs. */
+ * loads, stores, casts), cpu_fused_reduce.c (REDUCE programs). Programs are
+ * validated by bp_program_check (passes/program.c) before any of it runs. */
 #ifndef BRAID_RUNTIME_CPU_FUSED_H
 #define BRAID_RUNTIME_CPU_FUSED_H
 
@@ -152,8 +151,6 @@ void br_fz_store(braid_dtype t, br_fz_ct ct, br_fz_ref r, int64_t n, void *dst);
  * ------------------------------ */
 
 void br_fz_run_reduce(const br_kernel_args *a);
-/* SOFTMAX programs (cpu_fused_softmax.c). */
-void br_fz_run_softmax(const br_kernel_args *a);
 
 /* Scratch a fused node needs (the set-up, plus f16/bf16 matmul widening
  * when its inputs could be a matmul's). */

@@ -27,6 +27,8 @@ braid_status br_cpu_prepare(const braid_graph *g, uint32_t id,
         return br_elementwise_prepare(g, id, scratch);
     case BRAID_KIND_REDUCE:
         return br_reduce_prepare(g, id, scratch);
+    case BRAID_KIND_ROW:
+        return br_softmax_prepare(g, id);
     case BRAID_KIND_MATMUL:
         return br_matmul_prepare(g, id, scratch);
     case BRAID_KIND_FUSED:
@@ -55,6 +57,9 @@ void br_cpu_run(const br_kernel_args *a) {
         return;
     case BRAID_KIND_REDUCE:
         br_reduce_run(a);
+        return;
+    case BRAID_KIND_ROW:
+        br_softmax_run(a);
         return;
     case BRAID_KIND_MATMUL:
         br_matmul_run(a);

@@ -76,6 +76,8 @@ void br_cast_run(const br_kernel_args *a);
 braid_status br_reduce_prepare(const braid_graph *g, uint32_t id,
                                size_t *scratch);
 void br_reduce_run(const br_kernel_args *a);
+braid_status br_softmax_prepare(const braid_graph *g, uint32_t id);
+void br_softmax_run(const br_kernel_args *a);
 braid_status br_matmul_prepare(const braid_graph *g, uint32_t id,
                                size_t *scratch);
 void br_matmul_run(const br_kernel_args *a);

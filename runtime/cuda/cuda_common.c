@@ -33,16 +33,14 @@ braid_status br_cuda_no_device(const bp_plan *p, const char *why) {
     uint32_t id = first_gpu_node(p);
     if (id == BG_NONE)
         return bg_set_last_error(BRAID_ERR_DEVICE, "braid_exec_new: %s", why);
-    const bg_node *n = bg_node_at(p->res.graph, id);
     bp_device d = p->res.info[id].device;
     if (d.kind == BP_DEVICE_CPU && p->res.info[id].queue < p->res.nqueues)
         d = p->res.queues[p->res.info[id].queue].device; /* a D2H copy */
-    char dev[32];
+    char use[160];
     return bg_set_last_error(BRAID_ERR_DEVICE,
-                             "braid_exec_new: the plan runs node %u (%s) on "
-                             "%s: %s (compile for \"cpu\" to run here)",
-                             id, bg_op(n->op)->name,
-                             bp_device_str(d, dev, sizeof dev), why);
+                             "braid_exec_new: the plan runs %s: %s (compile "
+                             "for \"cpu\" to run here)",
+                             bp_device_use_str(p, d, use, sizeof use), why);
 }
 
 #ifdef BRAID_HAVE_CUDA

@@ -117,7 +117,7 @@ void br_cuda_stage_free(br_cuda *c) {
         br_stage *st = &c->copy.stage[q];
         for (int i = 0; i < BR_STAGE_SLOTS; i++)
             if (st->free[i])
-                br_cuda_give_event(c->plan->res.queues[q].device.index,
+                br_cuda_give_event(c, c->plan->res.queues[q].device.index,
                                    st->free[i]);
         br_res_give(&(br_res){.kind = BR_RES_PINNED,
                               .dev = -1,

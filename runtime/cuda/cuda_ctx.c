@@ -329,8 +329,17 @@ braid_status br_cuda_take_event(br_cuda *c, const char *where, uint32_t node,
     return s;
 }
 
-void br_cuda_give_event(int dev, cudaEvent_t ev) {
-    br_res_give(&(br_res){.kind = BR_RES_EVENT, .dev = dev, .obj = ev});
+/* An event last recorded inside a stream capture is a node of the captured
+ * graph, not an ordinary event: synchronising on it fails with "invalid
+ * argument" (seen on an H100, where every executor after one that had
+ * replayed a graph failed its first staged copy). So the events of an
+ * executor that began a capture are destroyed, not pooled. */
+void br_cuda_give_event(const br_cuda *c, int dev, cudaEvent_t ev) {
+    br_res r = {.kind = BR_RES_EVENT, .dev = dev, .obj = ev};
+    if (c->graph.captured)
+        br_res_destroy(&r);
+    else
+        br_res_give(&r);
 }
 
 /* A queue that holds at least one scheduled node. */
@@ -535,7 +544,7 @@ static void free_queues(br_cuda *c) {
     }
     for (uint32_t k = 0; c->q.event && k < p->res.nevents; k++)
         if (c->q.event[k])
-            br_cuda_give_event(c->node[p->res.events[k].after].dev,
+            br_cuda_give_event(c, c->node[p->res.events[k].after].dev,
                                c->q.event[k]);
 }
 
@@ -552,7 +561,7 @@ static void free_memory(br_cuda *c) {
 
 void br_cuda_free(br_cuda *c) {
     if (!c) return;
-    if (!c->dry) { /* a dry check made no CUDA objects */
+    if (!c->dry) {      /* a dry check made no CUDA objects */
         free_queues(c); /* idle streams first: everything else is idle */
         br_cuda_blas_give(c);
         br_cuda_coll_free(c);

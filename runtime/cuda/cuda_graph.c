@@ -286,6 +286,7 @@ static braid_status capture(br_cuda *c, bool *ok) {
     s = br_cuda_use(c, WHERE, BG_NONE,
                     c->plan->res.queues[g->origin].device.index);
     if (s != BRAID_OK) return s;
+    g->captured = true; /* before: a failed capture may record events */
     cudaError_t err =
         cudaStreamBeginCapture(origin, cudaStreamCaptureModeThreadLocal);
     if (err == cudaSuccess) {

@@ -122,6 +122,9 @@ typedef struct br_graph_state {
     bool enabled;         /* capture allowed (br_cuda_set_graphs) */
     bool static_plan;     /* the plan's GPU part can be captured */
     bool failed;          /* capture failed once: never again */
+    bool captured;        /* a capture was begun: the events recorded in
+                             it are graph nodes now, not ordinary events
+                             (br_cuda_give_event destroys them) */
     bool device_logged;   /* the log says why runs binding device memory
                              do not replay (once) */
     uint32_t runs;        /* successful runs so far (capture after 1) */
@@ -334,7 +337,7 @@ bool br_node_noop(const bp_plan *p, uint32_t id);
  * or new; br_cuda_give_event hands it back. Errors name where and node. */
 braid_status br_cuda_take_event(br_cuda *c, const char *where, uint32_t node,
                                 int dev, cudaEvent_t *out);
-void br_cuda_give_event(int dev, cudaEvent_t ev);
+void br_cuda_give_event(const br_cuda *c, int dev, cudaEvent_t ev);
 
 /* ---- cuda_kernels.c ------------------------------------------------------ */
 

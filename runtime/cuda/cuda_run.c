@@ -233,8 +233,12 @@ static braid_status cuda_issue(void *q, const uint32_t *ids, uint32_t m) {
 static braid_status cuda_host_wait(void *q, uint32_t producer, uint32_t ev,
                                    uint32_t consumer) {
     br_cuda *c = q;
-    if (c->graph.unfinished) /* the replay holds every GPU node */
-        return br_graph_finish(c);
+    if (c->run.graph && c->graph.exec) {
+        /* the replay holds every GPU node: the first wait finishes it and
+           later ones have nothing to wait for (the plan's events were
+           recorded inside the capture: synchronising on them fails) */
+        return c->graph.unfinished ? br_graph_finish(c) : BRAID_OK;
+    }
     if (c->copy.pending[producer])
         return flush(c, c->run.args->prof, c->node[producer].queue, producer);
     if (!c->q.event[ev]) return BRAID_OK; /* no GPU producer: nothing */

@@ -545,13 +545,31 @@ braid_status br_planfile_load(const void *data, size_t size,
 
 /* ---- placement: GPUs the machine lacks ---------------------------------------- */
 
-/* The first device of p this machine cannot run, or -1. */
+/* Whether plan device d runs anything: a scheduled node or a non-empty
+ * arena of its own. A plan compiled for "cpu,cuda:0" whose nodes all went
+ * to the cpu needs no GPU (the executor creates no CUDA state for it). */
+static bool device_used(const bp_plan *p, uint32_t d) {
+    for (uint32_t i = 0; i < p->res.nschedule; i++)
+        if (bp_device_equal(p->res.info[p->res.schedule[i]].device,
+                            p->in.devs.devices[d]))
+            return true;
+    for (uint32_t a = 0; a < p->res.narenas; a++)
+        if (p->res.arenas[a].bytes > 0 &&
+            bp_device_equal(p->res.arenas[a].device, p->in.devs.devices[d]))
+            return true;
+    return false;
+}
+
+/* The first device of p that runs something and this machine lacks, or
+ * -1. */
 static int missing_gpu(const bp_plan *p) {
-    int count = braid_cuda_device_count();
-    for (uint32_t i = 0; i < p->in.devs.ndevices; i++)
-        if (p->in.devs.devices[i].kind == BP_DEVICE_CUDA &&
-            p->in.devs.devices[i].index >= count)
-            return (int)i;
+    int count = -1; /* probed only when a GPU is used (probing is slow) */
+    for (uint32_t i = 0; i < p->in.devs.ndevices; i++) {
+        if (p->in.devs.devices[i].kind != BP_DEVICE_CUDA || !device_used(p, i))
+            continue;
+        if (count < 0) count = braid_cuda_device_count();
+        if (p->in.devs.devices[i].index >= count) return (int)i;
+    }
     return -1;
 }
 

@@ -101,6 +101,8 @@ static double flops_of(const bp_plan *p, uint32_t id) {
                    : 0;
     case BRAID_KIND_MATMUL:
         return 2 * out * matmul_k(p->res.graph, n, n->attr.flags);
+    case BRAID_KIND_ROW: /* softmax per element: max, sub, exp, add, div */
+        return 5 * out;
     case BRAID_KIND_FUSED: {
         uint32_t k = p->res.info[id].program;
         if (k >= p->res.nprograms) return 0;
@@ -109,8 +111,6 @@ static double flops_of(const bp_plan *p, uint32_t id) {
         double f = space * computing_instrs(pr);
         if (pr->kind == BP_PROGRAM_MATMUL)
             f += 2 * out * matmul_k(p->res.graph, n, pr->flags);
-        /* the softmax itself per element: max, sub, exp, add, div */
-        if (pr->kind == BP_PROGRAM_SOFTMAX) f += 5 * space;
         return f;
     }
     default: /* sources, shape ops, broadcasts, copies: data movement */
@@ -135,10 +135,9 @@ static void op_of(const bp_plan *p, uint32_t id, char *buf, size_t size) {
                p->res.info[id].program < p->res.nprograms) {
         bp_program_kind k = p->res.programs[p->res.info[id].program].kind;
         snprintf(buf, size, "%s",
-                 k == BP_PROGRAM_REDUCE    ? "fused reduce"
-                 : k == BP_PROGRAM_MATMUL  ? "fused matmul"
-                 : k == BP_PROGRAM_SOFTMAX ? "fused softmax"
-                                           : "fused");
+                 k == BP_PROGRAM_REDUCE   ? "fused reduce"
+                 : k == BP_PROGRAM_MATMUL ? "fused matmul"
+                                          : "fused");
     } else {
         snprintf(buf, size, "%s", bg_op(n->op)->name);
     }

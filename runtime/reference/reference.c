@@ -1,13 +1,19 @@
-/* runtime/reference/reference.c — braid_reference_run: bindings, scheduling, memory.
+/* runtime/reference/reference.c — braid_reference_run: bindings, scheduling,
+ * memory, threads (the loops themselves split in reference_par.c) and progress.
  *
  * Evaluates, in id order (a topological order), every node that a requested
  * output depends on. Each node's values live in a malloc'ed array of double
  * that is freed as soon as its last consumer has run (use counts), so peak
  * memory follows the graph's live set rather than its size. */
 #include "runtime/reference/reference.h"
+#include "runtime/runtime.h"
 
 #include <stdlib.h>
 #include <string.h>
+
+/* Total work (element operations) below which no thread pool is started:
+ * small graphs, the tests' usual, stay on the calling thread. */
+#define BR_REF_POOL_WORK 4e6
 
 /* Largest value array the reference will try to allocate. Far beyond any
  * machine braid runs on; refusing up front keeps "out of memory" a clean
@@ -23,6 +29,10 @@ typedef struct br_ref_run {
     uint32_t *uses;       /* per node: consumers (and output bindings) left */
     double **vals;        /* per node: its values while live, else NULL */
     uint32_t *out_node;   /* per output binding: the node it reads */
+    br_pool *pool;        /* threads for large nodes, or NULL */
+    const braid_reference_options *opts; /* threads, progress */
+    double work, done; /* estimated work of the needed nodes, and of
+                          those evaluated so far (progress) */
 } br_ref_run;
 
 static void run_free(br_ref_run *r) {
@@ -34,6 +44,7 @@ static void run_free(br_ref_run *r) {
     free(r->needed);
     free(r->uses);
     free(r->out_node);
+    br_pool_free(r->pool);
 }
 
 static braid_status oom(const char *what) {
@@ -198,7 +209,7 @@ static braid_status eval_node(br_ref_run *r, uint32_t id) {
     }
     for (uint32_t k = 0; k < n->ninputs; k++)
         ins[k] = r->vals[n->inputs[k]];
-    br_ref_eval(r->g, id, ins, r->vals[id], r->data[id]);
+    br_ref_eval(r->g, id, ins, r->vals[id], r->data[id], r->pool);
     if (ins != in) free(ins);
     for (uint32_t k = 0; k < n->ninputs; k++)
         release(r, n->inputs[k]);
@@ -213,11 +224,52 @@ static void write_output(br_ref_run *r, const braid_output_binding *b,
         bg_store(n->dtype, b->data, i, r->vals[id][i]);
 }
 
+void braid_reference_options_init(braid_reference_options *o) {
+    if (o) *o = (braid_reference_options){0, NULL, NULL};
+}
+
+/* The pool: for num_threads > 1, or by default (0) for a run whose needed
+ * nodes total enough work (else none: starting threads would cost more
+ * than it saves). Out of memory for it is no error: the caller's thread
+ * does the work. */
+static void start_pool(br_ref_run *r) {
+    for (uint32_t id = 0; id < r->n; id++)
+        if (r->needed[id]) r->work += br_ref_work(r->g, id) + 1;
+    int threads = r->opts->num_threads;
+    if (threads > 1 || (threads <= 0 && r->work >= BR_REF_POOL_WORK))
+        r->pool = br_pool_new(threads > 0 ? threads : 0);
+}
+
+static braid_status eval_all(br_ref_run *r) {
+    braid_status s = BRAID_OK;
+    for (uint32_t id = 0; id < r->n && s == BRAID_OK; id++) {
+        if (!r->needed[id]) continue;
+        s = eval_node(r, id);
+        r->done += br_ref_work(r->g, id) + 1;
+        if (s == BRAID_OK && r->opts->progress)
+            r->opts->progress(r->opts->progress_ctx,
+                              r->done < r->work ? r->done / r->work : 1.0);
+    }
+    return s;
+}
+
 braid_status braid_reference_run(const braid_graph *g,
                                  const braid_input_binding *inputs,
                                  size_t ninputs,
                                  const braid_output_binding *outputs,
                                  size_t noutputs) {
+    return braid_reference_run_with(g, inputs, ninputs, outputs, noutputs,
+                                    NULL);
+}
+
+braid_status braid_reference_run_with(const braid_graph *g,
+                                      const braid_input_binding *inputs,
+                                      size_t ninputs,
+                                      const braid_output_binding *outputs,
+                                      size_t noutputs,
+                                      const braid_reference_options *opts) {
+    braid_reference_options defaults;
+    braid_reference_options_init(&defaults);
     if (!g)
         return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
                                  "braid_reference_run: graph is NULL");
@@ -227,13 +279,13 @@ braid_status braid_reference_run(const braid_graph *g,
         return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
                                  "braid_reference_run: %s is NULL",
                                  ninputs > 0 && !inputs ? "inputs" : "outputs");
-    br_ref_run r = {.g = g, .n = g->nnodes};
+    br_ref_run r = {.g = g, .n = g->nnodes, .opts = opts ? opts : &defaults};
     braid_status s = run_alloc(&r, noutputs);
     if (s == BRAID_OK) s = bind_inputs(&r, inputs, ninputs);
     if (s == BRAID_OK) s = bind_outputs(&r, outputs, noutputs);
     if (s == BRAID_OK) s = plan_uses(&r, noutputs);
-    for (uint32_t id = 0; id < r.n && s == BRAID_OK; id++)
-        if (r.needed[id]) s = eval_node(&r, id);
+    if (s == BRAID_OK) start_pool(&r);
+    if (s == BRAID_OK) s = eval_all(&r);
     /* Outputs are written only once everything is computed, so an output
      * buffer that aliases an input buffer cannot corrupt a later read. */
     for (size_t i = 0; i < noutputs && s == BRAID_OK; i++) {

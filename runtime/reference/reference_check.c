@@ -78,6 +78,18 @@ static braid_status check_reduce(const braid_graph *g, uint32_t id,
     return BRAID_OK;
 }
 
+/* Row ops (softmax): one float input of rank >= 1 and its shape. */
+static braid_status check_row(const braid_graph *g, uint32_t id,
+                              const bg_node *n) {
+    const bg_node *x = bg_node_at(g, n->inputs[0]);
+    if (n->rank == 0 || !braid_dtype_is_float(n->dtype))
+        return BR_BAD(id, n, "dtype or rank");
+    if (x->rank != n->rank || x->dtype != n->dtype ||
+        memcmp(x->dims, n->dims, (size_t)n->rank * sizeof *n->dims) != 0)
+        return BR_BAD(id, n, "result shape or dtype");
+    return BRAID_OK;
+}
+
 static braid_status check_permute(const braid_graph *g, uint32_t id,
                                   const bg_node *n) {
     const bg_node *x = bg_node_at(g, n->inputs[0]);
@@ -169,6 +181,8 @@ braid_status br_ref_check(const braid_graph *g, uint32_t id) {
         return check_matmul(g, id, n);
     case BRAID_KIND_REDUCE:
         return check_reduce(g, id, n);
+    case BRAID_KIND_ROW:
+        return check_row(g, id, n);
     case BRAID_KIND_SHAPE:
         if (n->op == BRAID_OP_RESHAPE)
             return bg_numel(n) == bg_numel(bg_node_at(g, n->inputs[0]))

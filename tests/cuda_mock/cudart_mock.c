@@ -633,6 +633,9 @@ cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t a, cudaEvent_t b) {
 
 cudaError_t cudaEventSynchronize(cudaEvent_t e) {
     if (capturing) return cudaErrorStreamCaptureUnsupported;
+    /* as on an H100 (CUDA 13): an event last recorded inside a stream
+       capture is a graph node, not an ordinary event */
+    if (e->captured) return cudaErrorInvalidValue;
     drive_until(e->last_record);
     return cudaSuccess;
 }
