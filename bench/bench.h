@@ -296,13 +296,14 @@ static inline const void *bn_find_input(const char *name, int n, const char **na
  * 'a' alias (copy or view), 'k' kernel, or 0 when it cannot run it. Needs
  * no GPU, so programs check their plan before asking for one. */
 static inline char bn_kernels_role(const bp_plan *p, uint32_t id) {
-    const bg_node *n = bg_node_at(p->graph, id);
+    const bg_node *n = bg_node_at(bp_plan_result(p)->graph, id);
     if (n->op == BRAID_OP_INPUT) return 'i';
     if (n->op == BRAID_OP_CONSTANT) return 'c';
     if (n->op == BRAID_OP_COPY) return 'a'; /* either direction */
     bc_node_class c = bc_classify(p, id);
     if (c == BC_NODE_KERNEL) return 'k';
-    return p->info[id].place.storage == BP_STORAGE_VIEW ? 'a' : 0;
+    return bp_plan_result(p)->info[id].place.storage == BP_STORAGE_VIEW ? 'a'
+                                                                        : 0;
 }
 
 /* Prints the plan's kernels ("plan: 3 kernels: %5 fused, ...") and dies
@@ -310,11 +311,12 @@ static inline char bn_kernels_role(const bp_plan *p, uint32_t id) {
 static inline void bn_kernels_check(const braid_plan *p, const char *what) {
     bc_source src;
     BN_OK(bc_plan_source(p, &src));
-    printf("%s: plan of %u nodes, GPU kernels:", what, (unsigned)p->nschedule);
-    for (uint32_t i = 0; i < p->nschedule; i++) {
-        uint32_t id = p->schedule[i];
+    printf("%s: plan of %u nodes, GPU kernels:", what,
+           (unsigned)bp_plan_result(p)->nschedule);
+    for (uint32_t i = 0; i < bp_plan_result(p)->nschedule; i++) {
+        uint32_t id = bp_plan_result(p)->schedule[i];
         char r = bn_kernels_role(p, id);
-        const bg_node *n = bg_node_at(p->graph, id);
+        const bg_node *n = bg_node_at(bp_plan_result(p)->graph, id);
         if (!r)
             bn_die("%s: node %u (%s) is not a GPU kernel, copy or view: the "
                    "kernel runner times GPU-only plans",
@@ -340,7 +342,7 @@ static inline void bn_kernels_init(bn_kernels *k, braid_plan *p, int nin,
                             const char **names, const void **data) {
     memset(k, 0, sizeof *k);
     k->plan = p;
-    uint32_t nn = p->graph->nnodes;
+    uint32_t nn = bp_plan_result(p)->graph->nnodes;
     k->ptr = calloc(nn, sizeof *k->ptr);
     k->owned = calloc(nn, sizeof *k->owned);
     k->order = calloc(nn, sizeof *k->order);
@@ -358,10 +360,10 @@ static inline void bn_kernels_init(bn_kernels *k, braid_plan *p, int nin,
     const void *image = bin.cubin ? bin.cubin : (const void *)bin.ptx;
     BN_CUDA(cudaLibraryLoadData(&k->lib, image, NULL, NULL, 0, NULL, NULL, 0));
     bc_binary_free(&bin);
-    for (uint32_t i = 0; i < p->nschedule; i++) {
-        uint32_t id = p->schedule[i];
-        const bg_node *n = bg_node_at(p->graph, id);
-        const bp_tensor_place *pl = &p->info[id].place;
+    for (uint32_t i = 0; i < bp_plan_result(p)->nschedule; i++) {
+        uint32_t id = bp_plan_result(p)->schedule[i];
+        const bg_node *n = bg_node_at(bp_plan_result(p)->graph, id);
+        const bp_tensor_place *pl = &bp_plan_result(p)->info[id].place;
         size_t bytes = bg_nbytes(n);
         if (n->op == BRAID_OP_INPUT) {
             const void *h = bn_find_input(n->name, nin, names, data);
@@ -412,7 +414,7 @@ static inline void bn_kernels_pass(void *arg, cudaStream_t st) {
     void *args[BC_MAX_PARAMS + 2];
     for (uint32_t i = 0; i < k->nkernels; i++) {
         uint32_t id = k->order[i];
-        const bg_node *n = bg_node_at(k->plan->graph, id);
+        const bg_node *n = bg_node_at(bp_plan_result(k->plan)->graph, id);
         const bc_kernel *kk = bc_source_kernel(&k->src, id);
         uint32_t np = 0;
         par[np++] = k->ptr[id];
@@ -439,9 +441,9 @@ static inline void bn_kernels_pass(void *arg, cudaStream_t st) {
 static inline void bn_kernels_output(const bn_kernels *k, const char *name,
                               void *host, size_t bytes) {
     const bp_plan *p = k->plan;
-    for (uint32_t o = 0; o < p->noutputs; o++) {
-        if (strcmp(p->outputs[o].name, name) != 0) continue;
-        uint32_t id = p->outputs[o].node;
+    for (uint32_t o = 0; o < bp_plan_result(p)->noutputs; o++) {
+        if (strcmp(bp_plan_result(p)->outputs[o].name, name) != 0) continue;
+        uint32_t id = bp_plan_result(p)->outputs[o].node;
         if (!k->ptr[id]) bn_die("output \"%s\" has no data", name);
         BN_CUDA(cudaMemcpy(host, k->ptr[id], bytes, cudaMemcpyDeviceToHost));
         return;
@@ -450,7 +452,7 @@ static inline void bn_kernels_output(const bn_kernels *k, const char *name,
 }
 
 static inline void bn_kernels_free(bn_kernels *k) {
-    uint32_t nn = k->plan->graph->nnodes;
+    uint32_t nn = bp_plan_result(k->plan)->graph->nnodes;
     for (uint32_t i = 0; i < nn; i++) {
         if (k->owned[i]) BN_CUDA(cudaFree(k->owned[i]));
         if (k->scratch[i]) BN_CUDA(cudaFree(k->scratch[i]));

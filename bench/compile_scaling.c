@@ -48,7 +48,7 @@
 #define MAX_PASSES BRAID_REPORT_MAX_PASSES
 
 typedef struct opts {
-    bool shape[SG_NSHAPES];  /* shapes to run */
+    bool shape[SG_NSHAPES];   /* shapes to run */
     uint32_t size[MAX_SIZES]; /* node counts */
     int nsizes;
     const char *devices; /* compile for these devices */
@@ -60,8 +60,8 @@ typedef struct opts {
 
 /* What a child measures, sent to the parent through a pipe. */
 typedef struct point {
-    uint32_t nodes, plan_nodes; /* user graph, compiled plan */
-    double build_s;             /* building the graph */
+    uint32_t nodes, plan_nodes;      /* user graph, compiled plan */
+    double build_s;                  /* building the graph */
     double compile_s, compile_cpu_s; /* best braid_compile */
     double save_s;                   /* braid_plan_save_memory */
     double load_s, load_cpu_s;       /* best braid_plan_load_memory */
@@ -118,8 +118,7 @@ static void compile_best(const braid_graph *g, const opts *o, point *pt,
     }
 }
 
-static void load_best(const void *data, size_t size, const opts *o,
-                      point *pt) {
+static void load_best(const void *data, size_t size, const opts *o, point *pt) {
     for (int r = 0; r < o->reps; r++) {
         braid_plan *p = NULL;
         double w = wall_now(), c = cpu_now();
@@ -152,10 +151,10 @@ static void measure(sg_shape shape, uint32_t n, const opts *o, point *pt) {
     braid_plan_summary sum;
     if (braid_plan_summary_get(p, &sum) == BRAID_OK) {
         pt->plan_nodes = sum.nodes;
-        pt->arena_ratio = sum.lower_bound_bytes
-                              ? (double)sum.arena_bytes /
-                                    (double)sum.lower_bound_bytes
-                              : 1.0;
+        pt->arena_ratio =
+            sum.lower_bound_bytes
+                ? (double)sum.arena_bytes / (double)sum.lower_bound_bytes
+                : 1.0;
     }
     void *data = NULL;
     size_t size = 0;
@@ -193,10 +192,8 @@ static bool run_point(sg_shape shape, uint32_t n, const opts *o, point *pt) {
     int st = 0;
     waitpid(pid, &st, 0);
     if (WIFSIGNALED(st) && WTERMSIG(st) == SIGALRM)
-        printf("%s n=%u: TIMEOUT after %d s\n", sg_names[shape], n,
-               o->timeout);
-    return got == (ssize_t)sizeof *pt && WIFEXITED(st) &&
-           WEXITSTATUS(st) == 0;
+        printf("%s n=%u: TIMEOUT after %d s\n", sg_names[shape], n, o->timeout);
+    return got == (ssize_t)sizeof *pt && WIFEXITED(st) && WEXITSTATUS(st) == 0;
 }
 
 static void print_point(sg_shape shape, const point *pt) {
@@ -228,7 +225,9 @@ static bool ratio_ok(const char *shape, const char *what, double small,
     bool ok = bound <= 0 || r <= bound;
     printf("CHECK %-8s %-12s %9.4f s -> %9.4f s: %6.1fx %s\n", shape, what,
            small, big, r,
-           bound <= 0 ? "(wall clock, not checked)" : ok ? "ok" : "TOO STEEP");
+           bound <= 0 ? "(wall clock, not checked)"
+           : ok       ? "ok"
+                      : "TOO STEEP");
     return ok;
 }
 
@@ -237,8 +236,7 @@ static bool ratio_ok(const char *shape, const char *what, double small,
 static bool check_shape(sg_shape shape, const point *a, const point *b,
                         double bound) {
     const char *s = sg_names[shape];
-    bool ok = ratio_ok(s, "compile", a->compile_cpu_s, b->compile_cpu_s,
-                       bound);
+    bool ok = ratio_ok(s, "compile", a->compile_cpu_s, b->compile_cpu_s, bound);
     ok &= ratio_ok(s, "load", a->load_cpu_s, b->load_cpu_s, bound);
     for (uint32_t i = 0; i < b->npasses && i < a->npasses; i++)
         if (b->pass_s[i] >= 0.1 * b->compile_s)
@@ -279,11 +277,9 @@ static bool parse_args(int argc, char **argv, opts *o) {
                   : !strcmp(a, "--devices") ? (o->devices = v, true)
                   : !strcmp(a, "--reps")    ? (o->reps = atoi(v)) > 0
                   : !strcmp(a, "--timeout") ? (o->timeout = atoi(v)) > 0
-                  : !strcmp(a, "--check")
-                      ? (o->check = (uint32_t)atoi(v)) >= 16
-                  : !strcmp(a, "--max-ratio")
-                      ? (o->max_ratio = atof(v)) > 1
-                      : false;
+                  : !strcmp(a, "--check") ? (o->check = (uint32_t)atoi(v)) >= 16
+                  : !strcmp(a, "--max-ratio") ? (o->max_ratio = atof(v)) > 1
+                                              : false;
         if (!ok) return false;
         i++;
     }
@@ -297,8 +293,7 @@ static int run_check(const opts *o) {
         point a, b;
         if (!run_point((sg_shape)s, o->check, o, &a) ||
             !run_point((sg_shape)s, 10 * o->check, o, &b)) {
-            fprintf(stderr, "ERROR compile_scaling: %s failed\n",
-                    sg_names[s]);
+            fprintf(stderr, "ERROR compile_scaling: %s failed\n", sg_names[s]);
             return 1;
         }
         print_point((sg_shape)s, &a);
@@ -335,8 +330,9 @@ int main(int argc, char **argv) {
         for (int i = 0; o.shape[s] && i < o.nsizes; i++) {
             point pt;
             if (!run_point((sg_shape)s, o.size[i], &o, &pt)) {
-                fprintf(stderr, "ERROR compile_scaling: %s at %u nodes "
-                                "failed\n",
+                fprintf(stderr,
+                        "ERROR compile_scaling: %s at %u nodes "
+                        "failed\n",
                         sg_names[s], o.size[i]);
                 status = 1;
                 break; /* larger sizes of this shape would fail too */

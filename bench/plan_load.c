@@ -90,8 +90,8 @@ static braid_status time_executors(const braid_plan *p, double *first,
         const char *log = br_cuda_log(br_exec_cuda(e));
         const char *steps = strstr(log, "created in");
         if (i == N - 1 && steps) /* where the CUDA side's time goes */
-            printf("last of them, CUDA side: %.*s\n",
-                   (int)strcspn(steps, "\n"), steps);
+            printf("last of them, CUDA side: %.*s\n", (int)strcspn(steps, "\n"),
+                   steps);
         braid_exec_free(e);
     }
     if (s != BRAID_OK) return s;

@@ -94,13 +94,20 @@ static inline braid_tensor sg_random_node(braid_graph *g, uint64_t *s,
     braid_tensor x = {full[a]}, y = {full[b]};
     int axis = 1;
     switch (sg_rand(s) % 10) {
-    case 0: return braid_matmul(g, x, y, 0);
-    case 1: return braid_add(g, x, braid_sum(g, y, 1, &axis, true));
-    case 2: return braid_tanh(g, x);
-    case 3: return braid_exp(g, braid_neg(g, x));
-    case 4: return braid_sub(g, x, y);
-    case 5: return braid_max(g, x, y);
-    default: return sg_rand(s) % 2 ? braid_add(g, x, y) : braid_mul(g, x, y);
+    case 0:
+        return braid_matmul(g, x, y, 0);
+    case 1:
+        return braid_add(g, x, braid_sum(g, y, 1, &axis, true));
+    case 2:
+        return braid_tanh(g, x);
+    case 3:
+        return braid_exp(g, braid_neg(g, x));
+    case 4:
+        return braid_sub(g, x, y);
+    case 5:
+        return braid_max(g, x, y);
+    default:
+        return sg_rand(s) % 2 ? braid_add(g, x, y) : braid_mul(g, x, y);
     }
 }
 
@@ -131,10 +138,14 @@ static inline braid_graph *sg_random(uint32_t n) {
 
 static inline braid_graph *sg_build(sg_shape shape, uint32_t n) {
     switch (shape) {
-    case SG_WIDE: return sg_wide(n);
-    case SG_CHAIN: return sg_chain(n);
-    case SG_OUTPUTS: return sg_outputs(n);
-    default: return sg_random(n);
+    case SG_WIDE:
+        return sg_wide(n);
+    case SG_CHAIN:
+        return sg_chain(n);
+    case SG_OUTPUTS:
+        return sg_outputs(n);
+    default:
+        return sg_random(n);
     }
 }
 

@@ -4,10 +4,10 @@
  * options name, so that an executor (or a plan file loaded elsewhere)
  * loads a stored CUBIN or PTX instead of running NVRTC.
  *
- * Architectures: opts.archs as "sm_90,sm_80" (bc_parse_archs); NULL means
- * those of the GPUs present, or sm_90 when there are none (the CI machine
- * has the toolkit but no GPU: its plans still get a checked sm_90 build);
- * "none" builds none. */
+ * Architectures: those of the plan's device description
+ * (bp_plan_devices(p)->archs), which braid_compile (runtime/compile.c)
+ * filled from opts.archs ("sm_90,sm_80", bc_parse_archs) or from the GPUs
+ * present; this file never asks CUDA what exists. */
 #define _POSIX_C_SOURCE 200809L
 #include "codegen/codegen.h"
 #include "passes/passes.h"
@@ -19,16 +19,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#ifdef BRAID_HAVE_CUDA
-#include <cuda_runtime_api.h>
-#endif
-
-/* Most architectures one plan is built for. */
-#define AOT_MAX_ARCHS 16
 /* Size of the message buffer for NVRTC errors. */
 #define AOT_ERR_MAX 8192
-/* Architecture used when archs is NULL and no GPU is present. */
-#define AOT_DEFAULT_SM 90
 
 #ifdef BRAID_HAVE_CUDA
 #define HAVE_NVRTC true
@@ -108,8 +100,7 @@ static braid_status unknown_arch(const char *text, int sm) {
                              text, sm, list);
 }
 
-/* Inserts sm into the ascending list sm[0..*n) unless present. */
-static bool insert_sorted(int *sm, uint32_t max, uint32_t *n, int v) {
+bool bc_archs_add(int *sm, uint32_t max, uint32_t *n, int v) {
     uint32_t i = 0;
     while (i < *n && sm[i] < v)
         i++;
@@ -137,7 +128,7 @@ braid_status bc_parse_archs(const char *text, int *sm, uint32_t max,
         int v = 0;
         if (!parse_one(p, len, &v)) return bad_archs(text);
         if (!known_arch(v)) return unknown_arch(text, v);
-        if (!insert_sorted(sm, max, n, v))
+        if (!bc_archs_add(sm, max, n, v))
             return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
                                      "braid_compile: archs \"%.100s\": more "
                                      "than %u architectures",
@@ -148,51 +139,8 @@ braid_status bc_parse_archs(const char *text, int *sm, uint32_t max,
     return BRAID_OK;
 }
 
-/* ---- which architectures ----------------------------------------------------
- */
-
-/* The compute capabilities of the GPUs present (none when CUDA reports an
- * error: no driver (error 35), no device (100), ...). */
-static void detect_archs(int *sm, uint32_t max, uint32_t *n) {
-    *n = 0;
-#ifdef BRAID_HAVE_CUDA
-    int count = 0;
-    if (cudaGetDeviceCount(&count) != cudaSuccess) {
-        (void)cudaGetLastError();
-        return;
-    }
-    for (int d = 0; d < count; d++) {
-        int major = 0, minor = 0;
-        if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor,
-                                   d) != cudaSuccess ||
-            cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor,
-                                   d) != cudaSuccess) {
-            (void)cudaGetLastError();
-            continue;
-        }
-        if (major > 0) insert_sorted(sm, max, n, major * 10 + minor);
-    }
-#else
-    (void)sm, (void)max;
-#endif
-}
-
-/* The architectures to build for; *detected when they came from the GPUs
- * present (or the default), not from the user. */
-static braid_status plan_archs(const bp_plan *p, int *sm, uint32_t *n,
-                               bool *detected) {
-    *detected = p->opts.archs == NULL;
-    if (!*detected) return bc_parse_archs(p->opts.archs, sm, AOT_MAX_ARCHS, n);
-    detect_archs(sm, AOT_MAX_ARCHS, n);
-    if (*n == 0) {
-        sm[0] = AOT_DEFAULT_SM;
-        *n = 1;
-    }
-    return BRAID_OK;
-}
-
 static bool has_generated_kernels(const bp_plan *p) {
-    for (uint32_t id = 0; id < p->graph->nnodes; id++) {
+    for (uint32_t id = 0; id < p->res.graph->nnodes; id++) {
         bc_node_class k = bc_classify(p, id);
         if (k == BC_NODE_KERNEL || k == BC_NODE_MATMUL_EPILOGUE) return true;
     }
@@ -262,7 +210,7 @@ static braid_status compile_arch(bp_plan *p, int sm, bool detected,
 static braid_status compile_all(bp_plan *p, const int *sm, uint32_t n,
                                 bool detected) {
     bp_kernels *k = &p->kernels;
-    p->meta.nvrtc_version = bc_nvrtc_version();
+    p->prov.nvrtc_version = bc_nvrtc_version();
     if (n == 0) return BRAID_OK;
     k->bin = calloc(n, sizeof *k->bin);
     if (!k->bin)
@@ -290,21 +238,16 @@ braid_status bc_aot_build(bp_plan *p) {
         return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
                                  "bc_aot_build: NULL plan");
     double t0 = now_ms();
-    int sm[AOT_MAX_ARCHS];
-    uint32_t n = 0;
-    bool detected = false;
+    const bp_device_desc *d = bp_plan_devices(p);
+    const int *sm = d->archs;
+    uint32_t n = d->narchs;
+    bool detected = d->archs_detected;
     p->report.kernels = p->report.archs = 0;
     p->report.modules_compiled = p->report.modules_cached = 0;
     p->report.nvrtc_ms = p->report.kernels_ms = 0;
-    /* A bad string is refused even for a plan without GPU kernels: the
-     * same options must not fail only on some graphs. Detecting GPUs is
-     * left until kernels need it. */
-    braid_status s = BRAID_OK;
-    if (p->opts.archs) s = plan_archs(p, sm, &n, &detected);
-    if (s != BRAID_OK || !has_generated_kernels(p)) return s;
-    if (!p->opts.archs) s = plan_archs(p, sm, &n, &detected);
+    if (!has_generated_kernels(p)) return BRAID_OK;
     bc_source src;
-    s = bc_plan_source(p, &src);
+    braid_status s = bc_plan_source(p, &src);
     if (s == BRAID_ERR_UNSUPPORTED && (n == 0 || detected || !HAVE_NVRTC))
         return BRAID_OK; /* what codegen cannot do (a CPU-only build has no
                             random generators' source) fails where the
@@ -322,7 +265,8 @@ braid_status bc_aot_build(bp_plan *p) {
 #ifdef BRAID_HAVE_CUDA
     s = compile_all(p, sm, n, detected);
 #else
-    (void)detected; /* no NVRTC: the source is all a plan can carry */
+    (void)sm, (void)detected; /* no NVRTC: the source is all a plan can
+                                 carry */
 #endif
     p->report.kernels_ms = now_ms() - t0;
     return s;

@@ -14,7 +14,7 @@
 #include <string.h>
 #include <time.h>
 
-#define BC_MEM_LIMIT ((size_t)128 << 20)    /* bytes the memory cache keeps */
+#define BC_MEM_LIMIT ((size_t)128 << 20) /* bytes the memory cache keeps */
 
 /* ---- hashing ------------------------------------------------------------ */
 

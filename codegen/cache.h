@@ -39,8 +39,8 @@ void bc_mem_store(const bc_key *key, const bc_binary *b);
  * entry atomically (temporary file + rename). Neither uses a folder that is
  * not the user's or that group or others may write. I/O failures only cost
  * the cache. */
-bool bc_disk_lookup(const char *dir, const bc_key *key, int sm,
-                    bc_binary *out, bc_stats *d);
+bool bc_disk_lookup(const char *dir, const bc_key *key, int sm, bc_binary *out,
+                    bc_stats *d);
 void bc_disk_store(const char *dir, const bc_key *key, int sm,
                    const bc_binary *b, bc_stats *d);
 

@@ -94,7 +94,8 @@ static void entry_path(char *buf, size_t size, const char *dir,
     int n = snprintf(buf, size, "%s/sm%d-", dir, sm);
     for (int i = 0; i < BC_KEY_BYTES && n > 0 && (size_t)n + 3 < size; i++)
         n += snprintf(buf + n, size - (size_t)n, "%02x", key->b[i]);
-    if (n > 0 && (size_t)n + 5 < size) snprintf(buf + n, size - (size_t)n, ".bkc");
+    if (n > 0 && (size_t)n + 5 < size)
+        snprintf(buf + n, size - (size_t)n, ".bkc");
 }
 
 static void put64(unsigned char *p, uint64_t v) {
@@ -170,8 +171,8 @@ static bool entry_valid(const unsigned char *buf, size_t size,
     return digest_is(buf + 64, buf + BC_HEADER, size - BC_HEADER);
 }
 
-bool bc_disk_lookup(const char *dir, const bc_key *key, int sm,
-                    bc_binary *out, bc_stats *d) {
+bool bc_disk_lookup(const char *dir, const bc_key *key, int sm, bc_binary *out,
+                    bc_stats *d) {
     char path[1200];
     double t0 = bc_now();
     if (!dir_trusted(dir)) return false;
@@ -226,8 +227,8 @@ void bc_disk_store(const char *dir, const bc_key *key, int sm,
      * whatever the caller reports. */
     char saved[BG_ERROR_MAX];
     snprintf(saved, sizeof saved, "%s", braid_last_error());
-    if (buf && bg_outfile_open(&o, path, "kernel cache", BG_OUT_PRIVATE) ==
-                   BRAID_OK) {
+    if (buf &&
+        bg_outfile_open(&o, path, "kernel cache", BG_OUT_PRIVATE) == BRAID_OK) {
         bg_outfile_write(&o, buf, n);
         if (bg_outfile_commit(&o, "kernel cache") == BRAID_OK) d->disk_writes++;
     }

@@ -196,10 +196,10 @@ int bc_nvrtc_version(void);
 
 /* Called by braid_compile after the passes: when p has generated GPU
  * kernels, stores their source in p->kernels and compiles it for every
- * architecture p->opts.archs names (NULL: the GPUs present, else sm_90;
- * "none": none), filling p->report's kernel fields. Without NVRTC (a
- * CPU-only build) only the source is kept. A malformed archs string is
- * BRAID_ERR_INVALID_ARGUMENT naming it. */
+ * architecture of the plan's device description (bp_plan_devices(p)->
+ * archs, which braid_compile filled: opts.archs, else the GPUs present,
+ * else sm_90; none for "none"), filling p->report's kernel fields. Without
+ * NVRTC (a CPU-only build) only the source is kept. */
 braid_status bc_aot_build(bp_plan *p);
 
 /* Parses "sm_90,sm_80" (also "90", "sm90"; spaces allowed) into up to max
@@ -208,5 +208,8 @@ braid_status bc_aot_build(bp_plan *p);
  * BRAID_ERR_INVALID_ARGUMENT listing the known ones. */
 braid_status bc_parse_archs(const char *text, int *sm, uint32_t max,
                             uint32_t *n);
+/* Inserts architecture v into the ascending list sm[0..*n) unless present;
+ * false when the list already holds max. */
+bool bc_archs_add(int *sm, uint32_t max, uint32_t *n, int v);
 
 #endif /* BRAID_CODEGEN_CODEGEN_H */

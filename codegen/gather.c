@@ -121,7 +121,7 @@ static void gather_strides(const bg_node *n, const bg_node *x, int64_t *st,
 
 static void emit_concat_body(bc_buf *b, const bp_plan *p, uint32_t id,
                              const char *ix) {
-    const bg_node *n = bg_node_at(p->graph, id);
+    const bg_node *n = bg_node_at(p->res.graph, id);
     int axis = n->attr.axis;
     int64_t inner = 1;
     for (int d = axis + 1; d < n->rank; d++)
@@ -133,9 +133,9 @@ static void emit_concat_body(bc_buf *b, const bp_plan *p, uint32_t id,
                   ix, ix, (long long)(row > 0 ? row : 1), ix,
                   (long long)(row > 0 ? row : 1));
     for (uint32_t k = 0; k < n->ninputs; k++) {
-        const bg_node *x = bg_node_at(p->graph, n->inputs[k]);
+        const bg_node *x = bg_node_at(p->res.graph, n->inputs[k]);
         int64_t part = x->dims[axis] * inner;
-        const bp_tensor_place *pl = &p->info[n->inputs[k]].place;
+        const bp_tensor_place *pl = &p->res.info[n->inputs[k]].place;
         bool in_place = pl->storage == BP_STORAGE_VIEW && pl->base == id;
         if (part > 0) {
             bc_buf_printf(b, "if (rem < (%s)%lld) {\n", ix,
@@ -155,13 +155,13 @@ static void emit_concat_body(bc_buf *b, const bp_plan *p, uint32_t id,
 
 braid_status bc_gen_gather(const bp_plan *p, uint32_t id, bc_buf *b,
                            bc_kernel *k) {
-    const bg_node *n = bg_node_at(p->graph, id);
+    const bg_node *n = bg_node_at(p->res.graph, id);
     int64_t numel = bg_numel(n);
     braid_status s = too_big(p, id, numel);
     if (s != BRAID_OK) return s;
     int64_t biggest = numel; /* offsets address the inputs too */
     for (uint32_t j = 0; j < n->ninputs; j++) {
-        int64_t xn = bg_numel(bg_node_at(p->graph, n->inputs[j]));
+        int64_t xn = bg_numel(bg_node_at(p->res.graph, n->inputs[j]));
         if (xn > biggest) biggest = xn;
     }
     const char *ix = idx_type(biggest);
@@ -176,7 +176,7 @@ braid_status bc_gen_gather(const bp_plan *p, uint32_t id, bc_buf *b,
                            "concat axis %d out of range", (int)n->attr.axis);
         emit_concat_body(b, p, id, ix);
     } else {
-        const bg_node *x = bg_node_at(p->graph, n->inputs[0]);
+        const bg_node *x = bg_node_at(p->res.graph, n->inputs[0]);
         int64_t st[BRAID_MAX_RANK], start;
         bc_term t[BRAID_MAX_RANK];
         gather_strides(n, x, st, &start);
@@ -256,7 +256,7 @@ static void emit_random(bc_buf *b, const bg_node *n, const char *ix,
 
 braid_status bc_gen_source(const bp_plan *p, uint32_t id, bc_buf *b,
                            bc_kernel *k, bool *rng) {
-    const bg_node *n = bg_node_at(p->graph, id);
+    const bg_node *n = bg_node_at(p->res.graph, id);
     int64_t numel = bg_numel(n);
     braid_status s = too_big(p, id, numel);
     if (s != BRAID_OK) return s;

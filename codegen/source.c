@@ -16,7 +16,7 @@
 
 const char *bc_node_desc(const bp_plan *p, uint32_t id, char *buf,
                          size_t size) {
-    const bg_node *n = bg_node_at(p->graph, id);
+    const bg_node *n = bg_node_at(p->res.graph, id);
     if (n->name)
         snprintf(buf, size, "%%%u (%s \"%s\")", (unsigned)id,
                  bg_op(n->op)->name, n->name);
@@ -55,14 +55,14 @@ void bc_emit_marker(bc_buf *b, const bp_plan *p, uint32_t id) {
 void bc_emit_signature(bc_buf *b, const bp_plan *p, uint32_t id,
                        const char *entry, unsigned threads,
                        const char *extra_decl) {
-    const bg_node *n = bg_node_at(p->graph, id);
+    const bg_node *n = bg_node_at(p->res.graph, id);
     bc_buf_printf(b,
                   "extern \"C\" __global__ void __launch_bounds__(%u) %s(\n"
                   "    %s *out",
                   threads, entry, bc_stype(n->dtype));
     for (uint32_t k = 0; k < n->ninputs; k++)
         bc_buf_printf(b, ", const %s *in%u",
-                      bc_stype(bg_node_at(p->graph, n->inputs[k])->dtype),
+                      bc_stype(bg_node_at(p->res.graph, n->inputs[k])->dtype),
                       (unsigned)k);
     if (extra_decl) bc_buf_printf(b, ", %s", extra_decl);
     bc_buf_puts(b, ") {\n");
@@ -76,11 +76,11 @@ void bc_emit_signature(bc_buf *b, const bp_plan *p, uint32_t id,
 /* A concat whose every non-empty input was computed in place in its
  * buffer does no work (the memory pass marks it noop too). */
 static bool concat_in_place(const bp_plan *p, uint32_t id) {
-    const bg_node *n = bg_node_at(p->graph, id);
+    const bg_node *n = bg_node_at(p->res.graph, id);
     for (uint32_t k = 0; k < n->ninputs; k++) {
         uint32_t x = n->inputs[k];
-        const bp_tensor_place *pl = &p->info[x].place;
-        if (bg_numel(bg_node_at(p->graph, x)) > 0 &&
+        const bp_tensor_place *pl = &p->res.info[x].place;
+        if (bg_numel(bg_node_at(p->res.graph, x)) > 0 &&
             !(pl->storage == BP_STORAGE_VIEW && pl->base == id))
             return false;
     }
@@ -88,22 +88,23 @@ static bool concat_in_place(const bp_plan *p, uint32_t id) {
 }
 
 bc_node_class bc_classify(const bp_plan *p, uint32_t id) {
-    if (!p || id >= p->graph->nnodes || id >= p->ninfo ||
-        p->info[id].device.kind != BP_DEVICE_CUDA)
+    if (!p || id >= p->res.graph->nnodes || id >= p->res.ninfo ||
+        p->res.info[id].device.kind != BP_DEVICE_CUDA)
         return BC_NODE_HOST;
-    const bg_node *n = bg_node_at(p->graph, id);
+    const bg_node *n = bg_node_at(p->res.graph, id);
     braid_op_kind kind = bg_op(n->op)->kind;
     if (n->op == BRAID_OP_INPUT || n->op == BRAID_OP_CONSTANT)
         return BC_NODE_DATA;
     if (kind == BRAID_KIND_COPY) return BC_NODE_COPY;
     if (kind == BRAID_KIND_COLLECTIVE) return BC_NODE_COLLECTIVE;
-    if (p->info[id].noop ||
+    if (p->res.info[id].noop ||
         (n->op == BRAID_OP_CONCAT && concat_in_place(p, id)))
         return BC_NODE_VIEW;
     if (kind == BRAID_KIND_MATMUL) return BC_NODE_MATMUL;
     if (kind == BRAID_KIND_FUSED) {
-        uint32_t pi = p->info[id].program;
-        if (pi < p->nprograms && p->programs[pi].kind == BP_PROGRAM_MATMUL)
+        uint32_t pi = p->res.info[id].program;
+        if (pi < p->res.nprograms &&
+            p->res.programs[pi].kind == BP_PROGRAM_MATMUL)
             return BC_NODE_MATMUL_EPILOGUE;
     }
     return BC_NODE_KERNEL;
@@ -113,7 +114,7 @@ bc_node_class bc_classify(const bp_plan *p, uint32_t id) {
  * ------------------------------------------------------------------------ */
 
 const bg_node *bc_input(const bc_node *c, uint32_t k) {
-    return bg_node_at(c->plan->graph, c->n->inputs[k]);
+    return bg_node_at(c->plan->res.graph, c->n->inputs[k]);
 }
 
 /* A single elementwise, broadcast, reduce or row node as a program (a row
@@ -156,7 +157,7 @@ static void single_program(bc_node *c) {
  * its own limit, kernel parameters (bc_node_init). */
 static braid_status check_program(const bc_node *c) {
     char why[256];
-    if (bp_program_check(c->prog, c->plan->graph, c->id, why, sizeof why))
+    if (bp_program_check(c->prog, c->plan->res.graph, c->id, why, sizeof why))
         return BRAID_OK;
     return bc_fail(c->plan, c->id, BRAID_ERR_INTERNAL, "program: %s", why);
 }
@@ -165,18 +166,18 @@ braid_status bc_node_init(bc_node *c, const bp_plan *p, uint32_t id) {
     memset(c, 0, sizeof *c);
     c->plan = p;
     c->id = id;
-    c->n = bg_node_at(p->graph, id);
+    c->n = bg_node_at(p->res.graph, id);
     if (c->n->ninputs > BC_MAX_PARAMS)
         return bc_fail(p, id, BRAID_ERR_UNSUPPORTED,
                        "%u inputs are more than a kernel may take (%d)",
                        (unsigned)c->n->ninputs, BC_MAX_PARAMS);
     braid_op_kind kind = bg_op(c->n->op)->kind;
     if (kind == BRAID_KIND_FUSED) {
-        uint32_t pi = p->info[id].program;
-        if (pi >= p->nprograms)
+        uint32_t pi = p->res.info[id].program;
+        if (pi >= p->res.nprograms)
             return bc_fail(p, id, BRAID_ERR_INTERNAL,
                            "fused node without a program");
-        c->prog = &p->programs[pi];
+        c->prog = &p->res.programs[pi];
     } else if (kind == BRAID_KIND_ELEMENTWISE || kind == BRAID_KIND_BROADCAST ||
                kind == BRAID_KIND_REDUCE || kind == BRAID_KIND_ROW) {
         if (c->n->ninputs + 1 > BC_SINGLE_INSTR || c->n->ninputs == 0)
@@ -207,7 +208,7 @@ static braid_status gen_node(const bp_plan *p, uint32_t id, bc_buf *b,
     memset(k, 0, sizeof *k);
     k->node = id;
     k->mm_instr = BG_NONE;
-    const bg_node *n = bg_node_at(p->graph, id);
+    const bg_node *n = bg_node_at(p->res.graph, id);
     k->nparams = 1 + n->ninputs;
     braid_op_kind kind = bg_op(n->op)->kind;
     braid_status s;
@@ -300,7 +301,8 @@ typedef struct seen_set {
 
 static uint32_t text_hash(const char *t) {
     uint32_t h = 2166136261u; /* FNV-1a */
-    for (; *t; t++) h = (h ^ (unsigned char)*t) * 16777619u;
+    for (; *t; t++)
+        h = (h ^ (unsigned char)*t) * 16777619u;
     return h;
 }
 
@@ -369,7 +371,8 @@ static braid_status generate(const bp_plan *p, const uint32_t *ids, uint32_t n,
     memset(out, 0, sizeof *out);
     out->kernels = calloc(n ? n : 1, sizeof *out->kernels);
     seen_set ss = {calloc(n ? n : 1, sizeof *ss.text), 0, NULL, 1};
-    while (ss.mask < 2 * (uint64_t)n) ss.mask = 2 * ss.mask + 1;
+    while (ss.mask < 2 * (uint64_t)n)
+        ss.mask = 2 * ss.mask + 1;
     ss.slot = calloc((size_t)ss.mask + 1, sizeof *ss.slot);
     if (!out->kernels || !ss.text || !ss.slot) {
         free(ss.text);
@@ -403,7 +406,7 @@ braid_status bc_kernel_source(const bp_plan *p, uint32_t node, bc_source *out) {
         return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
                                  "bc_kernel_source: out is NULL");
     memset(out, 0, sizeof *out);
-    if (!p || node >= p->graph->nnodes)
+    if (!p || node >= p->res.graph->nnodes)
         return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
                                  "bc_kernel_source: no node %u",
                                  (unsigned)node);
@@ -418,7 +421,7 @@ braid_status bc_plan_source(const bp_plan *p, bc_source *out) {
     if (!out || !p)
         return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
                                  "bc_plan_source: NULL argument");
-    uint32_t n = p->graph->nnodes, m = 0;
+    uint32_t n = p->res.graph->nnodes, m = 0;
     uint32_t *ids = malloc((n ? n : 1) * sizeof *ids);
     if (!ids)
         return bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY,

@@ -106,6 +106,20 @@ braid_op bg_op_lookup(const char *name, size_t len);
 /* dtype by text name ("f32", ...), or BRAID_DTYPE_COUNT_ when unknown. */
 braid_dtype bg_dtype_lookup(const char *name, size_t len);
 
+/* ---- device names (graph/device.c) --------------------------------------- */
+
+/* CUDA device ordinals a name may carry: cuda:0 .. cuda:63. */
+#define BG_MAX_CUDA_DEVICES 64
+/* What bg_device_parse stores for "cpu". */
+#define BG_DEVICE_CPU (-1)
+
+/* True when [s, s + len) is exactly a device name: "cpu", or "cuda:N" with
+ * N decimal in 0 .. BG_MAX_CUDA_DEVICES-1 and no sign, leading zero or
+ * space. *cuda (when not NULL) gets N, or BG_DEVICE_CPU. The one parser of
+ * device names: hints, text files, compile options, plan files and the
+ * command line all go through it. */
+bool bg_device_parse(const char *s, size_t len, int *cuda);
+
 /* ---- memory and errors ---------------------------------------------------- */
 
 /* Allocate / resize / free through the graph's hook. On failure these record

@@ -31,21 +31,8 @@ bool bg_input_name_taken(braid_graph *g, const char *name, uint32_t except) {
     return id != BG_NONE && id != except;
 }
 
-/* Canonical spellings only ("cuda:07" is refused) so that a hint survives a
- * print/parse round trip unchanged and compares equal. */
 bool bg_valid_device(const char *dev) {
-    if (dev == NULL) return false;
-    if (strcmp(dev, "cpu") == 0) return true;
-    if (strncmp(dev, "cuda:", 5) != 0) return false;
-    const char *d = dev + 5;
-    size_t len = strlen(d);
-    if (len == 0 || len > 2 || (len == 2 && d[0] == '0')) return false;
-    int v = 0;
-    for (size_t i = 0; i < len; i++) {
-        if (d[i] < '0' || d[i] > '9') return false;
-        v = v * 10 + (d[i] - '0');
-    }
-    return v < 64;
+    return dev != NULL && bg_device_parse(dev, strlen(dev), NULL);
 }
 
 /* ---- outputs, names, hints --------------------------------------------------

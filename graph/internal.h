@@ -13,7 +13,7 @@ bool bg_valid_label(const char *s);
 /* True when an input node other than `except` is called name. */
 bool bg_input_name_taken(braid_graph *g, const char *name,
                          uint32_t except);
-/* True when dev is "cpu" or "cuda:N" (N decimal, no leading zeros, < 64). */
+/* True when dev is a device name (bg_device_parse); false for NULL. */
 bool bg_valid_device(const char *dev);
 
 /* Deterministic elementary functions used by the random generators (see

@@ -102,7 +102,8 @@ static braid_status open_temp(bg_outfile *o, const struct stat *st,
     }
     if (fd < 0) {
         char why[300];
-        snprintf(why, sizeof why, "cannot create a temporary file beside it: %s",
+        snprintf(why, sizeof why,
+                 "cannot create a temporary file beside it: %s",
                  strerror(errno));
         return out_fail(who, o->path, why);
     }
@@ -147,14 +148,15 @@ static braid_status classify(bg_outfile *o, const char *who, struct stat *st,
     if (lstat(path, &lst) != 0) {
         if (errno != ENOENT) return out_fail(who, path, strerror(errno));
         if (path[len - 1] == '/')
-            return out_fail(who, path, "no such directory (the name ends "
-                                       "with '/')");
+            return out_fail(who, path,
+                            "no such directory (the name ends "
+                            "with '/')");
         return (o->final = dup_str(path)) ? BRAID_OK : out_oom(who);
     }
     if (S_ISLNK(lst.st_mode) && stat(path, st) != 0)
-        return out_fail(who, path, errno == ENOENT
-                                       ? "it is a symbolic link to nothing"
-                                       : strerror(errno));
+        return out_fail(who, path,
+                        errno == ENOENT ? "it is a symbolic link to nothing"
+                                        : strerror(errno));
     if (!S_ISLNK(lst.st_mode)) *st = lst;
     if (S_ISDIR(st->st_mode)) return out_fail(who, path, "it is a directory");
     if (S_ISCHR(st->st_mode) || S_ISFIFO(st->st_mode)) {
@@ -179,9 +181,8 @@ braid_status bg_outfile_open(bg_outfile *o, const char *path, const char *who,
                              unsigned flags) {
     memset(o, 0, sizeof *o);
     if (!path || !*path)
-        return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
-                                 "%s: path is %s", who ? who : "braid",
-                                 path ? "empty" : "NULL");
+        return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT, "%s: path is %s",
+                                 who ? who : "braid", path ? "empty" : "NULL");
     if (!(o->path = dup_str(path))) return out_oom(who);
     struct stat st;
     bool exists = false, in_place = false;

@@ -25,7 +25,7 @@
 
 #include <stdio.h>
 
-#define BG_OUT_PRIVATE 1u    /* flag: a cache entry (see above) */
+#define BG_OUT_PRIVATE 1u        /* flag: a cache entry (see above) */
 #define BG_OUT_TMP ".braid-tmp." /* what temporary names add to the path */
 
 typedef struct bg_outfile {

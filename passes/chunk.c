@@ -67,8 +67,8 @@ typedef struct ck_state {
 
 static int32_t gpu_index(const bp_plan *p, bp_device d) {
     if (d.kind != BP_DEVICE_CUDA) return -1;
-    for (uint32_t i = 0; i < p->ndevices; i++)
-        if (bp_device_equal(p->devices[i], d)) return (int32_t)i;
+    for (uint32_t i = 0; i < p->in.devs.ndevices; i++)
+        if (bp_device_equal(p->in.devs.devices[i], d)) return (int32_t)i;
     return -1;
 }
 
@@ -83,15 +83,15 @@ static bool same_shape(const bg_node *a, const bg_node *b) {
  * iterates over exactly its output shape. */
 static bool is_candidate(const ck_state *st, uint32_t id) {
     const bp_plan *p = st->plan;
-    const bg_node *n = &p->graph->nodes[id];
-    if (gpu_index(p, p->info[id].device) < 0 || p->info[id].chunk ||
+    const bg_node *n = &p->res.graph->nodes[id];
+    if (gpu_index(p, p->res.info[id].device) < 0 || p->res.info[id].chunk ||
         n->rank == 0 || bg_numel(n) == 0 || st->is_output[id])
         return false;
     braid_op_kind kind = bg_op(n->op)->kind;
     if (kind == BRAID_KIND_ELEMENTWISE) return true;
-    if (kind != BRAID_KIND_FUSED || p->info[id].program >= p->nprograms)
+    if (kind != BRAID_KIND_FUSED || p->res.info[id].program >= p->res.nprograms)
         return false;
-    const bp_program *prog = &p->programs[p->info[id].program];
+    const bp_program *prog = &p->res.programs[p->res.info[id].program];
     if (prog->kind != BP_PROGRAM_ELEMENTWISE || prog->rank != n->rank)
         return false;
     for (int i = 0; i < n->rank; i++)
@@ -101,18 +101,18 @@ static bool is_candidate(const ck_state *st, uint32_t id) {
 
 /* A copy from the host onto GPU node id's device. */
 static bool is_h2d(const bp_plan *p, uint32_t id) {
-    const bg_node *n = &p->graph->nodes[id];
+    const bg_node *n = &p->res.graph->nodes[id];
     return n->op == BRAID_OP_COPY && n->ninputs == 1 &&
-           p->info[n->inputs[0]].device.kind == BP_DEVICE_CPU &&
-           gpu_index(p, p->info[id].device) >= 0;
+           p->res.info[n->inputs[0]].device.kind == BP_DEVICE_CPU &&
+           gpu_index(p, p->res.info[id].device) >= 0;
 }
 
 /* A copy from a GPU to the host. */
 static bool is_d2h(const bp_plan *p, uint32_t id) {
-    const bg_node *n = &p->graph->nodes[id];
+    const bg_node *n = &p->res.graph->nodes[id];
     return n->op == BRAID_OP_COPY && n->ninputs == 1 &&
-           p->info[id].device.kind == BP_DEVICE_CPU &&
-           p->info[n->inputs[0]].device.kind == BP_DEVICE_CUDA;
+           p->res.info[id].device.kind == BP_DEVICE_CPU &&
+           p->res.info[n->inputs[0]].device.kind == BP_DEVICE_CUDA;
 }
 
 static uint32_t find(uint32_t *parent, uint32_t x) {
@@ -126,7 +126,7 @@ static uint32_t find(uint32_t *parent, uint32_t x) {
 /* Joins candidates linked by an edge on one device with one shape. */
 static void build_components(ck_state *st) {
     const bp_plan *p = st->plan;
-    const braid_graph *g = p->graph;
+    const braid_graph *g = p->res.graph;
     for (uint32_t id = 0; id < st->n; id++)
         st->parent[id] = is_candidate(st, id) ? id : BG_NONE;
     for (uint32_t id = 0; id < st->n; id++) {
@@ -135,7 +135,8 @@ static void build_components(ck_state *st) {
         for (uint32_t k = 0; k < n->ninputs; k++) {
             uint32_t u = n->inputs[k];
             if (st->parent[u] == BG_NONE ||
-                !bp_device_equal(p->info[u].device, p->info[id].device) ||
+                !bp_device_equal(p->res.info[u].device,
+                                 p->res.info[id].device) ||
                 !same_shape(&g->nodes[u], n))
                 continue;
             uint32_t a = find(st->parent, u), b = find(st->parent, id);
@@ -152,8 +153,9 @@ static bool in_chain(ck_state *st, uint32_t root, uint32_t id) {
 
 /* A GPU tensor on member's device that is the same for every chunk. */
 static bool is_shared(const bp_plan *p, uint32_t u, uint32_t member) {
-    const bg_node *x = &p->graph->nodes[u], *m = &p->graph->nodes[member];
-    if (!bp_device_equal(p->info[u].device, p->info[member].device))
+    const bg_node *x = &p->res.graph->nodes[u],
+                  *m = &p->res.graph->nodes[member];
+    if (!bp_device_equal(p->res.info[u].device, p->res.info[member].device))
         return false;
     return x->rank < m->rank || (x->rank == m->rank && x->dims[0] == 1);
 }
@@ -162,12 +164,12 @@ static bool is_shared(const bp_plan *p, uint32_t u, uint32_t member) {
  * its operations at the elementwise rate, whichever is slower. */
 static double member_seconds(const bp_plan *p, uint32_t id,
                              const bp_device_profile *pr) {
-    const bg_node *n = &p->graph->nodes[id];
+    const bg_node *n = &p->res.graph->nodes[id];
     double bytes = (double)bg_nbytes(n), ops = 1;
     for (uint32_t k = 0; k < n->ninputs; k++)
-        bytes += (double)bg_nbytes(&p->graph->nodes[n->inputs[k]]);
+        bytes += (double)bg_nbytes(&p->res.graph->nodes[n->inputs[k]]);
     if (n->op == BRAID_OP_FUSED) {
-        const bp_program *prog = &p->programs[p->info[id].program];
+        const bp_program *prog = &p->res.programs[p->res.info[id].program];
         ops = 0;
         for (uint32_t i = 0; i < prog->ninstr; i++)
             ops += prog->instr[i].op != BP_INSTR_LOAD &&
@@ -183,8 +185,8 @@ static double member_seconds(const bp_plan *p, uint32_t id,
 /* Checks the inputs and consumers of every member; fills the counts. */
 static bool validate(ck_state *st, ck_chain *c) {
     const bp_plan *p = st->plan;
-    const braid_graph *g = p->graph;
-    const bp_device_profile *pr = &p->settings.profile[c->gpu];
+    const braid_graph *g = p->res.graph;
+    const bp_device_profile *pr = &p->in.devs.profile[c->gpu];
     for (uint32_t i = 0; i < c->nmembers; i++) {
         uint32_t id = st->members[c->first + i];
         const bg_node *n = &g->nodes[id];
@@ -212,7 +214,7 @@ static bool validate(ck_state *st, ck_chain *c) {
 /* The distinct H2D copies a chain reads, in order of first use, into out;
  * returns their number. st->map[u] == root marks u as seen meanwhile. */
 static uint32_t chain_h2d(ck_state *st, const ck_chain *c, uint32_t *out) {
-    const braid_graph *g = st->plan->graph;
+    const braid_graph *g = st->plan->res.graph;
     uint32_t n = 0;
     for (uint32_t i = 0; i < c->nmembers; i++) {
         const bg_node *nd = &g->nodes[st->members[c->first + i]];
@@ -260,7 +262,7 @@ static double pipelined(double n, double h, double c, double o, double lh,
 
 /* The model's N for chain c (1: leave it alone). */
 static uint32_t ck_cost_model(const bp_plan *p, const ck_chain *c, int64_t rows) {
-    const bp_device_profile *pr = &p->settings.profile[c->gpu];
+    const bp_device_profile *pr = &p->in.devs.profile[c->gpu];
     if (c->h2d_bytes + c->d2h_bytes < CK_MIN_BYTES) return 1;
     double h = pr->h2d_bytes_per_s > 0 ? (double)c->h2d_bytes / pr->h2d_bytes_per_s : 0;
     double o = pr->d2h_bytes_per_s > 0 ? (double)c->d2h_bytes / pr->d2h_bytes_per_s : 0;
@@ -299,14 +301,14 @@ static int64_t chunk_start(int64_t rows, int64_t row_bytes, uint32_t k,
 /* A program like prog (copied) over `rows` leading rows; BG_NONE when out
  * of memory. */
 static uint32_t chunk_program(bp_plan *p, uint32_t prog_index, int64_t rows) {
-    bp_program np = p->programs[prog_index];
+    bp_program np = p->res.programs[prog_index];
     np.instr = malloc((np.ninstr ? np.ninstr : 1) * sizeof *np.instr);
     if (!np.instr) {
         bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY,
                           "chunk: out of memory for a program");
         return BG_NONE;
     }
-    memcpy(np.instr, p->programs[prog_index].instr,
+    memcpy(np.instr, p->res.programs[prog_index].instr,
            np.ninstr * sizeof *np.instr);
     np.dims[0] = rows;
     uint32_t idx = bp_plan_add_program(p, &np);
@@ -327,9 +329,9 @@ static uint32_t add_chunk_node(bp_plan *p, braid_op op, const uint32_t *in,
     int rank = like->rank;
     uint32_t id = bp_plan_add_node(p, op, in, nin, dt, rank, dims, attr);
     if (id == BG_NONE) return BG_NONE;
-    p->info[id].device = dev;
-    p->info[id].chunk = true;
-    p->info[id].origin = origin;
+    p->res.info[id].device = dev;
+    p->res.info[id].chunk = true;
+    p->res.info[id].origin = origin;
     return id;
 }
 
@@ -340,18 +342,18 @@ static braid_status emit_chunk(ck_state *st, const ck_chain *c,
                                int64_t start, int64_t rows, uint32_t *d2h_out,
                                uint32_t *progs) {
     bp_plan *p = st->plan;
-    bp_device cpu = {BP_DEVICE_CPU, 0}, gpu = p->devices[c->gpu];
+    bp_device cpu = {BP_DEVICE_CPU, 0}, gpu = p->in.devs.devices[c->gpu];
     for (uint32_t j = 0; j < c->nh2d; j++) {
-        uint32_t x = p->graph->nodes[h2d[j]].inputs[0];
+        uint32_t x = p->res.graph->nodes[h2d[j]].inputs[0];
         bg_attrs a = {0};
         a.start[0] = start;
         for (int i = 0; i < BRAID_MAX_RANK; i++) a.step[i] = 1;
-        bg_node like = p->graph->nodes[x];
+        bg_node like = p->res.graph->nodes[x];
         uint32_t sl = add_chunk_node(p, BRAID_OP_SLICE, &x, 1, &like, rows, &a,
                                      cpu, BG_NONE);
         if (sl == BG_NONE) return BRAID_ERR_OUT_OF_MEMORY;
         uint32_t cp = add_chunk_node(p, BRAID_OP_COPY, &sl, 1, &like, rows,
-                                     NULL, gpu, p->info[h2d[j]].origin);
+                                     NULL, gpu, p->res.info[h2d[j]].origin);
         if (cp == BG_NONE) return BRAID_ERR_OUT_OF_MEMORY;
         st->map[h2d[j]] = cp;
     }
@@ -359,7 +361,7 @@ static braid_status emit_chunk(ck_state *st, const ck_chain *c,
     uint32_t buf[64];
     for (uint32_t i = 0; i < c->nmembers; i++) {
         uint32_t id = st->members[c->first + i];
-        bg_node like = p->graph->nodes[id];
+        bg_node like = p->res.graph->nodes[id];
         uint32_t *in =
             like.ninputs <= 64 ? buf : malloc(like.ninputs * sizeof *in);
         if (!in)
@@ -370,17 +372,17 @@ static braid_status emit_chunk(ck_state *st, const ck_chain *c,
             in[k] = st->map[u] != BG_NONE ? st->map[u] : u;
         }
         uint32_t nid = add_chunk_node(p, like.op, in, like.ninputs, &like, rows,
-                                      &like.attr, gpu, p->info[id].origin);
+                                      &like.attr, gpu, p->res.info[id].origin);
         if (in != buf) free(in);
         if (nid == BG_NONE) return BRAID_ERR_OUT_OF_MEMORY;
-        if (like.op == BRAID_OP_FUSED) p->info[nid].program = progs[nbuf++];
+        if (like.op == BRAID_OP_FUSED) p->res.info[nid].program = progs[nbuf++];
         st->map[id] = nid;
     }
     for (uint32_t j = 0; j < c->nd2h; j++) {
-        bg_node like = p->graph->nodes[d2h[j]];
+        bg_node like = p->res.graph->nodes[d2h[j]];
         uint32_t src = st->map[like.inputs[0]];
         uint32_t cp = add_chunk_node(p, BRAID_OP_COPY, &src, 1, &like, rows,
-                                     NULL, cpu, p->info[d2h[j]].origin);
+                                     NULL, cpu, p->res.info[d2h[j]].origin);
         if (cp == BG_NONE) return BRAID_ERR_OUT_OF_MEMORY;
         d2h_out[(size_t)j] = cp;
     }
@@ -405,8 +407,8 @@ static braid_status chunk_programs(ck_state *st, const ck_chain *c,
     uint32_t f = 0;
     for (uint32_t i = 0; i < c->nmembers; i++) {
         uint32_t id = st->members[c->first + i];
-        if (p->graph->nodes[id].op != BRAID_OP_FUSED) continue;
-        uint32_t idx = chunk_program(p, p->info[id].program, rows[k]);
+        if (p->res.graph->nodes[id].op != BRAID_OP_FUSED) continue;
+        uint32_t idx = chunk_program(p, p->res.info[id].program, rows[k]);
         if (idx == BG_NONE) return BRAID_ERR_OUT_OF_MEMORY;
         progs[(size_t)k * nfused + f++] = idx;
     }
@@ -417,7 +419,7 @@ static braid_status chunk_programs(ck_state *st, const ck_chain *c,
  * st->cons) and the outputs read `to`; like bp_plan_replace_uses without
  * a scan of the whole graph per copy. */
 static void replace_d2h(ck_state *st, uint32_t from, uint32_t to) {
-    braid_graph *g = st->plan->graph;
+    braid_graph *g = st->plan->res.graph;
     for (uint32_t j = st->cstart[from]; j < st->cstart[from + 1]; j++) {
         bg_node *v = &g->nodes[st->cons[j]];
         for (uint32_t k = 0; k < v->ninputs; k++)
@@ -441,12 +443,12 @@ static braid_status emit_concats(ck_state *st, const ck_chain *c,
     for (uint32_t j = 0; j < c->nd2h; j++) {
         for (uint32_t k = 0; k < nchunks; k++)
             in[k] = outs[(size_t)k * c->nd2h + j];
-        bg_node like = p->graph->nodes[d2h[j]];
+        bg_node like = p->res.graph->nodes[d2h[j]];
         bg_attrs a = {0};
         a.axis = 0;
-        uint32_t cc = add_chunk_node(p, BRAID_OP_CONCAT, in, nchunks, &like,
-                                     like.dims[0], &a, cpu,
-                                     p->info[d2h[j]].origin);
+        uint32_t cc =
+            add_chunk_node(p, BRAID_OP_CONCAT, in, nchunks, &like, like.dims[0],
+                           &a, cpu, p->res.info[d2h[j]].origin);
         if (cc == BG_NONE) {
             free(in);
             return BRAID_ERR_OUT_OF_MEMORY;
@@ -462,12 +464,13 @@ static braid_status rewrite(ck_state *st, const ck_chain *c,
                             const uint32_t *h2d, const uint32_t *d2h,
                             uint32_t nchunks) {
     bp_plan *p = st->plan;
-    const bg_node *x = &p->graph->nodes[h2d[0]];
+    const bg_node *x = &p->res.graph->nodes[h2d[0]];
     int64_t total = x->dims[0];
     int64_t row_bytes = (int64_t)(bg_nbytes(x) / (uint64_t)total);
     uint32_t nfused = 0;
     for (uint32_t i = 0; i < c->nmembers; i++)
-        nfused += p->graph->nodes[st->members[c->first + i]].op == BRAID_OP_FUSED;
+        nfused +=
+            p->res.graph->nodes[st->members[c->first + i]].op == BRAID_OP_FUSED;
     int64_t *rows = malloc(nchunks * sizeof *rows);
     uint32_t *outs = malloc((size_t)nchunks * c->nd2h * sizeof *outs);
     uint32_t *progs = malloc(((size_t)nchunks * nfused + 1) * sizeof *progs);
@@ -498,7 +501,7 @@ static braid_status rewrite(ck_state *st, const ck_chain *c,
 /* Consumer lists (CSR; a node reading u twice appears twice) and the
  * output flags. */
 static void build_consumers(ck_state *st) {
-    const braid_graph *g = st->plan->graph;
+    const braid_graph *g = st->plan->res.graph;
     for (uint32_t v = 0; v < st->n; v++)
         for (uint32_t k = 0; k < g->nodes[v].ninputs; k++)
             st->cstart[g->nodes[v].inputs[k] + 1]++;
@@ -525,7 +528,7 @@ static uint32_t group(ck_state *st, ck_chain *chains, uint32_t *count) {
         if (st->parent[id] != id) continue;
         ck_chain c = {0};
         c.root = id;
-        c.gpu = gpu_index(p, p->info[id].device);
+        c.gpu = gpu_index(p, p->res.info[id].device);
         c.first = at;
         at += count[id];
         count[id] = c.first; /* becomes the fill cursor */
@@ -551,11 +554,11 @@ static uint32_t decide(ck_state *st, ck_chain *c, uint32_t *h2d,
     c->nd2h = chain_d2h(st, c, d2h);
     if (c->nh2d == 0 || c->nd2h == 0) return 1;
     for (uint32_t j = 0; j < c->nh2d; j++)
-        c->h2d_bytes += bg_nbytes(&p->graph->nodes[h2d[j]]);
+        c->h2d_bytes += bg_nbytes(&p->res.graph->nodes[h2d[j]]);
     for (uint32_t j = 0; j < c->nd2h; j++)
-        c->d2h_bytes += bg_nbytes(&p->graph->nodes[d2h[j]]);
-    int64_t rows = p->graph->nodes[c->root].dims[0];
-    uint32_t want = p->settings.chunks;
+        c->d2h_bytes += bg_nbytes(&p->res.graph->nodes[d2h[j]]);
+    int64_t rows = p->res.graph->nodes[c->root].dims[0];
+    uint32_t want = p->in.settings.chunks;
     if (want == 0) return ck_cost_model(p, c, rows);
     return (int64_t)want <= rows ? want : 1;
 }
@@ -570,8 +573,8 @@ static void free_state(ck_state *st) {
 }
 
 braid_status bp_chunk(bp_plan *plan) {
-    if (plan->settings.chunks == 1) return BRAID_OK;
-    const braid_graph *g = plan->graph;
+    if (plan->in.settings.chunks == 1) return BRAID_OK;
+    const braid_graph *g = plan->res.graph;
     ck_state st = {.plan = plan, .n = g->nnodes};
     size_t m = st.n ? st.n : 1, edges = 1;
     for (uint32_t id = 0; id < st.n; id++) edges += g->nodes[id].ninputs;

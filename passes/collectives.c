@@ -85,7 +85,7 @@ static const char *dev_str(bp_device d, char *buf, size_t size) {
 
 /* Replaces member id's inputs by its own input alone (the rank form). */
 static braid_status lower_member(bp_plan *plan, uint32_t id) {
-    braid_graph *g = plan->graph;
+    braid_graph *g = plan->res.graph;
     bg_node *n = &g->nodes[id];
     uint32_t own = bg_coll_own(n);
     uint32_t *in = bg_alloc(g, sizeof *in);
@@ -100,14 +100,14 @@ static braid_status lower_member(bp_plan *plan, uint32_t id) {
 }
 
 static uint32_t origin_of(const bp_plan *plan, uint32_t id) {
-    uint32_t o = plan->info[id].origin;
+    uint32_t o = plan->res.info[id].origin;
     return o != BG_NONE ? o : id;
 }
 
 /* One local group: members[r] is rank r's node (BG_NONE: missing). */
 static braid_status place_group(bp_plan *plan, const uint32_t *members,
                                 int64_t k) {
-    braid_graph *g = plan->graph;
+    braid_graph *g = plan->res.graph;
     char a[32], b[32];
     bool gpus = true, hinted = false;
     for (int64_t r = 0; r < k; r++) {
@@ -117,12 +117,12 @@ static braid_status place_group(bp_plan *plan, const uint32_t *members,
                 "place: collective group %llu lacks rank %lld",
                 (unsigned long long)bg_coll_group(&g->nodes[members[0]]),
                 (long long)r);
-        bp_device d = plan->info[members[r]].device;
+        bp_device d = plan->res.info[members[r]].device;
         hinted |= g->nodes[members[r]].device != NULL;
         if (d.kind != BP_DEVICE_CUDA) gpus = false;
         for (int64_t j = 0; gpus && j < r; j++)
-            if (bp_device_equal(plan->info[members[j]].device, d)) {
-                if (hinted && plan->ndevices > 1)
+            if (bp_device_equal(plan->res.info[members[j]].device, d)) {
+                if (hinted && plan->in.devs.ndevices > 1)
                     return bg_set_last_error(
                         BRAID_ERR_DEVICE,
                         "place: node %%%u (%s rank %lld) and node %%%u (rank "
@@ -143,9 +143,9 @@ static braid_status place_group(bp_plan *plan, const uint32_t *members,
         return BRAID_OK;
     }
     for (int64_t r = 0; r < k; r++) {
-        bp_device d = plan->info[members[r]].device;
+        bp_device d = plan->res.info[members[r]].device;
         if (d.kind == BP_DEVICE_CUDA && g->nodes[members[r]].device &&
-            plan->ndevices > 1)
+            plan->in.devs.ndevices > 1)
             return bg_set_last_error(
                 BRAID_ERR_DEVICE,
                 "place: node %%%u (%s rank %lld) is hinted to %s but its "
@@ -154,14 +154,14 @@ static braid_status place_group(bp_plan *plan, const uint32_t *members,
                 origin_of(plan, members[r]),
                 bg_op(g->nodes[members[r]].op)->name, (long long)r,
                 dev_str(d, a, sizeof a), (long long)k, (long long)k,
-                dev_str(plan->info[members[0]].device, b, sizeof b));
-        plan->info[members[r]].device = (bp_device){BP_DEVICE_CPU, 0};
+                dev_str(plan->res.info[members[0]].device, b, sizeof b));
+        plan->res.info[members[r]].device = (bp_device){BP_DEVICE_CPU, 0};
     }
     return BRAID_OK;
 }
 
 braid_status bp_coll_place(bp_plan *plan) {
-    const braid_graph *g = plan->graph;
+    const braid_graph *g = plan->res.graph;
     uint32_t ngroups = 0;
     uint64_t *ids = group_ids(g, NULL, &ngroups);
     if (!ids)
@@ -179,7 +179,7 @@ braid_status bp_coll_place(bp_plan *plan) {
             const bg_node *n = &g->nodes[id];
             if (!bg_is_collective(n) || bg_coll_group(n) != ids[gi]) continue;
             if (!bg_coll_local(n) || bg_coll_size(n) > BG_COLL_MAX_LOCAL) {
-                if (plan->info[id].device.kind != BP_DEVICE_CUDA)
+                if (plan->res.info[id].device.kind != BP_DEVICE_CUDA)
                     s = bg_set_last_error(
                         BRAID_ERR_DEVICE,
                         "place: node %%%u (%s, rank %d of %lld) is one rank "
@@ -187,7 +187,7 @@ braid_status bp_coll_place(bp_plan *plan) {
                         "(it is on %s: compile for \"cpu,cuda:N\")",
                         origin_of(plan, id), bg_op(n->op)->name,
                         bg_coll_rank(n), (long long)bg_coll_size(n),
-                        dev_str(plan->info[id].device, a, sizeof a));
+                        dev_str(plan->res.info[id].device, a, sizeof a));
                 continue;
             }
             local = true;
@@ -219,8 +219,8 @@ static bool inputs_done(const braid_graph *g, uint32_t id, const bool *done) {
 }
 
 braid_status bp_coll_schedule(bp_plan *plan) {
-    const braid_graph *g = plan->graph;
-    uint32_t ngroups = 0, n = plan->nschedule;
+    const braid_graph *g = plan->res.graph;
+    uint32_t ngroups = 0, n = plan->res.nschedule;
     uint64_t *ids = group_ids(g, NULL, &ngroups);
     if (!ids)
         return ngroups ? bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY,
@@ -242,7 +242,7 @@ braid_status bp_coll_schedule(bp_plan *plan) {
     while (s == BRAID_OK && nout < n) {
         uint32_t before = nout;
         for (uint32_t i = 0; i < n; i++) {
-            uint32_t id = plan->schedule[i];
+            uint32_t id = plan->res.schedule[i];
             const bg_node *x = &g->nodes[id];
             if (done[id]) continue;
             if (!bg_is_collective(x)) {
@@ -257,7 +257,7 @@ braid_status bp_coll_schedule(bp_plan *plan) {
             uint32_t nm = 0;
             bool ready = true;
             for (uint32_t j = 0; j < n && ready; j++) {
-                uint32_t m = plan->schedule[j];
+                uint32_t m = plan->res.schedule[j];
                 const bg_node *y = &g->nodes[m];
                 if (!bg_is_collective(y) || bg_coll_group(y) != ids[next])
                     continue;
@@ -290,8 +290,9 @@ braid_status bp_coll_schedule(bp_plan *plan) {
                 next < ngroups ? (unsigned long long)ids[next] : 0ull);
     }
     if (s == BRAID_OK) {
-        memcpy(plan->schedule, out, n * sizeof *out);
-        for (uint32_t i = 0; i < n; i++) plan->info[out[i]].order = i;
+        memcpy(plan->res.schedule, out, n * sizeof *out);
+        for (uint32_t i = 0; i < n; i++)
+            plan->res.info[out[i]].order = i;
     }
     free(ids);
     free(done);

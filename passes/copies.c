@@ -43,20 +43,20 @@ static braid_status map_reserve(copy_map *m, uint32_t k) {
 static uint32_t copy_of(bp_plan *plan, copy_map *m, uint32_t src,
                         bp_device to) {
     for (uint32_t c = m->head[src]; c != BG_NONE; c = m->next[c - m->n0])
-        if (bp_device_equal(plan->info[c].device, to)) return c;
+        if (bp_device_equal(plan->res.info[c].device, to)) return c;
     /* bp_plan_add_node may move the node array: copy the type first */
-    const bg_node *s = bg_node_at(plan->graph, src);
+    const bg_node *s = bg_node_at(plan->res.graph, src);
     braid_dtype dtype = s->dtype;
     int rank = s->rank;
     int64_t dims[BRAID_MAX_RANK];
     for (int i = 0; i < rank; i++)
         dims[i] = s->dims[i];
-    uint32_t id = plan->graph->nnodes;
+    uint32_t id = plan->res.graph->nnodes;
     if (map_reserve(m, id - m->n0) != BRAID_OK) return BG_NONE;
     id =
         bp_plan_add_node(plan, BRAID_OP_COPY, &src, 1, dtype, rank, dims, NULL);
     if (id == BG_NONE) return BG_NONE;
-    plan->info[id].device = to;
+    plan->res.info[id].device = to;
     m->next[id - m->n0] = m->head[src];
     m->head[src] = id;
     return id;
@@ -66,14 +66,14 @@ static uint32_t copy_of(bp_plan *plan, copy_map *m, uint32_t src,
  * copy on the consumer's device. */
 static braid_status rewire_inputs(bp_plan *plan, copy_map *m) {
     for (uint32_t id = 0; id < m->n0; id++) {
-        bp_device to = plan->info[id].device;
-        uint32_t nin = bg_node_at(plan->graph, id)->ninputs;
+        bp_device to = plan->res.info[id].device;
+        uint32_t nin = bg_node_at(plan->res.graph, id)->ninputs;
         for (uint32_t k = 0; k < nin; k++) {
-            uint32_t src = plan->graph->nodes[id].inputs[k];
-            if (bp_device_equal(plan->info[src].device, to)) continue;
+            uint32_t src = plan->res.graph->nodes[id].inputs[k];
+            if (bp_device_equal(plan->res.info[src].device, to)) continue;
             uint32_t c = copy_of(plan, m, src, to);
             if (c == BG_NONE) return BRAID_ERR_OUT_OF_MEMORY;
-            plan->graph->nodes[id].inputs[k] = c;
+            plan->res.graph->nodes[id].inputs[k] = c;
         }
     }
     return BRAID_OK;
@@ -83,14 +83,15 @@ static braid_status rewire_inputs(bp_plan *plan, copy_map *m) {
  * its copy to the cpu. */
 static braid_status rewire_outputs(bp_plan *plan, copy_map *m) {
     const bp_device cpu = {BP_DEVICE_CPU, 0};
-    braid_graph *g = plan->graph;
+    braid_graph *g = plan->res.graph;
     for (uint32_t i = 0; i < g->noutputs; i++) {
         uint32_t src = g->outputs[i].node;
-        if (bp_device_equal(plan->info[src].device, cpu)) continue;
+        if (bp_device_equal(plan->res.info[src].device, cpu)) continue;
         uint32_t c = copy_of(plan, m, src, cpu);
         if (c == BG_NONE) return BRAID_ERR_OUT_OF_MEMORY;
         g->outputs[i].node = c;
-        if (i < plan->noutputs) plan->outputs[i].node = c; /* same order */
+        if (i < plan->res.noutputs)
+            plan->res.outputs[i].node = c; /* same order */
     }
     return BRAID_OK;
 }
@@ -98,14 +99,14 @@ static braid_status rewire_outputs(bp_plan *plan, copy_map *m) {
 braid_status bp_copies(bp_plan *plan) {
     braid_status s = bp_plan_sync_info(plan);
     if (s != BRAID_OK) return s;
-    copy_map m = {NULL, NULL, plan->graph->nnodes, 0};
+    copy_map m = {NULL, NULL, plan->res.graph->nnodes, 0};
     m.head = bp_calloc(m.n0, sizeof *m.head, "copies: copy table");
     if (!m.head) return BRAID_ERR_OUT_OF_MEMORY;
     for (uint32_t i = 0; i < m.n0; i++)
         m.head[i] = BG_NONE;
     s = rewire_inputs(plan, &m);
     if (s == BRAID_OK) s = rewire_outputs(plan, &m);
-    bool added = plan->graph->nnodes > m.n0;
+    bool added = plan->res.graph->nnodes > m.n0;
     free(m.head);
     free(m.next);
     if (s == BRAID_OK && added) s = bp_plan_compact(plan);

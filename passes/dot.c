@@ -203,16 +203,9 @@ static braid_status write_graph(Agraph_t *g, FILE *out, const char *fn) {
 /* Fill colour for a placement hint: the device's colour when the hint names
  * one ("cpu", "cuda:N"), white otherwise. */
 static const char *hint_colour(const char *hint) {
-    if (!hint) return "white";
-    if (!strcmp(hint, "cpu")) return bp_dot_colour((bp_device){0, 0});
-    if (strncmp(hint, "cuda:", 5) || !hint[5] || strlen(hint) > 9)
-        return "white";
-    int32_t idx = 0;
-    for (const char *c = hint + 5; *c; c++) {
-        if (*c < '0' || *c > '9') return "white";
-        idx = idx * 10 + (*c - '0');
-    }
-    return bp_dot_colour((bp_device){BP_DEVICE_CUDA, idx});
+    bp_device d;
+    if (!hint || !bp_device_parse(hint, strlen(hint), &d)) return "white";
+    return bp_dot_colour(d);
 }
 
 /* Appends "[0,2]" listing the set bits of an axes mask. */
@@ -260,7 +253,8 @@ bool bp_dot_outs_init(bp_dot_outs *o, uint32_t nnodes, uint32_t nout,
     o->head = malloc((nnodes ? nnodes : 1) * sizeof *o->head);
     o->next = malloc((nout ? nout : 1) * sizeof *o->next);
     if (!o->head || !o->next) return false;
-    for (uint32_t id = 0; id < nnodes; id++) o->head[id] = BG_NONE;
+    for (uint32_t id = 0; id < nnodes; id++)
+        o->head[id] = BG_NONE;
     for (uint32_t i = nout; i-- > 0;) { /* pushed in front: first stays first */
         uint32_t id = node_of(outs, i);
         o->next[i] = id < nnodes ? o->head[id] : BG_NONE;
@@ -307,8 +301,7 @@ static void graph_label(bp_text *t, const braid_graph *g, uint32_t id,
 }
 
 static bool graph_node(Agraph_t *ag, const braid_graph *g, uint32_t id,
-                       Agnode_t **nodes, const bp_dot_outs *outs,
-                       bp_text *t) {
+                       Agnode_t **nodes, const bp_dot_outs *outs, bp_text *t) {
     const bg_node *n = bg_node_at(g, id);
     Agnode_t *an = nodes[id] = bp_dot_node(ag, "n", id);
     if (!an) return false;
@@ -340,9 +333,8 @@ static bool build_graph(Agraph_t *ag, const braid_graph *g) {
     Agnode_t **nodes = calloc(g->nnodes ? g->nnodes : 1, sizeof *nodes);
     bp_text t = {0};
     bp_dot_outs outs = {0};
-    bool ok = nodes != NULL &&
-              bp_dot_outs_init(&outs, g->nnodes, g->noutputs,
-                               graph_output_node, g);
+    bool ok = nodes != NULL && bp_dot_outs_init(&outs, g->nnodes, g->noutputs,
+                                                graph_output_node, g);
     for (uint32_t id = 0; ok && id < g->nnodes; id++)
         ok = graph_node(ag, g, id, nodes, &outs, &t);
     bp_dot_outs_free(&outs);
@@ -394,13 +386,16 @@ braid_status braid_graph_to_dot(const braid_graph *g, FILE *out) {
  * braid_compile's plans always do; this keeps a stray or half-built plan
  * from crashing the exporter. */
 static braid_status check_plan(const bp_plan *p, const char *fn) {
-    if (!p->graph ||
-        (p->graph->nnodes && (!p->info || p->ninfo < p->graph->nnodes)))
+    if (!p->res.graph ||
+        (p->res.graph->nnodes &&
+         (!p->res.info || p->res.ninfo < p->res.graph->nnodes)))
         return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
                                  "%s: the plan has no compiled graph", fn);
-    if ((p->nqueues && !p->queues) || (p->nevents && !p->events) ||
-        (p->narenas && !p->arenas) || (p->nprograms && !p->programs) ||
-        p->ndevices > BP_MAX_DEVICES)
+    if ((p->res.nqueues && !p->res.queues) ||
+        (p->res.nevents && !p->res.events) ||
+        (p->res.narenas && !p->res.arenas) ||
+        (p->res.nprograms && !p->res.programs) ||
+        p->in.devs.ndevices > BP_MAX_DEVICES)
         return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
                                  "%s: the plan's tables are inconsistent", fn);
     return BRAID_OK;
@@ -420,7 +415,7 @@ braid_status braid_plan_to_dot(const braid_plan *p, FILE *out) {
         s = bg_set_last_error(
             BRAID_ERR_OUT_OF_MEMORY,
             "%s: out of memory building the DOT graph (%" PRIu32 " nodes)", fn,
-            p->graph->nnodes);
+            p->res.graph->nnodes);
     } else {
         s = write_graph(ag, out, fn);
     }

@@ -77,11 +77,11 @@ static const char *instr_name(braid_op op) {
 /* "arena 0 @ 4096, 1.00 MiB" / "input buffer, ..." / "view of %3 @ 0, ...":
  * where node id's output lives. */
 static void put_place(plan_dot *d, uint32_t id) {
-    const bp_tensor_place *pl = &d->p->info[id].place;
+    const bp_tensor_place *pl = &d->p->res.info[id].place;
     bp_text *t = &d->t;
     switch (pl->storage) {
     case BP_STORAGE_ARENA:
-        if (pl->arena < d->p->narenas)
+        if (pl->arena < d->p->res.narenas)
             bp_text_printf(t, "arena %" PRIu32 " @ %" PRIu64, pl->arena,
                            pl->offset);
         else
@@ -110,7 +110,7 @@ static bool put_outputs(plan_dot *d, uint32_t id, bool record) {
     bool any = false;
     for (uint32_t i = d->outs.head[id]; i != BG_NONE; i = d->outs.next[i]) {
         bp_text_printf(&d->t, "%soutput \"", record ? "|" : "\\n");
-        bp_text_user(&d->t, d->p->outputs[i].name, record);
+        bp_text_user(&d->t, d->p->res.outputs[i].name, record);
         bp_text_printf(&d->t, "\"");
         any = true;
     }
@@ -119,21 +119,21 @@ static bool put_outputs(plan_dot *d, uint32_t id, bool record) {
 
 /* First line: "%id op", the step in the schedule, chunk marker. */
 static void put_head(plan_dot *d, uint32_t id, const char *op) {
-    const bp_node_info *in = &d->p->info[id];
+    const bp_node_info *in = &d->p->res.info[id];
     bp_text_printf(&d->t, "%%%" PRIu32 " %s", id, op);
-    if (d->p->schedule && d->p->nschedule == d->p->graph->nnodes)
+    if (d->p->res.schedule && d->p->res.nschedule == d->p->res.graph->nnodes)
         bp_text_printf(&d->t, " (step %" PRIu32 ")", in->order);
     if (in->chunk) bp_text_printf(&d->t, " [chunk]");
 }
 
 /* Ordinary nodes (and copies): lines separated by \n. */
 static bool plain_label(plan_dot *d, uint32_t id) {
-    const bg_node *n = bg_node_at(d->p->graph, id);
+    const bg_node *n = bg_node_at(d->p->res.graph, id);
     char type[160], size[32];
     bp_text *t = &d->t;
     if (n->op == BRAID_OP_COPY && n->ninputs == 1 && n->inputs[0] < id) {
-        bp_device from = d->p->info[n->inputs[0]].device;
-        bp_device to = d->p->info[id].device;
+        bp_device from = d->p->res.info[n->inputs[0]].device;
+        bp_device to = d->p->res.info[id].device;
         char a[32], b[32], op[16];
         snprintf(op, sizeof op, "copy %s", copy_direction(from, to));
         put_head(d, id, op);
@@ -203,9 +203,10 @@ static void put_instr(plan_dot *d, const bp_program *prog, const bg_node *n,
 
 /* Fused nodes: a record "{head|instructions|place|outputs}". */
 static bool fused_label(plan_dot *d, uint32_t id) {
-    const bg_node *n = bg_node_at(d->p->graph, id);
-    uint32_t pi = d->p->info[id].program;
-    const bp_program *prog = pi < d->p->nprograms ? &d->p->programs[pi] : NULL;
+    const bg_node *n = bg_node_at(d->p->res.graph, id);
+    uint32_t pi = d->p->res.info[id].program;
+    const bp_program *prog =
+        pi < d->p->res.nprograms ? &d->p->res.programs[pi] : NULL;
     char type[160];
     bp_text *t = &d->t;
     char op[32];
@@ -253,9 +254,9 @@ static const char *node_shape(const bg_node *n) {
 
 static bool plan_node(plan_dot *d, uint32_t id) {
     const bp_plan *p = d->p;
-    const bg_node *n = bg_node_at(p->graph, id);
-    const bp_node_info *in = &p->info[id];
-    Agraph_t *parent = in->queue < p->nqueues && d->clusters[in->queue]
+    const bg_node *n = bg_node_at(p->res.graph, id);
+    const bp_node_info *in = &p->res.info[id];
+    Agraph_t *parent = in->queue < p->res.nqueues && d->clusters[in->queue]
                            ? d->clusters[in->queue]
                            : d->g;
     Agnode_t *an = d->nodes[id] = bp_dot_node(parent, "n", id);
@@ -277,14 +278,14 @@ static bool plan_node(plan_dot *d, uint32_t id) {
 /* One cluster per queue that runs at least one node. */
 static bool make_clusters(plan_dot *d) {
     const bp_plan *p = d->p;
-    for (uint32_t id = 0; id < p->graph->nnodes; id++) {
-        uint32_t q = p->info[id].queue;
-        if (q >= p->nqueues || d->clusters[q]) continue;
+    for (uint32_t id = 0; id < p->res.graph->nnodes; id++) {
+        uint32_t q = p->res.info[id].queue;
+        if (q >= p->res.nqueues || d->clusters[q]) continue;
         char name[32], label[64];
         snprintf(name, sizeof name, "cluster_q%" PRIu32, q);
         Agraph_t *sub = d->clusters[q] = agsubg(d->g, name, 1);
         if (!sub) return false;
-        queue_label(&p->queues[q], label, sizeof label);
+        queue_label(&p->res.queues[q], label, sizeof label);
         if (!bp_dot_set(sub, "label", label) ||
             !bp_dot_set(sub, "style", "rounded") ||
             !bp_dot_set(sub, "color", "#606060") ||
@@ -301,12 +302,13 @@ static bool make_legend(plan_dot *d) {
         !bp_dot_set(sub, "style", "dashed") ||
         !bp_dot_set(sub, "class", "legend"))
         return false;
-    for (uint32_t i = 0; i < d->p->ndevices; i++) {
+    for (uint32_t i = 0; i < d->p->in.devs.ndevices; i++) {
         char name[32];
         Agnode_t *n = bp_dot_node(sub, "legend", i);
-        bp_device_str(d->p->devices[i], name, sizeof name);
+        bp_device_str(d->p->in.devs.devices[i], name, sizeof name);
         if (!n || !bp_dot_set(n, "label", name) ||
-            !bp_dot_set(n, "fillcolor", bp_dot_colour(d->p->devices[i])) ||
+            !bp_dot_set(n, "fillcolor",
+                        bp_dot_colour(d->p->in.devs.devices[i])) ||
             !bp_dot_set(n, "class", "legend"))
             return false;
     }
@@ -314,7 +316,7 @@ static bool make_legend(plan_dot *d) {
 }
 
 static bool data_edges(plan_dot *d, uint32_t id) {
-    const bg_node *n = bg_node_at(d->p->graph, id);
+    const bg_node *n = bg_node_at(d->p->res.graph, id);
     for (uint32_t k = 0; k < n->ninputs; k++) {
         if (n->inputs[k] >= id) continue; /* not topological: skip */
         Agedge_t *e = bp_dot_edge(d->g, d->nodes[n->inputs[k]], d->nodes[id]);
@@ -325,7 +327,7 @@ static bool data_edges(plan_dot *d, uint32_t id) {
 
 /* The data edge after → before, if the graph has one. */
 static Agedge_t *data_edge(plan_dot *d, uint32_t after, uint32_t before) {
-    const bg_node *n = bg_node_at(d->p->graph, before);
+    const bg_node *n = bg_node_at(d->p->res.graph, before);
     for (uint32_t k = 0; k < n->ninputs; k++)
         if (n->inputs[k] == after)
             return agedge(d->g, d->nodes[after], d->nodes[before], NULL, 0);
@@ -339,9 +341,10 @@ static Agedge_t *data_edge(plan_dot *d, uint32_t after, uint32_t before) {
  * "reuse-event"). */
 static bool event_edges(plan_dot *d) {
     const bp_plan *p = d->p;
-    for (uint32_t i = 0; i < p->nevents; i++) {
-        const bp_event *ev = &p->events[i];
-        if (ev->after >= p->graph->nnodes || ev->before >= p->graph->nnodes)
+    for (uint32_t i = 0; i < p->res.nevents; i++) {
+        const bp_event *ev = &p->res.events[i];
+        if (ev->after >= p->res.graph->nnodes ||
+            ev->before >= p->res.graph->nnodes)
             continue;
         Agedge_t *e = ev->reuse ? NULL : data_edge(d, ev->after, ev->before);
         bool ok = true;
@@ -368,10 +371,10 @@ static bool title(plan_dot *d) {
     bp_text *t = &d->t;
     bp_text_reset(t);
     bp_text_printf(t, "braid plan for ");
-    for (uint32_t i = 0; i < p->ndevices; i++) {
+    for (uint32_t i = 0; i < p->in.devs.ndevices; i++) {
         char dev[32];
         bp_text_printf(t, "%s%s", i ? "," : "",
-                       bp_device_str(p->devices[i], dev, sizeof dev));
+                       bp_device_str(p->in.devs.devices[i], dev, sizeof dev));
     }
     bp_text_printf(t,
                    ": %" PRIu32 " node%s, %" PRIu32 " fused, %" PRIu32
@@ -380,8 +383,8 @@ static bool title(plan_dot *d) {
                    s.copies == 1 ? "y" : "ies", s.queues,
                    s.queues == 1 ? "" : "s", s.events,
                    s.events == 1 ? "" : "s");
-    for (uint32_t i = 0; i < p->narenas; i++) {
-        const bp_arena *a = &p->arenas[i];
+    for (uint32_t i = 0; i < p->res.narenas; i++) {
+        const bp_arena *a = &p->res.arenas[i];
         char dev[32], size[32], lb[32];
         bp_text_printf(t, "arena %" PRIu32 ": %s %s, %s (lower bound %s)\\l", i,
                        bp_device_str(a->device, dev, sizeof dev),
@@ -397,17 +400,19 @@ static bool title(plan_dot *d) {
 }
 
 static uint32_t plan_output_node(const void *outs, uint32_t i) {
-    return ((const bp_plan *)outs)->outputs[i].node;
+    return ((const bp_plan *)outs)->res.outputs[i].node;
 }
 
 bool bp_dot_build_plan(const bp_plan *p, Agraph_t *g) {
     plan_dot d = {.p = p, .g = g};
-    uint32_t n = p->graph->nnodes;
-    d.clusters = calloc(p->nqueues ? p->nqueues : 1, sizeof *d.clusters);
+    uint32_t n = p->res.graph->nnodes;
+    d.clusters =
+        calloc(p->res.nqueues ? p->res.nqueues : 1, sizeof *d.clusters);
     d.nodes = calloc(n ? n : 1, sizeof *d.nodes);
-    bool ok = d.clusters && d.nodes &&
-              bp_dot_outs_init(&d.outs, n, p->noutputs, plan_output_node, p) &&
-              make_legend(&d) && make_clusters(&d);
+    bool ok =
+        d.clusters && d.nodes &&
+        bp_dot_outs_init(&d.outs, n, p->res.noutputs, plan_output_node, p) &&
+        make_legend(&d) && make_clusters(&d);
     for (uint32_t id = 0; ok && id < n; id++)
         ok = plan_node(&d, id);
     for (uint32_t id = 0; ok && id < n; id++)

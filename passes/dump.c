@@ -24,10 +24,10 @@ static void put_program(const bp_plan *p, const bp_program *prog, FILE *out) {
 }
 
 static void put_annotation(const bp_plan *p, uint32_t id, FILE *out) {
-    const bp_node_info *in = &p->info[id];
+    const bp_node_info *in = &p->res.info[id];
     char buf[64];
     fprintf(out, "  # %s", bp_device_str(in->device, buf, sizeof buf));
-    if (in->queue < p->nqueues)
+    if (in->queue < p->res.nqueues)
         fprintf(out, " q=%s", bp_queue_str(p, in->queue, buf, sizeof buf));
     const bp_tensor_place *pl = &in->place;
     if (pl->storage == BP_STORAGE_ARENA)
@@ -35,8 +35,8 @@ static void put_annotation(const bp_plan *p, uint32_t id, FILE *out) {
                 pl->offset, pl->bytes);
     else if (pl->storage == BP_STORAGE_VIEW)
         fprintf(out, " view(%%%" PRIu32 "+%" PRIu64 ")", pl->base, pl->offset);
-    if (in->program < p->nprograms)
-        put_program(p, &p->programs[in->program], out);
+    if (in->program < p->res.nprograms)
+        put_program(p, &p->res.programs[in->program], out);
     if (in->chunk) fputs(" chunk", out);
 }
 
@@ -54,7 +54,7 @@ void bp_plan_dump(const bp_plan *p, const char *after_pass, FILE *out) {
     fprintf(out, "# braid IR after pass \"%s\"\n", after_pass);
     char *text = NULL;
     size_t len = 0;
-    if (braid_graph_print(p->graph, &text, &len) != BRAID_OK) {
+    if (braid_graph_print(p->res.graph, &text, &len) != BRAID_OK) {
         fprintf(out, "# (cannot print: %s)\n", braid_last_error());
         return;
     }
@@ -63,7 +63,7 @@ void bp_plan_dump(const bp_plan *p, const char *after_pass, FILE *out) {
         size_t n = nl ? (size_t)(nl - line) : (size_t)(text + len - line);
         fwrite(line, 1, n, out);
         uint32_t id = line_node(line, n);
-        if (id < p->ninfo) put_annotation(p, id, out);
+        if (id < p->res.ninfo) put_annotation(p, id, out);
         fputc('\n', out);
         line += n + (nl != NULL);
     }

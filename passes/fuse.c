@@ -48,8 +48,8 @@ static braid_status oom(void) {
 static braid_status state_init(fuse_state *s, bp_plan *plan) {
     memset(s, 0, sizeof *s);
     s->plan = plan;
-    s->g = plan->graph;
-    uint32_t n = s->n = plan->graph->nnodes;
+    s->g = plan->res.graph;
+    uint32_t n = s->n = plan->res.graph->nnodes;
     size_t m = n ? n : 1;
     s->nuse = calloc(m, sizeof *s->nuse);
     s->user = calloc(m, sizeof *s->user);
@@ -97,7 +97,8 @@ static const bg_node *node(const fuse_state *s, uint32_t id) {
 }
 
 static bool same_device(const fuse_state *s, uint32_t a, uint32_t b) {
-    return bp_device_equal(s->plan->info[a].device, s->plan->info[b].device);
+    return bp_device_equal(s->plan->res.info[a].device,
+                           s->plan->res.info[b].device);
 }
 
 /* An op a group may hold: elementwise (incl. cast, compare, where) and

@@ -52,8 +52,7 @@ static braid_status build_init(prog_build *b, bp_plan *plan,
     b->inputs = calloc(b->cap, sizeof *b->inputs);
     b->ext = calloc(b->cap, sizeof *b->ext);
     b->ext_instr = calloc(b->cap, sizeof *b->ext_instr);
-    if (!b->instr || !b->inputs || !b->ext || !b->ext_instr)
-        return oom(g->out);
+    if (!b->instr || !b->inputs || !b->ext || !b->ext_instr) return oom(g->out);
     return BRAID_OK;
 }
 
@@ -103,13 +102,13 @@ static uint32_t operand(prog_build *b, uint32_t id) {
     if (id < b->n && b->member[id]) return b->vmap[id];
     for (uint32_t i = 0; i < b->next; i++)
         if (b->ext[i] == id) return b->ext_instr[i];
-    const bg_node *nd = bg_node_at(b->plan->graph, id);
+    const bg_node *nd = bg_node_at(b->plan->res.graph, id);
     bp_instr in = {.dtype = nd->dtype, .source = BG_NONE};
     in.arg[0] = in.arg[1] = in.arg[2] = BG_NONE;
     in.input = BG_NONE;
     if (uniform_value(nd, &in.value)) {
         in.op = BP_INSTR_CONST;
-        in.source = b->plan->info[id].origin;
+        in.source = b->plan->res.info[id].origin;
     } else {
         in.op = BP_INSTR_LOAD;
         in.input = add_input(b, id);
@@ -122,7 +121,7 @@ static uint32_t operand(prog_build *b, uint32_t id) {
 
 /* The instruction computing member or extra node id from its operands. */
 static uint32_t compute(prog_build *b, uint32_t id) {
-    const bg_node *nd = bg_node_at(b->plan->graph, id);
+    const bg_node *nd = bg_node_at(b->plan->res.graph, id);
     uint32_t arg[3] = {BG_NONE, BG_NONE, BG_NONE};
     for (uint32_t k = 0; k < nd->ninputs && k < 3; k++)
         arg[k] = operand(b, nd->inputs[k]);
@@ -130,7 +129,7 @@ static uint32_t compute(prog_build *b, uint32_t id) {
     bp_instr in = {.op = nd->op,
                    .dtype = nd->dtype,
                    .input = BG_NONE,
-                   .source = b->plan->info[id].origin};
+                   .source = b->plan->res.info[id].origin};
     memcpy(in.arg, arg, sizeof arg);
     return emit(b, in);
 }
@@ -138,12 +137,12 @@ static uint32_t compute(prog_build *b, uint32_t id) {
 /* LOAD 0, LOAD 1, MATMUL(0, 1): the matmul's operands are inputs 0 and 1
  * (twice the same node for x·x), read whole. */
 static void matmul_head(prog_build *b, uint32_t mm) {
-    const bg_node *nd = bg_node_at(b->plan->graph, mm);
+    const bg_node *nd = bg_node_at(b->plan->res.graph, mm);
     for (uint32_t k = 0; k < 2; k++) {
         uint32_t src = nd->inputs[k];
         b->inputs[b->ninputs++] = src;
         bp_instr ld = {.op = BP_INSTR_LOAD,
-                       .dtype = bg_node_at(b->plan->graph, src)->dtype,
+                       .dtype = bg_node_at(b->plan->res.graph, src)->dtype,
                        .arg = {BG_NONE, BG_NONE, BG_NONE},
                        .input = k,
                        .source = BG_NONE};
@@ -153,7 +152,7 @@ static void matmul_head(prog_build *b, uint32_t mm) {
                    .dtype = nd->dtype,
                    .arg = {0, 1, BG_NONE},
                    .input = BG_NONE,
-                   .source = b->plan->info[mm].origin};
+                   .source = b->plan->res.info[mm].origin};
     b->vmap[mm] = emit(b, in);
 }
 
@@ -161,7 +160,7 @@ static void matmul_head(prog_build *b, uint32_t mm) {
  * attributes. */
 static void fill_program(prog_build *b, const bp_fuse_group *g,
                          const uint32_t *members) {
-    const braid_graph *gr = b->plan->graph;
+    const braid_graph *gr = b->plan->res.graph;
     if (g->kind == BP_PROGRAM_MATMUL) matmul_head(b, g->root);
     for (uint32_t i = 0; i < g->nmembers; i++) {
         uint32_t id = members[g->first + i];
@@ -173,7 +172,7 @@ static void fill_program(prog_build *b, const bp_fuse_group *g,
                        .dtype = r->dtype,
                        .arg = {b->vmap[g->root], BG_NONE, BG_NONE},
                        .input = BG_NONE,
-                       .source = b->plan->info[g->out].origin};
+                       .source = b->plan->res.info[g->out].origin};
         emit(b, in);
     }
 }
@@ -183,7 +182,7 @@ static void fill_program(prog_build *b, const bp_fuse_group *g,
 static braid_status add_fused(prog_build *b, const bp_fuse_group *g,
                               bp_program *prog, uint32_t *rep) {
     bp_plan *plan = b->plan;
-    braid_graph *gr = plan->graph;
+    braid_graph *gr = plan->res.graph;
     const bg_node *out = bg_node_at(gr, g->out);
     int64_t dims[BRAID_MAX_RANK];
     memcpy(dims, out->dims, sizeof dims);
@@ -198,9 +197,9 @@ static braid_status add_fused(prog_build *b, const bp_fuse_group *g,
         gr->nodes[id].name = bg_strdup(gr, out->name);
         if (!gr->nodes[id].name) return oom(g->out);
     }
-    plan->info[id].device = plan->info[g->out].device;
-    plan->info[id].program = pi;
-    plan->info[id].origin = plan->info[g->out].origin;
+    plan->res.info[id].device = plan->res.info[g->out].device;
+    plan->res.info[id].program = pi;
+    plan->res.info[id].origin = plan->res.info[g->out].origin;
     rep[g->out] = id;
     return BRAID_OK;
 }
@@ -215,13 +214,13 @@ braid_status bp_fuse_build(bp_plan *plan, const bp_fuse_group *g,
     if (g->kind == BP_PROGRAM_MATMUL) member[g->root] = true;
     if (s == BRAID_OK) {
         fill_program(&b, g, members);
-        const bg_node *space = bg_node_at(plan->graph, g->root);
+        const bg_node *space = bg_node_at(plan->res.graph, g->root);
         bp_program prog = {.kind = g->kind,
                            .ninstr = b.ninstr,
                            .instr = b.instr,
                            .rank = space->rank};
         memcpy(prog.dims, space->dims, sizeof prog.dims);
-        const bg_node *out = bg_node_at(plan->graph, g->out);
+        const bg_node *out = bg_node_at(plan->res.graph, g->out);
         if (g->kind == BP_PROGRAM_REDUCE) {
             prog.axes = out->attr.axes;
             prog.flags = out->attr.flags & BG_KEEPDIMS;

@@ -25,9 +25,9 @@
  * big plan gets fewer: at most about 2^26 cells of recomputation in all,
  * which keeps the pass linear in the plan. */
 static uint32_t event_budget(const bp_plan *p, uint32_t nq) {
-    uint32_t extra = p->nschedule / 4;
+    uint32_t extra = p->res.nschedule / 4;
     uint64_t budget = 16 + (extra < 512 ? extra : 512);
-    uint64_t cells = (uint64_t)p->nschedule * (nq ? nq : 1);
+    uint64_t cells = (uint64_t)p->res.nschedule * (nq ? nq : 1);
     uint64_t cap = ((uint64_t)1 << 26) / (cells ? cells : 1);
     return (uint32_t)(budget < cap ? budget : cap);
 }
@@ -35,14 +35,14 @@ static uint32_t event_budget(const bp_plan *p, uint32_t nq) {
 /* Reuse events from an earlier run of this pass are stale. */
 static void drop_reuse_events(bp_plan *p) {
     uint32_t k = 0;
-    for (uint32_t i = 0; i < p->nevents; i++)
-        if (!p->events[i].reuse) p->events[k++] = p->events[i];
-    p->nevents = k;
+    for (uint32_t i = 0; i < p->res.nevents; i++)
+        if (!p->res.events[i].reuse) p->res.events[k++] = p->res.events[i];
+    p->res.nevents = k;
 }
 
 /* Readers of every node (one entry per reading node) and output flags. */
 static braid_status list_users(bp_mem *m) {
-    const braid_graph *g = m->plan->graph;
+    const braid_graph *g = m->plan->res.graph;
     uint32_t n = g->nnodes;
     m->ustart = bp_calloc((size_t)n + 1, sizeof *m->ustart, "memory users");
     size_t nedges = 0;
@@ -70,13 +70,14 @@ static braid_status list_users(bp_mem *m) {
     }
     for (uint32_t id = n; id > 0; id--) m->ustart[id] = m->ustart[id - 1];
     m->ustart[0] = 0;
-    for (uint32_t i = 0; i < m->plan->noutputs; i++)
-        if (m->plan->outputs[i].node < n) m->output[m->plan->outputs[i].node] = true;
+    for (uint32_t i = 0; i < m->plan->res.noutputs; i++)
+        if (m->plan->res.outputs[i].node < n)
+            m->output[m->plan->res.outputs[i].node] = true;
     return BRAID_OK;
 }
 
 static braid_status alloc_tables(bp_mem *m) {
-    uint32_t n = m->plan->graph->nnodes;
+    uint32_t n = m->plan->res.graph->nnodes;
     size_t cells = (size_t)n * (m->hb.nq ? m->hb.nq : 1);
     m->output = bp_calloc(n, sizeof *m->output, "memory tables");
     m->to_end = bp_calloc(n, sizeof *m->to_end, "memory tables");
@@ -112,7 +113,7 @@ static void free_tables(bp_mem *m) {
  * order; arena_of[d] is its index (BG_NONE for devices without). */
 static braid_status make_arenas(bp_mem *m, uint32_t *arena_of) {
     bp_plan *p = m->plan;
-    for (uint32_t d = 0; d < p->ndevices; d++) {
+    for (uint32_t d = 0; d < p->in.devs.ndevices; d++) {
         arena_of[d] = BG_NONE;
         bool used = false;
         for (uint32_t g = 0; g < m->ngroups && !used; g++)
@@ -121,9 +122,10 @@ static braid_status make_arenas(bp_mem *m, uint32_t *arena_of) {
         uint64_t bytes = 0;
         braid_status s = bp_mem_pack(m, d, &bytes);
         if (s != BRAID_OK) return s;
-        arena_of[d] = p->narenas;
-        p->arenas[p->narenas++] = (bp_arena){BP_ARENA_DEVICE, p->devices[d],
-                                             bytes, bp_mem_lower_bound(m, d)};
+        arena_of[d] = p->res.narenas;
+        p->res.arenas[p->res.narenas++] =
+            (bp_arena){BP_ARENA_DEVICE, p->in.devs.devices[d], bytes,
+                       bp_mem_lower_bound(m, d)};
     }
     return BRAID_OK;
 }
@@ -131,15 +133,15 @@ static braid_status make_arenas(bp_mem *m, uint32_t *arena_of) {
 /* The pinned staging arena: two slots of min(largest host↔GPU copy,
  * BP_MEM_STAGING_SLOT), when the plan copies between host and a GPU. */
 static void staging_arena(bp_plan *p) {
-    const braid_graph *g = p->graph;
+    const braid_graph *g = p->res.graph;
     bool any = false;
     uint64_t largest = 0;
-    for (uint32_t i = 0; i < p->nschedule; i++) {
-        uint32_t id = p->schedule[i];
+    for (uint32_t i = 0; i < p->res.nschedule; i++) {
+        uint32_t id = p->res.schedule[i];
         const bg_node *n = &g->nodes[id];
         if (n->op != BRAID_OP_COPY || n->inputs[0] >= g->nnodes) continue;
-        bool src_cpu = p->info[n->inputs[0]].device.kind == BP_DEVICE_CPU;
-        bool dst_cpu = p->info[id].device.kind == BP_DEVICE_CPU;
+        bool src_cpu = p->res.info[n->inputs[0]].device.kind == BP_DEVICE_CPU;
+        bool dst_cpu = p->res.info[id].device.kind == BP_DEVICE_CPU;
         if (src_cpu == dst_cpu) continue;
         any = true;
         if (bg_nbytes(n) > largest) largest = bg_nbytes(n);
@@ -148,7 +150,7 @@ static void staging_arena(bp_plan *p) {
     uint64_t slot = largest < BP_MEM_STAGING_SLOT ? largest
                                                   : BP_MEM_STAGING_SLOT;
     slot = (slot + BP_MEM_ALIGN_CPU - 1) / BP_MEM_ALIGN_CPU * BP_MEM_ALIGN_CPU;
-    p->arenas[p->narenas++] = (bp_arena){
+    p->res.arenas[p->res.narenas++] = (bp_arena){
         BP_ARENA_PINNED, (bp_device){BP_DEVICE_CPU, 0}, 2 * slot, 2 * slot};
 }
 
@@ -156,9 +158,9 @@ static void staging_arena(bp_plan *p) {
  * at their root. */
 static void write_places(bp_mem *m, const uint32_t *arena_of) {
     bp_plan *p = m->plan;
-    for (uint32_t i = 0; i < p->nschedule; i++) {
-        uint32_t id = p->schedule[i];
-        bp_tensor_place *pl = &p->info[id].place;
+    for (uint32_t i = 0; i < p->res.nschedule; i++) {
+        uint32_t id = p->res.schedule[i];
+        bp_tensor_place *pl = &p->res.info[id].place;
         if (pl->storage == BP_STORAGE_VIEW) {
             pl->base = m->base[id];
             pl->offset = m->voff[id];
@@ -174,14 +176,15 @@ static void write_places(bp_mem *m, const uint32_t *arena_of) {
 static braid_status commit_events(bp_mem *m) {
     bp_plan *p = m->plan;
     if (m->hb.nx == 0) return BRAID_OK;
-    bp_event *e = realloc(p->events,
-                          ((size_t)p->nevents + m->hb.nx) * sizeof *e);
+    bp_event *e =
+        realloc(p->res.events, ((size_t)p->res.nevents + m->hb.nx) * sizeof *e);
     if (!e)
         return bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY,
                                  "memory: out of memory adding reuse events");
-    p->events = e;
+    p->res.events = e;
     for (uint32_t k = 0; k < m->hb.nx; k++)
-        p->events[p->nevents++] = (bp_event){m->hb.xsrc[k], m->hb.xdst[k], true};
+        p->res.events[p->res.nevents++] =
+            (bp_event){m->hb.xsrc[k], m->hb.xdst[k], true};
     return BRAID_OK;
 }
 
@@ -204,16 +207,16 @@ static braid_status run(bp_mem *m) {
 }
 
 braid_status bp_memory(bp_plan *plan) {
-    free(plan->arenas);
-    plan->narenas = 0;
-    plan->arenas = bp_calloc(plan->ndevices + 1, sizeof *plan->arenas,
-                             "arenas");
-    if (!plan->arenas) return BRAID_ERR_OUT_OF_MEMORY;
+    free(plan->res.arenas);
+    plan->res.narenas = 0;
+    plan->res.arenas = bp_calloc(plan->in.devs.ndevices + 1,
+                                 sizeof *plan->res.arenas, "arenas");
+    if (!plan->res.arenas) return BRAID_ERR_OUT_OF_MEMORY;
     drop_reuse_events(plan);
     bp_mem m;
     memset(&m, 0, sizeof m);
     m.plan = plan;
-    m.reuse = !(plan->settings.disabled & BRAID_PASS_REUSE);
+    m.reuse = !(plan->in.settings.disabled & BRAID_PASS_REUSE);
     braid_status s = run(&m);
     free_tables(&m);
     return s;

@@ -43,7 +43,7 @@ typedef struct bp_mem_hb {
 
 /* One buffer group: the bytes a set of tensors shares over time. */
 typedef struct bp_mem_group {
-    uint32_t device;   /* index in plan->devices */
+    uint32_t device;   /* index in plan->in.devs.devices */
     uint64_t bytes;    /* largest member, rounded up to the alignment */
     uint32_t first;    /* schedule position of its first access */
     uint32_t last;     /* schedule position of its last access (UINT32_MAX
@@ -124,7 +124,7 @@ braid_status bp_mem_order(bp_mem *m, const int32_t *acc, uint32_t b, bool add,
  * of groups live at one schedule position. */
 uint64_t bp_mem_lower_bound(const bp_mem *m, uint32_t d);
 /* Assigns group offsets in device d's arena; returns the arena size. May
- * add reuse events (plan->events, m->hb). */
+ * add reuse events (plan->res.events, m->hb). */
 braid_status bp_mem_pack(bp_mem *m, uint32_t d, uint64_t *bytes);
 /* Alignment of tensors on device index d. */
 uint64_t bp_mem_align(const bp_plan *p, uint32_t d);
@@ -137,7 +137,8 @@ uint64_t bp_mem_align(const bp_plan *p, uint32_t d);
  * plans through the sweep). Not for concurrent change. */
 extern uint64_t bp_mem_greedy_pairs;
 
-/* ---- memory_sweep.c ---------------------------------------------------------- */
+/* ---- memory_sweep.c
+ * ---------------------------------------------------------- */
 
 /* Packs groups order[0..n) in schedule order, first fit, releasing a
  * group's bytes once every later group may reuse them without an event;

@@ -23,32 +23,33 @@ static braid_status hb_oom(void) {
 /* Dense queue numbers for the plan's queues that hold scheduled nodes; a
  * node with an invalid queue gets one extra queue of its own kind. */
 static braid_status number_queues(bp_mem_hb *hb, const bp_plan *p) {
-    uint32_t nplan = p->nqueues + 1; /* last slot: invalid queue ids */
+    uint32_t nplan = p->res.nqueues + 1; /* last slot: invalid queue ids */
     uint32_t *dense = bp_calloc(nplan, sizeof *dense, "memory queues");
     if (!dense) return BRAID_ERR_OUT_OF_MEMORY;
     for (uint32_t q = 0; q < nplan; q++) dense[q] = BG_NONE;
     hb->nq = 0;
-    for (uint32_t i = 0; i < p->nschedule; i++) {
-        uint32_t id = p->schedule[i];
+    for (uint32_t i = 0; i < p->res.nschedule; i++) {
+        uint32_t id = p->res.schedule[i];
         if (id >= hb->n || hb->pos[id] != i) continue;
-        uint32_t q = p->info[id].queue < p->nqueues ? p->info[id].queue
-                                                    : p->nqueues;
+        uint32_t q = p->res.info[id].queue < p->res.nqueues
+                         ? p->res.info[id].queue
+                         : p->res.nqueues;
         if (dense[q] == BG_NONE) dense[q] = hb->nq++;
         hb->queue[id] = dense[q];
     }
     free(dense);
     hb->qstart = bp_calloc(hb->nq + 1, sizeof *hb->qstart, "memory queues");
-    hb->qnode = bp_calloc(p->nschedule, sizeof *hb->qnode, "memory queues");
+    hb->qnode = bp_calloc(p->res.nschedule, sizeof *hb->qnode, "memory queues");
     if (!hb->qstart || !hb->qnode) return BRAID_ERR_OUT_OF_MEMORY;
-    for (uint32_t i = 0; i < p->nschedule; i++) {
-        uint32_t id = p->schedule[i];
+    for (uint32_t i = 0; i < p->res.nschedule; i++) {
+        uint32_t id = p->res.schedule[i];
         if (id < hb->n && hb->pos[id] == i) hb->qstart[hb->queue[id] + 1]++;
     }
     for (uint32_t q = 0; q < hb->nq; q++) hb->qstart[q + 1] += hb->qstart[q];
     uint32_t *fill = bp_calloc(hb->nq + 1, sizeof *fill, "memory queues");
     if (!fill) return BRAID_ERR_OUT_OF_MEMORY;
-    for (uint32_t i = 0; i < p->nschedule; i++) {
-        uint32_t id = p->schedule[i];
+    for (uint32_t i = 0; i < p->res.nschedule; i++) {
+        uint32_t id = p->res.schedule[i];
         if (id >= hb->n || hb->pos[id] != i) continue;
         uint32_t q = hb->queue[id];
         hb->qpos[id] = fill[q];
@@ -62,10 +63,10 @@ static braid_status number_queues(bp_mem_hb *hb, const bp_plan *p) {
  * earlier than the waiting node). */
 static braid_status list_events(bp_mem_hb *hb, const bp_plan *p) {
     hb->estart = bp_calloc((size_t)hb->n + 1, sizeof *hb->estart, "events");
-    hb->ewait = bp_calloc(p->nevents, sizeof *hb->ewait, "events");
+    hb->ewait = bp_calloc(p->res.nevents, sizeof *hb->ewait, "events");
     if (!hb->estart || !hb->ewait) return BRAID_ERR_OUT_OF_MEMORY;
-    for (uint32_t k = 0; k < p->nevents; k++) {
-        uint32_t a = p->events[k].after, b = p->events[k].before;
+    for (uint32_t k = 0; k < p->res.nevents; k++) {
+        uint32_t a = p->res.events[k].after, b = p->res.events[k].before;
         if (a < hb->n && b < hb->n && hb->pos[a] < hb->pos[b] &&
             hb->pos[b] != UINT32_MAX)
             hb->estart[b + 1]++;
@@ -73,8 +74,8 @@ static braid_status list_events(bp_mem_hb *hb, const bp_plan *p) {
     for (uint32_t i = 0; i < hb->n; i++) hb->estart[i + 1] += hb->estart[i];
     uint32_t *fill = bp_calloc(hb->n, sizeof *fill, "events");
     if (!fill) return BRAID_ERR_OUT_OF_MEMORY;
-    for (uint32_t k = 0; k < p->nevents; k++) {
-        uint32_t a = p->events[k].after, b = p->events[k].before;
+    for (uint32_t k = 0; k < p->res.nevents; k++) {
+        uint32_t a = p->res.events[k].after, b = p->res.events[k].before;
         if (a < hb->n && b < hb->n && hb->pos[a] < hb->pos[b] &&
             hb->pos[b] != UINT32_MAX)
             hb->ewait[hb->estart[b] + fill[b]++] = a;
@@ -85,7 +86,7 @@ static braid_status list_events(bp_mem_hb *hb, const bp_plan *p) {
 
 braid_status bp_mem_hb_init(bp_mem_hb *hb, const bp_plan *p) {
     memset(hb, 0, sizeof *hb);
-    hb->n = p->graph->nnodes;
+    hb->n = p->res.graph->nnodes;
     hb->pos = bp_calloc(hb->n, sizeof *hb->pos, "memory positions");
     hb->queue = bp_calloc(hb->n, sizeof *hb->queue, "memory positions");
     hb->qpos = bp_calloc(hb->n, sizeof *hb->qpos, "memory positions");
@@ -96,8 +97,8 @@ braid_status bp_mem_hb_init(bp_mem_hb *hb, const bp_plan *p) {
         hb->pos[i] = UINT32_MAX;
         hb->xhead[i] = BG_NONE;
     }
-    for (uint32_t i = 0; i < p->nschedule; i++) {
-        uint32_t id = p->schedule[i];
+    for (uint32_t i = 0; i < p->res.nschedule; i++) {
+        uint32_t id = p->res.schedule[i];
         if (id < hb->n && hb->pos[id] == UINT32_MAX) hb->pos[id] = i;
     }
     braid_status s = number_queues(hb, p);
@@ -137,8 +138,8 @@ static void join_done(const bp_mem_hb *hb, int32_t *c, uint32_t a) {
 
 /* Clocks of the scheduled nodes at positions ≥ from. */
 static void clocks_from(bp_mem_hb *hb, const bp_plan *p, uint32_t from) {
-    for (uint32_t i = from; i < p->nschedule; i++) {
-        uint32_t id = p->schedule[i];
+    for (uint32_t i = from; i < p->res.nschedule; i++) {
+        uint32_t id = p->res.schedule[i];
         if (id >= hb->n || hb->pos[id] != i) continue;
         int32_t *c = hb->clock + (size_t)id * hb->nq;
         for (uint32_t j = 0; j < hb->nq; j++) c[j] = -1;

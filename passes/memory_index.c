@@ -12,7 +12,7 @@
 static void ext(const bp_mem *m, uint32_t g, uint64_t *lo, uint64_t *hi) {
     const bp_mem_group *gr = &m->group[g];
     *lo = gr->safe < gr->first ? gr->safe : gr->first;
-    *hi = gr->last == END ? (uint64_t)m->plan->nschedule + 1 : gr->last;
+    *hi = gr->last == END ? (uint64_t)m->plan->res.nschedule + 1 : gr->last;
 }
 
 typedef struct ix_key {
@@ -46,7 +46,8 @@ static braid_status fill(const bp_mem *m, pk_index *ix, const uint32_t *order,
         ix->hisort[i] = ix->hi[i];
     }
     qsort(ix->hisort, n, sizeof *ix->hisort, by_u64);
-    for (uint32_t i = 0; i < n; i++) ix->tmax[ix->size + i] = ix->hi[i];
+    for (uint32_t i = 0; i < n; i++)
+        ix->tmax[ix->size + i] = ix->hi[i];
     for (uint32_t k = ix->size; k-- > 1;)
         ix->tmax[k] = ix->tmax[2 * k] > ix->tmax[2 * k + 1]
                           ? ix->tmax[2 * k]
@@ -54,12 +55,13 @@ static braid_status fill(const bp_mem *m, pk_index *ix, const uint32_t *order,
     return BRAID_OK;
 }
 
-braid_status pk_index_init(const bp_mem *m, pk_index *ix,
-                           const uint32_t *order, uint32_t n) {
+braid_status pk_index_init(const bp_mem *m, pk_index *ix, const uint32_t *order,
+                           uint32_t n) {
     memset(ix, 0, sizeof *ix);
     ix->n = n;
     ix->size = 1;
-    while (ix->size < n) ix->size *= 2;
+    while (ix->size < n)
+        ix->size *= 2;
     size_t c = n ? n : 1;
     ix->grp = bp_calloc(c, sizeof *ix->grp, "memory index");
     ix->lo = bp_calloc(c, sizeof *ix->lo, "memory index");
@@ -109,9 +111,8 @@ uint64_t pk_pairs(const pk_index *ix) {
         /* h meets i: lo_h ≤ hi_i, less those ending before lo_i (which
          * start before it too), less i itself */
         uint64_t start = count_le(ix->lo, ix->n, ix->hi[i]);
-        uint64_t ended = ix->lo[i] ? count_le(ix->hisort, ix->n,
-                                              ix->lo[i] - 1)
-                                   : 0;
+        uint64_t ended =
+            ix->lo[i] ? count_le(ix->hisort, ix->n, ix->lo[i] - 1) : 0;
         twice += start - ended - 1;
     }
     return twice / 2;

@@ -25,8 +25,8 @@ typedef struct pk_index {
 } pk_index;
 
 /* Indexes groups order[0..n). */
-braid_status pk_index_init(const bp_mem *m, pk_index *ix,
-                           const uint32_t *order, uint32_t n);
+braid_status pk_index_init(const bp_mem *m, pk_index *ix, const uint32_t *order,
+                           uint32_t n);
 void pk_index_free(pk_index *ix);
 /* Pairs of indexed groups whose extended lifetimes intersect. */
 uint64_t pk_pairs(const pk_index *ix);

@@ -32,24 +32,24 @@
 uint64_t bp_mem_greedy_pairs = BP_MEM_GREEDY_PAIRS;
 
 uint64_t bp_mem_align(const bp_plan *p, uint32_t d) {
-    return p->devices[d].kind == BP_DEVICE_CPU ? BP_MEM_ALIGN_CPU
-                                               : BP_MEM_ALIGN_GPU;
+    return p->in.devs.devices[d].kind == BP_DEVICE_CPU ? BP_MEM_ALIGN_CPU
+                                                       : BP_MEM_ALIGN_GPU;
 }
 
 static uint64_t round_up(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }
 
 static uint32_t device_index(const bp_plan *p, bp_device d) {
-    for (uint32_t i = 0; i < p->ndevices; i++)
-        if (bp_device_equal(p->devices[i], d)) return i;
+    for (uint32_t i = 0; i < p->in.devs.ndevices; i++)
+        if (bp_device_equal(p->in.devs.devices[i], d)) return i;
     return BG_NONE;
 }
 
 /* The ARENA root whose bytes node id uses, or BG_NONE. */
 static uint32_t arena_root(const bp_mem *m, uint32_t id) {
     const bp_plan *p = m->plan;
-    uint32_t r = p->info[id].place.storage == BP_STORAGE_VIEW ? m->base[id]
-                                                              : id;
-    return p->info[r].place.storage == BP_STORAGE_ARENA ? r : BG_NONE;
+    uint32_t r =
+        p->res.info[id].place.storage == BP_STORAGE_VIEW ? m->base[id] : id;
+    return p->res.info[r].place.storage == BP_STORAGE_ARENA ? r : BG_NONE;
 }
 
 /* Notes an access of group g by node u (a computing node). */
@@ -69,19 +69,20 @@ static braid_status number_groups(bp_mem *m) {
     bp_plan *p = m->plan;
     m->ngroups = 0;
     for (uint32_t id = 0; id < m->hb.n; id++) m->gid[id] = BG_NONE;
-    for (uint32_t i = 0; i < p->nschedule; i++) {
-        uint32_t id = p->schedule[i], r = arena_root(m, id);
+    for (uint32_t i = 0; i < p->res.nschedule; i++) {
+        uint32_t id = p->res.schedule[i], r = arena_root(m, id);
         if (r == BG_NONE) continue;
         uint32_t top = bp_mem_find(m, r);
         if (m->gid[top] == BG_NONE) {
-            uint32_t d = device_index(p, p->info[top].device);
+            uint32_t d = device_index(p, p->res.info[top].device);
             if (d == BG_NONE) {
                 char dev[32];
                 return bg_set_last_error(
                     BRAID_ERR_INTERNAL,
                     "memory: node %u runs on %s, which the plan does not "
                     "list",
-                    top, bp_device_str(p->info[top].device, dev, sizeof dev));
+                    top,
+                    bp_device_str(p->res.info[top].device, dev, sizeof dev));
             }
             m->group[m->ngroups] = (bp_mem_group){
                 .device = d, .first = END, .last = 0,
@@ -91,10 +92,11 @@ static braid_status number_groups(bp_mem *m) {
         uint32_t g = m->gid[top];
         m->gid[id] = g;
         bp_mem_group *gr = &m->group[g];
-        uint64_t b = round_up(p->info[id].place.bytes,
-                              bp_mem_align(p, gr->device));
+        uint64_t b =
+            round_up(p->res.info[id].place.bytes, bp_mem_align(p, gr->device));
         if (id == r && b > gr->bytes) gr->bytes = b;
-        if (p->graph->nodes[id].op == BRAID_OP_CONSTANT) gr->whole_run = true;
+        if (p->res.graph->nodes[id].op == BRAID_OP_CONSTANT)
+            gr->whole_run = true;
         if (m->output[id]) gr->to_end = true;
     }
     return BRAID_OK;
@@ -106,16 +108,16 @@ static braid_status summarise(bp_mem *m) {
     const bp_mem_hb *hb = &m->hb;
     for (size_t i = 0; i < (size_t)m->ngroups * hb->nq; i++) m->lastacc[i] = -1;
     uint32_t nw = 0;
-    for (uint32_t i = 0; i < p->nschedule; i++) {
-        uint32_t id = p->schedule[i], g = m->gid[id];
+    for (uint32_t i = 0; i < p->res.nschedule; i++) {
+        uint32_t id = p->res.schedule[i], g = m->gid[id];
         if (g == BG_NONE) continue;
-        if (!p->info[id].noop) {
+        if (!p->res.info[id].noop) {
             access(m, g, id);
             m->group[g].nwriters++;
             nw++;
         }
         for (uint32_t k = m->ustart[id]; k < m->ustart[id + 1]; k++)
-            if (!p->info[m->users[k]].noop) access(m, g, m->users[k]);
+            if (!p->res.info[m->users[k]].noop) access(m, g, m->users[k]);
     }
     m->writer = bp_calloc(nw, sizeof *m->writer, "memory writers");
     if (!m->writer) return BRAID_ERR_OUT_OF_MEMORY;
@@ -129,9 +131,9 @@ static braid_status summarise(bp_mem *m) {
         if (gr->to_end || gr->whole_run) gr->last = END;
         if (gr->whole_run) gr->first = 0;
     }
-    for (uint32_t i = 0; i < p->nschedule; i++) {
-        uint32_t id = p->schedule[i], g = m->gid[id];
-        if (g != BG_NONE && !p->info[id].noop)
+    for (uint32_t i = 0; i < p->res.nschedule; i++) {
+        uint32_t id = p->res.schedule[i], g = m->gid[id];
+        if (g != BG_NONE && !p->res.info[id].noop)
             m->writer[m->group[g].wstart + m->group[g].nwriters++] = id;
     }
     return BRAID_OK;
@@ -141,7 +143,8 @@ void bp_mem_known(bp_mem *m, uint32_t g) {
     const bp_mem_hb *hb = &m->hb;
     bp_mem_group *gr = &m->group[g];
     int32_t *kn = m->known + (size_t)g * hb->nq;
-    for (uint32_t j = 0; j < hb->nq; j++) kn[j] = INT32_MAX;
+    for (uint32_t j = 0; j < hb->nq; j++)
+        kn[j] = INT32_MAX;
     for (uint32_t w = 0; w < gr->nwriters; w++) {
         const int32_t *c =
             hb->clock + (size_t)m->writer[gr->wstart + w] * hb->nq;
@@ -158,7 +161,8 @@ void bp_mem_known(bp_mem *m, uint32_t g) {
 }
 
 static void compute_known(bp_mem *m) {
-    for (uint32_t g = 0; g < m->ngroups; g++) bp_mem_known(m, g);
+    for (uint32_t g = 0; g < m->ngroups; g++)
+        bp_mem_known(m, g);
 }
 
 braid_status bp_mem_groups(bp_mem *m) {
@@ -173,7 +177,7 @@ braid_status bp_mem_groups(bp_mem *m) {
 }
 
 uint64_t bp_mem_lower_bound(const bp_mem *m, uint32_t d) {
-    uint32_t n = m->plan->nschedule;
+    uint32_t n = m->plan->res.nschedule;
     int64_t *delta = calloc((size_t)n + 2, sizeof *delta);
     if (!delta) return 0; /* only a report; the arena size stands */
     for (uint32_t g = 0; g < m->ngroups; g++) {
@@ -354,7 +358,7 @@ static braid_status sort_groups(const bp_mem *m, uint32_t *order, uint32_t n,
                                 int how) {
     pk_key *key = bp_calloc(n, sizeof *key, "memory order");
     if (!key) return BRAID_ERR_OUT_OF_MEMORY;
-    uint64_t end = (uint64_t)m->plan->nschedule + 1;
+    uint64_t end = (uint64_t)m->plan->res.nschedule + 1;
     for (uint32_t i = 0; i < n; i++) {
         const bp_mem_group *gr = &m->group[order[i]];
         uint64_t last = gr->last == END ? end : gr->last;
@@ -384,7 +388,8 @@ static braid_status pack_mode(bp_mem *m, pk_index *ix, const uint32_t *order,
                               uint32_t n, bool best, pk_span *sp,
                               uint64_t *bytes) {
     *bytes = 0;
-    for (uint32_t i = 0; i < n; i++) ix->placed[order[i]] = false;
+    for (uint32_t i = 0; i < n; i++)
+        ix->placed[order[i]] = false;
     for (uint32_t i = 0; i < n; i++) {
         braid_status s = place_one(m, ix, order[i], best, sp, bytes);
         if (s != BRAID_OK) return s;
@@ -452,8 +457,8 @@ static braid_status pack_reuse(bp_mem *m, uint32_t *order, uint32_t n,
                                uint64_t *bytes) {
     pk_index ix;
     pk_span *sp = bp_calloc(n ? n : 1, sizeof *sp, "memory spans");
-    braid_status s = sp ? pk_index_init(m, &ix, order, n)
-                        : BRAID_ERR_OUT_OF_MEMORY;
+    braid_status s =
+        sp ? pk_index_init(m, &ix, order, n) : BRAID_ERR_OUT_OF_MEMORY;
     if (s == BRAID_OK && pk_pairs(&ix) > bp_mem_greedy_pairs)
         s = bp_mem_pack_sweep(m, order, n, bytes);
     else if (s == BRAID_OK)
@@ -464,8 +469,8 @@ static braid_status pack_reuse(bp_mem *m, uint32_t *order, uint32_t n,
 }
 
 braid_status bp_mem_pack(bp_mem *m, uint32_t d, uint64_t *bytes) {
-    uint32_t *order = bp_calloc(m->ngroups ? m->ngroups : 1, sizeof *order,
-                                "memory order");
+    uint32_t *order =
+        bp_calloc(m->ngroups ? m->ngroups : 1, sizeof *order, "memory order");
     braid_status s = order ? BRAID_OK : BRAID_ERR_OUT_OF_MEMORY;
     uint32_t n = 0;
     for (uint32_t g = 0; s == BRAID_OK && g < m->ngroups; g++) {

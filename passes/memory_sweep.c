@@ -102,11 +102,12 @@ static void fb_insert(fb_tree *t, uint64_t off, uint64_t size,
                       const int32_t *acc) {
     uint32_t k = t->nfree ? t->free[--t->nfree] : t->used++;
     t->seed = t->seed * 6364136223846793005u + 1442695040888963407u;
-    t->node[k] = (fb_node){off, size, size, (uint32_t)(t->seed >> 33), FB_NIL,
-                           FB_NIL};
+    t->node[k] =
+        (fb_node){off, size, size, (uint32_t)(t->seed >> 33), FB_NIL, FB_NIL};
     int32_t *row = t->acc + (size_t)k * t->nq;
     if (row != acc)
-        for (uint32_t j = 0; j < t->nq; j++) row[j] = acc[j];
+        for (uint32_t j = 0; j < t->nq; j++)
+            row[j] = acc[j];
     uint32_t a, b;
     fb_split(t, t->root, off, &a, &b);
     t->root = fb_merge(t, fb_merge(t, a, k), b);
@@ -185,8 +186,7 @@ static void fb_join(const fb_tree *t, int32_t *acc, uint32_t k) {
 
 /* Gives [off, off + size) back, merged with free neighbours; acc (nq
  * entries, scratch) holds the accesses of the group giving it back. */
-static void fb_release(fb_tree *t, uint64_t off, uint64_t size,
-                       int32_t *acc) {
+static void fb_release(fb_tree *t, uint64_t off, uint64_t size, int32_t *acc) {
     uint32_t p = fb_pred(t, off), s = fb_succ(t, off + size);
     if (s != FB_NIL && t->node[s].off == off + size) {
         size += t->node[s].size;
@@ -231,7 +231,8 @@ static uint64_t fb_top(fb_tree *t, uint64_t size, const int32_t *known,
     return off;
 }
 
-/* ---- the sweep ------------------------------------------------------------ */
+/* ---- the sweep ------------------------------------------------------------
+ */
 
 typedef struct sw_key {
     uint64_t at;    /* sort key */
@@ -328,7 +329,8 @@ static braid_status sweep(bp_mem *m, const uint32_t *order, uint32_t n,
         s = take(m, t, g, &top);
     }
     if (m->event_budget != budget0) /* other devices' groups see them */
-        for (uint32_t g = 0; g < m->ngroups; g++) bp_mem_known(m, g);
+        for (uint32_t g = 0; g < m->ngroups; g++)
+            bp_mem_known(m, g);
     *bytes = top;
     return s;
 }
@@ -340,15 +342,15 @@ braid_status bp_mem_pack_sweep(bp_mem *m, const uint32_t *order, uint32_t n,
     sw_key *bylast = bp_calloc(c, sizeof *bylast, "memory sweep");
     /* at most one free block per released group, plus one */
     uint32_t cap = (uint32_t)c + 2, nq = m->hb.nq ? m->hb.nq : 1;
-    fb_tree t = {.node = bp_calloc(cap, sizeof *t.node, "memory sweep"),
-                 .cap = cap,
-                 .acc = bp_calloc(((size_t)cap + 1) * nq, sizeof *t.acc,
-                                  "memory sweep"),
-                 .nq = m->hb.nq,
-                 .free = bp_calloc(cap, sizeof *t.free, "memory sweep"),
-                 .root = FB_NIL,
-                 .seed = 0x2545f4914f6cdd1du,
-                 .shared = (uint64_t)FB_SHARED * n};
+    fb_tree t = {
+        .node = bp_calloc(cap, sizeof *t.node, "memory sweep"),
+        .cap = cap,
+        .acc = bp_calloc(((size_t)cap + 1) * nq, sizeof *t.acc, "memory sweep"),
+        .nq = m->hb.nq,
+        .free = bp_calloc(cap, sizeof *t.free, "memory sweep"),
+        .root = FB_NIL,
+        .seed = 0x2545f4914f6cdd1du,
+        .shared = (uint64_t)FB_SHARED * n};
     braid_status s = BRAID_ERR_OUT_OF_MEMORY;
     if (byfirst && bylast && t.node && t.acc && t.free) {
         s = sweep(m, order, n, byfirst, bylast, &t, bytes);

@@ -58,10 +58,11 @@ static bool permute_keeps_layout(const bg_node *n, const bg_node *x) {
 /* Offset of node id's output within its input's bytes when it is a pure
  * view, else -1. */
 static int64_t view_offset(const bp_plan *p, uint32_t id) {
-    const bg_node *n = &p->graph->nodes[id];
-    if (n->ninputs != 1 || n->inputs[0] >= p->graph->nnodes) return -1;
-    const bg_node *x = &p->graph->nodes[n->inputs[0]];
-    if (!bp_device_equal(p->info[id].device, p->info[n->inputs[0]].device) ||
+    const bg_node *n = &p->res.graph->nodes[id];
+    if (n->ninputs != 1 || n->inputs[0] >= p->res.graph->nnodes) return -1;
+    const bg_node *x = &p->res.graph->nodes[n->inputs[0]];
+    if (!bp_device_equal(p->res.info[id].device,
+                         p->res.info[n->inputs[0]].device) ||
         bg_nbytes(n) > bg_nbytes(x) || n->dtype != x->dtype)
         return -1;
     switch (n->op) {
@@ -81,8 +82,9 @@ static int64_t view_offset(const bp_plan *p, uint32_t id) {
 /* Node x's bytes are a caller's input (x is one, or a view of one). */
 static bool reaches_input(const bp_mem *m, uint32_t x) {
     const bp_plan *p = m->plan;
-    while (p->info[x].place.storage == BP_STORAGE_VIEW) x = m->base[x];
-    return p->info[x].place.storage == BP_STORAGE_INPUT;
+    while (p->res.info[x].place.storage == BP_STORAGE_VIEW)
+        x = m->base[x];
+    return p->res.info[x].place.storage == BP_STORAGE_INPUT;
 }
 
 /* Storage of one node before concats: input, constant, view or buffer.
@@ -91,8 +93,8 @@ static bool reaches_input(const bp_mem *m, uint32_t x) {
  * buffer, so its bytes must not be the input's. */
 static void classify(bp_mem *m, uint32_t id) {
     const bp_plan *p = m->plan;
-    const bg_node *n = &p->graph->nodes[id];
-    bp_node_info *in = &p->info[id];
+    const bg_node *n = &p->res.graph->nodes[id];
+    bp_node_info *in = &p->res.info[id];
     in->noop = false;
     in->place = (bp_tensor_place){.storage = BP_STORAGE_ARENA,
                                   .bytes = bg_nbytes(n)};
@@ -119,15 +121,15 @@ static void classify(bp_mem *m, uint32_t id) {
 /* Input x of concat c can be computed straight into c's bytes. */
 static bool concat_input_ok(const bp_mem *m, uint32_t c, uint32_t k) {
     const bp_plan *p = m->plan;
-    const bg_node *n = &p->graph->nodes[c];
+    const bg_node *n = &p->res.graph->nodes[c];
     uint32_t x = n->inputs[k];
-    const bg_node *xn = &p->graph->nodes[x];
-    const bp_node_info *xi = &p->info[x];
+    const bg_node *xn = &p->res.graph->nodes[x];
+    const bp_node_info *xi = &p->res.info[x];
     for (uint32_t j = 0; j < n->ninputs; j++)
         if (j != k && n->inputs[j] == x) return false;
     bool noop_concat = xn->op == BRAID_OP_CONCAT && xi->noop;
     return m->hb.pos[x] != UINT32_MAX &&
-           bp_device_equal(xi->device, p->info[c].device) &&
+           bp_device_equal(xi->device, p->res.info[c].device) &&
            xi->place.storage == BP_STORAGE_ARENA &&
            (!xi->noop || noop_concat) && !m->output[x] &&
            m->ustart[x + 1] - m->ustart[x] == 1 && xn->dtype == n->dtype &&
@@ -137,9 +139,9 @@ static bool concat_input_ok(const bp_mem *m, uint32_t c, uint32_t k) {
 /* Makes concat c a noop whose inputs write into its bytes, when legal. */
 static void concat_in_place(bp_mem *m, uint32_t c) {
     bp_plan *p = m->plan;
-    const bg_node *n = &p->graph->nodes[c];
+    const bg_node *n = &p->res.graph->nodes[c];
     int axis = n->attr.axis < 0 ? n->attr.axis + n->rank : n->attr.axis;
-    if (p->info[c].place.storage != BP_STORAGE_ARENA || axis < 0 ||
+    if (p->res.info[c].place.storage != BP_STORAGE_ARENA || axis < 0 ||
         axis >= n->rank || n->ninputs == 0 || bg_numel(n) == 0)
         return;
     for (int a = 0; a < axis; a++)
@@ -147,18 +149,18 @@ static void concat_in_place(bp_mem *m, uint32_t c) {
     uint64_t total = 0;
     for (uint32_t k = 0; k < n->ninputs; k++) {
         if (!concat_input_ok(m, c, k)) return;
-        total += bg_nbytes(&p->graph->nodes[n->inputs[k]]);
+        total += bg_nbytes(&p->res.graph->nodes[n->inputs[k]]);
     }
     if (total != bg_nbytes(n)) return;
     uint64_t off = 0;
     for (uint32_t k = 0; k < n->ninputs; k++) {
         uint32_t x = n->inputs[k];
-        p->info[x].place.storage = BP_STORAGE_VIEW;
+        p->res.info[x].place.storage = BP_STORAGE_VIEW;
         m->base[x] = c;
         m->voff[x] = off;
-        off += p->info[x].place.bytes;
+        off += p->res.info[x].place.bytes;
     }
-    p->info[c].noop = true;
+    p->res.info[c].noop = true;
 }
 
 /* Rewrites every view's base to the tensor owning the bytes. Bases form
@@ -167,10 +169,10 @@ static void concat_in_place(bp_mem *m, uint32_t c) {
 static void resolve_roots(bp_mem *m) {
     const bp_plan *p = m->plan;
     for (uint32_t id = 0; id < m->hb.n; id++) {
-        if (p->info[id].place.storage != BP_STORAGE_VIEW) continue;
+        if (p->res.info[id].place.storage != BP_STORAGE_VIEW) continue;
         uint32_t r = m->base[id];
         uint64_t off = m->voff[id];
-        while (p->info[r].place.storage == BP_STORAGE_VIEW) {
+        while (p->res.info[r].place.storage == BP_STORAGE_VIEW) {
             off += m->voff[r];
             r = m->base[r];
         }
@@ -181,11 +183,11 @@ static void resolve_roots(bp_mem *m) {
 
 braid_status bp_mem_views(bp_mem *m) {
     bp_plan *p = m->plan;
-    for (uint32_t i = 0; i < p->nschedule; i++)
-        if (p->schedule[i] < m->hb.n) classify(m, p->schedule[i]);
-    for (uint32_t i = 0; i < p->nschedule; i++) {
-        uint32_t id = p->schedule[i];
-        if (id < m->hb.n && p->graph->nodes[id].op == BRAID_OP_CONCAT)
+    for (uint32_t i = 0; i < p->res.nschedule; i++)
+        if (p->res.schedule[i] < m->hb.n) classify(m, p->res.schedule[i]);
+    for (uint32_t i = 0; i < p->res.nschedule; i++) {
+        uint32_t id = p->res.schedule[i];
+        if (id < m->hb.n && p->res.graph->nodes[id].op == BRAID_OP_CONCAT)
             concat_in_place(m, id);
     }
     resolve_roots(m);
@@ -207,20 +209,21 @@ uint32_t bp_mem_find(bp_mem *m, uint32_t id) {
  * element i, and no other element later. Casts to the same dtype are
  * memcpy (overlap is undefined there). */
 static bool kernel_allows_alias(const bp_plan *p, uint32_t y) {
-    const bg_node *n = &p->graph->nodes[y];
+    const bg_node *n = &p->res.graph->nodes[y];
     if (n->op == BRAID_OP_CAST)
-        return p->graph->nodes[n->inputs[0]].dtype != n->dtype;
+        return p->res.graph->nodes[n->inputs[0]].dtype != n->dtype;
     if (bg_op(n->op)->kind == BRAID_KIND_ELEMENTWISE) return true;
-    if (n->op != BRAID_OP_FUSED || p->info[y].program >= p->nprograms)
+    if (n->op != BRAID_OP_FUSED || p->res.info[y].program >= p->res.nprograms)
         return false;
-    return p->programs[p->info[y].program].kind == BP_PROGRAM_ELEMENTWISE;
+    return p->res.programs[p->res.info[y].program].kind ==
+           BP_PROGRAM_ELEMENTWISE;
 }
 
 /* The root whose bytes node id uses, or BG_NONE (caller or graph memory). */
 static uint32_t root_of(const bp_mem *m, uint32_t id) {
-    const bp_tensor_place *pl = &m->plan->info[id].place;
+    const bp_tensor_place *pl = &m->plan->res.info[id].place;
     uint32_t r = pl->storage == BP_STORAGE_VIEW ? m->base[id] : id;
-    return m->plan->info[r].place.storage == BP_STORAGE_ARENA ? r : BG_NONE;
+    return m->plan->res.info[r].place.storage == BP_STORAGE_ARENA ? r : BG_NONE;
 }
 
 /* Every access of group g other than y happens-before y. */
@@ -238,13 +241,13 @@ static bool others_done(const bp_mem *m, uint32_t g, uint32_t y) {
 /* Input k of y can be overwritten by y. */
 static bool can_overwrite(bp_mem *m, uint32_t y, uint32_t k) {
     const bp_plan *p = m->plan;
-    const bg_node *n = &p->graph->nodes[y];
+    const bg_node *n = &p->res.graph->nodes[y];
     uint32_t x = n->inputs[k];
-    const bg_node *xn = &p->graph->nodes[x];
-    if (p->info[x].place.storage != BP_STORAGE_ARENA ||
+    const bg_node *xn = &p->res.graph->nodes[x];
+    if (p->res.info[x].place.storage != BP_STORAGE_ARENA ||
         xn->op == BRAID_OP_CONSTANT || bg_nbytes(xn) != bg_nbytes(n) ||
         bg_numel(xn) != bg_numel(n) || bg_numel(n) == 0 ||
-        !bp_device_equal(p->info[x].device, p->info[y].device))
+        !bp_device_equal(p->res.info[x].device, p->res.info[y].device))
         return false;
     uint32_t gx = bp_mem_find(m, x);
     if (gx == bp_mem_find(m, y) || m->to_end[gx]) return false;
@@ -262,16 +265,17 @@ static void root_summaries(bp_mem *m) {
     const bp_plan *p = m->plan;
     const bp_mem_hb *hb = &m->hb;
     for (size_t i = 0; i < (size_t)hb->n * hb->nq; i++) m->lastacc[i] = -1;
-    for (uint32_t i = 0; i < p->nschedule; i++) {
-        uint32_t id = p->schedule[i], r = root_of(m, id);
+    for (uint32_t i = 0; i < p->res.nschedule; i++) {
+        uint32_t id = p->res.schedule[i], r = root_of(m, id);
         if (id >= hb->n || r == BG_NONE) continue;
         int32_t *acc = m->lastacc + (size_t)r * hb->nq;
         if (m->output[id]) m->to_end[r] = true;
-        if (!p->info[id].noop && (int32_t)hb->qpos[id] > acc[hb->queue[id]])
+        if (!p->res.info[id].noop && (int32_t)hb->qpos[id] > acc[hb->queue[id]])
             acc[hb->queue[id]] = (int32_t)hb->qpos[id];
         for (uint32_t k = m->ustart[id]; k < m->ustart[id + 1]; k++) {
             uint32_t u = m->users[k];
-            if (!p->info[u].noop && (int32_t)hb->qpos[u] > acc[hb->queue[u]])
+            if (!p->res.info[u].noop &&
+                (int32_t)hb->qpos[u] > acc[hb->queue[u]])
                 acc[hb->queue[u]] = (int32_t)hb->qpos[u];
         }
     }
@@ -280,11 +284,11 @@ static void root_summaries(bp_mem *m) {
 void bp_mem_in_place(bp_mem *m) {
     bp_plan *p = m->plan;
     root_summaries(m);
-    for (uint32_t i = 0; i < p->nschedule; i++) {
-        uint32_t y = p->schedule[i];
-        const bg_node *n = &p->graph->nodes[y];
-        if (p->info[y].place.storage != BP_STORAGE_ARENA || p->info[y].noop ||
-            !kernel_allows_alias(p, y))
+    for (uint32_t i = 0; i < p->res.nschedule; i++) {
+        uint32_t y = p->res.schedule[i];
+        const bg_node *n = &p->res.graph->nodes[y];
+        if (p->res.info[y].place.storage != BP_STORAGE_ARENA ||
+            p->res.info[y].noop || !kernel_allows_alias(p, y))
             continue;
         for (uint32_t k = 0; k < n->ninputs; k++) {
             if (!can_overwrite(m, y, k)) continue;

@@ -32,7 +32,7 @@ braid_status bp_simplify(bp_plan *plan);
  * BRAID_ERR_INVALID_ARGUMENT naming the node; too few GPUs likewise. */
 braid_status bp_shard(bp_plan *plan);
 /* Every node gets info.device: hints win; generators go with their
- * consumers; otherwise the cost model (settings.profile) picks, counting the
+ * consumers; otherwise the cost model (devs.profile) picks, counting the
  * copies a choice implies. With only the cpu listed everything is cpu. */
 braid_status bp_place(bp_plan *plan);
 /* One BRAID_OP_COPY node per (tensor, destination device) whose consumers
@@ -40,8 +40,8 @@ braid_status bp_place(bp_plan *plan);
  * destination. */
 braid_status bp_copies(bp_plan *plan);
 /* Connected elementwise/broadcast/cast subgraphs on one device become one
- * BRAID_OP_FUSED node with a program (plan->programs); elementwise producers
- * fuse into a reduction; matmul + bias + activation becomes a MATMUL
+ * BRAID_OP_FUSED node with a program (plan->res.programs); elementwise
+ * producers fuse into a reduction; matmul + bias + activation becomes a MATMUL
  * program. Never across devices, never duplicating expensive work. */
 braid_status bp_fuse(bp_plan *plan);
 /* Splits a large H2D copy → elementwise/fused → D2H copy chain along its
@@ -54,7 +54,7 @@ braid_status bp_chunk(bp_plan *plan);
  * spread over them). An event for every cross-queue data edge, none within
  * a queue. */
 braid_status bp_streams(bp_plan *plan);
-/* plan->schedule: one global issue order, topological, consistent with
+/* plan->res.schedule: one global issue order, topological, consistent with
  * every queue's order, preferring orders that start transfers early and end
  * lifetimes soon; info.order set. */
 braid_status bp_schedule(bp_plan *plan);
@@ -76,18 +76,42 @@ braid_status bp_verify_plan(bp_plan *plan);
 
 /* ---- plan helpers (passes/plan.c, passes/plan_edit.c) ------------------------ */
 
-/* Parses a devices string ("cpu", "cpu,cuda:0", spaces around names
- * allowed) into out (BP_MAX_DEVICES entries). NULL text means detect: cpu
- * plus every CUDA device braid_cuda_device_count() reports. Unknown names,
- * empty entries and repeats are BRAID_ERR_INVALID_ARGUMENT. */
-braid_status bp_parse_devices(const char *text, bp_device *out, uint32_t *n);
+/* ---- compiling (passes/pipeline.c) and devices (passes/devices.c) -------- */
 
-/* A plan for g before any pass ran: options and settings filled, the graph
- * cloned, io tables and info entries made (origin = id). On failure *out
- * may hold a partial plan for braid_plan_free. For tests of single passes
- * and for braid_compile. g must have status OK. */
-braid_status bp_plan_new(const braid_graph *g, const braid_compile_options *opts,
-                         bp_plan **out);
+/* braid_compile's argument checks (NULL plan or graph, a graph with an
+ * error or no outputs, option ranges); sets *plan NULL first. */
+braid_status bp_compile_check(const braid_graph *g,
+                              const braid_compile_options *opts,
+                              braid_plan **plan);
+/* The pipeline on g (checked by bp_compile_check) for the devices devs:
+ * a plan without kernels (bc_aot_build adds them) in *out, or NULL and a
+ * message. */
+braid_status bp_compile(const braid_graph *g, const braid_compile_options *opts,
+                        const bp_device_desc *devs, bp_plan **out);
+
+/* Parses a devices string ("cpu", "cpu,cuda:0", spaces around names
+ * allowed; each name as bg_device_parse accepts it) into out
+ * (BP_MAX_DEVICES entries), the cpu first (added when absent). NULL text,
+ * unknown names, empty entries and repeats are BRAID_ERR_INVALID_ARGUMENT. */
+braid_status bp_parse_devices(const char *text, bp_device *out, uint32_t *n);
+/* The description of o's devices: o->devices parsed when set, else the cpu
+ * and cuda:0 .. cuda:gpus_present-1 (the caller probed them); each with
+ * the options' profile for its kind or the default, checked (finite,
+ * ≥ 0); prefer_gpu set when o->devices names GPUs but no "cpu". Archs
+ * are left empty for the caller. o may be NULL. */
+braid_status bp_device_desc_init(bp_device_desc *d,
+                                 const braid_compile_options *o,
+                                 int gpus_present);
+/* True when d lists a GPU. */
+bool bp_device_desc_has_gpu(const bp_device_desc *d);
+
+/* A plan for g before any pass ran: options and settings filled, the
+ * devices copied from devs, the graph cloned, io tables and info entries
+ * made (origin = id). On failure *out may hold a partial plan for
+ * braid_plan_free. g must have status OK. */
+braid_status bp_plan_new(const braid_graph *g,
+                         const braid_compile_options *opts,
+                         const bp_device_desc *devs, bp_plan **out);
 
 /* Zeroed memory for plan data; NULL (with a message for braid_last_error)
  * when out of memory or when n × size overflows. */
@@ -97,13 +121,13 @@ void *bp_calloc(size_t n, size_t size, const char *what);
  * copy, fused and chunking nodes; inputs must exist), with a default info
  * entry (device of the first input, program BG_NONE, origin BG_NONE).
  * attr.data is not copied: a pass that makes a constant attaches bytes it
- * allocated with bg_alloc on plan->graph (the graph then owns them).
+ * allocated with bg_alloc on plan->res.graph (the graph then owns them).
  * Returns the id or BG_NONE when out of memory (message set). */
 uint32_t bp_plan_add_node(bp_plan *plan, braid_op op, const uint32_t *inputs,
                           uint32_t ninputs, braid_dtype dtype, int rank,
                           const int64_t *dims, const bg_attrs *attr);
 /* Extends info to one entry per graph node (defaults for nodes made with
- * bg_build on plan->graph). */
+ * bg_build on plan->res.graph). */
 braid_status bp_plan_sync_info(bp_plan *plan);
 /* Frees what k owns and zeroes it (zeroed is fine). */
 void bp_kernels_free(bp_kernels *k);

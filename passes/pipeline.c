@@ -1,10 +1,10 @@
-/* passes/pipeline.c — braid_compile: checks, then the pass list, each
- * pass timed into the plan's compile report (passes/report.c). */
+/* passes/pipeline.c — the compiler's part of braid_compile: checks, then
+ * the pass list, each pass timed into the plan's compile report
+ * (passes/report.c). braid_compile itself (runtime/compile.c) describes
+ * the devices and builds the kernels around it. */
 #define _POSIX_C_SOURCE 200809L
 #include "passes/passes.h"
-#include "codegen/codegen.h"
 
-#include <math.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,7 +65,7 @@ static char *dup_string(const char *s) {
  * value in braid's syntax naming no pass is still an error. */
 static braid_status dump_setting(bp_plan *p) {
     static atomic_flag warned = ATOMIC_FLAG_INIT;
-    const char *name = p->opts.dump_after;
+    const char *name = p->in.opts.dump_after;
     const char *env = getenv("BRAID_DUMP");
     if (!name && env && *env) {
         if (strncmp(env, "after:", 6) == 0)
@@ -88,90 +88,28 @@ static braid_status dump_setting(bp_plan *p) {
                                  "after (passes: %s)",
                                  name, list);
     }
-    if (!(p->dump_text = dup_string(name)))
+    if (!(p->in.dump_text = dup_string(name)))
         return bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY,
                                  "braid_compile: out of memory");
-    p->opts.dump_after = p->settings.dump_after = p->dump_text;
+    p->in.opts.dump_after = p->in.settings.dump_after = p->in.dump_text;
     return BRAID_OK;
 }
 
-static braid_status bad_rate(bp_device d, const char *field, double v) {
-    char dev[32];
-    return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
-                             "braid_compile: the %s profile has %s = %g "
-                             "(expected a finite value >= 0)",
-                             bp_device_str(d, dev, sizeof dev), field, v);
-}
-
-#define RATE_OK(v) (isfinite(v) && (v) >= 0)
-
-/* Every rate finite and ≥ 0 (0: the device cannot do it). */
-static braid_status check_profile(const braid_device_profile *pr,
-                                  bp_device d) {
-    for (int t = 0; t < BRAID_DTYPE_COUNT_; t++)
-        if (!RATE_OK(pr->flops[t])) {
-            char f[32];
-            snprintf(f, sizeof f, "flops[%s]", braid_dtype_name(t));
-            return bad_rate(d, f, pr->flops[t]);
-        }
-    if (!RATE_OK(pr->elementwise_flops))
-        return bad_rate(d, "elementwise_flops", pr->elementwise_flops);
-    if (!RATE_OK(pr->mem_bytes_per_s))
-        return bad_rate(d, "mem_bytes_per_s", pr->mem_bytes_per_s);
-    if (!RATE_OK(pr->h2d_bytes_per_s))
-        return bad_rate(d, "h2d_bytes_per_s", pr->h2d_bytes_per_s);
-    if (!RATE_OK(pr->d2h_bytes_per_s))
-        return bad_rate(d, "d2h_bytes_per_s", pr->d2h_bytes_per_s);
-    if (!RATE_OK(pr->launch_s)) return bad_rate(d, "launch_s", pr->launch_s);
-    return BRAID_OK;
-}
-
-/* Whether the comma list names "cpu" (spaces around names allowed; the
- * list is already known to parse). */
-static bool names_cpu(const char *list) {
-    for (const char *p = list; p;) {
-        while (*p == ' ' || *p == '\t')
-            p++;
-        if (!strncmp(p, "cpu", 3)) {
-            const char *q = p + 3;
-            while (*q == ' ' || *q == '\t')
-                q++;
-            if (*q == ',' || !*q) return true;
-        }
-        p = strchr(p, ',');
-        if (p) p++;
-    }
-    return false;
-}
-
-/* settings from the options: pass bits, streams, chunks, profiles. */
+/* settings from the options: pass bits, streams, chunks, the dump. */
 static braid_status fill_settings(bp_plan *p) {
-    const braid_compile_options *o = &p->opts;
-    bp_settings *st = &p->settings;
+    const braid_compile_options *o = &p->in.opts;
+    bp_settings *st = &p->in.settings;
     st->disabled = o->disable_passes;
     st->max_streams = o->max_streams > 0 ? (uint32_t)o->max_streams
                                          : BP_DEFAULT_STREAMS;
     st->chunks = (uint32_t)o->chunks;
-    /* "cuda:0" alone asks for the GPU: the cpu, added because it holds the
-     * inputs and outputs, computes nothing a GPU can (docs/placement.md) */
-    st->prefer_gpu = o->devices && p->ndevices > 1 && !names_cpu(o->devices);
-    for (uint32_t i = 0; i < p->ndevices; i++) {
-        bp_device_kind k = p->devices[i].kind;
-        const braid_device_profile *user =
-            k == BP_DEVICE_CPU ? o->cpu_profile : o->cuda_profile;
-        st->profile[i] = user ? *user : bp_default_profile(k);
-    }
-    p->opts.cpu_profile = p->opts.cuda_profile = NULL; /* not ours to keep */
-    for (uint32_t i = 0; i < p->ndevices; i++) {
-        braid_status s = check_profile(&st->profile[i], p->devices[i]);
-        if (s != BRAID_OK) return s;
-    }
+    p->in.opts.cpu_profile = p->in.opts.cuda_profile = NULL; /* in devs */
     return dump_setting(p);
 }
 
-static braid_status check_args(const braid_graph *g,
-                               const braid_compile_options *opts,
-                               braid_plan **plan) {
+braid_status bp_compile_check(const braid_graph *g,
+                              const braid_compile_options *opts,
+                              braid_plan **plan) {
     if (!plan)
         return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
                                  "braid_compile: plan is NULL");
@@ -188,14 +126,14 @@ static braid_status check_args(const braid_graph *g,
         return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
                                  "braid_compile: the graph has no outputs "
                                  "(mark one with braid_output)");
-    if (opts && (opts->num_threads < 0 ||
-                 opts->num_threads > BRAID_MAX_THREADS))
+    if (opts &&
+        (opts->num_threads < 0 || opts->num_threads > BRAID_MAX_THREADS))
         return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
                                  "braid_compile: num_threads is %d (expected "
                                  "0 for one per core, or 1..%d)",
                                  opts->num_threads, BRAID_MAX_THREADS);
-    if (opts && (opts->max_streams < 0 ||
-                 opts->max_streams > BRAID_MAX_STREAMS))
+    if (opts &&
+        (opts->max_streams < 0 || opts->max_streams > BRAID_MAX_STREAMS))
         return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
                                  "braid_compile: max_streams is %d (expected "
                                  "0 for the default, or 1..%d)",
@@ -218,67 +156,68 @@ static braid_status check_args(const braid_graph *g,
 
 /* The input and output tables: names point into the plan's graph. */
 static braid_status fill_io(bp_plan *p) {
-    const braid_graph *g = p->graph;
+    const braid_graph *g = p->res.graph;
     uint32_t nin = 0;
     for (uint32_t i = 0; i < g->nnodes; i++)
         nin += g->nodes[i].op == BRAID_OP_INPUT;
-    p->inputs = bp_calloc(nin, sizeof *p->inputs, "input table");
-    p->outputs = bp_calloc(g->noutputs, sizeof *p->outputs, "output table");
-    if (!p->inputs || !p->outputs) return BRAID_ERR_OUT_OF_MEMORY;
+    p->res.inputs = bp_calloc(nin, sizeof *p->res.inputs, "input table");
+    p->res.outputs =
+        bp_calloc(g->noutputs, sizeof *p->res.outputs, "output table");
+    if (!p->res.inputs || !p->res.outputs) return BRAID_ERR_OUT_OF_MEMORY;
     for (uint32_t i = 0; i < g->nnodes; i++) {
         const bg_node *n = &g->nodes[i];
         if (n->op == BRAID_OP_INPUT)
-            p->inputs[p->ninputs++] = (bp_io){n->name, i, bg_nbytes(n)};
+            p->res.inputs[p->res.ninputs++] = (bp_io){n->name, i, bg_nbytes(n)};
     }
     for (uint32_t i = 0; i < g->noutputs; i++) {
         uint32_t id = g->outputs[i].node;
         uint64_t bytes = id < g->nnodes ? bg_nbytes(&g->nodes[id]) : 0;
-        p->outputs[p->noutputs++] = (bp_io){g->outputs[i].name, id, bytes};
+        p->res.outputs[p->res.noutputs++] =
+            (bp_io){g->outputs[i].name, id, bytes};
     }
     return BRAID_OK;
 }
 
 braid_status bp_plan_new(const braid_graph *g,
-                             const braid_compile_options *opts, bp_plan **out) {
+                         const braid_compile_options *opts,
+                         const bp_device_desc *devs, bp_plan **out) {
     bp_plan *p = bp_calloc(1, sizeof *p, "plan");
     if (!p) return BRAID_ERR_OUT_OF_MEMORY;
     *out = p;
-    braid_compile_options_init(&p->opts);
-    if (opts) p->opts = *opts;
-    if (p->opts.devices) {
-        p->devices_text = malloc(strlen(p->opts.devices) + 1);
-        if (!p->devices_text)
+    braid_compile_options_init(&p->in.opts);
+    if (opts) p->in.opts = *opts;
+    if (p->in.opts.devices) {
+        p->in.devices_text = malloc(strlen(p->in.opts.devices) + 1);
+        if (!p->in.devices_text)
             return bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY,
                                      "braid_compile: out of memory copying "
                                      "the devices string");
-        strcpy(p->devices_text, p->opts.devices);
-        p->opts.devices = p->devices_text;
+        strcpy(p->in.devices_text, p->in.opts.devices);
+        p->in.opts.devices = p->in.devices_text;
     }
-    braid_status s =
-        bp_parse_devices(p->opts.devices, p->devices, &p->ndevices);
-    if (s != BRAID_OK) return s;
-    if (p->opts.archs) {
-        if (!(p->archs_text = dup_string(p->opts.archs)))
+    p->in.devs = *devs;
+    if (p->in.opts.archs) {
+        if (!(p->in.archs_text = dup_string(p->in.opts.archs)))
             return bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY,
                                      "braid_compile: out of memory copying "
                                      "the archs string");
-        p->opts.archs = p->archs_text;
+        p->in.opts.archs = p->in.archs_text;
     }
-    p->graph = bg_graph_clone(g);
-    p->source = p->graph ? bg_graph_clone(g) : NULL;
-    if (!p->graph || !p->source)
+    p->res.graph = bg_graph_clone(g);
+    p->prov.source = p->res.graph ? bg_graph_clone(g) : NULL;
+    if (!p->res.graph || !p->prov.source)
         return bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY,
                                  "braid_compile: out of memory copying the "
                                  "graph (%u nodes)",
                                  (unsigned)g->nnodes);
-    p->meta.created = (int64_t)time(NULL);
-    snprintf(p->meta.braid_version, sizeof p->meta.braid_version, "%s",
+    p->prov.created = (int64_t)time(NULL);
+    snprintf(p->prov.braid_version, sizeof p->prov.braid_version, "%s",
              BRAID_VERSION_STRING);
-    s = fill_settings(p);
+    braid_status s = fill_settings(p);
     if (s == BRAID_OK) s = fill_io(p);
     if (s == BRAID_OK) s = bp_plan_sync_info(p);
-    for (uint32_t id = 0; s == BRAID_OK && id < p->ninfo; id++)
-        p->info[id].origin = id;
+    for (uint32_t id = 0; s == BRAID_OK && id < p->res.ninfo; id++)
+        p->res.info[id].origin = id;
     return s;
 }
 
@@ -301,31 +240,25 @@ static braid_status run_pass(bp_plan *p, size_t i) {
     return s;
 }
 
-braid_status braid_compile(const braid_graph *g,
-                           const braid_compile_options *opts,
-                           braid_plan **plan) {
-    double t0 = now_ms();
-    braid_status s = check_args(g, opts, plan);
-    if (s != BRAID_OK) return s;
+braid_status bp_compile(const braid_graph *g, const braid_compile_options *opts,
+                        const bp_device_desc *devs, bp_plan **out) {
     bp_plan *p = NULL;
-    s = bp_plan_new(g, opts, &p);
+    braid_status s = bp_plan_new(g, opts, devs, &p);
     for (size_t i = 0; s == BRAID_OK && i < NPASSES; i++) {
-        if (pipeline[i].optional & p->settings.disabled) continue;
+        if (pipeline[i].optional & p->in.settings.disabled) continue;
         s = run_pass(p, i);
-        if (s == BRAID_OK && p->settings.dump_after &&
-            strcmp(p->settings.dump_after, pipeline[i].name) == 0)
+        if (s == BRAID_OK && p->in.settings.dump_after &&
+            strcmp(p->in.settings.dump_after, pipeline[i].name) == 0)
             bp_plan_dump(p, pipeline[i].name, stderr);
     }
-    if (s == BRAID_OK) s = bc_aot_build(p);
-    if (p) p->report.total_ms = now_ms() - t0;
     if (s != BRAID_OK) {
         braid_plan_free(p);
-        return s;
+        p = NULL;
     }
-    *plan = p;
-    return BRAID_OK;
+    *out = p;
+    return s;
 }
 
 const braid_graph *braid_plan_graph(const braid_plan *p) {
-    return p ? p->source : NULL;
+    return p ? p->prov.source : NULL;
 }

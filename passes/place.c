@@ -54,7 +54,7 @@ typedef struct place_ctx {
     uint32_t ndev;                 /* plan->ndevices */
     uint32_t host;                 /* index of the cpu in
                                       plan->devices */
-    const bp_device_profile *prof; /* settings.profile */
+    const bp_device_profile *prof; /* devs.profile */
     uint8_t *dev;                  /* per node: device index, or
                                       DEV_UNSET / DEV_FLOAT */
     uint8_t *role;                 /* per node: a role */
@@ -78,7 +78,7 @@ typedef struct place_ctx {
     uint32_t *own;                 /* per node in ext: the group's
                                       edges into it from members
                                       on the device costed */
-    bool prefer_gpu;               /* settings.prefer_gpu: the cpu
+    bool prefer_gpu;               /* devs.prefer_gpu: the cpu
                                       only when no GPU can */
 } place_ctx;
 
@@ -179,8 +179,8 @@ static double transfer_time(const place_ctx *c, double bytes, uint32_t a,
                             uint32_t b) {
     if (a == b) return 0;
     const bp_device_profile *pa = &c->prof[a], *pb = &c->prof[b];
-    bool a_cpu = c->plan->devices[a].kind == BP_DEVICE_CPU;
-    bool b_cpu = c->plan->devices[b].kind == BP_DEVICE_CPU;
+    bool a_cpu = c->plan->in.devs.devices[a].kind == BP_DEVICE_CPU;
+    bool b_cpu = c->plan->in.devs.devices[b].kind == BP_DEVICE_CPU;
     if (a_cpu) return pb->launch_s + seconds(bytes, pb->h2d_bytes_per_s);
     if (b_cpu) return pa->launch_s + seconds(bytes, pa->d2h_bytes_per_s);
     double rate = pa->d2h_bytes_per_s < pb->h2d_bytes_per_s
@@ -346,14 +346,10 @@ static void assign_group(place_ctx *c, uint32_t d) {
 /* Index of `name` in the plan's devices, or -1 (also for malformed names,
  * which the builder already refuses). */
 static int device_index(const bp_plan *plan, const char *name) {
-    bp_device d[BP_MAX_DEVICES];
-    uint32_t n = 0;
-    /* The parser puts the cpu first, adding it when absent: the named
-     * device is the last entry. */
-    if (bp_parse_devices(name, d, &n) != BRAID_OK || n == 0 || n > 2)
-        return -1;
-    for (uint32_t i = 0; i < plan->ndevices; i++)
-        if (bp_device_equal(plan->devices[i], d[n - 1])) return (int)i;
+    bp_device d;
+    if (!name || !bp_device_parse(name, strlen(name), &d)) return -1;
+    for (uint32_t i = 0; i < plan->in.devs.ndevices; i++)
+        if (bp_device_equal(plan->in.devs.devices[i], d)) return (int)i;
     return -1;
 }
 
@@ -362,9 +358,10 @@ static braid_status bad_hint(const place_ctx *c, uint32_t id) {
     char list[BP_MAX_DEVICES * 10] = "", buf[32];
     for (uint32_t i = 0; i < c->ndev; i++) {
         if (i) strcat(list, ",");
-        strcat(list, bp_device_str(c->plan->devices[i], buf, sizeof buf));
+        strcat(list,
+               bp_device_str(c->plan->in.devs.devices[i], buf, sizeof buf));
     }
-    uint32_t origin = c->plan->info[id].origin;
+    uint32_t origin = c->plan->res.info[id].origin;
     return bg_set_last_error(
         BRAID_ERR_DEVICE,
         "place: node %%%u (%s%s%s%s) has device hint \"%s\", which is not "
@@ -423,7 +420,7 @@ static void greedy(place_ctx *c) {
                 if (c->dev[own] < c->ndev) d = c->dev[own];
                 /* one rank of several processes: the first GPU listed */
                 for (uint32_t k = 0; !bg_coll_local(n) && k < c->ndev; k++)
-                    if (c->plan->devices[k].kind == BP_DEVICE_CUDA) {
+                    if (c->plan->in.devs.devices[k].kind == BP_DEVICE_CUDA) {
                         d = k;
                         break;
                     }
@@ -520,8 +517,8 @@ static braid_status record(place_ctx *c) {
     for (uint32_t id = 0; id < c->n; id++) {
         bp_place_note *note = &r->notes[id];
         *note = (bp_place_note){
-            id,         c->plan->info[id].origin,  bg_node_at(c->g, id)->op,
-            c->dev[id], (uint8_t)reason_of(c, id), false};
+            id,         c->plan->res.info[id].origin, bg_node_at(c->g, id)->op,
+            c->dev[id], (uint8_t)reason_of(c, id),    false};
         if (c->role[id] != ROLE_GEN && c->role[id] != ROLE_MODEL) continue;
         note->costed = true;
         build_group(c, id);
@@ -536,12 +533,12 @@ static braid_status record(place_ctx *c) {
 
 /* The plan lists the cpu alone: every node there, for that reason. */
 static braid_status record_only_cpu(bp_plan *plan) {
-    uint32_t n = plan->graph->nnodes;
+    uint32_t n = plan->res.graph->nnodes;
     braid_status s = alloc_record(plan, n, 1);
     for (uint32_t id = 0; s == BRAID_OK && id < n; id++)
         plan->placement.notes[id] = (bp_place_note){
-            id, plan->info[id].origin, bg_node_at(plan->graph, id)->op,
-            0,  BP_PLACE_ONLY_DEVICE,  false};
+            id, plan->res.info[id].origin, bg_node_at(plan->res.graph, id)->op,
+            0,  BP_PLACE_ONLY_DEVICE,      false};
     return s;
 }
 
@@ -579,10 +576,10 @@ static braid_status build_consumers(place_ctx *c) {
 static braid_status ctx_init(place_ctx *c, bp_plan *plan) {
     memset(c, 0, sizeof *c);
     c->plan = plan;
-    c->g = plan->graph;
-    c->n = plan->graph->nnodes;
-    c->ndev = plan->ndevices;
-    c->prof = plan->settings.profile;
+    c->g = plan->res.graph;
+    c->n = plan->res.graph->nnodes;
+    c->ndev = plan->in.devs.ndevices;
+    c->prof = plan->in.devs.profile;
     size_t n = c->n;
     c->dev = bp_calloc(n, 1, "place: devices");
     c->role = bp_calloc(n, 1, "place: roles");
@@ -616,14 +613,14 @@ static void ctx_free(place_ctx *c) {
 
 /* Only the cpu: nothing to decide (and GPU hints cannot be honoured). */
 static void all_cpu(bp_plan *plan) {
-    for (uint32_t id = 0; id < plan->ninfo; id++)
-        plan->info[id].device = (bp_device){BP_DEVICE_CPU, 0};
+    for (uint32_t id = 0; id < plan->res.ninfo; id++)
+        plan->res.info[id].device = (bp_device){BP_DEVICE_CPU, 0};
 }
 
 /* Index of the cpu in plan->devices, or BG_NONE. */
 static uint32_t host_index(const bp_plan *plan) {
-    for (uint32_t i = 0; i < plan->ndevices; i++)
-        if (plan->devices[i].kind == BP_DEVICE_CPU) return i;
+    for (uint32_t i = 0; i < plan->in.devs.ndevices; i++)
+        if (plan->in.devs.devices[i].kind == BP_DEVICE_CPU) return i;
     return BG_NONE;
 }
 
@@ -631,13 +628,13 @@ braid_status bp_place(bp_plan *plan) {
     braid_status s = bp_plan_sync_info(plan);
     if (s != BRAID_OK) return s;
     uint32_t host = host_index(plan);
-    if (host == BG_NONE || plan->ndevices > BP_MAX_DEVICES)
+    if (host == BG_NONE || plan->in.devs.ndevices > BP_MAX_DEVICES)
         return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
                                  "place: the plan's devices must include the "
                                  "cpu (inputs and outputs live in host "
                                  "memory) and at most %d devices",
                                  BP_MAX_DEVICES);
-    if (plan->ndevices == 1 || plan->graph->nnodes == 0) {
+    if (plan->in.devs.ndevices == 1 || plan->res.graph->nnodes == 0) {
         all_cpu(plan);
         s = record_only_cpu(plan);
         return s == BRAID_OK ? bp_coll_place(plan) : s;
@@ -645,14 +642,14 @@ braid_status bp_place(bp_plan *plan) {
     place_ctx c;
     s = ctx_init(&c, plan);
     c.host = host;
-    c.prefer_gpu = plan->settings.prefer_gpu;
+    c.prefer_gpu = plan->in.devs.prefer_gpu;
     if (s == BRAID_OK) s = assign_roles(&c);
     if (s == BRAID_OK) {
         greedy(&c);
         place_generators(&c);
         refine(&c);
         for (uint32_t id = 0; id < c.n; id++)
-            plan->info[id].device = plan->devices[c.dev[id]];
+            plan->res.info[id].device = plan->in.devs.devices[c.dev[id]];
         s = record(&c);
     }
     ctx_free(&c);

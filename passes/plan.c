@@ -1,7 +1,6 @@
-/* passes/plan.c — plan data helpers: devices, allocation, free, print. */
+/* passes/plan.c — plan data helpers: allocation, free, print. */
 #include "passes/passes.h"
 
-#include <ctype.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,119 +22,32 @@ void *bp_calloc(size_t n, size_t size, const char *what) {
     return p;
 }
 
-const char *bp_device_str(bp_device d, char *buf, size_t size) {
-    if (d.kind == BP_DEVICE_CPU)
-        snprintf(buf, size, "cpu");
-    else
-        snprintf(buf, size, "cuda:%d", (int)d.index);
-    return buf;
+static void input_free(bp_compile_input *in) {
+    free(in->devices_text);
+    free(in->dump_text);
+    free(in->archs_text);
 }
 
-/* One device name, [s, s + len), already trimmed. */
-static bool parse_one_device(const char *s, size_t len, bp_device *d) {
-    if (len == 3 && memcmp(s, "cpu", 3) == 0) {
-        *d = (bp_device){BP_DEVICE_CPU, 0};
-        return true;
-    }
-    if (len < 6 || len > 9 || memcmp(s, "cuda:", 5) != 0) return false;
-    int32_t idx = 0;
-    for (size_t i = 5; i < len; i++) {
-        if (!isdigit((unsigned char)s[i])) return false;
-        idx = idx * 10 + (s[i] - '0'); /* ≤ 4 digits: no overflow */
-    }
-    if (len > 6 && s[5] == '0') /* no leading zeros: "cuda:01" */
-        return false;
-    *d = (bp_device){BP_DEVICE_CUDA, idx};
-    return true;
-}
-
-static braid_status detect_devices(bp_device *out, uint32_t *n) {
-    out[0] = (bp_device){BP_DEVICE_CPU, 0};
-    *n = 1;
-    int count = braid_cuda_device_count();
-    for (int i = 0; i < count && *n < BP_MAX_DEVICES; i++)
-        out[(*n)++] = (bp_device){BP_DEVICE_CUDA, i};
-    return BRAID_OK;
-}
-
-/* The host holds inputs and outputs, so "cpu" is always a device and comes
- * first: moved to the front when listed later, added when not listed. */
-static braid_status cpu_first(bp_device *out, uint32_t *n, const char *text) {
-    uint32_t k = 0;
-    while (k < *n && out[k].kind != BP_DEVICE_CPU) k++;
-    if (k == *n) {
-        if (*n == BP_MAX_DEVICES)
-            return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
-                                     "braid_compile: more than %d devices in "
-                                     "devices \"%s\" with the cpu",
-                                     BP_MAX_DEVICES - 1, text);
-        (*n)++;
-    }
-    for (; k > 0; k--) out[k] = out[k - 1];
-    out[0] = (bp_device){BP_DEVICE_CPU, 0};
-    return BRAID_OK;
-}
-
-braid_status bp_parse_devices(const char *text, bp_device *out, uint32_t *n) {
-    *n = 0;
-    if (!text) return detect_devices(out, n);
-    const char *p = text;
-    for (;;) {
-        const char *end = strchr(p, ',');
-        size_t len = end ? (size_t)(end - p) : strlen(p);
-        const char *s = p;
-        while (len > 0 && isspace((unsigned char)*s))
-            s++, len--;
-        while (len > 0 && isspace((unsigned char)s[len - 1]))
-            len--;
-        bp_device d;
-        if (len == 0)
-            return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
-                                     "braid_compile: empty device name in "
-                                     "devices \"%s\" (expected a "
-                                     "comma-separated list of cpu, cuda:N)",
-                                     text);
-        if (!parse_one_device(s, len, &d))
-            return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
-                                     "braid_compile: unknown device \"%.*s\" "
-                                     "in devices \"%s\" (expected cpu or "
-                                     "cuda:N)",
-                                     (int)(len > 64 ? 64 : len), s, text);
-        for (uint32_t i = 0; i < *n; i++)
-            if (bp_device_equal(out[i], d))
-                return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
-                                         "braid_compile: device \"%.*s\" "
-                                         "listed twice in devices \"%s\"",
-                                         (int)len, s, text);
-        if (*n == BP_MAX_DEVICES)
-            return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
-                                     "braid_compile: more than %d devices in "
-                                     "devices \"%s\"",
-                                     BP_MAX_DEVICES, text);
-        out[(*n)++] = d;
-        if (!end) break;
-        p = end + 1;
-    }
-    return cpu_first(out, n, text);
+static void result_free(bp_result *r) {
+    braid_graph_free(r->graph);
+    free(r->info);
+    free(r->schedule);
+    free(r->queues);
+    free(r->events);
+    for (uint32_t i = 0; i < r->nprograms; i++)
+        free(r->programs[i].instr);
+    free(r->programs);
+    free(r->arenas);
+    free(r->inputs);
+    free(r->outputs);
 }
 
 void braid_plan_free(braid_plan *p) {
     if (!p) return;
-    braid_graph_free(p->graph);
-    free(p->devices_text);
-    free(p->dump_text);
-    free(p->info);
-    free(p->schedule);
-    free(p->queues);
-    free(p->events);
-    for (uint32_t i = 0; i < p->nprograms; i++) free(p->programs[i].instr);
-    free(p->programs);
-    free(p->arenas);
-    free(p->inputs);
-    free(p->outputs);
-    braid_graph_free(p->source);
-    free(p->archs_text);
+    input_free(&p->in);
+    result_free(&p->res);
     bp_kernels_free(&p->kernels);
+    braid_graph_free(p->prov.source);
     free(p->placement.notes);
     free(p->placement.cost);
     free(p->placement.transfer);
@@ -172,21 +84,21 @@ static const char *storage_name(bp_storage s) {
 const char *bp_device_use_str(const bp_plan *p, bp_device d, char *buf,
                               size_t size) {
     uint32_t count = 0, first = BG_NONE;
-    for (uint32_t i = 0; i < p->nschedule; i++) {
-        uint32_t id = p->schedule[i];
-        if (!bp_device_equal(p->info[id].device, d)) continue;
+    for (uint32_t i = 0; i < p->res.nschedule; i++) {
+        uint32_t id = p->res.schedule[i];
+        if (!bp_device_equal(p->res.info[id].device, d)) continue;
         count++;
-        if (first == BG_NONE && p->info[id].origin != BG_NONE &&
-            bg_node_at(p->graph, id)->op != BRAID_OP_COPY)
+        if (first == BG_NONE && p->res.info[id].origin != BG_NONE &&
+            bg_node_at(p->res.graph, id)->op != BRAID_OP_COPY)
             first = id;
     }
     char dev[32];
     int n = snprintf(buf, size, "%u node%s on %s", (unsigned)count,
                      count == 1 ? "" : "s", bp_device_str(d, dev, sizeof dev));
     if (first != BG_NONE && n > 0 && (size_t)n < size) {
-        const bg_node *f = bg_node_at(p->graph, first);
+        const bg_node *f = bg_node_at(p->res.graph, first);
         snprintf(buf + n, size - (size_t)n, " (the first: %%%u %s%s%s%s)",
-                 (unsigned)p->info[first].origin, bg_op(f->op)->name,
+                 (unsigned)p->res.info[first].origin, bg_op(f->op)->name,
                  f->name ? " \"" : "", f->name ? f->name : "",
                  f->name ? "\"" : "");
     }
@@ -198,13 +110,14 @@ static void print_header(const bp_plan *p, FILE *out) {
     fprintf(out,
             "plan: %" PRIu32 " node%s, %" PRIu32 " queue%s, %" PRIu32
             " event%s, devices ",
-            p->nschedule, p->nschedule == 1 ? "" : "s", p->nqueues,
-            p->nqueues == 1 ? "" : "s", p->nevents, p->nevents == 1 ? "" : "s");
-    for (uint32_t i = 0; i < p->ndevices; i++)
+            p->res.nschedule, p->res.nschedule == 1 ? "" : "s", p->res.nqueues,
+            p->res.nqueues == 1 ? "" : "s", p->res.nevents,
+            p->res.nevents == 1 ? "" : "s");
+    for (uint32_t i = 0; i < p->in.devs.ndevices; i++)
         fprintf(out, "%s%s", i ? "," : "",
-                bp_device_str(p->devices[i], dev, sizeof dev));
-    if (p->opts.num_threads > 0)
-        fprintf(out, ", %d cpu threads\n", p->opts.num_threads);
+                bp_device_str(p->in.devs.devices[i], dev, sizeof dev));
+    if (p->in.opts.num_threads > 0)
+        fprintf(out, ", %d cpu threads\n", p->in.opts.num_threads);
     else
         fprintf(out, ", cpu threads: one per core\n");
 }
@@ -218,12 +131,12 @@ static const char *queue_kind_name(bp_queue_kind k) {
 /* "cpu" or "cuda:0/compute1" for the queue a node runs on. */
 const char *bp_queue_str(const bp_plan *p, uint32_t q, char *buf,
                          size_t size) {
-    if (q >= p->nqueues) {
+    if (q >= p->res.nqueues) {
         snprintf(buf, size, "-");
         return buf;
     }
     char dev[32];
-    const bp_queue *qu = &p->queues[q];
+    const bp_queue *qu = &p->res.queues[q];
     if (qu->kind == BP_QUEUE_CPU)
         snprintf(buf, size, "cpu");
     else
@@ -234,12 +147,12 @@ const char *bp_queue_str(const bp_plan *p, uint32_t q, char *buf,
 }
 
 static void print_node(const bp_plan *p, uint32_t id, FILE *out) {
-    const bg_node *n = bg_node_at(p->graph, id);
-    const bp_tensor_place *pl = &p->info[id].place;
+    const bg_node *n = bg_node_at(p->res.graph, id);
+    const bp_tensor_place *pl = &p->res.info[id].place;
     char type[128], q[48];
     fprintf(out, "  %%%-5" PRIu32 " %-14s %-24s %-18s %12" PRIu64 " B  %s", id,
             bg_op(n->op)->name, bg_type_str(n, type, sizeof type),
-            bp_queue_str(p, p->info[id].queue, q, sizeof q), pl->bytes,
+            bp_queue_str(p, p->res.info[id].queue, q, sizeof q), pl->bytes,
             storage_name(pl->storage));
     if (pl->storage == BP_STORAGE_ARENA)
         fprintf(out, " %" PRIu32 "+%" PRIu64, pl->arena, pl->offset);
@@ -256,22 +169,22 @@ braid_status braid_plan_print(const braid_plan *p, FILE *out) {
                                  !p ? "plan" : "out");
     print_header(p, out);
     uint64_t by_kind[BP_STORAGE_VIEW + 1] = {0};
-    for (uint32_t i = 0; i < p->nschedule; i++) {
-        uint32_t id = p->schedule[i];
+    for (uint32_t i = 0; i < p->res.nschedule; i++) {
+        uint32_t id = p->res.schedule[i];
         print_node(p, id, out);
-        by_kind[p->info[id].place.storage] += p->info[id].place.bytes;
+        by_kind[p->res.info[id].place.storage] += p->res.info[id].place.bytes;
     }
-    for (uint32_t i = 0; i < p->noutputs; i++)
-        fprintf(out, "  output \"%s\" = %%%" PRIu32 "\n", p->outputs[i].name,
-                p->outputs[i].node);
+    for (uint32_t i = 0; i < p->res.noutputs; i++)
+        fprintf(out, "  output \"%s\" = %%%" PRIu32 "\n",
+                p->res.outputs[i].name, p->res.outputs[i].node);
     uint64_t arena_bytes = 0;
-    for (uint32_t i = 0; i < p->narenas; i++)
-        arena_bytes += p->arenas[i].bytes;
+    for (uint32_t i = 0; i < p->res.narenas; i++)
+        arena_bytes += p->res.arenas[i].bytes;
     fprintf(out,
             "total: %" PRIu32 " nodes, %" PRIu32 " arenas of %" PRIu64
             " bytes; inputs %" PRIu64 " bytes, constants %" PRIu64 " bytes\n",
-            p->nschedule, p->narenas, arena_bytes, by_kind[BP_STORAGE_INPUT],
-            by_kind[BP_STORAGE_CONSTANT]);
+            p->res.nschedule, p->res.narenas, arena_bytes,
+            by_kind[BP_STORAGE_INPUT], by_kind[BP_STORAGE_CONSTANT]);
     return ferror(out) ? bg_set_last_error(BRAID_ERR_IO,
                                            "braid_plan_print: write failed")
                        : BRAID_OK;

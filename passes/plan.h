@@ -19,6 +19,8 @@
 
 /* Largest number of devices a plan may list ("cpu,cuda:0,cuda:1,..."). */
 #define BP_MAX_DEVICES 64
+/* Largest number of GPU architectures a plan's kernels are built for. */
+#define BP_MAX_ARCHS 16
 /* Largest number of queues (CPU + streams of every GPU) a plan may use. */
 #define BP_MAX_QUEUES 256
 
@@ -102,7 +104,7 @@ typedef enum bp_arena_kind {
 /* A tensor's memory assignment. */
 typedef struct bp_tensor_place {
     bp_storage storage; /* kind of storage, see bp_storage */
-    uint32_t arena;     /* ARENA: index in plan->arenas */
+    uint32_t arena;     /* ARENA: index in plan->res.arenas */
     uint32_t base;      /* VIEW: node id whose bytes this tensor shares */
     uint64_t offset;    /* ARENA: byte offset in the arena; VIEW: in base */
     uint64_t bytes;     /* numel × dtype size (0 for an empty tensor) */
@@ -144,12 +146,15 @@ typedef struct bp_kernels {
 } bp_kernels;
 
 /* Where the plan came from (plan files record and restore it). */
-typedef struct bp_meta {
+typedef struct bp_provenance {
+    braid_graph *source;    /* the user's graph as given to braid_compile
+                               (before any pass): for braid_plan_graph,
+                               plan files and the CPU fallback; owned */
     bool loaded;            /* read from a plan file */
     char braid_version[32]; /* braid that compiled it ("0.1.0") */
     int nvrtc_version;      /* NVRTC that built its kernels (13000), 0 */
     int64_t created;        /* Unix time it was compiled */
-} bp_meta;
+} bp_provenance;
 
 /* ---- the plan --------------------------------------------------------------- */
 
@@ -157,9 +162,9 @@ typedef struct bp_meta {
 typedef struct bp_node_info {
     bp_device device;      /* where it runs (place pass); for a copy node,
                               the destination device */
-    uint32_t queue;        /* index in plan->queues (streams pass) */
-    uint32_t program;      /* FUSED: index in plan->programs; else BG_NONE */
-    uint32_t order;        /* position in plan->schedule (schedule pass) */
+    uint32_t queue;        /* index in plan->res.queues (streams pass) */
+    uint32_t program; /* FUSED: index in plan->res.programs; else BG_NONE */
+    uint32_t order;   /* position in plan->res.schedule (schedule pass) */
     bp_tensor_place place; /* where its output lives (memory pass) */
     uint32_t origin;       /* node id in the user's graph this node came
                               from (messages, dumps); BG_NONE for nodes the
@@ -173,10 +178,31 @@ typedef struct bp_node_info {
 
 /* A named graph input or output. */
 typedef struct bp_io {
-    const char *name; /* the input/output name; points into plan->graph */
-    uint32_t node;    /* node id in plan->graph */
+    const char *name; /* the input/output name; points into plan->res.graph */
+    uint32_t node;    /* node id in plan->res.graph */
     uint64_t bytes;   /* numel × dtype size the caller must bind */
 } bp_io;
+
+/* The devices a plan is compiled for: what braid_compile hands the
+ * pipeline (runtime/compile.c fills it from the options' device list, or
+ * from the devices this process has, probed once). Passes read it and never
+ * ask the runtime or CUDA themselves. */
+typedef struct bp_device_desc {
+    bp_device devices[BP_MAX_DEVICES]; /* devices the plan may use, in the
+                                          order listed ("cpu" first) */
+    uint32_t ndevices;                 /* entries used in devices (≥ 1) */
+    bp_device_profile profile[BP_MAX_DEVICES]; /* the cost model's numbers,
+                                                  per devices entry */
+    int archs[BP_MAX_ARCHS]; /* GPU architectures (10·major + minor) to
+                                build kernels for, ascending */
+    uint32_t narchs;         /* entries in archs (0: build none) */
+    bool prefer_gpu;         /* the devices list named no "cpu": every node
+                                a GPU can run goes to one; the cpu keeps
+                                inputs, outputs and constants only */
+    bool archs_detected;     /* archs are the GPUs present (or the default
+                                sm_90), not named by the caller: a GPU
+                                NVRTC cannot build for is then skipped */
+} bp_device_desc;
 
 /* Compile-time settings the passes read (from braid_compile_options). */
 typedef struct bp_settings {
@@ -184,12 +210,8 @@ typedef struct bp_settings {
     uint32_t max_streams;     /* compute streams per GPU (≥ 1) */
     uint32_t chunks;          /* 0: the cost model decides; 1: never;
                                  N: split eligible chains in N */
-    bp_device_profile profile[BP_MAX_DEVICES]; /* per plan->devices entry */
     const char *dump_after;   /* pass name after which the IR is printed to
                                  stderr (BRAID_DUMP=after:<pass>), or NULL */
-    bool prefer_gpu;          /* the devices list named no "cpu": every node
-                                 a GPU can run goes to one; the cpu keeps
-                                 inputs, outputs and constants only */
 } bp_settings;
 
 /* Why the place pass put a node where it did (braid_place_reason). */
@@ -208,11 +230,11 @@ typedef enum bp_place_reason {
  * (braid_plan_placement_get). Self-contained: later passes rebuild the
  * graph, so nothing here points into it. */
 typedef struct bp_place_note {
-    uint32_t node;   /* id in plan->graph at the place pass */
-    uint32_t origin; /* id in the user's graph (plan->source), or
+    uint32_t node;   /* id in plan->res.graph at the place pass */
+    uint32_t origin; /* id in the user's graph (plan->prov.source), or
                         BG_NONE for a node the compiler made */
     braid_op op;     /* its op */
-    uint8_t device;  /* index in plan->devices */
+    uint8_t device;  /* index in plan->in.devs.devices */
     uint8_t reason;  /* a bp_place_reason */
     bool costed;     /* cost[] and transfer[] are filled in */
 } bp_place_note;
@@ -229,16 +251,21 @@ typedef struct bp_placement {
     double *transfer;     /* owned */
 } bp_placement;
 
-struct braid_plan {
-    braid_graph *graph;         /* working copy of the graph; owned */
+/* What braid_compile was asked for: the inputs of the pipeline. */
+typedef struct bp_compile_input {
     braid_compile_options opts; /* the options compiled with; string
-                                   fields point to owned copies */
+                                   fields point to the owned copies below */
     char *devices_text;         /* owned copy of opts.devices, or NULL */
     char *dump_text;            /* owned copy of opts.dump_after, or NULL */
-    bp_settings settings;       /* what the passes read */
-    bp_device devices[BP_MAX_DEVICES]; /* devices the plan may use, in the
-                                          order listed ("cpu" first) */
-    uint32_t ndevices;                 /* entries used in devices (≥ 1) */
+    char *archs_text;           /* owned copy of opts.archs, or NULL */
+    bp_settings settings;       /* what the passes read of the options */
+    bp_device_desc devs;        /* the devices, their profiles and archs */
+} bp_compile_input;
+
+/* What the passes decided: the plan as plain data, what executors run,
+ * DOT shows and plan files store. */
+typedef struct bp_result {
+    braid_graph *graph;         /* working copy of the graph; owned */
     bp_node_info *info;         /* per node id; owned */
     uint32_t ninfo;             /* entries in info (= graph->nnodes between
                                    passes; bp_plan_sync_info catches up) */
@@ -260,13 +287,18 @@ struct braid_plan {
     bp_io *outputs;             /* every named output, in the order added;
                                    owned */
     uint32_t noutputs;          /* entries in outputs */
-    braid_graph *source;        /* the user's graph as given to
-                                   braid_compile (before any pass): for
-                                   braid_plan_graph, plan files and the
-                                   CPU fallback; owned */
-    char *archs_text;           /* owned copy of opts.archs, or NULL */
-    bp_kernels kernels;         /* ahead-of-time kernels (bc_aot_build) */
-    bp_meta meta;               /* provenance */
+} bp_result;
+
+/* A plan: one struct per concern. Passes write `in` (bp_plan_new) and
+ * `res`; codegen writes `kernels`; braid_compile and the loader write
+ * `prov` and `report`. Readers outside passes/ take the part they need
+ * through the accessors below; tools/ and bench/ see none of it (the
+ * public API in include/braid/braid.h describes a plan). */
+struct braid_plan {
+    bp_compile_input in;         /* what it was compiled for */
+    bp_result res;               /* what the passes decided */
+    bp_kernels kernels;          /* ahead-of-time kernels (bc_aot_build) */
+    bp_provenance prov;          /* where it came from */
     braid_compile_report report; /* time per pass, kernels, NVRTC */
     bp_placement placement;      /* the place pass's decisions (empty for a
                                     plan loaded from a file) */
@@ -274,6 +306,25 @@ struct braid_plan {
 
 typedef struct braid_plan bp_plan;
 
+static inline const bp_compile_input *bp_plan_input(const bp_plan *p) {
+    return &p->in;
+}
+static inline const bp_device_desc *bp_plan_devices(const bp_plan *p) {
+    return &p->in.devs;
+}
+static inline const bp_result *bp_plan_result(const bp_plan *p) {
+    return &p->res;
+}
+static inline const bp_kernels *bp_plan_kernels(const bp_plan *p) {
+    return &p->kernels;
+}
+static inline const bp_provenance *bp_plan_provenance(const bp_plan *p) {
+    return &p->prov;
+}
+
+/* One device name [s, s + len), exactly as bg_device_parse accepts it, as
+ * a bp_device; false when it is not one (passes/devices.c). */
+bool bp_device_parse(const char *s, size_t len, bp_device *d);
 /* "12 nodes on cuda:7 (the first: %3 matmul \"mm0\")" into buf: what the
  * plan runs on device d, naming the first scheduled node there that the
  * user wrote (copies and other compiler-made nodes are not named: the

@@ -12,8 +12,8 @@ static bp_node_info default_info(const bp_plan *plan, uint32_t ninputs,
                                  const uint32_t *inputs) {
     bp_node_info in = {0};
     in.device = (bp_device){BP_DEVICE_CPU, 0};
-    if (ninputs > 0 && inputs[0] < plan->ninfo)
-        in.device = plan->info[inputs[0]].device;
+    if (ninputs > 0 && inputs[0] < plan->res.ninfo)
+        in.device = plan->res.info[inputs[0]].device;
     in.program = BG_NONE;
     in.origin = BG_NONE;
     return in;
@@ -22,28 +22,28 @@ static bp_node_info default_info(const bp_plan *plan, uint32_t ninputs,
 /* Grows info to one entry per graph node (nodes made by bg_build on the
  * plan's graph get defaults here). */
 braid_status bp_plan_sync_info(bp_plan *plan) {
-    const braid_graph *g = plan->graph;
-    if (plan->ninfo >= g->nnodes) return BRAID_OK;
-    if (g->nnodes > plan->info_cap) {
-        size_t cap = plan->info_cap ? plan->info_cap : 16;
+    const braid_graph *g = plan->res.graph;
+    if (plan->res.ninfo >= g->nnodes) return BRAID_OK;
+    if (g->nnodes > plan->res.info_cap) {
+        size_t cap = plan->res.info_cap ? plan->res.info_cap : 16;
         while (cap < g->nnodes) cap *= 2;
-        bp_node_info *n = realloc(plan->info, cap * sizeof *n);
+        bp_node_info *n = realloc(plan->res.info, cap * sizeof *n);
         if (!n)
             return bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY,
                                      "compile: out of memory for node info");
-        plan->info = n;
-        plan->info_cap = (uint32_t)cap;
+        plan->res.info = n;
+        plan->res.info_cap = (uint32_t)cap;
     }
-    for (uint32_t id = plan->ninfo; id < g->nnodes; id++) {
+    for (uint32_t id = plan->res.ninfo; id < g->nnodes; id++) {
         const bg_node *n = &g->nodes[id];
-        plan->info[id] = default_info(plan, n->ninputs, n->inputs);
+        plan->res.info[id] = default_info(plan, n->ninputs, n->inputs);
     }
-    plan->ninfo = g->nnodes;
+    plan->res.ninfo = g->nnodes;
     return BRAID_OK;
 }
 
 static braid_status graph_status(bp_plan *plan, const char *what) {
-    braid_graph *g = plan->graph;
+    braid_graph *g = plan->res.graph;
     return bg_set_last_error(g->status ? g->status : BRAID_ERR_INTERNAL,
                              "compile: %s: %s", what, g->error);
 }
@@ -51,7 +51,7 @@ static braid_status graph_status(bp_plan *plan, const char *what) {
 uint32_t bp_plan_add_node(bp_plan *plan, braid_op op, const uint32_t *inputs,
                           uint32_t ninputs, braid_dtype dtype, int rank,
                           const int64_t *dims, const bg_attrs *attr) {
-    braid_graph *g = plan->graph;
+    braid_graph *g = plan->res.graph;
     if (bp_plan_sync_info(plan) != BRAID_OK) return BG_NONE;
     if (g->nnodes == g->cap) {
         uint32_t cap = g->cap ? g->cap * 2 : 16;
@@ -87,20 +87,20 @@ uint32_t bp_plan_add_node(bp_plan *plan, braid_op op, const uint32_t *inputs,
 }
 
 uint32_t bp_plan_add_program(bp_plan *plan, bp_program *prog) {
-    bp_program *p = realloc(plan->programs,
-                            (plan->nprograms + 1) * sizeof *plan->programs);
+    bp_program *p = realloc(plan->res.programs, (plan->res.nprograms + 1) *
+                                                    sizeof *plan->res.programs);
     if (!p) {
         bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY,
                           "compile: out of memory for a fused program");
         return BG_NONE;
     }
-    plan->programs = p;
-    p[plan->nprograms] = *prog;
-    return plan->nprograms++;
+    plan->res.programs = p;
+    p[plan->res.nprograms] = *prog;
+    return plan->res.nprograms++;
 }
 
 void bp_plan_replace_uses(bp_plan *plan, uint32_t from, uint32_t to) {
-    braid_graph *g = plan->graph;
+    braid_graph *g = plan->res.graph;
     for (uint32_t id = 0; id < g->nnodes; id++) {
         bg_node *n = &g->nodes[id];
         if (id == to) continue; /* `to` may read `from` (e.g. a copy) */
@@ -112,7 +112,7 @@ void bp_plan_replace_uses(bp_plan *plan, uint32_t from, uint32_t to) {
 }
 
 void bp_plan_replace_map(bp_plan *plan, const uint32_t *rep, uint32_t n) {
-    braid_graph *g = plan->graph;
+    braid_graph *g = plan->res.graph;
     for (uint32_t id = 0; id < g->nnodes; id++) {
         bg_node *nd = &g->nodes[id];
         for (uint32_t k = 0; k < nd->ninputs; k++) {
@@ -192,7 +192,7 @@ static braid_status topo_order(const braid_graph *g, const bool *live,
 /* Moves the nodes into their new order (newid[old] = new id or BG_NONE). */
 static braid_status renumber(bp_plan *plan, const uint32_t *order,
                              uint32_t norder, uint32_t *newid) {
-    braid_graph *g = plan->graph;
+    braid_graph *g = plan->res.graph;
     uint32_t n = g->nnodes;
     bg_node *nodes = bg_alloc(g, (size_t)(norder ? norder : 1) * sizeof *nodes);
     bp_node_info *info = malloc((norder ? norder : 1) * sizeof *info);
@@ -206,7 +206,7 @@ static braid_status renumber(bp_plan *plan, const uint32_t *order,
     for (uint32_t k = 0; k < norder; k++) newid[order[k]] = k;
     for (uint32_t k = 0; k < norder; k++) {
         nodes[k] = g->nodes[order[k]];
-        info[k] = plan->info[order[k]];
+        info[k] = plan->res.info[order[k]];
         for (uint32_t j = 0; j < nodes[k].ninputs; j++)
             nodes[k].inputs[j] = newid[nodes[k].inputs[j]];
     }
@@ -216,24 +216,24 @@ static braid_status renumber(bp_plan *plan, const uint32_t *order,
     g->nodes = nodes;
     g->cap = norder ? norder : 1;
     g->nnodes = norder;
-    free(plan->info);
-    plan->info = info;
-    plan->ninfo = norder;
-    plan->info_cap = norder ? norder : 1;
+    free(plan->res.info);
+    plan->res.info = info;
+    plan->res.ninfo = norder;
+    plan->res.info_cap = norder ? norder : 1;
     for (uint32_t i = 0; i < g->noutputs; i++)
         g->outputs[i].node = newid[g->outputs[i].node];
     bg_names_invalidate(g);
-    for (uint32_t i = 0; i < plan->ninputs; i++)
-        plan->inputs[i].node = newid[plan->inputs[i].node];
-    for (uint32_t i = 0; i < plan->noutputs; i++)
-        plan->outputs[i].node = g->outputs[i].node;
+    for (uint32_t i = 0; i < plan->res.ninputs; i++)
+        plan->res.inputs[i].node = newid[plan->res.inputs[i].node];
+    for (uint32_t i = 0; i < plan->res.noutputs; i++)
+        plan->res.outputs[i].node = g->outputs[i].node;
     return BRAID_OK;
 }
 
 braid_status bp_plan_compact(bp_plan *plan) {
     braid_status s = bp_plan_sync_info(plan);
     if (s != BRAID_OK) return s;
-    const braid_graph *g = plan->graph;
+    const braid_graph *g = plan->res.graph;
     uint32_t n = g->nnodes;
     size_t m = n ? n : 1;
     bool *live = calloc(m, sizeof *live);

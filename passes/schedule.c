@@ -1,4 +1,4 @@
-/* passes/schedule.c — one global issue order (plan->schedule, info.order).
+/* passes/schedule.c — one global issue order (plan->res.schedule, info.order).
  *
  * A list scheduler: it repeatedly issues one ready node (all inputs
  * issued), so the order is topological, and since a queue's order is the
@@ -67,8 +67,8 @@ typedef struct sc_state {
     int64_t *freed;         /* per node: bytes its issue would free */
     uint32_t *version;      /* per node: current heap-entry version */
     uint8_t *cls;           /* per node: SC_* class */
-    int32_t *gpu;           /* per node: plan->devices index of the GPU an
-                               H2D copy (or its feeder) targets, else -1 */
+    int32_t *gpu; /* per node: plan->in.devs.devices index of the GPU an
+                     H2D copy (or its feeder) targets, else -1 */
     bool *is_output;        /* per node: a graph output (never freed) */
     bool *issued;           /* per node: already in the schedule */
     uint32_t *mark;         /* per node: scratch for distinct-input scans */
@@ -138,25 +138,26 @@ static bool heap_ready(sc_state *st, sc_heap *h) {
 
 static int32_t gpu_index(const bp_plan *p, bp_device d) {
     if (d.kind != BP_DEVICE_CUDA) return -1;
-    for (uint32_t i = 0; i < p->ndevices; i++)
-        if (bp_device_equal(p->devices[i], d)) return (int32_t)i;
+    for (uint32_t i = 0; i < p->in.devs.ndevices; i++)
+        if (bp_device_equal(p->in.devs.devices[i], d)) return (int32_t)i;
     return -1;
 }
 
 /* A copy from the host onto a listed GPU: its device index, else -1. */
 static int32_t h2d_target(const bp_plan *p, uint32_t id) {
-    const bg_node *n = &p->graph->nodes[id];
+    const bg_node *n = &p->res.graph->nodes[id];
     if (n->op != BRAID_OP_COPY || n->ninputs != 1) return -1;
-    if (p->info[n->inputs[0]].device.kind != BP_DEVICE_CPU) return -1;
-    return gpu_index(p, p->info[id].device);
+    if (p->res.info[n->inputs[0]].device.kind != BP_DEVICE_CPU) return -1;
+    return gpu_index(p, p->res.info[id].device);
 }
 
 /* A copy that leaves a GPU (to the host or another GPU). */
 static bool is_outbound(const bp_plan *p, uint32_t id) {
-    const bg_node *n = &p->graph->nodes[id];
+    const bg_node *n = &p->res.graph->nodes[id];
     return n->op == BRAID_OP_COPY && n->ninputs == 1 &&
-           p->info[n->inputs[0]].device.kind == BP_DEVICE_CUDA &&
-           !bp_device_equal(p->info[n->inputs[0]].device, p->info[id].device);
+           p->res.info[n->inputs[0]].device.kind == BP_DEVICE_CUDA &&
+           !bp_device_equal(p->res.info[n->inputs[0]].device,
+                            p->res.info[id].device);
 }
 
 /* Bytes the node allocates (0 for inputs, constants and reshapes, which
@@ -171,7 +172,7 @@ static int64_t alloc_bytes(const bg_node *n) {
 
 static void classify(sc_state *st, uint32_t id) {
     const bp_plan *p = st->plan;
-    const bg_node *n = &p->graph->nodes[id];
+    const bg_node *n = &p->res.graph->nodes[id];
     st->gpu[id] = h2d_target(p, id);
     if (is_outbound(p, id)) {
         st->cls[id] = SC_OUT;
@@ -182,7 +183,7 @@ static void classify(sc_state *st, uint32_t id) {
         return;
     }
     st->cls[id] = SC_MAIN;
-    if (p->info[id].device.kind != BP_DEVICE_CPU) return;
+    if (p->res.info[id].device.kind != BP_DEVICE_CPU) return;
     bool feeder = n->op != BRAID_OP_INPUT && n->op != BRAID_OP_CONSTANT &&
                   st->cstart[id + 1] > st->cstart[id];
     for (uint32_t k = st->cstart[id]; feeder && k < st->cstart[id + 1]; k++)
@@ -204,7 +205,7 @@ static void classify(sc_state *st, uint32_t id) {
 /* Distinct consumer lists (CSR), predecessor and consumer counts. mark[u]
  * == v marks u as already counted for consumer v. */
 static void build_consumers(sc_state *st) {
-    const braid_graph *g = st->plan->graph;
+    const braid_graph *g = st->plan->res.graph;
     uint32_t *mark = st->mark;
     uint32_t n = g->nnodes;
     for (uint32_t v = 0; v < n; v++) mark[v] = BG_NONE;
@@ -237,7 +238,7 @@ static void build_consumers(sc_state *st) {
 }
 
 static int64_t freeable(const sc_state *st, uint32_t u) {
-    const bg_node *n = &st->plan->graph->nodes[u];
+    const bg_node *n = &st->plan->res.graph->nodes[u];
     return st->is_output[u] ? 0 : alloc_bytes(n);
 }
 
@@ -253,16 +254,16 @@ static uint32_t find(uint32_t *parent, uint32_t x) {
  * compute) share a group; every other node is its own. */
 static void group_chunks(sc_state *st) {
     const bp_plan *p = st->plan;
-    const braid_graph *g = p->graph;
+    const braid_graph *g = p->res.graph;
     for (uint32_t id = 0; id < g->nnodes; id++) st->group[id] = id;
     for (uint32_t id = 0; id < g->nnodes; id++) {
-        if (!p->info[id].chunk || gpu_index(p, p->info[id].device) < 0)
+        if (!p->res.info[id].chunk || gpu_index(p, p->res.info[id].device) < 0)
             continue;
         const bg_node *n = &g->nodes[id];
         for (uint32_t k = 0; k < n->ninputs; k++) {
             uint32_t u = n->inputs[k];
-            if (!p->info[u].chunk ||
-                !bp_device_equal(p->info[u].device, p->info[id].device))
+            if (!p->res.info[u].chunk ||
+                !bp_device_equal(p->res.info[u].device, p->res.info[id].device))
                 continue;
             uint32_t a = find(st->group, u), b = find(st->group, id);
             if (a != b) st->group[a > b ? a : b] = a > b ? b : a;
@@ -273,7 +274,7 @@ static void group_chunks(sc_state *st) {
 /* Initial freed bytes, classes and prefetch windows. */
 static void prepare(sc_state *st) {
     const bp_plan *p = st->plan;
-    const braid_graph *g = p->graph;
+    const braid_graph *g = p->res.graph;
     for (uint32_t i = 0; i < g->noutputs; i++)
         st->is_output[g->outputs[i].node] = true;
     for (uint32_t u = 0; u < g->nnodes; u++)
@@ -282,9 +283,10 @@ static void prepare(sc_state *st) {
     for (uint32_t id = 0; id < g->nnodes; id++) classify(st, id);
     group_chunks(st);
     for (uint32_t id = 0; id < g->nnodes; id++) st->open[find(st->group, id)]++;
-    for (uint32_t d = 0; d < p->ndevices; d++) st->window[d] = 2;
+    for (uint32_t d = 0; d < p->in.devs.ndevices; d++)
+        st->window[d] = 2;
     for (uint32_t id = 0; id < g->nnodes; id++) {
-        int32_t d = gpu_index(p, p->info[id].device);
+        int32_t d = gpu_index(p, p->res.info[id].device);
         if (d < 0) continue;
         uint32_t groups = 0;
         for (uint32_t k = 0; k < g->nodes[id].ninputs; k++) {
@@ -303,7 +305,7 @@ static void prepare(sc_state *st) {
 /* The prefetch group of an H2D copy, or of a feeder (its first
  * consumer's). */
 static uint32_t group_of(sc_state *st, uint32_t id) {
-    if (st->plan->graph->nodes[id].op != BRAID_OP_COPY)
+    if (st->plan->res.graph->nodes[id].op != BRAID_OP_COPY)
         id = st->cons[st->cstart[id]];
     return find(st->group, id);
 }
@@ -334,14 +336,14 @@ static sc_heap *heap_of(sc_state *st, uint32_t id) {
  * order, so chunks run in order. */
 static int64_t recency(const sc_state *st, uint32_t id) {
     const bp_plan *p = st->plan;
-    const bg_node *n = &p->graph->nodes[id];
+    const bg_node *n = &p->res.graph->nodes[id];
     int64_t r = -1;
     for (uint32_t k = 0; k < n->ninputs; k++) {
         uint32_t u = n->inputs[k];
-        braid_op op = p->graph->nodes[u].op;
+        braid_op op = p->res.graph->nodes[u].op;
         if (st->gpu[u] >= 0 || op == BRAID_OP_INPUT || op == BRAID_OP_CONSTANT)
             continue;
-        if ((int64_t)p->info[u].order > r) r = p->info[u].order;
+        if ((int64_t)p->res.info[u].order > r) r = p->res.info[u].order;
     }
     return r;
 }
@@ -350,7 +352,7 @@ static bool push_ready(sc_state *st, uint32_t id) {
     int64_t key = 0, key2 = 0;
     if (st->cls[id] == SC_MAIN || st->cls[id] == SC_HOST ||
         st->cls[id] == SC_WAIT) {
-        key = -(st->freed[id] - alloc_bytes(&st->plan->graph->nodes[id]));
+        key = -(st->freed[id] - alloc_bytes(&st->plan->res.graph->nodes[id]));
         key2 = -recency(st, id);
     }
     return heap_push(heap_of(st, id),
@@ -361,11 +363,11 @@ static bool push_ready(sc_state *st, uint32_t id) {
 static uint32_t pick(sc_state *st) {
     const bp_plan *p = st->plan;
     if (heap_ready(st, &st->heap[0])) return heap_pop(&st->heap[0]).id;
-    for (uint32_t d = 0; d < p->ndevices; d++)
+    for (uint32_t d = 0; d < p->in.devs.ndevices; d++)
         if (window_allows(st, d)) return heap_pop(&st->feed[d]).id;
     if (heap_ready(st, &st->heap[1])) return heap_pop(&st->heap[1]).id;
     if (heap_ready(st, &st->heap[2])) return heap_pop(&st->heap[2]).id;
-    for (uint32_t d = 0; d < p->ndevices; d++)
+    for (uint32_t d = 0; d < p->in.devs.ndevices; d++)
         if (heap_ready(st, &st->feed[d])) return heap_pop(&st->feed[d]).id;
     if (heap_ready(st, &st->heap[3])) return heap_pop(&st->heap[3]).id;
     return BG_NONE;
@@ -381,7 +383,7 @@ static void finish(sc_state *st, uint32_t id) {
 /* Bookkeeping after issuing id: consumer counts, freed bytes of the last
  * remaining consumers, the prefetch window, newly ready consumers. */
 static bool issue(sc_state *st, uint32_t id) {
-    const braid_graph *g = st->plan->graph;
+    const braid_graph *g = st->plan->res.graph;
     st->issued[id] = true;
     for (uint32_t k = st->cstart[id]; k < st->cstart[id + 1]; k++) {
         uint32_t c = st->cons[k];
@@ -417,7 +419,7 @@ static bool issue(sc_state *st, uint32_t id) {
 
 static braid_status run(sc_state *st) {
     bp_plan *p = st->plan;
-    uint32_t n = p->graph->nnodes;
+    uint32_t n = p->res.graph->nnodes;
     for (uint32_t id = 0; id < n; id++)
         if (st->npred[id] == 0 && !push_ready(st, id))
             return bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY,
@@ -429,13 +431,13 @@ static braid_status run(sc_state *st) {
                                      "schedule: no node ready after %u of "
                                      "%u (a cycle?)",
                                      pos, n);
-        p->schedule[pos] = id;
-        p->info[id].order = pos;
+        p->res.schedule[pos] = id;
+        p->res.info[id].order = pos;
         if (!issue(st, id))
             return bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY,
                                      "schedule: out of memory");
     }
-    p->nschedule = n;
+    p->res.nschedule = n;
     return BRAID_OK;
 }
 
@@ -463,14 +465,15 @@ static void free_state(sc_state *st, uint32_t ndev) {
 }
 
 braid_status bp_schedule(bp_plan *plan) {
-    const braid_graph *g = plan->graph;
+    const braid_graph *g = plan->res.graph;
     uint32_t n = g->nnodes;
-    size_t m = n ? n : 1, nd = plan->ndevices ? plan->ndevices : 1;
+    size_t m = n ? n : 1,
+           nd = plan->in.devs.ndevices ? plan->in.devs.ndevices : 1;
     size_t edges = 0;
     for (uint32_t id = 0; id < n; id++) edges += g->nodes[id].ninputs;
-    free(plan->schedule);
-    plan->nschedule = 0;
-    plan->schedule = bp_calloc(m, sizeof *plan->schedule, "schedule");
+    free(plan->res.schedule);
+    plan->res.nschedule = 0;
+    plan->res.schedule = bp_calloc(m, sizeof *plan->res.schedule, "schedule");
     sc_state st = {.plan = plan};
     st.cstart = calloc(m + 1, sizeof *st.cstart);
     st.cons = calloc(edges ? edges : 1, sizeof *st.cons);
@@ -491,11 +494,10 @@ braid_status bp_schedule(bp_plan *plan) {
     st.feed = calloc(nd, sizeof *st.feed);
     st.mark = malloc(m * sizeof *st.mark);
     braid_status s = BRAID_OK;
-    if (!plan->schedule || !st.cstart || !st.cons || !st.npred ||
+    if (!plan->res.schedule || !st.cstart || !st.cons || !st.npred ||
         !st.remaining || !st.freed || !st.version || !st.cls || !st.gpu ||
         !st.is_output || !st.issued || !st.group || !st.open || !st.started ||
-        !st.group_gpu || !st.outstanding || !st.window ||
-        !st.feed || !st.mark)
+        !st.group_gpu || !st.outstanding || !st.window || !st.feed || !st.mark)
         s = bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY,
                               "schedule: out of memory (%u nodes)", n);
     if (s == BRAID_OK) {
@@ -503,7 +505,7 @@ braid_status bp_schedule(bp_plan *plan) {
         prepare(&st);
         s = run(&st);
     }
-    free_state(&st, plan->ndevices);
+    free_state(&st, plan->in.devs.ndevices);
     if (s == BRAID_OK) s = bp_coll_schedule(plan); /* groups back to back */
     return s;
 }

@@ -75,14 +75,14 @@ typedef struct sh_ctx {
 } sh_ctx;
 
 static const bg_node *node(const sh_ctx *c, uint32_t id) {
-    return &c->plan->graph->nodes[id];
+    return &c->plan->res.graph->nodes[id];
 }
 
 /* "%5 (sum "loss")" of an original node, into buf. */
 static const char *describe(const sh_ctx *c, uint32_t id, char *buf,
                             size_t size) {
     const bg_node *n = node(c, id);
-    uint32_t origin = c->plan->info[id].origin;
+    uint32_t origin = c->plan->res.info[id].origin;
     snprintf(buf, size, "%%%u (%s%s%s%s)",
              (unsigned)(origin != BG_NONE ? origin : id), bg_op(n->op)->name,
              n->name ? " \"" : "", n->name ? n->name : "",
@@ -113,14 +113,14 @@ static braid_status split_named(sh_ctx *c, const char *s, size_t len) {
         return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
                                  "shard: shard_inputs \"%s\" has an empty "
                                  "entry",
-                                 c->plan->opts.shard_inputs);
+                                 c->plan->in.opts.shard_inputs);
     char *name = malloc(len + 1);
     if (!name)
         return bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY,
                                  "shard: out of memory");
     memcpy(name, s, len);
     name[len] = '\0';
-    uint32_t id = bg_find_input(c->plan->graph, name);
+    uint32_t id = bg_find_input(c->plan->res.graph, name);
     braid_status st = BRAID_OK;
     if (id == BG_NONE || id >= c->n0)
         st = bg_set_last_error(BRAID_ERR_NOT_FOUND,
@@ -134,7 +134,7 @@ static braid_status split_named(sh_ctx *c, const char *s, size_t len) {
 }
 
 static braid_status choose_inputs(sh_ctx *c) {
-    const char *list = c->plan->opts.shard_inputs;
+    const char *list = c->plan->in.opts.shard_inputs;
     uint32_t nsplit = 0;
     if (list) {
         for (const char *p = list;;) {
@@ -317,7 +317,7 @@ static braid_status classify(sh_ctx *c) {
         else
             classify_node(c, id);
     }
-    const braid_graph *g = c->plan->graph;
+    const braid_graph *g = c->plan->res.graph;
     for (uint32_t i = 0; i < g->noutputs; i++) {
         uint32_t id = g->outputs[i].node;
         if (c->cls[id] != SH_LOST) continue;
@@ -349,9 +349,9 @@ static uint32_t add_like(sh_ctx *c, braid_op op, const uint32_t *in,
     if (l->rank > 0) dims[0] = rows;
     braid_dtype dt = l->dtype;
     int rank = l->rank;
-    uint32_t origin = c->plan->info[like].origin;
+    uint32_t origin = c->plan->res.info[like].origin;
     uint32_t id = bp_plan_add_node(c->plan, op, in, nin, dt, rank, dims, attr);
-    if (id != BG_NONE) c->plan->info[id].origin = origin;
+    if (id != BG_NONE) c->plan->res.info[id].origin = origin;
     return id;
 }
 
@@ -371,7 +371,7 @@ static uint32_t rows_of(sh_ctx *c, uint32_t x, uint32_t r, uint32_t src) {
 /* Sets the replica's device hint: a "cpu" hint stays, else GPU r. */
 static braid_status set_hint(sh_ctx *c, uint32_t id, const char *orig,
                              uint32_t r) {
-    braid_graph *g = c->plan->graph;
+    braid_graph *g = c->plan->res.graph;
     char buf[BRAID_DEVICE_NAME_MAX];
     const char *dev = orig && strcmp(orig, "cpu") == 0
                           ? "cpu"
@@ -401,7 +401,7 @@ static braid_status replicate(sh_ctx *c, uint32_t id, uint32_t r,
     bg_attrs attr = n->attr;
     uint32_t rid = add_like(c, n->op, in, nin, id, rows, &attr);
     if (rid == BG_NONE) return BRAID_ERR_OUT_OF_MEMORY;
-    braid_graph *g = c->plan->graph;
+    braid_graph *g = c->plan->res.graph;
     const bg_node *o = &g->nodes[id];
     if (o->name && !(g->nodes[rid].name = bg_strdup(g, o->name)))
         return bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY,
@@ -442,7 +442,7 @@ static braid_status build_replicas(sh_ctx *c) {
 
 /* Each output: the concat of its replicas on the cpu, or replica 0. */
 static braid_status gather_outputs(sh_ctx *c) {
-    braid_graph *g = c->plan->graph;
+    braid_graph *g = c->plan->res.graph;
     for (uint32_t i = 0; i < g->noutputs; i++) {
         uint32_t id = g->outputs[i].node;
         if (c->cls[id] != SH_BATCHED) {
@@ -470,11 +470,11 @@ static braid_status pick_gpus(sh_ctx *c) {
     const bp_plan *p = c->plan;
     uint32_t ngpu = 0;
     char list[BP_MAX_DEVICES * 10] = "", buf[32];
-    for (uint32_t i = 0; i < p->ndevices; i++) {
+    for (uint32_t i = 0; i < p->in.devs.ndevices; i++) {
         if (i) strcat(list, ",");
-        strcat(list, bp_device_str(p->devices[i], buf, sizeof buf));
-        if (p->devices[i].kind == BP_DEVICE_CUDA && ngpu < c->k)
-            c->gpu[ngpu++] = p->devices[i];
+        strcat(list, bp_device_str(p->in.devs.devices[i], buf, sizeof buf));
+        if (p->in.devs.devices[i].kind == BP_DEVICE_CUDA && ngpu < c->k)
+            c->gpu[ngpu++] = p->in.devs.devices[i];
     }
     if (ngpu < c->k)
         return bg_set_last_error(
@@ -518,8 +518,8 @@ static braid_status ctx_alloc(sh_ctx *c) {
 static braid_status shard(bp_plan *plan) {
     sh_ctx c = {0};
     c.plan = plan;
-    c.n0 = plan->graph->nnodes;
-    c.k = (uint32_t)plan->opts.shards;
+    c.n0 = plan->res.graph->nnodes;
+    c.k = (uint32_t)plan->in.opts.shards;
     braid_status s = pick_gpus(&c);
     if (s == BRAID_OK) s = ctx_alloc(&c);
     if (s == BRAID_OK) s = choose_inputs(&c);
@@ -532,7 +532,7 @@ static braid_status shard(bp_plan *plan) {
 }
 
 braid_status bp_shard(bp_plan *plan) {
-    int k = plan->opts.shards;
+    int k = plan->in.opts.shards;
     braid_status s = BRAID_OK;
     if (k < 0 || k > BP_MAX_DEVICES)
         s = bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
@@ -542,6 +542,6 @@ braid_status bp_shard(bp_plan *plan) {
     else if (k > 1)
         s = shard(plan);
     /* the caller's string: the plan must not keep it */
-    plan->opts.shard_inputs = NULL;
+    plan->in.opts.shard_inputs = NULL;
     return s;
 }

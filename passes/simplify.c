@@ -190,7 +190,7 @@ static bool table_reserve(bp_simp *s) {
 /* The first node computing what canonical node id computes (id itself when
  * it is the first), BG_NONE when out of memory. */
 static uint32_t cse(bp_simp *s, uint32_t id) {
-    const braid_graph *g = s->plan->graph;
+    const braid_graph *g = s->plan->res.graph;
     const bg_node *n = &g->nodes[id];
     if (!cse_candidate(n)) return id;
     if (!table_reserve(s)) return BG_NONE;
@@ -211,7 +211,7 @@ static uint32_t cse(bp_simp *s, uint32_t id) {
 /* Rewires node id to canonical inputs, applies the rules and records the
  * node standing for it in rep[id]. Returns that node, BG_NONE on failure. */
 static uint32_t visit(bp_simp *s, uint32_t id) {
-    bg_node *n = &s->plan->graph->nodes[id];
+    bg_node *n = &s->plan->res.graph->nodes[id];
     for (uint32_t k = 0; k < n->ninputs; k++)
         n->inputs[k] = s->rep[n->inputs[k]];
     uint32_t r = bp_simp_identity(s, id);
@@ -224,13 +224,13 @@ static uint32_t visit(bp_simp *s, uint32_t id) {
 /* Copies what the new node takes over from `like`: name, hint, origin. */
 static bool inherit(bp_simp *s, uint32_t id, uint32_t like) {
     bp_plan *p = s->plan;
-    braid_graph *g = p->graph;
+    braid_graph *g = p->res.graph;
     const bg_node *l = &g->nodes[like];
     bg_node *n = &g->nodes[id];
     if (l->name && !(n->name = bg_strdup(g, l->name))) return false;
     if (l->device && !(n->device = bg_strdup(g, l->device))) return false;
-    if (like < p->ninfo && id < p->ninfo)
-        p->info[id].origin = p->info[like].origin;
+    if (like < p->res.ninfo && id < p->res.ninfo)
+        p->res.info[id].origin = p->res.info[like].origin;
     return true;
 }
 
@@ -242,7 +242,7 @@ uint32_t bp_simp_emit(bp_simp *s, uint32_t like, braid_op op,
     uint32_t id =
         bp_plan_add_node(p, op, inputs, ninputs, dtype, rank, dims, attr);
     if (id == BG_NONE) return fail(s, BRAID_ERR_OUT_OF_MEMORY);
-    braid_graph *g = p->graph;
+    braid_graph *g = p->res.graph;
     bg_node *n = &g->nodes[id];
     size_t bytes = bg_nbytes(n);
     if (op == BRAID_OP_CONSTANT && bytes) {
@@ -260,7 +260,7 @@ uint32_t bp_simp_emit(bp_simp *s, uint32_t like, braid_op op,
  * uses were rewired during the sweep; the outputs' uses are rewired in one
  * sweep over the graph (bp_plan_replace_map), not one per output. */
 static void redirect_outputs(bp_simp *s) {
-    braid_graph *g = s->plan->graph;
+    braid_graph *g = s->plan->res.graph;
     uint32_t n = g->nnodes, *map = NULL;
     for (uint32_t i = 0; i < g->noutputs; i++) {
         uint32_t o = g->outputs[i].node;
@@ -270,7 +270,8 @@ static void redirect_outputs(bp_simp *s) {
                 oom(s, "output table");
                 return;
             }
-            for (uint32_t k = 0; k < n; k++) map[k] = BG_NONE;
+            for (uint32_t k = 0; k < n; k++)
+                map[k] = BG_NONE;
         }
         map[o] = s->rep[o];
     }
@@ -283,7 +284,7 @@ braid_status bp_simplify(bp_plan *plan) {
     braid_status st = bp_plan_compact(plan);
     if (st != BRAID_OK) return st;
     bp_simp s = {.plan = plan, .status = BRAID_OK};
-    uint32_t n0 = plan->graph->nnodes;
+    uint32_t n0 = plan->res.graph->nnodes;
     if (grow(&s, n0))
         for (uint32_t id = 0; id < n0; id++)
             if (visit(&s, id) == BG_NONE) break;

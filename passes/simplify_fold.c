@@ -64,7 +64,7 @@ static braid_status evaluate(const braid_graph *g, uint32_t id, void *out) {
 
 /* Elementwise node id of splat operands, on one element: its value. */
 static double evaluate_splat(bp_simp *s, uint32_t id) {
-    const braid_graph *g = s->plan->graph;
+    const braid_graph *g = s->plan->res.graph;
     const bg_node *n = &g->nodes[id];
     double x[3] = {0.0, 0.0, 0.0};
     for (uint32_t k = 0; k < n->ninputs && k < 3; k++) {
@@ -78,7 +78,7 @@ static double evaluate_splat(bp_simp *s, uint32_t id) {
 /* ---- replacement nodes --------------------------------------------------- */
 
 static uint32_t emit_fill(bp_simp *s, uint32_t id, double v) {
-    const bg_node *n = &s->plan->graph->nodes[id];
+    const bg_node *n = &s->plan->res.graph->nodes[id];
     int64_t dims[BRAID_MAX_RANK];
     memcpy(dims, n->dims, sizeof dims);
     bg_attrs a;
@@ -118,7 +118,7 @@ static uint32_t failed(bp_simp *s, braid_status st) {
  * (concat only when all operands agree), elementwise ops are evaluated on
  * one element. Returns id when the node is not folded this way. */
 static uint32_t fold_splat(bp_simp *s, uint32_t id) {
-    const bg_node *n = &s->plan->graph->nodes[id];
+    const bg_node *n = &s->plan->res.graph->nodes[id];
     braid_op_kind kind = bg_op(n->op)->kind;
     double v, w;
     if (kind == BRAID_KIND_SHAPE || kind == BRAID_KIND_BROADCAST) {
@@ -138,7 +138,7 @@ static uint32_t fold_splat(bp_simp *s, uint32_t id) {
 /* Evaluates the whole node: a fill when the result is a splat, else a
  * constant. */
 static uint32_t fold_full(bp_simp *s, uint32_t id) {
-    const bg_node *n = &s->plan->graph->nodes[id];
+    const bg_node *n = &s->plan->res.graph->nodes[id];
     size_t bytes = bg_nbytes(n);
     int64_t numel = bg_numel(n);
     void *buf = malloc(bytes ? bytes : 1);
@@ -148,7 +148,7 @@ static uint32_t fold_full(bp_simp *s, uint32_t id) {
                           (unsigned)id);
         return failed(s, BRAID_ERR_OUT_OF_MEMORY);
     }
-    braid_status st = evaluate(s->plan->graph, id, buf);
+    braid_status st = evaluate(s->plan->res.graph, id, buf);
     uint32_t r;
     double v;
     if (st != BRAID_OK) {
@@ -169,12 +169,12 @@ static uint32_t fold_full(bp_simp *s, uint32_t id) {
 static bool fold_generator(const bp_plan *p, const bg_node *n) {
     bool gen = n->op == BRAID_OP_RANDOM_UNIFORM ||
                n->op == BRAID_OP_RANDOM_NORMAL || n->op == BRAID_OP_IOTA;
-    return gen && p->opts.fold_generators > 0 &&
-           bg_nbytes(n) <= p->opts.fold_generators;
+    return gen && p->in.opts.fold_generators > 0 &&
+           bg_nbytes(n) <= p->in.opts.fold_generators;
 }
 
 uint32_t bp_simp_fold(bp_simp *s, uint32_t id) {
-    const braid_graph *g = s->plan->graph;
+    const braid_graph *g = s->plan->res.graph;
     const bg_node *n = &g->nodes[id];
     if (fold_generator(s->plan, n)) {
         s->plan->report.folded_bytes += bg_nbytes(n);

@@ -10,7 +10,7 @@
 #include <string.h>
 
 static const bg_node *node(const bp_simp *s, uint32_t id) {
-    return &s->plan->graph->nodes[id];
+    return &s->plan->res.graph->nodes[id];
 }
 
 bool bp_simp_is_value_source(braid_op op) {

@@ -21,8 +21,8 @@
  *     work from the device profile; lowest index on ties).
  * Events: exactly one per (producer, consumer) data edge whose ends are on
  * different queues, none within a queue. Queues are numbered per (device,
- * kind) in the order: cpu; then per GPU in plan->devices order its compute
- * streams, H2D, D2H, D2D, COMM (collectives: one communication stream
+ * kind) in the order: cpu; then per GPU in plan->in.devs.devices order its
+ * compute streams, H2D, D2H, D2D, COMM (collectives: one communication stream
  * per GPU, so NCCL overlaps compute). docs/streams.md has the details. */
 #include "passes/passes.h"
 
@@ -31,7 +31,7 @@
 /* A queue before numbering: kind, device and the n-th of that kind. */
 typedef struct st_slot {
     bp_queue_kind kind; /* what it carries */
-    int32_t gpu;        /* index into plan->devices; -1 for the cpu */
+    int32_t gpu;        /* index into plan->in.devs.devices; -1 for the cpu */
     uint32_t index;     /* compute stream number (0 for the others) */
 } st_slot;
 
@@ -50,11 +50,12 @@ typedef struct st_state {
     uint32_t streams;      /* compute streams per GPU (≥ 1) */
 } st_state;
 
-/* Index of d in plan->devices, or -1 (the cpu or an unlisted device). */
+/* Index of d in plan->in.devs.devices, or -1 (the cpu or an unlisted device).
+ */
 static int32_t gpu_slot(const bp_plan *p, bp_device d) {
     if (d.kind != BP_DEVICE_CUDA) return -1;
-    for (uint32_t i = 0; i < p->ndevices; i++)
-        if (bp_device_equal(p->devices[i], d)) return (int32_t)i;
+    for (uint32_t i = 0; i < p->in.devs.ndevices; i++)
+        if (bp_device_equal(p->in.devs.devices[i], d)) return (int32_t)i;
     return -1;
 }
 
@@ -67,14 +68,14 @@ static bool is_gpu_compute(const st_state *st, uint32_t id) {
  * profile's rate, other ops their traffic at memory bandwidth, plus the
  * launch cost. Only compared with other estimates on the same device. */
 static double work_estimate(const bp_plan *p, uint32_t id, int32_t gpu) {
-    const bg_node *n = &p->graph->nodes[id];
-    const bp_device_profile *pr = &p->settings.profile[gpu];
+    const bg_node *n = &p->res.graph->nodes[id];
+    const bp_device_profile *pr = &p->in.devs.profile[gpu];
     double bytes = (double)bg_nbytes(n);
     for (uint32_t k = 0; k < n->ninputs; k++)
-        bytes += (double)bg_nbytes(&p->graph->nodes[n->inputs[k]]);
+        bytes += (double)bg_nbytes(&p->res.graph->nodes[n->inputs[k]]);
     double t = pr->mem_bytes_per_s > 0 ? bytes / pr->mem_bytes_per_s : 0;
     if (n->op == BRAID_OP_MATMUL && n->ninputs == 2) {
-        const bg_node *a = &p->graph->nodes[n->inputs[0]];
+        const bg_node *a = &p->res.graph->nodes[n->inputs[0]];
         bool ta = (n->attr.flags & BRAID_TRANSPOSE_A) != 0;
         double k = (double)(a->rank >= 2 ? a->dims[a->rank - (ta ? 2 : 1)] : 1);
         double flops = 2.0 * (double)bg_numel(n) * k;
@@ -86,9 +87,9 @@ static double work_estimate(const bp_plan *p, uint32_t id, int32_t gpu) {
 
 /* The slot of a copy node by its direction. */
 static st_slot copy_slot(const bp_plan *p, uint32_t id) {
-    const bg_node *n = &p->graph->nodes[id];
-    bp_device dst = p->info[id].device;
-    bp_device src = p->info[n->inputs[0]].device;
+    const bg_node *n = &p->res.graph->nodes[id];
+    bp_device dst = p->res.info[id].device;
+    bp_device src = p->res.info[n->inputs[0]].device;
     int32_t gd = gpu_slot(p, dst), gs = gpu_slot(p, src);
     if (gd >= 0 && src.kind == BP_DEVICE_CPU)
         return (st_slot){BP_QUEUE_H2D, gd, 0};
@@ -103,7 +104,7 @@ static st_slot copy_slot(const bp_plan *p, uint32_t id) {
 /* first_use[u]: the smallest-id compute consumer of u on u's own GPU. Ids
  * are topological, so visiting consumers in id order finds it first. */
 static void find_first_uses(st_state *st) {
-    const braid_graph *g = st->plan->graph;
+    const braid_graph *g = st->plan->res.graph;
     for (uint32_t id = 0; id < g->nnodes; id++) {
         if (!is_gpu_compute(st, id)) continue;
         const bg_node *n = &g->nodes[id];
@@ -135,14 +136,14 @@ static uint32_t find(uint32_t *parent, uint32_t x) {
 
 /* A GPU chunk node that belongs to a chunk's set: compute or H2D copy. */
 static bool chunk_member(const st_state *st, uint32_t id) {
-    return st->plan->info[id].chunk &&
+    return st->plan->res.info[id].chunk &&
            (st->slot[id].kind == BP_QUEUE_COMPUTE ||
             st->slot[id].kind == BP_QUEUE_H2D);
 }
 
 /* Joins chunk nodes linked by an edge on one GPU into one set per chunk. */
 static void group_chunks(st_state *st) {
-    const braid_graph *g = st->plan->graph;
+    const braid_graph *g = st->plan->res.graph;
     for (uint32_t id = 0; id < g->nnodes; id++) {
         st->chunk[id] = chunk_member(st, id) ? id : BG_NONE;
         st->chunk_stream[id] = BG_NONE;
@@ -163,7 +164,7 @@ static void group_chunks(st_state *st) {
 /* The compute stream of GPU compute node id (see the file comment). */
 static uint32_t pick_stream(st_state *st, uint32_t id) {
     const bp_plan *p = st->plan;
-    const bg_node *n = &p->graph->nodes[id];
+    const bg_node *n = &p->res.graph->nodes[id];
     int32_t gpu = st->slot[id].gpu;
     if (st->chunk[id] != BG_NONE) {
         uint32_t r = find(st->chunk, id);
@@ -182,9 +183,9 @@ static uint32_t pick_stream(st_state *st, uint32_t id) {
 
 static void assign_slots(st_state *st) {
     bp_plan *p = st->plan;
-    const braid_graph *g = p->graph;
+    const braid_graph *g = p->res.graph;
     for (uint32_t id = 0; id < g->nnodes; id++) {
-        bp_device d = p->info[id].device;
+        bp_device d = p->res.info[id].device;
         if (g->nodes[id].op == BRAID_OP_COPY && g->nodes[id].ninputs == 1)
             st->slot[id] = copy_slot(p, id);
         else if (gpu_slot(p, d) >= 0 &&
@@ -221,12 +222,12 @@ static uint32_t slot_key(const st_state *st, st_slot s) {
     }
 }
 
-/* Builds plan->queues from the used slots, numbering compute streams per
+/* Builds plan->res.queues from the used slots, numbering compute streams per
  * GPU densely in stream order, and sets info.queue. */
 static braid_status number_queues(st_state *st) {
     bp_plan *p = st->plan;
-    const braid_graph *g = p->graph;
-    size_t nkeys = 1 + (size_t)p->ndevices * (st->streams + 4);
+    const braid_graph *g = p->res.graph;
+    size_t nkeys = 1 + (size_t)p->in.devs.ndevices * (st->streams + 4);
     uint32_t *qid = malloc(nkeys * sizeof *qid);
     if (!qid)
         return bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY,
@@ -245,15 +246,15 @@ static braid_status number_queues(st_state *st) {
                                  "max_streams)",
                                  nq, BP_MAX_QUEUES);
     }
-    p->queues = bp_calloc(nq, sizeof *p->queues, "queues");
-    if (!p->queues) {
+    p->res.queues = bp_calloc(nq, sizeof *p->res.queues, "queues");
+    if (!p->res.queues) {
         free(qid);
         return BRAID_ERR_OUT_OF_MEMORY;
     }
-    p->nqueues = nq;
-    p->queues[0] = (bp_queue){BP_QUEUE_CPU, {BP_DEVICE_CPU, 0}, 0};
+    p->res.nqueues = nq;
+    p->res.queues[0] = (bp_queue){BP_QUEUE_CPU, {BP_DEVICE_CPU, 0}, 0};
     uint32_t per = st->streams + 4;
-    for (uint32_t gpu = 0; gpu < p->ndevices; gpu++) {
+    for (uint32_t gpu = 0; gpu < p->in.devs.ndevices; gpu++) {
         uint32_t compute = 0;
         for (uint32_t j = 0; j < per; j++) {
             uint32_t q = qid[1 + gpu * per + j];
@@ -264,11 +265,11 @@ static braid_status number_queues(st_state *st) {
                                  : j == st->streams + 2 ? BP_QUEUE_D2D
                                                         : BP_QUEUE_COMM;
             uint32_t index = kind == BP_QUEUE_COMPUTE ? compute++ : 0;
-            p->queues[q] = (bp_queue){kind, p->devices[gpu], index};
+            p->res.queues[q] = (bp_queue){kind, p->in.devs.devices[gpu], index};
         }
     }
     for (uint32_t id = 0; id < g->nnodes; id++)
-        p->info[id].queue = qid[slot_key(st, st->slot[id])];
+        p->res.info[id].queue = qid[slot_key(st, st->slot[id])];
     free(qid);
     return BRAID_OK;
 }
@@ -276,12 +277,13 @@ static braid_status number_queues(st_state *st) {
 /* One event per distinct (producer, consumer) pair on different queues.
  * seen[u] == id marks u as already handled for consumer id. */
 static braid_status add_events(bp_plan *p) {
-    const braid_graph *g = p->graph;
+    const braid_graph *g = p->res.graph;
     size_t nedges = 0;
     for (uint32_t id = 0; id < g->nnodes; id++) nedges += g->nodes[id].ninputs;
-    p->events = bp_calloc(nedges ? nedges : 1, sizeof *p->events, "events");
+    p->res.events =
+        bp_calloc(nedges ? nedges : 1, sizeof *p->res.events, "events");
     uint32_t *seen = malloc((g->nnodes ? g->nnodes : 1) * sizeof *seen);
-    if (!p->events || !seen) {
+    if (!p->res.events || !seen) {
         free(seen);
         return bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY,
                                  "streams: out of memory for %zu events",
@@ -292,9 +294,10 @@ static braid_status add_events(bp_plan *p) {
         const bg_node *n = &g->nodes[id];
         for (uint32_t k = 0; k < n->ninputs; k++) {
             uint32_t u = n->inputs[k];
-            if (seen[u] == id || p->info[u].queue == p->info[id].queue) continue;
+            if (seen[u] == id || p->res.info[u].queue == p->res.info[id].queue)
+                continue;
             seen[u] = id;
-            p->events[p->nevents++] = (bp_event){u, id, false};
+            p->res.events[p->res.nevents++] = (bp_event){u, id, false};
         }
     }
     free(seen);
@@ -302,19 +305,21 @@ static braid_status add_events(bp_plan *p) {
 }
 
 braid_status bp_streams(bp_plan *plan) {
-    const braid_graph *g = plan->graph;
-    free(plan->queues);
-    free(plan->events);
-    plan->queues = NULL;
-    plan->events = NULL;
-    plan->nqueues = plan->nevents = 0;
+    const braid_graph *g = plan->res.graph;
+    free(plan->res.queues);
+    free(plan->res.events);
+    plan->res.queues = NULL;
+    plan->res.events = NULL;
+    plan->res.nqueues = plan->res.nevents = 0;
     st_state st = {.plan = plan};
-    st.streams = plan->settings.max_streams ? plan->settings.max_streams : 1;
+    st.streams =
+        plan->in.settings.max_streams ? plan->in.settings.max_streams : 1;
     size_t n = g->nnodes ? g->nnodes : 1;
     st.slot = malloc(n * sizeof *st.slot);
     st.first_use = malloc(n * sizeof *st.first_use);
-    st.load = calloc((size_t)plan->ndevices * st.streams, sizeof *st.load);
-    st.rotation = calloc(plan->ndevices, sizeof *st.rotation);
+    st.load =
+        calloc((size_t)plan->in.devs.ndevices * st.streams, sizeof *st.load);
+    st.rotation = calloc(plan->in.devs.ndevices, sizeof *st.rotation);
     st.chunk = malloc(n * sizeof *st.chunk);
     st.chunk_stream = malloc(n * sizeof *st.chunk_stream);
     braid_status s = BRAID_OK;

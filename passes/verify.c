@@ -21,8 +21,7 @@ static braid_status check_node_basics(const braid_graph *g, uint32_t id) {
                                  "verify: node %u (%s) has dtype %d, rank %d",
                                  id, op, (int)n->dtype, (int)n->rank);
     int64_t numel = 0;
-    if (!bg_shape_fits(n->rank, n->dims, braid_dtype_size(n->dtype),
-                       &numel)) {
+    if (!bg_shape_fits(n->rank, n->dims, braid_dtype_size(n->dtype), &numel)) {
         char t[200];
         return bg_set_last_error(BRAID_ERR_SHAPE,
                                  "verify: node %u (%s): %s is negative or "
@@ -116,7 +115,7 @@ static braid_status check_outputs(const braid_graph *g) {
 }
 
 braid_status bp_verify(bp_plan *plan) {
-    const braid_graph *g = plan->graph;
+    const braid_graph *g = plan->res.graph;
     braid_graph_options o = {g->alloc, g->alloc_user};
     braid_graph *scratch = braid_graph_new(&o);
     if (!scratch)

@@ -38,12 +38,12 @@ braid_status vp_fail(const char *fmt, ...) {
 }
 
 static const char *op_name(const bp_plan *p, uint32_t id) {
-    return bg_op(p->graph->nodes[id].op)->name;
+    return bg_op(p->res.graph->nodes[id].op)->name;
 }
 
 static bool device_listed(const bp_plan *p, bp_device d) {
-    for (uint32_t i = 0; i < p->ndevices; i++)
-        if (bp_device_equal(p->devices[i], d)) return true;
+    for (uint32_t i = 0; i < p->in.devs.ndevices; i++)
+        if (bp_device_equal(p->in.devs.devices[i], d)) return true;
     return false;
 }
 
@@ -51,11 +51,11 @@ static bool device_listed(const bp_plan *p, bp_device d) {
 
 static braid_status check_schedule(vp_state *st) {
     const bp_plan *p = st->plan;
-    if (p->nschedule != st->n)
-        return vp_fail("schedule: %u entries for %u nodes", p->nschedule,
+    if (p->res.nschedule != st->n)
+        return vp_fail("schedule: %u entries for %u nodes", p->res.nschedule,
                        st->n);
-    for (uint32_t i = 0; i < p->nschedule; i++) {
-        uint32_t id = p->schedule[i];
+    for (uint32_t i = 0; i < p->res.nschedule; i++) {
+        uint32_t id = p->res.schedule[i];
         if (id >= st->n)
             return vp_fail("schedule: entry %u is node %u, which does not "
                            "exist",
@@ -65,11 +65,11 @@ static braid_status check_schedule(vp_state *st) {
                            "%lld and %u)",
                            id, (long long)st->pos[id], i);
         st->pos[id] = i;
-        if (p->info[id].order != i)
+        if (p->res.info[id].order != i)
             return vp_fail("schedule: node %u is entry %u but its info.order "
                            "is %u",
-                           id, i, p->info[id].order);
-        const bg_node *n = &p->graph->nodes[id];
+                           id, i, p->res.info[id].order);
+        const bg_node *n = &p->res.graph->nodes[id];
         for (uint32_t k = 0; k < n->ninputs; k++)
             if (n->inputs[k] >= st->n || st->pos[n->inputs[k]] < 0)
                 return vp_fail("schedule: node %u (%s) reads node %u, which "
@@ -81,24 +81,24 @@ static braid_status check_schedule(vp_state *st) {
 
 static braid_status check_io(vp_state *st, bool scheduled) {
     const bp_plan *p = st->plan;
-    for (uint32_t i = 0; i < p->noutputs; i++) {
-        uint32_t id = p->outputs[i].node;
+    for (uint32_t i = 0; i < p->res.noutputs; i++) {
+        uint32_t id = p->res.outputs[i].node;
         if (id >= st->n || (scheduled && st->pos[id] < 0))
             return vp_fail("io: output \"%s\" is node %u, which is not "
                            "scheduled",
-                           p->outputs[i].name, id);
-        if (p->outputs[i].bytes != bg_nbytes(&p->graph->nodes[id]))
+                           p->res.outputs[i].name, id);
+        if (p->res.outputs[i].bytes != bg_nbytes(&p->res.graph->nodes[id]))
             return vp_fail("io: output \"%s\" (node %u) has %llu bytes in "
                            "the table, %zu in the graph",
-                           p->outputs[i].name, id,
-                           (unsigned long long)p->outputs[i].bytes,
-                           bg_nbytes(&p->graph->nodes[id]));
+                           p->res.outputs[i].name, id,
+                           (unsigned long long)p->res.outputs[i].bytes,
+                           bg_nbytes(&p->res.graph->nodes[id]));
         st->output[id] = true;
     }
-    for (uint32_t i = 0; i < p->ninputs; i++) {
-        uint32_t id = p->inputs[i].node;
-        if (id >= st->n || p->graph->nodes[id].op != BRAID_OP_INPUT ||
-            p->inputs[i].bytes != bg_nbytes(&p->graph->nodes[id]))
+    for (uint32_t i = 0; i < p->res.ninputs; i++) {
+        uint32_t id = p->res.inputs[i].node;
+        if (id >= st->n || p->res.graph->nodes[id].op != BRAID_OP_INPUT ||
+            p->res.inputs[i].bytes != bg_nbytes(&p->res.graph->nodes[id]))
             return vp_fail("io: input table entry %u (node %u) is wrong", i,
                            id);
     }
@@ -109,8 +109,8 @@ static braid_status check_io(vp_state *st, bool scheduled) {
 
 /* The queue kind and device node id must run on. */
 static bool expected_queue(const bp_plan *p, uint32_t id, bp_queue *want) {
-    const bg_node *n = &p->graph->nodes[id];
-    bp_device dst = p->info[id].device;
+    const bg_node *n = &p->res.graph->nodes[id];
+    bp_device dst = p->res.info[id].device;
     *want = (bp_queue){dst.kind == BP_DEVICE_CPU ? BP_QUEUE_CPU
                                                  : BP_QUEUE_COMPUTE,
                        dst, 0};
@@ -118,7 +118,7 @@ static bool expected_queue(const bp_plan *p, uint32_t id, bp_queue *want) {
         dst.kind == BP_DEVICE_CUDA)
         want->kind = BP_QUEUE_COMM;
     if (n->op != BRAID_OP_COPY) return true;
-    bp_device src = p->info[n->inputs[0]].device;
+    bp_device src = p->res.info[n->inputs[0]].device;
     if (bp_device_equal(src, dst)) return false;
     if (src.kind == BP_DEVICE_CPU)
         *want = (bp_queue){BP_QUEUE_H2D, dst, 0};
@@ -133,14 +133,14 @@ static braid_status check_queue(const bp_plan *p, uint32_t id) {
     static const char *const kinds[] = {"cpu", "compute", "H2D",
                                         "D2H", "D2D",     "comm"};
     char want_dev[32], got[64];
-    uint32_t q = p->info[id].queue;
-    if (q >= p->nqueues)
+    uint32_t q = p->res.info[id].queue;
+    if (q >= p->res.nqueues)
         return vp_fail("queue: node %u (%s) is on queue %u of %u", id,
-                       op_name(p, id), q, p->nqueues);
+                       op_name(p, id), q, p->res.nqueues);
     bp_queue want;
     if (!expected_queue(p, id, &want))
         return vp_fail("queue: node %u copies from a device to itself", id);
-    const bp_queue *have = &p->queues[q];
+    const bp_queue *have = &p->res.queues[q];
     if (have->kind != want.kind || !bp_device_equal(have->device, want.device))
         return vp_fail("queue: node %u (%s) runs on queue %u (%s), expected "
                        "a %s queue of %s",
@@ -153,10 +153,10 @@ static braid_status check_queue(const bp_plan *p, uint32_t id) {
 
 static braid_status check_queues(vp_state *st) {
     const bp_plan *p = st->plan;
-    if (p->nqueues == 0 || p->queues[0].kind != BP_QUEUE_CPU)
+    if (p->res.nqueues == 0 || p->res.queues[0].kind != BP_QUEUE_CPU)
         return vp_fail("queue: queue 0 is not the cpu queue");
-    for (uint32_t q = 0; q < p->nqueues; q++)
-        if (!device_listed(p, p->queues[q].device))
+    for (uint32_t q = 0; q < p->res.nqueues; q++)
+        if (!device_listed(p, p->res.queues[q].device))
             return vp_fail("queue: queue %u is on a device the plan does not "
                            "list",
                            q);
@@ -172,7 +172,7 @@ static int64_t find_event(const bp_plan *p, const uint32_t *estart,
                           const uint32_t *elist, uint32_t after,
                           uint32_t before) {
     for (uint32_t k = estart[before]; k < estart[before + 1]; k++)
-        if (p->events[elist[k]].after == after) return elist[k];
+        if (p->res.events[elist[k]].after == after) return elist[k];
     return -1;
 }
 
@@ -185,7 +185,7 @@ static bool reads(const bg_node *n, uint32_t id) {
 static braid_status check_event(const vp_state *st, uint32_t k,
                                 bool scheduled) {
     const bp_plan *p = st->plan;
-    const bp_event *e = &p->events[k];
+    const bp_event *e = &p->res.events[k];
     if (e->after >= st->n || e->before >= st->n)
         return vp_fail("event: event %u joins node %u and node %u, which "
                        "do not both exist",
@@ -194,11 +194,11 @@ static braid_status check_event(const vp_state *st, uint32_t k,
         return vp_fail("event: event %u makes node %u wait for node %u, "
                        "which is not scheduled before it",
                        k, e->before, e->after);
-    if (p->info[e->after].queue == p->info[e->before].queue)
+    if (p->res.info[e->after].queue == p->res.info[e->before].queue)
         return vp_fail("event: event %u joins node %u and node %u on one "
                        "queue (%u)",
-                       k, e->after, e->before, p->info[e->after].queue);
-    if (!e->reuse && !reads(&p->graph->nodes[e->before], e->after))
+                       k, e->after, e->before, p->res.info[e->after].queue);
+    if (!e->reuse && !reads(&p->res.graph->nodes[e->before], e->after))
         return vp_fail("event: event %u (node %u → node %u) is a data event "
                        "but node %u does not read node %u",
                        k, e->after, e->before, e->before, e->after);
@@ -208,14 +208,15 @@ static braid_status check_event(const vp_state *st, uint32_t k,
 static braid_status events_against_edges(const vp_state *st, uint32_t *estart,
                                          uint32_t *elist) {
     const bp_plan *p = st->plan;
-    for (uint32_t k = 0; k < p->nevents; k++) estart[p->events[k].before + 1]++;
+    for (uint32_t k = 0; k < p->res.nevents; k++)
+        estart[p->res.events[k].before + 1]++;
     for (uint32_t i = 0; i < st->n; i++) estart[i + 1] += estart[i];
-    for (uint32_t k = 0; k < p->nevents; k++)
-        elist[estart[p->events[k].before]++] = k;
+    for (uint32_t k = 0; k < p->res.nevents; k++)
+        elist[estart[p->res.events[k].before]++] = k;
     for (uint32_t i = st->n; i > 0; i--) estart[i] = estart[i - 1];
     estart[0] = 0;
-    for (uint32_t k = 0; k < p->nevents; k++) {
-        const bp_event *e = &p->events[k];
+    for (uint32_t k = 0; k < p->res.nevents; k++) {
+        const bp_event *e = &p->res.events[k];
         int64_t first = find_event(p, estart, elist, e->after, e->before);
         if (first != k)
             return vp_fail("event: events %lld and %u both make node %u wait "
@@ -223,15 +224,15 @@ static braid_status events_against_edges(const vp_state *st, uint32_t *estart,
                            (long long)first, k, e->before, e->after);
     }
     for (uint32_t id = 0; id < st->n; id++) {
-        const bg_node *n = &p->graph->nodes[id];
+        const bg_node *n = &p->res.graph->nodes[id];
         for (uint32_t j = 0; j < n->ninputs; j++) {
             uint32_t in = n->inputs[j];
-            if (p->info[in].queue != p->info[id].queue &&
+            if (p->res.info[in].queue != p->res.info[id].queue &&
                 find_event(p, estart, elist, in, id) < 0)
                 return vp_fail("event: node %u (%s) reads node %u across "
                                "queues %u → %u without an event",
-                               id, op_name(p, id), in, p->info[in].queue,
-                               p->info[id].queue);
+                               id, op_name(p, id), in, p->res.info[in].queue,
+                               p->res.info[id].queue);
         }
     }
     return BRAID_OK;
@@ -239,12 +240,12 @@ static braid_status events_against_edges(const vp_state *st, uint32_t *estart,
 
 static braid_status check_events(vp_state *st, bool scheduled) {
     const bp_plan *p = st->plan;
-    for (uint32_t k = 0; k < p->nevents; k++) {
+    for (uint32_t k = 0; k < p->res.nevents; k++) {
         braid_status s = check_event(st, k, scheduled);
         if (s != BRAID_OK) return s;
     }
     uint32_t *estart = bp_calloc((size_t)st->n + 1, sizeof *estart, "events");
-    uint32_t *elist = bp_calloc(p->nevents, sizeof *elist, "events");
+    uint32_t *elist = bp_calloc(p->res.nevents, sizeof *elist, "events");
     braid_status s = estart && elist
                          ? events_against_edges(st, estart, elist)
                          : BRAID_ERR_OUT_OF_MEMORY;
@@ -273,8 +274,8 @@ static bool slice_range(const bg_node *n, const bg_node *x, uint64_t *first) {
 /* Where a pure view's bytes must start within its input's root. */
 static bool view_expected(const vp_state *st, uint32_t id, uint64_t *off) {
     const bp_plan *p = st->plan;
-    const bg_node *n = &p->graph->nodes[id];
-    const bg_node *x = &p->graph->nodes[n->inputs[0]];
+    const bg_node *n = &p->res.graph->nodes[id];
+    const bg_node *x = &p->res.graph->nodes[n->inputs[0]];
     uint64_t in_off = st->roff[n->inputs[0]], rel = 0;
     switch (n->op) {
     case BRAID_OP_RESHAPE:
@@ -306,14 +307,14 @@ static bool view_expected(const vp_state *st, uint32_t id, uint64_t *off) {
 /* A noop concat: each input sits in its bytes where the concat puts it. */
 static braid_status check_noop_concat(const vp_state *st, uint32_t id) {
     const bp_plan *p = st->plan;
-    const bg_node *n = &p->graph->nodes[id];
+    const bg_node *n = &p->res.graph->nodes[id];
     int axis = n->attr.axis < 0 ? n->attr.axis + n->rank : n->attr.axis;
     for (int a = 0; a < axis && a < n->rank; a++)
         if (n->dims[a] != 1)
             return vp_fail("place: node %u (concat) is skipped but its "
                            "inputs cannot be contiguous in it (axis %d)",
                            id, axis);
-    if (p->info[st->root[id]].place.storage != BP_STORAGE_ARENA)
+    if (p->res.info[st->root[id]].place.storage != BP_STORAGE_ARENA)
         return vp_fail("place: node %u (concat) is skipped but its bytes are "
                        "not in an arena",
                        id);
@@ -324,7 +325,7 @@ static braid_status check_noop_concat(const vp_state *st, uint32_t id) {
             return vp_fail("place: node %u (concat) is skipped but its input "
                            "node %u is not in its bytes at offset %llu",
                            id, x, (unsigned long long)(off - st->roff[id]));
-        off += bg_nbytes(&p->graph->nodes[x]);
+        off += bg_nbytes(&p->res.graph->nodes[x]);
     }
     return BRAID_OK;
 }
@@ -334,8 +335,8 @@ static braid_status check_noop_concat(const vp_state *st, uint32_t id) {
 static bool feeds_noop_concat(const vp_state *st, uint32_t id) {
     const bp_plan *p = st->plan;
     for (uint32_t u = 0; u < st->n; u++) {
-        const bg_node *n = &p->graph->nodes[u];
-        if (n->op == BRAID_OP_CONCAT && p->info[u].noop && reads(n, id) &&
+        const bg_node *n = &p->res.graph->nodes[u];
+        if (n->op == BRAID_OP_CONCAT && p->res.info[u].noop && reads(n, id) &&
             st->root[u] == st->root[id])
             return true;
     }
@@ -346,8 +347,8 @@ static bool feeds_noop_concat(const vp_state *st, uint32_t id) {
  * run feed a concat assembled in place. */
 static braid_status check_noop(const vp_state *st, uint32_t id) {
     const bp_plan *p = st->plan;
-    const bg_node *n = &p->graph->nodes[id];
-    const bp_node_info *in = &p->info[id];
+    const bg_node *n = &p->res.graph->nodes[id];
+    const bp_node_info *in = &p->res.info[id];
     if (!in->noop) {
         if (in->place.storage == BP_STORAGE_VIEW && !feeds_noop_concat(st, id))
             return vp_fail("place: node %u (%s) is a view of node %u that "
@@ -376,13 +377,13 @@ static braid_status check_noop(const vp_state *st, uint32_t id) {
 
 static braid_status check_view(vp_state *st, uint32_t id) {
     const bp_plan *p = st->plan;
-    const bp_tensor_place *pl = &p->info[id].place;
+    const bp_tensor_place *pl = &p->res.info[id].place;
     uint32_t b = pl->base;
     if (b >= st->n || b == id)
         return vp_fail("view: node %u is a view of node %u, which does not "
                        "exist",
                        id, b);
-    const bp_tensor_place *bp = &p->info[b].place;
+    const bp_tensor_place *bp = &p->res.info[b].place;
     if (bp->storage == BP_STORAGE_VIEW && st->pos[b] >= st->pos[id])
         return vp_fail("view: node %u is a view of node %u, a view scheduled "
                        "after it",
@@ -393,23 +394,23 @@ static braid_status check_view(vp_state *st, uint32_t id) {
                        id, (unsigned long long)pl->offset,
                        (unsigned long long)(pl->offset + pl->bytes), b,
                        (unsigned long long)bp->bytes);
-    if (!bp_device_equal(p->info[b].device, p->info[id].device))
+    if (!bp_device_equal(p->res.info[b].device, p->res.info[id].device))
         return vp_fail("view: node %u is a view of node %u on another device",
                        id, b);
     return BRAID_OK;
 }
 
 static braid_status check_arena_place(const bp_plan *p, uint32_t id) {
-    const bp_tensor_place *pl = &p->info[id].place;
-    if (pl->arena >= p->narenas)
+    const bp_tensor_place *pl = &p->res.info[id].place;
+    if (pl->arena >= p->res.narenas)
         return vp_fail("arena: node %u is in arena %u of %u", id, pl->arena,
-                       p->narenas);
-    const bp_arena *a = &p->arenas[pl->arena];
+                       p->res.narenas);
+    const bp_arena *a = &p->res.arenas[pl->arena];
     uint64_t align = a->device.kind == BP_DEVICE_CPU ? 64 : 256;
     if (a->kind != BP_ARENA_DEVICE)
         return vp_fail("arena: node %u is in the pinned staging arena %u", id,
                        pl->arena);
-    if (!bp_device_equal(a->device, p->info[id].device))
+    if (!bp_device_equal(a->device, p->res.info[id].device))
         return vp_fail("arena: node %u lives in arena %u of another device "
                        "than it runs on",
                        id, pl->arena);
@@ -435,11 +436,11 @@ static const char *storage_name(bp_storage s) {
 
 static braid_status check_place(vp_state *st, uint32_t id) {
     const bp_plan *p = st->plan;
-    const bg_node *n = &p->graph->nodes[id];
-    const bp_tensor_place *pl = &p->info[id].place;
-    bool cpu = p->info[id].device.kind == BP_DEVICE_CPU;
+    const bg_node *n = &p->res.graph->nodes[id];
+    const bp_tensor_place *pl = &p->res.info[id].place;
+    bool cpu = p->res.info[id].device.kind == BP_DEVICE_CPU;
     char dev[32];
-    bp_device_str(p->info[id].device, dev, sizeof dev);
+    bp_device_str(p->res.info[id].device, dev, sizeof dev);
     if (pl->bytes != bg_nbytes(n))
         return vp_fail("place: node %u has %llu bytes, its type %zu", id,
                        (unsigned long long)pl->bytes, bg_nbytes(n));
@@ -470,10 +471,10 @@ static void resolve_roots(vp_state *st) {
         uint32_t r = id;
         uint64_t off = 0;
         for (uint32_t hops = 0;
-             p->info[r].place.storage == BP_STORAGE_VIEW && hops <= st->n;
+             p->res.info[r].place.storage == BP_STORAGE_VIEW && hops <= st->n;
              hops++) {
-            off += p->info[r].place.offset;
-            r = p->info[r].place.base;
+            off += p->res.info[r].place.offset;
+            r = p->res.info[r].place.base;
         }
         st->root[id] = r;
         st->roff[id] = off;
@@ -484,11 +485,12 @@ static braid_status check_devices(const vp_state *st) {
     const bp_plan *p = st->plan;
     for (uint32_t id = 0; id < st->n; id++) {
         char dev[32];
-        if (!device_listed(p, p->info[id].device))
-            return vp_fail("device: node %u (%s) runs on %s, which the plan "
-                           "does not list",
-                           id, op_name(p, id),
-                           bp_device_str(p->info[id].device, dev, sizeof dev));
+        if (!device_listed(p, p->res.info[id].device))
+            return vp_fail(
+                "device: node %u (%s) runs on %s, which the plan "
+                "does not list",
+                id, op_name(p, id),
+                bp_device_str(p->res.info[id].device, dev, sizeof dev));
     }
     return BRAID_OK;
 }
@@ -501,13 +503,13 @@ static braid_status check_places(vp_state *st) {
     }
     resolve_roots(st);
     for (uint32_t id = 0; id < st->n; id++) {
-        if (p->info[st->root[id]].place.storage == BP_STORAGE_VIEW)
+        if (p->res.info[st->root[id]].place.storage == BP_STORAGE_VIEW)
             return vp_fail("view: node %u's chain of views has a cycle", id);
         braid_status s = check_noop(st, id);
         if (s != BRAID_OK) return s;
     }
-    for (uint32_t a = 0; a < p->narenas; a++) {
-        const bp_arena *ar = &p->arenas[a];
+    for (uint32_t a = 0; a < p->res.narenas; a++) {
+        const bp_arena *ar = &p->res.arenas[a];
         if (!device_listed(p, ar->device) ||
             (ar->kind == BP_ARENA_PINNED && ar->device.kind != BP_DEVICE_CPU))
             return vp_fail("arena: arena %u is on a device it cannot be on", a);
@@ -528,14 +530,15 @@ static braid_status check_places(vp_state *st) {
 static braid_status check_programs(const vp_state *st) {
     const bp_plan *p = st->plan;
     for (uint32_t id = 0; id < st->n; id++) {
-        const bg_node *n = &p->graph->nodes[id];
+        const bg_node *n = &p->res.graph->nodes[id];
         if (n->op != BRAID_OP_FUSED) continue;
-        uint32_t k = p->info[id].program;
-        if (k >= p->nprograms)
+        uint32_t k = p->res.info[id].program;
+        if (k >= p->res.nprograms)
             return vp_fail("program: fused node %%%u names program %u of %u",
-                           id, k, p->nprograms);
+                           id, k, p->res.nprograms);
         char why[256];
-        if (!bp_program_check(&p->programs[k], p->graph, id, why, sizeof why))
+        if (!bp_program_check(&p->res.programs[k], p->res.graph, id, why,
+                              sizeof why))
             return vp_fail("program: fused node %%%u (program %u): %s", id, k,
                            why);
     }
@@ -546,10 +549,11 @@ static braid_status check_programs(const vp_state *st) {
 
 static braid_status check_all(vp_state *st) {
     const bp_plan *p = st->plan;
-    bool scheduled = p->schedule != NULL, queued = p->queues != NULL;
-    bool placed = p->arenas != NULL;
-    if (p->ninfo < st->n)
-        return vp_fail("plan: %u info entries for %u nodes", p->ninfo, st->n);
+    bool scheduled = p->res.schedule != NULL, queued = p->res.queues != NULL;
+    bool placed = p->res.arenas != NULL;
+    if (p->res.ninfo < st->n)
+        return vp_fail("plan: %u info entries for %u nodes", p->res.ninfo,
+                       st->n);
     braid_status s = check_programs(st);
     if (s == BRAID_OK && scheduled) s = check_schedule(st);
     if (s == BRAID_OK) s = check_io(st, scheduled);
@@ -564,7 +568,7 @@ static braid_status check_all(vp_state *st) {
 }
 
 braid_status bp_verify_plan(bp_plan *plan) {
-    vp_state st = {.plan = plan, .n = plan->graph->nnodes};
+    vp_state st = {.plan = plan, .n = plan->res.graph->nnodes};
     size_t n = st.n;
     st.pos = bp_calloc(n, sizeof *st.pos, "verify_plan tables");
     st.root = bp_calloc(n, sizeof *st.root, "verify_plan tables");

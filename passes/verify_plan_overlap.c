@@ -30,17 +30,18 @@ static void join_done(const vp_state *st, int32_t *c, uint32_t a) {
 /* Dense queue numbers, queue positions and predecessors. */
 static braid_status number_queues(vp_state *st) {
     const bp_plan *p = st->plan;
-    uint32_t *dense = bp_calloc(p->nqueues, sizeof *dense, "verify_plan");
-    uint32_t *last = bp_calloc(p->nqueues, sizeof *last, "verify_plan");
+    uint32_t *dense = bp_calloc(p->res.nqueues, sizeof *dense, "verify_plan");
+    uint32_t *last = bp_calloc(p->res.nqueues, sizeof *last, "verify_plan");
     if (!dense || !last) {
         free(dense);
         free(last);
         return BRAID_ERR_OUT_OF_MEMORY;
     }
-    for (uint32_t q = 0; q < p->nqueues; q++) dense[q] = last[q] = BG_NONE;
+    for (uint32_t q = 0; q < p->res.nqueues; q++)
+        dense[q] = last[q] = BG_NONE;
     st->nq = 0;
-    for (uint32_t i = 0; i < p->nschedule; i++) {
-        uint32_t id = p->schedule[i], q = p->info[id].queue;
+    for (uint32_t i = 0; i < p->res.nschedule; i++) {
+        uint32_t id = p->res.schedule[i], q = p->res.info[id].queue;
         if (dense[q] == BG_NONE) dense[q] = st->nq++;
         st->dq[id] = dense[q];
         st->qprev[id] = last[q];
@@ -60,20 +61,21 @@ braid_status vp_clocks(vp_state *st) {
     st->clock = bp_calloc((size_t)st->n * nq, sizeof *st->clock,
                           "verify_plan clocks");
     uint32_t *estart = bp_calloc((size_t)st->n + 1, sizeof *estart, "events");
-    uint32_t *eafter = bp_calloc(p->nevents, sizeof *eafter, "events");
+    uint32_t *eafter = bp_calloc(p->res.nevents, sizeof *eafter, "events");
     if (!st->clock || !estart || !eafter) {
         free(estart);
         free(eafter);
         return BRAID_ERR_OUT_OF_MEMORY;
     }
-    for (uint32_t k = 0; k < p->nevents; k++) estart[p->events[k].before + 1]++;
+    for (uint32_t k = 0; k < p->res.nevents; k++)
+        estart[p->res.events[k].before + 1]++;
     for (uint32_t i = 0; i < st->n; i++) estart[i + 1] += estart[i];
-    for (uint32_t k = 0; k < p->nevents; k++)
-        eafter[estart[p->events[k].before]++] = p->events[k].after;
+    for (uint32_t k = 0; k < p->res.nevents; k++)
+        eafter[estart[p->res.events[k].before]++] = p->res.events[k].after;
     for (uint32_t i = st->n; i > 0; i--) estart[i] = estart[i - 1];
     estart[0] = 0;
-    for (uint32_t i = 0; i < p->nschedule; i++) {
-        uint32_t id = p->schedule[i];
+    for (uint32_t i = 0; i < p->res.nschedule; i++) {
+        uint32_t id = p->res.schedule[i];
         int32_t *c = st->clock + (size_t)id * st->nq;
         for (uint32_t j = 0; j < st->nq; j++) c[j] = -1;
         if (st->qprev[id] != BG_NONE) join_done(st, c, st->qprev[id]);
@@ -86,12 +88,14 @@ braid_status vp_clocks(vp_state *st) {
 }
 
 bool vp_aliasing_ok(const bp_plan *p, uint32_t id) {
-    const bg_node *n = &p->graph->nodes[id];
+    const bg_node *n = &p->res.graph->nodes[id];
     if (n->op == BRAID_OP_CAST) /* same-dtype casts are memcpy */
-        return p->graph->nodes[n->inputs[0]].dtype != n->dtype;
+        return p->res.graph->nodes[n->inputs[0]].dtype != n->dtype;
     if (bg_op(n->op)->kind == BRAID_KIND_ELEMENTWISE) return true;
-    return n->op == BRAID_OP_FUSED && p->info[id].program < p->nprograms &&
-           p->programs[p->info[id].program].kind == BP_PROGRAM_ELEMENTWISE;
+    return n->op == BRAID_OP_FUSED &&
+           p->res.info[id].program < p->res.nprograms &&
+           p->res.programs[p->res.info[id].program].kind ==
+               BP_PROGRAM_ELEMENTWISE;
 }
 
 /* ---- spans ------------------------------------------------------------------ */
@@ -134,15 +138,15 @@ static void each_access(const vp_state *st, vp_spans *sp,
                         void (*fn)(vp_spans *, uint32_t, uint32_t, bool)) {
     const bp_plan *p = st->plan;
     for (int writers = 1; writers >= 0; writers--) {
-        for (uint32_t i = 0; i < p->nschedule; i++) {
-            uint32_t u = p->schedule[i];
-            if (p->info[u].noop) continue;
+        for (uint32_t i = 0; i < p->res.nschedule; i++) {
+            uint32_t u = p->res.schedule[i];
+            if (p->res.info[u].noop) continue;
             if (writers) {
                 uint32_t s = span_of(st, sp, u);
                 if (s != BG_NONE) fn(sp, s, u, true);
                 continue;
             }
-            const bg_node *n = &p->graph->nodes[u];
+            const bg_node *n = &p->res.graph->nodes[u];
             for (uint32_t k = 0; k < n->ninputs; k++) {
                 uint32_t s = span_of(st, sp, n->inputs[k]);
                 if (s != BG_NONE) fn(sp, s, u, false);
@@ -169,7 +173,7 @@ static braid_status build_spans(const vp_state *st, vp_spans *sp) {
     sp->n = 0;
     for (uint32_t id = 0; id < st->n; id++) {
         sp->of[id] = BG_NONE;
-        const bp_tensor_place *pl = &p->info[id].place;
+        const bp_tensor_place *pl = &p->res.info[id].place;
         if (pl->storage == BP_STORAGE_ARENA && pl->bytes > 0)
             key[sp->n++] = (vp_key){pl->arena, pl->offset, id};
     }
@@ -219,12 +223,13 @@ static bool in_place(const vp_state *st, const vp_spans *sp, uint32_t a,
                      uint32_t b, uint32_t w) {
     const bp_plan *p = st->plan;
     uint32_t x = sp->node[a];
-    const bp_tensor_place *pa = &p->info[x].place, *pb = &p->info[w].place;
+    const bp_tensor_place *pa = &p->res.info[x].place,
+                          *pb = &p->res.info[w].place;
     if (sp->node[b] != w || pa->offset != pb->offset ||
         pa->bytes != pb->bytes || !vp_aliasing_ok(p, w) ||
-        bg_numel(&p->graph->nodes[x]) != bg_numel(&p->graph->nodes[w]))
+        bg_numel(&p->res.graph->nodes[x]) != bg_numel(&p->res.graph->nodes[w]))
         return false;
-    const bg_node *n = &p->graph->nodes[w];
+    const bg_node *n = &p->res.graph->nodes[w];
     bool reads_x = false;
     for (uint32_t k = 0; k < n->ninputs; k++) {
         if (st->root[n->inputs[k]] == x && n->inputs[k] != x) return false;
@@ -238,8 +243,8 @@ static bool done_before(const vp_state *st, const vp_spans *sp, uint32_t a,
                         uint32_t b) {
     const bp_plan *p = st->plan;
     if (sp->to_end[a] || sp->nwrite[b] == 0 ||
-        p->graph->nodes[sp->node[a]].op == BRAID_OP_CONSTANT ||
-        p->graph->nodes[sp->node[b]].op == BRAID_OP_CONSTANT)
+        p->res.graph->nodes[sp->node[a]].op == BRAID_OP_CONSTANT ||
+        p->res.graph->nodes[sp->node[b]].op == BRAID_OP_CONSTANT)
         return false;
     const int32_t *la = sp->lastacc + (size_t)a * st->nq;
     const int32_t *kn = sp->known + (size_t)b * st->nq;
@@ -257,7 +262,8 @@ static bool done_before(const vp_state *st, const vp_spans *sp, uint32_t a,
     return true;
 }
 
-/* ---- the paint sweep ---------------------------------------------------------
+/* ---- the paint sweep
+ * ---------------------------------------------------------
  *
  * Checking every pair of spans whose bytes overlap is quadratic (a chain
  * whose tensors take turns in two slots overlaps every other one). The
@@ -289,8 +295,8 @@ typedef struct vp_paint {
 static braid_status overlap_error(const vp_state *st, const vp_spans *sp,
                                   uint32_t a, uint32_t b) {
     const bp_plan *p = st->plan;
-    const bp_tensor_place *pa = &p->info[sp->node[a]].place;
-    const bp_tensor_place *pb = &p->info[sp->node[b]].place;
+    const bp_tensor_place *pa = &p->res.info[sp->node[a]].place;
+    const bp_tensor_place *pb = &p->res.info[sp->node[b]].place;
     uint64_t lo = pa->offset > pb->offset ? pa->offset : pb->offset;
     uint64_t hi = pa->offset + pa->bytes < pb->offset + pb->bytes
                       ? pa->offset + pa->bytes
@@ -306,8 +312,7 @@ static braid_status overlap_error(const vp_state *st, const vp_spans *sp,
 
 /* The span painted before must be done before the one painted now. */
 static void meet(vp_paint *pt, uint32_t old) {
-    if (old == PT_NONE || pt->seen[old] == pt->span ||
-        pt->status != BRAID_OK)
+    if (old == PT_NONE || pt->seen[old] == pt->span || pt->status != BRAID_OK)
         return;
     pt->seen[old] = pt->span;
     if (!done_before(pt->st, pt->sp, old, pt->span))
@@ -327,9 +332,8 @@ static void paint(vp_paint *pt, uint32_t k, uint32_t lo, uint32_t hi) {
         pt->color[2 * k] = pt->color[2 * k + 1] = pt->color[k];
     paint(pt, 2 * k, lo, mid);
     paint(pt, 2 * k + 1, mid, hi);
-    pt->color[k] = pt->color[2 * k] == pt->color[2 * k + 1]
-                       ? pt->color[2 * k]
-                       : PT_MIXED;
+    pt->color[k] =
+        pt->color[2 * k] == pt->color[2 * k + 1] ? pt->color[2 * k] : PT_MIXED;
 }
 
 /* Piece boundaries: every span's (arena, start) and (arena, end). */
@@ -369,8 +373,7 @@ static int by_first(const void *x, const void *y) {
     return a->node < b->node ? -1 : a->node > b->node;
 }
 
-static void order_spans(const vp_state *st, const vp_spans *sp,
-                        vp_first *f) {
+static void order_spans(const vp_state *st, const vp_spans *sp, vp_first *f) {
     for (uint32_t s = 0; s < sp->n; s++) {
         int64_t first = -1; /* never accessed: done before anything */
         for (uint32_t k = sp->astart[s]; k < sp->astart[s + 1]; k++)
@@ -386,7 +389,7 @@ static braid_status sweep_with(vp_paint *pt, vp_cut *cut, vp_first *f) {
     const vp_spans *sp = pt->sp;
     uint32_t ncut = 0;
     for (uint32_t s = 0; s < sp->n; s++) {
-        const bp_tensor_place *pl = &p->info[sp->node[s]].place;
+        const bp_tensor_place *pl = &p->res.info[sp->node[s]].place;
         cut[ncut++] = (vp_cut){pl->arena, pl->offset};
         cut[ncut++] = (vp_cut){pl->arena, pl->offset + pl->bytes};
     }
@@ -395,9 +398,10 @@ static braid_status sweep_with(vp_paint *pt, vp_cut *cut, vp_first *f) {
     for (uint32_t i = 0; i < ncut; i++)
         if (m == 0 || by_cut(&cut[m - 1], &cut[i]) != 0) cut[m++] = cut[i];
     order_spans(pt->st, sp, f);
-    for (uint32_t k = 0; k < 4 * (size_t)m; k++) pt->color[k] = PT_NONE;
+    for (uint32_t k = 0; k < 4 * (size_t)m; k++)
+        pt->color[k] = PT_NONE;
     for (uint32_t i = 0; i < sp->n && pt->status == BRAID_OK; i++) {
-        const bp_tensor_place *pl = &p->info[f[i].node].place;
+        const bp_tensor_place *pl = &p->res.info[f[i].node].place;
         pt->span = f[i].span;
         pt->l = find_cut(cut, m, (vp_cut){pl->arena, pl->offset});
         pt->r = find_cut(cut, m, (vp_cut){pl->arena, pl->offset + pl->bytes});
@@ -408,14 +412,20 @@ static braid_status sweep_with(vp_paint *pt, vp_cut *cut, vp_first *f) {
 
 static braid_status sweep(const vp_state *st, const vp_spans *sp) {
     size_t n = sp->n ? sp->n : 1;
-    vp_paint pt = {st, sp, bp_calloc(8 * n, sizeof *pt.color, "verify_plan"),
-                   bp_calloc(n, sizeof *pt.seen, "verify_plan"), 0, 0, 0,
+    vp_paint pt = {st,
+                   sp,
+                   bp_calloc(8 * n, sizeof *pt.color, "verify_plan"),
+                   bp_calloc(n, sizeof *pt.seen, "verify_plan"),
+                   0,
+                   0,
+                   0,
                    BRAID_OK};
     vp_cut *cut = bp_calloc(2 * n, sizeof *cut, "verify_plan");
     vp_first *f = bp_calloc(n, sizeof *f, "verify_plan");
     braid_status s = BRAID_ERR_OUT_OF_MEMORY;
     if (pt.color && pt.seen && cut && f) {
-        for (uint32_t i = 0; i < sp->n; i++) pt.seen[i] = PT_NONE;
+        for (uint32_t i = 0; i < sp->n; i++)
+            pt.seen[i] = PT_NONE;
         s = sweep_with(&pt, cut, f);
     }
     free(pt.color);

@@ -1,12 +1,7 @@
-/* runtime/devices.c — how many CUDA devices this process can use, and why
- * there are none when there are none.
- *
- * The answer is computed once per process (pthread_once): asking the CUDA
- * runtime initialises it, which is slow and must not race. Without a
- * driver, cudaGetDeviceCount fails with error 35; that is the normal answer
- * on a machine without a GPU, not an error of braid's. */
+/* runtime/devices.c — the device probe (runtime/devices.h) and the public
+ * calls that report it. */
 #define _POSIX_C_SOURCE 200809L
-#include "braid/braid.h"
+#include "runtime/devices.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -15,42 +10,60 @@
 #include <cuda_runtime_api.h>
 #endif
 
-static pthread_once_t cuda_once = PTHREAD_ONCE_INIT;
-static int cuda_count;        /* usable devices, set once */
-static char cuda_reason[256]; /* braid_cuda_status's text, set once */
+static pthread_once_t probe_once = PTHREAD_ONCE_INIT;
+static br_devices found; /* set once, by probe */
 
 #ifdef BRAID_HAVE_CUDA
-static void cuda_probe(void) {
+/* Compute capability, name and memory of GPU d; what CUDA will not say
+ * stays 0 / "" (an executor reports the error when it needs the GPU). */
+static void probe_gpu(int d, br_gpu_info *g) {
+    struct cudaDeviceProp prop;
+    if (cudaGetDeviceProperties(&prop, d) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return;
+    }
+    g->sm = prop.major * 10 + prop.minor;
+    snprintf(g->name, sizeof g->name, "%s", prop.name);
+    g->memory = (uint64_t)prop.totalGlobalMem;
+}
+
+static void probe(void) {
     int n = 0;
     cudaError_t err = cudaGetDeviceCount(&n);
     if (err != cudaSuccess) {
-        snprintf(cuda_reason, sizeof cuda_reason,
+        snprintf(found.status, sizeof found.status,
                  "no CUDA device: cudaGetDeviceCount: %s (error %d)",
                  cudaGetErrorString(err), (int)err);
-        cuda_count = 0;
+        (void)cudaGetLastError();
         return;
     }
-    cuda_count = n > 0 ? n : 0;
-    if (n <= 0)
-        snprintf(cuda_reason, sizeof cuda_reason,
+    if (n <= 0) {
+        snprintf(found.status, sizeof found.status,
                  "no CUDA device: cudaGetDeviceCount found none");
-    else
-        snprintf(cuda_reason, sizeof cuda_reason, "%d CUDA device%s", n,
-                 n == 1 ? "" : "s");
+        return;
+    }
+    /* device names stop at cuda:63 (graph/device.c) */
+    found.ngpus = n < BG_MAX_CUDA_DEVICES ? n : BG_MAX_CUDA_DEVICES;
+    for (int d = 0; d < found.ngpus; d++)
+        probe_gpu(d, &found.gpu[d]);
+    snprintf(found.status, sizeof found.status, "%d CUDA device%s", n,
+             n == 1 ? "" : "s");
 }
 #else
-static void cuda_probe(void) {
-    cuda_count = 0;
-    snprintf(cuda_reason, sizeof cuda_reason, "built without CUDA");
+static void probe(void) {
+    snprintf(found.status, sizeof found.status, "built without CUDA");
 }
 #endif
 
+const br_devices *br_devices_probe(void) {
+    pthread_once(&probe_once, probe);
+    return &found;
+}
+
 int braid_cuda_device_count(void) {
-    pthread_once(&cuda_once, cuda_probe);
-    return cuda_count;
+    return br_devices_probe()->ngpus;
 }
 
 const char *braid_cuda_status(void) {
-    pthread_once(&cuda_once, cuda_probe);
-    return cuda_reason;
+    return br_devices_probe()->status;
 }

@@ -10,8 +10,8 @@
  */
 
 bool br_node_on_device_queue(const bp_plan *p, uint32_t id) {
-    uint32_t q = p->info[id].queue;
-    return q < p->nqueues && p->queues[q].kind != BP_QUEUE_CPU;
+    uint32_t q = p->res.info[id].queue;
+    return q < p->res.nqueues && p->res.queues[q].kind != BP_QUEUE_CPU;
 }
 
 static void *zalloc(size_t n, size_t size) {
@@ -19,8 +19,8 @@ static void *zalloc(size_t n, size_t size) {
 }
 
 static braid_status split_schedule(const bp_plan *p, br_sched *s) {
-    for (uint32_t i = 0; i < p->nschedule; i++) {
-        uint32_t id = p->schedule[i];
+    for (uint32_t i = 0; i < p->res.nschedule; i++) {
+        uint32_t id = p->res.schedule[i];
         if (id >= s->n)
             return bg_set_last_error(BRAID_ERR_INTERNAL,
                                      "braid_exec_new: scheduled node %u of a "
@@ -38,8 +38,8 @@ static braid_status split_schedule(const bp_plan *p, br_sched *s) {
 /* waits[wstart[id] ..] lists the events node id waits for, recs[...] the
  * ones it records, each in event order. */
 static braid_status event_lists(const bp_plan *p, br_sched *s) {
-    for (uint32_t k = 0; k < p->nevents; k++) {
-        const bp_event *ev = &p->events[k];
+    for (uint32_t k = 0; k < p->res.nevents; k++) {
+        const bp_event *ev = &p->res.events[k];
         if (ev->after >= s->n || ev->before >= s->n)
             return bg_set_last_error(BRAID_ERR_INTERNAL,
                                      "braid_exec_new: event %u joins node %u "
@@ -58,8 +58,8 @@ static braid_status event_lists(const bp_plan *p, br_sched *s) {
     if (!wfill || !rfill)
         st = bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY,
                                "braid_exec_new: out of memory");
-    for (uint32_t k = 0; st == BRAID_OK && k < p->nevents; k++) {
-        uint32_t a = p->events[k].after, b = p->events[k].before;
+    for (uint32_t k = 0; st == BRAID_OK && k < p->res.nevents; k++) {
+        uint32_t a = p->res.events[k].after, b = p->res.events[k].before;
         s->waits[s->wstart[b] + wfill[b]++] = k;
         s->recs[s->rstart[a] + rfill[a]++] = k;
     }
@@ -71,14 +71,14 @@ static braid_status event_lists(const bp_plan *p, br_sched *s) {
 braid_status br_sched_build(const bp_plan *p, br_sched *s) {
     memset(s, 0, sizeof *s);
     s->plan = p;
-    s->n = p->ninfo;
+    s->n = p->res.ninfo;
     s->on_dev = zalloc(s->n, sizeof *s->on_dev);
-    s->dev_list = zalloc(p->nschedule, sizeof *s->dev_list);
-    s->cpu_list = zalloc(p->nschedule, sizeof *s->cpu_list);
+    s->dev_list = zalloc(p->res.nschedule, sizeof *s->dev_list);
+    s->cpu_list = zalloc(p->res.nschedule, sizeof *s->cpu_list);
     s->wstart = zalloc(s->n + 1, sizeof *s->wstart);
     s->rstart = zalloc(s->n + 1, sizeof *s->rstart);
-    s->waits = zalloc(p->nevents, sizeof *s->waits);
-    s->recs = zalloc(p->nevents, sizeof *s->recs);
+    s->waits = zalloc(p->res.nevents, sizeof *s->waits);
+    s->recs = zalloc(p->res.nevents, sizeof *s->recs);
     if (!s->on_dev || !s->dev_list || !s->cpu_list || !s->wstart ||
         !s->rstart || !s->waits || !s->recs)
         return bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY,
@@ -107,7 +107,7 @@ void br_sched_free(br_sched *s) {
 static bool dev_ready(const br_dispatch *d, const bp_plan *p, uint32_t id) {
     const br_sched *s = d->sched;
     for (uint32_t k = s->wstart[id]; k < s->wstart[id + 1]; k++) {
-        uint32_t a = p->events[s->waits[k]].after;
+        uint32_t a = p->res.events[s->waits[k]].after;
         if (!s->on_dev[a] && !d->cpu_done[a]) return false;
     }
     return true;
@@ -140,7 +140,7 @@ static braid_status run_cpu(const br_dispatch *d, const bp_plan *p,
     const br_sched *s = d->sched;
     if (d->ops && d->ops->host_turn) d->ops->host_turn(d->queues);
     for (uint32_t k = s->wstart[id]; k < s->wstart[id + 1]; k++) {
-        uint32_t ev = s->waits[k], a = p->events[ev].after;
+        uint32_t ev = s->waits[k], a = p->res.events[ev].after;
         if (!s->on_dev[a]) continue; /* a CPU producer: it has run */
         braid_status r = d->ops->host_wait(d->queues, a, ev, id);
         if (r != BRAID_OK) return r;

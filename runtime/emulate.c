@@ -46,7 +46,7 @@ static uint64_t next_random(uint64_t *s) {
 }
 
 static uint32_t queue_of(const br_emu *m, uint32_t id) {
-    uint32_t q = m->p->info[id].queue;
+    uint32_t q = m->p->res.info[id].queue;
     return q < m->nq ? q : 0;
 }
 
@@ -59,7 +59,7 @@ br_emu *br_emu_new(const bp_plan *p, const br_sched *sched, uint64_t seed,
                   .rng = seed,
                   .run_dev = run_dev,
                   .ctx = ctx,
-                  .nq = p->nqueues ? p->nqueues : 1};
+                  .nq = p->res.nqueues ? p->res.nqueues : 1};
     m->qstart = calloc(m->nq + 1, sizeof *m->qstart);
     m->head = calloc(m->nq, sizeof *m->head);
     m->tail = calloc(m->nq, sizeof *m->tail);
@@ -98,7 +98,7 @@ void br_emu_begin(br_emu *m) {
 static bool ready(const br_emu *m, uint32_t id) {
     const br_sched *s = m->s;
     for (uint32_t k = s->wstart[id]; k < s->wstart[id + 1]; k++) {
-        uint32_t a = m->p->events[s->waits[k]].after;
+        uint32_t a = m->p->res.events[s->waits[k]].after;
         if (s->on_dev[a] && !m->done[a]) return false;
     }
     return true;

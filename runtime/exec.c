@@ -49,8 +49,8 @@ static braid_status oom_for_arena(const bp_plan *p, uint32_t a) {
         BRAID_ERR_OUT_OF_MEMORY,
         "braid_exec_new: out of memory allocating arena %u (%llu bytes on "
         "%s)",
-        a, (unsigned long long)p->arenas[a].bytes,
-        bp_device_str(p->arenas[a].device, dev, sizeof dev));
+        a, (unsigned long long)p->res.arenas[a].bytes,
+        bp_device_str(p->res.arenas[a].device, dev, sizeof dev));
 }
 
 /* "no CUDA device: <why>" or "braid has no CUDA backend yet". */
@@ -64,26 +64,26 @@ static const char *why_no_device(void) {
  * with a kernel. */
 static braid_status check_nodes(braid_exec *e) {
     const bp_plan *p = e->plan;
-    for (uint32_t i = 0; i < p->nschedule; i++) {
-        uint32_t id = p->schedule[i];
-        const bg_node *n = bg_node_at(p->graph, id);
-        if (e->cuda && (e->sched.on_dev[id] || p->info[id].noop))
+    for (uint32_t i = 0; i < p->res.nschedule; i++) {
+        uint32_t id = p->res.schedule[i];
+        const bg_node *n = bg_node_at(p->res.graph, id);
+        if (e->cuda && (e->sched.on_dev[id] || p->res.info[id].noop))
             continue; /* the CUDA backend issues it, or nothing runs */
-        if (p->info[id].device.kind != BP_DEVICE_CPU && !e->emulate) {
+        if (p->res.info[id].device.kind != BP_DEVICE_CPU && !e->emulate) {
             char use[160];
             return bg_set_last_error(
                 BRAID_ERR_DEVICE,
                 "braid_exec_new: the plan runs %s: %s (compile for \"cpu\" "
                 "to run here)",
-                bp_device_use_str(p, p->info[id].device, use, sizeof use),
+                bp_device_use_str(p, p->res.info[id].device, use, sizeof use),
                 why_no_device());
         }
-        if (p->info[id].noop) continue;
-        braid_status s = br_cpu_prepare(p->graph, id, &e->scratch_bytes);
+        if (p->res.info[id].noop) continue;
+        braid_status s = br_cpu_prepare(p->res.graph, id, &e->scratch_bytes);
         if (s == BRAID_OK && n->op == BRAID_OP_FUSED)
-            s = p->info[id].program < p->nprograms
-                    ? br_fused_check(p->graph, id,
-                                     &p->programs[p->info[id].program])
+            s = p->res.info[id].program < p->res.nprograms
+                    ? br_fused_check(p->res.graph, id,
+                                     &p->res.programs[p->res.info[id].program])
                     : bg_set_last_error(BRAID_ERR_INTERNAL,
                                         "braid_exec_new: fused node %u has "
                                         "no program",
@@ -96,32 +96,34 @@ static braid_status check_nodes(braid_exec *e) {
 
 static braid_status alloc_tables(braid_exec *e) {
     const bp_plan *p = e->plan;
-    e->arena = calloc(p->narenas ? p->narenas : 1, sizeof *e->arena);
-    e->home = calloc(p->ninfo ? p->ninfo : 1, sizeof *e->home);
-    e->ptr = calloc(p->ninfo ? p->ninfo : 1, sizeof *e->ptr);
+    e->arena = calloc(p->res.narenas ? p->res.narenas : 1, sizeof *e->arena);
+    e->home = calloc(p->res.ninfo ? p->res.ninfo : 1, sizeof *e->home);
+    e->ptr = calloc(p->res.ninfo ? p->res.ninfo : 1, sizeof *e->ptr);
     e->args = calloc(e->max_inputs ? e->max_inputs : 1, sizeof *e->args);
-    e->staging = calloc(p->ninputs ? p->ninputs : 1, sizeof *e->staging);
-    e->in_binding = calloc(p->ninputs ? p->ninputs : 1, sizeof *e->in_binding);
-    e->out_binding = calloc(p->noutputs, sizeof *e->out_binding);
-    e->cpu_done = calloc(p->ninfo ? p->ninfo : 1, sizeof *e->cpu_done);
+    e->staging =
+        calloc(p->res.ninputs ? p->res.ninputs : 1, sizeof *e->staging);
+    e->in_binding =
+        calloc(p->res.ninputs ? p->res.ninputs : 1, sizeof *e->in_binding);
+    e->out_binding = calloc(p->res.noutputs, sizeof *e->out_binding);
+    e->cpu_done = calloc(p->res.ninfo ? p->res.ninfo : 1, sizeof *e->cpu_done);
     if (!e->arena || !e->home || !e->ptr || !e->args || !e->staging ||
         !e->in_binding || !e->out_binding || !e->cpu_done)
         return bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY,
                                  "braid_exec_new: out of memory for the "
                                  "executor's tables (%u nodes)",
-                                 p->ninfo);
+                                 p->res.ninfo);
     return BRAID_OK;
 }
 
 static braid_status alloc_buffers(braid_exec *e) {
     const bp_plan *p = e->plan;
-    for (uint32_t i = 0; i < p->narenas; i++) {
+    for (uint32_t i = 0; i < p->res.narenas; i++) {
         e->arena[i] = br_cuda_arena(e->cuda, i); /* GPU, pinned: CUDA's */
         if (e->arena[i]) continue;
-        e->arena[i] = aligned_buffer(p->arenas[i].bytes);
+        e->arena[i] = aligned_buffer(p->res.arenas[i].bytes);
         if (!e->arena[i])
             return oom_for_arena(p, i);
-        memset(e->arena[i], 0, p->arenas[i].bytes); /* fault pages in now */
+        memset(e->arena[i], 0, p->res.arenas[i].bytes); /* fault pages in now */
     }
     if (e->scratch_bytes > 0) {
         e->scratch = aligned_buffer(e->scratch_bytes);
@@ -131,16 +133,17 @@ static braid_status alloc_buffers(braid_exec *e) {
                                      "allocating %zu bytes of kernel scratch",
                                      e->scratch_bytes);
     }
-    for (uint32_t i = 0; i < p->nschedule; i++) {
-        uint32_t id = p->schedule[i];
-        const bp_tensor_place *pl = &p->info[id].place;
+    for (uint32_t i = 0; i < p->res.nschedule; i++) {
+        uint32_t id = p->res.schedule[i];
+        const bp_tensor_place *pl = &p->res.info[id].place;
         if (pl->storage == BP_STORAGE_ARENA)
             e->home[id] = (char *)e->arena[pl->arena] + pl->offset;
         if (pl->storage == BP_STORAGE_ARENA && pl->bytes > 0 && !e->cuda &&
-            p->graph->nodes[id].op == BRAID_OP_CONSTANT) /* a GPU constant */
-            memcpy(e->home[id], p->graph->nodes[id].attr.data, pl->bytes);
+            p->res.graph->nodes[id].op ==
+                BRAID_OP_CONSTANT) /* a GPU constant */
+            memcpy(e->home[id], p->res.graph->nodes[id].attr.data, pl->bytes);
         else if (pl->storage == BP_STORAGE_CONSTANT)
-            e->home[id] = p->graph->nodes[id].attr.data;
+            e->home[id] = p->res.graph->nodes[id].attr.data;
         if (br_cuda_home(e->cuda, id)) /* uploaded by the CUDA backend */
             e->home[id] = br_cuda_home(e->cuda, id);
         e->ptr[id] = e->home[id];
@@ -174,7 +177,7 @@ static braid_status exec_new(const braid_plan *p, bool emulate, uint64_t seed,
         !(e->emu = br_emu_new(p, &e->sched, seed, run_host_node, e)))
         s = bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY,
                               "braid_exec_new: out of memory");
-    if (s == BRAID_OK && !(e->pool = br_pool_new(p->opts.num_threads)))
+    if (s == BRAID_OK && !(e->pool = br_pool_new(p->in.opts.num_threads)))
         s = bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY,
                               "braid_exec_new: cannot create the thread "
                               "pool");
@@ -203,11 +206,11 @@ void braid_exec_free(braid_exec *e) {
     br_prof_free(e->prof);
     br_pool_free(e->pool);
     if (e->arena)
-        for (uint32_t i = 0; i < e->plan->narenas; i++)
+        for (uint32_t i = 0; i < e->plan->res.narenas; i++)
             if (!br_cuda_arena(e->cuda, i)) free(e->arena[i]);
     br_cuda_free(e->cuda);
     if (e->staging)
-        for (uint32_t i = 0; i < e->plan->ninputs; i++)
+        for (uint32_t i = 0; i < e->plan->res.ninputs; i++)
             free(e->staging[i]);
     free(e->arena);
     free(e->home);
@@ -276,7 +279,7 @@ static braid_status check_binding(const bind_ctx *b, size_t i, const char *name,
                                  "(bindings %lld and %zu)",
                                  b->where, b->kind, name,
                                  (long long)b->bound[k], i);
-    const bg_node *n = bg_node_at(b->p->graph, b->io[k].node);
+    const bg_node *n = bg_node_at(b->p->res.graph, b->io[k].node);
     if (bytes != b->io[k].bytes)
         return bg_set_last_error(BRAID_ERR_SHAPE,
                                  "%s: %s \"%s\" is bound to %zu bytes, "
@@ -297,18 +300,19 @@ static braid_status check_binding(const bind_ctx *b, size_t i, const char *name,
 static braid_status bind_inputs(braid_exec *e, const char *where,
                                 const braid_input_binding *in, size_t nin) {
     const bp_plan *p = e->plan;
-    for (uint32_t k = 0; k < p->ninputs; k++)
+    for (uint32_t k = 0; k < p->res.ninputs; k++)
         e->in_binding[k] = -1;
-    bind_ctx b = {p, where, "input", p->inputs, p->ninputs, e->in_binding};
+    bind_ctx b = {
+        p, where, "input", p->res.inputs, p->res.ninputs, e->in_binding};
     for (size_t i = 0; i < nin; i++) {
         braid_status s =
             check_binding(&b, i, in[i].name, in[i].data, in[i].bytes);
         if (s != BRAID_OK) return s;
     }
-    for (uint32_t k = 0; k < p->ninputs; k++) {
+    for (uint32_t k = 0; k < p->res.ninputs; k++) {
         char type[128];
-        const bp_io *io = &p->inputs[k];
-        const bg_node *n = bg_node_at(p->graph, io->node);
+        const bp_io *io = &p->res.inputs[k];
+        const bg_node *n = bg_node_at(p->res.graph, io->node);
         if (e->in_binding[k] < 0)
             return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
                                      "%s: input \"%s\" (%s) is not bound",
@@ -352,8 +356,8 @@ static bool can_write_in_place(const braid_exec *e,
                                size_t j) {
     const bp_plan *p = e->plan;
     uint32_t id = e->outs[j].node;
-    const bg_node *n = bg_node_at(p->graph, id);
-    if (p->info[id].place.storage != BP_STORAGE_ARENA ||
+    const bg_node *n = bg_node_at(p->res.graph, id);
+    if (p->res.info[id].place.storage != BP_STORAGE_ARENA ||
         e->ptr[id] != e->home[id] || out[j].bytes == 0 ||
         (uintptr_t)out[j].data % braid_dtype_size(n->dtype) != 0)
         return false;
@@ -374,9 +378,10 @@ static braid_status bind_outputs(braid_exec *e, const char *where,
                                  const braid_input_binding *in, size_t nin,
                                  const braid_output_binding *out, size_t nout) {
     const bp_plan *p = e->plan;
-    for (uint32_t k = 0; k < p->noutputs; k++)
+    for (uint32_t k = 0; k < p->res.noutputs; k++)
         e->out_binding[k] = -1;
-    bind_ctx b = {p, where, "output", p->outputs, p->noutputs, e->out_binding};
+    bind_ctx b = {
+        p, where, "output", p->res.outputs, p->res.noutputs, e->out_binding};
     for (size_t j = 0; j < nout; j++) {
         braid_status s =
             check_binding(&b, j, out[j].name, out[j].data, out[j].bytes);
@@ -392,9 +397,9 @@ static braid_status bind_outputs(braid_exec *e, const char *where,
     }
     e->nouts = nout;
     for (size_t j = 0; j < nout; j++) {
-        int64_t k = find_io(p->outputs, p->noutputs, out[j].name);
-        e->outs[j] =
-            (br_out_rec){out[j].data, out[j].bytes, p->outputs[k].node, false};
+        int64_t k = find_io(p->res.outputs, p->res.noutputs, out[j].name);
+        e->outs[j] = (br_out_rec){out[j].data, out[j].bytes,
+                                  p->res.outputs[k].node, false};
     }
     for (size_t j = 0; j < nout; j++) {
         e->outs[j].in_place = can_write_in_place(e, in, nin, out, nout, j);
@@ -410,9 +415,9 @@ static braid_status bind_outputs(braid_exec *e, const char *where,
  * base may be a caller's buffer. */
 static void resolve_views(braid_exec *e) {
     const bp_plan *p = e->plan;
-    for (uint32_t i = 0; i < p->nschedule; i++) {
-        uint32_t id = p->schedule[i];
-        const bp_tensor_place *pl = &p->info[id].place;
+    for (uint32_t i = 0; i < p->res.nschedule; i++) {
+        uint32_t id = p->res.schedule[i];
+        const bp_tensor_place *pl = &p->res.info[id].place;
         if (pl->storage == BP_STORAGE_VIEW)
             e->ptr[id] = (char *)e->ptr[pl->base] + pl->offset;
     }
@@ -420,17 +425,17 @@ static void resolve_views(braid_exec *e) {
 
 static void run_node(braid_exec *e, br_kernel_args *a, uint32_t id) {
     const bp_plan *p = e->plan;
-    const bg_node *n = bg_node_at(p->graph, id);
+    const bg_node *n = bg_node_at(p->res.graph, id);
     if (n->op == BRAID_OP_INPUT || n->op == BRAID_OP_CONSTANT ||
-        p->info[id].noop)
+        p->res.info[id].noop)
         return;
     for (uint32_t k = 0; k < n->ninputs; k++)
         e->args[k] = e->ptr[n->inputs[k]];
     a->id = id;
     a->node = n;
     a->out = e->ptr[id];
-    a->program = p->info[id].program < p->nprograms
-                     ? &p->programs[p->info[id].program]
+    a->program = p->res.info[id].program < p->res.nprograms
+                     ? &p->res.programs[p->res.info[id].program]
                      : NULL;
     if (!e->profiling) {
         br_cpu_run(a);
@@ -439,8 +444,8 @@ static void run_node(braid_exec *e, br_kernel_args *a, uint32_t id) {
     int64_t t0 = br_prof_now_ns();
     br_cpu_run(a);
     int64_t t1 = br_prof_now_ns();
-    uint32_t q = p->info[id].queue;
-    br_prof_span(e->prof, id, q < p->nqueues ? q : 0, t0, t1, true);
+    uint32_t q = p->res.info[id].queue;
+    br_prof_span(e->prof, id, q < p->res.nqueues ? q : 0, t0, t1, true);
     br_prof_take_workers(e->prof, e->pool, id);
 }
 
@@ -459,7 +464,7 @@ static braid_status start_schedule(braid_exec *e, const braid_input_binding *in,
                                    size_t nin, const braid_output_binding *out,
                                    size_t nout, bool *started) {
     const bp_plan *p = e->plan;
-    e->run.kargs = (br_kernel_args){.g = p->graph,
+    e->run.kargs = (br_kernel_args){.g = p->res.graph,
                                     .in = e->args,
                                     .pool = e->pool,
                                     .scratch = e->scratch,
@@ -533,7 +538,7 @@ static braid_status finish_outputs(braid_exec *e) {
         for (size_t j = 0; s == BRAID_OK && j < e->nouts; j++) {
             const br_out_rec *o = &e->outs[j];
             bool from_input =
-                p->info[o->node].place.storage == BP_STORAGE_INPUT;
+                p->res.info[o->node].place.storage == BP_STORAGE_INPUT;
             if (o->in_place || o->bytes == 0 || from_input != !pass) continue;
             s = copy_out(e, o->data, e->ptr[o->node], o->bytes);
         }
@@ -543,8 +548,8 @@ static braid_status finish_outputs(braid_exec *e) {
 
 static void reset_pointers(braid_exec *e) {
     const bp_plan *p = e->plan;
-    for (uint32_t i = 0; i < p->nschedule; i++)
-        e->ptr[p->schedule[i]] = e->home[p->schedule[i]];
+    for (uint32_t i = 0; i < p->res.nschedule; i++)
+        e->ptr[p->res.schedule[i]] = e->home[p->res.schedule[i]];
 }
 
 static braid_status check_run_args(const braid_exec *e, const char *where,

@@ -16,20 +16,19 @@ typedef struct pc_entry {
 } pc_entry;
 
 struct braid_plan_cache {
-    braid_graph_builder build;   /* the caller's builder */
-    void *user;                  /* its argument */
-    braid_compile_options opts;  /* compile options (pointers the caller's) */
-    bool has_opts;               /* opts given (else defaults) */
-    pc_entry *entry;             /* capacity entries; plan NULL when free */
-    uint32_t capacity;           /* entries in entry */
-    uint64_t tick;               /* requests so far */
-    uint64_t hits, misses;       /* answered from the table / compiled */
+    braid_graph_builder build;  /* the caller's builder */
+    void *user;                 /* its argument */
+    braid_compile_options opts; /* compile options (pointers the caller's) */
+    bool has_opts;              /* opts given (else defaults) */
+    pc_entry *entry;            /* capacity entries; plan NULL when free */
+    uint32_t capacity;          /* entries in entry */
+    uint64_t tick;              /* requests so far */
+    uint64_t hits, misses;      /* answered from the table / compiled */
 };
 
 braid_status braid_plan_cache_new(braid_graph_builder build, void *user,
                                   const braid_compile_options *opts,
-                                  uint32_t capacity,
-                                  braid_plan_cache **cache) {
+                                  uint32_t capacity, braid_plan_cache **cache) {
     if (!cache || !build || capacity == 0)
         return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
                                  "braid_plan_cache_new: %s",
@@ -62,7 +61,8 @@ static void drop(pc_entry *e) {
 
 void braid_plan_cache_free(braid_plan_cache *c) {
     if (!c) return;
-    for (uint32_t i = 0; i < c->capacity; i++) drop(&c->entry[i]);
+    for (uint32_t i = 0; i < c->capacity; i++)
+        drop(&c->entry[i]);
     free(c->entry);
     free(c);
 }
@@ -70,7 +70,8 @@ void braid_plan_cache_free(braid_plan_cache *c) {
 void braid_plan_cache_stats(const braid_plan_cache *c, uint64_t *hits,
                             uint64_t *misses, uint32_t *plans) {
     uint32_t n = 0;
-    for (uint32_t i = 0; c && i < c->capacity; i++) n += c->entry[i].plan != NULL;
+    for (uint32_t i = 0; c && i < c->capacity; i++)
+        n += c->entry[i].plan != NULL;
     if (hits) *hits = c ? c->hits : 0;
     if (misses) *misses = c ? c->misses : 0;
     if (plans) *plans = n;
@@ -132,11 +133,11 @@ braid_status braid_plan_cache_get(braid_plan_cache *c, const int64_t *key,
     if (!c || !exec || (!key && nkey > 0) || nkey > BRAID_CACHE_KEY_MAX)
         return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
                                  "braid_plan_cache_get: %s",
-                                 !c       ? "cache is NULL"
-                                 : !exec  ? "exec is NULL"
-                                 : !key   ? "key is NULL"
-                                          : "key longer than "
-                                            "BRAID_CACHE_KEY_MAX");
+                                 !c      ? "cache is NULL"
+                                 : !exec ? "exec is NULL"
+                                 : !key  ? "key is NULL"
+                                         : "key longer than "
+                                           "BRAID_CACHE_KEY_MAX");
     pc_entry *e = lookup(c, key, nkey);
     if (e) {
         c->hits++;

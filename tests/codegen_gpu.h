@@ -75,19 +75,19 @@ static braid_tensor gpu_program_graph(braid_graph *g, const bp_program *pr,
  * the node's value (or, mm_only, its matmul's). */
 static braid_graph *gpu_node_graph(const bp_plan *p, uint32_t id,
                                    bool abs_reduce, bool mm_only) {
-    const bg_node *n = bg_node_at(p->graph, id);
+    const bg_node *n = bg_node_at(p->res.graph, id);
     braid_graph *g = braid_graph_new(NULL);
     braid_tensor *in = calloc(n->ninputs + 1, sizeof *in);
     cr_assert(g && in);
     for (uint32_t k = 0; k < n->ninputs; k++) {
-        const bg_node *x = bg_node_at(p->graph, n->inputs[k]);
+        const bg_node *x = bg_node_at(p->res.graph, n->inputs[k]);
         char name[16];
         snprintf(name, sizeof name, "in%u", (unsigned)k);
         in[k] = braid_input(g, name, x->dtype, x->rank, x->dims);
     }
     braid_tensor y;
     if (n->op == BRAID_OP_FUSED) {
-        y = gpu_program_graph(g, &p->programs[p->info[id].program], in,
+        y = gpu_program_graph(g, &p->res.programs[p->res.info[id].program], in,
                               abs_reduce, mm_only);
         if (!mm_only && y.id != BRAID_INVALID_ID &&
             braid_tensor_numel(g, y) == bg_numel(n))
@@ -147,7 +147,7 @@ static void *gpu_ref(const braid_graph *g, const gpu_case *c, size_t bytes) {
 
 static void gpu_case_init(gpu_case *c, const bp_plan *p, uint32_t id,
                           uint64_t seed) {
-    const bg_node *n = bg_node_at(p->graph, id);
+    const bg_node *n = bg_node_at(p->res.graph, id);
     c->nin = n->ninputs;
     c->host = calloc(c->nin + 1, sizeof *c->host);
     c->bytes = calloc(c->nin + 1, sizeof *c->bytes);
@@ -155,7 +155,7 @@ static void gpu_case_init(gpu_case *c, const bp_plan *p, uint32_t id,
     c->names = calloc(c->nin + 1, sizeof *c->names);
     cr_assert(c->host && c->bytes && c->bind && c->names);
     for (uint32_t k = 0; k < c->nin; k++) {
-        const bg_node *x = bg_node_at(p->graph, n->inputs[k]);
+        const bg_node *x = bg_node_at(p->res.graph, n->inputs[k]);
         c->bytes[k] = bg_nbytes(x);
         c->host[k] = malloc(c->bytes[k] ? c->bytes[k] : 1);
         cr_assert_not_null(c->host[k]);
@@ -197,12 +197,12 @@ static bool gpu_close(braid_dtype t, braid_dtype tol_t, const void *x,
  * dtypes it computes in (an f32 program stored as f64 carries f32
  * rounding). */
 static braid_dtype gpu_tol_dtype(const bp_plan *p, uint32_t id) {
-    const bg_node *n = bg_node_at(p->graph, id);
+    const bg_node *n = bg_node_at(p->res.graph, id);
     braid_dtype worst = n->dtype;
     double a, r, wr;
     ts_tolerance(worst, &a, &wr);
     if (n->op != BRAID_OP_FUSED) return worst;
-    const bp_program *pr = &p->programs[p->info[id].program];
+    const bp_program *pr = &p->res.programs[p->res.info[id].program];
     for (uint32_t i = 0; i < pr->ninstr; i++) {
         braid_dtype t = pr->instr[i].dtype;
         if (!braid_dtype_is_float(t)) continue;
@@ -214,15 +214,15 @@ static braid_dtype gpu_tol_dtype(const bp_plan *p, uint32_t id) {
 
 /* Elements each output of reduction node id combines. */
 static int64_t gpu_reduced(const bp_plan *p, uint32_t id) {
-    const bg_node *n = bg_node_at(p->graph, id);
+    const bg_node *n = bg_node_at(p->res.graph, id);
     int rank;
     const int64_t *dims;
     uint8_t axes;
     if (n->op == BRAID_OP_FUSED) {
-        const bp_program *pr = &p->programs[p->info[id].program];
+        const bp_program *pr = &p->res.programs[p->res.info[id].program];
         rank = pr->rank, dims = pr->dims, axes = pr->axes;
     } else {
-        const bg_node *x = bg_node_at(p->graph, n->inputs[0]);
+        const bg_node *x = bg_node_at(p->res.graph, n->inputs[0]);
         rank = x->rank, dims = x->dims, axes = n->attr.axes;
     }
     int64_t r = 1;
@@ -289,7 +289,7 @@ static void *gpu_upload(const void *host, size_t bytes, size_t shift) {
 static void gpu_check_kernel(const bp_plan *p, cudaLibrary_t lib,
                              const bc_kernel *k, const char *text,
                              uint64_t seed, int *failures) {
-    const bg_node *n = bg_node_at(p->graph, k->node);
+    const bg_node *n = bg_node_at(p->res.graph, k->node);
     gpu_case c;
     gpu_case_init(&c, p, k->node, seed);
     size_t ob = bg_nbytes(n);
@@ -297,8 +297,9 @@ static void gpu_check_kernel(const bp_plan *p, cudaLibrary_t lib,
     void *ref = gpu_ref(g, &c, ob);
     braid_graph_free(g);
     void *mag = NULL; /* magnitude sums of float sum/mean outputs */
-    const bp_program *pr =
-        n->op == BRAID_OP_FUSED ? &p->programs[p->info[k->node].program] : NULL;
+    const bp_program *pr = n->op == BRAID_OP_FUSED
+                               ? &p->res.programs[p->res.info[k->node].program]
+                               : NULL;
     braid_op last = pr ? pr->instr[pr->ninstr - 1].op : n->op;
     if ((last == BRAID_OP_SUM || last == BRAID_OP_MEAN) &&
         braid_dtype_is_float(n->dtype)) {
@@ -312,7 +313,7 @@ static void gpu_check_kernel(const bp_plan *p, cudaLibrary_t lib,
         shift[0] = braid_dtype_size(n->dtype);
         for (uint32_t i = 0; i < c.nin; i++)
             shift[1 + i] =
-                braid_dtype_size(bg_node_at(p->graph, n->inputs[i])->dtype);
+                braid_dtype_size(bg_node_at(p->res.graph, n->inputs[i])->dtype);
         if (k->extra == BC_EXTRA_MATMUL)
             shift[1 + c.nin] = braid_dtype_size(k->mm_dtype);
     }
@@ -381,13 +382,13 @@ static void gpu_check_module(const bp_plan *p, const bc_source *src,
 /* Average seconds of one run of kernel k (on zeroed buffers). */
 static double gpu_bench_kernel(const bp_plan *p, const bc_source *src,
                                const bc_binary *bin, const bc_kernel *k) {
-    const bg_node *n = bg_node_at(p->graph, k->node);
+    const bg_node *n = bg_node_at(p->res.graph, k->node);
     cudaLibrary_t lib;
     GPU_OK(cudaLibraryLoadData(&lib, bin->cubin, NULL, NULL, 0, NULL, NULL, 0));
     void *ptr[BC_MAX_PARAMS + 2] = {0};
     ptr[0] = gpu_alloc(bg_nbytes(n), 0);
     for (uint32_t i = 0; i < n->ninputs; i++) {
-        size_t b = bg_nbytes(bg_node_at(p->graph, n->inputs[i]));
+        size_t b = bg_nbytes(bg_node_at(p->res.graph, n->inputs[i]));
         ptr[1 + i] = gpu_alloc(b, 0);
         GPU_OK(cudaMemset(ptr[1 + i], 0, b));
     }

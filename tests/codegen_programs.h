@@ -24,33 +24,33 @@
 static bp_plan *hand_new(void) {
     bp_plan *p = calloc(1, sizeof *p);
     cr_assert_not_null(p);
-    p->graph = braid_graph_new(NULL);
-    cr_assert_not_null(p->graph);
-    p->devices[0] = (bp_device){BP_DEVICE_CPU, 0};
-    p->devices[1] = (bp_device){BP_DEVICE_CUDA, 0};
-    p->ndevices = 2;
+    p->res.graph = braid_graph_new(NULL);
+    cr_assert_not_null(p->res.graph);
+    p->in.devs.devices[0] = (bp_device){BP_DEVICE_CPU, 0};
+    p->in.devs.devices[1] = (bp_device){BP_DEVICE_CUDA, 0};
+    p->in.devs.ndevices = 2;
     return p;
 }
 
 static braid_tensor hand_input(bp_plan *p, braid_dtype t, int rank,
                                const int64_t *dims) {
     char name[24];
-    snprintf(name, sizeof name, "x%u", (unsigned)p->graph->nnodes);
-    braid_tensor x = braid_input(p->graph, name, t, rank, dims);
-    cr_assert_eq(braid_graph_status(p->graph), BRAID_OK, "%s",
-                 braid_graph_error(p->graph));
+    snprintf(name, sizeof name, "x%u", (unsigned)p->res.graph->nnodes);
+    braid_tensor x = braid_input(p->res.graph, name, t, rank, dims);
+    cr_assert_eq(braid_graph_status(p->res.graph), BRAID_OK, "%s",
+                 braid_graph_error(p->res.graph));
     return x;
 }
 
 /* Gives nodes built since the last call their info: GPU unless inputs. */
 static void hand_place(bp_plan *p) {
-    cr_assert_eq(braid_graph_status(p->graph), BRAID_OK, "%s",
-                 braid_graph_error(p->graph));
-    uint32_t from = p->ninfo;
+    cr_assert_eq(braid_graph_status(p->res.graph), BRAID_OK, "%s",
+                 braid_graph_error(p->res.graph));
+    uint32_t from = p->res.ninfo;
     cr_assert_eq(bp_plan_sync_info(p), BRAID_OK);
-    for (uint32_t id = from; id < p->ninfo; id++)
-        if (p->graph->nodes[id].op != BRAID_OP_INPUT)
-            p->info[id].device = (bp_device){BP_DEVICE_CUDA, 0};
+    for (uint32_t id = from; id < p->res.ninfo; id++)
+        if (p->res.graph->nodes[id].op != BRAID_OP_INPUT)
+            p->res.info[id].device = (bp_device){BP_DEVICE_CUDA, 0};
 }
 
 /* A fused node running prog (instr malloc'd; the plan takes it). */
@@ -64,9 +64,9 @@ static uint32_t hand_fused(bp_plan *p, const braid_tensor *in, uint32_t nin,
     uint32_t id =
         bp_plan_add_node(p, BRAID_OP_FUSED, ids, nin, t, rank, dims, NULL);
     cr_assert_neq(id, BG_NONE);
-    p->info[id].device = (bp_device){BP_DEVICE_CUDA, 0};
-    p->info[id].program = bp_plan_add_program(p, prog);
-    cr_assert_neq(p->info[id].program, BG_NONE);
+    p->res.info[id].device = (bp_device){BP_DEVICE_CUDA, 0};
+    p->res.info[id].program = bp_plan_add_program(p, prog);
+    cr_assert_neq(p->res.info[id].program, BG_NONE);
     return id;
 }
 

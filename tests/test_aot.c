@@ -154,8 +154,8 @@ Test(aot, two_archs_stored_then_cached) {
     cr_assert_eq(p->report.modules_cached, 0);
     cr_assert_gt(p->report.nvrtc_ms, 0.0);
     cr_assert_geq(p->report.kernels_ms, p->report.nvrtc_ms);
-    cr_assert_eq(p->meta.nvrtc_version, bc_nvrtc_version());
-    cr_assert_gt(p->meta.nvrtc_version, 0);
+    cr_assert_eq(p->prov.nvrtc_version, bc_nvrtc_version());
+    cr_assert_gt(p->prov.nvrtc_version, 0);
     bc_stats st;
     bc_stats_get(&st);
     cr_assert_eq(st.compiles, 2);

@@ -84,13 +84,13 @@ static uint32_t check_plan(const bp_plan *p, const char *what, uint64_t seed) {
     braid_status s = bc_plan_source(p, &src);
     cr_assert_eq(s, BRAID_OK, "%s: %s", what, braid_last_error());
     uint32_t want = 0;
-    for (uint32_t id = 0; id < p->graph->nnodes; id++) {
+    for (uint32_t id = 0; id < p->res.graph->nnodes; id++) {
         bc_node_class c = bc_classify(p, id);
         if (c != BC_NODE_KERNEL && c != BC_NODE_MATMUL_EPILOGUE) continue;
         want++;
         const bc_kernel *k = bc_source_kernel(&src, id);
         cr_assert_not_null(k, "%s: node %u has no kernel", what, id);
-        cr_assert_eq(k->nparams, 1 + bg_node_at(p->graph, id)->ninputs +
+        cr_assert_eq(k->nparams, 1 + bg_node_at(p->res.graph, id)->ninputs +
                                      (k->extra != BC_EXTRA_NONE));
         cr_assert_leq(k->nlaunch, BC_MAX_LAUNCHES);
         for (uint32_t l = 0; l < k->nlaunch; l++) {
@@ -285,7 +285,7 @@ static bool op_accepts(braid_op op, braid_dtype t) {
 static void build_matrix(bp_plan *p) {
     int64_t ad[2] = {4, 33}, bd[1] = {33}, cd[2] = {4, 1}, bc[3] = {2, 4, 33};
     for (braid_dtype t = 0; t < BRAID_DTYPE_COUNT_; t++) {
-        braid_graph *g = p->graph;
+        braid_graph *g = p->res.graph;
         braid_tensor a = hand_input(p, t, 2, ad), b = hand_input(p, t, 1, bd);
         braid_tensor c = hand_input(p, t, 2, cd);
         braid_tensor cond = hand_input(p, BRAID_BOOL, 2, cd);
@@ -388,7 +388,7 @@ static void check_reduce_case(int rank, const int64_t *dims, uint8_t axes,
     bp_plan *p = hand_new();
     pgen g = {.st = seed};
     pg_node(p, &g, BP_PROGRAM_REDUCE, rank, dims, axes);
-    uint32_t id = p->graph->nnodes - 1;
+    uint32_t id = p->res.graph->nnodes - 1;
     bc_source src;
     cr_assert_eq(bc_kernel_source(p, id, &src), BRAID_OK, "%s",
                  braid_last_error());
@@ -443,8 +443,8 @@ Test(codegen, elementwise_geometry, .init = setup) {
     braid_tensor a = hand_input(p, BRAID_F16, 2, ad);
     braid_tensor b = hand_input(p, BRAID_F16, 1, bd);
     braid_tensor c = hand_input(p, BRAID_F16, 2, cd);
-    braid_tensor y = braid_mul(p->graph, a, b);
-    braid_add(p->graph, y, c);
+    braid_tensor y = braid_mul(p->res.graph, a, b);
+    braid_add(p->res.graph, y, c);
     hand_place(p);
     bc_source src;
     cr_assert_eq(bc_plan_source(p, &src), BRAID_OK, "%s", braid_last_error());
@@ -481,7 +481,7 @@ Test(codegen, classify_plan_nodes, .init = setup) {
     braid_plan *p;
     cr_assert_eq(braid_compile(g, &o, &p), BRAID_OK, "%s", braid_last_error());
     int seen[BC_NODE_DATA + 1] = {0};
-    for (uint32_t id = 0; id < p->graph->nnodes; id++) {
+    for (uint32_t id = 0; id < p->res.graph->nnodes; id++) {
         bc_node_class c = bc_classify(p, id);
         seen[c]++;
         bc_source src;

@@ -172,15 +172,15 @@ Test(collectives, plan_two_gpus) {
     cr_assert_eq(braid_compile(g, &o, &p), BRAID_OK, "%s", braid_last_error());
     cr_assert_eq(bp_verify_plan(p), BRAID_OK, "%s", braid_last_error());
     int members = 0, last = -2;
-    for (uint32_t i = 0; i < p->nschedule; i++) {
-        uint32_t id = p->schedule[i];
-        const bg_node *n = bg_node_at(p->graph, id);
+    for (uint32_t i = 0; i < p->res.nschedule; i++) {
+        uint32_t id = p->res.schedule[i];
+        const bg_node *n = bg_node_at(p->res.graph, id);
         if (!bg_is_collective(n)) continue;
         cr_assert_eq(n->ninputs, 1); /* lowered to the rank form */
         cr_assert_eq(bg_coll_rank(n), members);
-        cr_assert_eq(p->info[id].device.kind, BP_DEVICE_CUDA);
-        cr_assert_eq(p->info[id].device.index, members);
-        cr_assert_eq(p->queues[p->info[id].queue].kind, BP_QUEUE_COMM);
+        cr_assert_eq(p->res.info[id].device.kind, BP_DEVICE_CUDA);
+        cr_assert_eq(p->res.info[id].device.index, members);
+        cr_assert_eq(p->res.queues[p->res.info[id].queue].kind, BP_QUEUE_COMM);
         if (last >= 0) cr_assert_eq((int)i, last + 1); /* back to back */
         last = (int)i;
         members++;

@@ -63,10 +63,10 @@ static kinds run(const braid_graph *g, unsigned disable, int threads,
     braid_exec *e = NULL;
     cr_assert_eq(braid_compile(g, &o, &p), BRAID_OK, "%s", braid_last_error());
     kinds k = {{0}};
-    for (uint32_t id = 0; id < p->graph->nnodes; id++) {
-        if (p->graph->nodes[id].op != BRAID_OP_FUSED) continue;
-        const bp_program *pr = &p->programs[p->info[id].program];
-        cr_assert_eq(br_fused_check(p->graph, id, pr), BRAID_OK, "%s",
+    for (uint32_t id = 0; id < p->res.graph->nnodes; id++) {
+        if (p->res.graph->nodes[id].op != BRAID_OP_FUSED) continue;
+        const bp_program *pr = &p->res.programs[p->res.info[id].program];
+        cr_assert_eq(br_fused_check(p->res.graph, id, pr), BRAID_OK, "%s",
                      braid_last_error());
         k.n[pr->kind]++;
     }
@@ -463,27 +463,27 @@ Test(cpu_fused, check_refuses_malformed_programs) {
     o.devices = "cpu";
     braid_plan *p = NULL;
     cr_assert_eq(braid_compile(g, &o, &p), BRAID_OK);
-    uint32_t f = p->outputs[0].node;
-    cr_assert_eq(p->graph->nodes[f].op, BRAID_OP_FUSED);
-    bp_program *pr = &p->programs[p->info[f].program];
-    cr_assert_eq(br_fused_check(p->graph, f, pr), BRAID_OK);
-    cr_assert_neq(br_fused_check(p->graph, f, NULL), BRAID_OK);
+    uint32_t f = p->res.outputs[0].node;
+    cr_assert_eq(p->res.graph->nodes[f].op, BRAID_OP_FUSED);
+    bp_program *pr = &p->res.programs[p->res.info[f].program];
+    cr_assert_eq(br_fused_check(p->res.graph, f, pr), BRAID_OK);
+    cr_assert_neq(br_fused_check(p->res.graph, f, NULL), BRAID_OK);
     bp_instr saved = pr->instr[1];
     pr->instr[1].arg[0] = 5; /* an operand computed later */
-    cr_assert_neq(br_fused_check(p->graph, f, pr), BRAID_OK);
+    cr_assert_neq(br_fused_check(p->res.graph, f, pr), BRAID_OK);
     cr_assert(strstr(braid_last_error(), "instruction 1"), "%s",
               braid_last_error());
     pr->instr[1] = saved;
     pr->instr[0].input = 3; /* a missing input */
-    cr_assert_neq(br_fused_check(p->graph, f, pr), BRAID_OK);
+    cr_assert_neq(br_fused_check(p->res.graph, f, pr), BRAID_OK);
     pr->instr[0].input = 0;
     pr->dims[0] = 9; /* another shape than the node's */
-    cr_assert_neq(br_fused_check(p->graph, f, pr), BRAID_OK);
+    cr_assert_neq(br_fused_check(p->res.graph, f, pr), BRAID_OK);
     pr->dims[0] = 8;
     pr->instr[2].dtype = BRAID_I32; /* exp on i32 */
-    cr_assert_neq(br_fused_check(p->graph, f, pr), BRAID_OK);
+    cr_assert_neq(br_fused_check(p->res.graph, f, pr), BRAID_OK);
     pr->instr[2].dtype = BRAID_F32;
-    cr_assert_eq(br_fused_check(p->graph, f, pr), BRAID_OK);
+    cr_assert_eq(br_fused_check(p->res.graph, f, pr), BRAID_OK);
     braid_plan_free(p);
     braid_graph_free(g);
 }

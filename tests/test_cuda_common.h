@@ -90,8 +90,8 @@ static inline braid_status tc_run(const braid_graph *g,
     braid_status s = braid_compile(g, o, &plan);
     if (s == BRAID_OK && gpu_nodes) {
         *gpu_nodes = 0;
-        for (uint32_t i = 0; i < plan->nschedule; i++)
-            *gpu_nodes += br_node_on_device_queue(plan, plan->schedule[i]);
+        for (uint32_t i = 0; i < plan->res.nschedule; i++)
+            *gpu_nodes += br_node_on_device_queue(plan, plan->res.schedule[i]);
     }
     if (s == BRAID_OK) s = braid_exec_new(plan, &exec);
     for (int r = 0; s == BRAID_OK && r < runs; r++)

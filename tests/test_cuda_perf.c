@@ -177,8 +177,8 @@ Test(cuda_perf, chain_of_100_small_nodes) {
         time_runs(e, &in, 1, &out, 1); /* warm-up, capture */
         double s = time_runs(e, &in, 1, &out, 1);
         uint32_t nodes = 0;
-        for (uint32_t i = 0; i < p->nschedule; i++)
-            nodes += br_node_on_device_queue(p, p->schedule[i]);
+        for (uint32_t i = 0; i < p->res.nschedule; i++)
+            nodes += br_node_on_device_queue(p, p->res.schedule[i]);
         per[graphs] = s / (nodes ? nodes : 1);
         if (graphs)
             cr_assert(br_cuda_last_run_used_graph(br_exec_cuda(e)), "log:\n%s",

@@ -87,8 +87,7 @@ Test(cuda_pool, freed_executor_resources_are_reused) {
     br_cuda_res_stats(&s4);
     cr_assert_eq(total(s4.created) - total(s3.created), made - modules);
     cr_assert_eq(s4.created[BR_RES_MODULE], s3.created[BR_RES_MODULE]);
-    cr_assert_eq(s4.reused[BR_RES_MODULE] - s3.reused[BR_RES_MODULE],
-                 modules);
+    cr_assert_eq(s4.reused[BR_RES_MODULE] - s3.reused[BR_RES_MODULE], modules);
     run_and_check(e2, g, 4);
     braid_exec_free(e2);
     braid_exec_free(e);

@@ -24,9 +24,10 @@ static void assert_one_softmax(braid_graph *g, const char *what) {
     cr_assert_eq(braid_compile(g, &o, &p), BRAID_OK, "%s: %s", what,
                  braid_last_error());
     uint32_t n = 0;
-    for (uint32_t id = 0; id < p->graph->nnodes; id++)
-        if (p->graph->nodes[id].op == BRAID_OP_SOFTMAX) {
-            cr_assert_eq(p->info[id].device.kind, BP_DEVICE_CUDA, "%s", what);
+    for (uint32_t id = 0; id < p->res.graph->nnodes; id++)
+        if (p->res.graph->nodes[id].op == BRAID_OP_SOFTMAX) {
+            cr_assert_eq(p->res.info[id].device.kind, BP_DEVICE_CUDA, "%s",
+                         what);
             n++;
         }
     cr_assert_eq(n, 1, "%s: %u softmax nodes", what, (unsigned)n);

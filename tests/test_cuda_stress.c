@@ -37,12 +37,12 @@ static braid_graph *branches_graph(void) {
 }
 
 typedef struct worker {
-    const braid_graph *g; /* the graph (for the reference; read-only) */
-    const braid_plan *p;  /* the shared plan */
-    int index;            /* 0 or 1: seeds the inputs */
-    int runs;             /* how many runs */
+    const braid_graph *g;     /* the graph (for the reference; read-only) */
+    const braid_plan *p;      /* the shared plan */
+    int index;                /* 0 or 1: seeds the inputs */
+    int runs;                 /* how many runs */
     pthread_barrier_t *start; /* all threads start running together */
-    char msg[600];        /* the first failure, empty when none */
+    char msg[600];            /* the first failure, empty when none */
 } worker;
 
 /* One run with fresh inputs (seed) on e, checked against the reference;

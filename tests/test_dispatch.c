@@ -62,8 +62,8 @@ static braid_plan *compile(const braid_graph *g, int streams) {
 }
 
 static uint32_t node_of(const braid_plan *p, braid_op op) {
-    for (uint32_t id = 0; id < p->graph->nnodes; id++)
-        if (bg_node_at(p->graph, id)->op == op) return id;
+    for (uint32_t id = 0; id < p->res.graph->nnodes; id++)
+        if (bg_node_at(p->res.graph, id)->op == op) return id;
     cr_assert_fail("no %s node", bg_op(op)->name);
     return 0;
 }
@@ -150,7 +150,7 @@ Test(dispatch, device_work_goes_out_before_host_work) {
     cr_assert_eq(waits, 1);
     cr_assert_eq(r.what[add_at - 1], 'W');
     uint32_t back = r.node[add_at - 1];
-    cr_assert_eq(bg_node_at(p->graph, back)->op, BRAID_OP_COPY);
+    cr_assert_eq(bg_node_at(p->res.graph, back)->op, BRAID_OP_COPY);
     cr_assert(s.on_dev[back]);
     cr_assert_gt(add_at - 1, sin_at, "the host waited before it had to");
     free(done);
@@ -206,15 +206,15 @@ static int seeds_matching(const braid_graph *g, const braid_plan *p,
 /* Moves the first event matching (after on a device queue or not, before
  * likewise) to the end and hides it; returns the old count. */
 static uint32_t drop_event(braid_plan *p, bool after_dev, bool before_dev) {
-    for (uint32_t k = 0; k < p->nevents; k++) {
-        bp_event ev = p->events[k];
+    for (uint32_t k = 0; k < p->res.nevents; k++) {
+        bp_event ev = p->res.events[k];
         if (br_node_on_device_queue(p, ev.after) != after_dev ||
             br_node_on_device_queue(p, ev.before) != before_dev)
             continue;
-        uint32_t n = p->nevents;
-        p->events[k] = p->events[n - 1];
-        p->events[n - 1] = ev;
-        p->nevents = n - 1;
+        uint32_t n = p->res.nevents;
+        p->res.events[k] = p->res.events[n - 1];
+        p->res.events[n - 1] = ev;
+        p->res.nevents = n - 1;
         return n;
     }
     cr_assert_fail("no such event");
@@ -230,7 +230,7 @@ static void check_drop(const char *text, int streams, bool after_dev,
                  "the intact plan fails under some interleaving");
     uint32_t n = drop_event(p, after_dev, before_dev);
     int good = seeds_matching(g, p, SEEDS);
-    p->nevents = n;
+    p->res.nevents = n;
     cr_assert_lt(good, SEEDS,
                  "no interleaving exposed the missing event (%d/%d good)", good,
                  SEEDS);

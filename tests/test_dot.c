@@ -272,23 +272,23 @@ static bp_plan *hand_plan(void) {
 
     bp_plan *p = calloc(1, sizeof *p);
     bp_device cpu = {BP_DEVICE_CPU, 0}, gpu = {BP_DEVICE_CUDA, 0};
-    p->graph = g;
-    p->ndevices = 2;
-    p->devices[0] = cpu;
-    p->devices[1] = gpu;
-    p->nqueues = 6;
-    p->queues = calloc(6, sizeof *p->queues);
-    p->queues[0] = (bp_queue){.kind = BP_QUEUE_CPU, .device = cpu};
-    p->queues[1] = (bp_queue){.kind = BP_QUEUE_COMPUTE, .device = gpu};
-    p->queues[2] =
+    p->res.graph = g;
+    p->in.devs.ndevices = 2;
+    p->in.devs.devices[0] = cpu;
+    p->in.devs.devices[1] = gpu;
+    p->res.nqueues = 6;
+    p->res.queues = calloc(6, sizeof *p->res.queues);
+    p->res.queues[0] = (bp_queue){.kind = BP_QUEUE_CPU, .device = cpu};
+    p->res.queues[1] = (bp_queue){.kind = BP_QUEUE_COMPUTE, .device = gpu};
+    p->res.queues[2] =
         (bp_queue){.kind = BP_QUEUE_COMPUTE, .device = gpu, .index = 1};
-    p->queues[3] = (bp_queue){.kind = BP_QUEUE_H2D, .device = gpu};
-    p->queues[4] = (bp_queue){.kind = BP_QUEUE_D2H, .device = gpu};
-    p->queues[5] =
+    p->res.queues[3] = (bp_queue){.kind = BP_QUEUE_H2D, .device = gpu};
+    p->res.queues[4] = (bp_queue){.kind = BP_QUEUE_D2H, .device = gpu};
+    p->res.queues[5] =
         (bp_queue){.kind = BP_QUEUE_D2D, .device = gpu}; /* runs nothing */
 
-    p->ninfo = 7;
-    p->info = calloc(7, sizeof *p->info);
+    p->res.ninfo = 7;
+    p->res.info = calloc(7, sizeof *p->res.info);
     static const struct {
         int gpu;
         uint32_t queue, storage, arena, base;
@@ -302,10 +302,10 @@ static bp_plan *hand_plan(void) {
         {1, 1, BP_STORAGE_VIEW, 0, 4, 0},
         {0, 4, BP_STORAGE_ARENA, 1, 0, 0},
     };
-    p->nschedule = 7;
-    p->schedule = calloc(7, sizeof *p->schedule);
+    p->res.nschedule = 7;
+    p->res.schedule = calloc(7, sizeof *p->res.schedule);
     for (uint32_t id = 0; id < 7; id++) {
-        bp_node_info *in = &p->info[id];
+        bp_node_info *in = &p->res.info[id];
         in->device = rows[id].gpu ? gpu : cpu;
         in->queue = rows[id].queue;
         in->program = id == f.id ? 0 : BG_NONE;
@@ -316,34 +316,34 @@ static bp_plan *hand_plan(void) {
                                       .base = rows[id].base,
                                       .offset = rows[id].offset,
                                       .bytes = 1024};
-        p->schedule[id] = id;
+        p->res.schedule[id] = id;
     }
-    p->info[o.id].chunk = true;
+    p->res.info[o.id].chunk = true;
 
-    p->nevents = 5;
-    p->events = calloc(5, sizeof *p->events);
-    p->events[0] = (bp_event){.after = 1, .before = 2};
-    p->events[1] = (bp_event){.after = 1, .before = 3};
-    p->events[2] = (bp_event){.after = 3, .before = 4};
-    p->events[3] = (bp_event){.after = 5, .before = 6};
-    p->events[4] = (bp_event){.after = 2, .before = 6, .reuse = true};
+    p->res.nevents = 5;
+    p->res.events = calloc(5, sizeof *p->res.events);
+    p->res.events[0] = (bp_event){.after = 1, .before = 2};
+    p->res.events[1] = (bp_event){.after = 1, .before = 3};
+    p->res.events[2] = (bp_event){.after = 3, .before = 4};
+    p->res.events[3] = (bp_event){.after = 5, .before = 6};
+    p->res.events[4] = (bp_event){.after = 2, .before = 6, .reuse = true};
 
-    p->narenas = 3;
-    p->arenas = calloc(3, sizeof *p->arenas);
-    p->arenas[0] = (bp_arena){.kind = BP_ARENA_DEVICE, .device = cpu};
-    p->arenas[1] = (bp_arena){.kind = BP_ARENA_PINNED,
-                              .device = cpu,
-                              .bytes = 1024,
-                              .lower_bound = 1024};
-    p->arenas[2] = (bp_arena){.kind = BP_ARENA_DEVICE,
-                              .device = gpu,
-                              .bytes = 8192,
-                              .lower_bound = 5120};
+    p->res.narenas = 3;
+    p->res.arenas = calloc(3, sizeof *p->res.arenas);
+    p->res.arenas[0] = (bp_arena){.kind = BP_ARENA_DEVICE, .device = cpu};
+    p->res.arenas[1] = (bp_arena){.kind = BP_ARENA_PINNED,
+                                  .device = cpu,
+                                  .bytes = 1024,
+                                  .lower_bound = 1024};
+    p->res.arenas[2] = (bp_arena){.kind = BP_ARENA_DEVICE,
+                                  .device = gpu,
+                                  .bytes = 8192,
+                                  .lower_bound = 5120};
 
     /* exp(in0) * 2 */
-    p->nprograms = 1;
-    p->programs = calloc(1, sizeof *p->programs);
-    bp_program *prog = &p->programs[0];
+    p->res.nprograms = 1;
+    p->res.programs = calloc(1, sizeof *p->res.programs);
+    bp_program *prog = &p->res.programs[0];
     prog->kind = BP_PROGRAM_ELEMENTWISE;
     prog->ninstr = 4;
     prog->instr = calloc(4, sizeof *prog->instr);
@@ -355,27 +355,28 @@ static bp_plan *hand_plan(void) {
     prog->rank = 1;
     prog->dims[0] = 256;
 
-    p->noutputs = 1;
-    p->outputs = calloc(1, sizeof *p->outputs);
-    p->outputs[0] =
+    p->res.noutputs = 1;
+    p->res.outputs = calloc(1, sizeof *p->res.outputs);
+    p->res.outputs[0] =
         (bp_io){.name = g->outputs[0].name, .node = o.id, .bytes = 1024};
-    p->ninputs = 1;
-    p->inputs = calloc(1, sizeof *p->inputs);
-    p->inputs[0] = (bp_io){.name = g->nodes[0].name, .node = 0, .bytes = 1024};
+    p->res.ninputs = 1;
+    p->res.inputs = calloc(1, sizeof *p->res.inputs);
+    p->res.inputs[0] =
+        (bp_io){.name = g->nodes[0].name, .node = 0, .bytes = 1024};
     return p;
 }
 
 static void hand_plan_free(bp_plan *p) {
-    free(p->programs[0].instr);
-    free(p->programs);
-    free(p->queues);
-    free(p->info);
-    free(p->schedule);
-    free(p->events);
-    free(p->arenas);
-    free(p->inputs);
-    free(p->outputs);
-    braid_graph_free(p->graph);
+    free(p->res.programs[0].instr);
+    free(p->res.programs);
+    free(p->res.queues);
+    free(p->res.info);
+    free(p->res.schedule);
+    free(p->res.events);
+    free(p->res.arenas);
+    free(p->res.inputs);
+    free(p->res.outputs);
+    braid_graph_free(p->res.graph);
     free(p);
 }
 
@@ -449,8 +450,8 @@ Test(dot, plan_view_of_a_hand_made_plan) {
     cr_assert_eq(agnedges(g), 8);
     cr_assert_eq(count_edges(g, "style", "dashed"), 4);
     cr_assert_eq(count_edges(g, "style", "dotted"), 1);
-    for (uint32_t i = 0; i < p->nevents; i++) {
-        const bp_event *ev = &p->events[i];
+    for (uint32_t i = 0; i < p->res.nevents; i++) {
+        const bp_event *ev = &p->res.events[i];
         Agedge_t *e =
             find_edge(g, node(g, "n", ev->after), node(g, "n", ev->before),
                       "style", ev->reuse ? "dotted" : "dashed");
@@ -553,18 +554,18 @@ Test(dot, plan_view_errors) {
         fclose(full);
     }
     /* A plan whose tables do not match its graph is refused, not read. */
-    bp_node_info *info = p->info;
-    p->info = NULL;
+    bp_node_info *info = p->res.info;
+    p->res.info = NULL;
     cr_assert_eq(braid_plan_to_dot(p, stdout), BRAID_ERR_INVALID_ARGUMENT);
-    p->info = info;
-    p->ninfo = 3;
+    p->res.info = info;
+    p->res.ninfo = 3;
     cr_assert_eq(braid_plan_to_dot(p, stdout), BRAID_ERR_INVALID_ARGUMENT);
-    p->ninfo = 7;
+    p->res.ninfo = 7;
     /* Out-of-range indices inside the tables are shown, not followed. */
-    p->info[4].place.arena = 99;
-    p->info[2].program = 42;
-    p->info[3].queue = 77;
-    p->events[0].after = 1000;
+    p->res.info[4].place.arena = 99;
+    p->res.info[2].program = 42;
+    p->res.info[3].queue = 77;
+    p->res.events[0].after = 1000;
     char *text = plan_dot(p);
     Agraph_t *g = parse(text);
     cr_assert(strstr(attr(node(g, "n", 4), "label"), "arena ? @ 4096"));
@@ -584,16 +585,16 @@ static void check_plan_view(const bp_plan *p, const char *what) {
     /* Names are plain strings (never taken for HTML-like ones). */
     cr_assert_null(strstr(text, "<cluster"), "%s", what);
     cr_assert_null(strstr(text, "<n"), "%s", what);
-    uint32_t n = p->graph->nnodes;
-    cr_assert_eq((uint32_t)agnnodes(g), n + p->ndevices, "%s", what);
-    bool *used = calloc(p->nqueues + 1, sizeof *used);
+    uint32_t n = p->res.graph->nnodes;
+    cr_assert_eq((uint32_t)agnnodes(g), n + p->in.devs.ndevices, "%s", what);
+    bool *used = calloc(p->res.nqueues + 1, sizeof *used);
     int nused = 0, ncopies = 0;
     for (uint32_t id = 0; id < n; id++) {
-        const bg_node *bn = bg_node_at(p->graph, id);
-        const bp_node_info *in = &p->info[id];
+        const bg_node *bn = bg_node_at(p->res.graph, id);
+        const bp_node_info *in = &p->res.info[id];
         Agnode_t *an = node(g, "n", id);
         const char *label = attr(an, "label");
-        if (in->queue < p->nqueues && !used[in->queue]) {
+        if (in->queue < p->res.nqueues && !used[in->queue]) {
             used[in->queue] = true;
             nused++;
         }
@@ -609,8 +610,8 @@ static void check_plan_view(const bp_plan *p, const char *what) {
             cr_assert(strstr(label, place), "%s: %%%u: %s lacks %s", what,
                       (unsigned)id, label, place);
         }
-        if (bn->op == BRAID_OP_FUSED && in->program < p->nprograms) {
-            const bp_program *prog = &p->programs[in->program];
+        if (bn->op == BRAID_OP_FUSED && in->program < p->res.nprograms) {
+            const bp_program *prog = &p->res.programs[in->program];
             if (prog->kind == BP_PROGRAM_REDUCE)
                 cr_assert(strstr(label, " axes=["), "%s: %s", what, label);
             for (uint32_t k = 0; k < prog->ninstr; k++) {
@@ -623,8 +624,8 @@ static void check_plan_view(const bp_plan *p, const char *what) {
     }
     cr_assert_eq(count_nodes(g, "shape", "cds"), ncopies, "%s", what);
     cr_assert_eq(count_clusters(g), nused + 1, "%s", what);
-    for (uint32_t i = 0; i < p->nevents; i++) {
-        const bp_event *ev = &p->events[i];
+    for (uint32_t i = 0; i < p->res.nevents; i++) {
+        const bp_event *ev = &p->res.events[i];
         cr_assert(find_edge(g, node(g, "n", ev->after),
                             node(g, "n", ev->before), "style",
                             ev->reuse ? "dotted" : "dashed"),
@@ -693,11 +694,11 @@ Test(dot, summary_of_compiled_plans) {
         braid_plan *p = compile(g, "cpu,cuda:0");
         braid_plan_summary s;
         cr_assert_eq(braid_plan_summary_get(p, &s), BRAID_OK);
-        cr_assert_eq(s.nodes, p->graph->nnodes);
+        cr_assert_eq(s.nodes, p->res.graph->nnodes);
         cr_assert_eq(s.devices, 2);
-        cr_assert_eq(s.queues, p->nqueues);
-        cr_assert_eq(s.events, p->nevents);
-        cr_assert_eq(s.arenas, p->narenas);
+        cr_assert_eq(s.queues, p->res.nqueues);
+        cr_assert_eq(s.events, p->res.nevents);
+        cr_assert_eq(s.arenas, p->res.narenas);
         uint32_t on_devices = 0, queues = 0;
         for (uint32_t d = 0; d < s.devices; d++) {
             braid_plan_device_info info;

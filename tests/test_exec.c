@@ -128,15 +128,16 @@ Test(exec, compile_checks_devices_and_threads) {
 
     /* Listed GPUs are kept even without one; nodes still run on the cpu. */
     p = compile_ok(g, " cpu , cuda:0,cuda:1 ", 2);
-    cr_assert_eq(p->ndevices, 3u);
-    cr_assert_eq(p->devices[1].kind, BP_DEVICE_CUDA);
-    cr_assert_eq(p->devices[2].index, 1);
-    for (uint32_t i = 0; i < p->nschedule; i++)
-        cr_assert_eq(p->info[p->schedule[i]].device.kind, BP_DEVICE_CPU);
+    cr_assert_eq(p->in.devs.ndevices, 3u);
+    cr_assert_eq(p->in.devs.devices[1].kind, BP_DEVICE_CUDA);
+    cr_assert_eq(p->in.devs.devices[2].index, 1);
+    for (uint32_t i = 0; i < p->res.nschedule; i++)
+        cr_assert_eq(p->res.info[p->res.schedule[i]].device.kind,
+                     BP_DEVICE_CPU);
     braid_plan_free(p);
     p = compile_ok(g, NULL, 0); /* detect: the cpu, and no GPU here */
-    cr_assert_eq(p->devices[0].kind, BP_DEVICE_CPU);
-    cr_assert_eq(p->ndevices, 1u + (uint32_t)braid_cuda_device_count());
+    cr_assert_eq(p->in.devs.devices[0].kind, BP_DEVICE_CPU);
+    cr_assert_eq(p->in.devs.ndevices, 1u + (uint32_t)braid_cuda_device_count());
     braid_plan_free(p);
     braid_graph_free(g);
 }
@@ -175,7 +176,7 @@ Test(exec, plan_print_lists_scheduled_nodes_and_devices) {
     braid_graph *g = small_graph();
     braid_plan *p = compile_ok(g, "cpu,cuda:0", 3);
     /* Fusion may merge nodes too, so only an upper bound is exact. */
-    cr_assert_lt(p->nschedule, braid_graph_node_count(g),
+    cr_assert_lt(p->res.nschedule, braid_graph_node_count(g),
                  "the dead exp must be dropped");
     FILE *f = tmpfile();
     cr_assert_not_null(f);
@@ -198,7 +199,7 @@ Test(exec, plan_print_lists_scheduled_nodes_and_devices) {
     fclose(f);
     cr_assert(header, "header lacks the device list");
     cr_assert(total, "no summary line");
-    cr_assert_eq(node_lines, p->nschedule);
+    cr_assert_eq(node_lines, p->res.nschedule);
     cr_assert_eq(braid_plan_print(NULL, stdout), BRAID_ERR_INVALID_ARGUMENT);
     cr_assert_eq(braid_plan_print(p, NULL), BRAID_ERR_INVALID_ARGUMENT);
     braid_plan_free(p);

@@ -20,7 +20,7 @@ static braid_status compile_threads(const braid_graph *g, int n,
 
 Test(limits, threads_compile_save_load_agree) {
     braid_graph *g = ts_tiny_graph();
-    const int counts[] = {1, 16, BRAID_MAX_THREADS, BRAID_MAX_THREADS + 1,
+    const int counts[] = {1,    16, BRAID_MAX_THREADS, BRAID_MAX_THREADS + 1,
                           5000, -1};
     for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++) {
         int n = counts[i];
@@ -41,8 +41,7 @@ Test(limits, threads_compile_save_load_agree) {
         braid_load_options_init(&lo);
         braid_plan *back = NULL;
         s = braid_plan_load_memory(data, size, &lo, &back);
-        cr_assert_eq(s, BRAID_OK, "num_threads %d: %s", n,
-                     braid_last_error());
+        cr_assert_eq(s, BRAID_OK, "num_threads %d: %s", n, braid_last_error());
         braid_plan_free(back);
         free(data);
         braid_plan_free(p);

@@ -141,8 +141,8 @@ static bool shape_accepted(const int64_t d[3]) {
     cr_assert(s == BRAID_OK || s == BRAID_ERR_SHAPE, "%s", braid_last_error());
     cr_assert(built == parsed && parsed == (s == BRAID_OK),
               "[%lld,%lld,%lld]: builder %d, parser %d, .npy %d",
-              (long long)d[0], (long long)d[1], (long long)d[2], built,
-              parsed, s == BRAID_OK);
+              (long long)d[0], (long long)d[1], (long long)d[2], built, parsed,
+              s == BRAID_OK);
     return built;
 }
 
@@ -155,17 +155,20 @@ Test(npy, shape_limits_agree_with_builder_and_parser) {
         int64_t d[3];
         bool fits;
     } cases[] = {
-        {{0, big, big}, false},  {{big, 0, big}, false},
-        {{big, big, 0}, false},  {{0, m, m}, true}, /* 2^48 × 4 = 2^50 */
-        {{m, 0, 2 * m}, false},  {{2 * m, m, 0}, false},
-        {{0, 0, big}, true},     {{2, 2, 2}, true},
+        {{0, big, big}, false},
+        {{big, 0, big}, false},
+        {{big, big, 0}, false},
+        {{0, m, m}, true}, /* 2^48 × 4 = 2^50 */
+        {{m, 0, 2 * m}, false},
+        {{2 * m, m, 0}, false},
+        {{0, 0, big}, true},
+        {{2, 2, 2}, true},
         {{0, (int64_t)1 << 50, 1}, false}, /* 2^50 elements × 4 bytes */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         cr_assert_eq(shape_accepted(cases[i].d), cases[i].fits,
-                     "case %zu: [%lld,%lld,%lld]", i,
-                     (long long)cases[i].d[0], (long long)cases[i].d[1],
-                     (long long)cases[i].d[2]);
+                     "case %zu: [%lld,%lld,%lld]", i, (long long)cases[i].d[0],
+                     (long long)cases[i].d[1], (long long)cases[i].d[2]);
 }
 
 Test(npy, header_syntax_variants) {

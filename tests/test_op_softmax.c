@@ -81,15 +81,15 @@ static braid_plan *compile_for(const braid_graph *g, const char *devices,
 
 static uint32_t count_op(const braid_plan *p, braid_op op) {
     uint32_t n = 0;
-    for (uint32_t id = 0; id < p->graph->nnodes; id++)
-        n += p->graph->nodes[id].op == op;
+    for (uint32_t id = 0; id < p->res.graph->nnodes; id++)
+        n += p->res.graph->nodes[id].op == op;
     return n;
 }
 
 /* The first softmax node. */
 static uint32_t softmax_node(const braid_plan *p) {
-    for (uint32_t id = 0; id < p->graph->nnodes; id++)
-        if (p->graph->nodes[id].op == BRAID_OP_SOFTMAX) return id;
+    for (uint32_t id = 0; id < p->res.graph->nnodes; id++)
+        if (p->res.graph->nodes[id].op == BRAID_OP_SOFTMAX) return id;
     cr_assert_fail("no softmax node");
     return BG_NONE;
 }
@@ -153,8 +153,9 @@ Test(op_softmax, one_node_in_the_plan) {
         braid_plan *p = compile_for(g, "cpu", 2);
         cr_assert_eq(count_op(p, BRAID_OP_SOFTMAX), 1, "shape %d", i);
         cr_assert_eq(count_op(p, BRAID_OP_FUSED), 0, "shape %d", i);
-        const bg_node *n = bg_node_at(p->graph, softmax_node(p));
-        cr_assert_eq(bg_node_at(p->graph, n->inputs[0])->op, BRAID_OP_INPUT);
+        const bg_node *n = bg_node_at(p->res.graph, softmax_node(p));
+        cr_assert_eq(bg_node_at(p->res.graph, n->inputs[0])->op,
+                     BRAID_OP_INPUT);
         ts_io *io = make_io(g, TS_RANGE(-4, 4), 1);
         run_check(g, p, io, false, "braid_softmax");
         ts_io_free(io);
@@ -197,8 +198,8 @@ Test(op_softmax, producer_fused_apart) {
     braid_plan *p = compile_for(g, "cpu", 2);
     cr_assert_eq(count_op(p, BRAID_OP_FUSED), 1);
     cr_assert_eq(count_op(p, BRAID_OP_SOFTMAX), 1);
-    uint32_t x = p->graph->nodes[softmax_node(p)].inputs[0];
-    cr_assert_eq(p->graph->nodes[x].op, BRAID_OP_FUSED);
+    uint32_t x = p->res.graph->nodes[softmax_node(p)].inputs[0];
+    cr_assert_eq(p->res.graph->nodes[x].op, BRAID_OP_FUSED);
     ts_io *io = make_io(g, TS_RANGE(-4, 4), 2);
     run_check(g, p, io, false, "producer");
     ts_io_free(io);
@@ -225,7 +226,7 @@ Test(op_softmax, gpu_plan_emulated) {
         hint_gpu(g);
         braid_plan *p = compile_for(g, "cpu,cuda:0", 2);
         uint32_t id = softmax_node(p);
-        cr_assert_eq(p->info[id].device.kind, BP_DEVICE_CUDA);
+        cr_assert_eq(p->res.info[id].device.kind, BP_DEVICE_CUDA);
         ts_io *io = make_io(g, TS_RANGE(-4, 4), 5);
         run_check(g, p, io, true, "gpu plan");
         ts_io_free(io);
@@ -383,7 +384,7 @@ Test(op_softmax, kernels_compile_for_sm90, .timeout = 300) {
     uint32_t softmaxes = 0, online = 0;
     for (uint32_t i = 0; i < src.nkernels; i++) {
         const bc_kernel *k = &src.kernels[i];
-        const bg_node *n = bg_node_at(p->graph, k->node);
+        const bg_node *n = bg_node_at(p->res.graph, k->node);
         if (n->op != BRAID_OP_SOFTMAX) continue;
         softmaxes++;
         cr_assert_eq(k->kind, BC_KERNEL_SOFTMAX);
@@ -445,11 +446,11 @@ Test(op_softmax, planfile_round_trip) {
         cr_assert(holds(data, size, "softmax"), "stored by name");
         braid_plan *q = pf_load(data, size);
         uint32_t a = softmax_node(p), b = softmax_node(q);
-        const bg_node *na = bg_node_at(p->graph, a);
-        const bg_node *nb = bg_node_at(q->graph, b);
+        const bg_node *na = bg_node_at(p->res.graph, a);
+        const bg_node *nb = bg_node_at(q->res.graph, b);
         cr_assert_eq(nb->rank, na->rank);
         cr_assert_eq(memcmp(nb->dims, na->dims, sizeof na->dims), 0);
-        cr_assert_eq(q->info[b].device.kind, p->info[a].device.kind);
+        cr_assert_eq(q->res.info[b].device.kind, p->res.info[a].device.kind);
         ts_io *x = make_io(g, TS_RANGE(-4, 4), 40),
               *y = make_io(g, TS_RANGE(-4, 4), 40);
         cr_assert_eq(pf_run(p, x, gpu, 1), BRAID_OK, "%s", braid_last_error());
@@ -471,9 +472,9 @@ Test(op_softmax, planfile_round_trip) {
 Test(op_softmax, old_softmax_program_refused) {
     braid_graph *g = softmax_graph(BRAID_F32, 2, DIMS(3, 8), true);
     braid_plan *p = pf_compile(g, "cpu");
-    uint32_t id = p->graph->nodes[softmax_node(p)].inputs[0];
-    cr_assert_eq(p->graph->nodes[id].op, BRAID_OP_FUSED);
-    bp_program *pr = &p->programs[p->info[id].program];
+    uint32_t id = p->res.graph->nodes[softmax_node(p)].inputs[0];
+    cr_assert_eq(p->res.graph->nodes[id].op, BRAID_OP_FUSED);
+    bp_program *pr = &p->res.programs[p->res.info[id].program];
     cr_assert_eq(BP_PROGRAM_KIND_COUNT, 3, "kind 3 stays unused");
     pr->kind = (bp_program_kind)3;
     cr_assert_neq(bp_verify_plan(p), BRAID_OK);

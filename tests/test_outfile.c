@@ -78,8 +78,10 @@ Test(outfile, plan_file_keeps_a_private_mode) {
     cr_assert_eq(braid_compile(g, NULL, &p), BRAID_OK, "%s",
                  braid_last_error());
     cr_assert_eq(braid_plan_save(p, path), BRAID_OK, "%s", braid_last_error());
-    cr_assert_eq(mode_of(path) & 07777, 0600, "mode %o: a plan embeds "
-                 "weights and must stay private", mode_of(path) & 07777);
+    cr_assert_eq(mode_of(path) & 07777, 0600,
+                 "mode %o: a plan embeds "
+                 "weights and must stay private",
+                 mode_of(path) & 07777);
     braid_plan *back = NULL;
     cr_assert_eq(braid_plan_load(path, NULL, &back), BRAID_OK, "%s",
                  braid_last_error());
@@ -93,8 +95,7 @@ Test(outfile, new_files_follow_the_umask) {
     mode_t old = umask(027);
     char *path = tf_path(dir, "new.graph");
     write_graph_ok(path);
-    cr_assert_eq(mode_of(path) & 07777, 0640, "mode %o",
-                 mode_of(path) & 07777);
+    cr_assert_eq(mode_of(path) & 07777, 0640, "mode %o", mode_of(path) & 07777);
     /* the .npy writer too */
     char *npy = tf_path(dir, "new.npy");
     float v[2] = {1, 2};
@@ -109,8 +110,7 @@ Test(outfile, new_files_follow_the_umask) {
     cr_assert_eq(braid_compile(g, NULL, &p), BRAID_OK, "%s",
                  braid_last_error());
     cr_assert_eq(braid_plan_save(p, plan), BRAID_OK, "%s", braid_last_error());
-    cr_assert_eq(mode_of(plan) & 07777, 0640, "mode %o",
-                 mode_of(plan) & 07777);
+    cr_assert_eq(mode_of(plan) & 07777, 0640, "mode %o", mode_of(plan) & 07777);
     braid_plan_free(p);
     braid_graph_free(g);
     free(plan);
@@ -222,8 +222,10 @@ Test(outfile, stale_temporaries_of_killed_saves_removed) {
     snprintf(other, sizeof other, "%s.braid-tmp.notes", path);
     cr_assert(tf_write_str(other, "mine"));
     write_graph_ok(path);
-    cr_assert_neq(access(name, F_OK), 0, "the stale temporary %s is still "
-                  "there", name);
+    cr_assert_neq(access(name, F_OK), 0,
+                  "the stale temporary %s is still "
+                  "there",
+                  name);
     cr_assert_eq(access(live, F_OK), 0, "a live save's temporary was removed");
     cr_assert_eq(access(other, F_OK), 0);
     cr_assert_eq(tf_count_entries(dir), 3);
@@ -252,7 +254,8 @@ Test(outfile, killed_save_cleaned_by_the_next) {
     int64_t one[1] = {1};
     cr_assert_eq(br_npy_write(path, BRAID_F32, 1, one, v), BRAID_OK, "%s",
                  braid_last_error());
-    cr_assert_eq(tf_count_entries(dir), 1, "the killed save's temporary is "
+    cr_assert_eq(tf_count_entries(dir), 1,
+                 "the killed save's temporary is "
                  "still there");
     free(v);
     free(path);

@@ -54,14 +54,14 @@ typedef struct chunk_counts {
 
 static chunk_counts count(const braid_plan *p) {
     chunk_counts c = {0};
-    for (uint32_t id = 0; id < p->graph->nnodes; id++) {
-        if (!p->info[id].chunk) continue;
-        const bg_node *n = bg_node_at(p->graph, id);
+    for (uint32_t id = 0; id < p->res.graph->nnodes; id++) {
+        if (!p->res.info[id].chunk) continue;
+        const bg_node *n = bg_node_at(p->res.graph, id);
         c.chunk_nodes++;
         c.slices += n->op == BRAID_OP_SLICE;
         c.concats += n->op == BRAID_OP_CONCAT;
         if (n->op == BRAID_OP_COPY) {
-            if (p->info[id].device.kind == BP_DEVICE_CUDA)
+            if (p->res.info[id].device.kind == BP_DEVICE_CUDA)
                 c.uploads++;
             else
                 c.downloads++;
@@ -72,11 +72,11 @@ static chunk_counts count(const braid_plan *p) {
 
 /* Fused chunk nodes iterate over their own rows. */
 static void check_programs(const braid_plan *p) {
-    for (uint32_t id = 0; id < p->graph->nnodes; id++) {
-        const bg_node *n = bg_node_at(p->graph, id);
+    for (uint32_t id = 0; id < p->res.graph->nnodes; id++) {
+        const bg_node *n = bg_node_at(p->res.graph, id);
         if (n->op != BRAID_OP_FUSED) continue;
-        cr_assert_lt(p->info[id].program, p->nprograms);
-        const bp_program *prog = &p->programs[p->info[id].program];
+        cr_assert_lt(p->res.info[id].program, p->res.nprograms);
+        const bp_program *prog = &p->res.programs[p->res.info[id].program];
         if (prog->kind != BP_PROGRAM_ELEMENTWISE) continue;
         cr_assert_eq(prog->rank, n->rank);
         for (int i = 0; i < n->rank; i++)
@@ -176,14 +176,14 @@ Test(chunk, chunks_rotate_over_compute_streams) {
     o.max_streams = 3;
     braid_plan *p = ts_compile_ok(g, &o);
     /* every GPU compute node of chunk k (slice start 8k) on stream k % 3 */
-    for (uint32_t id = 0; id < p->graph->nnodes; id++) {
-        const bp_queue *q = &p->queues[p->info[id].queue];
+    for (uint32_t id = 0; id < p->res.graph->nnodes; id++) {
+        const bp_queue *q = &p->res.queues[p->res.info[id].queue];
         if (q->kind != BP_QUEUE_COMPUTE) continue;
-        cr_assert(p->info[id].chunk);
+        cr_assert(p->res.info[id].chunk);
         uint32_t at = id;
-        while (bg_node_at(p->graph, at)->op != BRAID_OP_SLICE)
-            at = bg_node_at(p->graph, at)->inputs[0];
-        int64_t k = bg_node_at(p->graph, at)->attr.start[0] / 8;
+        while (bg_node_at(p->res.graph, at)->op != BRAID_OP_SLICE)
+            at = bg_node_at(p->res.graph, at)->inputs[0];
+        int64_t k = bg_node_at(p->res.graph, at)->attr.start[0] / 8;
         cr_assert_eq(q->index, (uint32_t)(k % 3), "node %u chunk %lld", id,
                      (long long)k);
     }

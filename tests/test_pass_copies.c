@@ -36,19 +36,19 @@ static char *summary(const braid_plan *p) {
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
     cr_assert(f);
-    const braid_graph *g = p->graph;
+    const braid_graph *g = p->res.graph;
     char dev[32];
     for (uint32_t id = 0; id < g->nnodes; id++) {
         const bg_node *n = bg_node_at(g, id);
         fprintf(f, "%%%u %s %s", (unsigned)id, bg_op(n->op)->name,
-                bp_device_str(p->info[id].device, dev, sizeof dev));
+                bp_device_str(p->res.info[id].device, dev, sizeof dev));
         for (uint32_t k = 0; k < n->ninputs; k++)
             fprintf(f, "%s%%%u", k ? " " : " <- ", (unsigned)n->inputs[k]);
         fputc('\n', f);
     }
-    for (uint32_t i = 0; i < p->noutputs; i++)
-        fprintf(f, "output \"%s\" = %%%u\n", p->outputs[i].name,
-                (unsigned)p->outputs[i].node);
+    for (uint32_t i = 0; i < p->res.noutputs; i++)
+        fprintf(f, "output \"%s\" = %%%u\n", p->res.outputs[i].name,
+                (unsigned)p->res.outputs[i].node);
     fclose(f);
     return buf;
 }
@@ -69,35 +69,36 @@ static braid_plan *golden(const char *name) {
 /* ---- the invariants ------------------------------------------------------ */
 
 static bool listed(const braid_plan *p, bp_device d) {
-    for (uint32_t i = 0; i < p->ndevices; i++)
-        if (bp_device_equal(p->devices[i], d)) return true;
+    for (uint32_t i = 0; i < p->in.devs.ndevices; i++)
+        if (bp_device_equal(p->in.devs.devices[i], d)) return true;
     return false;
 }
 
 /* The node a plan node reads through copies. */
 static uint32_t through_copies(const braid_plan *p, uint32_t id) {
-    while (bg_node_at(p->graph, id)->op == BRAID_OP_COPY)
-        id = bg_node_at(p->graph, id)->inputs[0];
+    while (bg_node_at(p->res.graph, id)->op == BRAID_OP_COPY)
+        id = bg_node_at(p->res.graph, id)->inputs[0];
     return id;
 }
 
 static void check_copy(const braid_plan *p, uint32_t id, const char *what) {
-    const bg_node *c = bg_node_at(p->graph, id);
-    const bg_node *s = bg_node_at(p->graph, c->inputs[0]);
+    const bg_node *c = bg_node_at(p->res.graph, id);
+    const bg_node *s = bg_node_at(p->res.graph, c->inputs[0]);
     cr_assert_eq(c->ninputs, 1, "%s: copy %%%u", what, (unsigned)id);
-    cr_assert(
-        !bp_device_equal(p->info[id].device, p->info[c->inputs[0]].device),
-        "%s: copy %%%u stays on its device", what, (unsigned)id);
-    cr_assert_eq(p->info[id].origin, BG_NONE, "%s", what);
+    cr_assert(!bp_device_equal(p->res.info[id].device,
+                               p->res.info[c->inputs[0]].device),
+              "%s: copy %%%u stays on its device", what, (unsigned)id);
+    cr_assert_eq(p->res.info[id].origin, BG_NONE, "%s", what);
     cr_assert(c->dtype == s->dtype && c->rank == s->rank &&
                   !memcmp(c->dims, s->dims, sizeof c->dims),
               "%s: copy %%%u changes the type", what, (unsigned)id);
     for (uint32_t j = 0; j < id; j++) {
-        const bg_node *o = bg_node_at(p->graph, j);
-        cr_assert(!(o->op == BRAID_OP_COPY && o->inputs[0] == c->inputs[0] &&
-                    bp_device_equal(p->info[j].device, p->info[id].device)),
-                  "%s: copies %%%u and %%%u of one tensor to one device", what,
-                  (unsigned)j, (unsigned)id);
+        const bg_node *o = bg_node_at(p->res.graph, j);
+        cr_assert(
+            !(o->op == BRAID_OP_COPY && o->inputs[0] == c->inputs[0] &&
+              bp_device_equal(p->res.info[j].device, p->res.info[id].device)),
+            "%s: copies %%%u and %%%u of one tensor to one device", what,
+            (unsigned)j, (unsigned)id);
     }
 }
 
@@ -106,11 +107,11 @@ static void check_copy(const braid_plan *p, uint32_t id, const char *what) {
  * hints honoured). */
 static void check_plan(const braid_plan *p, const braid_graph *u,
                        const char *what) {
-    const braid_graph *g = p->graph;
+    const braid_graph *g = p->res.graph;
     bp_device cpu = {BP_DEVICE_CPU, 0};
     for (uint32_t id = 0; id < g->nnodes; id++) {
         const bg_node *n = bg_node_at(g, id);
-        cr_assert(listed(p, p->info[id].device), "%s: %%%u", what,
+        cr_assert(listed(p, p->res.info[id].device), "%s: %%%u", what,
                   (unsigned)id);
         for (uint32_t k = 0; k < n->ninputs; k++)
             cr_assert_lt(n->inputs[k], id, "%s: ids not topological", what);
@@ -119,40 +120,42 @@ static void check_plan(const braid_plan *p, const braid_graph *u,
             continue;
         }
         for (uint32_t k = 0; k < n->ninputs; k++)
-            cr_assert(bp_device_equal(p->info[n->inputs[k]].device,
-                                      p->info[id].device),
+            cr_assert(bp_device_equal(p->res.info[n->inputs[k]].device,
+                                      p->res.info[id].device),
                       "%s: %%%u reads input %u from another device", what,
                       (unsigned)id, (unsigned)k);
-        uint32_t o = p->info[id].origin;
+        uint32_t o = p->res.info[id].origin;
         cr_assert_lt(o, u->nnodes, "%s", what);
         const bg_node *un = bg_node_at(u, o);
         cr_assert_eq(n->op, un->op, "%s", what);
         cr_assert_eq(n->ninputs, un->ninputs, "%s", what);
         for (uint32_t k = 0; k < n->ninputs; k++)
-            cr_assert_eq(p->info[through_copies(p, n->inputs[k])].origin,
+            cr_assert_eq(p->res.info[through_copies(p, n->inputs[k])].origin,
                          un->inputs[k], "%s: %%%u input %u", what, (unsigned)id,
                          (unsigned)k);
         bool host_data = n->op == BRAID_OP_INPUT || n->op == BRAID_OP_CONSTANT;
         char dev[32];
-        if (un->device && !host_data && p->ndevices > 1)
-            cr_assert_str_eq(bp_device_str(p->info[id].device, dev, sizeof dev),
-                             un->device, "%s: hint of %%%u", what, (unsigned)o);
+        if (un->device && !host_data && p->in.devs.ndevices > 1)
+            cr_assert_str_eq(
+                bp_device_str(p->res.info[id].device, dev, sizeof dev),
+                un->device, "%s: hint of %%%u", what, (unsigned)o);
     }
-    cr_assert_eq(p->noutputs, u->noutputs, "%s", what);
-    for (uint32_t i = 0; i < p->noutputs; i++) {
-        uint32_t id = p->outputs[i].node;
+    cr_assert_eq(p->res.noutputs, u->noutputs, "%s", what);
+    for (uint32_t i = 0; i < p->res.noutputs; i++) {
+        uint32_t id = p->res.outputs[i].node;
         cr_assert_eq(id, g->outputs[i].node, "%s", what);
-        cr_assert(bp_device_equal(p->info[id].device, cpu),
-                  "%s: output %s not on the host", what, p->outputs[i].name);
-        cr_assert_eq(p->info[through_copies(p, id)].origin, u->outputs[i].node,
-                     "%s", what);
+        cr_assert(bp_device_equal(p->res.info[id].device, cpu),
+                  "%s: output %s not on the host", what,
+                  p->res.outputs[i].name);
+        cr_assert_eq(p->res.info[through_copies(p, id)].origin,
+                     u->outputs[i].node, "%s", what);
     }
 }
 
 static int count_op(const braid_plan *p, braid_op op) {
     int k = 0;
-    for (uint32_t id = 0; id < p->graph->nnodes; id++)
-        k += bg_node_at(p->graph, id)->op == op;
+    for (uint32_t id = 0; id < p->res.graph->nnodes; id++)
+        k += bg_node_at(p->res.graph, id)->op == op;
     return k;
 }
 
@@ -167,13 +170,13 @@ Test(copies, one_copy_per_tensor_and_destination) {
 
 Test(copies, gpu_output_comes_back_through_one_copy) {
     braid_plan *p = golden("gpu_output");
-    uint32_t y = p->outputs[0].node;
-    cr_assert_eq(bg_node_at(p->graph, y)->op, BRAID_OP_COPY);
-    cr_assert_eq(p->info[y].device.kind, BP_DEVICE_CPU);
-    cr_assert_eq(p->outputs[1].node, y, "both names read the same copy");
+    uint32_t y = p->res.outputs[0].node;
+    cr_assert_eq(bg_node_at(p->res.graph, y)->op, BRAID_OP_COPY);
+    cr_assert_eq(p->res.info[y].device.kind, BP_DEVICE_CPU);
+    cr_assert_eq(p->res.outputs[1].node, y, "both names read the same copy");
     /* the cpu sum reads that copy too */
-    uint32_t s = through_copies(p, p->outputs[2].node);
-    cr_assert_eq(bg_node_at(p->graph, s)->inputs[0], y);
+    uint32_t s = through_copies(p, p->res.outputs[2].node);
+    cr_assert_eq(bg_node_at(p->res.graph, s)->inputs[0], y);
     cr_assert_eq(count_op(p, BRAID_OP_COPY), 2, "x up, m down");
     braid_plan_free(p);
 }
@@ -181,10 +184,11 @@ Test(copies, gpu_output_comes_back_through_one_copy) {
 Test(copies, gpu_to_gpu_copy) {
     braid_plan *p = golden("d2d");
     int d2d = 0;
-    for (uint32_t id = 0; id < p->graph->nnodes; id++) {
-        const bg_node *n = bg_node_at(p->graph, id);
+    for (uint32_t id = 0; id < p->res.graph->nnodes; id++) {
+        const bg_node *n = bg_node_at(p->res.graph, id);
         if (n->op != BRAID_OP_COPY) continue;
-        bp_device from = p->info[n->inputs[0]].device, to = p->info[id].device;
+        bp_device from = p->res.info[n->inputs[0]].device,
+                  to = p->res.info[id].device;
         d2d += from.kind == BP_DEVICE_CUDA && from.index == 0 &&
                to.kind == BP_DEVICE_CUDA && to.index == 1;
     }

@@ -69,23 +69,23 @@ static char *summary(const braid_plan *p) {
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
     cr_assert(f);
-    const braid_graph *g = p->graph;
+    const braid_graph *g = p->res.graph;
     char dev[32], type[128];
     for (uint32_t id = 0; id < g->nnodes; id++) {
         const bg_node *n = bg_node_at(g, id);
         fprintf(f, "%%%u %s %s %s", (unsigned)id, bg_op(n->op)->name,
                 bg_type_str(n, type, sizeof type),
-                bp_device_str(p->info[id].device, dev, sizeof dev));
+                bp_device_str(p->res.info[id].device, dev, sizeof dev));
         for (uint32_t k = 0; k < n->ninputs; k++)
             fprintf(f, "%s%%%u", k ? " " : " <- ", (unsigned)n->inputs[k]);
         if (n->name) fprintf(f, " \"%s\"", n->name);
         fputc('\n', f);
         if (n->op == BRAID_OP_FUSED)
-            put_program(f, n, &p->programs[p->info[id].program]);
+            put_program(f, n, &p->res.programs[p->res.info[id].program]);
     }
-    for (uint32_t i = 0; i < p->noutputs; i++)
-        fprintf(f, "output \"%s\" = %%%u\n", p->outputs[i].name,
-                (unsigned)p->outputs[i].node);
+    for (uint32_t i = 0; i < p->res.noutputs; i++)
+        fprintf(f, "output \"%s\" = %%%u\n", p->res.outputs[i].name,
+                (unsigned)p->res.outputs[i].node);
     fclose(f);
     return buf;
 }
@@ -133,22 +133,22 @@ static braid_plan *golden(const char *name) {
 
 static uint32_t count_op(const braid_plan *p, braid_op op) {
     uint32_t n = 0;
-    for (uint32_t id = 0; id < p->graph->nnodes; id++)
-        n += p->graph->nodes[id].op == op;
+    for (uint32_t id = 0; id < p->res.graph->nnodes; id++)
+        n += p->res.graph->nodes[id].op == op;
     return n;
 }
 
 /* The k-th fused node (in id order). */
 static uint32_t fused(const braid_plan *p, uint32_t k) {
-    for (uint32_t id = 0; id < p->graph->nnodes; id++)
-        if (p->graph->nodes[id].op == BRAID_OP_FUSED && k-- == 0) return id;
+    for (uint32_t id = 0; id < p->res.graph->nnodes; id++)
+        if (p->res.graph->nodes[id].op == BRAID_OP_FUSED && k-- == 0) return id;
     cr_assert_fail("no fused node %u", (unsigned)k);
     return BG_NONE;
 }
 
 static const bp_program *program(const braid_plan *p, uint32_t id) {
-    cr_assert_lt(p->info[id].program, p->nprograms);
-    return &p->programs[p->info[id].program];
+    cr_assert_lt(p->res.info[id].program, p->res.nprograms);
+    return &p->res.programs[p->res.info[id].program];
 }
 
 /* Instructions of op in a program. */
@@ -161,8 +161,9 @@ static uint32_t count_instr(const bp_program *pr, braid_op op) {
 
 /* The output node named name. */
 static uint32_t output(const braid_plan *p, const char *name) {
-    for (uint32_t i = 0; i < p->noutputs; i++)
-        if (!strcmp(p->outputs[i].name, name)) return p->outputs[i].node;
+    for (uint32_t i = 0; i < p->res.noutputs; i++)
+        if (!strcmp(p->res.outputs[i].name, name))
+            return p->res.outputs[i].node;
     cr_assert_fail("no output %s", name);
     return BG_NONE;
 }
@@ -176,14 +177,14 @@ Test(fuse, chain_becomes_one_node) {
     uint32_t f = fused(p, 0);
     const bp_program *pr = program(p, f);
     cr_assert_eq(pr->kind, BP_PROGRAM_ELEMENTWISE);
-    cr_assert_eq(p->graph->nodes[f].ninputs, 3, "x, y, z read once each");
+    cr_assert_eq(p->res.graph->nodes[f].ninputs, 3, "x, y, z read once each");
     cr_assert_eq(count_instr(pr, BP_INSTR_LOAD), 3);
     cr_assert_eq(count_instr(pr, BP_INSTR_CONST), 1, "the 0.5 fill");
     cr_assert_eq(pr->ninstr, 14, "3 loads, 1 const, 10 ops");
     cr_assert_eq(output(p, "out"), f);
-    cr_assert_str_eq(p->graph->nodes[f].name, "out", "keeps the name");
-    for (uint32_t id = 0; id < p->graph->nnodes; id++)
-        cr_assert_neq(bg_op(p->graph->nodes[id].op)->kind,
+    cr_assert_str_eq(p->res.graph->nodes[f].name, "out", "keeps the name");
+    for (uint32_t id = 0; id < p->res.graph->nnodes; id++)
+        cr_assert_neq(bg_op(p->res.graph->nodes[id].op)->kind,
                       BRAID_KIND_ELEMENTWISE, "node %u left unfused",
                       (unsigned)id);
     braid_plan_free(p);
@@ -204,7 +205,7 @@ Test(fuse, intermediate_used_outside_stays) {
     /* t stays its own value: the root of the first group, read by the
      * reduction and by the second group */
     cr_assert_eq(count_op(p, BRAID_OP_FUSED), 2);
-    cr_assert_eq(p->graph->nodes[t].op, BRAID_OP_FUSED);
+    cr_assert_eq(p->res.graph->nodes[t].op, BRAID_OP_FUSED);
     cr_assert_eq(count_op(p, BRAID_OP_REDUCE_MAX), 1);
     const bp_program *second = program(p, output(p, "v"));
     cr_assert_eq(count_instr(second, BRAID_OP_TANH), 0, "t not recomputed");
@@ -223,17 +224,17 @@ Test(fuse, never_across_devices) {
     cr_assert_eq(count_op(p, BRAID_OP_FUSED), 2);
     for (uint32_t k = 0; k < 2; k++) {
         uint32_t f = fused(p, k);
-        const bg_node *n = &p->graph->nodes[f];
+        const bg_node *n = &p->res.graph->nodes[f];
         for (uint32_t j = 0; j < n->ninputs; j++)
-            cr_assert(bp_device_equal(p->info[n->inputs[j]].device,
-                                      p->info[f].device),
+            cr_assert(bp_device_equal(p->res.info[n->inputs[j]].device,
+                                      p->res.info[f].device),
                       "fused node %u reads another device", (unsigned)f);
         cr_assert_eq(program(p, f)->ninstr -
                          count_instr(program(p, f), BP_INSTR_LOAD),
                      3, "three ops per device");
     }
-    cr_assert(!bp_device_equal(p->info[fused(p, 0)].device,
-                               p->info[fused(p, 1)].device));
+    cr_assert(!bp_device_equal(p->res.info[fused(p, 0)].device,
+                               p->res.info[fused(p, 1)].device));
     cr_assert_geq(count_op(p, BRAID_OP_COPY), 1, "copies are never fused");
     braid_plan_free(p);
 }
@@ -261,11 +262,12 @@ Test(fuse, matmul_bias_activation_epilogue) {
     cr_assert_eq(a->kind, BP_PROGRAM_MATMUL);
     cr_assert_eq(a->instr[2].op, BRAID_OP_MATMUL);
     cr_assert_eq(a->instr[a->ninstr - 1].op, BRAID_OP_GELU);
-    cr_assert_str_eq(p->graph->nodes[h].name, "h");
+    cr_assert_str_eq(p->res.graph->nodes[h].name, "h");
     cr_assert_eq(b->kind, BP_PROGRAM_MATMUL);
     cr_assert_eq(b->flags, BRAID_TRANSPOSE_B);
     cr_assert_eq(b->instr[b->ninstr - 1].op, BRAID_OP_ADD);
-    cr_assert_eq(p->graph->nodes[o].inputs[0], h, "the second reads the first");
+    cr_assert_eq(p->res.graph->nodes[o].inputs[0], h,
+                 "the second reads the first");
     braid_plan_free(p);
 }
 
@@ -323,7 +325,7 @@ Test(fuse, disabled_pass_fuses_nothing) {
     braid_graph *g = load_case("chain", devices, sizeof devices);
     braid_plan *p = compile_with(g, devices, BRAID_PASS_FUSE);
     cr_assert_eq(count_op(p, BRAID_OP_FUSED), 0);
-    cr_assert_eq(p->nprograms, 0);
+    cr_assert_eq(p->res.nprograms, 0);
     braid_plan_free(p);
     braid_graph_free(g);
 }
@@ -333,9 +335,9 @@ Test(fuse, disabled_pass_fuses_nothing) {
 /* The device of every user-graph node, as the unfused plan placed it
  * (placement runs before fusion, so the fused plan agrees). */
 static void origin_devices(const braid_plan *p, bp_device *dev, uint32_t n) {
-    for (uint32_t id = 0; id < p->graph->nnodes; id++)
-        if (p->info[id].origin < n)
-            dev[p->info[id].origin] = p->info[id].device;
+    for (uint32_t id = 0; id < p->res.graph->nnodes; id++)
+        if (p->res.info[id].origin < n)
+            dev[p->res.info[id].origin] = p->res.info[id].device;
 }
 
 /* Every fused node: a program the CPU interpreter accepts, every member
@@ -343,11 +345,11 @@ static void origin_devices(const braid_plan *p, bp_device *dev, uint32_t n) {
 static uint32_t check_plan(const braid_plan *fp, const bp_device *dev,
                            uint32_t n, uint64_t seed) {
     uint32_t nfused = 0;
-    for (uint32_t id = 0; id < fp->graph->nnodes; id++) {
-        if (fp->graph->nodes[id].op != BRAID_OP_FUSED) continue;
+    for (uint32_t id = 0; id < fp->res.graph->nnodes; id++) {
+        if (fp->res.graph->nodes[id].op != BRAID_OP_FUSED) continue;
         nfused++;
         const bp_program *pr = program(fp, id);
-        cr_assert_eq(br_fused_check(fp->graph, id, pr), BRAID_OK,
+        cr_assert_eq(br_fused_check(fp->res.graph, id, pr), BRAID_OK,
                      "seed %llu: %s", (unsigned long long)seed,
                      braid_last_error());
         uint32_t ops = 0;
@@ -356,14 +358,14 @@ static uint32_t check_plan(const braid_plan *fp, const bp_device *dev,
             if (in->op == BP_INSTR_LOAD || in->op == BP_INSTR_CONST) continue;
             ops++;
             cr_assert_lt(in->source, n);
-            cr_assert(bp_device_equal(dev[in->source], fp->info[id].device),
+            cr_assert(bp_device_equal(dev[in->source], fp->res.info[id].device),
                       "seed %llu: fused node %u holds node %u of another "
                       "device",
                       (unsigned long long)seed, (unsigned)id,
                       (unsigned)in->source);
-            for (uint32_t j = 0; j < fp->graph->nnodes; j++)
-                cr_assert(fp->graph->nodes[j].op == BRAID_OP_FUSED ||
-                              fp->info[j].origin != in->source,
+            for (uint32_t j = 0; j < fp->res.graph->nnodes; j++)
+                cr_assert(fp->res.graph->nodes[j].op == BRAID_OP_FUSED ||
+                              fp->res.info[j].origin != in->source,
                           "seed %llu: node %u both fused and kept",
                           (unsigned long long)seed, (unsigned)in->source);
         }

@@ -47,14 +47,14 @@ static braid_plan *compile(const braid_graph *g, const char *devices,
 }
 
 static uint32_t node_of(const bp_plan *p, uint32_t origin) {
-    for (uint32_t id = 0; id < p->graph->nnodes; id++)
-        if (p->info[id].origin == origin) return id;
+    for (uint32_t id = 0; id < p->res.graph->nnodes; id++)
+        if (p->res.info[id].origin == origin) return id;
     cr_assert_fail("graph node %u is not in the plan", origin);
     return BG_NONE;
 }
 
 static const bp_tensor_place *place_of(const bp_plan *p, uint32_t origin) {
-    return &p->info[node_of(p, origin)].place;
+    return &p->res.info[node_of(p, origin)].place;
 }
 
 /* Runs p (natively, or emulated under seeds 1..nseeds) and compares with
@@ -72,15 +72,16 @@ static bool share(const bp_tensor_place *a, const bp_tensor_place *b) {
 
 static uint32_t reuse_events(const bp_plan *p) {
     uint32_t n = 0;
-    for (uint32_t k = 0; k < p->nevents; k++) n += p->events[k].reuse;
+    for (uint32_t k = 0; k < p->res.nevents; k++)
+        n += p->res.events[k].reuse;
     return n;
 }
 
 static const bp_arena *device_arena(const bp_plan *p, bp_device_kind kind) {
-    for (uint32_t a = 0; a < p->narenas; a++)
-        if (p->arenas[a].kind == BP_ARENA_DEVICE &&
-            p->arenas[a].device.kind == kind)
-            return &p->arenas[a];
+    for (uint32_t a = 0; a < p->res.narenas; a++)
+        if (p->res.arenas[a].kind == BP_ARENA_DEVICE &&
+            p->res.arenas[a].device.kind == kind)
+            return &p->res.arenas[a];
     return NULL;
 }
 
@@ -180,12 +181,12 @@ Test(memory, views) {
     cr_assert_eq(r->storage, BP_STORAGE_VIEW);
     cr_assert_eq(r->base, e);
     cr_assert_eq(r->offset, 0);
-    cr_assert(p->info[node_of(p, 2)].noop);
+    cr_assert(p->res.info[node_of(p, 2)].noop);
     cr_assert_eq(s->storage, BP_STORAGE_VIEW, "contiguous slice copied");
     cr_assert_eq(s->base, e, "view base not resolved to the owner");
     cr_assert_eq(s->offset, 2 * 8 * 4);
     cr_assert_eq(place_of(p, 4)->storage, BP_STORAGE_ARENA, "strided slice");
-    cr_assert(!p->info[node_of(p, 4)].noop);
+    cr_assert(!p->res.info[node_of(p, 4)].noop);
     cr_assert_eq(place_of(p, 8)->storage, BP_STORAGE_VIEW);
     cr_assert_eq(place_of(p, 8)->base, x, "view of an input");
     cr_assert_eq(place_of(p, 8)->offset, 20);
@@ -254,18 +255,18 @@ Test(memory, concat_in_place) {
     bp_plan *p = compile(g, "cpu", OFF, 0);
     /* c: b is also read by l, so not in place */
     cr_assert_eq(place_of(p, 3)->storage, BP_STORAGE_ARENA);
-    cr_assert(!p->info[node_of(p, 3)].noop);
+    cr_assert(!p->res.info[node_of(p, 3)].noop);
     /* j: f and h computed into its bytes */
     uint32_t j = node_of(p, 8);
-    cr_assert(p->info[j].noop, "concat j not assembled in place");
+    cr_assert(p->res.info[j].noop, "concat j not assembled in place");
     cr_assert_eq(place_of(p, 6)->storage, BP_STORAGE_VIEW);
     cr_assert_eq(place_of(p, 6)->base, j);
     cr_assert_eq(place_of(p, 6)->offset, 0);
     cr_assert_eq(place_of(p, 7)->base, j);
     cr_assert_eq(place_of(p, 7)->offset, 512);
-    cr_assert(!p->info[node_of(p, 6)].noop, "f must still run");
-    cr_assert(!p->info[node_of(p, 11)].noop, "m reads k twice");
-    cr_assert(!p->info[node_of(p, 12)].noop, "n joins rows");
+    cr_assert(!p->res.info[node_of(p, 6)].noop, "f must still run");
+    cr_assert(!p->res.info[node_of(p, 11)].noop, "m reads k twice");
+    cr_assert(!p->res.info[node_of(p, 12)].noop, "n joins rows");
     check_values(g, p, 0);
     braid_plan_free(p);
     braid_graph_free(g);
@@ -282,8 +283,8 @@ Test(memory, concat_in_place_when_inputs_are_private) {
                            "output \"f\" = %f\n");
     bp_plan *p = compile(g, "cpu", OFF, 0);
     uint32_t f = node_of(p, 5);
-    cr_assert(p->info[f].noop);
-    cr_assert(p->info[node_of(p, 3)].noop, "inner concat not in place");
+    cr_assert(p->res.info[f].noop);
+    cr_assert(p->res.info[node_of(p, 3)].noop, "inner concat not in place");
     cr_assert_eq(place_of(p, 1)->base, f, "nested view not at the root");
     cr_assert_eq(place_of(p, 2)->offset, 512);
     cr_assert_eq(place_of(p, 4)->offset, 1024);
@@ -308,8 +309,8 @@ Test(memory, views_on_the_gpu) {
         "output \"t\" = %t\n");
     bp_plan *p = compile(g, "cpu,cuda:0", OFF, 0);
     uint32_t c = node_of(p, 3);
-    cr_assert_eq(p->info[c].device.kind, BP_DEVICE_CUDA);
-    cr_assert(p->info[c].noop);
+    cr_assert_eq(p->res.info[c].device.kind, BP_DEVICE_CUDA);
+    cr_assert(p->res.info[c].noop);
     cr_assert_eq(place_of(p, 5)->storage, BP_STORAGE_VIEW);
     cr_assert_eq(place_of(p, 5)->base, c);
     cr_assert_eq(place_of(p, 5)->offset, 64);
@@ -321,16 +322,17 @@ Test(memory, views_on_the_gpu) {
 /* One data event per cross-queue edge (and no other events); the
  * schedule in id order. */
 static void data_events(bp_plan *p) {
-    uint32_t n = p->graph->nnodes;
-    free(p->events);
-    p->events = calloc(n * 3 + 1, sizeof *p->events);
-    p->nevents = 0;
+    uint32_t n = p->res.graph->nnodes;
+    free(p->res.events);
+    p->res.events = calloc(n * 3 + 1, sizeof *p->res.events);
+    p->res.nevents = 0;
     for (uint32_t id = 0; id < n; id++) {
-        const bg_node *nd = &p->graph->nodes[id];
+        const bg_node *nd = &p->res.graph->nodes[id];
         for (uint32_t j = 0; j < nd->ninputs; j++)
-            if (p->info[nd->inputs[j]].queue != p->info[id].queue &&
+            if (p->res.info[nd->inputs[j]].queue != p->res.info[id].queue &&
                 (j == 0 || nd->inputs[j] != nd->inputs[0]))
-                p->events[p->nevents++] = (bp_event){nd->inputs[j], id, false};
+                p->res.events[p->res.nevents++] =
+                    (bp_event){nd->inputs[j], id, false};
     }
 }
 
@@ -348,26 +350,27 @@ Test(memory, gpu_constant_keeps_its_bytes) {
                            "output \"y\" = %c\n");
     bp_plan *p = compile(g, "cpu,cuda:0", OFF, 0);
     uint32_t k = node_of(p, 1), a = node_of(p, 2);
-    uint32_t copy = p->graph->nodes[a].inputs[1];
-    cr_assert_eq(p->graph->nodes[copy].op, BRAID_OP_COPY);
-    p->info[k].device = p->info[a].device;
-    p->info[k].queue = p->info[a].queue;
+    uint32_t copy = p->res.graph->nodes[a].inputs[1];
+    cr_assert_eq(p->res.graph->nodes[copy].op, BRAID_OP_COPY);
+    p->res.info[k].device = p->res.info[a].device;
+    p->res.info[k].queue = p->res.info[a].queue;
     bp_plan_replace_uses(p, copy, k);
     cr_assert_eq(bp_plan_compact(p), BRAID_OK);
-    for (uint32_t id = 0; id < p->graph->nnodes; id++) {
-        p->schedule[id] = id;
-        p->info[id].order = id;
+    for (uint32_t id = 0; id < p->res.graph->nnodes; id++) {
+        p->res.schedule[id] = id;
+        p->res.info[id].order = id;
     }
-    p->nschedule = p->graph->nnodes;
+    p->res.nschedule = p->res.graph->nnodes;
     data_events(p);
     cr_assert_eq(bp_memory(p), BRAID_OK, "%s", braid_last_error());
     cr_assert_eq(bp_verify_plan(p), BRAID_OK, "%s", braid_last_error());
     k = node_of(p, 1);
-    cr_assert_eq(p->info[k].device.kind, BP_DEVICE_CUDA);
-    cr_assert_eq(p->info[k].place.storage, BP_STORAGE_ARENA);
-    cr_assert(p->info[k].noop);
-    for (uint32_t id = 0; id < p->graph->nnodes; id++)
-        cr_assert(id == k || !share(&p->info[id].place, &p->info[k].place),
+    cr_assert_eq(p->res.info[k].device.kind, BP_DEVICE_CUDA);
+    cr_assert_eq(p->res.info[k].place.storage, BP_STORAGE_ARENA);
+    cr_assert(p->res.info[k].noop);
+    for (uint32_t id = 0; id < p->res.graph->nnodes; id++)
+        cr_assert(id == k ||
+                      !share(&p->res.info[id].place, &p->res.info[k].place),
                   "node %u shares the constant's bytes", id);
     check_values(g, p, 2);
     braid_plan_free(p);
@@ -410,30 +413,31 @@ static const char *const DEPENDENT =
 /* Branch of a plan node: 0 for a (graph ids < first_b, and copies of
  * them), 1 for b. */
 static int branch(const bp_plan *p, uint32_t id, uint32_t first_b) {
-    while (p->info[id].origin == BG_NONE) id = p->graph->nodes[id].inputs[0];
-    return p->info[id].origin >= first_b;
+    while (p->res.info[id].origin == BG_NONE)
+        id = p->res.graph->nodes[id].inputs[0];
+    return p->res.info[id].origin >= first_b;
 }
 
 /* Hand-made streams: branch a's GPU compute on one new compute queue,
  * branch b's on another; the schedule all of a then all of b; one data
  * event per cross-queue edge; then the memory pass and the checker. */
 static void two_streams(bp_plan *p, uint32_t first_b) {
-    uint32_t n = p->graph->nnodes, q0 = p->nqueues;
-    bp_queue *qs = realloc(p->queues, (q0 + 2) * sizeof *qs);
+    uint32_t n = p->res.graph->nnodes, q0 = p->res.nqueues;
+    bp_queue *qs = realloc(p->res.queues, (q0 + 2) * sizeof *qs);
     cr_assert_not_null(qs);
-    p->queues = qs;
+    p->res.queues = qs;
     bp_device gpu = {BP_DEVICE_CUDA, 0};
     qs[q0] = (bp_queue){BP_QUEUE_COMPUTE, gpu, 10};
     qs[q0 + 1] = (bp_queue){BP_QUEUE_COMPUTE, gpu, 11};
-    p->nqueues = q0 + 2;
+    p->res.nqueues = q0 + 2;
     uint32_t k = 0;
     for (int b = 0; b < 2; b++)
         for (uint32_t id = 0; id < n; id++) {
             if (branch(p, id, first_b) != b) continue;
-            p->schedule[k] = id;
-            p->info[id].order = k++;
-            if (p->graph->nodes[id].op != BRAID_OP_COPY)
-                p->info[id].queue = q0 + (uint32_t)b;
+            p->res.schedule[k] = id;
+            p->res.info[id].order = k++;
+            if (p->res.graph->nodes[id].op != BRAID_OP_COPY)
+                p->res.info[id].queue = q0 + (uint32_t)b;
         }
     cr_assert_eq(k, n, "a node in no branch");
     data_events(p);
@@ -443,10 +447,10 @@ static void two_streams(bp_plan *p, uint32_t first_b) {
 
 /* An a tensor and a b tensor share bytes. */
 static bool branches_share(const bp_plan *p, uint32_t first_b) {
-    for (uint32_t i = 0; i < p->graph->nnodes; i++)
-        for (uint32_t j = 0; j < p->graph->nnodes; j++)
+    for (uint32_t i = 0; i < p->res.graph->nnodes; i++)
+        for (uint32_t j = 0; j < p->res.graph->nnodes; j++)
             if (branch(p, i, first_b) == 0 && branch(p, j, first_b) == 1 &&
-                share(&p->info[i].place, &p->info[j].place))
+                share(&p->res.info[i].place, &p->res.info[j].place))
                 return true;
     return false;
 }
@@ -464,19 +468,20 @@ Test(memory, reuse_across_streams_needs_events) {
     cr_assert(branches_share(p, 4), "b did not reuse a's bytes");
     cr_assert_gt(reuse_events(p), 0);
     cr_assert_leq(gpu->bytes, gpu->lower_bound * 105 / 100);
-    for (uint32_t k = 0; k < p->nevents; k++) {
-        const bp_event *e = &p->events[k];
+    for (uint32_t k = 0; k < p->res.nevents; k++) {
+        const bp_event *e = &p->res.events[k];
         if (!e->reuse) continue;
-        cr_assert_lt(p->info[e->after].order, p->info[e->before].order);
-        cr_assert_neq(p->info[e->after].queue, p->info[e->before].queue);
+        cr_assert_lt(p->res.info[e->after].order, p->res.info[e->before].order);
+        cr_assert_neq(p->res.info[e->after].queue,
+                      p->res.info[e->before].queue);
         cr_log_info("reuse event %%%u -> %%%u", e->after, e->before);
     }
     check_values(g, p, 16);
     /* the sharing rests on the reuse events */
     uint32_t kept = 0;
-    for (uint32_t k = 0; k < p->nevents; k++)
-        if (!p->events[k].reuse) p->events[kept++] = p->events[k];
-    p->nevents = kept;
+    for (uint32_t k = 0; k < p->res.nevents; k++)
+        if (!p->res.events[k].reuse) p->res.events[kept++] = p->res.events[k];
+    p->res.nevents = kept;
     cr_assert_eq(bp_verify_plan(p), BRAID_ERR_INTERNAL);
     cr_assert(strstr(braid_last_error(), "overlap:"), "%s", braid_last_error());
     braid_plan_free(p);
@@ -503,18 +508,19 @@ Test(memory, concurrent_streams_keep_separate_bytes) {
     bp_plan *p = compile(g, "cpu,cuda:0", OFF, 2);
     two_streams(p, 4);
     /* interleave: a and b alternate, so their lifetimes overlap */
-    uint32_t n = p->graph->nnodes, ia = 0, ib = 0, k = 0;
+    uint32_t n = p->res.graph->nnodes, ia = 0, ib = 0, k = 0;
     uint32_t *a = calloc(n, sizeof *a), *b = calloc(n, sizeof *b);
     for (uint32_t i = 0; i < n; i++) {
-        uint32_t id = p->schedule[i];
+        uint32_t id = p->res.schedule[i];
         if (branch(p, id, 4)) b[ib++] = id;
         else a[ia++] = id;
     }
     for (uint32_t i = 0; i < ia || i < ib; i++) {
-        if (i < ia) p->schedule[k++] = a[i];
-        if (i < ib) p->schedule[k++] = b[i];
+        if (i < ia) p->res.schedule[k++] = a[i];
+        if (i < ib) p->res.schedule[k++] = b[i];
     }
-    for (uint32_t i = 0; i < n; i++) p->info[p->schedule[i]].order = i;
+    for (uint32_t i = 0; i < n; i++)
+        p->res.info[p->res.schedule[i]].order = i;
     free(a);
     free(b);
     cr_assert_eq(bp_memory(p), BRAID_OK, "%s", braid_last_error());
@@ -522,7 +528,7 @@ Test(memory, concurrent_streams_keep_separate_bytes) {
     for (uint32_t i = 0; i < n; i++)
         for (uint32_t j = 0; j < n; j++)
             if (branch(p, i, 4) == 0 && branch(p, j, 4) == 1 &&
-                share(&p->info[i].place, &p->info[j].place))
+                share(&p->res.info[i].place, &p->res.info[j].place))
                 cr_assert(reuse_events(p) > 0,
                           "%%%u and %%%u share bytes with nothing ordering "
                           "them",
@@ -547,15 +553,15 @@ Test(memory, chunked_pipeline) {
     o.chunks = 4;
     braid_plan *p = ts_compile_ok(g, &o);
     uint32_t slices = 0, concats = 0;
-    for (uint32_t id = 0; id < p->graph->nnodes; id++) {
-        const bg_node *n = &p->graph->nodes[id];
-        if (n->op == BRAID_OP_SLICE && p->graph->nodes[n->inputs[0]].op ==
-                                           BRAID_OP_INPUT) {
-            cr_assert_eq(p->info[id].place.storage, BP_STORAGE_VIEW);
+    for (uint32_t id = 0; id < p->res.graph->nnodes; id++) {
+        const bg_node *n = &p->res.graph->nodes[id];
+        if (n->op == BRAID_OP_SLICE &&
+            p->res.graph->nodes[n->inputs[0]].op == BRAID_OP_INPUT) {
+            cr_assert_eq(p->res.info[id].place.storage, BP_STORAGE_VIEW);
             slices++;
         }
         if (n->op == BRAID_OP_CONCAT) {
-            cr_assert(p->info[id].noop, "concat %u copies", id);
+            cr_assert(p->res.info[id].noop, "concat %u copies", id);
             concats++;
         }
     }
@@ -576,17 +582,17 @@ Test(memory, reuse_off_gives_every_tensor_its_bytes) {
     braid_graph *g = parse(CONCATS);
     bp_plan *p = compile(g, "cpu", OFF | BRAID_PASS_REUSE, 0);
     uint64_t sum = 0;
-    for (uint32_t i = 0; i < p->graph->nnodes; i++) {
-        const bp_tensor_place *a = &p->info[i].place;
+    for (uint32_t i = 0; i < p->res.graph->nnodes; i++) {
+        const bp_tensor_place *a = &p->res.info[i].place;
         if (a->storage == BP_STORAGE_ARENA) sum += (a->bytes + 63) / 64 * 64;
         for (uint32_t j = 0; j < i; j++)
-            cr_assert(!share(a, &p->info[j].place), "%%%u and %%%u share", i,
-                      j);
+            cr_assert(!share(a, &p->res.info[j].place), "%%%u and %%%u share",
+                      i, j);
     }
     const bp_arena *ar = device_arena(p, BP_DEVICE_CPU);
     cr_assert_eq(ar->bytes, sum);
     cr_assert_leq(ar->lower_bound, ar->bytes);
-    cr_assert(p->info[node_of(p, 8)].noop, "views are not reuse");
+    cr_assert(p->res.info[node_of(p, 8)].noop, "views are not reuse");
     cr_assert_eq(reuse_events(p), 0);
     check_values(g, p, 0);
     braid_plan_free(p);
@@ -595,11 +601,11 @@ Test(memory, reuse_off_gives_every_tensor_its_bytes) {
 
 static uint32_t pinned_arenas(const bp_plan *p, uint64_t *bytes) {
     uint32_t n = 0;
-    for (uint32_t a = 0; a < p->narenas; a++)
-        if (p->arenas[a].kind == BP_ARENA_PINNED) {
+    for (uint32_t a = 0; a < p->res.narenas; a++)
+        if (p->res.arenas[a].kind == BP_ARENA_PINNED) {
             n++;
-            *bytes = p->arenas[a].bytes;
-            cr_assert_eq(p->arenas[a].device.kind, BP_DEVICE_CPU);
+            *bytes = p->res.arenas[a].bytes;
+            cr_assert_eq(p->res.arenas[a].device.kind, BP_DEVICE_CPU);
         }
     return n;
 }
@@ -639,13 +645,14 @@ Test(memory, pinned_staging_iff_host_device_copies) {
 Test(memory, pass_is_repeatable) {
     braid_graph *g = parse(BRANCHES);
     bp_plan *p = compile(g, "cpu,cuda:0", 0, 0);
-    uint32_t n = p->graph->nnodes, nev = p->nevents;
+    uint32_t n = p->res.graph->nnodes, nev = p->res.nevents;
     bp_tensor_place *before = calloc(n, sizeof *before);
-    for (uint32_t i = 0; i < n; i++) before[i] = p->info[i].place;
-    cr_assert_eq(bp_memory(p), BRAID_OK);
-    cr_assert_eq(p->nevents, nev);
     for (uint32_t i = 0; i < n; i++)
-        cr_assert(!memcmp(&before[i], &p->info[i].place, sizeof *before),
+        before[i] = p->res.info[i].place;
+    cr_assert_eq(bp_memory(p), BRAID_OK);
+    cr_assert_eq(p->res.nevents, nev);
+    for (uint32_t i = 0; i < n; i++)
+        cr_assert(!memcmp(&before[i], &p->res.info[i].place, sizeof *before),
                   "node %u moved", i);
     free(before);
     braid_plan_free(p);
@@ -657,8 +664,8 @@ Test(memory, pass_is_repeatable) {
 /* Checks and logs every device arena of g compiled for cpu,cuda:0. */
 static void check_ratio(const char *what, const braid_graph *g) {
     bp_plan *p = compile(g, "cpu,cuda:0", 0, 0);
-    for (uint32_t a = 0; a < p->narenas; a++) {
-        const bp_arena *ar = &p->arenas[a];
+    for (uint32_t a = 0; a < p->res.narenas; a++) {
+        const bp_arena *ar = &p->res.arenas[a];
         char dev[32];
         bp_device_str(ar->device, dev, sizeof dev);
         double r = ar->lower_bound ? (double)ar->bytes / ar->lower_bound : 1;
@@ -704,7 +711,7 @@ Test(memory, arenas_within_5_percent_of_lower_bound) {
  * -------------------------------------------------------------------- */
 
 static void put_place(FILE *f, const bp_plan *p, uint32_t id) {
-    const bp_tensor_place *pl = &p->info[id].place;
+    const bp_tensor_place *pl = &p->res.info[id].place;
     static const char *const kinds[] = {"none", "arena", "input", "constant",
                                         "view"};
     fprintf(f, "%s", kinds[pl->storage]);
@@ -713,7 +720,7 @@ static void put_place(FILE *f, const bp_plan *p, uint32_t id) {
     if (pl->storage == BP_STORAGE_VIEW)
         fprintf(f, " of %%%u+%llu", pl->base, (unsigned long long)pl->offset);
     fprintf(f, " %lluB%s\n", (unsigned long long)pl->bytes,
-            p->info[id].noop ? " noop" : "");
+            p->res.info[id].noop ? " noop" : "");
 }
 
 /* Arenas, then every node in schedule order, then the reuse events. */
@@ -723,24 +730,24 @@ static char *summary(const bp_plan *p) {
     FILE *f = open_memstream(&buf, &len);
     cr_assert(f);
     char a[64], b[64];
-    for (uint32_t i = 0; i < p->narenas; i++) {
-        const bp_arena *ar = &p->arenas[i];
+    for (uint32_t i = 0; i < p->res.narenas; i++) {
+        const bp_arena *ar = &p->res.arenas[i];
         fprintf(f, "arena %u %s %s %llu lower_bound %llu\n", i,
                 bp_device_str(ar->device, a, sizeof a),
                 ar->kind == BP_ARENA_PINNED ? "pinned" : "device",
                 (unsigned long long)ar->bytes,
                 (unsigned long long)ar->lower_bound);
     }
-    for (uint32_t i = 0; i < p->nschedule; i++) {
-        uint32_t id = p->schedule[i];
-        fprintf(f, "%%%u %s %s ", id, bg_op(p->graph->nodes[id].op)->name,
-                bp_queue_str(p, p->info[id].queue, b, sizeof b));
+    for (uint32_t i = 0; i < p->res.nschedule; i++) {
+        uint32_t id = p->res.schedule[i];
+        fprintf(f, "%%%u %s %s ", id, bg_op(p->res.graph->nodes[id].op)->name,
+                bp_queue_str(p, p->res.info[id].queue, b, sizeof b));
         put_place(f, p, id);
     }
-    for (uint32_t k = 0; k < p->nevents; k++)
-        if (p->events[k].reuse)
-            fprintf(f, "reuse event %%%u -> %%%u\n", p->events[k].after,
-                    p->events[k].before);
+    for (uint32_t k = 0; k < p->res.nevents; k++)
+        if (p->res.events[k].reuse)
+            fprintf(f, "reuse event %%%u -> %%%u\n", p->res.events[k].after,
+                    p->res.events[k].before);
     fclose(f);
     return buf;
 }

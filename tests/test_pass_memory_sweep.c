@@ -17,8 +17,12 @@
 #include "tests/support/golden.h"
 #include "tests/support/support.h"
 
-static void force_sweep(void) { bp_mem_greedy_pairs = 0; }
-static void restore(void) { bp_mem_greedy_pairs = BP_MEM_GREEDY_PAIRS; }
+static void force_sweep(void) {
+    bp_mem_greedy_pairs = 0;
+}
+static void restore(void) {
+    bp_mem_greedy_pairs = BP_MEM_GREEDY_PAIRS;
+}
 
 static void random_dags(const char *devices, bool hints, int count) {
     ts_graph_options go;
@@ -58,8 +62,8 @@ Test(memory_sweep, cpu_arenas_near_lower_bound, .init = force_sweep,
                      braid_graph_error(g));
         braid_compile_options o = ts_compile_options("cpu", 0);
         bp_plan *p = ts_compile_ok(g, &o);
-        for (uint32_t a = 0; a < p->narenas; a++) {
-            const bp_arena *ar = &p->arenas[a];
+        for (uint32_t a = 0; a < p->res.narenas; a++) {
+            const bp_arena *ar = &p->res.arenas[a];
             cr_assert_leq((double)ar->bytes, 1.05 * (double)ar->lower_bound,
                           "%s: arena %u of %llu bytes, lower bound %llu",
                           sg_names[shape], a, (unsigned long long)ar->bytes,

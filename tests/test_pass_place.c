@@ -105,22 +105,23 @@ static char *summary(const braid_plan *p, braid_status s) {
         fclose(f);
         return buf;
     }
-    const braid_graph *g = p->graph;
+    const braid_graph *g = p->res.graph;
     char dev[32];
     for (uint32_t want = 0; want < g->nnodes; want++)
         for (uint32_t id = 0; id < g->nnodes; id++) {
-            if (p->info[id].origin != want) continue;
+            if (p->res.info[id].origin != want) continue;
             const bg_node *n = bg_node_at(g, id);
             fprintf(f, "%%%u %s %s", (unsigned)want, bg_op(n->op)->name,
-                    bp_device_str(p->info[id].device, dev, sizeof dev));
+                    bp_device_str(p->res.info[id].device, dev, sizeof dev));
             if (n->name) fprintf(f, " \"%s\"", n->name);
             fputc('\n', f);
         }
     for (uint32_t id = 0; id < g->nnodes; id++) {
         const bg_node *n = bg_node_at(g, id);
         if (n->op != BRAID_OP_COPY) continue;
-        fprintf(f, "copy %%%u -> %s\n", (unsigned)p->info[n->inputs[0]].origin,
-                bp_device_str(p->info[id].device, dev, sizeof dev));
+        fprintf(f, "copy %%%u -> %s\n",
+                (unsigned)p->res.info[n->inputs[0]].origin,
+                bp_device_str(p->res.info[id].device, dev, sizeof dev));
     }
     fclose(f);
     return buf;
@@ -141,8 +142,8 @@ static braid_plan *golden(const char *name) {
 
 /* The plan node that came from user node `origin`. */
 static uint32_t node_of(const braid_plan *p, uint32_t origin) {
-    for (uint32_t id = 0; id < p->graph->nnodes; id++)
-        if (p->info[id].origin == origin) return id;
+    for (uint32_t id = 0; id < p->res.graph->nnodes; id++)
+        if (p->res.info[id].origin == origin) return id;
     cr_assert_fail("user node %u not in the plan", (unsigned)origin);
     return BG_NONE;
 }
@@ -150,24 +151,25 @@ static uint32_t node_of(const braid_plan *p, uint32_t origin) {
 static bool on(const braid_plan *p, uint32_t origin, const char *device) {
     char buf[32];
     return !strcmp(
-        bp_device_str(p->info[node_of(p, origin)].device, buf, sizeof buf),
+        bp_device_str(p->res.info[node_of(p, origin)].device, buf, sizeof buf),
         device);
 }
 
 /* Copies whose source is user node `origin`. */
 static int copies_of(const braid_plan *p, uint32_t origin) {
     int k = 0;
-    for (uint32_t id = 0; id < p->graph->nnodes; id++) {
-        const bg_node *n = bg_node_at(p->graph, id);
-        k += n->op == BRAID_OP_COPY && p->info[n->inputs[0]].origin == origin;
+    for (uint32_t id = 0; id < p->res.graph->nnodes; id++) {
+        const bg_node *n = bg_node_at(p->res.graph, id);
+        k += n->op == BRAID_OP_COPY &&
+             p->res.info[n->inputs[0]].origin == origin;
     }
     return k;
 }
 
 static int count_copies(const braid_plan *p) {
     int k = 0;
-    for (uint32_t id = 0; id < p->graph->nnodes; id++)
-        k += bg_node_at(p->graph, id)->op == BRAID_OP_COPY;
+    for (uint32_t id = 0; id < p->res.graph->nnodes; id++)
+        k += bg_node_at(p->res.graph, id)->op == BRAID_OP_COPY;
     return k;
 }
 
@@ -175,8 +177,8 @@ static int count_copies(const braid_plan *p) {
 
 Test(place, everything_cpu_without_a_gpu) {
     braid_plan *p = golden("all_cpu");
-    for (uint32_t id = 0; id < p->graph->nnodes; id++)
-        cr_assert_eq(p->info[id].device.kind, BP_DEVICE_CPU);
+    for (uint32_t id = 0; id < p->res.graph->nnodes; id++)
+        cr_assert_eq(p->res.info[id].device.kind, BP_DEVICE_CPU);
     cr_assert_eq(count_copies(p), 0);
     braid_plan_free(p);
 }
@@ -269,10 +271,10 @@ Test(place, mlp_example_runs_on_the_gpu) {
     braid_compile_options o =
         ts_compile_options("cpu,cuda:0", BRAID_PASS_FUSE | BRAID_PASS_CHUNK);
     braid_plan *p = ts_compile_ok(g, &o);
-    for (uint32_t id = 0; id < p->graph->nnodes; id++) {
-        const bg_node *n = bg_node_at(p->graph, id);
+    for (uint32_t id = 0; id < p->res.graph->nnodes; id++) {
+        const bg_node *n = bg_node_at(p->res.graph, id);
         if (n->op == BRAID_OP_COPY || n->op == BRAID_OP_INPUT) continue;
-        cr_assert_eq(p->info[id].device.kind, BP_DEVICE_CUDA, "%%%u %s",
+        cr_assert_eq(p->res.info[id].device.kind, BP_DEVICE_CUDA, "%%%u %s",
                      (unsigned)id, bg_op(n->op)->name);
     }
     cr_assert_eq(count_copies(p), 2, "x up, y down");

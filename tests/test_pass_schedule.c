@@ -45,8 +45,8 @@ static braid_compile_options options(const char *devices, int chunks) {
 /* After the dump: the issue order. */
 static void put_schedule(FILE *f, const braid_plan *p) {
     fprintf(f, "# schedule:");
-    for (uint32_t i = 0; i < p->nschedule; i++)
-        fprintf(f, " %%%u", p->schedule[i]);
+    for (uint32_t i = 0; i < p->res.nschedule; i++)
+        fprintf(f, " %%%u", p->res.schedule[i]);
     fprintf(f, "\n");
 }
 
@@ -59,18 +59,18 @@ static void check_golden(const char *name) {
 
 /* A permutation of the nodes, inputs first, info.order its inverse. */
 static void check_topological(const braid_plan *p) {
-    uint32_t n = p->graph->nnodes;
-    cr_assert_eq(p->nschedule, n);
+    uint32_t n = p->res.graph->nnodes;
+    cr_assert_eq(p->res.nschedule, n);
     int64_t *pos = malloc((n ? n : 1) * sizeof *pos);
     cr_assert(pos);
     for (uint32_t i = 0; i < n; i++) pos[i] = -1;
     for (uint32_t i = 0; i < n; i++) {
-        uint32_t id = p->schedule[i];
+        uint32_t id = p->res.schedule[i];
         cr_assert_lt(id, n);
         cr_assert_eq(pos[id], -1, "node %u scheduled twice", id);
         pos[id] = i;
-        cr_assert_eq(p->info[id].order, i);
-        const bg_node *nd = bg_node_at(p->graph, id);
+        cr_assert_eq(p->res.info[id].order, i);
+        const bg_node *nd = bg_node_at(p->res.graph, id);
         for (uint32_t k = 0; k < nd->ninputs; k++)
             cr_assert(pos[nd->inputs[k]] >= 0, "node %u before its input %u",
                       id, nd->inputs[k]);
@@ -81,7 +81,7 @@ static void check_topological(const braid_plan *p) {
 /* Every queue's order together with the events can run to completion:
  * repeatedly run any queue head whose event producers are done. */
 static void check_queues_complete(const braid_plan *p) {
-    uint32_t n = p->graph->nnodes, nq = p->nqueues;
+    uint32_t n = p->res.graph->nnodes, nq = p->res.nqueues;
     uint32_t *next = calloc(nq, sizeof *next);
     bool *done = calloc(n ? n : 1, sizeof *done);
     cr_assert(next && done);
@@ -89,14 +89,16 @@ static void check_queues_complete(const braid_plan *p) {
         bool progress = false;
         for (uint32_t q = 0; q < nq; q++) {
             /* the queue's next node: first not-done node of q in order */
-            while (next[q] < n && (p->info[p->schedule[next[q]]].queue != q ||
-                                   done[p->schedule[next[q]]]))
+            while (next[q] < n &&
+                   (p->res.info[p->res.schedule[next[q]]].queue != q ||
+                    done[p->res.schedule[next[q]]]))
                 next[q]++;
             if (next[q] == n) continue;
-            uint32_t id = p->schedule[next[q]];
+            uint32_t id = p->res.schedule[next[q]];
             bool ready = true;
-            for (uint32_t e = 0; e < p->nevents; e++)
-                if (p->events[e].before == id && !done[p->events[e].after])
+            for (uint32_t e = 0; e < p->res.nevents; e++)
+                if (p->res.events[e].before == id &&
+                    !done[p->res.events[e].after])
                     ready = false;
             if (!ready) continue;
             done[id] = true;
@@ -113,7 +115,7 @@ static void check_queues_complete(const braid_plan *p) {
  * its last reader (outputs to the end); inputs and constants are the
  * caller's / plan's memory and do not count. */
 static uint64_t peak_bytes(const braid_plan *p, const uint32_t *order) {
-    uint32_t n = p->graph->nnodes;
+    uint32_t n = p->res.graph->nnodes;
     uint32_t *pos = malloc((n ? n : 1) * sizeof *pos);
     uint32_t *last = malloc((n ? n : 1) * sizeof *last);
     int64_t *delta = calloc((size_t)n + 2, sizeof *delta);
@@ -121,15 +123,16 @@ static uint64_t peak_bytes(const braid_plan *p, const uint32_t *order) {
     for (uint32_t i = 0; i < n; i++) pos[order[i]] = i;
     for (uint32_t i = 0; i < n; i++) last[i] = pos[i];
     for (uint32_t id = 0; id < n; id++) {
-        const bg_node *nd = bg_node_at(p->graph, id);
+        const bg_node *nd = bg_node_at(p->res.graph, id);
         for (uint32_t k = 0; k < nd->ninputs; k++)
             if (pos[id] > last[nd->inputs[k]]) last[nd->inputs[k]] = pos[id];
     }
-    for (uint32_t i = 0; i < p->noutputs; i++) last[p->outputs[i].node] = n;
+    for (uint32_t i = 0; i < p->res.noutputs; i++)
+        last[p->res.outputs[i].node] = n;
     for (uint32_t id = 0; id < n; id++) {
-        braid_op op = bg_node_at(p->graph, id)->op;
+        braid_op op = bg_node_at(p->res.graph, id)->op;
         if (op == BRAID_OP_INPUT || op == BRAID_OP_CONSTANT) continue;
-        int64_t b = (int64_t)bg_nbytes(bg_node_at(p->graph, id));
+        int64_t b = (int64_t)bg_nbytes(bg_node_at(p->res.graph, id));
         delta[pos[id]] += b;
         delta[last[id] + 1] -= b;
     }
@@ -145,14 +148,14 @@ static uint64_t peak_bytes(const braid_plan *p, const uint32_t *order) {
 }
 
 static uint32_t position(const braid_plan *p, uint32_t id) {
-    return p->info[id].order;
+    return p->res.info[id].order;
 }
 
 /* The id of the nth node with op (in id order). */
 static uint32_t find_op(const braid_plan *p, braid_op op, uint32_t nth) {
     uint32_t want = nth;
-    for (uint32_t id = 0; id < p->graph->nnodes; id++)
-        if (bg_node_at(p->graph, id)->op == op && nth-- == 0) return id;
+    for (uint32_t id = 0; id < p->res.graph->nnodes; id++)
+        if (bg_node_at(p->res.graph, id)->op == op && nth-- == 0) return id;
     cr_assert_fail("no %s #%u", bg_op(op)->name, want);
     return 0;
 }
@@ -197,11 +200,13 @@ Test(schedule, h2d_copy_issued_right_after_its_input) {
     braid_plan *p = ts_compile_ok(g, &o);
     check_topological(p);
     uint32_t up = BG_NONE, down = BG_NONE, y = BG_NONE, tanh_id = BG_NONE;
-    for (uint32_t id = 0; id < p->graph->nnodes; id++) {
-        const bg_node *n = bg_node_at(p->graph, id);
-        if (n->op == BRAID_OP_COPY && p->info[id].device.kind == BP_DEVICE_CUDA)
+    for (uint32_t id = 0; id < p->res.graph->nnodes; id++) {
+        const bg_node *n = bg_node_at(p->res.graph, id);
+        if (n->op == BRAID_OP_COPY &&
+            p->res.info[id].device.kind == BP_DEVICE_CUDA)
             up = id;
-        if (n->op == BRAID_OP_COPY && p->info[id].device.kind == BP_DEVICE_CPU)
+        if (n->op == BRAID_OP_COPY &&
+            p->res.info[id].device.kind == BP_DEVICE_CPU)
             down = id;
         if (n->op == BRAID_OP_INPUT && !strcmp(n->name, "y")) y = id;
         if (n->op == BRAID_OP_TANH) tanh_id = id;
@@ -222,7 +227,7 @@ Test(schedule, h2d_copy_issued_right_after_its_input) {
  * found through the slice it descends from. */
 static int chunk_of(const braid_plan *p, uint32_t id) {
     for (;;) {
-        const bg_node *n = bg_node_at(p->graph, id);
+        const bg_node *n = bg_node_at(p->res.graph, id);
         if (n->op == BRAID_OP_SLICE) return (int)(n->attr.start[0] / 16);
         if (n->ninputs == 0) return -1;
         id = n->inputs[0];
@@ -243,14 +248,14 @@ Test(schedule, chunked_chain_is_a_software_pipeline) {
     /* Collapse the order into stages: H<k> upload, K<k> compute (once per
      * run of a chunk's GPU nodes), D<k> download. */
     char seq[256] = "", last[8] = "";
-    for (uint32_t i = 0; i < p->nschedule; i++) {
-        uint32_t id = p->schedule[i];
-        const bg_node *n = bg_node_at(p->graph, id);
-        if (!p->info[id].chunk || n->op == BRAID_OP_SLICE ||
+    for (uint32_t i = 0; i < p->res.nschedule; i++) {
+        uint32_t id = p->res.schedule[i];
+        const bg_node *n = bg_node_at(p->res.graph, id);
+        if (!p->res.info[id].chunk || n->op == BRAID_OP_SLICE ||
             n->op == BRAID_OP_CONCAT)
             continue;
         char st[8];
-        bool gpu = p->info[id].device.kind == BP_DEVICE_CUDA;
+        bool gpu = p->res.info[id].device.kind == BP_DEVICE_CUDA;
         char kind = n->op == BRAID_OP_COPY ? (gpu ? 'H' : 'D') : 'K';
         snprintf(st, sizeof st, "%c%d", kind, chunk_of(p, id));
         if (kind == 'K' && !strcmp(st, last)) continue;
@@ -298,11 +303,12 @@ Test(schedule, wide_graph_peak_below_id_order) {
         braid_compile_options o = options(dev ? "cpu,cuda:0" : "cpu", 1);
         braid_plan *p = ts_compile_ok(g, &o);
         check_topological(p);
-        uint32_t n = p->graph->nnodes;
+        uint32_t n = p->res.graph->nnodes;
         uint32_t *ids = malloc(n * sizeof *ids);
         cr_assert(ids);
         for (uint32_t i = 0; i < n; i++) ids[i] = i;
-        uint64_t naive = peak_bytes(p, ids), ours = peak_bytes(p, p->schedule);
+        uint64_t naive = peak_bytes(p, ids),
+                 ours = peak_bytes(p, p->res.schedule);
         cr_log_info("%s: peak live bytes %llu scheduled vs %llu in id order",
                     dev ? "cuda:0" : "cpu", (unsigned long long)ours,
                     (unsigned long long)naive);

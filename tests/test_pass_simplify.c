@@ -35,29 +35,30 @@
 static bp_plan *plan_for(const braid_graph *g) {
     bp_plan *p = bp_calloc(1, sizeof *p, "plan");
     cr_assert_not_null(p);
-    braid_compile_options_init(&p->opts);
-    p->devices[0] = (bp_device){BP_DEVICE_CPU, 0};
-    p->ndevices = 1;
-    p->settings.max_streams = 1;
-    p->settings.profile[0] = bp_default_profile(BP_DEVICE_CPU);
-    p->graph = bg_graph_clone(g);
-    cr_assert_not_null(p->graph);
-    const braid_graph *pg = p->graph;
-    p->inputs = bp_calloc(braid_graph_input_count(pg), sizeof *p->inputs, "in");
-    p->outputs = bp_calloc(pg->noutputs, sizeof *p->outputs, "out");
-    cr_assert(p->inputs && p->outputs);
+    braid_compile_options_init(&p->in.opts);
+    p->in.devs.devices[0] = (bp_device){BP_DEVICE_CPU, 0};
+    p->in.devs.ndevices = 1;
+    p->in.settings.max_streams = 1;
+    p->in.devs.profile[0] = bp_default_profile(BP_DEVICE_CPU);
+    p->res.graph = bg_graph_clone(g);
+    cr_assert_not_null(p->res.graph);
+    const braid_graph *pg = p->res.graph;
+    p->res.inputs =
+        bp_calloc(braid_graph_input_count(pg), sizeof *p->res.inputs, "in");
+    p->res.outputs = bp_calloc(pg->noutputs, sizeof *p->res.outputs, "out");
+    cr_assert(p->res.inputs && p->res.outputs);
     for (uint32_t i = 0; i < pg->nnodes; i++)
         if (pg->nodes[i].op == BRAID_OP_INPUT)
-            p->inputs[p->ninputs++] =
+            p->res.inputs[p->res.ninputs++] =
                 (bp_io){pg->nodes[i].name, i, bg_nbytes(&pg->nodes[i])};
     for (uint32_t i = 0; i < pg->noutputs; i++) {
         uint32_t id = pg->outputs[i].node;
-        p->outputs[p->noutputs++] =
+        p->res.outputs[p->res.noutputs++] =
             (bp_io){pg->outputs[i].name, id, bg_nbytes(&pg->nodes[id])};
     }
     cr_assert_eq(bp_plan_sync_info(p), BRAID_OK);
-    for (uint32_t id = 0; id < p->ninfo; id++)
-        p->info[id].origin = id;
+    for (uint32_t id = 0; id < p->res.ninfo; id++)
+        p->res.info[id].origin = id;
     return p;
 }
 
@@ -68,15 +69,15 @@ static bp_plan *simplified(const braid_graph *g) {
     cr_assert_eq(bp_verify(p), BRAID_OK, "verify: %s", braid_last_error());
     braid_status s = bp_simplify(p);
     cr_assert_eq(s, BRAID_OK, "simplify: %s", braid_last_error());
-    const braid_graph *pg = p->graph;
-    cr_assert_eq(p->ninfo, pg->nnodes);
-    cr_assert_eq(p->noutputs, pg->noutputs);
+    const braid_graph *pg = p->res.graph;
+    cr_assert_eq(p->res.ninfo, pg->nnodes);
+    cr_assert_eq(p->res.noutputs, pg->noutputs);
     for (uint32_t i = 0; i < pg->nnodes; i++)
         for (uint32_t k = 0; k < pg->nodes[i].ninputs; k++)
             cr_assert_lt(pg->nodes[i].inputs[k], i, "ids not topological");
-    for (uint32_t i = 0; i < p->noutputs; i++) {
-        cr_assert_eq(p->outputs[i].node, pg->outputs[i].node);
-        cr_assert_str_eq(p->outputs[i].name, pg->outputs[i].name);
+    for (uint32_t i = 0; i < p->res.noutputs; i++) {
+        cr_assert_eq(p->res.outputs[i].node, pg->outputs[i].node);
+        cr_assert_str_eq(p->res.outputs[i].name, pg->outputs[i].name);
     }
     /* the pass leaves a graph the verifier still accepts */
     cr_assert_eq(bp_verify(p), BRAID_OK, "verify after simplify: %s",
@@ -138,9 +139,9 @@ static void golden(const char *name) {
     braid_graph *g = ts_load_ok(in);
     free(in);
     bp_plan *p = simplified(g);
-    cr_assert_leq(p->graph->nnodes, live_count(g), "%s: more nodes", name);
-    assert_same_reference(g, p->graph, 1);
-    char *got = print_graph(p->graph);
+    cr_assert_leq(p->res.graph->nnodes, live_count(g), "%s: more nodes", name);
+    assert_same_reference(g, p->res.graph, 1);
+    char *got = print_graph(p->res.graph);
     ts_check_golden(dir, name, got);
     free(got);
     braid_plan_free(p);
@@ -204,7 +205,7 @@ Test(simplify, folding_concat_sum_max_i32) {
     braid_tensor m = braid_max(g, s, braid_neg(g, s));
     braid_output(g, "m", m);
     bp_plan *p = simplified(g);
-    const braid_graph *pg = p->graph;
+    const braid_graph *pg = p->res.graph;
     cr_assert_eq(pg->nnodes, 1, "everything folds into one constant");
     cr_assert_eq(pg->nodes[0].op, BRAID_OP_CONSTANT);
     const int32_t *got = pg->nodes[0].attr.data;
@@ -228,7 +229,7 @@ Test(simplify, folding_rounds_f16_per_node) {
     braid_tensor e = braid_div(g, d, a);
     braid_output(g, "e", e);
     bp_plan *p = simplified(g);
-    const braid_graph *pg = p->graph;
+    const braid_graph *pg = p->res.graph;
     cr_assert_eq(pg->nnodes, 1, "everything folds into one constant");
     const bg_node *k = &pg->nodes[pg->outputs[0].node];
     cr_assert_eq(k->op, BRAID_OP_CONSTANT);
@@ -270,12 +271,12 @@ Test(simplify, folded_node_keeps_origin_name_and_hint) {
     cr_assert_neq(q, BG_NONE);
     bp_plan *p = simplified(g);
     uint32_t k = BG_NONE;
-    for (uint32_t i = 0; i < p->graph->nnodes; i++)
-        if (p->graph->nodes[i].op == BRAID_OP_CONSTANT) k = i;
+    for (uint32_t i = 0; i < p->res.graph->nnodes; i++)
+        if (p->res.graph->nodes[i].op == BRAID_OP_CONSTANT) k = i;
     cr_assert_neq(k, BG_NONE);
-    cr_assert_eq(p->info[k].origin, q);
-    cr_assert_str_eq(p->graph->nodes[k].name, "bias");
-    cr_assert_str_eq(p->graph->nodes[k].device, "cuda:0");
+    cr_assert_eq(p->res.info[k].origin, q);
+    cr_assert_str_eq(p->res.graph->nodes[k].name, "bias");
+    cr_assert_str_eq(p->res.graph->nodes[k].device, "cuda:0");
     braid_plan_free(p);
     braid_graph_free(g);
 }
@@ -301,9 +302,9 @@ Test(simplify, long_chains_and_many_outputs, .timeout = 60) {
     }
     cr_assert_eq(braid_graph_status(g), BRAID_OK, "%s", braid_graph_error(g));
     bp_plan *p = simplified(g);
-    cr_assert_eq(p->graph->nnodes, 1 + 2 * (uint32_t)n);
-    for (uint32_t i = 1; i < p->noutputs; i++)
-        cr_assert_eq(p->outputs[i].node, 0u);
+    cr_assert_eq(p->res.graph->nnodes, 1 + 2 * (uint32_t)n);
+    for (uint32_t i = 1; i < p->res.noutputs; i++)
+        cr_assert_eq(p->res.outputs[i].node, 0u);
     braid_plan_free(p);
     braid_graph_free(g);
 }
@@ -351,7 +352,7 @@ static void check_graph(const braid_graph *g, uint64_t seed) {
     cr_assert_eq(braid_graph_status(g), BRAID_OK, "seed %llu: %s",
                  (unsigned long long)seed, braid_graph_error(g));
     bp_plan *p = simplified(g);
-    uint32_t before = live_count(g), after = p->graph->nnodes;
+    uint32_t before = live_count(g), after = p->res.graph->nnodes;
     if (after > before) log_graph(g);
     cr_assert_leq(after, before, "seed %llu: %u nodes became %u",
                   (unsigned long long)seed, before, after);
@@ -527,7 +528,7 @@ static void survives_allocation_failures(const char *name) {
     braid_graph *g = braid_graph_load(path, &go);
     cr_assert_eq(braid_graph_status(g), BRAID_OK, "%s", braid_graph_error(g));
     bp_plan *ok = simplified(g);
-    char *want = print_graph(ok->graph);
+    char *want = print_graph(ok->res.graph);
     braid_plan_free(ok);
     long failures = 0;
     for (long k = 0;; k++) {
@@ -538,7 +539,7 @@ static void survives_allocation_failures(const char *name) {
         braid_status s = bp_simplify(p);
         fa.armed = false;
         if (s == BRAID_OK) {
-            char *got = print_graph(p->graph);
+            char *got = print_graph(p->res.graph);
             cr_assert_str_eq(got, want);
             free(got);
             braid_plan_free(p);

@@ -49,10 +49,10 @@ static braid_compile_options options(const char *devices, int streams) {
 /* After the dump: the plan's data events, one "# event %after -> %before"
  * line each. */
 static void put_events(FILE *f, const braid_plan *p) {
-    for (uint32_t e = 0; e < p->nevents; e++)
-        if (!p->events[e].reuse)
-            fprintf(f, "# event %%%u -> %%%u\n", p->events[e].after,
-                    p->events[e].before);
+    for (uint32_t e = 0; e < p->res.nevents; e++)
+        if (!p->res.events[e].reuse)
+            fprintf(f, "# event %%%u -> %%%u\n", p->res.events[e].after,
+                    p->res.events[e].before);
 }
 
 static void check_golden(const char *name) {
@@ -63,30 +63,32 @@ static void check_golden(const char *name) {
 /* ---- invariants ------------------------------------------------------------ */
 
 static const bp_queue *queue_of(const braid_plan *p, uint32_t id) {
-    cr_assert_lt(p->info[id].queue, p->nqueues, "node %u has no queue", id);
-    return &p->queues[p->info[id].queue];
+    cr_assert_lt(p->res.info[id].queue, p->res.nqueues, "node %u has no queue",
+                 id);
+    return &p->res.queues[p->res.info[id].queue];
 }
 
 /* Queue table: cpu first, indices counting per (device, kind), nodes on
  * queues of their kind and device. */
 static void check_queues(const braid_plan *p) {
-    cr_assert_geq(p->nqueues, 1);
-    cr_assert_eq(p->queues[0].kind, BP_QUEUE_CPU);
-    for (uint32_t q = 0; q < p->nqueues; q++) {
+    cr_assert_geq(p->res.nqueues, 1);
+    cr_assert_eq(p->res.queues[0].kind, BP_QUEUE_CPU);
+    for (uint32_t q = 0; q < p->res.nqueues; q++) {
         uint32_t before = 0;
         for (uint32_t r = 0; r < q; r++)
-            before += p->queues[r].kind == p->queues[q].kind &&
-                      bp_device_equal(p->queues[r].device, p->queues[q].device);
-        cr_assert_eq(p->queues[q].index, before, "queue %u index", q);
-        cr_assert(p->queues[q].kind == BP_QUEUE_CPU ||
-                  p->queues[q].device.kind == BP_DEVICE_CUDA);
+            before += p->res.queues[r].kind == p->res.queues[q].kind &&
+                      bp_device_equal(p->res.queues[r].device,
+                                      p->res.queues[q].device);
+        cr_assert_eq(p->res.queues[q].index, before, "queue %u index", q);
+        cr_assert(p->res.queues[q].kind == BP_QUEUE_CPU ||
+                  p->res.queues[q].device.kind == BP_DEVICE_CUDA);
     }
-    for (uint32_t id = 0; id < p->graph->nnodes; id++) {
-        const bg_node *n = bg_node_at(p->graph, id);
+    for (uint32_t id = 0; id < p->res.graph->nnodes; id++) {
+        const bg_node *n = bg_node_at(p->res.graph, id);
         const bp_queue *q = queue_of(p, id);
-        bp_device dev = p->info[id].device;
+        bp_device dev = p->res.info[id].device;
         if (n->op == BRAID_OP_COPY) {
-            bp_device src = p->info[n->inputs[0]].device;
+            bp_device src = p->res.info[n->inputs[0]].device;
             if (src.kind == BP_DEVICE_CPU) {
                 cr_assert_eq(q->kind, BP_QUEUE_H2D, "copy %u", id);
                 cr_assert(bp_device_equal(q->device, dev));
@@ -102,7 +104,7 @@ static void check_queues(const braid_plan *p) {
         } else {
             cr_assert_eq(q->kind, BP_QUEUE_COMPUTE, "node %u", id);
             cr_assert(bp_device_equal(q->device, dev));
-            cr_assert_lt(q->index, (uint32_t)p->settings.max_streams);
+            cr_assert_lt(q->index, (uint32_t)p->in.settings.max_streams);
         }
     }
 }
@@ -110,29 +112,32 @@ static void check_queues(const braid_plan *p) {
 /* Exactly one data event per distinct cross-queue (producer, consumer)
  * pair, none within a queue. */
 static void check_events(const braid_plan *p) {
-    uint32_t n = p->graph->nnodes;
+    uint32_t n = p->res.graph->nnodes;
     uint32_t expected = 0;
     uint32_t *seen = malloc((n ? n : 1) * sizeof *seen);
     cr_assert(seen);
     for (uint32_t i = 0; i < n; i++) seen[i] = UINT32_MAX;
     for (uint32_t id = 0; id < n; id++) {
-        const bg_node *nd = bg_node_at(p->graph, id);
+        const bg_node *nd = bg_node_at(p->res.graph, id);
         for (uint32_t k = 0; k < nd->ninputs; k++) {
             uint32_t u = nd->inputs[k];
-            if (seen[u] == id || p->info[u].queue == p->info[id].queue) continue;
+            if (seen[u] == id || p->res.info[u].queue == p->res.info[id].queue)
+                continue;
             seen[u] = id;
             expected++;
             uint32_t found = 0;
-            for (uint32_t e = 0; e < p->nevents; e++)
-                found += !p->events[e].reuse && p->events[e].after == u &&
-                         p->events[e].before == id;
+            for (uint32_t e = 0; e < p->res.nevents; e++)
+                found += !p->res.events[e].reuse &&
+                         p->res.events[e].after == u &&
+                         p->res.events[e].before == id;
             cr_assert_eq(found, 1, "edge %u -> %u has %u events", u, id, found);
         }
     }
     uint32_t data = 0;
-    for (uint32_t e = 0; e < p->nevents; e++) {
-        const bp_event *ev = &p->events[e];
-        cr_assert_neq(p->info[ev->after].queue, p->info[ev->before].queue,
+    for (uint32_t e = 0; e < p->res.nevents; e++) {
+        const bp_event *ev = &p->res.events[e];
+        cr_assert_neq(p->res.info[ev->after].queue,
+                      p->res.info[ev->before].queue,
                       "event %u -> %u within one queue", ev->after, ev->before);
         data += !ev->reuse;
     }
@@ -187,8 +192,8 @@ static const char *branches =
 
 /* The node computing op on the branch reading input `name`. */
 static uint32_t find_op(const braid_plan *p, braid_op op, uint32_t nth) {
-    for (uint32_t id = 0; id < p->graph->nnodes; id++)
-        if (bg_node_at(p->graph, id)->op == op && nth-- == 0) return id;
+    for (uint32_t id = 0; id < p->res.graph->nnodes; id++)
+        if (bg_node_at(p->res.graph, id)->op == op && nth-- == 0) return id;
     cr_assert_fail("no %s #%u", bg_op(op)->name, nth);
     return 0;
 }
@@ -196,10 +201,10 @@ static uint32_t find_op(const braid_plan *p, braid_op op, uint32_t nth) {
 /* Distinct compute queues used. */
 static uint32_t compute_queues(const braid_plan *p) {
     uint32_t used = 0;
-    for (uint32_t q = 0; q < p->nqueues; q++) {
-        if (p->queues[q].kind != BP_QUEUE_COMPUTE) continue;
-        for (uint32_t id = 0; id < p->graph->nnodes; id++)
-            if (p->info[id].queue == q) {
+    for (uint32_t q = 0; q < p->res.nqueues; q++) {
+        if (p->res.queues[q].kind != BP_QUEUE_COMPUTE) continue;
+        for (uint32_t id = 0; id < p->res.graph->nnodes; id++)
+            if (p->res.info[id].queue == q) {
                 used++;
                 break;
             }
@@ -220,11 +225,11 @@ Test(streams, independent_branches_spread_up_to_max_streams) {
         cr_assert_eq(compute_queues(p), want, "max_streams %d", streams);
         for (uint32_t b = 0; b < 4; b++) {
             uint32_t e = find_op(p, BRAID_OP_EXP, b), t = find_op(p, BRAID_OP_TANH, b);
-            cr_assert_eq(p->info[e].queue, p->info[t].queue,
+            cr_assert_eq(p->res.info[e].queue, p->res.info[t].queue,
                          "a chain stays on one stream");
             for (uint32_t c = 0; c < b && streams >= 4; c++)
-                cr_assert_neq(p->info[e].queue,
-                              p->info[find_op(p, BRAID_OP_EXP, c)].queue,
+                cr_assert_neq(p->res.info[e].queue,
+                              p->res.info[find_op(p, BRAID_OP_EXP, c)].queue,
                               "branches %u and %u share a stream", b, c);
         }
         char msg[256] = "";
@@ -239,8 +244,8 @@ Test(streams, max_streams_one_uses_one_compute_stream) {
     braid_compile_options o = options("cpu,cuda:0", 1);
     braid_plan *p = ts_compile_ok(g, &o);
     uint32_t compute = 0;
-    for (uint32_t q = 0; q < p->nqueues; q++)
-        compute += p->queues[q].kind == BP_QUEUE_COMPUTE;
+    for (uint32_t q = 0; q < p->res.nqueues; q++)
+        compute += p->res.queues[q].kind == BP_QUEUE_COMPUTE;
     cr_assert_eq(compute, 1);
     check_events(p);
     braid_plan_free(p);
@@ -259,15 +264,15 @@ Test(streams, diamond_branches_split_and_join) {
     braid_plan *p = ts_compile_ok(g, &o);
     uint32_t a = find_op(p, BRAID_OP_EXP, 0), b = find_op(p, BRAID_OP_SIN, 0),
              c = find_op(p, BRAID_OP_COS, 0), d = find_op(p, BRAID_OP_ADD, 0);
-    cr_assert_eq(p->info[a].queue, p->info[b].queue, "b continues a");
-    cr_assert_neq(p->info[b].queue, p->info[c].queue, "c branches off");
-    cr_assert_eq(p->info[d].queue, p->info[b].queue, "d continues b");
+    cr_assert_eq(p->res.info[a].queue, p->res.info[b].queue, "b continues a");
+    cr_assert_neq(p->res.info[b].queue, p->res.info[c].queue, "c branches off");
+    cr_assert_eq(p->res.info[d].queue, p->res.info[b].queue, "d continues b");
     check_queues(p);
     check_events(p);
     /* One event joins the branches: c → d (plus copies' events). */
     uint32_t joins = 0;
-    for (uint32_t e = 0; e < p->nevents; e++)
-        joins += p->events[e].after == c && p->events[e].before == d;
+    for (uint32_t e = 0; e < p->res.nevents; e++)
+        joins += p->res.events[e].after == c && p->res.events[e].before == d;
     cr_assert_eq(joins, 1);
     char msg[256] = "";
     cr_assert(emulate_matches(g, p, 5, 3, msg, sizeof msg), "%s", msg);
@@ -289,8 +294,8 @@ Test(streams, copies_on_direction_streams) {
     check_queues(p);
     check_events(p);
     uint32_t h2d = 0, d2h = 0;
-    for (uint32_t id = 0; id < p->graph->nnodes; id++) {
-        if (bg_node_at(p->graph, id)->op != BRAID_OP_COPY) continue;
+    for (uint32_t id = 0; id < p->res.graph->nnodes; id++) {
+        if (bg_node_at(p->res.graph, id)->op != BRAID_OP_COPY) continue;
         h2d += queue_of(p, id)->kind == BP_QUEUE_H2D;
         d2h += queue_of(p, id)->kind == BP_QUEUE_D2H;
     }
@@ -314,15 +319,15 @@ Test(streams, d2d_between_two_gpus) {
     check_queues(p);
     check_events(p);
     uint32_t d2d[2] = {0, 0};
-    for (uint32_t id = 0; id < p->graph->nnodes; id++) {
+    for (uint32_t id = 0; id < p->res.graph->nnodes; id++) {
         const bp_queue *q = queue_of(p, id);
-        if (bg_node_at(p->graph, id)->op != BRAID_OP_COPY ||
+        if (bg_node_at(p->res.graph, id)->op != BRAID_OP_COPY ||
             q->kind != BP_QUEUE_D2D)
             continue;
-        const bg_node *n = bg_node_at(p->graph, id);
-        cr_assert(bp_device_equal(q->device, p->info[id].device),
+        const bg_node *n = bg_node_at(p->res.graph, id);
+        cr_assert(bp_device_equal(q->device, p->res.info[id].device),
                   "a D2D copy runs on its destination's D2D stream");
-        cr_assert_eq(p->info[n->inputs[0]].device.kind, BP_DEVICE_CUDA);
+        cr_assert_eq(p->res.info[n->inputs[0]].device.kind, BP_DEVICE_CUDA);
         d2d[q->device.index]++;
     }
     cr_assert_eq(d2d[0], 1, "cuda:1 → cuda:0");
@@ -337,10 +342,10 @@ Test(streams, cpu_only_plans_use_the_cpu_queue) {
     braid_graph *g = parse(branches);
     braid_compile_options o = options("cpu", 4);
     braid_plan *p = ts_compile_ok(g, &o);
-    cr_assert_eq(p->nqueues, 1);
-    cr_assert_eq(p->nevents, 0);
-    for (uint32_t id = 0; id < p->graph->nnodes; id++)
-        cr_assert_eq(p->info[id].queue, 0);
+    cr_assert_eq(p->res.nqueues, 1);
+    cr_assert_eq(p->res.nevents, 0);
+    for (uint32_t id = 0; id < p->res.graph->nnodes; id++)
+        cr_assert_eq(p->res.info[id].queue, 0);
     braid_plan_free(p);
     braid_graph_free(g);
 }
@@ -386,9 +391,9 @@ Test(streams, random_graphs_emulated_match_reference, .timeout = 600) {
         braid_plan *p = ts_compile_ok(g, &o);
         check_queues(p);
         check_events(p);
-        for (uint32_t id = 0; id < p->graph->nnodes; id++)
-            gpu_nodes += p->info[id].device.kind == BP_DEVICE_CUDA;
-        events += p->nevents;
+        for (uint32_t id = 0; id < p->res.graph->nnodes; id++)
+            gpu_nodes += p->res.info[id].device.kind == BP_DEVICE_CUDA;
+        events += p->res.nevents;
         char msg[256] = "";
         bool ok = emulate_matches(g, p, seed, 3, msg, sizeof msg);
         if (!ok) {

@@ -13,8 +13,8 @@
 
 /* The builder's record of its calls. */
 typedef struct calls {
-    int n;            /* graphs built */
-    int64_t last;     /* batch of the last one */
+    int n;        /* graphs built */
+    int64_t last; /* batch of the last one */
 } calls;
 
 /* y = tanh(x @ w + b) * 0.5 + x @ w, x [batch, 16], w and b constants. */
@@ -26,13 +26,15 @@ static braid_graph *mlp(void *user, const int64_t *key, uint32_t nkey) {
     braid_graph *g = braid_graph_new(NULL);
     int64_t xd[2] = {key[0], 16}, wd[2] = {16, 8}, bd[1] = {8};
     float w[128], b[8];
-    for (int i = 0; i < 128; i++) w[i] = 0.05f * (float)((i * 7) % 11) - 0.25f;
-    for (int i = 0; i < 8; i++) b[i] = 0.1f * (float)i - 0.3f;
+    for (int i = 0; i < 128; i++)
+        w[i] = 0.05f * (float)((i * 7) % 11) - 0.25f;
+    for (int i = 0; i < 8; i++)
+        b[i] = 0.1f * (float)i - 0.3f;
     braid_tensor x = braid_input(g, "x", BRAID_F32, 2, xd);
-    braid_tensor m = braid_matmul(g, x, braid_constant(g, BRAID_F32, 2, wd, w),
-                                  0);
-    braid_tensor h = braid_tanh(
-        g, braid_add(g, m, braid_constant(g, BRAID_F32, 1, bd, b)));
+    braid_tensor m =
+        braid_matmul(g, x, braid_constant(g, BRAID_F32, 2, wd, w), 0);
+    braid_tensor h =
+        braid_tanh(g, braid_add(g, m, braid_constant(g, BRAID_F32, 1, bd, b)));
     braid_tensor half = braid_fill(g, BRAID_F32, 0, NULL, 0.5);
     braid_output(g, "y", braid_add(g, braid_mul(g, h, half), m));
     return g;
@@ -44,9 +46,9 @@ static void check_run(braid_exec *e, const braid_plan *p, uint64_t seed) {
     const braid_graph *g = braid_plan_graph(p);
     ts_io *io = ts_io_new(g, seed);
     cr_assert_not_null(io);
-    cr_assert_eq(braid_reference_run(g, io->in, io->ninputs, io->ref,
-                                     io->noutputs),
-                 BRAID_OK, "reference: %s", braid_last_error());
+    cr_assert_eq(
+        braid_reference_run(g, io->in, io->ninputs, io->ref, io->noutputs),
+        BRAID_OK, "reference: %s", braid_last_error());
     cr_assert_eq(braid_run(e, io->in, io->ninputs, io->out, io->noutputs),
                  BRAID_OK, "run: %s", braid_last_error());
     char msg[512];
@@ -122,8 +124,8 @@ Test(plan_cache, least_recently_used_size_is_dropped) {
         const braid_plan *p = NULL;
         cr_assert_eq(braid_plan_cache_get(pc, &order[i], 1, &e, &p), BRAID_OK,
                      "%s", braid_last_error());
-        cr_assert_eq(c.n, builds[i], "request %zu (batch %lld): %d builds",
-                     i, (long long)order[i], c.n);
+        cr_assert_eq(c.n, builds[i], "request %zu (batch %lld): %d builds", i,
+                     (long long)order[i], c.n);
         check_run(e, p, 200 + i);
     }
     uint32_t plans = 0;
@@ -149,9 +151,9 @@ Test(plan_cache, bad_arguments_refused) {
     cr_assert(strstr(braid_last_error(), "builder returned no graph"), "%s",
               braid_last_error());
     cr_assert_null(e);
-    cr_assert_eq(braid_plan_cache_get(pc, key, BRAID_CACHE_KEY_MAX + 1, &e,
-                                      NULL),
-                 BRAID_ERR_INVALID_ARGUMENT);
+    cr_assert_eq(
+        braid_plan_cache_get(pc, key, BRAID_CACHE_KEY_MAX + 1, &e, NULL),
+        BRAID_ERR_INVALID_ARGUMENT);
     cr_assert_eq(braid_plan_cache_get(pc, key, 1, NULL, NULL),
                  BRAID_ERR_INVALID_ARGUMENT);
     uint64_t misses = 0;

@@ -44,13 +44,13 @@ typedef struct worst {
 /* Counts what the plans exercised, so the log shows the test bites. */
 static void note_plan(const braid_plan *p, worst *w) {
     bool gpu = false;
-    for (uint32_t i = 0; i < p->nschedule; i++) {
-        uint32_t id = p->schedule[i];
-        gpu |= p->info[id].device.kind == BP_DEVICE_CUDA;
-        w->views += p->info[id].place.storage == BP_STORAGE_VIEW;
+    for (uint32_t i = 0; i < p->res.nschedule; i++) {
+        uint32_t id = p->res.schedule[i];
+        gpu |= p->res.info[id].device.kind == BP_DEVICE_CUDA;
+        w->views += p->res.info[id].place.storage == BP_STORAGE_VIEW;
         for (uint32_t j = 0; j < i; j++) {
-            const bp_tensor_place *a = &p->info[id].place,
-                                  *b = &p->info[p->schedule[j]].place;
+            const bp_tensor_place *a = &p->res.info[id].place,
+                                  *b = &p->res.info[p->res.schedule[j]].place;
             if (a->storage == BP_STORAGE_ARENA &&
                 b->storage == BP_STORAGE_ARENA && a->arena == b->arena &&
                 a->offset == b->offset && a->bytes && b->bytes) {
@@ -60,15 +60,16 @@ static void note_plan(const braid_plan *p, worst *w) {
         }
     }
     w->gpu += gpu;
-    w->queues += p->nqueues > 1;
-    for (uint32_t k = 0; k < p->nevents; k++) w->reuse += p->events[k].reuse;
+    w->queues += p->res.nqueues > 1;
+    for (uint32_t k = 0; k < p->res.nevents; k++)
+        w->reuse += p->res.events[k].reuse;
 }
 
 static void note_ratio(const braid_plan *p, uint64_t seed, worst *w) {
     note_plan(p, w);
-    if (p->settings.disabled & BRAID_PASS_REUSE) return;
-    for (uint32_t a = 0; a < p->narenas; a++) {
-        const bp_arena *ar = &p->arenas[a];
+    if (p->in.settings.disabled & BRAID_PASS_REUSE) return;
+    for (uint32_t a = 0; a < p->res.narenas; a++) {
+        const bp_arena *ar = &p->res.arenas[a];
         if (ar->kind != BP_ARENA_DEVICE || ar->lower_bound == 0) continue;
         double r = (double)ar->bytes / (double)ar->lower_bound;
         if (r > w->ratio) {

@@ -128,10 +128,10 @@ Test(planfile, writer_is_deterministic_and_files_equal_memory) {
                  braid_last_error());
     braid_compile_report r;
     cr_assert_eq(braid_plan_compile_report(q, &r), BRAID_OK);
-    cr_assert(r.loaded && q->meta.loaded && r.total_ms >= 0);
+    cr_assert(r.loaded && q->prov.loaded && r.total_ms >= 0);
     cr_assert(!br_planfile_was_replaced(q));
-    cr_assert_str_eq(q->meta.braid_version, p->meta.braid_version);
-    cr_assert_eq(q->meta.created, p->meta.created);
+    cr_assert_str_eq(q->prov.braid_version, p->prov.braid_version);
+    cr_assert_eq(q->prov.created, p->prov.created);
     free(f);
     free(a);
     free(b);
@@ -184,11 +184,11 @@ Test(planfile, load_options_override_threads) {
     cr_assert(!o.cpu_fallback);
     braid_plan *q = NULL;
     cr_assert_eq(braid_plan_load_memory(a, n, &o, &q), BRAID_OK);
-    cr_assert_eq(q->opts.num_threads, 2);
+    cr_assert_eq(q->in.opts.num_threads, 2);
     braid_plan_free(q);
     o.num_threads = 1;
     cr_assert_eq(braid_plan_load_memory(a, n, &o, &q), BRAID_OK);
-    cr_assert_eq(q->opts.num_threads, 1);
+    cr_assert_eq(q->in.opts.num_threads, 1);
     braid_plan_free(q);
     o.num_threads = -2;
     cr_assert_eq(braid_plan_load_memory(a, n, &o, &q), BRAID_ERR_INVALID_ARGUMENT);
@@ -295,7 +295,7 @@ Test(planfile, gpu_plan_needs_cpu_fallback_here) {
     o.cpu_fallback = true;
     cr_assert_eq(braid_plan_load_memory(a, n, &o, &q), BRAID_OK, "%s",
                  braid_last_error());
-    cr_assert(q->meta.loaded);
+    cr_assert(q->prov.loaded);
     cr_assert_eq(br_planfile_was_replaced(q), braid_cuda_device_count() == 0);
     ts_io *io = ts_io_new(g, 99);
     cr_assert_eq(pf_run(q, io, braid_cuda_device_count() > 0, 1), BRAID_OK,
@@ -397,7 +397,7 @@ Test(planfile, ahead_of_time_kernels_round_trip, .timeout = 300) {
     }
     cr_assert_eq(p->report.kernels, q->report.kernels);
     cr_assert_eq(p->report.archs, q->report.archs);
-    cr_assert_eq(p->meta.nvrtc_version, q->meta.nvrtc_version);
+    cr_assert_eq(p->prov.nvrtc_version, q->prov.nvrtc_version);
     free(a);
     braid_plan_free(p);
     braid_plan_free(q);

@@ -79,7 +79,8 @@ static bool outcome(const unsigned char *d, size_t n, const char *what) {
         return false;
     }
     uint64_t arena = 0;
-    for (uint32_t i = 0; i < q->narenas; i++) arena += q->arenas[i].bytes;
+    for (uint32_t i = 0; i < q->res.narenas; i++)
+        arena += q->res.arenas[i].bytes;
     if (arena <= ((uint64_t)64 << 20)) {
         ts_io *io = ts_io_new(braid_plan_graph(q), 3);
         cr_assert(io);

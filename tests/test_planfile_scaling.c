@@ -35,14 +35,16 @@ static unsigned char *chain_file(uint32_t n, bool clash, size_t *size) {
     cr_assert_eq(braid_graph_status(g), BRAID_OK, "%s", braid_graph_error(g));
     braid_plan *p = pf_compile(g, "cpu");
     if (clash) {
-        uint32_t last = p->schedule[p->nschedule - 1];
-        while (p->graph->nodes[last].op != BRAID_OP_MATMUL) last--;
-        uint32_t in = p->graph->nodes[last].inputs[0];
-        cr_assert_eq(p->info[last].place.storage, BP_STORAGE_ARENA);
-        cr_assert_eq(p->info[in].place.storage, BP_STORAGE_ARENA);
-        cr_assert_neq(p->info[last].place.offset, p->info[in].place.offset,
+        uint32_t last = p->res.schedule[p->res.nschedule - 1];
+        while (p->res.graph->nodes[last].op != BRAID_OP_MATMUL)
+            last--;
+        uint32_t in = p->res.graph->nodes[last].inputs[0];
+        cr_assert_eq(p->res.info[last].place.storage, BP_STORAGE_ARENA);
+        cr_assert_eq(p->res.info[in].place.storage, BP_STORAGE_ARENA);
+        cr_assert_neq(p->res.info[last].place.offset,
+                      p->res.info[in].place.offset,
                       "the last matmul shares its input's bytes already");
-        p->info[last].place.offset = p->info[in].place.offset;
+        p->res.info[last].place.offset = p->res.info[in].place.offset;
     }
     unsigned char *d = pf_save(p, size);
     braid_plan_free(p);
@@ -86,13 +88,13 @@ static void check_growth(bool clash) {
     cr_assert_leq(ratio, MAX_RATIO,
                   "a %.1fx larger plan file took %.1fx as long to %s (%.4f s "
                   "-> %.4f s): super-linear",
-                  (double)s2 / (double)s1, ratio, clash ? "refuse" : "load", t1, t2);
+                  (double)s2 / (double)s1, ratio, clash ? "refuse" : "load", t1,
+                  t2);
     free(small);
     free(large);
 }
 
-Test(planfile_scaling, shared_slots_load_in_near_linear_time,
-     .timeout = 240) {
+Test(planfile_scaling, shared_slots_load_in_near_linear_time, .timeout = 240) {
     check_growth(false);
 }
 

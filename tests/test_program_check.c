@@ -30,12 +30,12 @@ static void fixture_init(fixture *f, braid_graph *g, bp_program_kind kind) {
     f->g = g;
     f->p = pf_compile(g, "cpu");
     f->id = BG_NONE;
-    for (uint32_t id = 0; id < f->p->graph->nnodes; id++)
-        if (f->p->graph->nodes[id].op == BRAID_OP_FUSED &&
-            f->p->programs[f->p->info[id].program].kind == kind)
+    for (uint32_t id = 0; id < f->p->res.graph->nnodes; id++)
+        if (f->p->res.graph->nodes[id].op == BRAID_OP_FUSED &&
+            f->p->res.programs[f->p->res.info[id].program].kind == kind)
             f->id = id;
     cr_assert_neq(f->id, BG_NONE, "no %s program", bp_program_kind_name(kind));
-    f->pr = &f->p->programs[f->p->info[f->id].program];
+    f->pr = &f->p->res.programs[f->p->res.info[f->id].program];
     f->saved = *f->pr;
     f->instr = malloc(f->pr->ninstr * sizeof *f->instr);
     cr_assert_not_null(f->instr);
@@ -59,19 +59,20 @@ static void fixture_free(fixture *f) {
  * the compiled one is restored and accepted. */
 static void refused(fixture *f, const char *want) {
     char why[256] = "unset";
-    cr_assert_not(bp_program_check(f->pr, f->p->graph, f->id, why, sizeof why),
-                  "accepted; expected \"%s\"", want);
+    cr_assert_not(
+        bp_program_check(f->pr, f->p->res.graph, f->id, why, sizeof why),
+        "accepted; expected \"%s\"", want);
     cr_assert(strstr(why, want), "message \"%s\", expected \"%s\"", why, want);
     restore(f);
-    cr_assert(bp_program_check(f->pr, f->p->graph, f->id, why, sizeof why),
+    cr_assert(bp_program_check(f->pr, f->p->res.graph, f->id, why, sizeof why),
               "%s", why);
 }
 
 /* The index of graph node `node` among the fused node's inputs. */
 static uint32_t input_of(const fixture *f, braid_tensor t) {
-    const bg_node *n = &f->p->graph->nodes[f->id];
+    const bg_node *n = &f->p->res.graph->nodes[f->id];
     for (uint32_t k = 0; k < n->ninputs; k++)
-        if (f->p->info[n->inputs[k]].origin == t.id) return k;
+        if (f->p->res.info[n->inputs[k]].origin == t.id) return k;
     cr_assert_fail("tensor %u is not an input of the fused node",
                    (unsigned)t.id);
     return 0;
@@ -133,13 +134,14 @@ Test(program_check, header_rules) {
     ew_init(&e);
     fixture *f = &e.f;
     char why[128];
-    cr_assert_not(bp_program_check(NULL, f->p->graph, f->id, why, sizeof why));
+    cr_assert_not(
+        bp_program_check(NULL, f->p->res.graph, f->id, why, sizeof why));
     cr_assert(strstr(why, "no program"), "%s", why);
     cr_assert_not(
-        bp_program_check(f->pr, f->p->graph, 100000, why, sizeof why));
+        bp_program_check(f->pr, f->p->res.graph, 100000, why, sizeof why));
     cr_assert(strstr(why, "not in the graph"), "%s", why);
     /* a NULL or empty err buffer is allowed */
-    cr_assert_not(bp_program_check(NULL, f->p->graph, f->id, NULL, 0));
+    cr_assert_not(bp_program_check(NULL, f->p->res.graph, f->id, NULL, 0));
 
     f->pr->ninstr = 0;
     refused(f, "ninstr 0");
@@ -185,7 +187,7 @@ Test(program_check, instruction_rules) {
                        OP(BRAID_OP_WHERE, F, 6, 4, 0)};
     set_instr(f, good, 8);
     char why[256];
-    cr_assert(bp_program_check(f->pr, f->p->graph, f->id, why, sizeof why),
+    cr_assert(bp_program_check(f->pr, f->p->res.graph, f->id, why, sizeof why),
               "%s", why);
     restore(f);
 
@@ -363,19 +365,19 @@ Test(program_check, cpu_matmul_limit) {
                  braid_relu(g, braid_add(g, braid_matmul(g, a, w, 0), b)));
     fixture f;
     fixture_init(&f, g, BP_PROGRAM_MATMUL);
-    cr_assert_eq(br_fused_check(f.p->graph, f.id, f.pr), BRAID_OK);
+    cr_assert_eq(br_fused_check(f.p->res.graph, f.id, f.pr), BRAID_OK);
     uint32_t last = f.pr->ninstr - 1; /* relu → cast to f16 */
     f.pr->instr[last].op = BRAID_OP_CAST;
     f.pr->instr[last].dtype = BRAID_F16;
-    f.p->graph->nodes[f.id].dtype = BRAID_F16;
+    f.p->res.graph->nodes[f.id].dtype = BRAID_F16;
     char why[256];
-    cr_assert(bp_program_check(f.pr, f.p->graph, f.id, why, sizeof why), "%s",
-              why);
-    cr_assert_neq(br_fused_check(f.p->graph, f.id, f.pr), BRAID_OK);
+    cr_assert(bp_program_check(f.pr, f.p->res.graph, f.id, why, sizeof why),
+              "%s", why);
+    cr_assert_neq(br_fused_check(f.p->res.graph, f.id, f.pr), BRAID_OK);
     cr_assert(strstr(braid_last_error(), "instruction 2: the matmul is f32, "
                                          "the node f16"),
               "%s", braid_last_error());
-    f.p->graph->nodes[f.id].dtype = BRAID_F32;
+    f.p->res.graph->nodes[f.id].dtype = BRAID_F32;
     fixture_free(&f);
 }
 
@@ -413,11 +415,11 @@ Test(program_check, old_softmax_kind_and_softmax_node) {
 
 static uint32_t check_all(const braid_plan *p, uint64_t seed) {
     uint32_t n = 0;
-    for (uint32_t id = 0; id < p->graph->nnodes; id++) {
-        if (p->graph->nodes[id].op != BRAID_OP_FUSED) continue;
+    for (uint32_t id = 0; id < p->res.graph->nnodes; id++) {
+        if (p->res.graph->nodes[id].op != BRAID_OP_FUSED) continue;
         char why[256];
-        const bp_program *pr = &p->programs[p->info[id].program];
-        cr_assert(bp_program_check(pr, p->graph, id, why, sizeof why),
+        const bp_program *pr = &p->res.programs[p->res.info[id].program];
+        cr_assert(bp_program_check(pr, p->res.graph, id, why, sizeof why),
                   "seed %llu, fused node %u: %s", (unsigned long long)seed,
                   (unsigned)id, why);
         n++;
@@ -457,10 +459,10 @@ Test(program_check, users_refuse) {
     braid_tensor x = in(g, "x", BRAID_F32, 2, 4, 8);
     braid_output(g, "out", braid_exp(g, braid_neg(g, x)));
     braid_plan *p = pf_compile(g, "cpu");
-    uint32_t id = p->outputs[0].node;
-    cr_assert_eq(p->graph->nodes[id].op, BRAID_OP_FUSED);
-    uint32_t k = p->info[id].program;
-    bp_program *pr = &p->programs[k];
+    uint32_t id = p->res.outputs[0].node;
+    cr_assert_eq(p->res.graph->nodes[id].op, BRAID_OP_FUSED);
+    uint32_t k = p->res.info[id].program;
+    bp_program *pr = &p->res.programs[k];
     size_t size;
     unsigned char *data = pf_save(p, &size); /* a good file first */
     braid_plan *q = pf_load(data, size);
@@ -478,12 +480,12 @@ Test(program_check, users_refuse) {
     cr_assert(strstr(braid_last_error(), "instruction 1: neg into i32"), "%s",
               braid_last_error());
 
-    p->info[id].device = (bp_device){BP_DEVICE_CUDA, 0};
+    p->res.info[id].device = (bp_device){BP_DEVICE_CUDA, 0};
     bc_source src;
     cr_assert_eq(bc_kernel_source(p, id, &src), BRAID_ERR_INTERNAL);
     cr_assert(strstr(braid_last_error(), "instruction 1: neg into i32"), "%s",
               braid_last_error());
-    p->info[id].device = (bp_device){BP_DEVICE_CPU, 0};
+    p->res.info[id].device = (bp_device){BP_DEVICE_CPU, 0};
 
     data = pf_save(p, &size);
     q = NULL;

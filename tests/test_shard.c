@@ -88,21 +88,22 @@ static void check_values(const braid_graph *g, const braid_plan *p,
 /* Nodes of p placed on device d (copies count at their destination). */
 static uint32_t nodes_on(const braid_plan *p, bp_device d) {
     uint32_t n = 0;
-    for (uint32_t id = 0; id < p->graph->nnodes; id++)
-        n += bp_device_equal(p->info[id].device, d);
+    for (uint32_t id = 0; id < p->res.graph->nnodes; id++)
+        n += bp_device_equal(p->res.info[id].device, d);
     return n;
 }
 
 /* Matmuls in p on device d. */
 static uint32_t matmuls_on(const braid_plan *p, bp_device d) {
     uint32_t n = 0;
-    for (uint32_t id = 0; id < p->graph->nnodes; id++) {
-        const bg_node *x = &p->graph->nodes[id];
-        bool mm = x->op == BRAID_OP_MATMUL ||
-                  (x->op == BRAID_OP_FUSED && p->info[id].program != BG_NONE &&
-                   p->programs[p->info[id].program].kind ==
-                       BP_PROGRAM_MATMUL);
-        n += mm && bp_device_equal(p->info[id].device, d);
+    for (uint32_t id = 0; id < p->res.graph->nnodes; id++) {
+        const bg_node *x = &p->res.graph->nodes[id];
+        bool mm =
+            x->op == BRAID_OP_MATMUL ||
+            (x->op == BRAID_OP_FUSED && p->res.info[id].program != BG_NONE &&
+             p->res.programs[p->res.info[id].program].kind ==
+                 BP_PROGRAM_MATMUL);
+        n += mm && bp_device_equal(p->res.info[id].device, d);
     }
     return n;
 }
@@ -120,21 +121,22 @@ Test(shard, mlp_plan_on_two_gpus) {
     cr_assert_eq(matmuls_on(p, g1), 3);
     /* output y is a concat on the cpu of [B/2, F] halves */
     uint32_t y = BG_NONE;
-    for (uint32_t i = 0; i < p->noutputs; i++)
-        if (strcmp(p->outputs[i].name, "y") == 0) y = p->outputs[i].node;
+    for (uint32_t i = 0; i < p->res.noutputs; i++)
+        if (strcmp(p->res.outputs[i].name, "y") == 0)
+            y = p->res.outputs[i].node;
     cr_assert_neq(y, BG_NONE);
-    const bg_node *yn = &p->graph->nodes[y];
+    const bg_node *yn = &p->res.graph->nodes[y];
     cr_assert_eq(yn->op, BRAID_OP_CONCAT);
-    cr_assert_eq(p->info[y].device.kind, BP_DEVICE_CPU);
+    cr_assert_eq(p->res.info[y].device.kind, BP_DEVICE_CPU);
     cr_assert_eq(yn->ninputs, 2);
-    cr_assert_eq(p->graph->nodes[yn->inputs[0]].dims[0], B / 2);
+    cr_assert_eq(p->res.graph->nodes[yn->inputs[0]].dims[0], B / 2);
     cr_assert_eq(yn->dims[0], B);
     /* the GPUs' D2H copies write straight into the gathered output */
     for (uint32_t k = 0; k < 2; k++) {
         uint32_t c = yn->inputs[k];
-        cr_assert_eq(p->graph->nodes[c].op, BRAID_OP_COPY);
-        cr_assert_eq(p->info[c].place.storage, BP_STORAGE_VIEW);
-        cr_assert_eq(p->info[c].place.base, y);
+        cr_assert_eq(p->res.graph->nodes[c].op, BRAID_OP_COPY);
+        cr_assert_eq(p->res.info[c].place.storage, BP_STORAGE_VIEW);
+        cr_assert_eq(p->res.info[c].place.base, y);
     }
     check_values(g, p, 1);
     braid_plan_free(p);
@@ -159,7 +161,8 @@ Test(shard, default_inputs_three_gpus_and_passes_off) {
         for (int d = 0; d < 3; d++)
             cr_assert_eq(matmuls_on(p, (bp_device){BP_DEVICE_CUDA, d}), 2,
                          "cuda:%d", d);
-        cr_assert_null(p->opts.shard_inputs, "the plan keeps no user string");
+        cr_assert_null(p->in.opts.shard_inputs,
+                       "the plan keeps no user string");
         check_values(g, p, 10 + off);
         braid_plan_free(p);
     }

@@ -54,8 +54,8 @@ static void done(fixture *f) {
 
 /* The plan node made from graph node `origin`. */
 static uint32_t node_of(const bp_plan *p, uint32_t origin) {
-    for (uint32_t id = 0; id < p->graph->nnodes; id++)
-        if (p->info[id].origin == origin) return id;
+    for (uint32_t id = 0; id < p->res.graph->nnodes; id++)
+        if (p->res.info[id].origin == origin) return id;
     cr_assert_fail("no plan node comes from graph node %u", origin);
     return BG_NONE;
 }
@@ -73,8 +73,9 @@ static void rejected(bp_plan *p, const char *w1, const char *w2) {
 }
 
 static uint32_t find_event(const bp_plan *p, uint32_t after, uint32_t before) {
-    for (uint32_t k = 0; k < p->nevents; k++)
-        if (p->events[k].after == after && p->events[k].before == before)
+    for (uint32_t k = 0; k < p->res.nevents; k++)
+        if (p->res.events[k].after == after &&
+            p->res.events[k].before == before)
             return k;
     return BG_NONE;
 }
@@ -83,10 +84,10 @@ Test(verify_plan, valid_plans_accepted) {
     fixture f = make(GRAPH, "cpu,cuda:0");
     bp_plan *p = f.p;
     /* the plan has what the corruptions below need */
-    cr_assert_eq(p->info[node_of(p, A)].device.kind, BP_DEVICE_CUDA);
-    cr_assert_eq(p->info[node_of(p, C)].device.kind, BP_DEVICE_CPU);
-    cr_assert_gt(p->nevents, 0);
-    cr_assert_eq(p->info[node_of(p, R)].place.storage, BP_STORAGE_VIEW);
+    cr_assert_eq(p->res.info[node_of(p, A)].device.kind, BP_DEVICE_CUDA);
+    cr_assert_eq(p->res.info[node_of(p, C)].device.kind, BP_DEVICE_CPU);
+    cr_assert_gt(p->res.nevents, 0);
+    cr_assert_eq(p->res.info[node_of(p, R)].place.storage, BP_STORAGE_VIEW);
     done(&f);
     fixture h = make(GRAPH, "cpu");
     cr_assert_eq(bp_verify_plan(h.p), BRAID_OK, "%s", braid_last_error());
@@ -97,11 +98,11 @@ Test(verify_plan, schedule_swap_rejected) {
     fixture f = make(GRAPH, "cpu,cuda:0");
     bp_plan *p = f.p;
     uint32_t a = node_of(p, A), b = node_of(p, B);
-    uint32_t ia = p->info[a].order, ib = p->info[b].order;
-    p->schedule[ia] = b;
-    p->schedule[ib] = a;
-    p->info[a].order = ib;
-    p->info[b].order = ia;
+    uint32_t ia = p->res.info[a].order, ib = p->res.info[b].order;
+    p->res.schedule[ia] = b;
+    p->res.schedule[ib] = a;
+    p->res.info[a].order = ib;
+    p->res.info[b].order = ia;
     rejected(p, "schedule:", "is not scheduled before it");
     done(&f);
 }
@@ -109,11 +110,11 @@ Test(verify_plan, schedule_swap_rejected) {
 Test(verify_plan, schedule_repeat_and_order_rejected) {
     fixture f = make(GRAPH, "cpu,cuda:0");
     bp_plan *p = f.p;
-    uint32_t keep = p->schedule[1];
-    p->schedule[1] = p->schedule[0];
+    uint32_t keep = p->res.schedule[1];
+    p->res.schedule[1] = p->res.schedule[0];
     rejected(p, "schedule:", "scheduled twice");
-    p->schedule[1] = keep;
-    p->info[keep].order++;
+    p->res.schedule[1] = keep;
+    p->res.info[keep].order++;
     rejected(p, "schedule:", "info.order");
     done(&f);
 }
@@ -122,11 +123,11 @@ Test(verify_plan, dropped_event_rejected) {
     fixture f = make(GRAPH, "cpu,cuda:0");
     bp_plan *p = f.p;
     /* a's input is the copy of x on the H2D stream: a data event */
-    uint32_t a = node_of(p, A), cp = p->graph->nodes[a].inputs[0];
-    cr_assert_eq(p->graph->nodes[cp].op, BRAID_OP_COPY);
+    uint32_t a = node_of(p, A), cp = p->res.graph->nodes[a].inputs[0];
+    cr_assert_eq(p->res.graph->nodes[cp].op, BRAID_OP_COPY);
     uint32_t k = find_event(p, cp, a);
     cr_assert_neq(k, BG_NONE);
-    p->events[k] = p->events[--p->nevents];
+    p->res.events[k] = p->res.events[--p->res.nevents];
     rejected(p, "event:", "without an event");
     done(&f);
 }
@@ -135,22 +136,22 @@ Test(verify_plan, bad_events_rejected) {
     fixture f = make(GRAPH, "cpu,cuda:0");
     bp_plan *p = f.p;
     uint32_t a = node_of(p, A), b = node_of(p, B), c = node_of(p, C);
-    uint32_t n = p->nevents;
+    uint32_t n = p->res.nevents;
     /* two nodes of one queue */
-    cr_assert_eq(p->info[a].queue, p->info[b].queue);
-    p->events[n] = (bp_event){a, b, true};
-    p->nevents = n + 1;
+    cr_assert_eq(p->res.info[a].queue, p->res.info[b].queue);
+    p->res.events[n] = (bp_event){a, b, true};
+    p->res.nevents = n + 1;
     rejected(p, "event:", "on one queue");
     /* waits for a node scheduled later */
-    uint32_t early = p->info[a].order < p->info[c].order ? a : c;
+    uint32_t early = p->res.info[a].order < p->res.info[c].order ? a : c;
     uint32_t late = early == a ? c : a;
-    p->events[n] = (bp_event){late, early, true};
+    p->res.events[n] = (bp_event){late, early, true};
     rejected(p, "event:", "not scheduled before it");
     /* a data event where no data flows */
-    p->events[n] = (bp_event){early, late, false};
+    p->res.events[n] = (bp_event){early, late, false};
     rejected(p, "event:", "does not read");
     /* the same event twice */
-    p->events[n] = p->events[0];
+    p->res.events[n] = p->res.events[0];
     rejected(p, "event:", "both make node");
     done(&f);
 }
@@ -159,8 +160,8 @@ Test(verify_plan, overlapping_live_tensors_rejected) {
     fixture f = make(GRAPH, "cpu,cuda:0");
     bp_plan *p = f.p;
     /* the matmul writes while it reads b: they must not share bytes */
-    bp_tensor_place *m = &p->info[node_of(p, M)].place;
-    const bp_tensor_place *b = &p->info[node_of(p, B)].place;
+    bp_tensor_place *m = &p->res.info[node_of(p, M)].place;
+    const bp_tensor_place *b = &p->res.info[node_of(p, B)].place;
     cr_assert_eq(m->storage, BP_STORAGE_ARENA);
     cr_assert_eq(b->storage, BP_STORAGE_ARENA);
     m->offset = b->offset;
@@ -171,14 +172,14 @@ Test(verify_plan, overlapping_live_tensors_rejected) {
 Test(verify_plan, past_arena_end_and_misaligned_rejected) {
     fixture f = make(GRAPH, "cpu,cuda:0");
     bp_plan *p = f.p;
-    bp_tensor_place *m = &p->info[node_of(p, M)].place;
+    bp_tensor_place *m = &p->res.info[node_of(p, M)].place;
     uint64_t keep = m->offset;
-    m->offset = p->arenas[m->arena].bytes - m->bytes + 256;
+    m->offset = p->res.arenas[m->arena].bytes - m->bytes + 256;
     rejected(p, "arena:", "runs past the end");
     m->offset = keep + 4;
     rejected(p, "arena:", "aligned");
     m->offset = keep;
-    p->arenas[m->arena].lower_bound = p->arenas[m->arena].bytes + 1;
+    p->res.arenas[m->arena].lower_bound = p->res.arenas[m->arena].bytes + 1;
     rejected(p, "arena:", "lower bound");
     done(&f);
 }
@@ -186,7 +187,7 @@ Test(verify_plan, past_arena_end_and_misaligned_rejected) {
 Test(verify_plan, unlisted_device_rejected) {
     fixture f = make(GRAPH, "cpu,cuda:0");
     bp_plan *p = f.p;
-    p->info[node_of(p, B)].device = (bp_device){BP_DEVICE_CUDA, 3};
+    p->res.info[node_of(p, B)].device = (bp_device){BP_DEVICE_CUDA, 3};
     rejected(p, "device:", "cuda:3");
     done(&f);
 }
@@ -194,7 +195,7 @@ Test(verify_plan, unlisted_device_rejected) {
 Test(verify_plan, view_outside_base_rejected) {
     fixture f = make(GRAPH, "cpu,cuda:0");
     bp_plan *p = f.p;
-    bp_tensor_place *r = &p->info[node_of(p, R)].place;
+    bp_tensor_place *r = &p->res.info[node_of(p, R)].place;
     cr_assert_eq(r->storage, BP_STORAGE_VIEW);
     r->offset = 256;
     rejected(p, "view:", "outside its base");
@@ -207,19 +208,19 @@ Test(verify_plan, view_outside_base_rejected) {
 Test(verify_plan, wrong_queue_rejected) {
     fixture f = make(GRAPH, "cpu,cuda:0");
     bp_plan *p = f.p;
-    uint32_t b = node_of(p, B), keep = p->info[b].queue;
-    p->info[b].queue = 0; /* the cpu queue */
+    uint32_t b = node_of(p, B), keep = p->res.info[b].queue;
+    p->res.info[b].queue = 0; /* the cpu queue */
     rejected(p, "queue:", "compute queue of cuda:0");
-    p->info[b].queue = keep;
+    p->res.info[b].queue = keep;
     /* the host → device copy on another stream of its GPU */
-    uint32_t cp = p->graph->nodes[node_of(p, A)].inputs[0];
+    uint32_t cp = p->res.graph->nodes[node_of(p, A)].inputs[0];
     uint32_t other = BG_NONE;
-    for (uint32_t q = 0; q < p->nqueues; q++)
-        if (p->queues[q].kind == BP_QUEUE_COMPUTE) other = q;
+    for (uint32_t q = 0; q < p->res.nqueues; q++)
+        if (p->res.queues[q].kind == BP_QUEUE_COMPUTE) other = q;
     cr_assert_neq(other, BG_NONE);
-    p->info[cp].queue = other;
+    p->res.info[cp].queue = other;
     rejected(p, "queue:", "H2D");
-    p->info[cp].queue = p->nqueues;
+    p->res.info[cp].queue = p->res.nqueues;
     rejected(p, "queue:", NULL);
     done(&f);
 }
@@ -228,16 +229,16 @@ Test(verify_plan, wrong_storage_rejected) {
     fixture f = make(GRAPH, "cpu,cuda:0");
     bp_plan *p = f.p;
     uint32_t x = node_of(p, X), d = node_of(p, D), b = node_of(p, B);
-    p->info[x].place.storage = BP_STORAGE_ARENA;
+    p->res.info[x].place.storage = BP_STORAGE_ARENA;
     rejected(p, "place:", "storage");
-    p->info[x].place.storage = BP_STORAGE_INPUT;
-    p->info[d].place.storage = BP_STORAGE_NONE;
+    p->res.info[x].place.storage = BP_STORAGE_INPUT;
+    p->res.info[d].place.storage = BP_STORAGE_NONE;
     rejected(p, "place:", "storage");
-    p->info[d].place.storage = BP_STORAGE_ARENA;
-    p->info[d].place.bytes += 4;
+    p->res.info[d].place.storage = BP_STORAGE_ARENA;
+    p->res.info[d].place.bytes += 4;
     rejected(p, "place:", "bytes");
-    p->info[d].place.bytes -= 4;
-    p->info[b].noop = true; /* tanh must run */
+    p->res.info[d].place.bytes -= 4;
+    p->res.info[b].noop = true; /* tanh must run */
     rejected(p, "place:", "skipped");
     done(&f);
 }
@@ -254,18 +255,18 @@ Test(verify_plan, in_place_accepted_only_when_dead) {
         "output \"y\" = %c\n";
     fixture f = make(chain, "cpu");
     bp_plan *p = f.p;
-    const bp_tensor_place *a = &p->info[node_of(p, 1)].place;
-    const bp_tensor_place *b = &p->info[node_of(p, 2)].place;
+    const bp_tensor_place *a = &p->res.info[node_of(p, 1)].place;
+    const bp_tensor_place *b = &p->res.info[node_of(p, 2)].place;
     cr_assert_eq(a->storage, BP_STORAGE_ARENA);
     cr_assert_eq(a->offset, b->offset, "tanh is not in place over exp");
     /* c now reads a too (a graph change the places do not follow) */
-    bg_node *c = &p->graph->nodes[node_of(p, 3)];
+    bg_node *c = &p->res.graph->nodes[node_of(p, 3)];
     c->op = BRAID_OP_ADD;
-    uint32_t *in = bg_alloc(p->graph, 2 * sizeof *in);
+    uint32_t *in = bg_alloc(p->res.graph, 2 * sizeof *in);
     cr_assert_not_null(in);
     in[0] = c->inputs[0];
     in[1] = node_of(p, 1);
-    bg_free(p->graph, c->inputs, c->ninputs * sizeof *c->inputs);
+    bg_free(p->res.graph, c->inputs, c->ninputs * sizeof *c->inputs);
     c->inputs = in;
     c->ninputs = 2;
     rejected(p, "overlap:", NULL);
@@ -277,14 +278,14 @@ Test(verify_plan, in_place_accepted_only_when_dead) {
 Test(verify_plan, partial_plans_checked_as_far_as_they_go) {
     fixture f = make(GRAPH, "cpu,cuda:0");
     bp_plan *p = f.p;
-    free(p->schedule);
-    p->schedule = NULL;
-    p->nschedule = 0;
-    free(p->arenas);
-    p->arenas = NULL;
-    p->narenas = 0;
+    free(p->res.schedule);
+    p->res.schedule = NULL;
+    p->res.nschedule = 0;
+    free(p->res.arenas);
+    p->res.arenas = NULL;
+    p->res.narenas = 0;
     cr_assert_eq(bp_verify_plan(p), BRAID_OK, "%s", braid_last_error());
-    p->info[node_of(p, B)].queue = 0;
+    p->res.info[node_of(p, B)].queue = 0;
     rejected(p, "queue:", NULL);
     done(&f);
 }

@@ -126,8 +126,8 @@ static bool render(const char *dot, dot_format format, int in, int out,
 static bool render_to(const dot_args *a, const char *dot, const braid_graph *g,
                       const braid_plan *p, FILE *out) {
     FILE *text = tmpfile();
-    if (!text) return cli_err("cannot create a temporary file: %s",
-                              strerror(errno));
+    if (!text)
+        return cli_err("cannot create a temporary file: %s", strerror(errno));
     bool ok = write_dot(g, p, text);
     if (ok && (fflush(text) != 0 || fseek(text, 0, SEEK_SET) != 0))
         ok = cli_err("writing a temporary file failed: %s", strerror(errno));

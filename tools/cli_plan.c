@@ -7,8 +7,6 @@
 
 #include "tools/cli.h"
 
-#include "passes/plan.h"
-
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
@@ -33,12 +31,15 @@ static const char *size_str(uint64_t bytes, char *buf, size_t size) {
 }
 
 /* "sm_80, sm_90" (the stored architectures) into buf; "" when none. */
-static const char *archs_str(const bp_kernels *k, char *buf, size_t size) {
+static const char *archs_str(const braid_plan *p, uint32_t narchs, char *buf,
+                             size_t size) {
     size_t n = 0;
     buf[0] = '\0';
-    for (uint32_t i = 0; i < k->nbin && n + 16 < size; i++)
-        n += (size_t)snprintf(buf + n, size - n, "%ssm_%d", i ? ", " : "",
-                              k->bin[i].sm);
+    braid_plan_arch_info a;
+    for (uint32_t i = 0; i < narchs && n + 16 < size; i++)
+        if (braid_plan_arch_get(p, i, &a) == BRAID_OK)
+            n += (size_t)snprintf(buf + n, size - n, "%ssm_%d", i ? ", " : "",
+                                  a.sm);
     return buf;
 }
 
@@ -64,22 +65,25 @@ static char *default_output(const char *in) {
  *  (79.3 KiB); compile 812.4 ms, save 0.3 ms". */
 static void print_summary(const char *out, const cli_input *in, uint64_t bytes,
                           double save_ms) {
-    const bp_plan *p = in->plan;
+    const braid_plan *p = in->plan;
     braid_plan_summary s;
+    braid_plan_provenance pv;
     memset(&s, 0, sizeof s);
+    memset(&pv, 0, sizeof pv);
     braid_plan_summary_get(p, &s);
+    braid_plan_provenance_get(p, &pv);
     char archs[256], human[32];
     printf("wrote %s: %" PRIu32 " node%s, ", out, s.nodes,
            s.nodes == 1 ? "" : "s");
-    uint32_t nk = p->kernels.nkernels;
-    if (!p->kernels.source)
+    uint32_t nk = pv.kernels;
+    if (!pv.source_bytes)
         printf("no GPU kernels");
-    else if (p->kernels.nbin == 0)
+    else if (pv.archs == 0)
         printf("%" PRIu32 " GPU kernel%s (source only)", nk,
                nk == 1 ? "" : "s");
     else
         printf("%" PRIu32 " GPU kernel%s for %s", nk, nk == 1 ? "" : "s",
-               archs_str(&p->kernels, archs, sizeof archs));
+               archs_str(p, pv.archs, archs, sizeof archs));
     printf(", %" PRIu64 " bytes (%s); compile %.1f ms, save %.1f ms\n", bytes,
            size_str(bytes, human, sizeof human), in->ms, save_ms);
 }
@@ -163,7 +167,8 @@ static const char *nvrtc_str(int v, char *buf, size_t size) {
 }
 
 /* The braid version string with anything unprintable replaced. */
-static void clean_version(const bp_meta *m, char *buf, size_t size) {
+static void clean_version(const braid_plan_provenance *m, char *buf,
+                          size_t size) {
     size_t n = 0;
     for (size_t i = 0;
          i < sizeof m->braid_version && m->braid_version[i] && n + 1 < size;
@@ -187,55 +192,55 @@ void cli_print_provenance(FILE *out, const cli_input *in) {
                 in->ms);
         return;
     }
-    const bp_plan *p = in->plan;
-    clean_version(&p->meta, ver, sizeof ver);
+    braid_plan_provenance pv;
+    if (braid_plan_provenance_get(in->plan, &pv) != BRAID_OK) return;
+    clean_version(&pv, ver, sizeof ver);
     fprintf(out, "loaded in %.3f ms\n", in->ms);
     fprintf(out, "  compiled by braid %s, NVRTC %s, created %s\n", ver,
-            nvrtc_str(p->meta.nvrtc_version, nv, sizeof nv),
-            time_str(p->meta.created, when, sizeof when));
-    const bp_kernels *k = &p->kernels;
-    if (!k->source) {
+            nvrtc_str(pv.nvrtc_version, nv, sizeof nv),
+            time_str(pv.created, when, sizeof when));
+    if (!pv.source_bytes) {
         fprintf(out, "  kernels: none (no generated GPU kernel)\n");
         return;
     }
     fprintf(out, "  kernels: %" PRIu32 ", CUDA source %zu bytes (%s)%s\n",
-            k->nkernels, k->source_len,
-            size_str(k->source_len, human, sizeof human),
-            k->nbin ? "" : ", no binaries (compiled when run)");
-    for (uint32_t i = 0; i < k->nbin; i++) {
+            pv.kernels, pv.source_bytes,
+            size_str(pv.source_bytes, human, sizeof human),
+            pv.archs ? "" : ", no binaries (compiled when run)");
+    braid_plan_arch_info a;
+    for (uint32_t i = 0; i < pv.archs; i++) {
+        if (braid_plan_arch_get(in->plan, i, &a) != BRAID_OK) continue;
         char c[32], x[32];
-        fprintf(out, "    sm_%d: cubin %s, ptx %s\n", k->bin[i].sm,
-                k->bin[i].cubin ? size_str(k->bin[i].cubin_size, c, sizeof c)
-                                : "none",
-                k->bin[i].ptx ? size_str(k->bin[i].ptx_size, x, sizeof x)
-                              : "none");
+        fprintf(out, "    sm_%d: cubin %s, ptx %s\n", a.sm,
+                a.cubin_bytes ? size_str(a.cubin_bytes, c, sizeof c) : "none",
+                a.ptx_bytes ? size_str(a.ptx_bytes, x, sizeof x) : "none");
     }
 }
 
 void cli_print_provenance_json(FILE *out, const cli_input *in) {
     if (!in || !in->plan_file) return;
-    const bp_plan *p = in->plan;
+    braid_plan_provenance pv;
+    if (braid_plan_provenance_get(in->plan, &pv) != BRAID_OK) return;
     char ver[40];
-    clean_version(&p->meta, ver, sizeof ver);
+    clean_version(&pv, ver, sizeof ver);
     fprintf(out,
             "  \"plan_file\": {\"bytes\": %" PRIu64 ", \"load_ms\": %.3f, "
             "\"recompiled\": %s",
             (uint64_t)in->file_bytes, in->ms,
             in->recompiled ? "true" : "false");
     if (!in->recompiled) {
-        const bp_kernels *k = &p->kernels;
         fprintf(out,
                 ", \"braid_version\": \"%s\", \"nvrtc_version\": %d, "
                 "\"created\": %" PRId64 ", \"kernels\": %" PRIu32
                 ", \"source_bytes\": %zu, \"archs\": [",
-                ver, p->meta.nvrtc_version, p->meta.created, k->nkernels,
-                k->source_len);
-        for (uint32_t i = 0; i < k->nbin; i++)
-            fprintf(out,
-                    "%s{\"sm\": %d, \"cubin_bytes\": %zu, \"ptx_bytes\": %zu}",
-                    i ? ", " : "", k->bin[i].sm,
-                    k->bin[i].cubin ? k->bin[i].cubin_size : 0,
-                    k->bin[i].ptx ? k->bin[i].ptx_size : 0);
+                ver, pv.nvrtc_version, pv.created, pv.kernels, pv.source_bytes);
+        braid_plan_arch_info a;
+        for (uint32_t i = 0; i < pv.archs; i++)
+            if (braid_plan_arch_get(in->plan, i, &a) == BRAID_OK)
+                fprintf(out,
+                        "%s{\"sm\": %d, \"cubin_bytes\": %zu, "
+                        "\"ptx_bytes\": %zu}",
+                        i ? ", " : "", a.sm, a.cubin_bytes, a.ptx_bytes);
         fprintf(out, "]");
     }
     fprintf(out, "},\n");

@@ -303,8 +303,9 @@ const char *braid_reduce_name(braid_reduce_kind k);
 braid_status braid_output(braid_graph *g, const char *name, braid_tensor t);
 /* A name for the node (shown in dumps and errors). */
 braid_status braid_set_name(braid_graph *g, braid_tensor t, const char *name);
-/* Placement hint: "cpu" or "cuda:N". Recorded now; the placement pass of the
- * compiler honours it. device NULL removes the hint. */
+/* Placement hint: "cpu" or "cuda:N" (0 <= N < 64, no leading zeros: the
+ * names braid_compile_options.devices lists). Recorded now; the placement
+ * pass of the compiler honours it. device NULL removes the hint. */
 braid_status braid_set_device(braid_graph *g, braid_tensor t,
                               const char *device);
 
@@ -354,11 +355,14 @@ typedef struct braid_device_profile {
 #define BRAID_PASS_REUSE 8u    /* memory reuse (each tensor its own bytes) */
 
 typedef struct braid_compile_options {
-    const char *devices;   /* "cpu", "cpu,cuda:0", ...; NULL: detect. The
-                              cpu is always included (it holds inputs and
-                              outputs). A list
-                              naming GPUs this machine lacks still compiles
-                              (the plan then needs them to run). */
+    const char *devices;   /* "cpu", "cpu,cuda:0", ...: names as
+                              braid_set_device takes them, spaces around
+                              each ignored; NULL: the cpu and every GPU
+                              present (probed once per process). The cpu
+                              is always included (it holds inputs and
+                              outputs). A list naming GPUs this machine
+                              lacks still compiles (the plan then needs
+                              them to run). */
     int num_threads;       /* CPU worker threads, 0..BRAID_MAX_THREADS;
                               0: one per core */
     unsigned disable_passes; /* BRAID_PASS_* bits of passes to skip */
@@ -446,8 +450,7 @@ typedef braid_graph *(*braid_graph_builder)(void *user, const int64_t *key,
  * outlive the cache; capacity ≥ 1 plans are kept. */
 braid_status braid_plan_cache_new(braid_graph_builder build, void *user,
                                   const braid_compile_options *opts,
-                                  uint32_t capacity,
-                                  braid_plan_cache **cache);
+                                  uint32_t capacity, braid_plan_cache **cache);
 /* The executor (and, when plan is not NULL, its plan) for shape key
  * key[0..nkey), built, compiled and created on the first request. Both
  * belong to the cache and stay valid until a later call of this function
@@ -868,6 +871,35 @@ braid_status braid_plan_device_get(const braid_plan *p, uint32_t i,
                                    braid_plan_device_info *out);
 braid_status braid_plan_arena_get(const braid_plan *p, uint32_t i,
                                   braid_plan_arena_info *out);
+
+/* Where a plan came from and the GPU kernels it carries (braid info and
+ * braid compile print them). */
+typedef struct braid_plan_provenance {
+    bool loaded;            /* read from a plan file */
+    char braid_version[32]; /* braid that compiled it ("0.1.0"); may hold
+                               any bytes when loaded from a file */
+    int nvrtc_version;      /* NVRTC that built its kernels (13000), 0 */
+    int64_t created;        /* Unix time it was compiled */
+    uint32_t kernels;       /* generated GPU kernels in its module */
+    size_t source_bytes;    /* bytes of the module's CUDA source; 0: the
+                               plan has no generated kernel */
+    uint32_t archs;         /* architectures built ahead of time
+                               (braid_plan_arch_get 0..archs-1) */
+} braid_plan_provenance;
+
+/* The plan's kernel module built for one GPU architecture. */
+typedef struct braid_plan_arch_info {
+    int sm;             /* compute capability, 10·major + minor (90) */
+    size_t cubin_bytes; /* CUBIN for exactly this sm; 0: none */
+    size_t ptx_bytes;   /* PTX (JIT for newer GPUs); 0: none */
+} braid_plan_arch_info;
+
+/* Fill *out; BRAID_ERR_INVALID_ARGUMENT for NULL arguments or i out of
+ * range (architectures in ascending sm). */
+braid_status braid_plan_provenance_get(const braid_plan *p,
+                                       braid_plan_provenance *out);
+braid_status braid_plan_arch_get(const braid_plan *p, uint32_t i,
+                                 braid_plan_arch_info *out);
 
 /* Why the compiler put a node on its device (docs/placement.md). */
 typedef enum braid_place_reason {

@@ -57,10 +57,9 @@ void br_ew_compare_bool(braid_op op, int64_t n, uint8_t *restrict o,
 /* The typed functions above chosen by the operands' dtype t (f32, f64,
  * i32; compare: bool too); false, computing nothing, for other dtypes
  * (f16 / bf16 callers stage through f32 themselves). */
-bool br_ew_unary(braid_dtype t, braid_op op, int64_t n, void *o,
-                 const void *a);
-bool br_ew_binary(braid_dtype t, braid_op op, int64_t n, void *o,
-                  const void *a, int64_t sa, const void *b, int64_t sb);
+bool br_ew_unary(braid_dtype t, braid_op op, int64_t n, void *o, const void *a);
+bool br_ew_binary(braid_dtype t, braid_op op, int64_t n, void *o, const void *a,
+                  int64_t sa, const void *b, int64_t sb);
 bool br_ew_compare(braid_dtype t, braid_op op, int64_t n, uint8_t *o,
                    const void *a, int64_t sa, const void *b, int64_t sb);
 

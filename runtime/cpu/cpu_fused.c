@@ -386,9 +386,10 @@ braid_status br_fused_check(const braid_graph *g, uint32_t id,
     bool ok = bp_program_check(program, g, id, why, sizeof why);
     if (ok && program->kind == BP_PROGRAM_MATMUL &&
         program->instr[2].dtype != bg_node_at(g, id)->dtype) {
-        snprintf(why, sizeof why, "instruction 2: the matmul is %s, the "
-                                  "node %s (the cpu computes it in the "
-                                  "output)",
+        snprintf(why, sizeof why,
+                 "instruction 2: the matmul is %s, the "
+                 "node %s (the cpu computes it in the "
+                 "output)",
                  braid_dtype_name(program->instr[2].dtype),
                  braid_dtype_name(bg_node_at(g, id)->dtype));
         ok = false;

@@ -46,8 +46,7 @@ struct ew_ctx {
 
 /* One typed function of a list's ops: T is its element type. */
 #define UNARY_FN(name, TT, LIST, CASE)                                         \
-    void name(braid_op op, int64_t n, TT *restrict o,                          \
-              const TT *restrict a) {                                          \
+    void name(braid_op op, int64_t n, TT *restrict o, const TT *restrict a) {  \
         typedef TT T;                                                          \
         switch (op) {                                                          \
             LIST(CASE)                                                         \
@@ -171,8 +170,8 @@ COMPARE_FN(br_ew_compare_i32, int32_t, int32_t)
 /* Bools compare as 0/1 whatever nonzero byte the caller stored. */
 COMPARE_FN(br_ew_compare_bool, uint8_t, bool)
 
-bool br_ew_binary(braid_dtype t, braid_op op, int64_t n, void *o,
-                  const void *a, int64_t sa, const void *b, int64_t sb) {
+bool br_ew_binary(braid_dtype t, braid_op op, int64_t n, void *o, const void *a,
+                  int64_t sa, const void *b, int64_t sb) {
     EW_DISPATCH(br_ew_binary, a, sa, b, sb)
     return false;
 }

@@ -67,7 +67,7 @@ static void merge_batch(gemm_shape *g, int rb, const int64_t *odims,
 }
 
 bool br_gemm_shape_of(const bp_plan *p, uint32_t id, gemm_shape *g) {
-    const bg_node *n = bg_node_at(p->graph, id);
+    const bg_node *n = bg_node_at(p->res.graph, id);
     memset(g, 0, sizeof *g);
     int rank = n->rank;
     const int64_t *odims = n->dims;
@@ -77,9 +77,9 @@ bool br_gemm_shape_of(const bp_plan *p, uint32_t id, gemm_shape *g) {
         g->a = n->inputs[0];
         g->b = n->inputs[1];
     } else {
-        uint32_t pi = p->info[id].program;
-        if (n->op != BRAID_OP_FUSED || pi >= p->nprograms) return false;
-        const bp_program *pr = &p->programs[pi];
+        uint32_t pi = p->res.info[id].program;
+        if (n->op != BRAID_OP_FUSED || pi >= p->res.nprograms) return false;
+        const bp_program *pr = &p->res.programs[pi];
         uint32_t mi = 0; /* the matmul instruction (the first, by plan.h) */
         while (mi < pr->ninstr && pr->instr[mi].op != BRAID_OP_MATMUL)
             mi++;
@@ -98,8 +98,8 @@ bool br_gemm_shape_of(const bp_plan *p, uint32_t id, gemm_shape *g) {
         odims = pr->dims;
         flags = pr->flags;
     }
-    const bg_node *a = bg_node_at(p->graph, g->a),
-                  *b = bg_node_at(p->graph, g->b);
+    const bg_node *a = bg_node_at(p->res.graph, g->a),
+                  *b = bg_node_at(p->res.graph, g->b);
     if (rank < 2 || a->rank < 2 || b->rank < 2) return false;
     g->ta = (flags & BRAID_TRANSPOSE_A) != 0;
     g->tb = (flags & BRAID_TRANSPOSE_B) != 0;
@@ -126,7 +126,8 @@ braid_status br_cuda_gemm_check(const br_cuda *c, uint32_t id) {
         return bg_set_last_error(BRAID_ERR_INTERNAL,
                                  "braid_exec_new: node %u (%s) is not a "
                                  "matmul cuBLAS can run",
-                                 id, bg_op(bg_node_at(p->graph, id)->op)->name);
+                                 id,
+                                 bg_op(bg_node_at(p->res.graph, id)->op)->name);
     if (!braid_dtype_is_float(g.dtype))
         return bg_set_last_error(BRAID_ERR_UNSUPPORTED,
                                  "braid_exec_new: node %u: matmul of %s on "
@@ -266,7 +267,7 @@ static braid_status take_handle(br_cuda *c, int dev, br_res *r) {
 
 braid_status br_cuda_blas_take(br_cuda *c, uint32_t q) {
     br_res r;
-    braid_status s = take_handle(c, c->plan->queues[q].device.index, &r);
+    braid_status s = take_handle(c, c->plan->res.queues[q].device.index, &r);
     if (s != BRAID_OK) return s;
     c->blas.handle[q] = r.obj;
     c->blas.ws[q] = r.ws;
@@ -281,10 +282,10 @@ braid_status br_cuda_blas_take(br_cuda *c, uint32_t q) {
 }
 
 void br_cuda_blas_give(br_cuda *c) {
-    for (uint32_t q = 0; c->blas.handle && q < c->plan->nqueues; q++) {
+    for (uint32_t q = 0; c->blas.handle && q < c->plan->res.nqueues; q++) {
         if (!c->blas.handle[q]) continue;
         br_res r = {.kind = BR_RES_BLAS,
-                    .dev = c->plan->queues[q].device.index,
+                    .dev = c->plan->res.queues[q].device.index,
                     .obj = c->blas.handle[q],
                     .ws = c->blas.ws[q]};
         cudaSetDevice(r.dev);

@@ -27,7 +27,7 @@
 static const char *const WHERE = "braid_run";
 
 static const bg_node *node_at(const br_cuda *c, uint32_t id) {
-    return bg_node_at(c->plan->graph, id);
+    return bg_node_at(c->plan->res.graph, id);
 }
 
 /* Members of group grp among the GPU nodes: their count, and in
@@ -101,7 +101,8 @@ static braid_status comm_set(br_cuda *c, const int *devs, int64_t k,
 
 braid_status br_cuda_coll_init(br_cuda *c) {
     const bp_plan *p = c->plan;
-    c->coll.member = calloc(p->ninfo ? p->ninfo : 1, sizeof *c->coll.member);
+    c->coll.member =
+        calloc(p->res.ninfo ? p->res.ninfo : 1, sizeof *c->coll.member);
     if (!c->coll.member)
         return bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY,
                                  "braid_exec_new: out of memory");

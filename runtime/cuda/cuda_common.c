@@ -9,9 +9,9 @@
 #include <string.h>
 
 bool br_plan_uses_cuda(const bp_plan *p) {
-    for (uint32_t i = 0; i < p->nschedule; i++) {
-        uint32_t id = p->schedule[i];
-        if (p->info[id].device.kind != BP_DEVICE_CPU ||
+    for (uint32_t i = 0; i < p->res.nschedule; i++) {
+        uint32_t id = p->res.schedule[i];
+        if (p->res.info[id].device.kind != BP_DEVICE_CPU ||
             br_node_on_device_queue(p, id))
             return true;
     }
@@ -20,9 +20,9 @@ bool br_plan_uses_cuda(const bp_plan *p) {
 
 /* The first scheduled node that needs a GPU, or BG_NONE. */
 static uint32_t first_gpu_node(const bp_plan *p) {
-    for (uint32_t i = 0; i < p->nschedule; i++) {
-        uint32_t id = p->schedule[i];
-        if (p->info[id].device.kind != BP_DEVICE_CPU ||
+    for (uint32_t i = 0; i < p->res.nschedule; i++) {
+        uint32_t id = p->res.schedule[i];
+        if (p->res.info[id].device.kind != BP_DEVICE_CPU ||
             br_node_on_device_queue(p, id))
             return id;
     }
@@ -33,9 +33,9 @@ braid_status br_cuda_no_device(const bp_plan *p, const char *why) {
     uint32_t id = first_gpu_node(p);
     if (id == BG_NONE)
         return bg_set_last_error(BRAID_ERR_DEVICE, "braid_exec_new: %s", why);
-    bp_device d = p->info[id].device;
-    if (d.kind == BP_DEVICE_CPU && p->info[id].queue < p->nqueues)
-        d = p->queues[p->info[id].queue].device; /* a D2H copy */
+    bp_device d = p->res.info[id].device;
+    if (d.kind == BP_DEVICE_CPU && p->res.info[id].queue < p->res.nqueues)
+        d = p->res.queues[p->res.info[id].queue].device; /* a D2H copy */
     char use[160];
     return bg_set_last_error(BRAID_ERR_DEVICE,
                              "braid_exec_new: the plan runs %s: %s (compile "

@@ -41,20 +41,20 @@ static uint64_t staged_bytes(const br_cuda *c, uint32_t q) {
         if (cn->queue != q) continue;
         uint32_t t = BG_NONE;
         if (cn->kind == BR_NODE_H2D)
-            t = br_root(p, bg_node_at(p->graph, id)->inputs[0], NULL);
+            t = br_root(p, bg_node_at(p->res.graph, id)->inputs[0], NULL);
         else if (cn->kind == BR_NODE_D2H)
             t = br_root(p, id, NULL);
         else
             continue;
-        const bp_tensor_place *pl = &p->info[t].place;
+        const bp_tensor_place *pl = &p->res.info[t].place;
         /* caller buffers (inputs, outputs written in place) may be
            pageable; so may an arena exec.c allocates */
         bool maybe_pageable =
             pl->storage == BP_STORAGE_INPUT ||
             (pl->storage == BP_STORAGE_ARENA && c->mem.kind[pl->arena] == 0);
-        for (uint32_t o = 0; !maybe_pageable && o < p->noutputs; o++)
-            maybe_pageable = p->outputs[o].node == t; /* bound in place */
-        uint64_t n = bg_nbytes(bg_node_at(p->graph, id));
+        for (uint32_t o = 0; !maybe_pageable && o < p->res.noutputs; o++)
+            maybe_pageable = p->res.outputs[o].node == t; /* bound in place */
+        uint64_t n = bg_nbytes(bg_node_at(p->res.graph, id));
         if (maybe_pageable && n > most) most = n;
     }
     return most;
@@ -87,14 +87,14 @@ static braid_status take_pinned(uint32_t q, size_t bytes, void **out,
 
 braid_status br_cuda_stage_init(br_cuda *c) {
     const bp_plan *p = c->plan;
-    for (uint32_t q = 0; q < p->nqueues; q++) {
-        bp_queue_kind k = p->queues[q].kind;
+    for (uint32_t q = 0; q < p->res.nqueues; q++) {
+        bp_queue_kind k = p->res.queues[q].kind;
         if ((k != BP_QUEUE_H2D && k != BP_QUEUE_D2H) || !br_cuda_stream(c, q))
             continue;
         uint64_t most = staged_bytes(c, q);
         if (most == 0) continue;
         br_stage *st = &c->copy.stage[q];
-        int dev = p->queues[q].device.index;
+        int dev = p->res.queues[q].device.index;
         uint64_t slot = most < BR_STAGE_SLOT_MAX ? most : BR_STAGE_SLOT_MAX;
         slot = (slot + 4095) / 4096 * 4096;
         braid_status s = br_cuda_use(c, "braid_exec_new", BG_NONE, dev);
@@ -113,11 +113,11 @@ braid_status br_cuda_stage_init(br_cuda *c) {
 
 void br_cuda_stage_free(br_cuda *c) {
     if (!c->copy.stage) return;
-    for (uint32_t q = 0; q < c->plan->nqueues; q++) {
+    for (uint32_t q = 0; q < c->plan->res.nqueues; q++) {
         br_stage *st = &c->copy.stage[q];
         for (int i = 0; i < BR_STAGE_SLOTS; i++)
             if (st->free[i])
-                br_cuda_give_event(c, c->plan->queues[q].device.index,
+                br_cuda_give_event(c, c->plan->res.queues[q].device.index,
                                    st->free[i]);
         br_res_give(&(br_res){.kind = BR_RES_PINNED,
                               .dev = -1,
@@ -131,8 +131,8 @@ void br_cuda_stage_free(br_cuda *c) {
 /* Bytes of a constant a CONST_H2D node copies: the root's attr.data. */
 static const char *constant_bytes(const bp_plan *p, uint32_t id) {
     uint64_t off = 0;
-    uint32_t root = br_root(p, bg_node_at(p->graph, id)->inputs[0], &off);
-    const char *data = bg_node_at(p->graph, root)->attr.data;
+    uint32_t root = br_root(p, bg_node_at(p->res.graph, id)->inputs[0], &off);
+    const char *data = bg_node_at(p->res.graph, root)->attr.data;
     return data ? data + off : NULL;
 }
 
@@ -151,15 +151,15 @@ braid_status br_cuda_upload_constants(br_cuda *c) {
     const bp_plan *p = c->plan;
     uint64_t total = 0;
     braid_status s = BRAID_OK;
-    for (uint32_t i = 0; s == BRAID_OK && i < p->nschedule; i++) {
-        uint32_t id = p->schedule[i];
-        const bg_node *n = bg_node_at(p->graph, id);
-        const bp_tensor_place *pl = &p->info[id].place;
+    for (uint32_t i = 0; s == BRAID_OK && i < p->res.nschedule; i++) {
+        uint32_t id = p->res.schedule[i];
+        const bg_node *n = bg_node_at(p->res.graph, id);
+        const bp_tensor_place *pl = &p->res.info[id].place;
         size_t bytes = bg_nbytes(n);
         if (n->op == BRAID_OP_CONSTANT && pl->storage == BP_STORAGE_ARENA &&
-            pl->arena < p->narenas && c->mem.kind[pl->arena] == 1) {
+            pl->arena < p->res.narenas && c->mem.kind[pl->arena] == 1) {
             /* a constant placed on a GPU: its arena bytes are its own */
-            s = upload(c, id, p->arenas[pl->arena].device.index,
+            s = upload(c, id, p->res.arenas[pl->arena].device.index,
                        (char *)c->mem.arena[pl->arena] + pl->offset,
                        n->attr.data, bytes);
             total += bytes;
@@ -187,10 +187,10 @@ braid_status br_cuda_upload_constants(br_cuda *c) {
 static bool in_pinned_arena(const br_cuda *c, const void *ptr) {
     const bp_plan *p = c->plan;
     uintptr_t x = (uintptr_t)ptr;
-    for (uint32_t a = 0; a < p->narenas; a++) {
+    for (uint32_t a = 0; a < p->res.narenas; a++) {
         if (c->mem.kind[a] != 2) continue;
         uintptr_t b = (uintptr_t)c->mem.arena[a];
-        if (x >= b && x < b + p->arenas[a].bytes) return true;
+        if (x >= b && x < b + p->res.arenas[a].bytes) return true;
     }
     return false;
 }
@@ -288,7 +288,7 @@ static braid_status staged_d2h(br_cuda *c, uint32_t id, char *dst,
 /* No GPU node waits for D2H copy id: it may be deferred. */
 static bool deferrable(const br_cuda *c, uint32_t id) {
     for (uint32_t k = c->sched->rstart[id]; k < c->sched->rstart[id + 1]; k++)
-        if (c->node[c->plan->events[c->sched->recs[k]].before].kind !=
+        if (c->node[c->plan->res.events[c->sched->recs[k]].before].kind !=
             BR_NODE_CPU)
             return false;
     return true;
@@ -296,7 +296,7 @@ static bool deferrable(const br_cuda *c, uint32_t id) {
 
 braid_status br_cuda_copy(br_cuda *c, uint32_t id) {
     const bp_plan *p = c->plan;
-    const bg_node *n = bg_node_at(p->graph, id);
+    const bg_node *n = bg_node_at(p->res.graph, id);
     br_cnode *cn = &c->node[id];
     uint64_t bytes = bg_nbytes(n);
     char *dst = c->run.args->ptr[id];
@@ -350,7 +350,7 @@ braid_status br_cuda_copy(br_cuda *c, uint32_t id) {
  * records its events. */
 static braid_status flush_one(br_cuda *c, uint32_t id) {
     c->copy.pending[id] = false;
-    const bg_node *n = bg_node_at(c->plan->graph, id);
+    const bg_node *n = bg_node_at(c->plan->res.graph, id);
     braid_status s = br_cuda_use(c, WHERE, id, c->node[id].dev);
     if (s == BRAID_OK)
         s = staged_d2h(c, id, c->run.args->ptr[id],

@@ -48,8 +48,8 @@ static braid_status check_devices(br_cuda *c) {
     c->ndev = braid_cuda_device_count();
     if (c->ndev == 0) return br_cuda_no_device(p, braid_cuda_status());
     char what[96];
-    for (uint32_t q = 0; q < p->nqueues; q++) {
-        const bp_queue *qu = &p->queues[q];
+    for (uint32_t q = 0; q < p->res.nqueues; q++) {
+        const bp_queue *qu = &p->res.queues[q];
         if (qu->kind == BP_QUEUE_CPU) continue;
         if (qu->device.kind != BP_DEVICE_CUDA || qu->device.index < 0)
             return bg_set_last_error(BRAID_ERR_INTERNAL,
@@ -61,19 +61,19 @@ static braid_status check_devices(br_cuda *c) {
             return missing_device(p, qu->device.index, c->ndev, what);
         }
     }
-    for (uint32_t a = 0; a < p->narenas; a++) {
-        bp_device d = p->arenas[a].device;
+    for (uint32_t a = 0; a < p->res.narenas; a++) {
+        bp_device d = p->res.arenas[a].device;
         if (d.kind == BP_DEVICE_CUDA && d.index >= c->ndev) {
             snprintf(what, sizeof what, "arena %u lives there", a);
             return missing_device(p, d.index, c->ndev, what);
         }
     }
-    for (uint32_t i = 0; i < p->nschedule; i++) {
-        uint32_t id = p->schedule[i];
-        bp_device d = p->info[id].device;
+    for (uint32_t i = 0; i < p->res.nschedule; i++) {
+        uint32_t id = p->res.schedule[i];
+        bp_device d = p->res.info[id].device;
         if (d.kind == BP_DEVICE_CUDA && d.index >= c->ndev) {
             snprintf(what, sizeof what, "node %u (%s) runs there", id,
-                     bg_op(bg_node_at(p->graph, id)->op)->name);
+                     bg_op(bg_node_at(p->res.graph, id)->op)->name);
             return missing_device(p, d.index, c->ndev, what);
         }
     }
@@ -88,13 +88,13 @@ static void *zalloc(size_t n, size_t size) {
 
 static braid_status alloc_tables(br_cuda *c) {
     const bp_plan *p = c->plan;
-    uint32_t n = p->ninfo, nq = p->nqueues ? p->nqueues : 1;
-    c->mem.arena = zalloc(p->narenas, sizeof *c->mem.arena);
-    c->mem.kind = zalloc(p->narenas, 1);
+    uint32_t n = p->res.ninfo, nq = p->res.nqueues ? p->res.nqueues : 1;
+    c->mem.arena = zalloc(p->res.narenas, sizeof *c->mem.arena);
+    c->mem.kind = zalloc(p->res.narenas, 1);
     c->mem.home = zalloc(n, sizeof *c->mem.home);
     c->node = zalloc(n, sizeof *c->node);
     c->q.stream = zalloc(nq, sizeof *c->q.stream);
-    c->q.event = zalloc(p->nevents, sizeof *c->q.event);
+    c->q.event = zalloc(p->res.nevents, sizeof *c->q.event);
     c->blas.handle = zalloc(nq, sizeof *c->blas.handle);
     c->blas.ws = zalloc(nq, sizeof *c->blas.ws);
     c->copy.stage = zalloc(nq, sizeof *c->copy.stage);
@@ -118,14 +118,16 @@ static braid_status alloc_tables(br_cuda *c) {
 /* What a copy on a GPU queue does: its queue says the direction; a copy
  * of constant bytes to a GPU is uploaded once instead. */
 static br_node_kind copy_kind(const bp_plan *p, uint32_t id) {
-    switch (br_queue_kind(p, p->info[id].queue)) {
+    switch (br_queue_kind(p, p->res.info[id].queue)) {
     case BP_QUEUE_H2D: {
         /* a copy that writes into another tensor's bytes (an input of a
            concat assembled in place) must really copy */
-        uint32_t root = br_root(p, bg_node_at(p->graph, id)->inputs[0], NULL);
-        return p->info[root].place.storage == BP_STORAGE_CONSTANT &&
-                       bg_node_at(p->graph, root)->op == BRAID_OP_CONSTANT &&
-                       p->info[id].place.storage != BP_STORAGE_VIEW
+        uint32_t root =
+            br_root(p, bg_node_at(p->res.graph, id)->inputs[0], NULL);
+        return p->res.info[root].place.storage == BP_STORAGE_CONSTANT &&
+                       bg_node_at(p->res.graph, root)->op ==
+                           BRAID_OP_CONSTANT &&
+                       p->res.info[id].place.storage != BP_STORAGE_VIEW
                    ? BR_NODE_CONST_H2D
                    : BR_NODE_H2D;
     }
@@ -139,7 +141,7 @@ static br_node_kind copy_kind(const bp_plan *p, uint32_t id) {
 /* What a node on a GPU queue does; codegen's classification decides
  * which nodes get kernels, so the two always agree. */
 static braid_status gpu_kind(const bp_plan *p, uint32_t id, br_node_kind *k) {
-    const bg_node *n = bg_node_at(p->graph, id);
+    const bg_node *n = bg_node_at(p->res.graph, id);
     if (n->op == BRAID_OP_COPY) {
         *k = copy_kind(p, id);
         return BRAID_OK;
@@ -180,13 +182,13 @@ static braid_status classify(br_cuda *c) {
     const bp_plan *p = c->plan;
     for (uint32_t i = 0; i < c->sched->ncpu; i++) {
         uint32_t id = c->sched->cpu_list[i];
-        c->node[id].queue = p->info[id].queue;
+        c->node[id].queue = p->res.info[id].queue;
     }
     for (uint32_t i = 0; i < c->sched->ndev; i++) {
         uint32_t id = c->sched->dev_list[i];
         br_cnode *cn = &c->node[id];
-        cn->queue = p->info[id].queue;
-        cn->dev = p->queues[cn->queue].device.index;
+        cn->queue = p->res.info[id].queue;
+        cn->dev = p->res.queues[cn->queue].device.index;
         braid_status s = gpu_kind(p, id, &cn->kind);
         bool gemm = cn->kind == BR_NODE_GEMM || cn->kind == BR_NODE_GEMM_EPI;
         if (s == BRAID_OK && gemm &&
@@ -211,11 +213,11 @@ static bool copies_touch(const br_cuda *c, uint32_t a) {
         br_node_kind k = c->node[id].kind;
         uint32_t t = BG_NONE;
         if (k == BR_NODE_H2D)
-            t = br_root(p, bg_node_at(p->graph, id)->inputs[0], NULL);
+            t = br_root(p, bg_node_at(p->res.graph, id)->inputs[0], NULL);
         else if (k == BR_NODE_D2H)
             t = br_root(p, id, NULL);
-        if (t != BG_NONE && p->info[t].place.storage == BP_STORAGE_ARENA &&
-            p->info[t].place.arena == a)
+        if (t != BG_NONE && p->res.info[t].place.storage == BP_STORAGE_ARENA &&
+            p->res.info[t].place.arena == a)
             return true;
     }
     return false;
@@ -223,8 +225,8 @@ static bool copies_touch(const br_cuda *c, uint32_t a) {
 
 /* True when some scheduled tensor lives in arena a. */
 static bool arena_holds_tensor(const bp_plan *p, uint32_t a) {
-    for (uint32_t i = 0; i < p->nschedule; i++) {
-        const bp_tensor_place *pl = &p->info[p->schedule[i]].place;
+    for (uint32_t i = 0; i < p->res.nschedule; i++) {
+        const bp_tensor_place *pl = &p->res.info[p->res.schedule[i]].place;
         if (pl->storage == BP_STORAGE_ARENA && pl->arena == a) return true;
     }
     return false;
@@ -233,7 +235,7 @@ static bool arena_holds_tensor(const bp_plan *p, uint32_t a) {
 static braid_status arena_oom(br_cuda *c, uint32_t a, const char *what,
                               const char *call, cudaError_t err) {
     char dev[32];
-    const bp_arena *ar = &c->plan->arenas[a];
+    const bp_arena *ar = &c->plan->res.arenas[a];
     (void)cudaGetLastError();
     return bg_set_last_error(
         BRAID_ERR_OUT_OF_MEMORY,
@@ -252,8 +254,8 @@ static braid_status arena_oom(br_cuda *c, uint32_t a, const char *what,
  * at once), 0 left to exec.c. */
 static void decide_arenas(br_cuda *c) {
     const bp_plan *p = c->plan;
-    for (uint32_t a = 0; a < p->narenas; a++) {
-        const bp_arena *ar = &p->arenas[a];
+    for (uint32_t a = 0; a < p->res.narenas; a++) {
+        const bp_arena *ar = &p->res.arenas[a];
         if (ar->kind == BP_ARENA_DEVICE && ar->device.kind == BP_DEVICE_CUDA)
             c->mem.kind[a] = 1;
         else if (ar->kind == BP_ARENA_PINNED)
@@ -265,8 +267,8 @@ static void decide_arenas(br_cuda *c) {
 
 static braid_status alloc_arenas(br_cuda *c) {
     const bp_plan *p = c->plan;
-    for (uint32_t a = 0; a < p->narenas; a++) {
-        const bp_arena *ar = &p->arenas[a];
+    for (uint32_t a = 0; a < p->res.narenas; a++) {
+        const bp_arena *ar = &p->res.arenas[a];
         size_t bytes =
             ar->bytes && c->mem.kind[a] != 3 ? (size_t)ar->bytes : 256;
         cudaError_t err;
@@ -357,13 +359,14 @@ static bool queue_used(const br_cuda *c, uint32_t q) {
 
 static braid_status make_streams(br_cuda *c) {
     const bp_plan *p = c->plan;
-    for (uint32_t q = 0; q < p->nqueues; q++) {
-        if (p->queues[q].kind == BP_QUEUE_CPU || !queue_used(c, q)) continue;
+    for (uint32_t q = 0; q < p->res.nqueues; q++) {
+        if (p->res.queues[q].kind == BP_QUEUE_CPU || !queue_used(c, q))
+            continue;
         braid_status s =
-            br_cuda_use(c, WHERE, BG_NONE, p->queues[q].device.index);
+            br_cuda_use(c, WHERE, BG_NONE, p->res.queues[q].device.index);
         if (s == BRAID_OK)
-            s = take_stream(c, p->queues[q].device.index, &c->q.stream[q]);
-        if (s == BRAID_OK && p->queues[q].kind == BP_QUEUE_COMPUTE)
+            s = take_stream(c, p->res.queues[q].device.index, &c->q.stream[q]);
+        if (s == BRAID_OK && p->res.queues[q].kind == BP_QUEUE_COMPUTE)
             s = br_cuda_blas_take(c, q);
         if (s != BRAID_OK) return s;
     }
@@ -374,12 +377,12 @@ static braid_status make_streams(br_cuda *c) {
  * queue's device current when created, as cudaEventRecord requires). */
 static braid_status make_events(br_cuda *c) {
     const bp_plan *p = c->plan;
-    for (uint32_t k = 0; k < p->nevents; k++) {
-        const br_cnode *a = &c->node[p->events[k].after];
+    for (uint32_t k = 0; k < p->res.nevents; k++) {
+        const br_cnode *a = &c->node[p->res.events[k].after];
         if (a->kind == BR_NODE_CPU) continue;
-        braid_status s = br_cuda_use(c, WHERE, p->events[k].after, a->dev);
+        braid_status s = br_cuda_use(c, WHERE, p->res.events[k].after, a->dev);
         if (s == BRAID_OK)
-            s = br_cuda_take_event(c, WHERE, p->events[k].after, a->dev,
+            s = br_cuda_take_event(c, WHERE, p->res.events[k].after, a->dev,
                                    &c->q.event[k]);
         if (s != BRAID_OK) return s;
     }
@@ -394,7 +397,7 @@ static braid_status enable_peers(br_cuda *c) {
         uint32_t id = c->sched->dev_list[i];
         if (c->node[id].kind != BR_NODE_D2D) continue;
         int dst = c->node[id].dev;
-        int src = c->node[bg_node_at(p->graph, id)->inputs[0]].dev;
+        int src = c->node[bg_node_at(p->res.graph, id)->inputs[0]].dev;
         if (src < 0 || src == dst) continue;
         int ok = 0;
         braid_status s = br_cu(c, WHERE, id, "cudaDeviceCanAccessPeer",
@@ -441,7 +444,7 @@ static br_cuda *new_ctx(const bp_plan *p, const br_sched *sched) {
     c->plan = p;
     c->sched = sched ? sched : &c->own_sched;
     c->cur_dev = -1;
-    c->allow_tf32 = p->opts.allow_tf32;
+    c->allow_tf32 = p->in.opts.allow_tf32;
     const char *env = getenv("BRAID_CUDA_GRAPHS");
     c->graph.enabled = !(env && env[0] == '0');
     return c;
@@ -536,10 +539,10 @@ braid_status br_cuda_new(const bp_plan *p, const br_sched *sched,
  * that reports an error is destroyed instead. */
 static void free_queues(br_cuda *c) {
     const bp_plan *p = c->plan;
-    for (uint32_t q = 0; c->q.stream && q < p->nqueues; q++) {
+    for (uint32_t q = 0; c->q.stream && q < p->res.nqueues; q++) {
         if (!c->q.stream[q]) continue;
         br_res r = {.kind = BR_RES_STREAM,
-                    .dev = p->queues[q].device.index,
+                    .dev = p->res.queues[q].device.index,
                     .obj = c->q.stream[q]};
         cudaSetDevice(r.dev);
         if (cudaStreamSynchronize(c->q.stream[q]) == cudaSuccess)
@@ -547,19 +550,19 @@ static void free_queues(br_cuda *c) {
         else
             br_res_destroy(&r);
     }
-    for (uint32_t k = 0; c->q.event && k < p->nevents; k++)
+    for (uint32_t k = 0; c->q.event && k < p->res.nevents; k++)
         if (c->q.event[k])
-            br_cuda_give_event(c, c->node[p->events[k].after].dev,
+            br_cuda_give_event(c, c->node[p->res.events[k].after].dev,
                                c->q.event[k]);
 }
 
 static void free_memory(br_cuda *c) {
     const bp_plan *p = c->plan;
-    for (uint32_t a = 0; c->mem.arena && a < p->narenas; a++) {
+    for (uint32_t a = 0; c->mem.arena && a < p->res.narenas; a++) {
         if (c->mem.kind[a] == 1) cudaFree(c->mem.arena[a]);
         if (c->mem.kind[a] >= 2) cudaFreeHost(c->mem.arena[a]);
     }
-    for (uint32_t id = 0; id < p->ninfo; id++) {
+    for (uint32_t id = 0; id < p->res.ninfo; id++) {
         if (c->mem.home && c->mem.home[id]) cudaFree(c->mem.home[id]);
     }
 }
@@ -602,11 +605,11 @@ void br_cuda_free(br_cuda *c) {
 }
 
 void *br_cuda_arena(const br_cuda *c, uint32_t a) {
-    return c && a < c->plan->narenas ? c->mem.arena[a] : NULL;
+    return c && a < c->plan->res.narenas ? c->mem.arena[a] : NULL;
 }
 
 void *br_cuda_home(const br_cuda *c, uint32_t id) {
-    return c && id < c->plan->ninfo ? c->mem.home[id] : NULL;
+    return c && id < c->plan->res.ninfo ? c->mem.home[id] : NULL;
 }
 
 void br_cuda_set_graphs(br_cuda *c, bool on) {

@@ -49,28 +49,29 @@ static const char *const WHERE = "braid_run";
  * node[].feeds_gpu: GPU work runs after it. GPU nodes are both. */
 static void dependencies(br_cuda *c) {
     const bp_plan *p = c->plan;
-    for (uint32_t i = 0; i < p->nschedule; i++) {
-        uint32_t id = p->schedule[i];
+    for (uint32_t i = 0; i < p->res.nschedule; i++) {
+        uint32_t id = p->res.schedule[i];
         br_cnode *cn = &c->node[id];
-        const bg_node *n = bg_node_at(p->graph, id);
+        const bg_node *n = bg_node_at(p->res.graph, id);
         cn->gpu_dep = cn->kind != BR_NODE_CPU;
         for (uint32_t k = 0; k < n->ninputs; k++)
             cn->gpu_dep |= c->node[n->inputs[k]].gpu_dep;
         for (uint32_t k = c->sched->wstart[id]; k < c->sched->wstart[id + 1];
              k++)
-            cn->gpu_dep |= c->node[p->events[c->sched->waits[k]].after].gpu_dep;
+            cn->gpu_dep |=
+                c->node[p->res.events[c->sched->waits[k]].after].gpu_dep;
     }
-    for (uint32_t i = p->nschedule; i-- > 0;) {
-        uint32_t id = p->schedule[i];
+    for (uint32_t i = p->res.nschedule; i-- > 0;) {
+        uint32_t id = p->res.schedule[i];
         br_cnode *cn = &c->node[id];
         cn->feeds_gpu |= cn->kind != BR_NODE_CPU;
         if (!cn->feeds_gpu) continue;
-        const bg_node *n = bg_node_at(p->graph, id);
+        const bg_node *n = bg_node_at(p->res.graph, id);
         for (uint32_t k = 0; k < n->ninputs; k++)
             c->node[n->inputs[k]].feeds_gpu = true;
         for (uint32_t k = c->sched->wstart[id]; k < c->sched->wstart[id + 1];
              k++)
-            c->node[p->events[c->sched->waits[k]].after].feeds_gpu = true;
+            c->node[p->res.events[c->sched->waits[k]].after].feeds_gpu = true;
     }
 }
 
@@ -82,7 +83,7 @@ static uint64_t staged_per_run(const br_cuda *c) {
         uint32_t id = c->sched->dev_list[i];
         br_node_kind k = c->node[id].kind;
         if (k == BR_NODE_H2D || k == BR_NODE_D2H)
-            total += bg_nbytes(bg_node_at(p->graph, id));
+            total += bg_nbytes(bg_node_at(p->res.graph, id));
     }
     return total;
 }
@@ -111,17 +112,19 @@ static const char *why_not_static(br_cuda *c, char *buf, size_t size) {
         return buf;
     }
     c->graph.npre = last_feed;
-    for (uint32_t a = 0; a < p->narenas; a++)
-        if (p->arenas[a].device.kind == BP_DEVICE_CPU && c->mem.kind[a] == 0) {
+    for (uint32_t a = 0; a < p->res.narenas; a++)
+        if (p->res.arenas[a].device.kind == BP_DEVICE_CPU &&
+            c->mem.kind[a] == 0) {
             for (uint32_t i = 0; i < c->sched->ndev; i++) {
                 uint32_t id = c->sched->dev_list[i], t = BG_NONE;
                 if (c->node[id].kind == BR_NODE_H2D)
-                    t = br_root(p, bg_node_at(p->graph, id)->inputs[0], NULL);
+                    t = br_root(p, bg_node_at(p->res.graph, id)->inputs[0],
+                                NULL);
                 else if (c->node[id].kind == BR_NODE_D2H)
                     t = br_root(p, id, NULL);
                 if (t != BG_NONE &&
-                    p->info[t].place.storage == BP_STORAGE_ARENA &&
-                    p->info[t].place.arena == a) {
+                    p->res.info[t].place.storage == BP_STORAGE_ARENA &&
+                    p->res.info[t].place.arena == a) {
                     snprintf(buf, size,
                              "copies use cpu arena %u, which is "
                              "not pinned",
@@ -144,7 +147,8 @@ static const char *why_not_static(br_cuda *c, char *buf, size_t size) {
 
 braid_status br_graph_prepare(br_cuda *c) {
     br_graph_state *g = &c->graph;
-    uint32_t n = c->plan->ninfo, nq = c->plan->nqueues ? c->plan->nqueues : 1;
+    uint32_t n = c->plan->res.ninfo,
+             nq = c->plan->res.nqueues ? c->plan->res.nqueues : 1;
     dependencies(c);
     char buf[256];
     bool coll = false;
@@ -177,9 +181,9 @@ void br_graph_free(br_cuda *c) {
     br_graph_state *g = &c->graph;
     if (g->exec) cudaGraphExecDestroy(g->exec);
     if (g->graph) cudaGraphDestroy(g->graph);
-    for (uint32_t id = 0; g->owned && id < c->plan->ninfo; id++)
+    for (uint32_t id = 0; g->owned && id < c->plan->res.ninfo; id++)
         if (g->owned[id]) cudaFreeHost(g->src[id] ? g->src[id] : g->dst[id]);
-    for (uint32_t q = 0; g->join && q < c->plan->nqueues; q++)
+    for (uint32_t q = 0; g->join && q < c->plan->res.nqueues; q++)
         if (g->join[q]) cudaEventDestroy(g->join[q]);
     if (g->fork) cudaEventDestroy(g->fork);
     free(g->src);
@@ -192,7 +196,7 @@ void br_graph_free(br_cuda *c) {
 
 /* Tensor t's bytes (plus off) when they lie in a pinned arena, else NULL. */
 static void *pinned_home(const br_cuda *c, uint32_t t, uint64_t off) {
-    const bp_tensor_place *pl = &c->plan->info[t].place;
+    const bp_tensor_place *pl = &c->plan->res.info[t].place;
     if (pl->storage != BP_STORAGE_ARENA || c->mem.kind[pl->arena] != 2)
         return NULL;
     return (char *)c->mem.arena[pl->arena] + pl->offset + off;
@@ -209,11 +213,11 @@ static braid_status fixed_buffers(br_cuda *c) {
             continue;
         uint64_t off = 0; /* D2H: its own bytes may be a view (concat) */
         uint32_t t = br_root(
-            p, k == BR_NODE_H2D ? bg_node_at(p->graph, id)->inputs[0] : id,
+            p, k == BR_NODE_H2D ? bg_node_at(p->res.graph, id)->inputs[0] : id,
             &off);
         void *buf = pinned_home(c, t, off);
         if (!buf) {
-            size_t bytes = bg_nbytes(bg_node_at(p->graph, id));
+            size_t bytes = bg_nbytes(bg_node_at(p->res.graph, id));
             braid_status s =
                 br_cu(c, WHERE, id, "cudaHostAlloc (graph staging)",
                       cudaHostAlloc(&buf, bytes ? bytes : 256,
@@ -237,7 +241,7 @@ static braid_status fork_join_events(br_cuda *c) {
     if (!g->fork)
         s = br_cu(c, WHERE, BG_NONE, "cudaEventCreateWithFlags",
                   cudaEventCreateWithFlags(&g->fork, cudaEventDisableTiming));
-    for (uint32_t q = 0; s == BRAID_OK && q < c->plan->nqueues; q++)
+    for (uint32_t q = 0; s == BRAID_OK && q < c->plan->res.nqueues; q++)
         if (br_cuda_stream(c, q) && q != g->origin && !g->join[q])
             s = br_cu(
                 c, WHERE, BG_NONE, "cudaEventCreateWithFlags",
@@ -251,7 +255,7 @@ static braid_status capture_body(br_cuda *c) {
     cudaStream_t origin = br_cuda_stream(c, g->origin);
     braid_status s = br_cu(c, WHERE, BG_NONE, "cudaEventRecord (fork)",
                            cudaEventRecord(g->fork, origin));
-    for (uint32_t q = 0; s == BRAID_OK && q < c->plan->nqueues; q++)
+    for (uint32_t q = 0; s == BRAID_OK && q < c->plan->res.nqueues; q++)
         if (br_cuda_stream(c, q) && q != g->origin)
             s = br_cu(c, WHERE, BG_NONE, "cudaStreamWaitEvent (fork)",
                       cudaStreamWaitEvent(br_cuda_stream(c, q), g->fork, 0));
@@ -259,7 +263,7 @@ static braid_status capture_body(br_cuda *c) {
     for (uint32_t i = 0; s == BRAID_OK && i < c->sched->ndev; i++)
         s = br_cuda_issue(c, c->sched->dev_list[i]);
     c->run.capturing = false;
-    for (uint32_t q = 0; s == BRAID_OK && q < c->plan->nqueues; q++) {
+    for (uint32_t q = 0; s == BRAID_OK && q < c->plan->res.nqueues; q++) {
         if (!br_cuda_stream(c, q) || q == g->origin) continue;
         s = br_cu(c, WHERE, BG_NONE, "cudaEventRecord (join)",
                   cudaEventRecord(g->join[q], br_cuda_stream(c, q)));
@@ -279,7 +283,8 @@ static braid_status capture(br_cuda *c, bool *ok) {
     if (s == BRAID_OK) s = fork_join_events(c);
     if (s != BRAID_OK) return s;
     cudaStream_t origin = br_cuda_stream(c, g->origin);
-    s = br_cuda_use(c, WHERE, BG_NONE, c->plan->queues[g->origin].device.index);
+    s = br_cuda_use(c, WHERE, BG_NONE,
+                    c->plan->res.queues[g->origin].device.index);
     if (s != BRAID_OK) return s;
     g->captured = true; /* before: a failed capture may record events */
     cudaError_t err =
@@ -318,9 +323,9 @@ static void copy_in(br_cuda *c) {
         uint32_t id = c->sched->dev_list[i];
         if (c->node[id].kind != BR_NODE_H2D) continue;
         const void *from =
-            c->run.args->ptr[bg_node_at(p->graph, id)->inputs[0]];
+            c->run.args->ptr[bg_node_at(p->res.graph, id)->inputs[0]];
         br_parallel_memcpy(c->run.args->pool, c->graph.src[id], from,
-                           bg_nbytes(bg_node_at(p->graph, id)));
+                           bg_nbytes(bg_node_at(p->res.graph, id)));
     }
 }
 
@@ -335,7 +340,7 @@ static braid_status finish(br_cuda *c) {
         if (c->node[id].kind == BR_NODE_D2H)
             br_parallel_memcpy(c->run.args->pool, c->run.args->ptr[id],
                                c->graph.dst[id],
-                               bg_nbytes(bg_node_at(p->graph, id)));
+                               bg_nbytes(bg_node_at(p->res.graph, id)));
     }
     return s;
 }
@@ -364,8 +369,8 @@ braid_status br_graph_launch(br_cuda *c) {
         if (!ok) return issue_each(c);
     }
     copy_in(c);
-    braid_status s =
-        br_cuda_use(c, WHERE, BG_NONE, c->plan->queues[g->origin].device.index);
+    braid_status s = br_cuda_use(c, WHERE, BG_NONE,
+                                 c->plan->res.queues[g->origin].device.index);
     if (s == BRAID_OK)
         s = br_cu(c, WHERE, BG_NONE, "cudaGraphLaunch",
                   cudaGraphLaunch(g->exec, br_cuda_stream(c, g->origin)));

@@ -15,6 +15,7 @@
  * kernel asks for one (scratch, or the matmul result an epilogue reads). */
 #define _POSIX_C_SOURCE 200809L
 #include "runtime/cuda/cuda_impl.h"
+#include "runtime/devices.h"
 
 #ifdef BRAID_HAVE_CUDA
 
@@ -43,18 +44,17 @@ static double now_s(void) {
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-/* Compute capability of device dev as 10·major + minor (90 for sm_90). */
+/* Compute capability of device dev as 10·major + minor (90 for sm_90),
+ * from the process's device probe (runtime/devices.h). */
 static braid_status device_sm(br_cuda *c, int dev, int *sm) {
-    int major = 0, minor = 0;
-    braid_status s = br_cu(
-        c, WHERE, BG_NONE, "cudaDeviceGetAttribute",
-        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
-    if (s == BRAID_OK)
-        s = br_cu(c, WHERE, BG_NONE, "cudaDeviceGetAttribute",
-                  cudaDeviceGetAttribute(
-                      &minor, cudaDevAttrComputeCapabilityMinor, dev));
-    *sm = major * 10 + minor;
-    return s;
+    (void)c;
+    const br_devices *found = br_devices_probe();
+    *sm = dev >= 0 && dev < found->ngpus ? found->gpu[dev].sm : 0;
+    if (*sm > 0) return BRAID_OK;
+    return bg_set_last_error(BRAID_ERR_DEVICE,
+                             "%s: cuda:%d: CUDA did not report its compute "
+                             "capability (%s)",
+                             WHERE, dev, found->status);
 }
 
 /* Appends a line to the executor log; with $BRAID_LOG set (non-empty,
@@ -193,7 +193,7 @@ static braid_status module_for(br_cuda *c, int sm, uint32_t *index) {
 static braid_status check_kernel(br_cuda *c, uint32_t id) {
     const bp_plan *p = c->plan;
     const bc_kernel *bk = bc_source_kernel(&c->mod.src, id);
-    const bg_node *n = bg_node_at(p->graph, id);
+    const bg_node *n = bg_node_at(p->res.graph, id);
     if (!bk)
         return bg_set_last_error(BRAID_ERR_UNSUPPORTED,
                                  "braid_exec_new: node %u (%s) on cuda:%d: "
@@ -333,7 +333,7 @@ void br_cuda_free_kernels(br_cuda *c) {
 braid_status br_cuda_launch(br_cuda *c, uint32_t id, cudaStream_t s) {
     const br_kernel *k = &c->mod.kern[c->node[id].kernel];
     const bc_kernel *bk = k->bk;
-    const bg_node *n = bg_node_at(c->plan->graph, id);
+    const bg_node *n = bg_node_at(c->plan->res.graph, id);
     void *const *ptr = c->run.args->ptr;
     c->mod.argv[0] = ptr[id];
     for (uint32_t i = 0; i < n->ninputs; i++)

@@ -64,8 +64,8 @@ static void fold_batch(br_gemm_shape *g) {
  * why not. */
 static const char *epilogue_kind(const bp_plan *p, uint32_t id, lt_match *m,
                                  char *buf, size_t size) {
-    const bg_node *n = bg_node_at(p->graph, id);
-    const bp_program *pr = &p->programs[p->info[id].program];
+    const bg_node *n = bg_node_at(p->res.graph, id);
+    const bp_program *pr = &p->res.programs[p->res.info[id].program];
     const bp_instr *in = pr->instr;
     if (pr->ninstr < 5 || pr->ninstr > 6 || in[2].op != BRAID_OP_MATMUL ||
         in[3].op != BP_INSTR_LOAD || in[3].input >= n->ninputs ||
@@ -95,8 +95,9 @@ static const char *epilogue_kind(const bp_plan *p, uint32_t id, lt_match *m,
 static const char *why_not(const br_cuda *c, uint32_t id, lt_match *m,
                            char *buf, size_t size) {
     const bp_plan *p = c->plan;
-    const bg_node *n = bg_node_at(p->graph, id);
-    if (!br_gemm_shape_of(p, id, &m->g) || p->info[id].program >= p->nprograms)
+    const bg_node *n = bg_node_at(p->res.graph, id);
+    if (!br_gemm_shape_of(p, id, &m->g) ||
+        p->res.info[id].program >= p->res.nprograms)
         return "not a matmul program";
     const char *why = epilogue_kind(p, id, m, buf, size);
     if (why) return why;
@@ -106,11 +107,11 @@ static const char *why_not(const br_cuda *c, uint32_t id, lt_match *m,
                  braid_dtype_name(t));
         return buf;
     }
-    const bp_program *pr = &p->programs[p->info[id].program];
+    const bp_program *pr = &p->res.programs[p->res.info[id].program];
     for (uint32_t i = 3; i < pr->ninstr; i++)
         if (pr->instr[i].dtype != t) return "the epilogue changes the dtype";
     if (n->dtype != t) return "the epilogue changes the dtype";
-    const bg_node *bn = bg_node_at(p->graph, m->bias);
+    const bg_node *bn = bg_node_at(p->res.graph, m->bias);
     bool row = bn->dtype == t &&
                ((bn->rank == 1 && bn->dims[0] == m->g.n) ||
                 (bn->rank == 2 && bn->dims[0] == 1 && bn->dims[1] == m->g.n));
@@ -134,7 +135,7 @@ static char *device_addr(const br_cuda *c, uint32_t id) {
     uint64_t off = 0;
     uint32_t r = br_root(c->plan, id, &off);
     if (c->mem.home[r]) return (char *)c->mem.home[r] + off;
-    const bp_tensor_place *pl = &c->plan->info[r].place;
+    const bp_tensor_place *pl = &c->plan->res.info[r].place;
     if (pl->storage != BP_STORAGE_ARENA || c->mem.kind[pl->arena] != 1)
         return NULL;
     return (char *)c->mem.arena[pl->arena] + pl->offset + off;
@@ -156,7 +157,7 @@ static bool disjoint(const char *x, uint64_t nx, const char *y, uint64_t ny) {
 /* Node addresses for L; NULL when they are fine, else why not. */
 static const char *addresses(const br_cuda *c, uint32_t id, const lt_match *m,
                              br_lt *L) {
-    const braid_graph *g = c->plan->graph;
+    const braid_graph *g = c->plan->res.graph;
     L->node = id;
     L->a = m->g.a;
     L->b = m->g.b;
@@ -303,7 +304,7 @@ static braid_status nan_probe(br_cuda *c, uint32_t id, const lt_match *m,
     uint32_t q = c->node[id].queue;
     cudaStream_t s = br_cuda_stream(c, q);
     size_t es = braid_dtype_size(m->g.dtype);
-    uint64_t nd = bg_nbytes(bg_node_at(c->plan->graph, id));
+    uint64_t nd = bg_nbytes(bg_node_at(c->plan->res.graph, id));
     float one = 1.0f, zero = 0.0f;
     fill_nan(m->g.dtype, host, m->g.n);
     braid_status r = br_cu(c, WHERE, id, "cudaMemcpyAsync (NaN check)",
@@ -451,7 +452,7 @@ static braid_status setup(br_cuda *c, uint32_t id, const lt_match *m, br_lt *L,
 }
 
 static const char *node_label(const bp_plan *p, uint32_t id) {
-    const bg_node *n = bg_node_at(p->graph, id);
+    const bg_node *n = bg_node_at(p->res.graph, id);
     return n->name ? n->name : bg_op(n->op)->name;
 }
 
@@ -483,7 +484,7 @@ static void log_choice(br_cuda *c, uint32_t id, const lt_match *m,
 }
 
 braid_status br_cuda_lt_prepare(br_cuda *c) {
-    uint32_t nq = c->plan->nqueues ? c->plan->nqueues : 1, count = 0;
+    uint32_t nq = c->plan->res.nqueues ? c->plan->res.nqueues : 1, count = 0;
     for (uint32_t i = 0; i < c->sched->ndev; i++)
         count += c->node[c->sched->dev_list[i]].kind == BR_NODE_GEMM_EPI;
     if (count == 0) return BRAID_OK;
@@ -514,10 +515,10 @@ braid_status br_cuda_lt_prepare(br_cuda *c) {
 void br_cuda_lt_free(br_cuda *c) {
     for (uint32_t i = 0; i < c->blas.nlt; i++)
         destroy(&c->blas.lt[i]);
-    for (uint32_t q = 0; c->blas.lt_handle && q < c->plan->nqueues; q++)
+    for (uint32_t q = 0; c->blas.lt_handle && q < c->plan->res.nqueues; q++)
         if (c->blas.lt_handle[q]) /* stateless: back to the pool */
             br_res_give(&(br_res){.kind = BR_RES_LT,
-                                  .dev = c->plan->queues[q].device.index,
+                                  .dev = c->plan->res.queues[q].device.index,
                                   .obj = c->blas.lt_handle[q],
                                   .ws = c->blas.lt_ws[q]});
     free(c->blas.lt);

@@ -48,7 +48,7 @@ typedef struct br_module {
     uint32_t refs;     /* executors using it */
 } br_module;
 
-static br_module *modules;   /* every module loaded through the cache */
+static br_module *modules;    /* every module loaded through the cache */
 static size_t nmodules, mcap; /* entries used / allocated */
 
 /* Index of the entry to hand out for (kind, dev, bytes), or -1. Pinned
@@ -134,12 +134,12 @@ void br_cuda_res_stats(br_res_stats *out) {
     pthread_mutex_lock(&lock);
     *out = stats;
     out->pooled = npooled;
-    for (size_t i = 0; i < nmodules; i++) out->pooled += modules[i].refs == 0;
+    for (size_t i = 0; i < nmodules; i++)
+        out->pooled += modules[i].refs == 0;
     pthread_mutex_unlock(&lock);
 }
 
-bool br_module_take(int sm, const char *text, size_t len,
-                    cudaLibrary_t *lib) {
+bool br_module_take(int sm, const char *text, size_t len, cudaLibrary_t *lib) {
     bool found = false;
     pthread_mutex_lock(&lock);
     for (size_t i = 0; i < nmodules && !found; i++) {

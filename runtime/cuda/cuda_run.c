@@ -119,10 +119,10 @@ braid_status br_cuda_issue(br_cuda *c, uint32_t id) {
 
 braid_status br_cuda_sync_all(br_cuda *c, braid_status st) {
     const bp_plan *p = c->plan;
-    for (uint32_t q = 0; q < p->nqueues; q++) {
+    for (uint32_t q = 0; q < p->res.nqueues; q++) {
         if (!br_cuda_stream(c, q)) continue;
         braid_status r =
-            br_cuda_use(c, WHERE, BG_NONE, p->queues[q].device.index);
+            br_cuda_use(c, WHERE, BG_NONE, p->res.queues[q].device.index);
         if (r == BRAID_OK)
             r = br_cu(c, WHERE, BG_NONE, "cudaStreamSynchronize",
                       cudaStreamSynchronize(br_cuda_stream(c, q)));
@@ -146,7 +146,7 @@ static uint32_t cpu_reader(const br_cuda *c, uint32_t id) {
     for (uint32_t i = 0; i < c->sched->ncpu; i++) {
         uint32_t u = c->sched->cpu_list[i];
         if (br_node_noop(p, u)) continue;
-        const bg_node *n = bg_node_at(p->graph, u);
+        const bg_node *n = bg_node_at(p->res.graph, u);
         for (uint32_t k = 0; k < n->ninputs; k++)
             if (br_root(p, n->inputs[k], NULL) == id) return u;
     }
@@ -160,7 +160,7 @@ static uint32_t io_node(const bp_io *io, uint32_t n, const char *name) {
 }
 
 bool br_cuda_device_output_in_place(const br_cuda *c, uint32_t id) {
-    return c && id < c->plan->ninfo && c->node[id].kind == BR_NODE_D2H &&
+    return c && id < c->plan->res.ninfo && c->node[id].kind == BR_NODE_D2H &&
            cpu_reader(c, id) == BG_NONE;
 }
 
@@ -180,7 +180,7 @@ static braid_status check_bindings(br_cuda *c, bool *device) {
         if (a->in[i].bytes == 0 || br_pointer_kind(a->in[i].data, &dev) != 2)
             continue;
         *device = true;
-        uint32_t id = io_node(p->inputs, p->ninputs, a->in[i].name);
+        uint32_t id = io_node(p->res.inputs, p->res.ninputs, a->in[i].name);
         uint32_t u = id == BG_NONE ? BG_NONE : cpu_reader(c, id);
         if (u != BG_NONE)
             return bg_set_last_error(
@@ -189,7 +189,7 @@ static braid_status check_bindings(br_cuda *c, bool *device) {
                 "node %%%u (%s) reads it on the cpu: bind host memory, or "
                 "place that node on a GPU",
                 a->in[i].name, dev, u,
-                bg_op(bg_node_at(p->graph, u)->op)->name);
+                bg_op(bg_node_at(p->res.graph, u)->op)->name);
     }
     for (size_t j = 0; !*device && j < a->nout; j++)
         *device = a->out[j].bytes > 0 &&
@@ -264,7 +264,7 @@ braid_status br_cuda_run_start(br_cuda *c, const br_cuda_run_args *a,
     c->copy.npend = 0;
     c->graph.used_last = false;
     c->graph.unfinished = false;
-    memset(c->copy.pending, 0, p->ninfo * sizeof *c->copy.pending);
+    memset(c->copy.pending, 0, p->res.ninfo * sizeof *c->copy.pending);
     bool device = false;
     braid_status r = check_bindings(c, &device);
     if (r != BRAID_OK) {

@@ -31,9 +31,9 @@ const char *br_cuda_log(const br_cuda *c) {
 static const char *node_part(const br_cuda *c, uint32_t node, char *buf,
                              size_t size) {
     buf[0] = '\0';
-    if (!c || node == BG_NONE || node >= c->plan->ninfo) return buf;
+    if (!c || node == BG_NONE || node >= c->plan->res.ninfo) return buf;
     const bp_plan *p = c->plan;
-    const bg_node *n = bg_node_at(p->graph, node);
+    const bg_node *n = bg_node_at(p->res.graph, node);
     char dev[32];
     const char *where = "cpu";
     if (c->node && c->node[node].dev >= 0) {
@@ -83,9 +83,9 @@ uint32_t br_root(const bp_plan *p, uint32_t id, uint64_t *offset) {
     uint64_t off = 0;
     /* bases precede views, so the chain ends; the bound guards a corrupt
        plan from looping */
-    for (uint32_t hops = 0; hops <= p->ninfo; hops++) {
-        const bp_tensor_place *pl = &p->info[id].place;
-        if (pl->storage != BP_STORAGE_VIEW || pl->base >= p->ninfo) break;
+    for (uint32_t hops = 0; hops <= p->res.ninfo; hops++) {
+        const bp_tensor_place *pl = &p->res.info[id].place;
+        if (pl->storage != BP_STORAGE_VIEW || pl->base >= p->res.ninfo) break;
         off += pl->offset;
         id = pl->base;
     }
@@ -94,7 +94,7 @@ uint32_t br_root(const bp_plan *p, uint32_t id, uint64_t *offset) {
 }
 
 bp_queue_kind br_queue_kind(const bp_plan *p, uint32_t q) {
-    return q < p->nqueues ? p->queues[q].kind : BP_QUEUE_CPU;
+    return q < p->res.nqueues ? p->res.queues[q].kind : BP_QUEUE_CPU;
 }
 
 int br_pointer_kind(const void *ptr, int *dev) {
@@ -129,8 +129,9 @@ void br_parallel_memcpy(br_pool *pool, void *dst, const void *src, uint64_t n) {
 }
 
 bool br_node_noop(const bp_plan *p, uint32_t id) {
-    braid_op op = bg_node_at(p->graph, id)->op;
-    return p->info[id].noop || op == BRAID_OP_INPUT || op == BRAID_OP_CONSTANT;
+    braid_op op = bg_node_at(p->res.graph, id)->op;
+    return p->res.info[id].noop || op == BRAID_OP_INPUT ||
+           op == BRAID_OP_CONSTANT;
 }
 
 #else

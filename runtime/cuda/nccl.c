@@ -47,7 +47,8 @@ static void load_once(void) {
     }
     if (!lib) {
         const char *why = dlerror();
-        snprintf(load_error, sizeof load_error, "%s%s%sdlopen(\"%s\") failed: %s",
+        snprintf(load_error, sizeof load_error,
+                 "%s%s%sdlopen(\"%s\") failed: %s",
                  chosen ? "BRAID_NCCL_LIBRARY=" : "", chosen ? env : "",
                  chosen ? ": " : "", tried, why ? why : "?");
         return;

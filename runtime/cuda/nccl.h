@@ -3,9 +3,9 @@
  * braid neither includes nor links NCCL: br_nccl_load() dlopens it (the
  * file named by $BRAID_NCCL_LIBRARY and nothing else when that is set,
  * else "libnccl.so.2", else "libnccl.so", searched the usual way:
- * LD_LIBRARY_PATH, the rpath, the system's library cache) and looks up the few calls braid makes. The
- * declarations below follow NCCL's documented C API (types are ABI-stable
- * since NCCL 2.0; bf16 and avg need NCCL ≥ 2.10). */
+ * LD_LIBRARY_PATH, the rpath, the system's library cache) and looks up the few
+ * calls braid makes. The declarations below follow NCCL's documented C API
+ * (types are ABI-stable since NCCL 2.0; bf16 and avg need NCCL ≥ 2.10). */
 #ifndef BRAID_RUNTIME_NCCL_H
 #define BRAID_RUNTIME_NCCL_H
 

@@ -339,5 +339,5 @@ void br_planfile_reseal(unsigned char *data, size_t size) {
 }
 
 bool br_planfile_was_replaced(const braid_plan *p) {
-    return p && p->meta.loaded && !p->report.loaded;
+    return p && p->prov.loaded && !p->report.loaded;
 }

@@ -254,28 +254,28 @@ static bool ms(br_pf_rd *r, const char *field, double *v) {
 static braid_status read_meta(br_pf_load *L) {
     bp_plan *p = L->plan;
     br_pf_rd r = br_pf_reader(L, BR_PF_META);
-    braid_compile_options *o = &p->opts;
+    braid_compile_options *o = &p->in.opts;
     braid_compile_report *rep = &p->report;
     const char *ver;
     uint32_t vlen;
     bool tf32 = false;
     if (!br_pf_get_str(&r, "braid_version", false,
-                       sizeof p->meta.braid_version - 1, &ver, &vlen))
+                       sizeof p->prov.braid_version - 1, &ver, &vlen))
         return r.status;
     if (!printable(ver, vlen))
         return br_pf_fail(&r, "braid_version", "has control characters");
-    memcpy(p->meta.braid_version, ver, vlen);
-    p->meta.braid_version[vlen] = '\0';
-    bool ok = br_pf_get_i32(&r, "nvrtc_version", &p->meta.nvrtc_version) &&
-              br_pf_get_i64(&r, "created", &p->meta.created) &&
-              opt_string(L, &r, "devices", &p->devices_text) &&
+    memcpy(p->prov.braid_version, ver, vlen);
+    p->prov.braid_version[vlen] = '\0';
+    bool ok = br_pf_get_i32(&r, "nvrtc_version", &p->prov.nvrtc_version) &&
+              br_pf_get_i64(&r, "created", &p->prov.created) &&
+              opt_string(L, &r, "devices", &p->in.devices_text) &&
               br_pf_get_i32(&r, "num_threads", &o->num_threads);
     uint32_t disabled = 0;
     ok = ok && br_pf_get_u32(&r, "disable_passes", &disabled) &&
          br_pf_get_i32(&r, "max_streams", &o->max_streams) &&
          br_pf_get_i32(&r, "chunks", &o->chunks) &&
          br_pf_get_bool(&r, "allow_tf32", &tf32) &&
-         opt_string(L, &r, "archs", &p->archs_text) &&
+         opt_string(L, &r, "archs", &p->in.archs_text) &&
          br_pf_get_u32(&r, "report.kernels", &rep->kernels) &&
          br_pf_get_u32(&r, "report.archs", &rep->archs) &&
          br_pf_get_u32(&r, "report.modules_compiled", &rep->modules_compiled) &&
@@ -285,12 +285,12 @@ static braid_status read_meta(br_pf_load *L) {
     if (!ok) return r.status;
     o->disable_passes = disabled;
     o->allow_tf32 = tf32;
-    o->devices = p->devices_text;
-    o->archs = p->archs_text;
+    o->devices = p->in.devices_text;
+    o->archs = p->in.archs_text;
     /* the same limits braid_compile applies, each named on its own */
-    if (p->meta.nvrtc_version < 0)
+    if (p->prov.nvrtc_version < 0)
         return br_pf_fail(&r, "nvrtc_version", "%d is negative",
-                          p->meta.nvrtc_version);
+                          p->prov.nvrtc_version);
     if (o->num_threads < 0 || o->num_threads > BRAID_MAX_THREADS)
         return br_pf_fail(&r, "num_threads", "%d is out of range 0..%d",
                           o->num_threads, BRAID_MAX_THREADS);
@@ -443,7 +443,7 @@ static bool same_tensor_type(const bg_node *a, const bg_node *b) {
 /* The plan binds inputs and outputs by the user's names: both graphs have
  * the same inputs (in id order) and outputs (in order), of equal types. */
 static braid_status check_io_match(const br_pf_load *L) {
-    const braid_graph *u = L->plan->source, *w = L->plan->graph;
+    const braid_graph *u = L->plan->prov.source, *w = L->plan->res.graph;
     uint32_t i = 0, j = 0;
     for (;; i++, j++) {
         while (i < u->nnodes && u->nodes[i].op != BRAID_OP_INPUT) i++;
@@ -480,8 +480,8 @@ static braid_status read_sections(br_pf_load *L) {
     bp_plan *p = L->plan;
     braid_status s = read_meta(L);
     if (s == BRAID_OK) s = read_constants(L);
-    if (s == BRAID_OK) s = br_pf_read_graph(L, BR_PF_GRAPH, &p->source);
-    if (s == BRAID_OK && !(p->graph = braid_graph_new(NULL)))
+    if (s == BRAID_OK) s = br_pf_read_graph(L, BR_PF_GRAPH, &p->prov.source);
+    if (s == BRAID_OK && !(p->res.graph = braid_graph_new(NULL)))
         s = bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY, "%s: out of memory",
                               L->prefix);
     if (s == BRAID_OK) s = br_pf_read_graph(L, BR_PF_PLAN_GRAPH, NULL);
@@ -506,8 +506,8 @@ braid_status br_planfile_load(const void *data, size_t size,
     if (!data && size)
         return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
                                  "braid_plan_load: data is NULL");
-    if (opts && (opts->num_threads < -1 ||
-                 opts->num_threads > BRAID_MAX_THREADS))
+    if (opts &&
+        (opts->num_threads < -1 || opts->num_threads > BRAID_MAX_THREADS))
         return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
                                  "braid_plan_load: num_threads is %d "
                                  "(expected -1, 0 or up to %d)",
@@ -533,8 +533,9 @@ braid_status br_planfile_load(const void *data, size_t size,
         return s;
     }
     bp_plan *p = L.plan;
-    if (opts && opts->num_threads >= 0) p->opts.num_threads = opts->num_threads;
-    p->meta.loaded = true;
+    if (opts && opts->num_threads >= 0)
+        p->in.opts.num_threads = opts->num_threads;
+    p->prov.loaded = true;
     p->report.loaded = true;
     p->report.npasses = 0;
     p->report.total_ms = now_ms() - t0;
@@ -548,12 +549,13 @@ braid_status br_planfile_load(const void *data, size_t size,
  * arena of its own. A plan compiled for "cpu,cuda:0" whose nodes all went
  * to the cpu needs no GPU (the executor creates no CUDA state for it). */
 static bool device_used(const bp_plan *p, uint32_t d) {
-    for (uint32_t i = 0; i < p->nschedule; i++)
-        if (bp_device_equal(p->info[p->schedule[i]].device, p->devices[d]))
+    for (uint32_t i = 0; i < p->res.nschedule; i++)
+        if (bp_device_equal(p->res.info[p->res.schedule[i]].device,
+                            p->in.devs.devices[d]))
             return true;
-    for (uint32_t a = 0; a < p->narenas; a++)
-        if (p->arenas[a].bytes > 0 &&
-            bp_device_equal(p->arenas[a].device, p->devices[d]))
+    for (uint32_t a = 0; a < p->res.narenas; a++)
+        if (p->res.arenas[a].bytes > 0 &&
+            bp_device_equal(p->res.arenas[a].device, p->in.devs.devices[d]))
             return true;
     return false;
 }
@@ -562,11 +564,11 @@ static bool device_used(const bp_plan *p, uint32_t d) {
  * -1. */
 static int missing_gpu(const bp_plan *p) {
     int count = -1; /* probed only when a GPU is used (probing is slow) */
-    for (uint32_t i = 0; i < p->ndevices; i++) {
-        if (p->devices[i].kind != BP_DEVICE_CUDA || !device_used(p, i))
+    for (uint32_t i = 0; i < p->in.devs.ndevices; i++) {
+        if (p->in.devs.devices[i].kind != BP_DEVICE_CUDA || !device_used(p, i))
             continue;
         if (count < 0) count = braid_cuda_device_count();
-        if (p->devices[i].index >= count) return (int)i;
+        if (p->in.devs.devices[i].index >= count) return (int)i;
     }
     return -1;
 }
@@ -578,16 +580,20 @@ static braid_status recompile_for_cpu(bp_plan *p, const braid_load_options *o,
     braid_compile_options_init(&co);
     co.devices = "cpu";
     co.archs = "none";
-    co.num_threads = o->num_threads >= 0 ? o->num_threads : p->opts.num_threads;
-    co.disable_passes = p->opts.disable_passes;
-    co.max_streams = p->opts.max_streams;
-    co.chunks = p->opts.chunks;
-    co.allow_tf32 = p->opts.allow_tf32;
-    co.cpu_profile = &p->settings.profile[0]; /* device 0 is the cpu */
+    co.num_threads =
+        o->num_threads >= 0 ? o->num_threads : p->in.opts.num_threads;
+    co.disable_passes = p->in.opts.disable_passes;
+    co.max_streams = p->in.opts.max_streams;
+    co.chunks = p->in.opts.chunks;
+    co.allow_tf32 = p->in.opts.allow_tf32;
+    co.cpu_profile = &p->in.devs.profile[0]; /* device 0 is the cpu */
     braid_plan *q = NULL;
-    braid_status s = braid_compile(p->source, &co, &q);
+    braid_status s = braid_compile(p->prov.source, &co, &q);
     if (s != BRAID_OK) return s;
-    q->meta = p->meta; /* provenance of the file; loaded stays true */
+    /* provenance of the file (loaded stays true); q keeps its own source */
+    braid_graph *source = q->prov.source;
+    q->prov = p->prov;
+    q->prov.source = source;
     q->report.loaded = false; /* passes ran: see br_planfile_was_replaced */
     q->report.total_ms = now_ms() - t0;
     *out = q;
@@ -618,13 +624,12 @@ static braid_status load_and_place(const void *data, size_t size,
         else
             snprintf(why, sizeof why, "only %d usable GPU%s", count,
                      count == 1 ? "" : "s");
-        s = bg_set_last_error(BRAID_ERR_DEVICE,
-                              "%s: the plan runs on %s, but this machine has "
-                              "%s; load it with cpu_fallback to run it on "
-                              "the CPU instead",
-                              prefix,
-                              bp_device_str(p->devices[d], dev, sizeof dev),
-                              why);
+        s = bg_set_last_error(
+            BRAID_ERR_DEVICE,
+            "%s: the plan runs on %s, but this machine has "
+            "%s; load it with cpu_fallback to run it on "
+            "the CPU instead",
+            prefix, bp_device_str(p->in.devs.devices[d], dev, sizeof dev), why);
     }
     braid_plan_free(p);
     return s;

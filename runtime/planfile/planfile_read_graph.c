@@ -199,7 +199,7 @@ static bool graph_fail(br_pf_rd *r, const braid_graph *g, const char *field) {
  * program later). */
 static bool add_compiler_node(br_pf_load *L, br_pf_rd *r, const rec *x,
                               uint32_t id) {
-    braid_graph *g = L->plan->graph;
+    braid_graph *g = L->plan->res.graph;
     if (x->op == BRAID_OP_COPY && !same_type(&g->nodes[L->ids[0]], x)) {
         char want[200], have[200];
         const bg_node *in = &g->nodes[L->ids[0]];
@@ -300,7 +300,7 @@ static bool read_outputs(br_pf_load *L, br_pf_rd *r, braid_graph *g,
 braid_status br_pf_read_graph(br_pf_load *L, uint32_t type, braid_graph **out) {
     bool plan_graph = type == BR_PF_PLAN_GRAPH;
     br_pf_rd r = br_pf_reader(L, type);
-    braid_graph *g = plan_graph ? L->plan->graph : braid_graph_new(NULL);
+    braid_graph *g = plan_graph ? L->plan->res.graph : braid_graph_new(NULL);
     if (!g)
         return bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY,
                                  "%s: out of memory", L->prefix);

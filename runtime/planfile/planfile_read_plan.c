@@ -1,5 +1,5 @@
-/* runtime/planfile/planfile_read_plan.c — the PLAN and MEMORY sections of a plan
- * file (docs/plan-format.md), read into the plan after both graphs: every
+/* runtime/planfile/planfile_read_plan.c — the PLAN and MEMORY sections of a
+ * plan file (docs/plan-format.md), read into the plan after both graphs: every
  * index is checked against what it indexes, every enum against its range,
  * and every fused program with the IR's one checker, bp_program_check. */
 #include "runtime/planfile/planfile_read.h"
@@ -10,17 +10,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-
 static bool device_at(br_pf_rd *r, const bp_plan *p, const char *field,
                       bp_device *out) {
     uint32_t d;
     if (!br_pf_get_u32(r, field, &d)) return false;
-    if (d >= p->ndevices)
-        return br_pf_fail(r, field, "device %u out of range (the plan lists "
-                                    "%u)",
-                          d, p->ndevices),
+    if (d >= p->in.devs.ndevices)
+        return br_pf_fail(r, field,
+                          "device %u out of range (the plan lists "
+                          "%u)",
+                          d, p->in.devs.ndevices),
                false;
-    *out = p->devices[d];
+    *out = p->in.devs.devices[d];
     return true;
 }
 
@@ -40,8 +40,9 @@ static bool read_devices(br_pf_rd *r, bp_plan *p) {
             !br_pf_get_i32(r, "index", &index))
             return false;
         bool ok = kind == BP_DEVICE_CPU ? index == 0
-                  : kind == BP_DEVICE_CUDA ? index >= 0 && index < 64
-                                           : false;
+                  : kind == BP_DEVICE_CUDA
+                      ? index >= 0 && index < BG_MAX_CUDA_DEVICES
+                      : false;
         if (!ok)
             return br_pf_fail(r, NULL, "kind %u index %d is not cpu or "
                                        "cuda:0..63",
@@ -53,11 +54,11 @@ static bool read_devices(br_pf_rd *r, bp_plan *p) {
                                        "it"),
                    false;
         for (uint32_t k = 0; k < i; k++)
-            if (bp_device_equal(p->devices[k], d))
+            if (bp_device_equal(p->in.devs.devices[k], d))
                 return br_pf_fail(r, NULL, "listed twice"), false;
-        p->devices[i] = d;
+        p->in.devs.devices[i] = d;
     }
-    p->ndevices = n;
+    p->in.devs.ndevices = n;
     r->array = NULL;
     return true;
 }
@@ -71,7 +72,7 @@ static bool rate(br_pf_rd *r, const char *field, double *v) {
 }
 
 static bool read_settings(br_pf_rd *r, bp_plan *p) {
-    bp_settings *st = &p->settings;
+    bp_settings *st = &p->in.settings;
     if (!br_pf_get_u32(r, "settings.disabled", &st->disabled) ||
         !br_pf_get_u32(r, "settings.max_streams", &st->max_streams) ||
         !br_pf_get_u32(r, "settings.chunks", &st->chunks))
@@ -90,9 +91,9 @@ static bool read_settings(br_pf_rd *r, bp_plan *p) {
                           st->chunks, BRAID_MAX_CHUNKS),
                false;
     r->array = "settings.profile";
-    for (uint32_t i = 0; i < p->ndevices; i++) {
+    for (uint32_t i = 0; i < p->in.devs.ndevices; i++) {
         r->index = i;
-        bp_device_profile *pr = &st->profile[i];
+        bp_device_profile *pr = &p->in.devs.profile[i];
         /* per dtype by name; a dtype the file lacks keeps rate 0 (the
            device is then never chosen for it: the plan is compiled) */
         uint32_t nflops;
@@ -133,11 +134,11 @@ static bool count_is(br_pf_rd *r, const char *field, uint64_t min_record,
 
 static bool read_info(br_pf_rd *r, bp_plan *p, uint32_t nsource) {
     uint32_t n;
-    if (!count_is(r, "ninfo", 22, p->graph->nnodes, &n)) return false;
+    if (!count_is(r, "ninfo", 22, p->res.graph->nnodes, &n)) return false;
     r->array = "info";
     for (uint32_t i = 0; i < n; i++) {
         r->index = i;
-        bp_node_info *in = &p->info[i];
+        bp_node_info *in = &p->res.info[i];
         memset(&in->device, 0, sizeof in->device);
         if (!device_at(r, p, "device", &in->device) ||
             !br_pf_get_u32(r, "queue", &in->queue) ||
@@ -152,7 +153,7 @@ static bool read_info(br_pf_rd *r, bp_plan *p, uint32_t nsource) {
                                            "graph has %u nodes)",
                               in->origin, nsource),
                    false;
-        bool fused = p->graph->nodes[i].op == BRAID_OP_FUSED;
+        bool fused = p->res.graph->nodes[i].op == BRAID_OP_FUSED;
         if (!fused && in->program != BG_NONE)
             return br_pf_fail(r, "program", "%u for a node that is not fused "
                                             "(expected NONE)",
@@ -170,12 +171,12 @@ static bool read_info(br_pf_rd *r, bp_plan *p, uint32_t nsource) {
 
 static bool read_schedule(br_pf_rd *r, bp_plan *p) {
     uint32_t n;
-    if (!count_is(r, "nschedule", 4, p->graph->nnodes, &n)) return false;
-    p->schedule = bp_calloc(n, sizeof *p->schedule, "schedule");
+    if (!count_is(r, "nschedule", 4, p->res.graph->nnodes, &n)) return false;
+    p->res.schedule = bp_calloc(n, sizeof *p->res.schedule, "schedule");
     uint32_t *pos = bp_calloc(n, sizeof *pos, "schedule");
-    bool ok = p->schedule && pos;
+    bool ok = p->res.schedule && pos;
     if (!ok) br_pf_fail(r, "schedule", "out of memory");
-    if (ok) p->nschedule = n;
+    if (ok) p->res.nschedule = n;
     for (uint32_t i = 0; ok && i < n; i++) pos[i] = BG_NONE;
     r->array = "schedule";
     for (uint32_t i = 0; ok && i < n; i++) {
@@ -187,14 +188,14 @@ static bool read_schedule(br_pf_rd *r, bp_plan *p) {
                                              : "node %u scheduled twice",
                             id) == BRAID_OK;
         if (!ok) break;
-        const bg_node *nd = &p->graph->nodes[id];
+        const bg_node *nd = &p->res.graph->nodes[id];
         for (uint32_t k = 0; ok && k < nd->ninputs; k++)
             if (pos[nd->inputs[k]] == BG_NONE)
                 ok = br_pf_fail(r, NULL, "node %u reads node %u, which is "
                                          "scheduled later",
                                 id, nd->inputs[k]) == BRAID_OK;
         pos[id] = i;
-        p->schedule[i] = id;
+        p->res.schedule[i] = id;
     }
     free(pos);
     r->array = NULL;
@@ -208,13 +209,13 @@ static bool read_queues(br_pf_rd *r, bp_plan *p) {
         return br_pf_fail(r, "nqueues", "%u queues (expected 1..%d)", n,
                           BP_MAX_QUEUES),
                false;
-    p->queues = bp_calloc(n, sizeof *p->queues, "queues");
-    if (!p->queues) return br_pf_fail(r, "queues", "out of memory"), false;
-    p->nqueues = n;
+    p->res.queues = bp_calloc(n, sizeof *p->res.queues, "queues");
+    if (!p->res.queues) return br_pf_fail(r, "queues", "out of memory"), false;
+    p->res.nqueues = n;
     r->array = "queues";
     for (uint32_t i = 0; i < n; i++) {
         r->index = i;
-        bp_queue *q = &p->queues[i];
+        bp_queue *q = &p->res.queues[i];
         uint32_t kind;
         if (!br_pf_get_u32(r, "kind", &kind) ||
             !device_at(r, p, "device", &q->device) ||
@@ -233,12 +234,13 @@ static bool read_queues(br_pf_rd *r, bp_plan *p) {
                    false;
     }
     r->array = "info";
-    for (uint32_t i = 0; i < p->ninfo; i++)
-        if (p->info[i].queue >= n) {
+    for (uint32_t i = 0; i < p->res.ninfo; i++)
+        if (p->res.info[i].queue >= n) {
             r->index = i;
-            return br_pf_fail(r, "queue", "queue %u out of range (the plan "
-                                          "has %u)",
-                              p->info[i].queue, n),
+            return br_pf_fail(r, "queue",
+                              "queue %u out of range (the plan "
+                              "has %u)",
+                              p->res.info[i].queue, n),
                    false;
         }
     r->array = NULL;
@@ -246,15 +248,15 @@ static bool read_queues(br_pf_rd *r, bp_plan *p) {
 }
 
 static bool read_events(br_pf_rd *r, bp_plan *p) {
-    uint32_t n, nn = p->graph->nnodes;
+    uint32_t n, nn = p->res.graph->nnodes;
     if (!br_pf_get_count(r, "nevents", 9, &n)) return false;
-    p->events = bp_calloc(n, sizeof *p->events, "events");
-    if (!p->events) return br_pf_fail(r, "events", "out of memory"), false;
-    p->nevents = n;
+    p->res.events = bp_calloc(n, sizeof *p->res.events, "events");
+    if (!p->res.events) return br_pf_fail(r, "events", "out of memory"), false;
+    p->res.nevents = n;
     r->array = "events";
     for (uint32_t i = 0; i < n; i++) {
         r->index = i;
-        bp_event *e = &p->events[i];
+        bp_event *e = &p->res.events[i];
         if (!br_pf_get_u32(r, "after", &e->after) ||
             !br_pf_get_u32(r, "before", &e->before) ||
             !br_pf_get_bool(r, "reuse", &e->reuse))
@@ -291,8 +293,9 @@ static bool read_instr(br_pf_rd *r, bp_instr *in, uint32_t k,
     int arity = op < BRAID_OP_COUNT_ ? bg_op(in->op)->arity : 0;
     for (int j = arity < 0 ? 0 : arity; j < 3; j++)
         if (in->arg[j] != BG_NONE)
-            return br_pf_fail(r, "instr.arg", "instruction %u: unused operand "
-                                              "%d is %u (expected NONE)",
+            return br_pf_fail(r, "instr.arg",
+                              "instruction %u: unused operand "
+                              "%d is %u (expected NONE)",
                               k, j, in->arg[j]),
                    false;
     if ((in->op == BP_INSTR_LOAD) != (in->input != BG_NONE))
@@ -350,17 +353,19 @@ static bool read_program(br_pf_rd *r, bp_program *pr, uint32_t nsource) {
  * program, and a program may be left unused by compaction. */
 static bool check_programs(br_pf_rd *r, bp_plan *p) {
     r->array = "info";
-    for (uint32_t id = 0; id < p->ninfo; id++) {
-        if (p->graph->nodes[id].op != BRAID_OP_FUSED) continue;
+    for (uint32_t id = 0; id < p->res.ninfo; id++) {
+        if (p->res.graph->nodes[id].op != BRAID_OP_FUSED) continue;
         r->index = id;
-        uint32_t k = p->info[id].program;
-        if (k >= p->nprograms)
-            return br_pf_fail(r, "program", "program %u out of range (the "
-                                            "plan has %u)",
-                              k, p->nprograms),
+        uint32_t k = p->res.info[id].program;
+        if (k >= p->res.nprograms)
+            return br_pf_fail(r, "program",
+                              "program %u out of range (the "
+                              "plan has %u)",
+                              k, p->res.nprograms),
                    false;
         char why[256];
-        if (!bp_program_check(&p->programs[k], p->graph, id, why, sizeof why))
+        if (!bp_program_check(&p->res.programs[k], p->res.graph, id, why,
+                              sizeof why))
             return br_pf_fail(r, "program", "program %u of fused node %u: %s",
                               k, id, why),
                    false;
@@ -372,15 +377,16 @@ static bool check_programs(br_pf_rd *r, bp_plan *p) {
 static bool read_programs(br_pf_rd *r, bp_plan *p, uint32_t nsource) {
     uint32_t n;
     if (!br_pf_get_count(r, "nprograms", 20, &n)) return false;
-    p->programs = bp_calloc(n, sizeof *p->programs, "programs");
-    if (!p->programs) return br_pf_fail(r, "programs", "out of memory"), false;
+    p->res.programs = bp_calloc(n, sizeof *p->res.programs, "programs");
+    if (!p->res.programs)
+        return br_pf_fail(r, "programs", "out of memory"), false;
     r->array = "programs";
     for (uint32_t i = 0; i < n; i++) {
         r->index = i;
-        p->nprograms = i + 1; /* freed with the plan from here on */
-        if (!read_program(r, &p->programs[i], nsource)) return false;
+        p->res.nprograms = i + 1; /* freed with the plan from here on */
+        if (!read_program(r, &p->res.programs[i], nsource)) return false;
     }
-    p->nprograms = n;
+    p->res.nprograms = n;
     r->array = NULL;
     return check_programs(r, p);
 }
@@ -407,13 +413,14 @@ static bool io_entry(br_pf_rd *r, bp_io *e, uint32_t node, const char *name,
 }
 
 static bool read_io(br_pf_rd *r, bp_plan *p) {
-    const braid_graph *g = p->graph;
+    const braid_graph *g = p->res.graph;
     uint32_t nin = 0, n;
     for (uint32_t i = 0; i < g->nnodes; i++)
         nin += g->nodes[i].op == BRAID_OP_INPUT;
-    p->inputs = bp_calloc(nin, sizeof *p->inputs, "input table");
-    p->outputs = bp_calloc(g->noutputs, sizeof *p->outputs, "output table");
-    if (!p->inputs || !p->outputs)
+    p->res.inputs = bp_calloc(nin, sizeof *p->res.inputs, "input table");
+    p->res.outputs =
+        bp_calloc(g->noutputs, sizeof *p->res.outputs, "output table");
+    if (!p->res.inputs || !p->res.outputs)
         return br_pf_fail(r, "inputs", "out of memory"), false;
     if (!br_pf_get_count(r, "ninputs", 16, &n)) return false;
     if (n != nin)
@@ -424,8 +431,9 @@ static bool read_io(br_pf_rd *r, bp_plan *p) {
     for (uint32_t id = 0, i = 0; id < g->nnodes; id++) {
         if (g->nodes[id].op != BRAID_OP_INPUT) continue;
         r->index = i;
-        if (!io_entry(r, &p->inputs[i], id, g->nodes[id].name, g)) return false;
-        p->ninputs = ++i;
+        if (!io_entry(r, &p->res.inputs[i], id, g->nodes[id].name, g))
+            return false;
+        p->res.ninputs = ++i;
     }
     r->array = NULL;
     if (!br_pf_get_count(r, "noutputs", 16, &n)) return false;
@@ -437,10 +445,10 @@ static bool read_io(br_pf_rd *r, bp_plan *p) {
     r->array = "outputs";
     for (uint32_t i = 0; i < n; i++) {
         r->index = i;
-        if (!io_entry(r, &p->outputs[i], g->outputs[i].node,
+        if (!io_entry(r, &p->res.outputs[i], g->outputs[i].node,
                       g->outputs[i].name, g))
             return false;
-        p->noutputs = i + 1;
+        p->res.noutputs = i + 1;
     }
     r->array = NULL;
     return true;
@@ -449,7 +457,7 @@ static bool read_io(br_pf_rd *r, bp_plan *p) {
 braid_status br_pf_read_plan(br_pf_load *L) {
     bp_plan *p = L->plan;
     br_pf_rd r = br_pf_reader(L, BR_PF_PLAN);
-    uint32_t nsource = p->source->nnodes;
+    uint32_t nsource = p->prov.source->nnodes;
     if (read_devices(&r, p) && read_settings(&r, p) &&
         read_info(&r, p, nsource) && read_schedule(&r, p) &&
         read_queues(&r, p) && read_events(&r, p) &&
@@ -466,13 +474,13 @@ braid_status br_pf_read_plan(br_pf_load *L) {
  * executor allocate more than the plan could ever use. */
 static uint64_t arena_limit(const bp_plan *p, uint32_t a) {
     uint64_t sum = 0, largest = 0;
-    for (uint32_t i = 0; i < p->ninfo; i++) {
-        const bp_tensor_place *pl = &p->info[i].place;
+    for (uint32_t i = 0; i < p->res.ninfo; i++) {
+        const bp_tensor_place *pl = &p->res.info[i].place;
         uint64_t b = (pl->bytes + 255) / 256 * 256;
         if (pl->bytes > largest) largest = pl->bytes;
         if (pl->storage == BP_STORAGE_ARENA && pl->arena == a) sum += b;
     }
-    if (p->arenas[a].kind == BP_ARENA_PINNED) {
+    if (p->res.arenas[a].kind == BP_ARENA_PINNED) {
         uint64_t slot = largest < ((uint64_t)64 << 20) ? largest
                                                        : (uint64_t)64 << 20;
         return 2 * ((slot + 63) / 64 * 64);
@@ -483,13 +491,13 @@ static uint64_t arena_limit(const bp_plan *p, uint32_t a) {
 static bool read_arenas(br_pf_rd *r, bp_plan *p) {
     uint32_t n;
     if (!br_pf_get_count(r, "narenas", 24, &n)) return false;
-    p->arenas = bp_calloc(n, sizeof *p->arenas, "arenas");
-    if (!p->arenas) return br_pf_fail(r, "arenas", "out of memory"), false;
-    p->narenas = n;
+    p->res.arenas = bp_calloc(n, sizeof *p->res.arenas, "arenas");
+    if (!p->res.arenas) return br_pf_fail(r, "arenas", "out of memory"), false;
+    p->res.narenas = n;
     r->array = "arenas";
     for (uint32_t i = 0; i < n; i++) {
         r->index = i;
-        bp_arena *a = &p->arenas[i];
+        bp_arena *a = &p->res.arenas[i];
         uint32_t kind;
         if (!br_pf_get_u32(r, "kind", &kind) ||
             !device_at(r, p, "device", &a->device) ||
@@ -511,7 +519,7 @@ static bool read_arenas(br_pf_rd *r, bp_plan *p) {
 }
 
 static bool read_place(br_pf_rd *r, bp_plan *p, uint32_t id) {
-    bp_tensor_place *pl = &p->info[id].place;
+    bp_tensor_place *pl = &p->res.info[id].place;
     uint32_t storage;
     if (!br_pf_get_u32(r, "storage", &storage) ||
         !br_pf_get_u32(r, "arena", &pl->arena) ||
@@ -523,18 +531,19 @@ static bool read_place(br_pf_rd *r, bp_plan *p, uint32_t id) {
         return br_pf_fail(r, "storage", "%u out of range (1..4)", storage),
                false;
     pl->storage = (bp_storage)storage;
-    if (pl->bytes != bg_nbytes(&p->graph->nodes[id]))
+    if (pl->bytes != bg_nbytes(&p->res.graph->nodes[id]))
         return br_pf_fail(r, "bytes", "%llu, the tensor has %zu",
                           (unsigned long long)pl->bytes,
-                          bg_nbytes(&p->graph->nodes[id])),
+                          bg_nbytes(&p->res.graph->nodes[id])),
                false;
     if (pl->storage == BP_STORAGE_ARENA) {
-        if (pl->arena >= p->narenas)
-            return br_pf_fail(r, "arena", "arena %u out of range (the plan "
-                                          "has %u)",
-                              pl->arena, p->narenas),
+        if (pl->arena >= p->res.narenas)
+            return br_pf_fail(r, "arena",
+                              "arena %u out of range (the plan "
+                              "has %u)",
+                              pl->arena, p->res.narenas),
                    false;
-        uint64_t size = p->arenas[pl->arena].bytes;
+        uint64_t size = p->res.arenas[pl->arena].bytes;
         if (pl->offset > size || pl->bytes > size - pl->offset)
             return br_pf_fail(r, "offset", "bytes %llu..+%llu outside arena "
                                            "%u (%llu bytes)",
@@ -543,10 +552,12 @@ static bool read_place(br_pf_rd *r, bp_plan *p, uint32_t id) {
                               (unsigned long long)size),
                    false;
     }
-    if (pl->storage == BP_STORAGE_VIEW && (pl->base >= p->ninfo || pl->base == id))
-        return br_pf_fail(r, "base", "node %u is not another node of the plan "
-                                     "(%u nodes)",
-                          pl->base, p->ninfo),
+    if (pl->storage == BP_STORAGE_VIEW &&
+        (pl->base >= p->res.ninfo || pl->base == id))
+        return br_pf_fail(r, "base",
+                          "node %u is not another node of the plan "
+                          "(%u nodes)",
+                          pl->base, p->res.ninfo),
                false;
     return true;
 }
@@ -554,11 +565,11 @@ static bool read_place(br_pf_rd *r, bp_plan *p, uint32_t id) {
 /* Views: the base is not a view, the bytes lie inside it. */
 static bool check_views(br_pf_rd *r, bp_plan *p) {
     r->array = "places";
-    for (uint32_t id = 0; id < p->ninfo; id++) {
-        const bp_tensor_place *pl = &p->info[id].place;
+    for (uint32_t id = 0; id < p->res.ninfo; id++) {
+        const bp_tensor_place *pl = &p->res.info[id].place;
         if (pl->storage != BP_STORAGE_VIEW) continue;
         r->index = id;
-        const bp_tensor_place *b = &p->info[pl->base].place;
+        const bp_tensor_place *b = &p->res.info[pl->base].place;
         if (b->storage == BP_STORAGE_VIEW)
             return br_pf_fail(r, "base", "node %u is itself a view", pl->base),
                    false;
@@ -571,13 +582,14 @@ static bool check_views(br_pf_rd *r, bp_plan *p) {
                    false;
     }
     r->array = "arenas";
-    for (uint32_t a = 0; a < p->narenas; a++) {
+    for (uint32_t a = 0; a < p->res.narenas; a++) {
         r->index = a;
         uint64_t limit = arena_limit(p, a);
-        if (p->arenas[a].bytes > limit)
-            return br_pf_fail(r, "bytes", "%llu bytes, more than its tensors "
-                                          "need (%llu)",
-                              (unsigned long long)p->arenas[a].bytes,
+        if (p->res.arenas[a].bytes > limit)
+            return br_pf_fail(r, "bytes",
+                              "%llu bytes, more than its tensors "
+                              "need (%llu)",
+                              (unsigned long long)p->res.arenas[a].bytes,
                               (unsigned long long)limit),
                    false;
     }
@@ -589,7 +601,7 @@ braid_status br_pf_read_memory(br_pf_load *L) {
     bp_plan *p = L->plan;
     br_pf_rd r = br_pf_reader(L, BR_PF_MEMORY);
     uint32_t n;
-    if (!read_arenas(&r, p) || !count_is(&r, "nplaces", 28, p->ninfo, &n))
+    if (!read_arenas(&r, p) || !count_is(&r, "nplaces", 28, p->res.ninfo, &n))
         return r.status;
     r.array = "places";
     for (uint32_t id = 0; id < n; id++) {

@@ -1,5 +1,5 @@
-/* runtime/planfile/planfile_write.c — braid_plan_save[_memory]: a plan as a plan
- * file (docs/plan-format.md). The writer is deterministic: the same plan
+/* runtime/planfile/planfile_write.c — braid_plan_save[_memory]: a plan as a
+ * plan file (docs/plan-format.md). The writer is deterministic: the same plan
  * gives the same bytes. */
 #include "runtime/planfile/planfile.h"
 
@@ -88,10 +88,10 @@ static void put_graph(br_pf_buf *b, const braid_graph *g, blobs *bs,
 }
 
 static void put_meta(br_pf_buf *b, const bp_plan *p) {
-    const braid_compile_options *o = &p->opts;
-    br_pf_str(b, p->meta.braid_version);
-    br_pf_i32(b, p->meta.nvrtc_version);
-    br_pf_i64(b, p->meta.created);
+    const braid_compile_options *o = &p->in.opts;
+    br_pf_str(b, p->prov.braid_version);
+    br_pf_i32(b, p->prov.nvrtc_version);
+    br_pf_i64(b, p->prov.created);
     br_pf_str(b, o->devices);
     br_pf_i32(b, o->num_threads);
     br_pf_u32(b, o->disable_passes);
@@ -111,8 +111,8 @@ static void put_meta(br_pf_buf *b, const bp_plan *p) {
 /* Index of device d in p->devices (the plan checker guarantees it is
  * listed; NONE otherwise, which the reader refuses). */
 static uint32_t device_index(const bp_plan *p, bp_device d) {
-    for (uint32_t i = 0; i < p->ndevices; i++)
-        if (bp_device_equal(p->devices[i], d)) return i;
+    for (uint32_t i = 0; i < p->in.devs.ndevices; i++)
+        if (bp_device_equal(p->in.devs.devices[i], d)) return i;
     return BR_PF_NONE;
 }
 
@@ -157,19 +157,19 @@ static void put_io(br_pf_buf *b, const bp_io *io, uint32_t n) {
 }
 
 static void put_plan(br_pf_buf *b, const bp_plan *p) {
-    br_pf_u32(b, p->ndevices);
-    for (uint32_t i = 0; i < p->ndevices; i++) {
-        br_pf_u32(b, (uint32_t)p->devices[i].kind);
-        br_pf_i32(b, p->devices[i].index);
+    br_pf_u32(b, p->in.devs.ndevices);
+    for (uint32_t i = 0; i < p->in.devs.ndevices; i++) {
+        br_pf_u32(b, (uint32_t)p->in.devs.devices[i].kind);
+        br_pf_i32(b, p->in.devs.devices[i].index);
     }
-    br_pf_u32(b, p->settings.disabled);
-    br_pf_u32(b, p->settings.max_streams);
-    br_pf_u32(b, p->settings.chunks);
-    for (uint32_t i = 0; i < p->ndevices; i++)
-        put_profile(b, &p->settings.profile[i]);
-    br_pf_u32(b, p->ninfo);
-    for (uint32_t i = 0; i < p->ninfo; i++) {
-        const bp_node_info *in = &p->info[i];
+    br_pf_u32(b, p->in.settings.disabled);
+    br_pf_u32(b, p->in.settings.max_streams);
+    br_pf_u32(b, p->in.settings.chunks);
+    for (uint32_t i = 0; i < p->in.devs.ndevices; i++)
+        put_profile(b, &p->in.devs.profile[i]);
+    br_pf_u32(b, p->res.ninfo);
+    for (uint32_t i = 0; i < p->res.ninfo; i++) {
+        const bp_node_info *in = &p->res.info[i];
         br_pf_u32(b, device_index(p, in->device));
         br_pf_u32(b, in->queue);
         br_pf_u32(b, in->program);
@@ -178,38 +178,40 @@ static void put_plan(br_pf_buf *b, const bp_plan *p) {
         br_pf_u8(b, in->chunk ? 1 : 0);
         br_pf_u8(b, in->noop ? 1 : 0);
     }
-    br_pf_u32(b, p->nschedule);
-    for (uint32_t i = 0; i < p->nschedule; i++) br_pf_u32(b, p->schedule[i]);
-    br_pf_u32(b, p->nqueues);
-    for (uint32_t i = 0; i < p->nqueues; i++) {
-        br_pf_u32(b, (uint32_t)p->queues[i].kind);
-        br_pf_u32(b, device_index(p, p->queues[i].device));
-        br_pf_u32(b, p->queues[i].index);
+    br_pf_u32(b, p->res.nschedule);
+    for (uint32_t i = 0; i < p->res.nschedule; i++)
+        br_pf_u32(b, p->res.schedule[i]);
+    br_pf_u32(b, p->res.nqueues);
+    for (uint32_t i = 0; i < p->res.nqueues; i++) {
+        br_pf_u32(b, (uint32_t)p->res.queues[i].kind);
+        br_pf_u32(b, device_index(p, p->res.queues[i].device));
+        br_pf_u32(b, p->res.queues[i].index);
     }
-    br_pf_u32(b, p->nevents);
-    for (uint32_t i = 0; i < p->nevents; i++) {
-        br_pf_u32(b, p->events[i].after);
-        br_pf_u32(b, p->events[i].before);
-        br_pf_u8(b, p->events[i].reuse ? 1 : 0);
+    br_pf_u32(b, p->res.nevents);
+    for (uint32_t i = 0; i < p->res.nevents; i++) {
+        br_pf_u32(b, p->res.events[i].after);
+        br_pf_u32(b, p->res.events[i].before);
+        br_pf_u8(b, p->res.events[i].reuse ? 1 : 0);
     }
-    br_pf_u32(b, p->nprograms);
-    for (uint32_t i = 0; i < p->nprograms; i++) put_program(b, &p->programs[i]);
-    put_io(b, p->inputs, p->ninputs);
-    put_io(b, p->outputs, p->noutputs);
+    br_pf_u32(b, p->res.nprograms);
+    for (uint32_t i = 0; i < p->res.nprograms; i++)
+        put_program(b, &p->res.programs[i]);
+    put_io(b, p->res.inputs, p->res.ninputs);
+    put_io(b, p->res.outputs, p->res.noutputs);
 }
 
 static void put_memory(br_pf_buf *b, const bp_plan *p) {
-    br_pf_u32(b, p->narenas);
-    for (uint32_t i = 0; i < p->narenas; i++) {
-        const bp_arena *a = &p->arenas[i];
+    br_pf_u32(b, p->res.narenas);
+    for (uint32_t i = 0; i < p->res.narenas; i++) {
+        const bp_arena *a = &p->res.arenas[i];
         br_pf_u32(b, (uint32_t)a->kind);
         br_pf_u32(b, device_index(p, a->device));
         br_pf_u64(b, a->bytes);
         br_pf_u64(b, a->lower_bound);
     }
-    br_pf_u32(b, p->ninfo);
-    for (uint32_t i = 0; i < p->ninfo; i++) {
-        const bp_tensor_place *pl = &p->info[i].place;
+    br_pf_u32(b, p->res.ninfo);
+    for (uint32_t i = 0; i < p->res.ninfo; i++) {
+        const bp_tensor_place *pl = &p->res.info[i].place;
         br_pf_u32(b, (uint32_t)pl->storage);
         br_pf_u32(b, pl->arena);
         br_pf_u32(b, pl->base);
@@ -306,8 +308,8 @@ braid_status br_pf_write(const bp_plan *p, unsigned char **out, size_t *size) {
     blobs bs = {0};
     bool oom = false;
     put_meta(&sec[0], p);
-    put_graph(&sec[1], p->source, &bs, &oom);
-    put_graph(&sec[2], p->graph, &bs, &oom);
+    put_graph(&sec[1], p->prov.source, &bs, &oom);
+    put_graph(&sec[2], p->res.graph, &bs, &oom);
     put_plan(&sec[3], p);
     put_memory(&sec[4], p);
     put_constants(&sec[5], &bs);
@@ -331,8 +333,8 @@ static braid_status check_plan(const braid_plan *p, const char *fn) {
     if (!p)
         return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT, "%s: plan is NULL",
                                  fn);
-    if (!p->graph || !p->source || !p->schedule || !p->queues ||
-        p->ninfo != p->graph->nnodes)
+    if (!p->res.graph || !p->prov.source || !p->res.schedule ||
+        !p->res.queues || p->res.ninfo != p->res.graph->nnodes)
         return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
                                  "%s: the plan is not a compiled plan", fn);
     return BRAID_OK;

@@ -90,27 +90,27 @@ static double matmul_k(const braid_graph *g, const bg_node *n,
 }
 
 static double flops_of(const bp_plan *p, uint32_t id) {
-    const bg_node *n = bg_node_at(p->graph, id);
+    const bg_node *n = bg_node_at(p->res.graph, id);
     double out = (double)bg_numel(n);
     switch (bg_op(n->op)->kind) {
     case BRAID_KIND_ELEMENTWISE:
         return out;
     case BRAID_KIND_REDUCE:
-        return n->ninputs ? (double)bg_numel(bg_node_at(p->graph,
-                                                        n->inputs[0]))
-                          : 0;
+        return n->ninputs
+                   ? (double)bg_numel(bg_node_at(p->res.graph, n->inputs[0]))
+                   : 0;
     case BRAID_KIND_MATMUL:
-        return 2 * out * matmul_k(p->graph, n, n->attr.flags);
+        return 2 * out * matmul_k(p->res.graph, n, n->attr.flags);
     case BRAID_KIND_ROW: /* softmax per element: max, sub, exp, add, div */
         return 5 * out;
     case BRAID_KIND_FUSED: {
-        uint32_t k = p->info[id].program;
-        if (k >= p->nprograms) return 0;
-        const bp_program *pr = &p->programs[k];
+        uint32_t k = p->res.info[id].program;
+        if (k >= p->res.nprograms) return 0;
+        const bp_program *pr = &p->res.programs[k];
         double space = (double)numel_of(pr->rank, pr->dims);
         double f = space * computing_instrs(pr);
         if (pr->kind == BP_PROGRAM_MATMUL)
-            f += 2 * out * matmul_k(p->graph, n, pr->flags);
+            f += 2 * out * matmul_k(p->res.graph, n, pr->flags);
         return f;
     }
     default: /* sources, shape ops, broadcasts, copies: data movement */
@@ -126,13 +126,14 @@ static const char *copy_direction(bp_device from, bp_device to) {
 }
 
 static void op_of(const bp_plan *p, uint32_t id, char *buf, size_t size) {
-    const bg_node *n = bg_node_at(p->graph, id);
+    const bg_node *n = bg_node_at(p->res.graph, id);
     if (n->op == BRAID_OP_COPY && n->ninputs == 1) {
         snprintf(buf, size, "copy %s",
-                 copy_direction(p->info[n->inputs[0]].device,
-                                p->info[id].device));
-    } else if (n->op == BRAID_OP_FUSED && p->info[id].program < p->nprograms) {
-        bp_program_kind k = p->programs[p->info[id].program].kind;
+                 copy_direction(p->res.info[n->inputs[0]].device,
+                                p->res.info[id].device));
+    } else if (n->op == BRAID_OP_FUSED &&
+               p->res.info[id].program < p->res.nprograms) {
+        bp_program_kind k = p->res.programs[p->res.info[id].program].kind;
         snprintf(buf, size, "%s",
                  k == BP_PROGRAM_REDUCE   ? "fused reduce"
                  : k == BP_PROGRAM_MATMUL ? "fused matmul"
@@ -143,20 +144,21 @@ static void op_of(const bp_plan *p, uint32_t id, char *buf, size_t size) {
 }
 
 static void describe(const bp_plan *p, uint32_t id, br_node_desc *d) {
-    const bg_node *n = bg_node_at(p->graph, id);
+    const bg_node *n = bg_node_at(p->res.graph, id);
     if (n->name)
         snprintf(d->name, sizeof d->name, "%s", n->name);
     else
         snprintf(d->name, sizeof d->name, "%%%" PRIu32, id);
     op_of(p, id, d->op, sizeof d->op);
-    uint32_t q = p->info[id].queue;
-    d->track = q < p->nqueues ? q : 0;
-    bp_device dev = q < p->nqueues ? p->queues[q].device : p->info[id].device;
+    uint32_t q = p->res.info[id].queue;
+    d->track = q < p->res.nqueues ? q : 0;
+    bp_device dev =
+        q < p->res.nqueues ? p->res.queues[q].device : p->res.info[id].device;
     bp_device_str(dev, d->device, sizeof d->device);
     d->bytes = bg_nbytes(n);
     if (n->op != BRAID_OP_COPY)
         for (uint32_t k = 0; k < n->ninputs; k++)
-            d->bytes += bg_nbytes(bg_node_at(p->graph, n->inputs[k]));
+            d->bytes += bg_nbytes(bg_node_at(p->res.graph, n->inputs[k]));
     d->flops = flops_of(p, id);
 }
 
@@ -167,16 +169,17 @@ braid_status br_prof_new(const bp_plan *p, int nworkers, br_prof **out) {
     br_prof *pf = calloc(1, sizeof *pf);
     if (!pf) goto oom;
     pf->plan = p;
-    pf->nnodes = p->ninfo;
+    pf->nnodes = p->res.ninfo;
     pf->nworkers = nworkers > 0 ? nworkers : 0;
-    pf->ntracks = (p->nqueues ? p->nqueues : 1) + (uint32_t)pf->nworkers;
+    pf->ntracks =
+        (p->res.nqueues ? p->res.nqueues : 1) + (uint32_t)pf->nworkers;
     pf->desc = calloc(pf->nnodes ? pf->nnodes : 1, sizeof *pf->desc);
     pf->agg = calloc(pf->nnodes ? pf->nnodes : 1, sizeof *pf->agg);
-    pf->cap = p->nschedule * 2 + 64;
+    pf->cap = p->res.nschedule * 2 + 64;
     pf->spans = malloc(pf->cap * sizeof *pf->spans);
     if (!pf->desc || !pf->agg || !pf->spans) goto oom;
-    for (uint32_t i = 0; i < p->nschedule; i++)
-        describe(p, p->schedule[i], &pf->desc[p->schedule[i]]);
+    for (uint32_t i = 0; i < p->res.nschedule; i++)
+        describe(p, p->res.schedule[i], &pf->desc[p->res.schedule[i]]);
     *out = pf;
     return BRAID_OK;
 oom:
@@ -264,11 +267,11 @@ void br_prof_take_workers(br_prof *pf, br_pool *p, uint32_t node) {
 
 static void track_name(const br_prof *pf, uint32_t t, char *buf, size_t size) {
     const bp_plan *p = pf->plan;
-    if (t >= p->nqueues) {
-        snprintf(buf, size, "cpu worker %" PRIu32, t - p->nqueues + 1);
+    if (t >= p->res.nqueues) {
+        snprintf(buf, size, "cpu worker %" PRIu32, t - p->res.nqueues + 1);
         return;
     }
-    const bp_queue *q = &p->queues[t];
+    const bp_queue *q = &p->res.queues[t];
     char dev[BRAID_DEVICE_NAME_MAX];
     bp_device_str(q->device, dev, sizeof dev);
     const char *kind = q->kind == BP_QUEUE_H2D   ? "h2d"

@@ -43,10 +43,10 @@ static bool timed(br_node_kind k) {
 
 /* A stream of device d (the first queue on it), or NULL. */
 static cudaStream_t stream_on(const br_cuda *c, int d) {
-    for (uint32_t q = 0; q < c->plan->nqueues; q++)
+    for (uint32_t q = 0; q < c->plan->res.nqueues; q++)
         if (br_cuda_stream(c, q) &&
-            c->plan->queues[q].device.kind == BP_DEVICE_CUDA &&
-            c->plan->queues[q].device.index == d)
+            c->plan->res.queues[q].device.kind == BP_DEVICE_CUDA &&
+            c->plan->res.queues[q].device.index == d)
             return br_cuda_stream(c, q);
     return NULL;
 }
@@ -78,7 +78,7 @@ braid_status br_prof_cuda_init(br_prof *pf, br_cuda *c) {
     if (!c || c->dry || *slot) return BRAID_OK;
     br_prof_gpu *g = calloc(1, sizeof *g);
     if (g) {
-        g->n = c->plan->ninfo;
+        g->n = c->plan->res.ninfo;
         g->ndev = c->ndev > 0 ? c->ndev : 1;
         g->start = calloc(g->n ? g->n : 1, sizeof *g->start);
         g->end = calloc(g->n ? g->n : 1, sizeof *g->end);

@@ -292,19 +292,19 @@ void br_cuda_mock_hook(const bp_plan *p, uint32_t node) {
 
 static void run_kernel(op *o) {
     const bp_plan *p = o->plan;
-    const bg_node *n = bg_node_at(p->graph, o->node);
+    const bg_node *n = bg_node_at(p->res.graph, o->node);
     size_t scratch = 0;
-    if (br_cpu_prepare(p->graph, o->node, &scratch) != BRAID_OK) {
+    if (br_cpu_prepare(p->res.graph, o->node, &scratch) != BRAID_OK) {
         fprintf(stderr, "cuda mock: no CPU kernel for node %u: %s\n", o->node,
                 braid_last_error());
         abort();
     }
     void *sbuf = scratch ? aligned_alloc(64, (scratch + 63) / 64 * 64) : NULL;
-    br_kernel_args a = {.g = p->graph,
+    br_kernel_args a = {.g = p->res.graph,
                         .id = o->node,
                         .node = n,
-                        .program = p->info[o->node].program < p->nprograms
-                                       ? &p->programs[p->info[o->node].program]
+                        .program = p->res.info[o->node].program < p->res.nprograms
+                                       ? &p->res.programs[p->res.info[o->node].program]
                                        : NULL,
                         .out = o->ptrs[0],
                         .in = (const void *const *)(o->ptrs + 1),
@@ -425,6 +425,15 @@ cudaError_t cudaGetLastError(void) {
 
 cudaError_t cudaSetDevice(int d) {
     return d == 0 ? cudaSuccess : cudaErrorInvalidDevice;
+}
+
+cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *prop, int d) {
+    (void)d;
+    memset(prop, 0, sizeof *prop);
+    snprintf(prop->name, sizeof prop->name, "braid mock GPU");
+    prop->major = 9;
+    prop->totalGlobalMem = (size_t)80 << 30;
+    return cudaSuccess;
 }
 
 cudaError_t cudaGetDevice(int *d) {
@@ -682,7 +691,7 @@ cudaError_t cudaLaunchKernel(const void *func, dim3 grid, dim3 block,
     }
     const bp_plan *plan = hook_plan;
     hook_plan = NULL; /* one launch per hook */
-    const bg_node *n = bg_node_at(plan->graph, id);
+    const bg_node *n = bg_node_at(plan->res.graph, id);
     op *o = new_op(OP_KERNEL);
     o->plan = plan;
     o->node = id;

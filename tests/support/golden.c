@@ -327,8 +327,8 @@ void ts_check_plan(const braid_graph *g, const braid_plan *p, int nseeds,
         braid_exec_free(e);
         cr_assert_eq(s, BRAID_OK, "run: %s", braid_last_error());
         char msg[512];
-        cr_assert(ts_io_compare(io, msg, sizeof msg), "inputs %llu, seed %d: %s",
-                  (unsigned long long)seed, k, msg);
+        cr_assert(ts_io_compare(io, msg, sizeof msg),
+                  "inputs %llu, seed %d: %s", (unsigned long long)seed, k, msg);
     }
     ts_io_free(io);
 }
