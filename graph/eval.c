@@ -251,9 +251,10 @@ static void eval_broadcast(const braid_graph *g, const bg_node *n,
 /* softmax over the last axis, per row: exp(x - max) / sum, the max
  * subtracted first (so exp never overflows); NaN propagates through the
  * max, and a row of only -inf gives NaN (-inf - -inf). */
-/* The rows that start in elements [lo, hi): a threaded reference splits a
- * node's elements into ranges that need not fall on row boundaries, and
- * each row must be computed (and written, whole) by exactly one range. */
+/* The rows that start in elements [lo, hi), rounded to the node's dtype: a
+ * threaded reference splits a node's elements into ranges that need not
+ * fall on row boundaries, and each row must be computed, rounded and
+ * written, whole, by exactly one range. */
 static void eval_softmax(const bg_node *n, const double *x, double *out,
                          int64_t lo, int64_t hi) {
     int64_t C = n->dims[n->rank - 1];
@@ -266,7 +267,7 @@ static void eval_softmax(const bg_node *n, const double *x, double *out,
         for (int64_t k = 0; k < C; k++)
             sum += o[k] = exp(xr[k] - mx);
         for (int64_t k = 0; k < C; k++)
-            o[k] /= sum;
+            o[k] = bg_round(n->dtype, o[k] / sum);
     }
 }
 
@@ -309,6 +310,8 @@ bool bg_eval_node_range(const braid_graph *g, uint32_t id,
     default:
         return false; /* collectives, fused nodes: the caller's business */
     }
+    /* rows reach past hi and start after lo: eval_softmax rounds its own */
+    if (bg_op(n->op)->kind == BRAID_KIND_ROW) return true;
     for (int64_t i = lo; i < hi; i++)
         out[i] = bg_round(n->dtype, out[i]);
     return true;
