@@ -29,31 +29,36 @@ static void fail(const char *what, const char *detail) {
 /* Runs p on zero-filled inputs (emulated), when its memory is modest. */
 static void run(const braid_plan *p) {
     uint64_t total = 0;
-    for (uint32_t i = 0; i < p->narenas; i++) total += p->arenas[i].bytes;
-    for (uint32_t i = 0; i < p->ninputs; i++) total += p->inputs[i].bytes;
-    for (uint32_t i = 0; i < p->noutputs; i++) total += p->outputs[i].bytes;
+    for (uint32_t i = 0; i < p->res.narenas; i++)
+        total += p->res.arenas[i].bytes;
+    for (uint32_t i = 0; i < p->res.ninputs; i++)
+        total += p->res.inputs[i].bytes;
+    for (uint32_t i = 0; i < p->res.noutputs; i++)
+        total += p->res.outputs[i].bytes;
     if (total > ((uint64_t)16 << 20)) return;
-    braid_input_binding *in = calloc(p->ninputs + 1, sizeof *in);
-    braid_output_binding *out = calloc(p->noutputs + 1, sizeof *out);
+    braid_input_binding *in = calloc(p->res.ninputs + 1, sizeof *in);
+    braid_output_binding *out = calloc(p->res.noutputs + 1, sizeof *out);
     bool ok = in && out;
-    for (uint32_t i = 0; ok && i < p->ninputs; i++) {
-        in[i].name = p->inputs[i].name;
-        in[i].bytes = p->inputs[i].bytes;
+    for (uint32_t i = 0; ok && i < p->res.ninputs; i++) {
+        in[i].name = p->res.inputs[i].name;
+        in[i].bytes = p->res.inputs[i].bytes;
         ok = (in[i].data = calloc(1, in[i].bytes + 1)) != NULL;
     }
-    for (uint32_t i = 0; ok && i < p->noutputs; i++) {
-        out[i].name = p->outputs[i].name;
-        out[i].bytes = p->outputs[i].bytes;
+    for (uint32_t i = 0; ok && i < p->res.noutputs; i++) {
+        out[i].name = p->res.outputs[i].name;
+        out[i].bytes = p->res.outputs[i].bytes;
         ok = (out[i].data = malloc(out[i].bytes + 1)) != NULL;
     }
     braid_exec *e = NULL;
     if (ok && br_exec_new_emulated(p, 1, &e) == BRAID_OK) {
-        if (braid_run(e, in, p->ninputs, out, p->noutputs) != BRAID_OK)
+        if (braid_run(e, in, p->res.ninputs, out, p->res.noutputs) != BRAID_OK)
             fail("a loaded plan fails to run", braid_last_error());
         braid_exec_free(e);
     }
-    for (uint32_t i = 0; in && i < p->ninputs; i++) free((void *)in[i].data);
-    for (uint32_t i = 0; out && i < p->noutputs; i++) free(out[i].data);
+    for (uint32_t i = 0; in && i < p->res.ninputs; i++)
+        free((void *)in[i].data);
+    for (uint32_t i = 0; out && i < p->res.noutputs; i++)
+        free(out[i].data);
     free(in);
     free(out);
 }
@@ -100,7 +105,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 
 /* ---- seed corpus ------------------------------------------------------------
  * With -write_seeds=DIR (before libFuzzer parses its flags, via
- * LLVMFuzzerInitialize) the target compiles every examples/graphs/*.graph
+ * LLVMFuzzerInitialize) the target compiles every .graph file in examples/graphs
  * for "cpu" and for "cpu,cuda:0" and writes the plan files, each followed
  * by one byte 0x00 (re-seal), into DIR, then exits. */
 

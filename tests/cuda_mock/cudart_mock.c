@@ -653,25 +653,47 @@ cudaError_t cudaDeviceEnablePeerAccess(int peer, unsigned flags) {
 
 /* ---- libraries and kernels ----------------------------------------------- */
 
+/* A loaded library: the kernel handles handed out from it (each the entry
+ * name), freed when it is unloaded. braid keeps modules loaded for the
+ * next executor (runtime/cuda/cuda_pool.c), so the names stay reachable
+ * through the library for as long as it is. */
+typedef struct mock_lib {
+    char **names; /* strdup'd entry names */
+    size_t n, cap;
+} mock_lib;
+
 cudaError_t cudaLibraryLoadData(cudaLibrary_t *lib, const void *code,
                                 enum cudaJitOption *o, void **ov, unsigned no,
                                 enum cudaLibraryOption *lo, void **lov,
                                 unsigned nlo) {
     (void)code, (void)o, (void)ov, (void)no, (void)lo, (void)lov, (void)nlo;
-    *lib = (cudaLibrary_t)calloc(1, 16);
-    return cudaSuccess;
+    *lib = (cudaLibrary_t)calloc(1, sizeof(mock_lib));
+    return *lib ? cudaSuccess : cudaErrorMemoryAllocation;
 }
 
 cudaError_t cudaLibraryUnload(cudaLibrary_t lib) {
-    free(lib);
+    mock_lib *m = (mock_lib *)lib;
+    for (size_t i = 0; m && i < m->n; i++) free(m->names[i]);
+    if (m) free(m->names);
+    free(m);
     return cudaSuccess;
 }
 
-/* Kernel handles: the entry name (leaked, like a loaded module's). */
+/* Kernel handles: the entry name, owned by the library. */
 cudaError_t cudaLibraryGetKernel(cudaKernel_t *k, cudaLibrary_t lib,
                                  const char *name) {
-    (void)lib;
-    *k = (cudaKernel_t)strdup(name);
+    mock_lib *m = (mock_lib *)lib;
+    if (m->n == m->cap) {
+        size_t cap = m->cap ? 2 * m->cap : 16;
+        char **f = realloc(m->names, cap * sizeof *f);
+        if (!f) return cudaErrorMemoryAllocation;
+        m->names = f;
+        m->cap = cap;
+    }
+    char *copy = strdup(name);
+    if (!copy) return cudaErrorMemoryAllocation;
+    m->names[m->n++] = copy;
+    *k = (cudaKernel_t)copy;
     return cudaSuccess;
 }
 
