@@ -14,7 +14,7 @@ static braid_tensor bb_tensor(uint32_t id) {
 
 /* The node behind t, or NULL after recording why not: a NULL graph, a graph
  * that already failed (quietly), an id that is not a node of g. */
-static const bg_node *bb_peek(braid_graph *g, braid_tensor t, const char *op) {
+const bg_node *bb_peek(braid_graph *g, braid_tensor t, const char *op) {
     if (g == NULL) {
         bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT, "%s: graph is NULL", op);
         return NULL;
@@ -183,6 +183,26 @@ BB_BINARY(lt, LT)
 BB_BINARY(le, LE)
 BB_BINARY(gt, GT)
 BB_BINARY(ge, GE)
+
+/* elemwise helper (issue 13) */
+BB_UNARY(asin, ASIN)
+BB_UNARY(acos, ACOS)
+BB_UNARY(atan, ATAN)
+BB_UNARY(sinh, SINH)
+BB_UNARY(cosh, COSH)
+BB_UNARY(asinh, ASINH)
+BB_UNARY(acosh, ACOSH)
+BB_UNARY(atanh, ATANH)
+BB_UNARY(sign, SIGN)
+BB_UNARY(round, ROUND)
+BB_UNARY(bitwise_not, BITWISE_NOT)
+BB_BINARY(mod, MOD)
+BB_BINARY(fmod, FMOD)
+BB_BINARY(bitwise_and, BITWISE_AND)
+BB_BINARY(bitwise_or, BITWISE_OR)
+BB_BINARY(bitwise_xor, BITWISE_XOR)
+BB_BINARY(shift_left, SHIFT_LEFT)
+BB_BINARY(shift_right, SHIFT_RIGHT)
 
 braid_tensor braid_where(braid_graph *g, braid_tensor cond, braid_tensor a,
                          braid_tensor b) {

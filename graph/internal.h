@@ -21,4 +21,9 @@ bool bg_valid_device(const char *dev);
 double bg_det_log(double x);    /* natural log; x ≤ 0 → -inf/NaN like log */
 double bg_det_cos2pi(double u); /* cos(2πu) for u in [0, 1) */
 
+/* The node behind t for builder op `op`, or NULL after recording why not (a
+ * NULL graph, a graph that already failed, quietly; a bad id). Defined in
+ * graph/builders.c; the composites of graph/builders_logic.c use it. */
+const bg_node *bb_peek(braid_graph *g, braid_tensor t, const char *op);
+
 #endif /* BRAID_GRAPH_INTERNAL_H */

@@ -39,6 +39,8 @@ bool bg_op_accepts(braid_op op, braid_dtype t) {
         return braid_dtype_is_float(t);
     case BRAID_DTYPES_NUMBER:
         return braid_dtype_is_float(t) || t == BRAID_I32;
+    case BRAID_DTYPES_INT:
+        return t == BRAID_I32;
     default:
         return true;
     }
@@ -49,6 +51,7 @@ const char *bg_op_dtypes_text(braid_op op) {
     if (i == NULL) return "?";
     return i->dtypes == BRAID_DTYPES_FLOAT    ? "a float dtype"
            : i->dtypes == BRAID_DTYPES_NUMBER ? "a float dtype or i32"
+           : i->dtypes == BRAID_DTYPES_INT    ? "an integer dtype (i32)"
                                               : "any dtype";
 }
 

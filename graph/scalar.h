@@ -60,6 +60,19 @@
 #define BG_CEIL(T, x) BG_M(ceil, x)
 #define BG_RECIPROCAL(T, x) ((T)1 / (x))
 #define BG_SQUARE(T, x) ((x) * (x))
+/* elemwise helper: inverse and hyperbolic functions (the C library's, as
+ * for tan), sign (±0 and NaN pass through) and round (half to even: rint
+ * in the default rounding mode, which braid never changes) */
+#define BG_ASIN(T, x) BG_M(asin, x)
+#define BG_ACOS(T, x) BG_M(acos, x)
+#define BG_ATAN(T, x) BG_M(atan, x)
+#define BG_SINH(T, x) BG_M(sinh, x)
+#define BG_COSH(T, x) BG_M(cosh, x)
+#define BG_ASINH(T, x) BG_M(asinh, x)
+#define BG_ACOSH(T, x) BG_M(acosh, x)
+#define BG_ATANH(T, x) BG_M(atanh, x)
+#define BG_SIGN(T, x) ((x) > (T)0 ? (T)1 : (x) < (T)0 ? (T)-1 : (x))
+#define BG_ROUND(T, x) BG_M(rint, x)
 
 /* X(ID, rule, CUDA float, CUDA double): every unary op but cast. */
 /* clang-format off */
@@ -85,7 +98,18 @@
     X(FLOOR, BG_FLOOR, "floorf($0)", "floor($0)")                            \
     X(CEIL, BG_CEIL, "ceilf($0)", "ceil($0)")                                \
     X(RECIPROCAL, BG_RECIPROCAL, "(1.0f / $0)", "(1.0 / $0)")                \
-    X(SQUARE, BG_SQUARE, "($0 * $0)", "($0 * $0)")
+    X(SQUARE, BG_SQUARE, "($0 * $0)", "($0 * $0)")                          \
+    X(ASIN, BG_ASIN, "asinf($0)", "asin($0)")                                \
+    X(ACOS, BG_ACOS, "acosf($0)", "acos($0)")                                \
+    X(ATAN, BG_ATAN, "atanf($0)", "atan($0)")                                \
+    X(SINH, BG_SINH, "sinhf($0)", "sinh($0)")                                \
+    X(COSH, BG_COSH, "coshf($0)", "cosh($0)")                                \
+    X(ASINH, BG_ASINH, "asinhf($0)", "asinh($0)")                            \
+    X(ACOSH, BG_ACOSH, "acoshf($0)", "acosh($0)")                            \
+    X(ATANH, BG_ATANH, "atanhf($0)", "atanh($0)")                            \
+    X(SIGN, BG_SIGN, "($0 > 0.0f ? 1.0f : $0 < 0.0f ? -1.0f : $0)",          \
+      "($0 > 0.0 ? 1.0 : $0 < 0.0 ? -1.0 : $0)")                             \
+    X(ROUND, BG_ROUND, "rintf($0)", "rint($0)")
 /* clang-format on */
 
 /* ---- unary i32 rules --------------------------------------------------- */
@@ -94,6 +118,8 @@
 #define BG_ABS_I32(x) ((x) < 0 ? BG_NEG_I32(x) : (x))
 #define BG_SQUARE_I32(x) ((int32_t)((uint32_t)(x) * (uint32_t)(x)))
 #define BG_RELU_I32(x) ((x) < 0 ? 0 : (x))
+#define BG_SIGN_I32(x) ((x) > 0 ? 1 : (x) < 0 ? -1 : 0)
+#define BG_BITWISE_NOT_I32(x) (~(x))
 
 /* X(ID, rule, CUDA int): the unary ops whose dtypes column is NUMBER. */
 /* clang-format off */
@@ -101,7 +127,9 @@
     X(NEG, BG_NEG_I32, "(int)(0u - (unsigned)$0)")                           \
     X(ABS, BG_ABS_I32, "($0 < 0 ? (int)(0u - (unsigned)$0) : $0)")           \
     X(SQUARE, BG_SQUARE_I32, "(int)((unsigned)$0 * (unsigned)$0)")           \
-    X(RELU, BG_RELU_I32, "($0 < 0 ? 0 : $0)")
+    X(RELU, BG_RELU_I32, "($0 < 0 ? 0 : $0)")                                \
+    X(SIGN, BG_SIGN_I32, "($0 > 0 ? 1 : $0 < 0 ? -1 : 0)")                   \
+    X(BITWISE_NOT, BG_BITWISE_NOT_I32, "(~$0)")
 /* clang-format on */
 
 /* ---- binary float rules ------------------------------------------------ */
@@ -116,6 +144,25 @@
 #define BG_MIN(T, x, y)                                                        \
     (((x) != (x) || (y) != (y)) ? (x) + (y) : ((x) < (y) ? (x) : (y)))
 
+/* mod (ONNX Mod, fmod=0; Python's %): the remainder with the divisor's
+ * sign, x - floor(x/y)·y, computed from fmod so it is exact up to the one
+ * addition of y: r = fmod(x, y), plus y when r is nonzero with the other
+ * sign; a zero result takes the divisor's sign. x mod ±inf = x when the
+ * signs agree (±inf otherwise); inf mod y and x mod 0 are NaN. fmod (ONNX
+ * Mod, fmod=1; C's fmod): the remainder with the dividend's sign, exact. */
+static inline double bg_mod(double x, double y) {
+    double r = fmod(x, y);
+    if (r != 0 && (r < 0) != (y < 0)) return r + y;
+    return r == 0 ? copysign(0.0, y) : r;
+}
+static inline float bg_modf(float x, float y) {
+    float r = fmodf(x, y);
+    if (r != 0 && (r < 0) != (y < 0)) return r + y;
+    return r == 0 ? copysignf(0.0f, y) : r;
+}
+#define BG_MOD(T, x, y) _Generic((x), float : bg_modf, default : bg_mod)(x, y)
+#define BG_FMOD(T, x, y) BG_M2(fmod, x, y)
+
 /* X(ID, rule, CUDA float, CUDA double): binary arithmetic. */
 /* clang-format off */
 #define BG_BINARY_OPS(X)                                                     \
@@ -125,7 +172,9 @@
     X(DIV, BG_DIV, "($0 / $1)", "($0 / $1)")                                 \
     X(POW, BG_POW, "powf($0, $1)", "pow($0, $1)")                            \
     X(MAX, BG_MAX, "bc_maxf($0, $1)", "bc_maxd($0, $1)")                     \
-    X(MIN, BG_MIN, "bc_minf($0, $1)", "bc_mind($0, $1)")
+    X(MIN, BG_MIN, "bc_minf($0, $1)", "bc_mind($0, $1)")                     \
+    X(MOD, BG_MOD, "bc_modf($0, $1)", "bc_modd($0, $1)")                     \
+    X(FMOD, BG_FMOD, "fmodf($0, $1)", "fmod($0, $1)")
 /* clang-format on */
 
 /* ---- binary i32 rules -------------------------------------------------- */
@@ -143,6 +192,36 @@ static inline int32_t bg_div_i32(int32_t x, int32_t y) {
 #define BG_MAX_I32(x, y) ((x) > (y) ? (x) : (y))
 #define BG_MIN_I32(x, y) ((x) < (y) ? (x) : (y))
 
+/* i32 remainders (elemwise helper): x mod 0 = x fmod 0 = 0 (as x / 0 = 0),
+ * INT32_MIN mod/fmod -1 = 0 (never the overflowing C division); fmod has
+ * the dividend's sign (C's %), mod the divisor's (Python's %). */
+static inline int32_t bg_fmod_i32(int32_t x, int32_t y) {
+    if (y == 0 || y == -1) return 0;
+    return x % y;
+}
+static inline int32_t bg_mod_i32(int32_t x, int32_t y) {
+    int32_t r = bg_fmod_i32(x, y);
+    return r != 0 && (r < 0) != (y < 0) ? r + y : r;
+}
+/* Shifts: a count outside [0, 32) shifts every bit out (left: 0; right:
+ * the sign, -1 or 0); right shifts are arithmetic (sign-propagating, as
+ * NumPy's >> on int32); left shifts wrap through uint32. */
+static inline int32_t bg_shl_i32(int32_t x, int32_t y) {
+    if (y < 0 || y >= 32) return 0;
+    return (int32_t)((uint32_t)x << y);
+}
+static inline int32_t bg_shr_i32(int32_t x, int32_t y) {
+    if (y < 0 || y >= 32) return x < 0 ? -1 : 0;
+    return x < 0 ? ~(~x >> y) : x >> y;
+}
+#define BG_MOD_I32(x, y) bg_mod_i32(x, y)
+#define BG_FMOD_I32(x, y) bg_fmod_i32(x, y)
+#define BG_BITWISE_AND_I32(x, y) ((x) & (y))
+#define BG_BITWISE_OR_I32(x, y) ((x) | (y))
+#define BG_BITWISE_XOR_I32(x, y) ((x) ^ (y))
+#define BG_SHIFT_LEFT_I32(x, y) bg_shl_i32(x, y)
+#define BG_SHIFT_RIGHT_I32(x, y) bg_shr_i32(x, y)
+
 /* X(ID, rule, CUDA int): the binary ops whose dtypes column is NUMBER. */
 /* clang-format off */
 #define BG_BINARY_I32_OPS(X)                                                 \
@@ -151,7 +230,14 @@ static inline int32_t bg_div_i32(int32_t x, int32_t y) {
     X(MUL, BG_MUL_I32, "(int)((unsigned)$0 * (unsigned)$1)")                 \
     X(DIV, BG_DIV_I32, "bc_divi($0, $1)")                                    \
     X(MAX, BG_MAX_I32, "($0 > $1 ? $0 : $1)")                                \
-    X(MIN, BG_MIN_I32, "($0 < $1 ? $0 : $1)")
+    X(MIN, BG_MIN_I32, "($0 < $1 ? $0 : $1)")                                \
+    X(MOD, BG_MOD_I32, "bc_modi($0, $1)")                                    \
+    X(FMOD, BG_FMOD_I32, "bc_fmodi($0, $1)")                                 \
+    X(BITWISE_AND, BG_BITWISE_AND_I32, "($0 & $1)")                          \
+    X(BITWISE_OR, BG_BITWISE_OR_I32, "($0 | $1)")                            \
+    X(BITWISE_XOR, BG_BITWISE_XOR_I32, "($0 ^ $1)")                          \
+    X(SHIFT_LEFT, BG_SHIFT_LEFT_I32, "bc_shli($0, $1)")                      \
+    X(SHIFT_RIGHT, BG_SHIFT_RIGHT_I32, "bc_shri($0, $1)")
 /* clang-format on */
 
 /* ---- comparisons ------------------------------------------------------- */

@@ -80,8 +80,9 @@ static const char *elementwise_types(const pc *c, const bp_instr *in) {
     if (a != t || (arity == 2 && arg_dtype(c, in, 1) != t))
         return "operand dtypes differ from the result's";
     if (bg_op_accepts(in->op, t)) return NULL;
-    return bg_op(in->op)->dtypes == BRAID_DTYPES_FLOAT
-               ? "expected a float dtype"
+    return bg_op(in->op)->dtypes == BRAID_DTYPES_FLOAT ? "expected a float dtype"
+           : bg_op(in->op)->dtypes == BRAID_DTYPES_INT
+               ? "expected an integer dtype"
                : "expected a float or i32 dtype";
 }
 

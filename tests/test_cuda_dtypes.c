@@ -1,5 +1,7 @@
 /* tests/test_cuda_dtypes.c — the integer storage dtypes on a GPU
- * (docs/ops.md, "Integer dtypes"): i64 data movement, eq/ne and where on
+ * (docs/ops.md, "Integer dtypes") and the edge-value tables of the elemwise
+ * helper's ops (tests/support/edge_tables.h, every node hinted to cuda:0,
+ * checked against the table as the CPU suite test_ops_edges.c does): i64 data movement, eq/ne and where on
  * values beyond 2^53 (bit-exact, expected values computed here since the
  * reference's doubles cannot hold them), widening casts on the GPU, and a
  * narrowing cast from i64 that placement keeps on the cpu, where a value
@@ -9,6 +11,7 @@
  * ops, fill), through TS_ALL. */
 #include <math.h>
 
+#include "tests/support/edge_tables.h"
 #include "tests/test_cuda_common.h"
 
 #define BIG ((int64_t)1 << 60)
@@ -100,4 +103,44 @@ Test(cuda_dtypes, checked_cast_on_cpu_feeds_gpu) {
     free(xv);
     free(out);
     braid_graph_free(g);
+}
+
+/* The edge tables on the GPU: each op hinted to cuda:0, the result against
+ * the table (value and sign of zero; NaN by class). */
+Test(cuda_dtypes, edge_tables) {
+    TC_REQUIRE_GPU();
+    for (int k = 0; k < TS_EDGE_COUNT; k++) {
+        const ts_edge_table *e = &ts_edge_tables[k];
+        for (braid_dtype t = 0; t < BRAID_DTYPE_COUNT_; t++) {
+            if (!(e->dtypes & (1u << t))) continue;
+            int64_t n = e->n;
+            braid_graph *g = braid_graph_new(NULL);
+            braid_tensor a = braid_input(g, "a", t, 1, &n);
+            braid_tensor y =
+                e->binary
+                    ? braid_binary(g, e->op, a, braid_input(g, "b", t, 1, &n))
+                    : braid_unary(g, e->op, a);
+            cr_assert_eq(braid_output(g, "y", y), BRAID_OK);
+            tc_hint_all(g, "cuda:0");
+            ts_io *io = ts_io_new(g, 1);
+            for (int64_t i = 0; i < n; i++) {
+                bg_store(t, (void *)io->in[0].data, i, e->x[i]);
+                if (e->binary) bg_store(t, (void *)io->in[1].data, i, e->z[i]);
+            }
+            braid_compile_options o = tc_options();
+            uint32_t gpu = 0;
+            cr_assert_eq(tc_run(g, &o, io, 1, &gpu), BRAID_OK, "%s",
+                         braid_last_error());
+            cr_expect_gt(gpu, 0);
+            for (int64_t i = 0; i < n; i++) {
+                double v = bg_load(t, io->out[0].data, i);
+                cr_expect(ts_edge_same(v, e->want[i]),
+                          "%s %s(%.17g, %.17g): gpu %.17g, want %.17g",
+                          bg_op(e->op)->name, braid_dtype_name(t), e->x[i],
+                          e->z[i], v, e->want[i]);
+            }
+            ts_io_free(io);
+            braid_graph_free(g);
+        }
+    }
 }

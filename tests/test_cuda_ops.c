@@ -63,6 +63,18 @@ UNARY_TEST(ceil, BRAID_OP_CEIL, TS_FLOATS, TS_RANGE(-4, 4))
 UNARY_TEST(reciprocal, BRAID_OP_RECIPROCAL, TS_FLOATS,
            ((ts_range){0.25, 4, true, false}))
 UNARY_TEST(square, BRAID_OP_SQUARE, TS_NUMS, TS_RANGE(-8, 8))
+/* elemwise helper's ops (edge values: test_cuda_dtypes.c) */
+UNARY_TEST(asin, BRAID_OP_ASIN, TS_FLOATS, TS_RANGE(-0.99, 0.99))
+UNARY_TEST(acos, BRAID_OP_ACOS, TS_FLOATS, TS_RANGE(-0.99, 0.99))
+UNARY_TEST(atan, BRAID_OP_ATAN, TS_FLOATS, TS_RANGE(-6, 6))
+UNARY_TEST(sinh, BRAID_OP_SINH, TS_FLOATS, TS_RANGE(-4, 4))
+UNARY_TEST(cosh, BRAID_OP_COSH, TS_FLOATS, TS_RANGE(-4, 4))
+UNARY_TEST(asinh, BRAID_OP_ASINH, TS_FLOATS, TS_RANGE(-6, 6))
+UNARY_TEST(acosh, BRAID_OP_ACOSH, TS_FLOATS, TS_RANGE(1, 6))
+UNARY_TEST(atanh, BRAID_OP_ATANH, TS_FLOATS, TS_RANGE(-0.95, 0.95))
+UNARY_TEST(sign, BRAID_OP_SIGN, TS_NUMS, TS_SMALL_INTS)
+UNARY_TEST(round, BRAID_OP_ROUND, TS_FLOATS, TS_RANGE(-6, 6))
+UNARY_TEST(bitwise_not, BRAID_OP_BITWISE_NOT, TS_DT(BRAID_I32), TS_I32_FULL)
 
 /* ---- binary -------------------------------------------------------------- */
 
@@ -123,6 +135,30 @@ Test(cuda_ops, max) {
 Test(cuda_ops, min) {
     binary_all(BRAID_OP_MIN, TS_NUMS, TS_RANGE(-4, 4), TS_RANGE(-4, 4),
                TS_I32_FULL, TS_I32_FULL);
+}
+
+Test(cuda_ops, mod) {
+    binary_all(BRAID_OP_MOD, TS_NUMS, TS_RANGE(-8, 8),
+               ((ts_range){0.25, 4, true, false}), TS_I32_FULL,
+               TS_RANGE(-5, 5));
+}
+Test(cuda_ops, fmod) {
+    binary_all(BRAID_OP_FMOD, TS_NUMS, TS_RANGE(-8, 8),
+               ((ts_range){0.25, 4, true, false}), TS_I32_FULL,
+               TS_RANGE(-5, 5));
+}
+Test(cuda_ops, bitwise) {
+    braid_op ops[] = {BRAID_OP_BITWISE_AND, BRAID_OP_BITWISE_OR,
+                      BRAID_OP_BITWISE_XOR};
+    for (int k = 0; k < 3; k++)
+        binary_all(ops[k], TS_DT(BRAID_I32), TS_RANGE(0, 0), TS_RANGE(0, 0),
+                   TS_I32_FULL, TS_I32_FULL);
+}
+Test(cuda_ops, shifts) {
+    binary_all(BRAID_OP_SHIFT_LEFT, TS_DT(BRAID_I32), TS_RANGE(0, 0),
+               TS_RANGE(0, 0), TS_I32_FULL, TS_RANGE(-2, 34));
+    binary_all(BRAID_OP_SHIFT_RIGHT, TS_DT(BRAID_I32), TS_RANGE(0, 0),
+               TS_RANGE(0, 0), TS_I32_FULL, TS_RANGE(-2, 34));
 }
 
 Test(cuda_ops, i32_division_edges) {

@@ -81,6 +81,18 @@ UNARY_TEST(ceil, BRAID_OP_CEIL, TS_FLOATS, TS_RANGE(-4, 4))
 UNARY_TEST(reciprocal, BRAID_OP_RECIPROCAL, TS_FLOATS,
            ((ts_range){0.25, 4, true, false}))
 UNARY_TEST(square, BRAID_OP_SQUARE, TS_NUMS, TS_RANGE(-8, 8))
+/* elemwise helper's ops; inverse functions inside their domains */
+UNARY_TEST(asin, BRAID_OP_ASIN, TS_FLOATS, TS_RANGE(-0.99, 0.99))
+UNARY_TEST(acos, BRAID_OP_ACOS, TS_FLOATS, TS_RANGE(-0.99, 0.99))
+UNARY_TEST(atan, BRAID_OP_ATAN, TS_FLOATS, TS_RANGE(-6, 6))
+UNARY_TEST(sinh, BRAID_OP_SINH, TS_FLOATS, TS_RANGE(-4, 4))
+UNARY_TEST(cosh, BRAID_OP_COSH, TS_FLOATS, TS_RANGE(-4, 4))
+UNARY_TEST(asinh, BRAID_OP_ASINH, TS_FLOATS, TS_RANGE(-6, 6))
+UNARY_TEST(acosh, BRAID_OP_ACOSH, TS_FLOATS, TS_RANGE(1, 6))
+UNARY_TEST(atanh, BRAID_OP_ATANH, TS_FLOATS, TS_RANGE(-0.95, 0.95))
+UNARY_TEST(sign, BRAID_OP_SIGN, TS_NUMS, TS_SMALL_INTS)
+UNARY_TEST(round, BRAID_OP_ROUND, TS_FLOATS, TS_RANGE(-6, 6))
+UNARY_TEST(bitwise_not, BRAID_OP_BITWISE_NOT, TS_DT(BRAID_I32), TS_I32_FULL)
 
 /* ---- binary -------------------------------------------------------------- */
 
@@ -138,6 +150,39 @@ Test(ops, max) {
 Test(ops, min) {
     binary_all(BRAID_OP_MIN, TS_NUMS, TS_RANGE(-4, 4), TS_RANGE(-4, 4),
                TS_I32_FULL, TS_I32_FULL);
+}
+
+/* elemwise helper's binary ops: divisors include 0 on i32 (x mod 0 = 0)
+ * and both signs; shift counts reach past the width and below 0 */
+Test(ops, mod) {
+    binary_all(BRAID_OP_MOD, TS_NUMS, TS_RANGE(-8, 8),
+               ((ts_range){0.25, 4, true, false}), TS_I32_FULL,
+               TS_RANGE(-5, 5));
+}
+Test(ops, fmod) {
+    binary_all(BRAID_OP_FMOD, TS_NUMS, TS_RANGE(-8, 8),
+               ((ts_range){0.25, 4, true, false}), TS_I32_FULL,
+               TS_RANGE(-5, 5));
+}
+Test(ops, bitwise_and) {
+    binary_all(BRAID_OP_BITWISE_AND, TS_DT(BRAID_I32), TS_RANGE(0, 0),
+               TS_RANGE(0, 0), TS_I32_FULL, TS_I32_FULL);
+}
+Test(ops, bitwise_or) {
+    binary_all(BRAID_OP_BITWISE_OR, TS_DT(BRAID_I32), TS_RANGE(0, 0),
+               TS_RANGE(0, 0), TS_I32_FULL, TS_I32_FULL);
+}
+Test(ops, bitwise_xor) {
+    binary_all(BRAID_OP_BITWISE_XOR, TS_DT(BRAID_I32), TS_RANGE(0, 0),
+               TS_RANGE(0, 0), TS_I32_FULL, TS_I32_FULL);
+}
+Test(ops, shift_left) {
+    binary_all(BRAID_OP_SHIFT_LEFT, TS_DT(BRAID_I32), TS_RANGE(0, 0),
+               TS_RANGE(0, 0), TS_I32_FULL, TS_RANGE(-2, 34));
+}
+Test(ops, shift_right) {
+    binary_all(BRAID_OP_SHIFT_RIGHT, TS_DT(BRAID_I32), TS_RANGE(0, 0),
+               TS_RANGE(0, 0), TS_I32_FULL, TS_RANGE(-2, 34));
 }
 
 Test(ops, i32_division_edges) {

@@ -59,7 +59,8 @@ static void add_elementwise(braid_graph *g) {
         if (i->kind != BRAID_KIND_ELEMENTWISE || i->arity != 1 ||
             op == BRAID_OP_CAST)
             continue;
-        braid_tensor u = braid_unary(g, (braid_op)op, x);
+        braid_tensor u = braid_unary(
+            g, (braid_op)op, bg_op_accepts((braid_op)op, BRAID_F32) ? x : xi);
         braid_output(g, i->name, u);
     }
     braid_neg(g, xi), braid_abs(g, xi), braid_square(g, xi), braid_relu(g, xi);
@@ -68,6 +69,13 @@ static void add_elementwise(braid_graph *g) {
     braid_tensor yi = braid_iota(g, BRAID_I32, 2, d23, 1);
     for (int op = BRAID_OP_ADD; op <= BRAID_OP_GE; op++)
         if (op != BRAID_OP_POW) braid_binary(g, (braid_op)op, xi, yi);
+    /* every binary op by the table, integer-only ones on i32 */
+    for (int op = 0; op < BRAID_OP_COUNT_; op++) {
+        const bg_op_info *i = bg_op((braid_op)op);
+        if (i->kind != BRAID_KIND_ELEMENTWISE || i->arity != 2) continue;
+        bool fl = bg_op_accepts((braid_op)op, BRAID_F32);
+        braid_binary(g, (braid_op)op, fl ? x : xi, fl ? y : yi);
+    }
     braid_tensor c = braid_lt(g, x, y);
     braid_where(g, c, x, y);
     braid_eq(g, c, braid_ne(g, xi, yi));

@@ -199,6 +199,44 @@ braid_tensor braid_le(braid_graph *g, braid_tensor a, braid_tensor b);
 braid_tensor braid_gt(braid_graph *g, braid_tensor a, braid_tensor b);
 braid_tensor braid_ge(braid_graph *g, braid_tensor a, braid_tensor b);
 
+/* elemwise helper (issue 13; docs/ops.md "More elementwise ops"). Float:
+ * the C library's asin ... atanh; round is half to even. sign (floats and
+ * i32) is -1, 0 or 1 (±0 and NaN pass through). mod is ONNX Mod with fmod=0
+ * (the divisor's sign, Python's %), fmod ONNX Mod with fmod=1 (the
+ * dividend's sign, C's fmod / %); floats and i32, x mod 0 = 0 on i32. The
+ * bitwise ops and shifts take i32 (right shifts are arithmetic; a count
+ * outside [0, 32) shifts every bit out). */
+braid_tensor braid_asin(braid_graph *g, braid_tensor x);
+braid_tensor braid_acos(braid_graph *g, braid_tensor x);
+braid_tensor braid_atan(braid_graph *g, braid_tensor x);
+braid_tensor braid_sinh(braid_graph *g, braid_tensor x);
+braid_tensor braid_cosh(braid_graph *g, braid_tensor x);
+braid_tensor braid_asinh(braid_graph *g, braid_tensor x);
+braid_tensor braid_acosh(braid_graph *g, braid_tensor x);
+braid_tensor braid_atanh(braid_graph *g, braid_tensor x);
+braid_tensor braid_sign(braid_graph *g, braid_tensor x);
+braid_tensor braid_round(braid_graph *g, braid_tensor x);
+braid_tensor braid_bitwise_not(braid_graph *g, braid_tensor x);
+braid_tensor braid_mod(braid_graph *g, braid_tensor a, braid_tensor b);
+braid_tensor braid_fmod(braid_graph *g, braid_tensor a, braid_tensor b);
+braid_tensor braid_bitwise_and(braid_graph *g, braid_tensor a, braid_tensor b);
+braid_tensor braid_bitwise_or(braid_graph *g, braid_tensor a, braid_tensor b);
+braid_tensor braid_bitwise_xor(braid_graph *g, braid_tensor a, braid_tensor b);
+braid_tensor braid_shift_left(braid_graph *g, braid_tensor a, braid_tensor b);
+braid_tensor braid_shift_right(braid_graph *g, braid_tensor a, braid_tensor b);
+/* Composites (exact, and they fuse): isnan(x) = x != x and isinf(x) =
+ * |x| == inf (ONNX IsInf's detect flags pick +inf, -inf or both) on float
+ * x, giving bool; the logical ops on bool operands (ONNX And, Or, Xor, Not):
+ * and = where(a, b, a), or = where(a, a, b), xor = a != b, not = a == false,
+ * broadcasting like binary ops. */
+braid_tensor braid_isnan(braid_graph *g, braid_tensor x);
+braid_tensor braid_isinf(braid_graph *g, braid_tensor x, bool detect_positive,
+                         bool detect_negative);
+braid_tensor braid_logical_and(braid_graph *g, braid_tensor a, braid_tensor b);
+braid_tensor braid_logical_or(braid_graph *g, braid_tensor a, braid_tensor b);
+braid_tensor braid_logical_xor(braid_graph *g, braid_tensor a, braid_tensor b);
+braid_tensor braid_logical_not(braid_graph *g, braid_tensor x);
+
 /* cond (bool) ? a : b, all three broadcast together. */
 braid_tensor braid_where(braid_graph *g, braid_tensor cond, braid_tensor a,
                          braid_tensor b);

@@ -36,6 +36,8 @@ typedef enum braid_op_dtypes {
     BRAID_DTYPES_ANY,    /* every dtype, bool included */
     BRAID_DTYPES_NUMBER, /* the float dtypes and i32 */
     BRAID_DTYPES_FLOAT,  /* f32, f16, bf16, f64 */
+    BRAID_DTYPES_INT,    /* the integer dtypes computed in i32: i32 (bitwise
+                            ops and shifts; elemwise helper) */
     BRAID_DTYPES_COUNT_
 } braid_op_dtypes;
 
@@ -125,7 +127,26 @@ enum {
     X(ALL_REDUCE, "all_reduce", -1, COLLECTIVE, NUMBER, BRAID_OPF_DIFFERENTIABLE, 1) \
     X(ALL_GATHER, "all_gather", -1, COLLECTIVE, ANY, BRAID_OPF_DIFFERENTIABLE, 0) \
     X(BROADCAST, "broadcast", -1, COLLECTIVE, ANY, BRAID_OPF_DIFFERENTIABLE, 0) \
-    X(REDUCE_SCATTER, "reduce_scatter", -1, COLLECTIVE, NUMBER, BRAID_OPF_DIFFERENTIABLE, 1)
+    X(REDUCE_SCATTER, "reduce_scatter", -1, COLLECTIVE, NUMBER, BRAID_OPF_DIFFERENTIABLE, 1) \
+    /* elemwise helper (issue 13): more unary ops, mod/fmod, bitwise ops */ \
+    X(ASIN, "asin", 1, ELEMENTWISE, FLOAT, BRAID_OPF_DIFFERENTIABLE, 8) \
+    X(ACOS, "acos", 1, ELEMENTWISE, FLOAT, BRAID_OPF_DIFFERENTIABLE, 8) \
+    X(ATAN, "atan", 1, ELEMENTWISE, FLOAT, BRAID_OPF_DIFFERENTIABLE, 8) \
+    X(SINH, "sinh", 1, ELEMENTWISE, FLOAT, BRAID_OPF_DIFFERENTIABLE, 8) \
+    X(COSH, "cosh", 1, ELEMENTWISE, FLOAT, BRAID_OPF_DIFFERENTIABLE, 8) \
+    X(ASINH, "asinh", 1, ELEMENTWISE, FLOAT, BRAID_OPF_DIFFERENTIABLE, 8) \
+    X(ACOSH, "acosh", 1, ELEMENTWISE, FLOAT, BRAID_OPF_DIFFERENTIABLE, 8) \
+    X(ATANH, "atanh", 1, ELEMENTWISE, FLOAT, BRAID_OPF_DIFFERENTIABLE, 8) \
+    X(SIGN, "sign", 1, ELEMENTWISE, NUMBER, BRAID_OPF_EXACT, 1) \
+    X(ROUND, "round", 1, ELEMENTWISE, FLOAT, BRAID_OPF_EXACT, 1) \
+    X(MOD, "mod", 2, ELEMENTWISE, NUMBER, BRAID_OPF_DIFFERENTIABLE, 4) \
+    X(FMOD, "fmod", 2, ELEMENTWISE, NUMBER, BRAID_OPF_DIFFERENTIABLE, 4) \
+    X(BITWISE_AND, "bitwise_and", 2, ELEMENTWISE, INT, BRAID_OPF_EXACT, 1) \
+    X(BITWISE_OR, "bitwise_or", 2, ELEMENTWISE, INT, BRAID_OPF_EXACT, 1) \
+    X(BITWISE_XOR, "bitwise_xor", 2, ELEMENTWISE, INT, BRAID_OPF_EXACT, 1) \
+    X(BITWISE_NOT, "bitwise_not", 1, ELEMENTWISE, INT, BRAID_OPF_EXACT, 1) \
+    X(SHIFT_LEFT, "shift_left", 2, ELEMENTWISE, INT, BRAID_OPF_EXACT, 1) \
+    X(SHIFT_RIGHT, "shift_right", 2, ELEMENTWISE, INT, BRAID_OPF_EXACT, 1)
 /* clang-format on */
 
 typedef enum braid_op {

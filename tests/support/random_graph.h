@@ -135,6 +135,13 @@ int ts_gen_partner(ts_gen *G, int a, bool exact);
 
 /* Each adds one op (plus any helper nodes) and returns true, or returns
  * false when the pool offers nothing suitable this time. */
+/* Domain helpers: abs(x) + c (at least c) and tanh(x) (within (-1, 1));
+ * the new pool entry, or -1 over budget. */
+int ts_gen_abs_plus(ts_gen *G, int xi, double c);
+int ts_gen_bounded(ts_gen *G, int xi);
+/* The elemwise helper's ops (random_graph_elemwise.c): inverse and
+ * hyperbolic functions, sign, round, mod, fmod, bitwise ops, shifts. */
+bool ts_gen_elemwise(ts_gen *G);
 bool ts_gen_unary(ts_gen *G);
 bool ts_gen_binary(ts_gen *G);
 bool ts_gen_compare(ts_gen *G);

@@ -14,12 +14,16 @@
 
 /* abs(x) + 0.5: at least 0.5 whatever x holds. Returns -1 over budget. */
 static int make_positive(ts_gen *G, int xi) {
+    return ts_gen_abs_plus(G, xi, 0.5);
+}
+
+int ts_gen_abs_plus(ts_gen *G, int xi, double c) {
     ts_val x = G->vals[xi];
     int ai = ts_gen_emit(G, braid_abs(G->g, x.t), ts_iv_abs(x.v), x.exact);
     int64_t ones[BRAID_MAX_RANK] = {1, 1, 1, 1, 1, 1, 1, 1};
     /* a scalar or an all-ones tensor: both broadcast */
     int fi =
-        ts_gen_fill(G, x.dt, ts_gen_chance(G, 0.7) ? 0 : x.rank, ones, 0.5);
+        ts_gen_fill(G, x.dt, ts_gen_chance(G, 0.7) ? 0 : x.rank, ones, c);
     ts_iv v = ts_iv_round(ts_iv_add(G->vals[ai].v, G->vals[fi].v), x.dt);
     if (!ts_iv_ok(v, x.dt)) return -1;
     braid_tensor t = braid_add(G->g, G->vals[ai].t, G->vals[fi].t);
@@ -41,6 +45,10 @@ static int make_square_plus_one(ts_gen *G, int xi) {
 
 /* tanh(x): within (-1, 1). */
 static int make_bounded(ts_gen *G, int xi) {
+    return ts_gen_bounded(G, xi);
+}
+
+int ts_gen_bounded(ts_gen *G, int xi) {
     ts_val x = G->vals[xi];
     ts_iv v = ts_iv_round(ts_iv_lipschitz(x.v, 1.0, tanh(x.v.lo), tanh(x.v.hi)),
                           x.dt);
