@@ -46,9 +46,15 @@ braid_tensor bg_grad_unbroadcast(bg_grad_ctx *c, braid_tensor t, int rank,
     gu_type(c, t, NULL, &rt, dt);
     if (!braid_tensor_valid(t) || gu_same_shape(rt, dt, rank, dims)) return t;
     int axes[BRAID_MAX_RANK], naxes = 0, lead = rt - rank;
+    bool keep = false; /* a size-1 axis is summed: keep it, as size 1 */
     for (int i = 0; i < rt; i++)
-        if (i < lead || (dims[i - lead] == 1 && dt[i] != 1)) axes[naxes++] = i;
-    if (naxes > 0) t = braid_sum(g, t, naxes, axes, true);
+        if (i < lead || (dims[i - lead] == 1 && dt[i] != 1)) {
+            axes[naxes++] = i;
+            keep = keep || i >= lead;
+        }
+    if (naxes > 0) t = braid_sum(g, t, naxes, axes, keep);
+    gu_type(c, t, NULL, &rt, dt);
+    if (gu_same_shape(rt, dt, rank, dims)) return t;
     return braid_reshape(g, t, rank, dims);
 }
 
