@@ -24,8 +24,8 @@ braid_tensor bg_grad_zeros(bg_grad_ctx *c, braid_dtype dt, int rank,
 }
 
 /* The type of tensor t (valid, or the graph has an error: then rank 0). */
-static void gu_type(bg_grad_ctx *c, braid_tensor t, braid_dtype *dt,
-                    int *rank, int64_t *dims) {
+static void gu_type(bg_grad_ctx *c, braid_tensor t, braid_dtype *dt, int *rank,
+                    int64_t *dims) {
     braid_graph *g = bg_grad_graph(c);
     *rank = 0;
     if (dt) *dt = BRAID_F32;
@@ -33,8 +33,7 @@ static void gu_type(bg_grad_ctx *c, braid_tensor t, braid_dtype *dt,
         bg_grad_type(c, t.id, dt, rank, dims);
 }
 
-static bool gu_same_shape(int ra, const int64_t *a, int rb,
-                          const int64_t *b) {
+static bool gu_same_shape(int ra, const int64_t *a, int rb, const int64_t *b) {
     return ra == rb && memcmp(a, b, (size_t)ra * sizeof *a) == 0;
 }
 

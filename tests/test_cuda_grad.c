@@ -44,8 +44,8 @@ static void gpu_case(int kind, braid_dtype dt, uint64_t seed, bool emulate) {
                                 io->noutputs);
     cr_assert_eq(s, BRAID_OK, "%s: %s", c.what, braid_last_error());
     char msg[600];
-    bool ok = ts_grad_compare(io, dt == BRAID_F64 ? 1e-9 : 2e-4, msg,
-                              sizeof msg);
+    bool ok =
+        ts_grad_compare(io, dt == BRAID_F64 ? 1e-9 : 2e-4, msg, sizeof msg);
     if (!ok) tc_log_graph(c.g);
     cr_expect(ok, "%s%s: %s", c.what, emulate ? " (emulated)" : "", msg);
     braid_exec_free(e);

@@ -57,10 +57,10 @@ Test(grad_api, reduce_max_and_min_ties_share_evenly) {
 /* max(x, 1) + min(x, 1): a tie gives each operand half. */
 static braid_tensor l_max_min(braid_graph *g, braid_tensor x) {
     braid_tensor one = braid_fill(g, BRAID_F64, 0, NULL, 1);
-    return sum_all(g, braid_add(g, braid_max(g, x, one),
-                                braid_mul(g, braid_min(g, x, one),
-                                          braid_fill(g, BRAID_F64, 0, NULL,
-                                                     10))));
+    return sum_all(g,
+                   braid_add(g, braid_max(g, x, one),
+                             braid_mul(g, braid_min(g, x, one),
+                                       braid_fill(g, BRAID_F64, 0, NULL, 10))));
 }
 
 Test(grad_api, elementwise_max_min_ties_split) {
@@ -132,7 +132,7 @@ Test(grad_api, wrt_off_the_path_is_zero_and_loss_itself_is_one) {
     braid_graph_free(g);
 }
 
-/* ---- errors ------------------------------------------------------------------ */
+/* ---- errors ------------------------------------------------------------- */
 
 /* braid_grad fails with want, its message contains part, grads_out are
  * invalid and no node was added. */
@@ -215,12 +215,11 @@ Test(grad_api, rank_collective_on_the_path_is_named) {
 Test(grad_api, comparisons_and_integer_casts_pass_nothing) {
     braid_graph *g = braid_graph_new(NULL);
     braid_tensor x = braid_input(g, "x", BRAID_F64, 1, DIMS(3));
-    braid_tensor c = braid_cast(g, braid_gt(g, x, braid_fill(g, BRAID_F64, 0,
-                                                             NULL, 0)),
-                                BRAID_F64);
+    braid_tensor c = braid_cast(
+        g, braid_gt(g, x, braid_fill(g, BRAID_F64, 0, NULL, 0)), BRAID_F64);
     braid_tensor i = braid_cast(g, braid_cast(g, x, BRAID_I32), BRAID_F64);
-    braid_tensor loss = braid_sum(g, braid_add(g, c, braid_add(g, i, x)), 0,
-                                  NULL, false);
+    braid_tensor loss =
+        braid_sum(g, braid_add(g, c, braid_add(g, i, x)), 0, NULL, false);
     braid_tensor gx;
     cr_assert_eq(braid_grad(g, loss, 1, &x, &gx), BRAID_OK, "%s",
                  braid_graph_error(g));
@@ -231,7 +230,7 @@ Test(grad_api, comparisons_and_integer_casts_pass_nothing) {
     braid_graph_free(g);
 }
 
-/* ---- gradients are ordinary nodes ------------------------------------------ */
+/* ---- gradients are ordinary nodes --------------------------------------- */
 
 /* Mean squared error of a two-layer tanh MLP; params w1, b1, w2. */
 static braid_tensor mlp(braid_graph *g, braid_tensor *params) {
