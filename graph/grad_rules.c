@@ -76,6 +76,16 @@ GR_UNARY(erf, MUL(gy, MUL(K(GR_2_SQRTPI),
                           braid_exp(r->g, NEG(braid_square(r->g, x))))))
 GR_UNARY(reciprocal, NEG(MUL(gy, braid_square(r->g, y))))
 GR_UNARY(square, MUL(gy, MUL(K(2), x)))
+/* elemwise helper's inverse and hyperbolic functions */
+GR_UNARY(asin, DIV(gy, braid_sqrt(r->g, SUB(K(1), braid_square(r->g, x)))))
+GR_UNARY(acos,
+         NEG(DIV(gy, braid_sqrt(r->g, SUB(K(1), braid_square(r->g, x))))))
+GR_UNARY(atan, DIV(gy, ADD(K(1), braid_square(r->g, x))))
+GR_UNARY(sinh, MUL(gy, braid_cosh(r->g, x)))
+GR_UNARY(cosh, MUL(gy, braid_sinh(r->g, x)))
+GR_UNARY(asinh, DIV(gy, braid_sqrt(r->g, ADD(braid_square(r->g, x), K(1)))))
+GR_UNARY(acosh, DIV(gy, braid_sqrt(r->g, SUB(braid_square(r->g, x), K(1)))))
+GR_UNARY(atanh, DIV(gy, SUB(K(1), braid_square(r->g, x))))
 
 /* gelu(x) = x·Φ(x): gelu' = Φ(x) + x·φ(x). */
 static braid_tensor gr_dgelu(const gr *r) {
@@ -121,6 +131,16 @@ static void gr_div(bg_grad_ctx *c, const bg_grad_node *n, braid_tensor gy) {
     braid_tensor b = gr_in(r, 1);
     if (bg_grad_wants(c, n, 0)) gr_acc(r, 0, DIV(gy, b));
     if (bg_grad_wants(c, n, 1)) gr_acc(r, 1, NEG(DIV(MUL(gy, r->y), b)));
+}
+
+/* mod and fmod: y = a - b·q with q = floor(a/b) (mod) or trunc(a/b)
+ * (fmod), piecewise constant: dy/da = 1, dy/db = -q = -(a - y)/b. */
+static void gr_mod(bg_grad_ctx *c, const bg_grad_node *n, braid_tensor gy) {
+    gr rr = gr_begin(c, n, gy), *r = &rr;
+    braid_tensor a = gr_in(r, 0), b = gr_in(r, 1);
+    if (bg_grad_wants(c, n, 0)) gr_acc(r, 0, gy);
+    if (bg_grad_wants(c, n, 1))
+        gr_acc(r, 1, NEG(MUL(gy, DIV(SUB(a, r->y), b))));
 }
 
 /* d(a^b)/da = b·a^(b-1); d(a^b)/db = a^b·log a, taken as 0 where a = 0
@@ -338,6 +358,17 @@ static const bg_grad_rule gr_rules[BRAID_OP_COUNT_] = {
     [BRAID_OP_SLICE] = gr_slice,
     [BRAID_OP_CONCAT] = gr_concat,
     [BRAID_OP_BROADCAST_TO] = gr_broadcast_to,
+    /* elemwise helper */
+    [BRAID_OP_ASIN] = gr_asin,
+    [BRAID_OP_ACOS] = gr_acos,
+    [BRAID_OP_ATAN] = gr_atan,
+    [BRAID_OP_SINH] = gr_sinh,
+    [BRAID_OP_COSH] = gr_cosh,
+    [BRAID_OP_ASINH] = gr_asinh,
+    [BRAID_OP_ACOSH] = gr_acosh,
+    [BRAID_OP_ATANH] = gr_atanh,
+    [BRAID_OP_MOD] = gr_mod,
+    [BRAID_OP_FMOD] = gr_mod,
     [BRAID_OP_COPY] = gr_identity,
     [BRAID_OP_ALL_REDUCE] = bg_grad_collective,
     [BRAID_OP_ALL_GATHER] = bg_grad_collective,

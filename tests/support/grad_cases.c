@@ -50,6 +50,12 @@ static ts_range gc_unary_range(braid_op op) {
         return (ts_range){0.5, 2, true, false};
     case BRAID_OP_TAN:
         return TS_RANGE(-1.2, 1.2);
+    case BRAID_OP_ASIN:
+    case BRAID_OP_ACOS:
+    case BRAID_OP_ATANH:
+        return TS_RANGE(-0.8, 0.8);
+    case BRAID_OP_ACOSH:
+        return TS_RANGE(1.2, 3);
     default:
         return TS_RANGE(-2, 2);
     }
@@ -68,7 +74,8 @@ static braid_tensor gc_binary(gc_env *e, braid_op op) {
     snprintf(v, sizeof v, "%d", variant);
     gc_note(e, " pair %s", v);
     ts_range ra = TS_RANGE(-2, 2), rb = TS_RANGE(-2, 2);
-    if (op == BRAID_OP_DIV) rb = (ts_range){0.5, 2, true, false};
+    if (op == BRAID_OP_DIV || op == BRAID_OP_MOD || op == BRAID_OP_FMOD)
+        rb = (ts_range){0.5, 2, true, false};
     if (op == BRAID_OP_POW) ra = TS_RANGE(0.5, 2);
     braid_tensor x = gc_input(e, &a, ra);
     return braid_binary(e->g, op, x, gc_input(e, &b, rb));
@@ -278,6 +285,18 @@ static const gc_kind gc_kinds[] = {
     GC_B(POW),
     GC_B(MAX),
     GC_B(MIN),
+    GC_U(ASIN),
+    GC_U(ACOS),
+    GC_U(ATAN),
+    GC_U(SINH),
+    GC_U(COSH),
+    GC_U(ASINH),
+    GC_U(ACOSH),
+    GC_U(ATANH),
+    GC_U(SIGN),
+    GC_U(ROUND),
+    GC_B(MOD),
+    GC_B(FMOD),
     {BRAID_OP_WHERE, gc_where, NULL},
     {BRAID_OP_CAST, gc_cast, NULL},
     {BRAID_OP_MATMUL, gc_matmul, NULL},
