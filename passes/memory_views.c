@@ -107,6 +107,14 @@ static void classify(bp_mem *m, uint32_t id) {
         if (in->device.kind == BP_DEVICE_CPU)
             in->place.storage = BP_STORAGE_CONSTANT;
         in->noop = true;
+    } else if (n->op == BRAID_OP_VARIABLE) {
+        /* executor-owned bytes, initialised at creation, never reused */
+        in->noop = true;
+    } else if (n->op == BRAID_OP_ASSIGN) {
+        /* writes its variable's bytes (ordered by passes/state.c) */
+        in->place.storage = BP_STORAGE_VIEW;
+        m->base[id] = n->inputs[0];
+        m->voff[id] = 0;
     } else {
         int64_t off = view_offset(p, id);
         if (off < 0 || (m->output[id] && reaches_input(m, n->inputs[0])))
@@ -245,7 +253,7 @@ static bool can_overwrite(bp_mem *m, uint32_t y, uint32_t k) {
     uint32_t x = n->inputs[k];
     const bg_node *xn = &p->res.graph->nodes[x];
     if (p->res.info[x].place.storage != BP_STORAGE_ARENA ||
-        xn->op == BRAID_OP_CONSTANT || bg_nbytes(xn) != bg_nbytes(n) ||
+        bg_op_persistent(xn->op) || bg_nbytes(xn) != bg_nbytes(n) ||
         bg_numel(xn) != bg_numel(n) || bg_numel(n) == 0 ||
         !bp_device_equal(p->res.info[x].device, p->res.info[y].device))
         return false;

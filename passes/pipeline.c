@@ -26,6 +26,7 @@ static const struct {
     {"copies", bp_copies, 0},
     {"fuse", bp_fuse, BRAID_PASS_FUSE},
     {"chunk", bp_chunk, BRAID_PASS_CHUNK},
+    {"state", bp_state, 0},
     {"streams", bp_streams, 0},
     {"schedule", bp_schedule, 0},
     {"memory", bp_memory, 0},

@@ -243,8 +243,8 @@ static bool done_before(const vp_state *st, const vp_spans *sp, uint32_t a,
                         uint32_t b) {
     const bp_plan *p = st->plan;
     if (sp->to_end[a] || sp->nwrite[b] == 0 ||
-        p->res.graph->nodes[sp->node[a]].op == BRAID_OP_CONSTANT ||
-        p->res.graph->nodes[sp->node[b]].op == BRAID_OP_CONSTANT)
+        bg_op_persistent(p->res.graph->nodes[sp->node[a]].op) ||
+        bg_op_persistent(p->res.graph->nodes[sp->node[b]].op))
         return false;
     const int32_t *la = sp->lastacc + (size_t)a * st->nq;
     const int32_t *kn = sp->known + (size_t)b * st->nq;
@@ -461,4 +461,46 @@ braid_status vp_check_overlaps(vp_state *st) {
     free(sp.lastacc);
     free(sp.known);
     return s;
+}
+
+/* ---- variables -------------------------------------------------------------- */
+
+/* The assign writing variable v, or BG_NONE; a second writer of v's bytes
+ * is an error (*bad). */
+static uint32_t writer_of(const vp_state *st, uint32_t v, bool *bad) {
+    const bp_plan *p = st->plan;
+    uint32_t w = BG_NONE;
+    for (uint32_t id = 0; id < st->n; id++) {
+        if (st->root[id] != v || id == v || p->res.info[id].noop) continue;
+        if (w != BG_NONE || p->res.graph->nodes[id].op != BRAID_OP_ASSIGN)
+            *bad = true;
+        w = id;
+    }
+    return w;
+}
+
+braid_status vp_check_assigns(const vp_state *st) {
+    const bp_plan *p = st->plan;
+    const braid_graph *g = p->res.graph;
+    for (uint32_t v = 0; v < st->n; v++) {
+        if (g->nodes[v].op != BRAID_OP_VARIABLE) continue;
+        bool bad = false;
+        uint32_t w = writer_of(st, v, &bad);
+        if (bad)
+            return vp_fail("variable: node %u (\"%s\") is written by a node "
+                           "other than its one assign",
+                           v, g->nodes[v].name ? g->nodes[v].name : "?");
+        if (w == BG_NONE) continue;
+        for (uint32_t u = 0; u < st->n; u++) {
+            if (u == w || p->res.info[u].noop) continue;
+            const bg_node *n = &g->nodes[u];
+            for (uint32_t k = 0; k < n->ninputs; k++)
+                if (st->root[n->inputs[k]] == v && !vp_before(st, u, w))
+                    return vp_fail("variable: node %u reads variable node %u "
+                                   "but does not happen before its assign "
+                                   "(node %u)",
+                                   u, v, w);
+        }
+    }
+    return BRAID_OK;
 }

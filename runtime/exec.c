@@ -144,6 +144,11 @@ static braid_status alloc_buffers(braid_exec *e) {
             memcpy(e->home[id], p->res.graph->nodes[id].attr.data, pl->bytes);
         else if (pl->storage == BP_STORAGE_CONSTANT)
             e->home[id] = p->res.graph->nodes[id].attr.data;
+        else if (pl->storage == BP_STORAGE_ARENA && pl->bytes > 0 &&
+                 p->res.graph->nodes[id].op == BRAID_OP_VARIABLE &&
+                 (!e->cuda || p->res.info[id].device.kind == BP_DEVICE_CPU))
+            /* its first value; a GPU variable's is uploaded from here */
+            bg_variable_init(&p->res.graph->nodes[id], e->home[id]);
         if (br_cuda_home(e->cuda, id)) /* uploaded by the CUDA backend */
             e->home[id] = br_cuda_home(e->cuda, id);
         e->ptr[id] = e->home[id];
@@ -173,6 +178,7 @@ static braid_status exec_new(const braid_plan *p, bool emulate, uint64_t seed,
     if (s == BRAID_OK) s = check_nodes(e);
     if (s == BRAID_OK) s = alloc_tables(e);
     if (s == BRAID_OK) s = alloc_buffers(e);
+    if (s == BRAID_OK) s = br_exec_init_variables(e);
     if (s == BRAID_OK && emulate &&
         !(e->emu = br_emu_new(p, &e->sched, seed, run_host_node, e)))
         s = bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY,

@@ -28,6 +28,9 @@ typedef enum braid_op_kind {
     BRAID_KIND_COLLECTIVE,  /* one member of a collective group (all_reduce,
                                all_gather, broadcast, reduce_scatter):
                                docs/multi-gpu.md */
+    /* state across runs (issue #15): assign, which writes a variable's
+       persistent bytes; docs/training.md */
+    BRAID_KIND_STATE,
     BRAID_KIND_COUNT_
 } braid_op_kind;
 
@@ -125,7 +128,10 @@ enum {
     X(ALL_REDUCE, "all_reduce", -1, COLLECTIVE, NUMBER, BRAID_OPF_DIFFERENTIABLE, 1) \
     X(ALL_GATHER, "all_gather", -1, COLLECTIVE, ANY, BRAID_OPF_DIFFERENTIABLE, 0) \
     X(BROADCAST, "broadcast", -1, COLLECTIVE, ANY, BRAID_OPF_DIFFERENTIABLE, 0) \
-    X(REDUCE_SCATTER, "reduce_scatter", -1, COLLECTIVE, NUMBER, BRAID_OPF_DIFFERENTIABLE, 1)
+    X(REDUCE_SCATTER, "reduce_scatter", -1, COLLECTIVE, NUMBER, BRAID_OPF_DIFFERENTIABLE, 1) \
+    /* state across runs (issue #15, docs/training.md) */ \
+    X(VARIABLE, "variable", 0, SOURCE, ANY, 0, 0) \
+    X(ASSIGN, "assign", -1, STATE, ANY, 0, 0)
 /* clang-format on */
 
 typedef enum braid_op {
