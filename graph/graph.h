@@ -259,6 +259,9 @@ void bg_variable_init(const bg_node *n, void *dst);
 double bg_variable_init_at(const bg_node *n, int64_t i);
 /* The variable node called name, or BG_NONE. */
 uint32_t bg_find_variable(const braid_graph *g, const char *name);
+/* Whether g has an assign (a graph whose only effect is updating
+ * variables needs no output). */
+bool bg_has_assign(const braid_graph *g);
 /* Whether op's output lives as long as the executor (a variable; a
  * constant when not read in place): the memory pass never reuses it. */
 static inline bool bg_op_persistent(braid_op op) {

@@ -89,6 +89,12 @@ braid_status braid_set_name(braid_graph *g, braid_tensor t, const char *name) {
     if (s != BRAID_OK) return s;
     bg_node *n = &g->nodes[t.id];
     const char *op = bg_op(n->op)->name;
+    if (n->op == BRAID_OP_VARIABLE &&
+        (!name || strcmp(name, n->name ? n->name : "") != 0))
+        return bg_fail(g, BRAID_ERR_INVALID_ARGUMENT,
+                       "braid_set_name: node %u is variable \"%s\"; a "
+                       "variable's name is fixed when it is created",
+                       (unsigned)t.id, n->name ? n->name : "?");
     if (n->op == BRAID_OP_INPUT) {
         if (!bg_valid_ident(name))
             return bg_fail(g, BRAID_ERR_INVALID_ARGUMENT,

@@ -53,6 +53,12 @@ static braid_status check_init(braid_graph *g, const bg_attrs *a,
     return BRAID_OK;
 }
 
+bool bg_has_assign(const braid_graph *g) {
+    for (uint32_t id = 0; g && id < g->nnodes; id++)
+        if (g->nodes[id].op == BRAID_OP_ASSIGN) return true;
+    return false;
+}
+
 uint32_t bg_find_variable(const braid_graph *g, const char *name) {
     for (uint32_t id = 0; g && name && id < g->nnodes; id++)
         if (g->nodes[id].op == BRAID_OP_VARIABLE && g->nodes[id].name &&

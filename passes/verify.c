@@ -104,7 +104,7 @@ static braid_status check_inference(const braid_graph *g, braid_graph *scratch,
 }
 
 static braid_status check_outputs(const braid_graph *g) {
-    if (g->noutputs == 0)
+    if (g->noutputs == 0 && !bg_has_assign(g))
         return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
                                  "verify: the graph has no outputs");
     for (uint32_t i = 0; i < g->noutputs; i++)

@@ -351,8 +351,7 @@ static braid_status check_noop(const vp_state *st, uint32_t id) {
     const bp_node_info *in = &p->res.info[id];
     if (!in->noop) {
         if (in->place.storage == BP_STORAGE_VIEW && !feeds_noop_concat(st, id) &&
-            !(n->op == BRAID_OP_ASSIGN && in->place.base == n->inputs[0] &&
-              in->place.offset == 0))
+            vp_assign_of_written(st, id) == BG_NONE)
             return vp_fail("place: node %u (%s) is a view of node %u that "
                            "writes into it, but no concat is assembled "
                            "there",
@@ -360,6 +359,10 @@ static braid_status check_noop(const vp_state *st, uint32_t id) {
         return BRAID_OK;
     }
     if (n->op == BRAID_OP_INPUT || bg_op_persistent(n->op)) return BRAID_OK;
+    if (n->op == BRAID_OP_ASSIGN && in->place.storage == BP_STORAGE_VIEW &&
+        in->place.base == n->inputs[0] && in->place.offset == 0)
+        return BRAID_OK; /* its value computed into the variable: checked by
+                            vp_check_assigns */
     if (n->op == BRAID_OP_CONCAT && in->place.storage != BP_STORAGE_INPUT &&
         in->place.storage != BP_STORAGE_CONSTANT)
         return check_noop_concat(st, id);

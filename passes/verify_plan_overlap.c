@@ -13,6 +13,7 @@
 #include "passes/verify_plan.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 bool vp_before(const vp_state *st, uint32_t a, uint32_t b) {
     return a != b &&
@@ -465,18 +466,64 @@ braid_status vp_check_overlaps(vp_state *st) {
 
 /* ---- variables -------------------------------------------------------------- */
 
-/* The assign writing variable v, or BG_NONE; a second writer of v's bytes
- * is an error (*bad). */
+uint32_t vp_assign_of_written(const vp_state *st, uint32_t id) {
+    const bp_plan *p = st->plan;
+    const braid_graph *g = p->res.graph;
+    const bp_tensor_place *pl = &p->res.info[id].place;
+    if (pl->storage != BP_STORAGE_VIEW || pl->offset != 0) return BG_NONE;
+    if (g->nodes[id].op == BRAID_OP_ASSIGN)
+        return g->nodes[id].inputs[0] == pl->base ? id : BG_NONE;
+    for (uint32_t a = id + 1; a < st->n; a++)
+        if (g->nodes[a].op == BRAID_OP_ASSIGN &&
+            g->nodes[a].inputs[1] == id && g->nodes[a].inputs[0] == pl->base)
+            return a;
+    return BG_NONE;
+}
+
+/* The node computing what input node x holds: x, or through skipped views
+ * the node whose bytes they show (a variable: its value before the run's
+ * assign; the value written over it: the new one). */
+static uint32_t source_of(const vp_state *st, uint32_t x) {
+    const bp_plan *p = st->plan;
+    while (p->res.info[x].noop && !bg_op_persistent(p->res.graph->nodes[x].op) &&
+           p->res.graph->nodes[x].ninputs >= 1 &&
+           p->res.graph->nodes[x].op != BRAID_OP_ASSIGN)
+        x = p->res.graph->nodes[x].inputs[0];
+    return x;
+}
+
+/* The one node writing variable v's bytes (its assign, or the assign's
+ * value written in place), BG_NONE when none; *bad when there is another
+ * writer. */
 static uint32_t writer_of(const vp_state *st, uint32_t v, bool *bad) {
     const bp_plan *p = st->plan;
     uint32_t w = BG_NONE;
     for (uint32_t id = 0; id < st->n; id++) {
         if (st->root[id] != v || id == v || p->res.info[id].noop) continue;
-        if (w != BG_NONE || p->res.graph->nodes[id].op != BRAID_OP_ASSIGN)
+        if (w != BG_NONE || vp_assign_of_written(st, id) == BG_NONE)
             *bad = true;
         w = id;
     }
     return w;
+}
+
+/* A value written over its variable v reads v's bytes only as v itself,
+ * shaped like it, from an elementwise kernel (element i read before it is
+ * written, no other element after). */
+static bool in_place_ok(const vp_state *st, uint32_t w, uint32_t v) {
+    const bp_plan *p = st->plan;
+    const bg_node *n = &p->res.graph->nodes[w], *vn = &p->res.graph->nodes[v];
+    if (n->op == BRAID_OP_ASSIGN) return true;
+    uint32_t pi = p->res.info[w].program;
+    bool ew = n->op == BRAID_OP_FUSED
+                  ? pi < p->res.nprograms &&
+                        p->res.programs[pi].kind == BP_PROGRAM_ELEMENTWISE
+                  : bg_op(n->op)->kind == BRAID_KIND_ELEMENTWISE;
+    for (uint32_t k = 0; ew && k < n->ninputs; k++)
+        if (st->root[n->inputs[k]] == v && source_of(st, n->inputs[k]) == v)
+            ew = n->inputs[k] == v && vn->rank == n->rank &&
+                 memcmp(vn->dims, n->dims, sizeof n->dims) == 0;
+    return ew;
 }
 
 braid_status vp_check_assigns(const vp_state *st) {
@@ -486,20 +533,26 @@ braid_status vp_check_assigns(const vp_state *st) {
         if (g->nodes[v].op != BRAID_OP_VARIABLE) continue;
         bool bad = false;
         uint32_t w = writer_of(st, v, &bad);
+        const char *name = g->nodes[v].name ? g->nodes[v].name : "?";
         if (bad)
             return vp_fail("variable: node %u (\"%s\") is written by a node "
-                           "other than its one assign",
-                           v, g->nodes[v].name ? g->nodes[v].name : "?");
+                           "other than its assign or the assign's value",
+                           v, name);
         if (w == BG_NONE) continue;
+        if (!in_place_ok(st, w, v))
+            return vp_fail("variable: node %u computes into variable node %u "
+                           "(\"%s\") but is no elementwise kernel reading it "
+                           "at its own index",
+                           w, v, name);
         for (uint32_t u = 0; u < st->n; u++) {
             if (u == w || p->res.info[u].noop) continue;
             const bg_node *n = &g->nodes[u];
             for (uint32_t k = 0; k < n->ninputs; k++)
-                if (st->root[n->inputs[k]] == v && !vp_before(st, u, w))
+                if (source_of(st, n->inputs[k]) == v && !vp_before(st, u, w))
                     return vp_fail("variable: node %u reads variable node %u "
-                                   "but does not happen before its assign "
-                                   "(node %u)",
-                                   u, v, w);
+                                   "(\"%s\") but does not happen before node "
+                                   "%u writes it",
+                                   u, v, name, w);
         }
     }
     return BRAID_OK;
