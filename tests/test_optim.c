@@ -211,7 +211,7 @@ Test(optim, sgd_variants_cpu) {
                               .weight_decay = 0.01};
     run_case(false, &plain, NULL, "cpu", 1, 1, 0);
     run_case(false, &mom, NULL, "cpu", 2, 2, 0);
-    run_case(false, &nest, NULL, "cpu", 3, 2, 0);
+    run_case(false, &nest, NULL, "cpu", 3, 3, 0);
 }
 
 Test(optim, adamw_cpu) {
