@@ -221,6 +221,7 @@ static bool bg_attrs_eq(const bg_node *a, const bg_node *b) {
     const bg_attrs *x = &a->attr, *y = &b->attr;
     if (memcmp(x->value, y->value, sizeof x->value) != 0 ||
         x->seed != y->seed || x->axis != y->axis || x->flags != y->flags ||
+        x->init != y->init ||
         x->axes != y->axes || memcmp(x->perm, y->perm, sizeof x->perm) ||
         memcmp(x->start, y->start, sizeof x->start) ||
         memcmp(x->step, y->step, sizeof x->step))

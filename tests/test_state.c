@@ -271,3 +271,107 @@ Test(state, builder_errors) {
         braid_graph_free(g);
     }
 }
+
+/* Every initializer kind and an in-place and a copying assign. */
+static braid_graph *all_kinds_graph(void) {
+    braid_graph *g = braid_graph_new(NULL);
+    float data[4] = {1, -2, 3.5f, -0.25f};
+    braid_tensor a = braid_variable(g, "a", BRAID_F32, 1, DIMS(4),
+                                    braid_init_data(data));
+    braid_tensor b = braid_variable(g, "b", BRAID_F32, 1, DIMS(4),
+                                    braid_init_fill(0.5));
+    braid_tensor c = braid_variable(g, "c", BRAID_F32, 1, DIMS(4),
+                                    braid_init_uniform(9, -1, 3));
+    braid_tensor d = braid_variable(g, "d", BRAID_F32, 1, DIMS(4),
+                                    braid_init_normal(8, 2, 0.5));
+    braid_tensor x = braid_input(g, "x", BRAID_F32, 1, DIMS(4));
+    braid_assign(g, a, braid_add(g, braid_mul(g, a, x), b)); /* fused */
+    braid_assign(g, c, braid_sub(g, c, d));                   /* one op */
+    braid_output(g, "y", braid_add(g, braid_add(g, a, b), braid_add(g, c, d)));
+    cr_assert_eq(braid_graph_status(g), BRAID_OK, "%s", braid_graph_error(g));
+    return g;
+}
+
+/* Two runs of e; y of each and the variables after. */
+static void two_runs(braid_exec *e, float y[2][4], float vars[4][4]) {
+    float x[4] = {0.5f, 2, -1, 3};
+    braid_input_binding in = {"x", x, sizeof x};
+    for (int r = 0; r < 2; r++) {
+        braid_output_binding o = {"y", y[r], sizeof y[r]};
+        cr_assert_eq(braid_run(e, &in, 1, &o, 1), BRAID_OK, "%s", braid_last_error());
+    }
+    const char *names[4] = {"a", "b", "c", "d"};
+    for (int i = 0; i < 4; i++)
+        cr_assert_eq(braid_exec_variable_read(e, names[i], vars[i], 16), BRAID_OK);
+}
+
+Test(state, text_and_plan_file_round_trips) {
+    braid_graph *g = all_kinds_graph();
+    char *text = NULL;
+    size_t len = 0;
+    cr_assert_eq(braid_graph_print(g, &text, &len), BRAID_OK);
+    cr_assert(strstr(text, "variable f32[4] value=0.5 name=\"b\""), "%s", text);
+    cr_assert(strstr(text, "variable f32[4] seed=9 low=-1 high=3 name=\"c\""), "%s", text);
+    cr_assert(strstr(text, "= assign %"), "%s", text);
+    braid_graph *back = braid_graph_parse(text, len, "vars.graph", NULL);
+    cr_assert(back && braid_graph_status(back) == BRAID_OK, "%s",
+              back ? braid_graph_error(back) : braid_last_error());
+    cr_assert(bg_graph_equal(g, back), "%s", text);
+    free(text);
+    /* hand-written: an initializer is required, and only one */
+    const char *bad[] = {
+        "braid-graph 1\n%v = variable f32[2] name=\"v\"\noutput \"y\" = %v\n",
+        "braid-graph 1\n%v = variable f32[2] value=1 seed=2 mean=0 stddev=1 name=\"v\"\noutput \"y\" = %v\n",
+        "braid-graph 1\n%v = variable f32[2] [1, 2] value=1 name=\"v\"\noutput \"y\" = %v\n"};
+    for (size_t i = 0; i < 3; i++) {
+        braid_graph *h = braid_graph_parse(bad[i], strlen(bad[i]), "bad.graph", NULL);
+        cr_assert(!h || braid_graph_status(h) != BRAID_OK, "case %zu parsed", i);
+        cr_assert(strstr(h ? braid_graph_error(h) : braid_last_error(),
+                         "initializer"), "case %zu: %s", i,
+                  h ? braid_graph_error(h) : braid_last_error());
+        braid_graph_free(h);
+    }
+    /* plan file: the loaded plan's executor starts from the same values
+     * and runs the same updates */
+    braid_plan *p, *q;
+    braid_exec *e = compile_exec(g, &p), *f;
+    void *bytes;
+    size_t size;
+    cr_assert_eq(braid_plan_save_memory(p, &bytes, &size), BRAID_OK, "%s",
+                 braid_last_error());
+    cr_assert_eq(braid_plan_load_memory(bytes, size, NULL, &q), BRAID_OK, "%s",
+                 braid_last_error());
+    free(bytes);
+    cr_assert_eq(braid_exec_new(q, &f), BRAID_OK, "%s", braid_last_error());
+    float y1[2][4], y2[2][4], v1[4][4], v2[4][4];
+    two_runs(e, y1, v1);
+    two_runs(f, y2, v2);
+    cr_assert_eq(memcmp(y1, y2, sizeof y1), 0);
+    cr_assert_eq(memcmp(v1, v2, sizeof v1), 0);
+    /* and against the reference, twice with state carried */
+    float st[4][4], y[4], x[4] = {0.5f, 2, -1, 3};
+    const char *names[4] = {"a", "b", "c", "d"};
+    braid_input_binding in = {"x", x, sizeof x};
+    for (int r = 0; r < 2; r++) {
+        braid_input_binding vin[4];
+        braid_output_binding vout[4];
+        float old[4][4];
+        memcpy(old, st, sizeof st);
+        for (int i = 0; i < 4; i++) {
+            vin[i] = (braid_input_binding){names[i], old[i], 16};
+            vout[i] = (braid_output_binding){names[i], st[i], 16};
+        }
+        braid_output_binding o = {"y", y, sizeof y};
+        cr_assert_eq(braid_reference_run_state(g, &in, 1, &o, 1, vin, r ? 4 : 0,
+                                               vout, 4),
+                     BRAID_OK, "%s", braid_last_error());
+        for (int k = 0; k < 4; k++)
+            cr_assert_float_eq(y[k], y1[r][k], 1e-5, "run %d y[%d]", r, k);
+    }
+    for (int i = 0; i < 4; i++)
+        for (int k = 0; k < 4; k++)
+            cr_assert_float_eq(st[i][k], v1[i][k], 1e-5, "%s[%d]", names[i], k);
+    braid_exec_free(e), braid_exec_free(f);
+    braid_plan_free(p), braid_plan_free(q);
+    braid_graph_free(g), braid_graph_free(back);
+}

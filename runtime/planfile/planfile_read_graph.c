@@ -194,6 +194,7 @@ static bool same_type(const bg_node *n, const rec *x) {
 static bool same_attrs(const bg_attrs *a, const bg_attrs *b) {
     return memcmp(a->value, b->value, sizeof a->value) == 0 &&
            a->seed == b->seed && a->axis == b->axis && a->flags == b->flags &&
+           a->init == b->init &&
            a->axes == b->axes &&
            memcmp(a->perm, b->perm, sizeof a->perm) == 0 &&
            memcmp(a->start, b->start, sizeof a->start) == 0 &&
