@@ -6,9 +6,7 @@
  * from a fresh shuffle every epoch, AdamW. Everything lives in one graph
  * and one executor: the weights and AdamW's moments are variables that
  * stay in the executor between runs, and each braid_run is one training
- * step (forward, backward, update). The backward pass is written out by
- * hand here (the gradients of a two-layer MLP are four matmuls and two
- * reductions). Evaluation is a second plan whose weights are copied over
+ * step (forward, backward by braid_grad, AdamW update). Evaluation is a second plan whose weights are copied over
  * by name (braid_exec_variable_read / _write).
  *
  * Run from the repository root with no arguments; the last line printed
@@ -76,28 +74,23 @@ static braid_tensor forward(braid_graph *g, braid_tensor x, const braid_tensor p
     return braid_add(g, braid_matmul(g, *h, p[2], 0), p[3]);
 }
 
-/* One training step: loss as output "loss", AdamW on every parameter. */
+/* One training step: loss as output "loss", gradients by braid_grad,
+ * AdamW on every parameter. */
 static braid_graph *train_graph(void) {
     braid_graph *g = braid_graph_new(NULL);
-    braid_tensor p[4], pre, h;
+    braid_tensor p[4], pre, h, grads[4];
     params(g, p);
     braid_tensor x = braid_input(g, "x", BRAID_F32, 2, (int64_t[]){BATCH, IN});
     braid_tensor t = braid_input(g, "onehot", BRAID_F32, 2, (int64_t[]){BATCH, OUT});
-    braid_tensor prob = braid_softmax(g, forward(g, x, p, &pre, &h), -1);
-    int all[2] = {0, 1}, rows[1] = {0};
-    braid_tensor ll = braid_sum(g, braid_mul(g, t, braid_log(g, prob)), 2, all, false);
-    braid_output(g, "loss", braid_mul(g, ll, braid_fill(g, BRAID_F32, 0, NULL, -1.0 / BATCH)));
-    /* d loss / d logits = (softmax − onehot) / batch */
-    braid_tensor dl = braid_mul(g, braid_sub(g, prob, t),
-                                braid_fill(g, BRAID_F32, 0, NULL, 1.0 / BATCH));
-    braid_tensor dh = braid_matmul(g, dl, p[2], BRAID_TRANSPOSE_B);
-    braid_tensor dpre = braid_where(g, braid_gt(g, pre, braid_fill(g, BRAID_F32, 0, NULL, 0)),
-                                    dh, braid_fill(g, BRAID_F32, 0, NULL, 0));
-    braid_tensor grads[4] = {
-        braid_matmul(g, x, dpre, BRAID_TRANSPOSE_A),
-        braid_sum(g, dpre, 1, rows, false),
-        braid_matmul(g, h, dl, BRAID_TRANSPOSE_A),
-        braid_sum(g, dl, 1, rows, false)};
+    braid_tensor logits = forward(g, x, p, &pre, &h);
+    /* cross-entropy through log-softmax: logits − max − log Σ exp */
+    int last[1] = {1}, all[2] = {0, 1};
+    braid_tensor z = braid_sub(g, logits, braid_reduce_max(g, logits, 1, last, true));
+    braid_tensor lse = braid_log(g, braid_sum(g, braid_exp(g, z), 1, last, true));
+    braid_tensor ll = braid_sum(g, braid_mul(g, t, braid_sub(g, z, lse)), 2, all, false);
+    braid_tensor loss = braid_mul(g, ll, braid_fill(g, BRAID_F32, 0, NULL, -1.0 / BATCH));
+    braid_output(g, "loss", loss);
+    braid_grad(g, loss, 4, p, grads);
     braid_adamw_options o;
     braid_adamw_options_init(&o);
     o.lr = 3e-3;
