@@ -105,7 +105,7 @@ void bp_mem_hb_truncate(bp_mem_hb *hb, const bp_plan *plan, uint32_t nx);
 braid_status bp_mem_views(bp_mem *m);
 /* An assign's value computed straight into its variable's bytes where
  * legal (memory_state.c); before views are resolved to roots. */
-void bp_mem_assigns(bp_mem *m);
+braid_status bp_mem_assigns(bp_mem *m);
 /* In-place elementwise: unions a node with a dead input's buffer. */
 void bp_mem_in_place(bp_mem *m);
 /* Union-find root of node id. */

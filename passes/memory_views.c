@@ -198,9 +198,9 @@ braid_status bp_mem_views(bp_mem *m) {
         if (id < m->hb.n && p->res.graph->nodes[id].op == BRAID_OP_CONCAT)
             concat_in_place(m, id);
     }
-    bp_mem_assigns(m);
+    braid_status s = bp_mem_assigns(m);
     resolve_roots(m);
-    return BRAID_OK;
+    return s;
 }
 
 /* ---- in place ------------------------------------------------------------ */
