@@ -375,3 +375,40 @@ Test(state, text_and_plan_file_round_trips) {
     braid_plan_free(p), braid_plan_free(q);
     braid_graph_free(g), braid_graph_free(back);
 }
+
+/* An output showing the variable itself (and one showing a view of it) is
+ * its value before the run's assign, also when the update runs in place. */
+Test(state, output_of_an_assigned_variable_is_the_old_value) {
+    for (int fused = 0; fused < 2; fused++) {
+        braid_graph *g = braid_graph_new(NULL);
+        braid_tensor w = braid_variable(g, "w", BRAID_F32, 1, DIMS(6),
+                                        braid_init_fill(1));
+        braid_tensor one = braid_fill(g, BRAID_F32, 0, NULL, 1);
+        braid_tensor nw = braid_add(g, w, one);
+        if (fused) nw = braid_mul(g, nw, braid_fill(g, BRAID_F32, 0, NULL, 2));
+        braid_assign(g, w, nw);
+        braid_output(g, "w", w);
+        braid_output(g, "r", braid_reshape(g, w, 2, DIMS(2, 3)));
+        braid_plan *p;
+        braid_exec *e = compile_exec(g, &p);
+        float want = 1;
+        for (int r = 0; r < 3; r++) {
+            float out[6], view[6], now[6];
+            braid_output_binding o[2] = {{"w", out, sizeof out},
+                                         {"r", view, sizeof view}};
+            cr_assert_eq(braid_run(e, NULL, 0, o, 2), BRAID_OK, "%s",
+                         braid_last_error());
+            cr_assert_eq(braid_exec_variable_read(e, "w", now, sizeof now), BRAID_OK);
+            float next = fused ? (want + 1) * 2 : want + 1;
+            for (int k = 0; k < 6; k++) {
+                cr_assert_eq(out[k], want, "fused %d run %d", fused, r);
+                cr_assert_eq(view[k], want, "fused %d run %d", fused, r);
+                cr_assert_eq(now[k], next, "fused %d run %d", fused, r);
+            }
+            want = next;
+        }
+        braid_exec_free(e);
+        braid_plan_free(p);
+        braid_graph_free(g);
+    }
+}
