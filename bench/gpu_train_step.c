@@ -29,10 +29,10 @@ static braid_graph *train_step(int64_t batch, int64_t width, const float *x) {
         p[2 * l] = braid_variable(g, name, BRAID_F32, 2, wd,
                                   braid_init_normal(1 + l, 0, 0.02));
         snprintf(name, sizeof name, "b%d", l);
-        p[2 * l + 1] = braid_variable(g, name, BRAID_F32, 1, bd,
-                                      braid_init_fill(0));
-        h = braid_gelu(g, braid_add(g, braid_matmul(g, h, p[2 * l], 0),
-                                    p[2 * l + 1]));
+        p[2 * l + 1] =
+            braid_variable(g, name, BRAID_F32, 1, bd, braid_init_fill(0));
+        h = braid_gelu(
+            g, braid_add(g, braid_matmul(g, h, p[2 * l], 0), p[2 * l + 1]));
     }
     braid_tensor loss = braid_mean(g, braid_square(g, h), 0, NULL, false);
     braid_output(g, "loss", loss);
@@ -63,14 +63,15 @@ int main(int argc, char **argv) {
     bn_prog = "gpu_train_step";
     bool small = argc > 1 && strcmp(argv[1], "--small") == 0;
     if (!small) bn_require_gpu("train_step");
-    int64_t batch = small ? 64 : BG_MLP_BATCH, width = small ? 256 : BG_MLP_WIDTH;
+    int64_t batch = small ? 64 : BG_MLP_BATCH,
+            width = small ? 256 : BG_MLP_WIDTH;
     float *x = bn_malloc((size_t)(batch * width) * sizeof(float));
     bn_fill(x, (size_t)(batch * width), 31, -1.7f, 1.7f);
     braid_graph *g = train_step(batch, width, x);
     bn_graph_ok(g, "train_step");
     if (!small || braid_cuda_device_count() > 0) bn_hint_from(g, 0, "cuda:0");
-    braid_compile_options o =
-        bn_options(small && braid_cuda_device_count() == 0 ? "cpu" : "cpu,cuda:0");
+    braid_compile_options o = bn_options(
+        small && braid_cuda_device_count() == 0 ? "cpu" : "cpu,cuda:0");
     braid_plan *p = bn_compile(g, &o);
     int kernels, copies;
     plan_counts(p, &kernels, &copies);

@@ -6,8 +6,9 @@
  * from a fresh shuffle every epoch, AdamW. Everything lives in one graph
  * and one executor: the weights and AdamW's moments are variables that
  * stay in the executor between runs, and each braid_run is one training
- * step (forward, backward by braid_grad, AdamW update). Evaluation is a second plan whose weights are copied over
- * by name (braid_exec_variable_read / _write).
+ * step (forward, backward by braid_grad, AdamW update). Evaluation is a second
+ * plan whose weights are copied over by name (braid_exec_variable_read /
+ * _write).
  *
  * Run from the repository root with no arguments; the last line printed
  * is "test accuracy: 0.xxx". Optional: argv[1] names an SVG file for the
@@ -31,7 +32,7 @@
 #define SEED 1
 
 typedef struct dataset {
-    float *x;  /* n × IN */
+    float *x;   /* n × IN */
     int32_t *y; /* n labels */
     int64_t n;
 } dataset;
@@ -67,8 +68,9 @@ static void params(braid_graph *g, braid_tensor p[4]) {
 }
 
 /* relu(x·w1 + b1) → pre (before relu), h; and logits h·w2 + b2. */
-static braid_tensor forward(braid_graph *g, braid_tensor x, const braid_tensor p[4],
-                            braid_tensor *pre, braid_tensor *h) {
+static braid_tensor forward(braid_graph *g, braid_tensor x,
+                            const braid_tensor p[4], braid_tensor *pre,
+                            braid_tensor *h) {
     *pre = braid_add(g, braid_matmul(g, x, p[0], 0), p[1]);
     *h = braid_relu(g, *pre);
     return braid_add(g, braid_matmul(g, *h, p[2], 0), p[3]);
@@ -81,14 +83,19 @@ static braid_graph *train_graph(void) {
     braid_tensor p[4], pre, h, grads[4];
     params(g, p);
     braid_tensor x = braid_input(g, "x", BRAID_F32, 2, (int64_t[]){BATCH, IN});
-    braid_tensor t = braid_input(g, "onehot", BRAID_F32, 2, (int64_t[]){BATCH, OUT});
+    braid_tensor t =
+        braid_input(g, "onehot", BRAID_F32, 2, (int64_t[]){BATCH, OUT});
     braid_tensor logits = forward(g, x, p, &pre, &h);
     /* cross-entropy through log-softmax: logits − max − log Σ exp */
     int last[1] = {1}, all[2] = {0, 1};
-    braid_tensor z = braid_sub(g, logits, braid_reduce_max(g, logits, 1, last, true));
-    braid_tensor lse = braid_log(g, braid_sum(g, braid_exp(g, z), 1, last, true));
-    braid_tensor ll = braid_sum(g, braid_mul(g, t, braid_sub(g, z, lse)), 2, all, false);
-    braid_tensor loss = braid_mul(g, ll, braid_fill(g, BRAID_F32, 0, NULL, -1.0 / BATCH));
+    braid_tensor z =
+        braid_sub(g, logits, braid_reduce_max(g, logits, 1, last, true));
+    braid_tensor lse =
+        braid_log(g, braid_sum(g, braid_exp(g, z), 1, last, true));
+    braid_tensor ll =
+        braid_sum(g, braid_mul(g, t, braid_sub(g, z, lse)), 2, all, false);
+    braid_tensor loss =
+        braid_mul(g, ll, braid_fill(g, BRAID_F32, 0, NULL, -1.0 / BATCH));
     braid_output(g, "loss", loss);
     braid_grad(g, loss, 4, p, grads);
     braid_adamw_options o;
@@ -140,7 +147,8 @@ static void shuffle(int64_t *idx, int64_t n, uint64_t *s) {
 }
 
 /* One epoch of steps; returns the mean loss. */
-static double epoch(braid_exec *e, const dataset *d, int64_t *idx, uint64_t *s) {
+static double epoch(braid_exec *e, const dataset *d, int64_t *idx,
+                    uint64_t *s) {
     static float x[BATCH * IN], t[BATCH * OUT];
     shuffle(idx, d->n, s);
     double total = 0;
@@ -153,7 +161,8 @@ static double epoch(braid_exec *e, const dataset *d, int64_t *idx, uint64_t *s) 
             t[i * OUT + d->y[k]] = 1;
         }
         float loss;
-        braid_input_binding in[2] = {{"x", x, sizeof x}, {"onehot", t, sizeof t}};
+        braid_input_binding in[2] = {{"x", x, sizeof x},
+                                     {"onehot", t, sizeof t}};
         braid_output_binding out = {"loss", &loss, sizeof loss};
         if (braid_run(e, in, 2, &out, 1) != BRAID_OK) return NAN;
         total += loss;
@@ -166,7 +175,8 @@ static int copy_weights(braid_exec *from, braid_exec *to) {
     const char *names[4] = {"w1", "b1", "w2", "b2"};
     size_t bytes[4] = {IN * HID * 4, HID * 4, HID * OUT * 4, OUT * 4};
     for (int i = 0; i < 4; i++)
-        if (braid_exec_variable_read(from, names[i], buf, bytes[i]) != BRAID_OK ||
+        if (braid_exec_variable_read(from, names[i], buf, bytes[i]) !=
+                BRAID_OK ||
             braid_exec_variable_write(to, names[i], buf, bytes[i]) != BRAID_OK)
             return fail(names[i]);
     return 0;
@@ -175,7 +185,8 @@ static int copy_weights(braid_exec *from, braid_exec *to) {
 static double accuracy(braid_exec *e, const dataset *d) {
     float *logits = malloc((size_t)d->n * OUT * sizeof *logits);
     braid_input_binding in = {"x", d->x, (size_t)d->n * IN * sizeof *d->x};
-    braid_output_binding out = {"logits", logits, (size_t)d->n * OUT * sizeof *logits};
+    braid_output_binding out = {"logits", logits,
+                                (size_t)d->n * OUT * sizeof *logits};
     int64_t right = 0;
     if (logits && braid_run(e, &in, 1, &out, 1) == BRAID_OK)
         for (int64_t i = 0; i < d->n; i++) {
@@ -193,11 +204,13 @@ static void write_svg(const char *path, const double *loss, int n) {
     FILE *f = fopen(path, "w");
     if (!f) return;
     double hi = loss[0] > 0 ? loss[0] : 1;
-    fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"420\" "
-               "height=\"240\"><rect width=\"420\" height=\"240\" fill=\"white\"/>"
-               "<text x=\"10\" y=\"16\" font-size=\"12\">training loss per epoch "
-               "(max %.3f)</text><polyline fill=\"none\" stroke=\"steelblue\" "
-               "stroke-width=\"2\" points=\"", hi);
+    fprintf(f,
+            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"420\" "
+            "height=\"240\"><rect width=\"420\" height=\"240\" fill=\"white\"/>"
+            "<text x=\"10\" y=\"16\" font-size=\"12\">training loss per epoch "
+            "(max %.3f)</text><polyline fill=\"none\" stroke=\"steelblue\" "
+            "stroke-width=\"2\" points=\"",
+            hi);
     for (int i = 0; i < n; i++)
         fprintf(f, "%.1f,%.1f ", 10 + 400.0 * i / (n > 1 ? n - 1 : 1),
                 230 - 200.0 * loss[i] / hi);
@@ -215,13 +228,15 @@ int main(int argc, char **argv) {
     braid_exec *train = build(tg, &tp), *eval = build(eg, &ep);
     if (!train || !eval) return 1;
     int64_t *idx = malloc((size_t)tr.n * sizeof *idx);
-    for (int64_t i = 0; i < tr.n; i++) idx[i] = i;
+    for (int64_t i = 0; i < tr.n; i++)
+        idx[i] = i;
     uint64_t s = 0x9E3779B97F4A7C15ull;
     double curve[EPOCHS];
     for (int ep_i = 0; ep_i < EPOCHS; ep_i++) {
         curve[ep_i] = epoch(train, &tr, idx, &s);
         if (isnan(curve[ep_i])) return fail("training step");
-        if (ep_i % 10 == 9) printf("epoch %d: loss %.4f\n", ep_i + 1, curve[ep_i]);
+        if (ep_i % 10 == 9)
+            printf("epoch %d: loss %.4f\n", ep_i + 1, curve[ep_i]);
     }
     if (argc > 1) write_svg(argv[1], curve, EPOCHS);
     if (copy_weights(train, eval)) return 1;

@@ -91,12 +91,7 @@ static void bg_copy_shape(bg_node *n, const bg_node *from) {
  * ------------------------------------------------------------------- */
 
 static braid_status bg_check_input_name(const bg_ctx *c) {
-    if (!bg_valid_ident(c->name))
-        return bg_fail(c->g, BRAID_ERR_INVALID_ARGUMENT,
-                       "input: name %s%s%s is not valid; expected "
-                       "[A-Za-z_][A-Za-z0-9_.]*",
-                       c->name ? "\"" : "", c->name ? c->name : "(null)",
-                       c->name ? "\"" : "");
+    if (!bg_check_ident(c->g, "input", c->name)) return c->g->status;
     if (bg_input_name_taken(c->g, c->name, BG_NONE))
         return bg_fail(c->g, BRAID_ERR_INVALID_ARGUMENT,
                        "input: duplicate input name \"%s\"", c->name);

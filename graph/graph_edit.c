@@ -19,6 +19,14 @@ bool bg_valid_ident(const char *s) {
     return true;
 }
 
+bool bg_check_ident(braid_graph *g, const char *what, const char *name) {
+    if (bg_valid_ident(name)) return true;
+    bg_fail(g, BRAID_ERR_INVALID_ARGUMENT,
+            "%s: name %s%s%s is not valid; expected [A-Za-z_][A-Za-z0-9_.]*",
+            what, name ? "\"" : "", name ? name : "(null)", name ? "\"" : "");
+    return false;
+}
+
 bool bg_valid_label(const char *s) {
     if (s == NULL || s[0] == '\0') return false;
     for (const unsigned char *p = (const unsigned char *)s; *p; p++)

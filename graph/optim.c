@@ -50,8 +50,8 @@ static braid_status args(braid_graph *g, uint32_t n, const braid_tensor *p,
                          const braid_tensor *gr, const void *opts,
                          const char *who) {
     if (!g)
-        return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT, "%s: graph is NULL",
-                                 who);
+        return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
+                                 "%s: graph is NULL", who);
     if (g->status != BRAID_OK) return g->status;
     if ((n && (!p || !gr)) || !opts)
         return bg_fail(g, BRAID_ERR_INVALID_ARGUMENT,
@@ -60,8 +60,7 @@ static braid_status args(braid_graph *g, uint32_t n, const braid_tensor *p,
 }
 
 braid_status braid_sgd(braid_graph *g, uint32_t n, const braid_tensor *params,
-                       const braid_tensor *grads,
-                       const braid_sgd_options *o) {
+                       const braid_tensor *grads, const braid_sgd_options *o) {
     braid_status s = args(g, n, params, grads, o, "sgd");
     for (uint32_t i = 0; i < n && s == BRAID_OK; i++) {
         braid_tensor p = params[i], d = grads[i];
@@ -76,18 +75,23 @@ braid_status braid_sgd(braid_graph *g, uint32_t n, const braid_tensor *params,
                 braid_add(g, braid_mul(g, scalar(g, p, o->momentum), buf), d);
             braid_assign(g, buf, nb);
             d = o->nesterov
-                    ? braid_add(g, d, braid_mul(g, scalar(g, p, o->momentum), nb))
+                    ? braid_add(g, d,
+                                braid_mul(g, scalar(g, p, o->momentum), nb))
                     : nb;
         }
-        braid_assign(g, p, braid_sub(g, p, braid_mul(g, scalar(g, p, o->lr), d)));
+        braid_assign(g, p,
+                     braid_sub(g, p, braid_mul(g, scalar(g, p, o->lr), d)));
     }
     return s == BRAID_OK ? g->status : s;
 }
 
 void braid_adamw_options_init(braid_adamw_options *o) {
     if (o)
-        *o = (braid_adamw_options){.lr = 1e-3, .beta1 = 0.9, .beta2 = 0.999,
-                                   .eps = 1e-8, .weight_decay = 0.01};
+        *o = (braid_adamw_options){.lr = 1e-3,
+                                   .beta1 = 0.9,
+                                   .beta2 = 0.999,
+                                   .eps = 1e-8,
+                                   .weight_decay = 0.01};
 }
 
 /* The step counter t ← t + 1 (f32, from 0) and the bias corrections
@@ -96,17 +100,19 @@ static void corrections(braid_graph *g, const braid_adamw_options *o,
                         braid_tensor *c1, braid_tensor *c2) {
     char name[256];
     snprintf(name, sizeof name, "%sstep", o->prefix ? o->prefix : "");
-    braid_tensor t = braid_variable(g, name, BRAID_F32, 0, NULL,
-                                    braid_init_fill(0));
+    braid_tensor t =
+        braid_variable(g, name, BRAID_F32, 0, NULL, braid_init_fill(0));
     braid_tensor t1 = braid_add(g, t, braid_fill(g, BRAID_F32, 0, NULL, 1));
     braid_assign(g, t, t1);
     braid_tensor one = braid_fill(g, BRAID_F32, 0, NULL, 1);
     *c1 = braid_reciprocal(
-        g, braid_sub(g, one, braid_pow(g, braid_fill(g, BRAID_F32, 0, NULL,
-                                                       o->beta1), t1)));
+        g, braid_sub(
+               g, one,
+               braid_pow(g, braid_fill(g, BRAID_F32, 0, NULL, o->beta1), t1)));
     *c2 = braid_reciprocal(
-        g, braid_sub(g, one, braid_pow(g, braid_fill(g, BRAID_F32, 0, NULL,
-                                                       o->beta2), t1)));
+        g, braid_sub(
+               g, one,
+               braid_pow(g, braid_fill(g, BRAID_F32, 0, NULL, o->beta2), t1)));
 }
 
 /* m, v and p updates of one parameter (c1, c2 cast to its dtype). */
@@ -116,15 +122,15 @@ static void adamw_one(braid_graph *g, const braid_adamw_options *o,
     braid_tensor m = moment(g, pn, ".m"), v = moment(g, pn, ".v");
     braid_tensor m1 = braid_add(g, braid_mul(g, scalar(g, p, o->beta1), m),
                                 braid_mul(g, scalar(g, p, 1 - o->beta1), d));
-    braid_tensor v1 = braid_add(
-        g, braid_mul(g, scalar(g, p, o->beta2), v),
-        braid_mul(g, scalar(g, p, 1 - o->beta2), braid_square(g, d)));
+    braid_tensor v1 =
+        braid_add(g, braid_mul(g, scalar(g, p, o->beta2), v),
+                  braid_mul(g, scalar(g, p, 1 - o->beta2), braid_square(g, d)));
     if (pn->dtype != BRAID_F32) {
         c1 = braid_cast(g, c1, pn->dtype);
         c2 = braid_cast(g, c2, pn->dtype);
     }
-    braid_tensor den = braid_add(g, braid_sqrt(g, braid_mul(g, v1, c2)),
-                                 scalar(g, p, o->eps));
+    braid_tensor den =
+        braid_add(g, braid_sqrt(g, braid_mul(g, v1, c2)), scalar(g, p, o->eps));
     braid_tensor upd = braid_div(g, braid_mul(g, m1, c1), den);
     if (o->weight_decay != 0)
         upd = braid_add(g, upd, braid_mul(g, scalar(g, p, o->weight_decay), p));
@@ -133,8 +139,8 @@ static void adamw_one(braid_graph *g, const braid_adamw_options *o,
     braid_assign(g, p, braid_sub(g, p, braid_mul(g, scalar(g, p, o->lr), upd)));
 }
 
-braid_status braid_adamw(braid_graph *g, uint32_t n,
-                         const braid_tensor *params, const braid_tensor *grads,
+braid_status braid_adamw(braid_graph *g, uint32_t n, const braid_tensor *params,
+                         const braid_tensor *grads,
                          const braid_adamw_options *o) {
     braid_status s = args(g, n, params, grads, o, "adamw");
     if (s != BRAID_OK) return s;

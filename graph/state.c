@@ -31,8 +31,8 @@ static braid_status check_init(braid_graph *g, const bg_attrs *a,
                        "variable \"%s\": constant initializer with NULL "
                        "data",
                        name);
-    bool random = a->init == BRAID_OP_RANDOM_UNIFORM ||
-                  a->init == BRAID_OP_RANDOM_NORMAL;
+    bool random =
+        a->init == BRAID_OP_RANDOM_UNIFORM || a->init == BRAID_OP_RANDOM_NORMAL;
     if (random && !bg_op_accepts(a->init, out->dtype))
         return bg_fail(g, BRAID_ERR_DTYPE,
                        "variable \"%s\": a random initializer needs a float "
@@ -69,12 +69,7 @@ uint32_t bg_find_variable(const braid_graph *g, const char *name) {
 
 braid_status bg_check_variable(braid_graph *g, const bg_attrs *a,
                                const char *name, bg_node *out) {
-    if (!bg_valid_ident(name))
-        return bg_fail(g, BRAID_ERR_INVALID_ARGUMENT,
-                       "variable: name %s%s%s is not valid; expected "
-                       "[A-Za-z_][A-Za-z0-9_.]*",
-                       name ? "\"" : "", name ? name : "(null)",
-                       name ? "\"" : "");
+    if (!bg_check_ident(g, "variable", name)) return g->status;
     if (bg_find_variable(g, name) != BG_NONE)
         return bg_fail(g, BRAID_ERR_INVALID_ARGUMENT,
                        "variable: duplicate variable name \"%s\"", name);
@@ -90,8 +85,7 @@ braid_status bg_check_variable(braid_graph *g, const bg_attrs *a,
 /* The assign of variable var already in g, or BG_NONE. */
 static uint32_t assign_of(const braid_graph *g, uint32_t var) {
     for (uint32_t id = var + 1; id < g->nnodes; id++)
-        if (g->nodes[id].op == BRAID_OP_ASSIGN &&
-            g->nodes[id].inputs[0] == var)
+        if (g->nodes[id].op == BRAID_OP_ASSIGN && g->nodes[id].inputs[0] == var)
             return id;
     return BG_NONE;
 }
@@ -156,11 +150,11 @@ void bg_variable_init(const bg_node *n, void *dst) {
         bg_store(n->dtype, dst, i, bg_variable_init_at(n, i));
 }
 
-/* ---- public builders ------------------------------------------------------ */
+/* ---- public builders ------------------------------------------------------
+ */
 
-braid_tensor braid_variable(braid_graph *g, const char *name,
-                            braid_dtype dtype, int rank, const int64_t *dims,
-                            braid_init init) {
+braid_tensor braid_variable(braid_graph *g, const char *name, braid_dtype dtype,
+                            int rank, const int64_t *dims, braid_init init) {
     if (g == NULL) {
         bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
                           "variable: graph is NULL");
@@ -172,8 +166,8 @@ braid_tensor braid_variable(braid_graph *g, const char *name,
     a.value[1] = init.b;
     a.seed = init.seed;
     a.data = (void *)init.data; /* only read: bg_build copies it */
-    braid_tensor t = {bg_build(g, BRAID_OP_VARIABLE, NULL, 0, dtype, rank,
-                               dims, &a, name)};
+    braid_tensor t = {
+        bg_build(g, BRAID_OP_VARIABLE, NULL, 0, dtype, rank, dims, &a, name)};
     return t;
 }
 

@@ -28,8 +28,7 @@ static bool before(const bp_mem_hb *hb, uint32_t a, uint32_t b) {
     if (hb->pos[a] == UINT32_MAX || hb->pos[b] == UINT32_MAX || a == b)
         return false;
     if (hb->queue[a] == hb->queue[b]) return hb->qpos[a] < hb->qpos[b];
-    return (int32_t)hb->qpos[a] <=
-           hb->clock[(size_t)b * hb->nq + hb->queue[a]];
+    return (int32_t)hb->qpos[a] <= hb->clock[(size_t)b * hb->nq + hb->queue[a]];
 }
 
 /* The node owning x's bytes so far (views followed). */
@@ -93,11 +92,13 @@ static bool list_readers(const bp_mem *m, st_readers *r) {
             }
         }
         if (pass == 0) {
-            for (uint32_t v = 0; v < n; v++) r->rstart[v + 1] += r->rstart[v];
+            for (uint32_t v = 0; v < n; v++)
+                r->rstart[v + 1] += r->rstart[v];
             if (!(r->reader = malloc((e ? e : 1) * sizeof *r->reader)))
                 return false;
         } else { /* the fill moved each start to the next one's */
-            for (uint32_t v = n; v > 0; v--) r->rstart[v] = r->rstart[v - 1];
+            for (uint32_t v = n; v > 0; v--)
+                r->rstart[v] = r->rstart[v - 1];
             r->rstart[0] = 0;
         }
     }
@@ -129,7 +130,7 @@ static void assign_in_place(bp_mem *m, const st_readers *r, uint32_t a) {
     xi->place.storage = BP_STORAGE_VIEW; /* computes into v's bytes */
     m->base[x] = v;
     m->voff[x] = 0;
-    p->res.info[a].noop = true;          /* nothing left to copy */
+    p->res.info[a].noop = true; /* nothing left to copy */
 }
 
 braid_status bp_mem_assigns(bp_mem *m) {

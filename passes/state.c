@@ -39,7 +39,8 @@ static braid_status consumers(st_ctx *c) {
     for (uint32_t id = 0; id < n; id++)
         for (uint32_t k = 0; k < g->nodes[id].ninputs; k++)
             c->cstart[g->nodes[id].inputs[k] + 1]++, e++;
-    for (uint32_t id = 0; id < n; id++) c->cstart[id + 1] += c->cstart[id];
+    for (uint32_t id = 0; id < n; id++)
+        c->cstart[id + 1] += c->cstart[id];
     c->cons = bp_calloc(e ? e : 1, sizeof *c->cons, "state");
     uint32_t *fill = bp_calloc(n ? n : 1, sizeof *fill, "state");
     if (!c->cons || !fill) {
@@ -111,15 +112,14 @@ static uint32_t collect(st_ctx *c, uint32_t a) {
     uint32_t var = g->nodes[a].inputs[0], top = 0, nadd = 0;
     c->stack[top++] = var;
     c->mark[var] = a;
-    c->mark[a] = a;                    /* its own read is the write */
+    c->mark[a] = a;                     /* its own read is the write */
     c->mark[g->nodes[a].inputs[1]] = a; /* the value: ordered already */
     while (top > 0) {
         uint32_t x = c->stack[--top];
         for (uint32_t i = c->cstart[x]; i < c->cstart[x + 1]; i++) {
             uint32_t r = c->cons[i];
             /* a possible view: its consumers may read the same bytes */
-            if (may_view(&g->nodes[r]) && c->mark[r] != a)
-                c->stack[top++] = r;
+            if (may_view(&g->nodes[r]) && c->mark[r] != a) c->stack[top++] = r;
             if (c->mark[r] == a) continue;
             c->mark[r] = a;
             c->add[nadd++] = r;
@@ -134,7 +134,8 @@ static bool append(st_ctx *c, uint32_t t, uint32_t nadd) {
     uint32_t *in = bg_realloc(c->g, n->inputs, n->ninputs * sizeof *in,
                               (n->ninputs + nadd) * sizeof *in);
     if (!in) return false;
-    for (uint32_t k = 0; k < nadd; k++) in[n->ninputs + k] = c->add[k];
+    for (uint32_t k = 0; k < nadd; k++)
+        in[n->ninputs + k] = c->add[k];
     n->inputs = in;
     n->ninputs += nadd;
     return true;
@@ -173,7 +174,6 @@ braid_status bp_state(bp_plan *plan) {
     free(c.add);
     free(c.desc);
     free(c.work);
-    if (s != BRAID_OK)
-        return bg_set_last_error(s, "state: out of memory");
+    if (s != BRAID_OK) return bg_set_last_error(s, "state: out of memory");
     return moved ? bp_plan_compact(plan) : BRAID_OK;
 }

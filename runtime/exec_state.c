@@ -78,8 +78,8 @@ static braid_status access_check(braid_exec *e, const char *name,
                                  who, name, bg_type_str(n, type, sizeof type),
                                  bg_nbytes(n), bytes);
     if (!data && bytes)
-        return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
-                                 "%s: data is NULL", who);
+        return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT, "%s: data is NULL",
+                                 who);
     if (e->run.pending)
         return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
                                  "%s: a run is outstanding (braid_wait "
@@ -143,14 +143,17 @@ braid_status braid_exec_variable_info(const braid_exec *e, uint32_t i,
     return BRAID_OK;
 }
 
-/* ---- checkpoints ---------------------------------------------------------- */
+/* ---- checkpoints ----------------------------------------------------------
+ */
 
 /* The executor's variables as safetensors entries; data filled when
  * with_data (host copies, freed by br_st_free). */
 static braid_status collect(braid_exec *e, br_st_file *f, bool with_data) {
     uint32_t count = braid_exec_variable_count(e);
     f->t = calloc(count ? count : 1, sizeof *f->t);
-    if (!f->t) return bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY, "checkpoint: out of memory");
+    if (!f->t)
+        return bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY,
+                                 "checkpoint: out of memory");
     f->owns_data = true;
     braid_status s = BRAID_OK;
     for (uint32_t i = 0; i < count && s == BRAID_OK; i++) {

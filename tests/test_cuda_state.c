@@ -32,7 +32,8 @@ static braid_graph *mlp_step(void) {
         braid_variable(g, "b1", BRAID_F32, 1, TC_DIMS(HID), braid_init_fill(0)),
         braid_variable(g, "w2", BRAID_F32, 2, TC_DIMS(HID, OUT),
                        braid_init_normal(2, 0, 0.3)),
-        braid_variable(g, "b2", BRAID_F32, 1, TC_DIMS(OUT), braid_init_fill(0))};
+        braid_variable(g, "b2", BRAID_F32, 1, TC_DIMS(OUT),
+                       braid_init_fill(0))};
     braid_tensor x = braid_input(g, "x", BRAID_F32, 2, TC_DIMS(B, IN));
     braid_tensor t = braid_input(g, "t", BRAID_F32, 2, TC_DIMS(B, OUT));
     braid_tensor pre = braid_add(g, braid_matmul(g, x, p[0], 0), p[1]);
@@ -56,8 +57,8 @@ static braid_graph *mlp_step(void) {
     return g;
 }
 
-static const char *const VARS[] = {"w1", "b1", "w2", "b2", "w1.m", "w1.v",
-                                   "w2.m", "w2.v", "step"};
+static const char *const VARS[] = {"w1",   "b1",   "w2",   "b2",  "w1.m",
+                                   "w1.v", "w2.m", "w2.v", "step"};
 #define NVARS (sizeof VARS / sizeof *VARS)
 
 static void compare_vars(braid_exec *a, braid_exec *b, int step) {
@@ -72,7 +73,8 @@ static void compare_vars(braid_exec *a, braid_exec *b, int step) {
                (braid_exec_variable_info(a, k, &name, &dt, &rank, dims),
                 strcmp(name, VARS[i]) != 0))
             k++;
-        for (int d = 0; d < rank; d++) n *= dims[d];
+        for (int d = 0; d < rank; d++)
+            n *= dims[d];
         cr_assert_eq(braid_exec_variable_read(a, VARS[i], va, n * 4), BRAID_OK,
                      "%s", braid_last_error());
         cr_assert_eq(braid_exec_variable_read(b, VARS[i], vb, n * 4), BRAID_OK,
@@ -110,9 +112,12 @@ Test(cuda_state, adamw_mlp_steps_match_cpu) {
         ts_fill_random(BRAID_F32, x, B * IN, 100 + step, -1, 1);
         ts_fill_random(BRAID_F32, t, B * OUT, 200 + step, -1, 1);
         braid_input_binding in[2] = {{"x", x, sizeof x}, {"t", t, sizeof t}};
-        braid_output_binding o1 = {"y", y1, sizeof y1}, o2 = {"y", y2, sizeof y2};
-        cr_assert_eq(braid_run(ge, in, 2, &o1, 1), BRAID_OK, "%s", braid_last_error());
-        cr_assert_eq(braid_run(ce, in, 2, &o2, 1), BRAID_OK, "%s", braid_last_error());
+        braid_output_binding o1 = {"y", y1, sizeof y1},
+                             o2 = {"y", y2, sizeof y2};
+        cr_assert_eq(braid_run(ge, in, 2, &o1, 1), BRAID_OK, "%s",
+                     braid_last_error());
+        cr_assert_eq(braid_run(ce, in, 2, &o2, 1), BRAID_OK, "%s",
+                     braid_last_error());
         for (int k = 0; k < B * OUT; k++)
             cr_assert(fabsf(y1[k] - y2[k]) <= 1e-4f * (1 + fabsf(y2[k])),
                       "step %d y[%d]", step, k);
@@ -120,7 +125,8 @@ Test(cuda_state, adamw_mlp_steps_match_cpu) {
     }
     /* checkpoint: GPU → file → CPU executor, identical bytes */
     char path[64];
-    snprintf(path, sizeof path, "/tmp/braid_cuda_ckpt_%d.safetensors", (int)getpid());
+    snprintf(path, sizeof path, "/tmp/braid_cuda_ckpt_%d.safetensors",
+             (int)getpid());
     cr_assert_eq(braid_exec_save(ge, path), BRAID_OK, "%s", braid_last_error());
     cr_assert_eq(braid_exec_load(ce, path), BRAID_OK, "%s", braid_last_error());
     static float a[IN * HID], b[IN * HID];
@@ -128,7 +134,8 @@ Test(cuda_state, adamw_mlp_steps_match_cpu) {
     cr_assert_eq(braid_exec_variable_read(ce, "w1.v", b, sizeof b), BRAID_OK);
     cr_assert_eq(memcmp(a, b, sizeof a), 0);
     /* and a host write lands on the GPU */
-    for (int k = 0; k < IN * HID; k++) a[k] = (float)k;
+    for (int k = 0; k < IN * HID; k++)
+        a[k] = (float)k;
     cr_assert_eq(braid_exec_variable_write(ge, "w1", a, sizeof a), BRAID_OK);
     cr_assert_eq(braid_exec_variable_read(ge, "w1", b, sizeof b), BRAID_OK);
     cr_assert_eq(memcmp(a, b, sizeof a), 0);
@@ -160,11 +167,15 @@ Test(cuda_state, copying_assign_and_old_value_reads) {
         float s;
         braid_input_binding in = {"x", xv, sizeof xv};
         braid_output_binding out = {"s", &s, sizeof s};
-        cr_assert_eq(braid_run(e, &in, 1, &out, 1), BRAID_OK, "%s", braid_last_error());
+        cr_assert_eq(braid_run(e, &in, 1, &out, 1), BRAID_OK, "%s",
+                     braid_last_error());
         double want = 0;
-        for (int k = 0; k < 1000; k++) want += (double)old[k] * old[k];
-        cr_assert(fabs(s - want) <= 1e-4 * want, "run %d: %g vs %g", r, s, want);
-        cr_assert_eq(braid_exec_variable_read(e, "v", now, sizeof now), BRAID_OK);
+        for (int k = 0; k < 1000; k++)
+            want += (double)old[k] * old[k];
+        cr_assert(fabs(s - want) <= 1e-4 * want, "run %d: %g vs %g", r, s,
+                  want);
+        cr_assert_eq(braid_exec_variable_read(e, "v", now, sizeof now),
+                     BRAID_OK);
         for (int k = 0; k < 1000; k++)
             cr_assert_eq(now[k], old[k] + xv[k], "run %d v[%d]", r, k);
         memcpy(old, now, sizeof old);

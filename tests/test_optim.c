@@ -71,7 +71,8 @@ static braid_graph *graph(model *md, uint64_t *rng, bool adamw,
         snprintf(name, sizeof name, "g%d", i);
         gr[i] = braid_input(g, name, BRAID_F32, md->rank[i], md->dims[i]);
     }
-    cr_assert_eq(adamw ? braid_adamw(g, NP, p, gr, ao) : braid_sgd(g, NP, p, gr, so),
+    cr_assert_eq(adamw ? braid_adamw(g, NP, p, gr, ao)
+                       : braid_sgd(g, NP, p, gr, so),
                  BRAID_OK, "%s", braid_graph_error(g));
     model_init(md, g, p);
     return g;
@@ -87,16 +88,20 @@ static void model_step(model *md, bool adamw, const braid_sgd_options *so,
                 d += so->weight_decay * p;
                 if (so->momentum != 0) {
                     md->m[i][k] = so->momentum * md->m[i][k] + d;
-                    d = so->nesterov ? d + so->momentum * md->m[i][k] : md->m[i][k];
+                    d = so->nesterov ? d + so->momentum * md->m[i][k]
+                                     : md->m[i][k];
                 }
                 md->p[i][k] = p - so->lr * d;
                 continue;
             }
-            double m = md->m[i][k] = ao->beta1 * md->m[i][k] + (1 - ao->beta1) * d;
-            double v = md->v[i][k] = ao->beta2 * md->v[i][k] + (1 - ao->beta2) * d * d;
+            double m = md->m[i][k] =
+                ao->beta1 * md->m[i][k] + (1 - ao->beta1) * d;
+            double v = md->v[i][k] =
+                ao->beta2 * md->v[i][k] + (1 - ao->beta2) * d * d;
             double mh = m / (1 - pow(ao->beta1, md->step));
             double vh = v / (1 - pow(ao->beta2, md->step));
-            md->p[i][k] = p - ao->lr * (mh / (sqrt(vh) + ao->eps) + ao->weight_decay * p);
+            md->p[i][k] =
+                p - ao->lr * (mh / (sqrt(vh) + ao->eps) + ao->weight_decay * p);
         }
 }
 
@@ -150,17 +155,23 @@ static void run_case(bool adamw, const braid_sgd_options *so,
     float *rs[3 * NP];
     for (int i = 0; i < 3 * NP; i++) {
         rs[i] = calloc(md.n[i % NP], sizeof(float));
-        if (i < NP) cr_assert_eq(braid_exec_variable_read(e, (char[]){'p', (char)('0' + i), 0}, rs[i], md.n[i] * 4), BRAID_OK);
+        if (i < NP)
+            cr_assert_eq(
+                braid_exec_variable_read(e, (char[]){'p', (char)('0' + i), 0},
+                                         rs[i], md.n[i] * 4),
+                BRAID_OK);
     }
     for (int step = 1; step <= 5; step++) {
         braid_input_binding in[NP];
         char names[NP][8];
         for (int i = 0; i < NP; i++) {
-            ts_fill_random(BRAID_F32, md.g[i], md.n[i], rng + 100 * step + i, -1, 1);
+            ts_fill_random(BRAID_F32, md.g[i], md.n[i], rng + 100 * step + i,
+                           -1, 1);
             snprintf(names[i], sizeof names[i], "g%d", i);
             in[i] = (braid_input_binding){names[i], md.g[i], md.n[i] * 4};
         }
-        cr_assert_eq(braid_run(e, in, NP, NULL, 0), BRAID_OK, "%s", braid_last_error());
+        cr_assert_eq(braid_run(e, in, NP, NULL, 0), BRAID_OK, "%s",
+                     braid_last_error());
         model_step(&md, adamw, so, ao);
         for (int i = 0; i < NP; i++) {
             char name[16];
@@ -189,16 +200,20 @@ static void run_case(bool adamw, const braid_sgd_options *so,
             vout[i] = (braid_output_binding){vn[i], rs[i], md.n[i] * 4};
         }
         if (step == 1) { /* moments start at zero either way: one step */
-            cr_assert_eq(braid_reference_run_state(g, in, NP, NULL, 0, vin, NP, vout, NP),
+            cr_assert_eq(braid_reference_run_state(g, in, NP, NULL, 0, vin, NP,
+                                                   vout, NP),
                          BRAID_OK, "%s", braid_last_error());
             for (int i = 0; i < NP; i++)
                 for (int64_t k = 0; k < md.n[i]; k++)
-                    cr_assert(fabs(rs[i][k] - md.p[i][k]) <= 1e-5 * (1 + fabs(md.p[i][k])),
+                    cr_assert(fabs(rs[i][k] - md.p[i][k]) <=
+                                  1e-5 * (1 + fabs(md.p[i][k])),
                               "reference p%d[%lld]", i, (long long)k);
         }
-        for (int i = 0; i < NP; i++) free(tmp[i]);
+        for (int i = 0; i < NP; i++)
+            free(tmp[i]);
     }
-    for (int i = 0; i < 3 * NP; i++) free(rs[i]);
+    for (int i = 0; i < 3 * NP; i++)
+        free(rs[i]);
     braid_exec_free(e);
     braid_plan_free(p);
     braid_graph_free(g);
@@ -207,7 +222,9 @@ static void run_case(bool adamw, const braid_sgd_options *so,
 
 Test(optim, sgd_variants_cpu) {
     braid_sgd_options plain = {.lr = 0.1}, mom = {.lr = 0.05, .momentum = 0.9},
-                      nest = {.lr = 0.05, .momentum = 0.8, .nesterov = true,
+                      nest = {.lr = 0.05,
+                              .momentum = 0.8,
+                              .nesterov = true,
                               .weight_decay = 0.01};
     run_case(false, &plain, NULL, "cpu", 1, 1, 0);
     run_case(false, &mom, NULL, "cpu", 2, 2, 0);

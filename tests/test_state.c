@@ -33,8 +33,8 @@
 static braid_graph *sgd_graph(int64_t r, int64_t c, double lr) {
     braid_graph *g = braid_graph_new(NULL);
     int64_t d[2] = {r, c};
-    braid_tensor w = braid_variable(g, "w", BRAID_F32, 2, d,
-                                    braid_init_uniform(7, -1, 1));
+    braid_tensor w =
+        braid_variable(g, "w", BRAID_F32, 2, d, braid_init_uniform(7, -1, 1));
     braid_tensor x = braid_input(g, "x", BRAID_F32, 2, d);
     braid_tensor lrt = braid_fill(g, BRAID_F32, 0, NULL, lr);
     braid_assign(g, w, braid_sub(g, w, braid_mul(g, lrt, x)));
@@ -68,9 +68,11 @@ Test(state, sgd_runs_match_model_and_reference) {
         float *rw = malloc(n * 4), *rz = malloc(n * 4), *w0 = malloc(n * 4);
         double *model = malloc(n * sizeof *model);
         const bg_node *wn = &g->nodes[0];
-        for (int64_t i = 0; i < n; i++) model[i] = (float)bg_variable_init_at(wn, i);
+        for (int64_t i = 0; i < n; i++)
+            model[i] = (float)bg_variable_init_at(wn, i);
         memcpy(rw, (float[]){0}, 0);
-        for (int64_t i = 0; i < n; i++) rw[i] = (float)model[i];
+        for (int64_t i = 0; i < n; i++)
+            rw[i] = (float)model[i];
         for (int run = 0; run < 3; run++) {
             ts_fill_random(BRAID_F32, x, n, rng + run, -1, 1);
             float y = 0, ry = 0;
@@ -93,7 +95,8 @@ Test(state, sgd_runs_match_model_and_reference) {
                 cr_assert_float_eq(rz[i], 2 * model[i], 1e-5);
                 model[i] = (float)(model[i] - (float)(lr * x[i]));
             }
-            cr_assert_float_eq(y, my, 1e-4 * (1 + fabs(my)), "y %g vs %g", y, my);
+            cr_assert_float_eq(y, my, 1e-4 * (1 + fabs(my)), "y %g vs %g", y,
+                               my);
             cr_assert_float_eq(ry, my, 1e-4 * (1 + fabs(my)));
             cr_assert_eq(braid_exec_variable_read(e, "w", w, n * 4), BRAID_OK);
             for (int64_t i = 0; i < n; i++) {
@@ -118,7 +121,8 @@ Test(state, initializers_and_host_access) {
                        braid_init_uniform(3, -2, 2)),
         braid_variable(g, "c", BRAID_F32, 2, DIMS(2, 3),
                        braid_init_normal(4, 1, 0.5)),
-        braid_variable(g, "d", BRAID_F32, 2, DIMS(2, 3), braid_init_data(data))};
+        braid_variable(g, "d", BRAID_F32, 2, DIMS(2, 3),
+                       braid_init_data(data))};
     braid_tensor ref[3] = {
         braid_fill(g, BRAID_F32, 2, DIMS(2, 3), 1.5),
         braid_random_uniform(g, BRAID_F32, 2, DIMS(2, 3), 3, -2, 2),
@@ -126,7 +130,8 @@ Test(state, initializers_and_host_access) {
     for (int i = 0; i < 4; i++) {
         char name[8];
         snprintf(name, sizeof name, "o%d", i);
-        braid_output(g, name, braid_add(g, v[i], braid_fill(g, BRAID_F32, 0, NULL, 0)));
+        braid_output(g, name,
+                     braid_add(g, v[i], braid_fill(g, BRAID_F32, 0, NULL, 0)));
     }
     for (int i = 0; i < 3; i++) {
         char name[8];
@@ -142,9 +147,12 @@ Test(state, initializers_and_host_access) {
         char name[8];
         snprintf(name, sizeof name, "r%d", i);
         braid_output_binding o = {name, want, sizeof want};
-        cr_assert_eq(braid_run(e, NULL, 0, &o, 1), BRAID_OK, "%s", braid_last_error());
-        cr_assert_eq(braid_exec_variable_read(e, names[i], got, sizeof got), BRAID_OK);
-        cr_assert_eq(memcmp(got, want, sizeof got), 0, "initializer %s", names[i]);
+        cr_assert_eq(braid_run(e, NULL, 0, &o, 1), BRAID_OK, "%s",
+                     braid_last_error());
+        cr_assert_eq(braid_exec_variable_read(e, names[i], got, sizeof got),
+                     BRAID_OK);
+        cr_assert_eq(memcmp(got, want, sizeof got), 0, "initializer %s",
+                     names[i]);
     }
     cr_assert_eq(braid_exec_variable_read(e, "d", got, sizeof got), BRAID_OK);
     cr_assert_eq(memcmp(got, data, sizeof got), 0);
@@ -180,34 +188,45 @@ static braid_graph *ckpt_graph(int64_t r, int64_t c) {
 
 Test(state, checkpoint_round_trip_and_errors) {
     char path[64], bad[64];
-    snprintf(path, sizeof path, "/tmp/braid_ckpt_%d.safetensors", (int)getpid());
-    snprintf(bad, sizeof bad, "/tmp/braid_ckpt_bad_%d.safetensors", (int)getpid());
+    snprintf(path, sizeof path, "/tmp/braid_ckpt_%d.safetensors",
+             (int)getpid());
+    snprintf(bad, sizeof bad, "/tmp/braid_ckpt_bad_%d.safetensors",
+             (int)getpid());
     braid_graph *g = ckpt_graph(3, 5);
     braid_plan *p;
     braid_exec *e = compile_exec(g, &p);
     float y[15], before[15], after[15];
     braid_output_binding o = {"y", y, sizeof y};
-    cr_assert_eq(braid_run(e, NULL, 0, &o, 1), BRAID_OK, "%s", braid_last_error());
-    cr_assert_eq(braid_exec_variable_read(e, "w1", before, sizeof before), BRAID_OK);
+    cr_assert_eq(braid_run(e, NULL, 0, &o, 1), BRAID_OK, "%s",
+                 braid_last_error());
+    cr_assert_eq(braid_exec_variable_read(e, "w1", before, sizeof before),
+                 BRAID_OK);
     cr_assert_eq(braid_exec_save(e, path), BRAID_OK, "%s", braid_last_error());
     cr_assert_eq(braid_run(e, NULL, 0, &o, 1), BRAID_OK);
-    cr_assert_eq(braid_exec_variable_read(e, "w1", after, sizeof after), BRAID_OK);
+    cr_assert_eq(braid_exec_variable_read(e, "w1", after, sizeof after),
+                 BRAID_OK);
     cr_assert_neq(memcmp(before, after, sizeof after), 0);
     cr_assert_eq(braid_exec_load(e, path), BRAID_OK, "%s", braid_last_error());
-    cr_assert_eq(braid_exec_variable_read(e, "w1", after, sizeof after), BRAID_OK);
+    cr_assert_eq(braid_exec_variable_read(e, "w1", after, sizeof after),
+                 BRAID_OK);
     cr_assert_eq(memcmp(before, after, sizeof after), 0);
     /* the file is what numpy/safetensors readers expect */
     FILE *f = fopen(path, "rb");
     unsigned char hdr[8];
     cr_assert_eq(fread(hdr, 1, 8, f), 8);
     uint64_t hl = 0;
-    for (int i = 0; i < 8; i++) hl |= (uint64_t)hdr[i] << (8 * i);
+    for (int i = 0; i < 8; i++)
+        hl |= (uint64_t)hdr[i] << (8 * i);
     char *json = calloc(1, hl + 1);
     cr_assert_eq(fread(json, 1, hl, f), hl);
     fclose(f);
     cr_assert_eq(hl % 8, 0);
-    cr_assert(strstr(json, "\"w1\":{\"dtype\":\"F32\",\"shape\":[3,5],\"data_offsets\":[0,60]}"), "%s", json);
-    cr_assert(strstr(json, "\"w2\":{\"dtype\":\"F64\",\"shape\":[5],\"data_offsets\":[60,100]}"), "%s", json);
+    cr_assert(strstr(json, "\"w1\":{\"dtype\":\"F32\",\"shape\":[3,5],\"data_"
+                           "offsets\":[0,60]}"),
+              "%s", json);
+    cr_assert(strstr(json, "\"w2\":{\"dtype\":\"F64\",\"shape\":[5],\"data_"
+                           "offsets\":[60,100]}"),
+              "%s", json);
     free(json);
     /* a plan with other shapes refuses the file, naming the variable */
     braid_graph *g2 = ckpt_graph(3, 4);
@@ -217,8 +236,8 @@ Test(state, checkpoint_round_trip_and_errors) {
     cr_assert(strstr(braid_last_error(), "w1"), "%s", braid_last_error());
     /* a file missing a variable, or holding an extra one */
     braid_graph *g3 = braid_graph_new(NULL);
-    braid_tensor a = braid_variable(g3, "w1", BRAID_F32, 2, DIMS(3, 5),
-                                    braid_init_fill(0));
+    braid_tensor a =
+        braid_variable(g3, "w1", BRAID_F32, 2, DIMS(3, 5), braid_init_fill(0));
     braid_output(g3, "y", braid_neg(g3, a));
     braid_plan *p3;
     braid_exec *e3 = compile_exec(g3, &p3);
@@ -237,7 +256,8 @@ Test(state, checkpoint_round_trip_and_errors) {
     fwrite("\x10\0\0\0\0\0\0\0{\"w1\":{\"dtype\"", 1, 22, f);
     fclose(f);
     cr_assert_eq(braid_exec_load(e, bad), BRAID_ERR_INVALID_ARGUMENT);
-    cr_assert_eq(braid_exec_variable_read(e, "w1", after, sizeof after), BRAID_OK);
+    cr_assert_eq(braid_exec_variable_read(e, "w1", after, sizeof after),
+                 BRAID_OK);
     cr_assert_eq(memcmp(before, after, sizeof after), 0, "nothing changed");
     unlink(path);
     unlink(bad);
@@ -250,18 +270,29 @@ Test(state, builder_errors) {
     struct {
         int which;
         const char *msg;
-    } cases[] = {{0, "not a variable"}, {1, "value is"}, {2, "already assigned"},
-                 {3, "is an assign"},   {4, "duplicate variable"}};
+    } cases[] = {{0, "not a variable"},
+                 {1, "value is"},
+                 {2, "already assigned"},
+                 {3, "is an assign"},
+                 {4, "duplicate variable"}};
     for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
         braid_graph *g = braid_graph_new(NULL);
-        braid_tensor v = braid_variable(g, "v", BRAID_F32, 1, DIMS(4),
-                                        braid_init_fill(0));
+        braid_tensor v =
+            braid_variable(g, "v", BRAID_F32, 1, DIMS(4), braid_init_fill(0));
         braid_tensor x = braid_input(g, "x", BRAID_F32, 1, DIMS(4));
         switch (cases[k].which) {
-        case 0: braid_assign(g, x, v); break;
-        case 1: braid_assign(g, v, braid_input(g, "y", BRAID_F32, 1, DIMS(5))); break;
-        case 2: braid_assign(g, v, x), braid_assign(g, v, x); break;
-        case 3: braid_neg(g, braid_assign(g, v, x)); break;
+        case 0:
+            braid_assign(g, x, v);
+            break;
+        case 1:
+            braid_assign(g, v, braid_input(g, "y", BRAID_F32, 1, DIMS(5)));
+            break;
+        case 2:
+            braid_assign(g, v, x), braid_assign(g, v, x);
+            break;
+        case 3:
+            braid_neg(g, braid_assign(g, v, x));
+            break;
         default:
             braid_variable(g, "v", BRAID_F32, 1, DIMS(4), braid_init_fill(0));
         }
@@ -276,17 +307,17 @@ Test(state, builder_errors) {
 static braid_graph *all_kinds_graph(void) {
     braid_graph *g = braid_graph_new(NULL);
     float data[4] = {1, -2, 3.5f, -0.25f};
-    braid_tensor a = braid_variable(g, "a", BRAID_F32, 1, DIMS(4),
-                                    braid_init_data(data));
-    braid_tensor b = braid_variable(g, "b", BRAID_F32, 1, DIMS(4),
-                                    braid_init_fill(0.5));
+    braid_tensor a =
+        braid_variable(g, "a", BRAID_F32, 1, DIMS(4), braid_init_data(data));
+    braid_tensor b =
+        braid_variable(g, "b", BRAID_F32, 1, DIMS(4), braid_init_fill(0.5));
     braid_tensor c = braid_variable(g, "c", BRAID_F32, 1, DIMS(4),
                                     braid_init_uniform(9, -1, 3));
     braid_tensor d = braid_variable(g, "d", BRAID_F32, 1, DIMS(4),
                                     braid_init_normal(8, 2, 0.5));
     braid_tensor x = braid_input(g, "x", BRAID_F32, 1, DIMS(4));
     braid_assign(g, a, braid_add(g, braid_mul(g, a, x), b)); /* fused */
-    braid_assign(g, c, braid_sub(g, c, d));                   /* one op */
+    braid_assign(g, c, braid_sub(g, c, d));                  /* one op */
     braid_output(g, "y", braid_add(g, braid_add(g, a, b), braid_add(g, c, d)));
     cr_assert_eq(braid_graph_status(g), BRAID_OK, "%s", braid_graph_error(g));
     return g;
@@ -298,11 +329,13 @@ static void two_runs(braid_exec *e, float y[2][4], float vars[4][4]) {
     braid_input_binding in = {"x", x, sizeof x};
     for (int r = 0; r < 2; r++) {
         braid_output_binding o = {"y", y[r], sizeof y[r]};
-        cr_assert_eq(braid_run(e, &in, 1, &o, 1), BRAID_OK, "%s", braid_last_error());
+        cr_assert_eq(braid_run(e, &in, 1, &o, 1), BRAID_OK, "%s",
+                     braid_last_error());
     }
     const char *names[4] = {"a", "b", "c", "d"};
     for (int i = 0; i < 4; i++)
-        cr_assert_eq(braid_exec_variable_read(e, names[i], vars[i], 16), BRAID_OK);
+        cr_assert_eq(braid_exec_variable_read(e, names[i], vars[i], 16),
+                     BRAID_OK);
 }
 
 Test(state, text_and_plan_file_round_trips) {
@@ -311,7 +344,8 @@ Test(state, text_and_plan_file_round_trips) {
     size_t len = 0;
     cr_assert_eq(braid_graph_print(g, &text, &len), BRAID_OK);
     cr_assert(strstr(text, "variable f32[4] value=0.5 name=\"b\""), "%s", text);
-    cr_assert(strstr(text, "variable f32[4] seed=9 low=-1 high=3 name=\"c\""), "%s", text);
+    cr_assert(strstr(text, "variable f32[4] seed=9 low=-1 high=3 name=\"c\""),
+              "%s", text);
     cr_assert(strstr(text, "= assign %"), "%s", text);
     braid_graph *back = braid_graph_parse(text, len, "vars.graph", NULL);
     cr_assert(back && braid_graph_status(back) == BRAID_OK, "%s",
@@ -321,13 +355,18 @@ Test(state, text_and_plan_file_round_trips) {
     /* hand-written: an initializer is required, and only one */
     const char *bad[] = {
         "braid-graph 1\n%v = variable f32[2] name=\"v\"\noutput \"y\" = %v\n",
-        "braid-graph 1\n%v = variable f32[2] value=1 seed=2 mean=0 stddev=1 name=\"v\"\noutput \"y\" = %v\n",
-        "braid-graph 1\n%v = variable f32[2] [1, 2] value=1 name=\"v\"\noutput \"y\" = %v\n"};
+        "braid-graph 1\n%v = variable f32[2] value=1 seed=2 mean=0 stddev=1 "
+        "name=\"v\"\noutput \"y\" = %v\n",
+        "braid-graph 1\n%v = variable f32[2] [1, 2] value=1 name=\"v\"\noutput "
+        "\"y\" = %v\n"};
     for (size_t i = 0; i < 3; i++) {
-        braid_graph *h = braid_graph_parse(bad[i], strlen(bad[i]), "bad.graph", NULL);
-        cr_assert(!h || braid_graph_status(h) != BRAID_OK, "case %zu parsed", i);
+        braid_graph *h =
+            braid_graph_parse(bad[i], strlen(bad[i]), "bad.graph", NULL);
+        cr_assert(!h || braid_graph_status(h) != BRAID_OK, "case %zu parsed",
+                  i);
         cr_assert(strstr(h ? braid_graph_error(h) : braid_last_error(),
-                         "initializer"), "case %zu: %s", i,
+                         "initializer"),
+                  "case %zu: %s", i,
                   h ? braid_graph_error(h) : braid_last_error());
         braid_graph_free(h);
     }
@@ -381,8 +420,8 @@ Test(state, text_and_plan_file_round_trips) {
 Test(state, output_of_an_assigned_variable_is_the_old_value) {
     for (int fused = 0; fused < 2; fused++) {
         braid_graph *g = braid_graph_new(NULL);
-        braid_tensor w = braid_variable(g, "w", BRAID_F32, 1, DIMS(6),
-                                        braid_init_fill(1));
+        braid_tensor w =
+            braid_variable(g, "w", BRAID_F32, 1, DIMS(6), braid_init_fill(1));
         braid_tensor one = braid_fill(g, BRAID_F32, 0, NULL, 1);
         braid_tensor nw = braid_add(g, w, one);
         if (fused) nw = braid_mul(g, nw, braid_fill(g, BRAID_F32, 0, NULL, 2));
@@ -398,7 +437,8 @@ Test(state, output_of_an_assigned_variable_is_the_old_value) {
                                          {"r", view, sizeof view}};
             cr_assert_eq(braid_run(e, NULL, 0, o, 2), BRAID_OK, "%s",
                          braid_last_error());
-            cr_assert_eq(braid_exec_variable_read(e, "w", now, sizeof now), BRAID_OK);
+            cr_assert_eq(braid_exec_variable_read(e, "w", now, sizeof now),
+                         BRAID_OK);
             float next = fused ? (want + 1) * 2 : want + 1;
             for (int k = 0; k < 6; k++) {
                 cr_assert_eq(out[k], want, "fused %d run %d", fused, r);

@@ -8,15 +8,16 @@
 #include <string.h>
 
 static const char *const st_names[BRAID_DTYPE_COUNT_] = {
-    [BRAID_F32] = "F32", [BRAID_F16] = "F16",  [BRAID_BF16] = "BF16",
-    [BRAID_F64] = "F64", [BRAID_I32] = "I32",  [BRAID_BOOL] = "BOOL"};
+    [BRAID_F32] = "F32", [BRAID_F16] = "F16", [BRAID_BF16] = "BF16",
+    [BRAID_F64] = "F64", [BRAID_I32] = "I32", [BRAID_BOOL] = "BOOL"};
 
 static braid_status oom(void) {
     return bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY,
                              "checkpoint: out of memory");
 }
 
-/* ---- writing --------------------------------------------------------------- */
+/* ---- writing ---------------------------------------------------------------
+ */
 
 /* Appends printf output to a growing string; false when out of memory. */
 typedef struct st_buf {
@@ -60,7 +61,8 @@ static bool header(const br_st_file *f, st_buf *b) {
         at += f->t[i].bytes;
     }
     ok = ok && put(b, "}");
-    while (ok && b->len % 8) ok = put(b, " ");
+    while (ok && b->len % 8)
+        ok = put(b, " ");
     return ok;
 }
 
@@ -77,20 +79,22 @@ braid_status br_st_write(const char *path, const br_st_file *f) {
         return s;
     }
     unsigned char len[8];
-    for (int i = 0; i < 8; i++) len[i] = (unsigned char)((uint64_t)b.len >> (8 * i));
+    for (int i = 0; i < 8; i++)
+        len[i] = (unsigned char)((uint64_t)b.len >> (8 * i));
     bool ok = bg_outfile_write(&o, len, 8) && bg_outfile_write(&o, b.s, b.len);
     for (uint32_t i = 0; i < f->n && ok; i++)
         ok = bg_outfile_write(&o, f->t[i].data, f->t[i].bytes);
     free(b.s);
     if (!ok) {
         bg_outfile_abort(&o);
-        return bg_set_last_error(BRAID_ERR_IO, "braid_exec_save: cannot write %s",
-                                 path);
+        return bg_set_last_error(BRAID_ERR_IO,
+                                 "braid_exec_save: cannot write %s", path);
     }
     return bg_outfile_commit(&o, "braid_exec_save");
 }
 
-/* ---- reading: a small JSON reader for the header ---------------------------- */
+/* ---- reading: a small JSON reader for the header ----------------------------
+ */
 
 typedef struct st_json {
     const char *p, *end; /* the header text left */
@@ -108,8 +112,8 @@ static braid_status bad(const st_json *j, const char *what) {
 }
 
 static void blank(st_json *j) {
-    while (j->p < j->end && (*j->p == ' ' || *j->p == '\n' || *j->p == '\r' ||
-                             *j->p == '\t'))
+    while (j->p < j->end &&
+           (*j->p == ' ' || *j->p == '\n' || *j->p == '\r' || *j->p == '\t'))
         j->p++;
 }
 
@@ -206,7 +210,8 @@ static braid_status entry(st_json *j, br_st_tensor *t, uint64_t *off) {
                 n > BRAID_MAX_RANK)
                 return bad(j, "shape (rank at most 8)");
             t->rank = n;
-            for (int i = 0; i < n; i++) t->dims[i] = (int64_t)dims[i];
+            for (int i = 0; i < n; i++)
+                t->dims[i] = (int64_t)dims[i];
             for (int i = 0; i < n; i++)
                 if (dims[i] > ((uint64_t)1 << 50)) return bad(j, "shape");
             have |= 2;
@@ -258,14 +263,13 @@ static braid_status check_entries(const char *path, br_st_file *f,
         if (!bg_shape_fits(t->rank, t->dims, es, &numel) ||
             off[2 * i + 1] > dlen ||
             off[2 * i + 1] - off[2 * i] != (uint64_t)numel * es)
-            return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
-                                     "braid_exec_load: %s: tensor \"%s\": "
-                                     "byte range [%llu, %llu) does not hold "
-                                     "its shape within the %llu data bytes",
-                                     path, t->name,
-                                     (unsigned long long)off[2 * i],
-                                     (unsigned long long)off[2 * i + 1],
-                                     (unsigned long long)dlen);
+            return bg_set_last_error(
+                BRAID_ERR_INVALID_ARGUMENT,
+                "braid_exec_load: %s: tensor \"%s\": "
+                "byte range [%llu, %llu) does not hold "
+                "its shape within the %llu data bytes",
+                path, t->name, (unsigned long long)off[2 * i],
+                (unsigned long long)off[2 * i + 1], (unsigned long long)dlen);
         t->data = data + off[2 * i];
         t->bytes = (size_t)(off[2 * i + 1] - off[2 * i]);
         for (uint32_t k = 0; k < i; k++) {
@@ -288,14 +292,18 @@ static braid_status check_entries(const char *path, br_st_file *f,
 static braid_status slurp(const char *path, unsigned char **buf, size_t *len) {
     FILE *fp = fopen(path, "rb");
     if (!fp)
-        return bg_set_last_error(BRAID_ERR_IO, "braid_exec_load: cannot open "
-                                 "%s: %s", path, strerror(errno));
+        return bg_set_last_error(BRAID_ERR_IO,
+                                 "braid_exec_load: cannot open "
+                                 "%s: %s",
+                                 path, strerror(errno));
     long size = -1;
     if (fseek(fp, 0, SEEK_END) == 0) size = ftell(fp);
     if (size < 0 || fseek(fp, 0, SEEK_SET) != 0) {
         fclose(fp);
-        return bg_set_last_error(BRAID_ERR_IO, "braid_exec_load: cannot read "
-                                 "%s", path);
+        return bg_set_last_error(BRAID_ERR_IO,
+                                 "braid_exec_load: cannot read "
+                                 "%s",
+                                 path);
     }
     *len = (size_t)size;
     *buf = malloc(*len ? *len : 1);
@@ -304,8 +312,10 @@ static braid_status slurp(const char *path, unsigned char **buf, size_t *len) {
     if (!ok) {
         free(*buf);
         *buf = NULL;
-        return bg_set_last_error(BRAID_ERR_IO, "braid_exec_load: cannot read "
-                                 "%s", path);
+        return bg_set_last_error(BRAID_ERR_IO,
+                                 "braid_exec_load: cannot read "
+                                 "%s",
+                                 path);
     }
     return BRAID_OK;
 }
@@ -318,7 +328,8 @@ braid_status br_st_read(const char *path, br_st_file *f) {
     if (s != BRAID_OK) return s;
     f->buf = b;
     uint64_t hl = 0;
-    for (int i = 0; i < 8 && len >= 8; i++) hl |= (uint64_t)b[i] << (8 * i);
+    for (int i = 0; i < 8 && len >= 8; i++)
+        hl |= (uint64_t)b[i] << (8 * i);
     if (len < 8 || hl > BR_ST_MAX_HEADER || hl > len - 8)
         return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
                                  "braid_exec_load: %s is not a safetensors "
@@ -332,12 +343,15 @@ braid_status br_st_read(const char *path, br_st_file *f) {
         free(off);
         return oom();
     }
-    st_json j = {(const char *)b + 8, (const char *)b + 8 + hl,
-                 (const char *)b + 8, f->names, 0, path};
+    st_json j = {(const char *)b + 8,
+                 (const char *)b + 8 + hl,
+                 (const char *)b + 8,
+                 f->names,
+                 0,
+                 path};
     s = parse(&j, f, off, max);
     if (s == BRAID_OK)
-        s = check_entries(path, f, off, (const char *)b + 8 + hl,
-                          len - 8 - hl);
+        s = check_entries(path, f, off, (const char *)b + 8 + hl, len - 8 - hl);
     free(off);
     return s;
 }

@@ -305,38 +305,6 @@ static braid_status run_state(const braid_graph *g,
                               size_t noutputs,
                               const braid_input_binding *vin, size_t nvin,
                               const braid_output_binding *vout, size_t nvout,
-                              const braid_reference_options *opts);
-
-braid_status braid_reference_run_state(
-    const braid_graph *g, const braid_input_binding *inputs, size_t ninputs,
-    const braid_output_binding *outputs, size_t noutputs,
-    const braid_input_binding *vars_in, size_t nvars_in,
-    const braid_output_binding *vars_out, size_t nvars_out) {
-    if ((nvars_in > 0 && !vars_in) || (nvars_out > 0 && !vars_out))
-        return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
-                                 "braid_reference_run_state: variable "
-                                 "bindings are NULL");
-    return run_state(g, inputs, ninputs, outputs, noutputs, vars_in, nvars_in,
-                     vars_out, nvars_out, NULL);
-}
-
-braid_status braid_reference_run_with(const braid_graph *g,
-                                      const braid_input_binding *inputs,
-                                      size_t ninputs,
-                                      const braid_output_binding *outputs,
-                                      size_t noutputs,
-                                      const braid_reference_options *opts) {
-    return run_state(g, inputs, ninputs, outputs, noutputs, NULL, 0, NULL, 0,
-                     opts);
-}
-
-static braid_status run_state(const braid_graph *g,
-                              const braid_input_binding *inputs,
-                              size_t ninputs,
-                              const braid_output_binding *outputs,
-                              size_t noutputs,
-                              const braid_input_binding *vin, size_t nvin,
-                              const braid_output_binding *vout, size_t nvout,
                               const braid_reference_options *opts) {
     braid_reference_options defaults;
     braid_reference_options_init(&defaults);
@@ -366,4 +334,27 @@ static braid_status run_state(const braid_graph *g,
     }
     run_free(&r);
     return s;
+}
+
+braid_status braid_reference_run_state(
+    const braid_graph *g, const braid_input_binding *inputs, size_t ninputs,
+    const braid_output_binding *outputs, size_t noutputs,
+    const braid_input_binding *vars_in, size_t nvars_in,
+    const braid_output_binding *vars_out, size_t nvars_out) {
+    if ((nvars_in > 0 && !vars_in) || (nvars_out > 0 && !vars_out))
+        return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
+                                 "braid_reference_run_state: variable "
+                                 "bindings are NULL");
+    return run_state(g, inputs, ninputs, outputs, noutputs, vars_in, nvars_in,
+                     vars_out, nvars_out, NULL);
+}
+
+braid_status braid_reference_run_with(const braid_graph *g,
+                                      const braid_input_binding *inputs,
+                                      size_t ninputs,
+                                      const braid_output_binding *outputs,
+                                      size_t noutputs,
+                                      const braid_reference_options *opts) {
+    return run_state(g, inputs, ninputs, outputs, noutputs, NULL, 0, NULL, 0,
+                     opts);
 }
