@@ -46,18 +46,13 @@ static bool is_input(const ts_gen *G, braid_tensor t) {
     return bg_node_at(G->g, t.id)->op == BRAID_OP_INPUT;
 }
 
-/* Inputs and variables keep the names they were made with. */
-static bool is_named(const ts_gen *G, braid_tensor t) {
-    return is_input(G, t) || bg_node_at(G->g, t.id)->op == BRAID_OP_VARIABLE;
-}
-
 /* Node names and device hints change nothing computed; they exercise the
  * code that carries them. */
 static void decorate(ts_gen *G, braid_tensor t) {
     static const char *const stems[] = {"h", "attn.q", "mlp_out",
                                         "x", "_t",     "blk.0.norm"};
     char name[64];
-    if (!is_named(G, t) && ts_gen_chance(G, 0.15)) {
+    if (ts_gen_chance(G, 0.15)) {
         snprintf(name, sizeof name, "%s%u", stems[ts_gen_int(G, 0, 5)],
                  (unsigned)t.id);
         braid_set_name(G->g, t, name);
@@ -296,36 +291,10 @@ static int gen_random(ts_gen *G, braid_dtype dt, int rank,
     return ts_gen_emit(G, t, ts_iv_exact(lo, hi), true);
 }
 
-/* A variable (fill or uniform initializer) and, for a number dtype, its
- * assign var ← var + 1 or var · 0.5: one run reads the initial value, the
- * update only takes effect for the next run (docs/training.md). */
-static int gen_variable(ts_gen *G, braid_dtype dt, int rank,
-                        const int64_t *dims) {
-    char name[32];
-    snprintf(name, sizeof name, "var%u", braid_graph_node_count(G->g));
-    bool uniform = braid_dtype_is_float(dt) && ts_gen_chance(G, 0.5);
-    double lo = uniform ? -1.0 : leaf_value(G, dt, 4), hi = uniform ? 1.0 : lo;
-    braid_tensor v = braid_variable(
-        G->g, name, dt, rank, dims,
-        uniform ? braid_init_uniform(ts_rand_u64(&G->rng), lo, hi)
-                : braid_init_fill(lo));
-    ts_gen_check(G, "braid_variable");
-    lo = round_to(dt, lo);
-    hi = round_to(dt, hi);
-    if (dt != BRAID_BOOL) {
-        bool add = dt == BRAID_I32 || ts_gen_chance(G, 0.5);
-        braid_tensor c = braid_fill(G->g, dt, 0, NULL, add ? 1 : 0.5);
-        braid_assign(G->g, v, add ? braid_add(G->g, v, c) : braid_mul(G->g, v, c));
-        ts_gen_check(G, "braid_assign");
-    }
-    return ts_gen_emit(G, v, ts_iv_exact(lo, hi), !uniform);
-}
-
 int ts_gen_leaf(ts_gen *G, braid_dtype dt, int rank, const int64_t *dims) {
     bool fl = braid_dtype_is_float(dt);
     for (;;) {
-        int kind = ts_gen_int(G, 0, 10);
-        if (kind == 10) return gen_variable(G, dt, rank, dims);
+        int kind = ts_gen_int(G, 0, 9);
         if (kind <= 2 && G->ninputs < 8) return ts_gen_input(G, dt, rank, dims);
         if (kind == 3 || kind == 4)
             return ts_gen_fill(G, dt, rank, dims, leaf_value(G, dt, 4));
