@@ -9,7 +9,8 @@
 
 static const char *const st_names[BRAID_DTYPE_COUNT_] = {
     [BRAID_F32] = "F32", [BRAID_F16] = "F16", [BRAID_BF16] = "BF16",
-    [BRAID_F64] = "F64", [BRAID_I32] = "I32", [BRAID_BOOL] = "BOOL"};
+    [BRAID_F64] = "F64", [BRAID_I32] = "I32", [BRAID_BOOL] = "BOOL",
+    [BRAID_I64] = "I64"};
 
 static braid_status oom(void) {
     return bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY,

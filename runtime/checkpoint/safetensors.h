@@ -6,7 +6,7 @@
  * end]} (offsets relative to the byte after the header), plus an optional
  * "__metadata__" object of strings — then the raw little-endian bytes, C
  * order. braid writes the header padded with spaces to a multiple of 8 and
- * the tensors in order, densely. dtypes: F32 F16 BF16 F64 I32 BOOL.
+ * the tensors in order, densely. dtypes: F32 F16 BF16 F64 I32 I64 BOOL.
  * Internal to runtime/: executors' checkpoints (runtime/exec_state.c). */
 #ifndef BRAID_RUNTIME_SAFETENSORS_H
 #define BRAID_RUNTIME_SAFETENSORS_H
