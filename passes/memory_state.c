@@ -40,17 +40,6 @@ static uint32_t owner(const bp_mem *m, uint32_t x) {
     return x;
 }
 
-/* Kernel x may write over an input it reads at its own index. */
-static bool elementwise_kernel(const bp_plan *p, uint32_t x) {
-    const bg_node *n = &p->res.graph->nodes[x];
-    if (n->op == BRAID_OP_CAST)
-        return p->res.graph->nodes[n->inputs[0]].dtype != n->dtype;
-    if (bg_op(n->op)->kind == BRAID_KIND_ELEMENTWISE) return true;
-    uint32_t pi = p->res.info[x].program;
-    return n->op == BRAID_OP_FUSED && pi < p->res.nprograms &&
-           p->res.programs[pi].kind == BP_PROGRAM_ELEMENTWISE;
-}
-
 /* x reads v's bytes only as v itself, shaped like x. */
 static bool reads_in_place(const bp_mem *m, uint32_t v, uint32_t x) {
     const bp_plan *p = m->plan;
@@ -124,7 +113,7 @@ static void assign_in_place(bp_mem *m, const st_readers *r, uint32_t a) {
     if (xi->place.storage != BP_STORAGE_ARENA || xi->noop || m->output[x] ||
         bg_nbytes(&p->res.graph->nodes[x]) != bg_nbytes(n) ||
         !bp_device_equal(xi->device, p->res.info[v].device) ||
-        !elementwise_kernel(p, x) || !reads_in_place(m, v, x) ||
+        !bp_mem_kernel_allows_alias(p, x) || !reads_in_place(m, v, x) ||
         !readers_done(m, r, v, x, a))
         return;
     xi->place.storage = BP_STORAGE_VIEW; /* computes into v's bytes */

@@ -217,7 +217,7 @@ uint32_t bp_mem_find(bp_mem *m, uint32_t id) {
  * bytes: it reads element i of every same-shaped input before writing
  * element i, and no other element later. Casts to the same dtype are
  * memcpy (overlap is undefined there). */
-static bool kernel_allows_alias(const bp_plan *p, uint32_t y) {
+bool bp_mem_kernel_allows_alias(const bp_plan *p, uint32_t y) {
     const bg_node *n = &p->res.graph->nodes[y];
     if (n->op == BRAID_OP_CAST)
         return p->res.graph->nodes[n->inputs[0]].dtype != n->dtype;
@@ -297,7 +297,7 @@ void bp_mem_in_place(bp_mem *m) {
         uint32_t y = p->res.schedule[i];
         const bg_node *n = &p->res.graph->nodes[y];
         if (p->res.info[y].place.storage != BP_STORAGE_ARENA ||
-            p->res.info[y].noop || !kernel_allows_alias(p, y))
+            p->res.info[y].noop || !bp_mem_kernel_allows_alias(p, y))
             continue;
         for (uint32_t k = 0; k < n->ninputs; k++) {
             if (!can_overwrite(m, y, k)) continue;
