@@ -7,7 +7,9 @@
 # Steps: configure + build braid (Release, BRAID_CUDA=ON, no tests) into
 # build-bench; run every bench program (each with a time limit; logs in
 # $OUT/bench/<program>.log); run torch_anchors.py (../shared/bench/ or
-# .anchors/) with ANCHORS_DIR=$OUT/bench; print the table (bench/table.py),
+# .anchors/) with ANCHORS_DIR=$OUT/bench; run bench/train_step_torch.py
+# (the training step's PyTorch side, BENCH_TRAIN_TIMEOUT default 150 s)
+# and print braid's step time against it; print the table (bench/table.py),
 # also written to $OUT/bench/table.md. Never stops at a failing program.
 # BENCH_TORCH_TIMEOUT (default 240 s) limits the PyTorch script; when the
 # full script does not finish, its --quick mode runs instead (no
@@ -50,7 +52,7 @@ echo "build rc=$rc in $(( $(date +%s) - t0 )) s"
 [ $rc -ne 0 ] && tail -30 "$LOGS/build.log"
 
 # program, time limit (s): the GPU ones first, the host-heavy ones last
-PROGS="arena:60 compile_time:60 gpu_chain:90 gpu_softmax:90 gpu_tiny:60 gpu_matmul:120 gpu_mlp:90 gpu_copies:120 gpu_seed001:120 plan_load:90"
+PROGS="arena:60 compile_time:60 gpu_chain:90 gpu_softmax:90 gpu_tiny:60 gpu_matmul:120 gpu_mlp:90 gpu_train_step:120 gpu_copies:120 gpu_seed001:120 plan_load:90"
 declare -A STATUS
 for pl in $PROGS; do
     p=${pl%%:*} lim=${pl##*:}
@@ -86,6 +88,24 @@ if [ -f "$TA" ] && [ "$lim" -gt 30 ]; then
     fi
 else
     echo "torch_anchors.py not found or no time left ($lim s)"
+fi
+
+# The training step (issue 15): torch.compile of forward, backward and
+# AdamW (bench/train_step_torch.py) against bench/gpu_train_step, same run.
+echo "== PyTorch training step (train_step_torch.py; log: torch_train_step.log)"
+left=$(( 580 - ($(date +%s) - START) ))
+lim=${BENCH_TRAIN_TIMEOUT:-150}
+[ $lim -gt $left ] && lim=$left
+if [ "$lim" -gt 20 ]; then
+    timeout "$lim" python3 bench/train_step_torch.py >"$LOGS/torch_train_step.log" 2>&1
+    echo "train_step_torch.py: rc $? (limit $lim s)"
+    grep -h '^RESULT' "$LOGS/gpu_train_step.log" "$LOGS/torch_train_step.log" 2>/dev/null |
+        awk '/^RESULT train_step /{for(i=3;i<=NF;i++){split($i,a,"=");if(a[1]=="braid_ms")b=a[2]}}
+             /^RESULT torch_train_step /{for(i=3;i<=NF;i++){split($i,a,"=");if(a[1]=="compile_ms")t=a[2]}}
+             END{if(b!=""&&t!=""&&t+0>0)printf "training step: braid %.3f ms, torch.compile %.3f ms: %.3fx (target <= 1.0)\n",b,t,b/t;
+                 else print "training step: no comparison (see the logs)"}'
+else
+    echo "no time left for train_step_torch.py"
 fi
 
 echo

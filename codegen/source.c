@@ -153,6 +153,24 @@ static void single_program(bc_node *c) {
     c->prog = pr;
 }
 
+/* An assign that copies (its value could not be computed in place,
+ * passes/memory_state.c): one load of its value (input 1), stored into
+ * the variable's bytes; the ordering inputs 2... are not read. */
+static void assign_program(bc_node *c) {
+    bp_program *pr = &c->own;
+    memset(pr, 0, sizeof *pr);
+    pr->instr = c->instr;
+    c->instr[0] = (bp_instr){.op = BP_INSTR_LOAD,
+                             .dtype = bc_input(c, 1)->dtype,
+                             .input = 1,
+                             .source = BG_NONE};
+    pr->ninstr = 1;
+    pr->kind = BP_PROGRAM_ELEMENTWISE;
+    pr->rank = c->n->rank;
+    memcpy(pr->dims, c->n->dims, sizeof pr->dims);
+    c->prog = pr;
+}
+
 /* The program rules are the IR's (bp_program_check); codegen adds only
  * its own limit, kernel parameters (bc_node_init). */
 static braid_status check_program(const bc_node *c) {
@@ -183,6 +201,8 @@ braid_status bc_node_init(bc_node *c, const bp_plan *p, uint32_t id) {
         if (c->n->ninputs + 1 > BC_SINGLE_INSTR || c->n->ninputs == 0)
             return bc_fail(p, id, BRAID_ERR_INTERNAL, "bad input count");
         single_program(c);
+    } else if (kind == BRAID_KIND_STATE) {
+        assign_program(c);
     } else {
         return bc_fail(p, id, BRAID_ERR_UNSUPPORTED,
                        "no program form for this op");

@@ -91,12 +91,7 @@ static void bg_copy_shape(bg_node *n, const bg_node *from) {
  * ------------------------------------------------------------------- */
 
 static braid_status bg_check_input_name(const bg_ctx *c) {
-    if (!bg_valid_ident(c->name))
-        return bg_fail(c->g, BRAID_ERR_INVALID_ARGUMENT,
-                       "input: name %s%s%s is not valid; expected "
-                       "[A-Za-z_][A-Za-z0-9_.]*",
-                       c->name ? "\"" : "", c->name ? c->name : "(null)",
-                       c->name ? "\"" : "");
+    if (!bg_check_ident(c->g, "input", c->name)) return c->g->status;
     if (bg_input_name_taken(c->g, c->name, BG_NONE))
         return bg_fail(c->g, BRAID_ERR_INVALID_ARGUMENT,
                        "input: duplicate input name \"%s\"", c->name);
@@ -142,6 +137,8 @@ static braid_status bg_infer_source(bg_ctx *c) {
     case BRAID_OP_FILL:
         n->attr.value[0] = a->value[0];
         return BRAID_OK;
+    case BRAID_OP_VARIABLE:
+        return bg_check_variable(c->g, a, c->name, n);
     case BRAID_OP_IOTA:
         if (!bg_op_accepts(c->op, c->dtype))
             return bg_fail(c->g, BRAID_ERR_DTYPE, "iota: dtype %s; expected %s",
@@ -552,10 +549,13 @@ static uint32_t bg_append(bg_ctx *c) {
         memcpy(n->inputs, c->in, in_bytes);
     n->ninputs = n->inputs ? c->nin : 0;
     size_t nbytes = bg_nbytes(n);
-    if (ok && n->op == BRAID_OP_CONSTANT && nbytes &&
+    bool owns_data = n->op == BRAID_OP_CONSTANT ||
+                     (n->op == BRAID_OP_VARIABLE &&
+                      n->attr.init == BRAID_OP_CONSTANT);
+    if (ok && owns_data && nbytes &&
         (ok = (n->attr.data = bg_alloc(g, nbytes)) != NULL))
         memcpy(n->attr.data, c->a->data, nbytes);
-    if (ok && n->op == BRAID_OP_INPUT)
+    if (ok && (n->op == BRAID_OP_INPUT || n->op == BRAID_OP_VARIABLE))
         ok = (n->name = bg_strdup(g, c->name)) != NULL;
     if (!ok) {
         bg_free(g, n->inputs, (size_t)n->ninputs * sizeof *n->inputs);
@@ -598,6 +598,12 @@ static bool bg_check_call(bg_ctx *c, const bg_op_info *info) {
         return false;
     }
     for (uint32_t i = 0; i < c->nin; i++) {
+        if (c->in[i] < g->nnodes && g->nodes[c->in[i]].op == BRAID_OP_ASSIGN) {
+            bg_fail(g, BRAID_ERR_INVALID_ARGUMENT,
+                    "%s: input %u is an assign, which has no value to read",
+                    info->name, (unsigned)i);
+            return false;
+        }
         if (c->in[i] < g->nnodes) continue;
         /* An invalid tensor on a graph that has no error did not come from
          * this graph's builders: report it rather than fail silently. */
@@ -633,6 +639,8 @@ static braid_status bg_infer(bg_ctx *c, braid_op_kind kind) {
         return bg_infer_shape_op(c);
     case BRAID_KIND_COLLECTIVE:
         return bg_infer_collective(c->g, c->op, c->in, c->nin, c->a, c->out);
+    case BRAID_KIND_STATE:
+        return bg_check_assign(c->g, c->in, c->nin, c->out);
     default:
         return BRAID_ERR_INTERNAL;
     }

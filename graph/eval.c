@@ -79,6 +79,10 @@ static void eval_source(const bg_node *n, double *out, const void *data,
         case BRAID_OP_FILL:
             out[i] = n->attr.value[0];
             break;
+        case BRAID_OP_VARIABLE: /* data: its value bound by the caller */
+            out[i] = data ? bg_load(n->dtype, data, i)
+                          : bg_variable_init_at(n, i);
+            break;
         case BRAID_OP_IOTA:
             unravel(i, n->rank, n->dims, idx);
             out[i] = n->rank == 0 ? 0.0 : (double)idx[n->attr.axis];
@@ -306,6 +310,9 @@ bool bg_eval_node_range(const braid_graph *g, uint32_t id,
             eval_slice(g, n, in, out, lo, hi);
         else
             eval_concat(g, n, in, out, lo, hi);
+        break;
+    case BRAID_KIND_STATE: /* assign: the value it writes */
+        memcpy(out + lo, in[1] + lo, (size_t)(hi - lo) * sizeof(double));
         break;
     default:
         return false; /* collectives, fused nodes: the caller's business */

@@ -31,7 +31,12 @@ typedef struct bg_attrs {
     uint8_t perm[BRAID_MAX_RANK]; /* permute: out axis i = input axis perm[i] */
     int64_t start[BRAID_MAX_RANK]; /* slice: first index per input axis */
     int64_t step[BRAID_MAX_RANK];  /* slice: stride per input axis (≥ 1) */
-    void *data;       /* constant: numel × dtype size bytes, C order; owned */
+    void *data;       /* constant, variable initialised from data: numel ×
+                         dtype size bytes, C order; owned */
+    /* state across runs (issue #15) */
+    braid_op init;    /* variable: its initializer, BRAID_OP_CONSTANT (data),
+                         FILL (value[0]), RANDOM_UNIFORM or RANDOM_NORMAL
+                         (seed, value[0..1]) */
 } bg_attrs;
 
 typedef struct bg_node {
@@ -263,5 +268,33 @@ double bg_random_uniform_at(uint64_t seed, int64_t i, double low,
                             double high);
 double bg_random_normal_at(uint64_t seed, int64_t i, double mean,
                            double stddev);
+
+/* ---- state across runs (graph/state.c, docs/training.md) ----------------- */
+
+/* The builder's checks (bg_build) of a variable whose dtype and shape out
+ * already holds (its name, its initializer a, copied into out->attr) and
+ * of an assign (inputs: the variable, the value, then the ordering edges
+ * the compiler adds; same type; one assign per variable), which fills
+ * out's type. An error is recorded on g. */
+braid_status bg_check_variable(braid_graph *g, const bg_attrs *a,
+                               const char *name, bg_node *out);
+braid_status bg_check_assign(braid_graph *g, const uint32_t *in, uint32_t nin,
+                             bg_node *out);
+/* Writes a variable's initial value (its initializer) into dst, numel ×
+ * dtype size bytes. The one definition every executor and the reference
+ * evaluator use. */
+void bg_variable_init(const bg_node *n, void *dst);
+/* Element i of that value as a double, before rounding to n's dtype. */
+double bg_variable_init_at(const bg_node *n, int64_t i);
+/* The variable node called name, or BG_NONE. */
+uint32_t bg_find_variable(const braid_graph *g, const char *name);
+/* Whether g has an assign (a graph whose only effect is updating
+ * variables needs no output). */
+bool bg_has_assign(const braid_graph *g);
+/* Whether op's output lives as long as the executor (a variable; a
+ * constant when not read in place): the memory pass never reuses it. */
+static inline bool bg_op_persistent(braid_op op) {
+    return op == BRAID_OP_CONSTANT || op == BRAID_OP_VARIABLE;
+}
 
 #endif /* BRAID_GRAPH_GRAPH_H */

@@ -19,6 +19,14 @@ bool bg_valid_ident(const char *s) {
     return true;
 }
 
+bool bg_check_ident(braid_graph *g, const char *what, const char *name) {
+    if (bg_valid_ident(name)) return true;
+    bg_fail(g, BRAID_ERR_INVALID_ARGUMENT,
+            "%s: name %s%s%s is not valid; expected [A-Za-z_][A-Za-z0-9_.]*",
+            what, name ? "\"" : "", name ? name : "(null)", name ? "\"" : "");
+    return false;
+}
+
 bool bg_valid_label(const char *s) {
     if (s == NULL || s[0] == '\0') return false;
     for (const unsigned char *p = (const unsigned char *)s; *p; p++)
@@ -89,6 +97,12 @@ braid_status braid_set_name(braid_graph *g, braid_tensor t, const char *name) {
     if (s != BRAID_OK) return s;
     bg_node *n = &g->nodes[t.id];
     const char *op = bg_op(n->op)->name;
+    if (n->op == BRAID_OP_VARIABLE &&
+        (!name || strcmp(name, n->name ? n->name : "") != 0))
+        return bg_fail(g, BRAID_ERR_INVALID_ARGUMENT,
+                       "braid_set_name: node %u is variable \"%s\"; a "
+                       "variable's name is fixed when it is created",
+                       (unsigned)t.id, n->name ? n->name : "?");
     if (n->op == BRAID_OP_INPUT) {
         if (!bg_valid_ident(name))
             return bg_fail(g, BRAID_ERR_INVALID_ARGUMENT,
@@ -215,6 +229,7 @@ static bool bg_attrs_eq(const bg_node *a, const bg_node *b) {
     const bg_attrs *x = &a->attr, *y = &b->attr;
     if (memcmp(x->value, y->value, sizeof x->value) != 0 ||
         x->seed != y->seed || x->axis != y->axis || x->flags != y->flags ||
+        x->init != y->init ||
         x->axes != y->axes || memcmp(x->perm, y->perm, sizeof x->perm) ||
         memcmp(x->start, y->start, sizeof x->start) ||
         memcmp(x->step, y->step, sizeof x->step))

@@ -7,6 +7,9 @@
 
 /* True when s is a valid input name: [A-Za-z_][A-Za-z0-9_.]* . */
 bool bg_valid_ident(const char *s);
+/* bg_valid_ident(name), else false with "<what>: name ... is not valid"
+ * recorded on g (inputs and variables are bound by such names). */
+bool bg_check_ident(braid_graph *g, const char *what, const char *name);
 /* True when s is acceptable as a node or output name: non-empty, no control
  * characters (so it survives the quoted strings of the text format). */
 bool bg_valid_label(const char *s);

@@ -210,6 +210,9 @@ typedef struct pnode {
     braid_dtype ann_dtype;            /* its dtype */
     int ann_rank;                     /* its rank */
     int64_t ann_dims[BRAID_MAX_RANK]; /* its dims */
+    bool data;                        /* element data followed the type
+                                         (constant; a variable's initial
+                                         value) */
 } pnode;
 
 /* op [type [data] | operands] attrs [: type] end-of-line */
@@ -217,9 +220,13 @@ static bool parse_node_body(bg_parser *p, pnode *s) {
     const bg_op_info *info = bg_op(s->op);
     if (info->kind == BRAID_KIND_SOURCE) {
         if (!bg_parse_type(p, &s->dtype, &s->rank, s->dims)) return false;
-        if (s->op == BRAID_OP_CONSTANT &&
-            !bg_parse_constant_data(p, s->dtype, s->rank, s->dims))
+        bool data = s->op == BRAID_OP_CONSTANT ||
+                    (s->op == BRAID_OP_VARIABLE &&
+                     (p->tok.kind == BG_TOK_LBRACK ||
+                      p->tok.kind == BG_TOK_BASE64));
+        if (data && !bg_parse_constant_data(p, s->dtype, s->rank, s->dims))
             return false;
+        s->data = data;
     } else {
         if (!parse_operands(p, &s->nops)) return false;
         if (info->arity >= 0 && s->nops != (uint32_t)info->arity)
@@ -256,6 +263,10 @@ static bool set_name_device(bg_parser *p, const pnode *s, uint32_t id,
                             const bg_token *label) {
     braid_tensor t = {id};
     const bg_pattrs *a = &s->a;
+    if (s->op == BRAID_OP_VARIABLE) /* named when built, like an input */
+        return !(a->seen & BG_ATTR_BIT(BG_ATTR_DEVICE)) ||
+               braid_set_device(p->g, t, a->str[BG_ATTR_DEVICE]) == BRAID_OK ||
+               bg_parse_prefix(p, &a->at[BG_ATTR_DEVICE]);
     if (s->op != BRAID_OP_INPUT && (a->seen & BG_ATTR_BIT(BG_ATTR_NAME)) &&
         braid_set_name(p->g, t, a->str[BG_ATTR_NAME]) != BRAID_OK)
         return bg_parse_prefix(p, &a->at[BG_ATTR_NAME]);
@@ -305,7 +316,10 @@ static bool parse_node(bg_parser *p) {
     if (bg_op(s.op)->kind == BRAID_KIND_COLLECTIVE &&
         !(s.a.seen & BG_ATTR_BIT(BG_ATTR_RANKS)))
         attr.start[0] = s.nops; /* a local group: one operand per rank */
-    attr.data = s.op == BRAID_OP_CONSTANT ? p->data : NULL;
+    attr.data = s.data ? p->data : NULL;
+    if (s.op == BRAID_OP_VARIABLE &&
+        !bg_parse_variable_init(p, &s.a, &s.optok, s.data, &attr))
+        return false;
     uint32_t id = bg_build(p->g, s.op, p->operands, s.nops, s.dtype, s.rank,
                            s.dims, &attr, s.a.str[BG_ATTR_NAME]);
     if (id == BG_NONE) {

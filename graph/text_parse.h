@@ -137,6 +137,11 @@ bool bg_parse_check_required(bg_parser *p, braid_op op, const bg_token *optok,
                              const bg_pattrs *a);
 /* Fills bg_build's dtype/shape/attr arguments from the parsed attributes.
  * x is the first operand (NULL for sources). */
+/* A variable's initializer from its attributes: element data after the
+ * type (constant), value= (fill), seed= low= high= (uniform) or seed=
+ * mean= stddev= (normal), exactly one of them; into out->init/value. */
+bool bg_parse_variable_init(bg_parser *p, const bg_pattrs *a,
+                            const bg_token *optok, bool data, bg_attrs *out);
 bool bg_parse_translate(bg_parser *p, braid_op op, const bg_pattrs *a,
                         const bg_node *x, bg_attrs *out, braid_dtype *dtype,
                         int *rank, int64_t *dims);

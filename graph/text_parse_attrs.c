@@ -56,6 +56,10 @@ static void op_attrs(braid_op op, uint32_t *allowed, uint32_t *required) {
     case BRAID_OP_INPUT:
         req = B(NAME);
         break;
+    case BRAID_OP_VARIABLE: /* the initializer's attributes (or data) */
+        req = B(NAME);
+        opt |= B(VALUE) | B(SEED) | B(LOW) | B(HIGH) | B(MEAN) | B(STDDEV);
+        break;
     case BRAID_OP_FILL:
         req = B(VALUE);
         break;
@@ -339,5 +343,32 @@ bool bg_parse_translate(bg_parser *p, braid_op op, const bg_pattrs *a,
         *rank = x->rank;
         return slice_attrs(p, a, x, out, dims);
     }
+    return true;
+}
+
+bool bg_parse_variable_init(bg_parser *p, const bg_pattrs *a,
+                            const bg_token *optok, bool data, bg_attrs *out) {
+    uint32_t seen = a->seen & (B(VALUE) | B(SEED) | B(LOW) | B(HIGH) |
+                               B(MEAN) | B(STDDEV));
+    uint32_t uniform = B(SEED) | B(LOW) | B(HIGH),
+             normal = B(SEED) | B(MEAN) | B(STDDEV);
+    if (data && seen == 0)
+        out->init = BRAID_OP_CONSTANT;
+    else if (!data && seen == B(VALUE))
+        out->init = BRAID_OP_FILL;
+    else if (!data && seen == uniform)
+        out->init = BRAID_OP_RANDOM_UNIFORM;
+    else if (!data && seen == normal)
+        out->init = BRAID_OP_RANDOM_NORMAL;
+    else
+        return bg_parse_error(p, optok, BRAID_ERR_PARSE,
+                              "variable needs exactly one initializer: "
+                              "element data after its type, value=, "
+                              "seed= low= high=, or seed= mean= stddev=");
+    bool u = out->init == BRAID_OP_RANDOM_UNIFORM;
+    out->value[0] = a->num[out->init == BRAID_OP_FILL ? BG_ATTR_VALUE
+                           : u                       ? BG_ATTR_LOW
+                                                     : BG_ATTR_MEAN];
+    out->value[1] = a->num[u ? BG_ATTR_HIGH : BG_ATTR_STDDEV];
     return true;
 }

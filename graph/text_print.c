@@ -240,6 +240,19 @@ static void put_source_attrs(pbuf *b, const bg_node *n) {
     case BRAID_OP_IOTA:
         putf(b, " axis=%ld", (long)a->axis);
         break;
+    case BRAID_OP_VARIABLE: /* its initializer: data, value or generator */
+        if (a->init == BRAID_OP_CONSTANT) {
+            put(b, " ", 1);
+            put_constant_data(b, n);
+        } else if (a->init == BRAID_OP_FILL) {
+            puts_(b, " value=");
+            put_f64(b, a->value[0]);
+        } else {
+            bg_node gen = *n;
+            gen.op = a->init;
+            put_source_attrs(b, &gen);
+        }
+        break;
     case BRAID_OP_RANDOM_UNIFORM:
     case BRAID_OP_RANDOM_NORMAL: {
         bool u = n->op == BRAID_OP_RANDOM_UNIFORM;

@@ -245,6 +245,8 @@ static void put_attrs(bp_text *t, const bg_node *n) {
     else if (n->op == BRAID_OP_RANDOM_UNIFORM ||
              n->op == BRAID_OP_RANDOM_NORMAL)
         bp_text_printf(t, "\\nseed=%" PRIu64, a->seed);
+    else if (n->op == BRAID_OP_VARIABLE) /* state across runs */
+        bp_text_printf(t, "\\ninit=%s", bg_op(a->init)->name);
 }
 
 bool bp_dot_outs_init(bp_dot_outs *o, uint32_t nnodes, uint32_t nout,
@@ -309,9 +311,10 @@ static bool graph_node(Agraph_t *ag, const braid_graph *g, uint32_t id,
     bp_text_reset(t);
     graph_label(t, g, id, outs, &is_output);
     bool source = bg_op(n->op)->kind == BRAID_KIND_SOURCE;
-    const char *shape = n->op == BRAID_OP_INPUT ? "invhouse"
-                        : source                ? "ellipse"
-                                                : "box";
+    const char *shape = n->op == BRAID_OP_INPUT      ? "invhouse"
+                        : n->op == BRAID_OP_VARIABLE ? "cylinder"
+                        : source                     ? "ellipse"
+                                                     : "box";
     bool ok = bp_dot_set(an, "label", bp_text_str(t)) &&
               bp_dot_set(an, "shape", shape) &&
               bp_dot_set(an, "fillcolor", hint_colour(n->device)) &&

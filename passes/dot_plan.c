@@ -248,6 +248,7 @@ static const char *node_shape(const bg_node *n) {
     if (n->op == BRAID_OP_COPY) return "cds";
     if (n->op == BRAID_OP_FUSED) return "record";
     if (n->op == BRAID_OP_INPUT) return "invhouse";
+    if (n->op == BRAID_OP_VARIABLE) return "cylinder"; /* persistent bytes */
     if (bg_op(n->op)->kind == BRAID_KIND_SOURCE) return "ellipse";
     return "box";
 }

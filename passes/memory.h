@@ -103,6 +103,12 @@ void bp_mem_hb_truncate(bp_mem_hb *hb, const bp_plan *plan, uint32_t nx);
  * sets info.place.storage, info.noop, m->base and m->voff (bases resolved
  * to roots). */
 braid_status bp_mem_views(bp_mem *m);
+/* An assign's value computed straight into its variable's bytes where
+ * legal (memory_state.c); before views are resolved to roots. */
+braid_status bp_mem_assigns(bp_mem *m);
+/* Node y's kernel stays correct when its output is exactly the bytes of a
+ * same-shaped input (memory_views.c). */
+bool bp_mem_kernel_allows_alias(const bp_plan *p, uint32_t y);
 /* In-place elementwise: unions a node with a dead input's buffer. */
 void bp_mem_in_place(bp_mem *m);
 /* Union-find root of node id. */

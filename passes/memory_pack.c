@@ -95,7 +95,7 @@ static braid_status number_groups(bp_mem *m) {
         uint64_t b =
             round_up(p->res.info[id].place.bytes, bp_mem_align(p, gr->device));
         if (id == r && b > gr->bytes) gr->bytes = b;
-        if (p->res.graph->nodes[id].op == BRAID_OP_CONSTANT)
+        if (bg_op_persistent(p->res.graph->nodes[id].op))
             gr->whole_run = true;
         if (m->output[id]) gr->to_end = true;
     }

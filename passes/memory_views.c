@@ -107,6 +107,14 @@ static void classify(bp_mem *m, uint32_t id) {
         if (in->device.kind == BP_DEVICE_CPU)
             in->place.storage = BP_STORAGE_CONSTANT;
         in->noop = true;
+    } else if (n->op == BRAID_OP_VARIABLE) {
+        /* executor-owned bytes, initialised at creation, never reused */
+        in->noop = true;
+    } else if (n->op == BRAID_OP_ASSIGN) {
+        /* writes its variable's bytes (ordered by passes/state.c) */
+        in->place.storage = BP_STORAGE_VIEW;
+        m->base[id] = n->inputs[0];
+        m->voff[id] = 0;
     } else {
         int64_t off = view_offset(p, id);
         if (off < 0 || (m->output[id] && reaches_input(m, n->inputs[0])))
@@ -190,8 +198,9 @@ braid_status bp_mem_views(bp_mem *m) {
         if (id < m->hb.n && p->res.graph->nodes[id].op == BRAID_OP_CONCAT)
             concat_in_place(m, id);
     }
+    braid_status s = bp_mem_assigns(m);
     resolve_roots(m);
-    return BRAID_OK;
+    return s;
 }
 
 /* ---- in place ------------------------------------------------------------ */
@@ -208,7 +217,7 @@ uint32_t bp_mem_find(bp_mem *m, uint32_t id) {
  * bytes: it reads element i of every same-shaped input before writing
  * element i, and no other element later. Casts to the same dtype are
  * memcpy (overlap is undefined there). */
-static bool kernel_allows_alias(const bp_plan *p, uint32_t y) {
+bool bp_mem_kernel_allows_alias(const bp_plan *p, uint32_t y) {
     const bg_node *n = &p->res.graph->nodes[y];
     if (n->op == BRAID_OP_CAST)
         return p->res.graph->nodes[n->inputs[0]].dtype != n->dtype;
@@ -245,7 +254,7 @@ static bool can_overwrite(bp_mem *m, uint32_t y, uint32_t k) {
     uint32_t x = n->inputs[k];
     const bg_node *xn = &p->res.graph->nodes[x];
     if (p->res.info[x].place.storage != BP_STORAGE_ARENA ||
-        xn->op == BRAID_OP_CONSTANT || bg_nbytes(xn) != bg_nbytes(n) ||
+        bg_op_persistent(xn->op) || bg_nbytes(xn) != bg_nbytes(n) ||
         bg_numel(xn) != bg_numel(n) || bg_numel(n) == 0 ||
         !bp_device_equal(p->res.info[x].device, p->res.info[y].device))
         return false;
@@ -288,7 +297,7 @@ void bp_mem_in_place(bp_mem *m) {
         uint32_t y = p->res.schedule[i];
         const bg_node *n = &p->res.graph->nodes[y];
         if (p->res.info[y].place.storage != BP_STORAGE_ARENA ||
-            p->res.info[y].noop || !kernel_allows_alias(p, y))
+            p->res.info[y].noop || !bp_mem_kernel_allows_alias(p, y))
             continue;
         for (uint32_t k = 0; k < n->ninputs; k++) {
             if (!can_overwrite(m, y, k)) continue;

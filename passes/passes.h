@@ -54,6 +54,9 @@ braid_status bp_chunk(bp_plan *plan);
  * spread over them). An event for every cross-queue data edge, none within
  * a queue. */
 braid_status bp_streams(bp_plan *plan);
+/* Orders every assign after the other nodes reading its variable's bytes,
+ * as extra inputs of the assign (passes/state.c, docs/training.md). */
+braid_status bp_state(bp_plan *plan);
 /* plan->res.schedule: one global issue order, topological, consistent with
  * every queue's order, preferring orders that start transfers early and end
  * lifetimes soon; info.order set. */

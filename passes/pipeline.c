@@ -26,6 +26,7 @@ static const struct {
     {"copies", bp_copies, 0},
     {"fuse", bp_fuse, BRAID_PASS_FUSE},
     {"chunk", bp_chunk, BRAID_PASS_CHUNK},
+    {"state", bp_state, 0},
     {"streams", bp_streams, 0},
     {"schedule", bp_schedule, 0},
     {"memory", bp_memory, 0},
@@ -122,7 +123,7 @@ braid_status bp_compile_check(const braid_graph *g,
                                  "braid_compile: the graph has an "
                                  "error: %s",
                                  g->error);
-    if (g->noutputs == 0)
+    if (g->noutputs == 0 && !bg_has_assign(g))
         return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
                                  "braid_compile: the graph has no outputs "
                                  "(mark one with braid_output)");

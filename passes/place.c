@@ -396,6 +396,9 @@ static braid_status assign_roles(place_ctx *c) {
         if (is_host_data(n->op) || is_checked_cast(c, n)) {
             c->role[id] = ROLE_FIXED;
             set_dev(c, id, c->host);
+        } else if (kind == BRAID_KIND_STATE) {
+            /* an assign writes its variable's bytes: where they are */
+            c->role[id] = ROLE_FOLLOW;
         } else if (hint >= 0) {
             c->role[id] = ROLE_FIXED;
             set_dev(c, id, (uint32_t)hint);

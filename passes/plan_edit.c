@@ -129,14 +129,17 @@ void bp_plan_replace_map(bp_plan *plan, const uint32_t *rep, uint32_t n) {
 
 /* ---- compaction --------------------------------------------------------- */
 
-/* Live: reachable backwards from the outputs, plus every input (callers
- * bind all inputs by name, needed or not). */
+/* Live: reachable backwards from the outputs and the assigns, plus every
+ * input (callers bind all inputs by name, needed or not). */
 static braid_status mark_live(const braid_graph *g, bool *live,
                               uint32_t *stack) {
     uint32_t top = 0;
     for (uint32_t i = 0; i < g->noutputs; i++) stack[top++] = g->outputs[i].node;
-    for (uint32_t id = 0; id < g->nnodes; id++)
+    for (uint32_t id = 0; id < g->nnodes; id++) {
         if (g->nodes[id].op == BRAID_OP_INPUT) live[id] = true;
+        /* an assign is needed for its effect (a variable's next value) */
+        if (g->nodes[id].op == BRAID_OP_ASSIGN) stack[top++] = id;
+    }
     do { /* again while collective groups revive members (a group is
             kept whole) */
         while (top > 0) {
@@ -248,7 +251,8 @@ braid_status bp_plan_compact(bp_plan *plan) {
     uint32_t norder = 0;
     /* The liveness stack may hold a node once per edge into it; bound it by
      * the number of edges plus outputs. */
-    size_t edges = (size_t)g->noutputs + n; /* + revived collectives */
+    size_t edges = (size_t)g->noutputs + 2 * (size_t)n; /* + assigns, revived
+                                                          collectives */
     for (uint32_t id = 0; id < n; id++) edges += g->nodes[id].ninputs;
     uint32_t *wstack = s == BRAID_OK ? malloc((edges + 1) * sizeof *wstack)
                                      : NULL;

@@ -164,8 +164,8 @@ static bool is_outbound(const bp_plan *p, uint32_t id) {
  * own no new bytes or are views) and bytes freed when its last consumer
  * issues (0 for outputs and for caller/constant memory). */
 static int64_t alloc_bytes(const bg_node *n) {
-    if (n->op == BRAID_OP_INPUT || n->op == BRAID_OP_CONSTANT ||
-        n->op == BRAID_OP_RESHAPE)
+    if (n->op == BRAID_OP_INPUT || bg_op_persistent(n->op) ||
+        n->op == BRAID_OP_RESHAPE || n->op == BRAID_OP_ASSIGN)
         return 0;
     return (int64_t)bg_nbytes(n);
 }

@@ -306,7 +306,8 @@ static braid_status classify(sh_ctx *c) {
         braid_op_kind kind = bg_op(n->op)->kind;
         char buf[160];
         if (kind == BRAID_KIND_COLLECTIVE || kind == BRAID_KIND_COPY ||
-            kind == BRAID_KIND_FUSED)
+            kind == BRAID_KIND_FUSED || kind == BRAID_KIND_STATE ||
+            n->op == BRAID_OP_VARIABLE) /* replicas of state: not built */
             return bg_set_last_error(
                 BRAID_ERR_UNSUPPORTED,
                 "shard: node %s: a graph with %s nodes cannot be sharded "

@@ -153,7 +153,8 @@ static bool node_same(const bg_node *a, const bg_node *b) {
 static bool cse_candidate(const bg_node *n) {
     braid_op_kind k = bg_op(n->op)->kind;
     return n->op != BRAID_OP_INPUT && k != BRAID_KIND_COPY &&
-           k != BRAID_KIND_FUSED && k != BRAID_KIND_COLLECTIVE;
+           k != BRAID_KIND_FUSED && k != BRAID_KIND_COLLECTIVE &&
+           n->op != BRAID_OP_VARIABLE && k != BRAID_KIND_STATE;
 }
 
 static bool table_insert(bp_simp *s, uint32_t id) {

@@ -53,7 +53,8 @@ static braid_status check_node_basics(const braid_graph *g, uint32_t id) {
  * the builder does not make) become typed placeholders. */
 static uint32_t rebuild(braid_graph *scratch, const bg_node *n, uint32_t id) {
     braid_op_kind kind = bg_op(n->op)->kind;
-    if (kind == BRAID_KIND_SOURCE || kind == BRAID_KIND_FUSED) {
+    if (kind == BRAID_KIND_SOURCE || kind == BRAID_KIND_FUSED ||
+        kind == BRAID_KIND_STATE) { /* assign: checked when built */
         /* Fused groups are checked by the pass that makes them. */
         char name[32];
         snprintf(name, sizeof name, "v%u", id);
@@ -103,7 +104,7 @@ static braid_status check_inference(const braid_graph *g, braid_graph *scratch,
 }
 
 static braid_status check_outputs(const braid_graph *g) {
-    if (g->noutputs == 0)
+    if (g->noutputs == 0 && !bg_has_assign(g))
         return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
                                  "verify: the graph has no outputs");
     for (uint32_t i = 0; i < g->noutputs; i++)

@@ -350,14 +350,19 @@ static braid_status check_noop(const vp_state *st, uint32_t id) {
     const bg_node *n = &p->res.graph->nodes[id];
     const bp_node_info *in = &p->res.info[id];
     if (!in->noop) {
-        if (in->place.storage == BP_STORAGE_VIEW && !feeds_noop_concat(st, id))
+        if (in->place.storage == BP_STORAGE_VIEW && !feeds_noop_concat(st, id) &&
+            vp_assign_of_written(st, id) == BG_NONE)
             return vp_fail("place: node %u (%s) is a view of node %u that "
                            "writes into it, but no concat is assembled "
                            "there",
                            id, op_name(p, id), in->place.base);
         return BRAID_OK;
     }
-    if (n->op == BRAID_OP_INPUT || n->op == BRAID_OP_CONSTANT) return BRAID_OK;
+    if (n->op == BRAID_OP_INPUT || bg_op_persistent(n->op)) return BRAID_OK;
+    if (n->op == BRAID_OP_ASSIGN && in->place.storage == BP_STORAGE_VIEW &&
+        in->place.base == n->inputs[0] && in->place.offset == 0)
+        return BRAID_OK; /* its value computed into the variable: checked by
+                            vp_check_assigns */
     if (n->op == BRAID_OP_CONCAT && in->place.storage != BP_STORAGE_INPUT &&
         in->place.storage != BP_STORAGE_CONSTANT)
         return check_noop_concat(st, id);
@@ -458,6 +463,9 @@ static braid_status check_place(vp_state *st, uint32_t id) {
     if (want_input && !cpu)
         return vp_fail("place: input node %u is on %s (inputs are read from "
                        "host memory)",
+                       id, dev);
+    if (n->op == BRAID_OP_VARIABLE && pl->storage != BP_STORAGE_ARENA)
+        return vp_fail("place: variable node %u on %s is not in its arena",
                        id, dev);
     if (pl->storage == BP_STORAGE_VIEW) return check_view(st, id);
     if (pl->storage == BP_STORAGE_ARENA) return check_arena_place(p, id);
@@ -575,6 +583,8 @@ static braid_status check_all(vp_state *st) {
     if (s == BRAID_OK && scheduled && queued && placed) s = vp_clocks(st);
     if (s == BRAID_OK && scheduled && queued && placed)
         s = vp_check_overlaps(st);
+    if (s == BRAID_OK && scheduled && queued && placed)
+        s = vp_check_assigns(st);
     return s;
 }
 

@@ -36,6 +36,14 @@ braid_status vp_clocks(vp_state *st);
 /* No two arena tensors whose lifetimes may overlap share bytes (after the
  * place checks passed). */
 braid_status vp_check_overlaps(vp_state *st);
+/* Variables (docs/training.md): each in its own arena bytes, written only
+ * by its assign (a view of it), after every other node reading those
+ * bytes has completed (happens-before, so on every executor). */
+braid_status vp_check_assigns(const vp_state *st);
+/* The assign whose variable node id writes as a view of it (id is the
+ * assign itself, or the assign's value computed into the variable's
+ * bytes), else BG_NONE. */
+uint32_t vp_assign_of_written(const vp_state *st, uint32_t id);
 
 /* The op writes element i of its output from element i of same-shaped
  * inputs only, so its output may be exactly one such input's bytes. */

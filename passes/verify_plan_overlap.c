@@ -13,6 +13,7 @@
 #include "passes/verify_plan.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 bool vp_before(const vp_state *st, uint32_t a, uint32_t b) {
     return a != b &&
@@ -243,8 +244,8 @@ static bool done_before(const vp_state *st, const vp_spans *sp, uint32_t a,
                         uint32_t b) {
     const bp_plan *p = st->plan;
     if (sp->to_end[a] || sp->nwrite[b] == 0 ||
-        p->res.graph->nodes[sp->node[a]].op == BRAID_OP_CONSTANT ||
-        p->res.graph->nodes[sp->node[b]].op == BRAID_OP_CONSTANT)
+        bg_op_persistent(p->res.graph->nodes[sp->node[a]].op) ||
+        bg_op_persistent(p->res.graph->nodes[sp->node[b]].op))
         return false;
     const int32_t *la = sp->lastacc + (size_t)a * st->nq;
     const int32_t *kn = sp->known + (size_t)b * st->nq;
@@ -460,5 +461,125 @@ braid_status vp_check_overlaps(vp_state *st) {
     free(sp.to_end);
     free(sp.lastacc);
     free(sp.known);
+    return s;
+}
+
+/* ---- variables -------------------------------------------------------------- */
+
+/* The assign reading x as its value, or BG_NONE: assign_of[x] when the
+ * table is given, else a scan. */
+static uint32_t assign_with_value(const vp_state *st, const uint32_t *assign_of,
+                                  uint32_t x) {
+    if (assign_of) return assign_of[x];
+    const braid_graph *g = st->plan->res.graph;
+    for (uint32_t a = x + 1; a < st->n; a++)
+        if (g->nodes[a].op == BRAID_OP_ASSIGN && g->nodes[a].inputs[1] == x)
+            return a;
+    return BG_NONE;
+}
+
+static uint32_t written(const vp_state *st, const uint32_t *assign_of,
+                        uint32_t id) {
+    const bp_plan *p = st->plan;
+    const braid_graph *g = p->res.graph;
+    const bp_tensor_place *pl = &p->res.info[id].place;
+    if (pl->storage != BP_STORAGE_VIEW || pl->offset != 0) return BG_NONE;
+    if (g->nodes[id].op == BRAID_OP_ASSIGN)
+        return g->nodes[id].inputs[0] == pl->base ? id : BG_NONE;
+    uint32_t a = assign_with_value(st, assign_of, id);
+    return a != BG_NONE && g->nodes[a].inputs[0] == pl->base ? a : BG_NONE;
+}
+
+uint32_t vp_assign_of_written(const vp_state *st, uint32_t id) {
+    return written(st, NULL, id);
+}
+
+/* The node computing what input node x holds: x, or through skipped views
+ * the node whose bytes they show (a variable: its value before the run's
+ * assign; the value written over it: the new one). */
+static uint32_t source_of(const vp_state *st, uint32_t x) {
+    const bp_plan *p = st->plan;
+    while (p->res.info[x].noop && !bg_op_persistent(p->res.graph->nodes[x].op) &&
+           p->res.graph->nodes[x].ninputs >= 1 &&
+           p->res.graph->nodes[x].op != BRAID_OP_ASSIGN)
+        x = p->res.graph->nodes[x].inputs[0];
+    return x;
+}
+
+/* A value written over its variable v reads v's bytes only as v itself,
+ * shaped like it, from an elementwise kernel (element i read before it is
+ * written, no other element after). */
+static bool in_place_ok(const vp_state *st, uint32_t w, uint32_t v) {
+    const bp_plan *p = st->plan;
+    const bg_node *n = &p->res.graph->nodes[w], *vn = &p->res.graph->nodes[v];
+    if (n->op == BRAID_OP_ASSIGN) return true;
+    uint32_t pi = p->res.info[w].program;
+    bool ew = n->op == BRAID_OP_FUSED
+                  ? pi < p->res.nprograms &&
+                        p->res.programs[pi].kind == BP_PROGRAM_ELEMENTWISE
+                  : bg_op(n->op)->kind == BRAID_KIND_ELEMENTWISE;
+    for (uint32_t k = 0; ew && k < n->ninputs; k++)
+        if (st->root[n->inputs[k]] == v && source_of(st, n->inputs[k]) == v)
+            ew = n->inputs[k] == v && vn->rank == n->rank &&
+                 memcmp(vn->dims, n->dims, sizeof n->dims) == 0;
+    return ew;
+}
+
+static const char *var_name(const vp_state *st, uint32_t v) {
+    const char *s = st->plan->res.graph->nodes[v].name;
+    return s ? s : "?";
+}
+
+/* writer[v]: the one node writing variable v's bytes (its assign, or the
+ * assign's value computed in place), BG_NONE when none. One sweep. */
+static braid_status find_writers(const vp_state *st, uint32_t *assign_of,
+                                 uint32_t *writer) {
+    const bp_plan *p = st->plan;
+    const braid_graph *g = p->res.graph;
+    for (uint32_t id = 0; id < st->n; id++) assign_of[id] = writer[id] = BG_NONE;
+    for (uint32_t a = 0; a < st->n; a++)
+        if (g->nodes[a].op == BRAID_OP_ASSIGN && g->nodes[a].ninputs >= 2)
+            assign_of[g->nodes[a].inputs[1]] = a;
+    for (uint32_t id = 0; id < st->n; id++) {
+        uint32_t v = st->root[id];
+        if (v == id || p->res.info[id].noop ||
+            g->nodes[v].op != BRAID_OP_VARIABLE)
+            continue;
+        if (writer[v] != BG_NONE || written(st, assign_of, id) == BG_NONE)
+            return vp_fail("variable: node %u (\"%s\") is written by a node "
+                           "other than its assign or the assign's value",
+                           v, var_name(st, v));
+        writer[v] = id;
+        if (!in_place_ok(st, id, v))
+            return vp_fail("variable: node %u computes into variable node %u "
+                           "(\"%s\") but is no elementwise kernel reading it "
+                           "at its own index",
+                           id, v, var_name(st, v));
+    }
+    return BRAID_OK;
+}
+
+braid_status vp_check_assigns(const vp_state *st) {
+    const bp_plan *p = st->plan;
+    const braid_graph *g = p->res.graph;
+    uint32_t *assign_of = bp_calloc(st->n, sizeof *assign_of, "verify_plan");
+    uint32_t *writer = bp_calloc(st->n, sizeof *writer, "verify_plan");
+    braid_status s = assign_of && writer ? find_writers(st, assign_of, writer)
+                                         : BRAID_ERR_OUT_OF_MEMORY;
+    for (uint32_t u = 0; s == BRAID_OK && u < st->n; u++) {
+        if (p->res.info[u].noop) continue;
+        const bg_node *n = &g->nodes[u];
+        for (uint32_t k = 0; s == BRAID_OK && k < n->ninputs; k++) {
+            uint32_t v = source_of(st, n->inputs[k]);
+            uint32_t w = g->nodes[v].op == BRAID_OP_VARIABLE ? writer[v] : BG_NONE;
+            if (w != BG_NONE && u != w && !vp_before(st, u, w))
+                s = vp_fail("variable: node %u reads variable node %u "
+                            "(\"%s\") but does not happen before node %u "
+                            "writes it",
+                            u, v, var_name(st, v), w);
+        }
+    }
+    free(assign_of);
+    free(writer);
     return s;
 }

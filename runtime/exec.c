@@ -144,6 +144,11 @@ static braid_status alloc_buffers(braid_exec *e) {
             memcpy(e->home[id], p->res.graph->nodes[id].attr.data, pl->bytes);
         else if (pl->storage == BP_STORAGE_CONSTANT)
             e->home[id] = p->res.graph->nodes[id].attr.data;
+        else if (pl->storage == BP_STORAGE_ARENA && pl->bytes > 0 &&
+                 p->res.graph->nodes[id].op == BRAID_OP_VARIABLE &&
+                 (!e->cuda || p->res.info[id].device.kind == BP_DEVICE_CPU))
+            /* its first value; a GPU variable's is uploaded from here */
+            bg_variable_init(&p->res.graph->nodes[id], e->home[id]);
         if (br_cuda_home(e->cuda, id)) /* uploaded by the CUDA backend */
             e->home[id] = br_cuda_home(e->cuda, id);
         e->ptr[id] = e->home[id];
@@ -173,6 +178,7 @@ static braid_status exec_new(const braid_plan *p, bool emulate, uint64_t seed,
     if (s == BRAID_OK) s = check_nodes(e);
     if (s == BRAID_OK) s = alloc_tables(e);
     if (s == BRAID_OK) s = alloc_buffers(e);
+    if (s == BRAID_OK) s = br_exec_init_variables(e);
     if (s == BRAID_OK && emulate &&
         !(e->emu = br_emu_new(p, &e->sched, seed, run_host_node, e)))
         s = bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY,
@@ -358,6 +364,7 @@ static bool can_write_in_place(const braid_exec *e,
     uint32_t id = e->outs[j].node;
     const bg_node *n = bg_node_at(p->res.graph, id);
     if (p->res.info[id].place.storage != BP_STORAGE_ARENA ||
+        p->res.info[id].noop || /* a GPU constant's, a variable's bytes */
         e->ptr[id] != e->home[id] || out[j].bytes == 0 ||
         (uintptr_t)out[j].data % braid_dtype_size(n->dtype) != 0)
         return false;
@@ -544,6 +551,25 @@ static braid_status finish_outputs(braid_exec *e) {
     return s;
 }
 
+/* An output showing a variable (or a view of one) is its value before the
+ * run's assigns, like every read of it (docs/training.md): copied out
+ * before the run starts, and not again when it ends. */
+static braid_status variable_outputs(braid_exec *e) {
+    const bp_plan *p = e->plan;
+    braid_status s = BRAID_OK;
+    for (size_t j = 0; s == BRAID_OK && j < e->nouts; j++) {
+        br_out_rec *o = &e->outs[j];
+        const bp_tensor_place *pl = &p->res.info[o->node].place;
+        uint32_t root = pl->storage == BP_STORAGE_VIEW ? pl->base : o->node;
+        if (p->res.graph->nodes[root].op != BRAID_OP_VARIABLE || o->in_place)
+            continue;
+        uint64_t off = pl->storage == BP_STORAGE_VIEW ? pl->offset : 0;
+        if (o->bytes) s = copy_out(e, o->data, (char *)e->home[root] + off, o->bytes);
+        o->in_place = true;
+    }
+    return s;
+}
+
 static void reset_pointers(braid_exec *e) {
     const bp_plan *p = e->plan;
     for (uint32_t i = 0; i < p->res.nschedule; i++)
@@ -598,6 +624,7 @@ static braid_status run_async(braid_exec *e, const char *where,
     bool started = false;
     s = bind_inputs(e, where, in, nin);
     if (s == BRAID_OK) s = bind_outputs(e, where, in, nin, out, nout);
+    if (s == BRAID_OK) s = variable_outputs(e);
     if (s == BRAID_OK) s = start_schedule(e, in, nin, out, nout, &started);
     if (started) { /* braid_wait reports the run's status */
         e->run.pending = true;

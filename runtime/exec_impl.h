@@ -73,5 +73,8 @@ struct braid_exec {
  * thread is inside it. The caller releases it with
  * atomic_flag_clear(&e->busy). */
 bool br_exec_enter(braid_exec *e, const char *where);
+/* Uploads GPU variables' first values (host ones are written in place by
+ * exec.c); runtime/exec_state.c. */
+braid_status br_exec_init_variables(braid_exec *e);
 
 #endif /* BRAID_RUNTIME_EXEC_IMPL_H */

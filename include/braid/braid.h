@@ -1006,6 +1006,103 @@ uint32_t braid_plan_placement_count(const braid_plan *p);
 braid_status braid_plan_placement_get(const braid_plan *p, uint32_t i,
                                       braid_node_placement *out);
 
+/* ---- state across runs: variables, assign, checkpoints, optimizers
+ * (issue #15; docs/training.md) -------------------------------------------
+ *
+ * A variable is a named tensor whose value an executor keeps on its device
+ * between runs, initialised when the executor is created. assign(var,
+ * value) makes value the variable's value for the next run. Ordering: every
+ * read of a variable in a run sees its value from before the run's
+ * assigns, whatever the order the builder calls came in; one assign per
+ * variable and graph. An assign's result is not a value: it may not be an
+ * operand or an output. */
+
+/* How a variable starts. op: BRAID_OP_FILL (every element a),
+ * BRAID_OP_RANDOM_UNIFORM (low a, high b, seed), BRAID_OP_RANDOM_NORMAL
+ * (mean a, stddev b, seed), both the bits of braid_random_*, or
+ * BRAID_OP_CONSTANT (data: numel × dtype size bytes, copied). */
+typedef struct braid_init {
+    braid_op op;      /* which initializer */
+    double a, b;      /* its numbers (above) */
+    uint64_t seed;    /* random initializers' seed */
+    const void *data; /* BRAID_OP_CONSTANT's bytes */
+} braid_init;
+braid_init braid_init_fill(double value);
+braid_init braid_init_uniform(uint64_t seed, double low, double high);
+braid_init braid_init_normal(uint64_t seed, double mean, double stddev);
+braid_init braid_init_data(const void *data);
+
+/* A variable called name ([A-Za-z_][A-Za-z0-9_.]*, unique among the
+ * graph's variables); its tensor reads the value before this run's
+ * assigns. */
+braid_tensor braid_variable(braid_graph *g, const char *name,
+                            braid_dtype dtype, int rank, const int64_t *dims,
+                            braid_init init);
+/* value (same dtype and shape as var) becomes var's value after this run. */
+braid_tensor braid_assign(braid_graph *g, braid_tensor var,
+                          braid_tensor value);
+
+/* Host access to an executor's variables, by name; bytes must be numel ×
+ * dtype size. Refused while a run is outstanding. A write is seen by the
+ * next run. */
+braid_status braid_exec_variable_read(braid_exec *e, const char *name,
+                                      void *data, size_t bytes);
+braid_status braid_exec_variable_write(braid_exec *e, const char *name,
+                                       const void *data, size_t bytes);
+/* The executor's variables, in graph order: count, and name/dtype/shape of
+ * variable i (the name points into the plan). */
+uint32_t braid_exec_variable_count(const braid_exec *e);
+braid_status braid_exec_variable_info(const braid_exec *e, uint32_t i,
+                                      const char **name, braid_dtype *dtype,
+                                      int *rank, int64_t *dims);
+/* Checkpoints: every variable to / from a safetensors file (an 8-byte
+ * little-endian header length, a JSON header naming each tensor's dtype,
+ * shape and byte range, then the raw little-endian bytes). Saving writes a
+ * temporary file and renames it. Loading reads every variable of the
+ * executor from the file, checking names, dtypes and shapes first: a
+ * missing, extra or mismatched tensor is an error naming it, and nothing
+ * is changed. */
+braid_status braid_exec_save(braid_exec *e, const char *path);
+braid_status braid_exec_load(braid_exec *e, const char *path);
+
+/* The reference evaluator with state: variables are bound by name in
+ * vars_in (a variable left unbound starts from its initializer); after the
+ * run, every variable bound in vars_out receives its value after the
+ * run's assigns (its old value when it has none). */
+braid_status braid_reference_run_state(
+    const braid_graph *g, const braid_input_binding *inputs, size_t ninputs,
+    const braid_output_binding *outputs, size_t noutputs,
+    const braid_input_binding *vars_in, size_t nvars_in,
+    const braid_output_binding *vars_out, size_t nvars_out);
+
+/* Optimizers: elementwise update graphs, one assign per parameter and
+ * moment, which the fusion pass turns into one kernel per parameter
+ * tensor. params are variables, grads their gradients (same types). The
+ * moment (and step) variables are named "<param>.momentum", "<param>.m",
+ * "<param>.v", "<prefix>step" and initialised to zero. */
+typedef struct braid_sgd_options {
+    double lr;           /* learning rate */
+    double momentum;     /* 0: plain SGD (no velocity variable) */
+    double weight_decay; /* L2 term added to the gradient */
+    bool nesterov;       /* Nesterov momentum */
+} braid_sgd_options;
+braid_status braid_sgd(braid_graph *g, uint32_t n, const braid_tensor *params,
+                       const braid_tensor *grads,
+                       const braid_sgd_options *opts);
+
+typedef struct braid_adamw_options {
+    double lr;           /* learning rate (1e-3) */
+    double beta1, beta2; /* moment decay (0.9, 0.999) */
+    double eps;          /* denominator guard (1e-8) */
+    double weight_decay; /* decoupled: p -= lr·wd·p (0.01) */
+    const char *prefix;  /* names the step counter "<prefix>step"; NULL: "" */
+} braid_adamw_options;
+/* Fills the defaults above. */
+void braid_adamw_options_init(braid_adamw_options *o);
+braid_status braid_adamw(braid_graph *g, uint32_t n,
+                         const braid_tensor *params, const braid_tensor *grads,
+                         const braid_adamw_options *opts);
+
 #ifdef __cplusplus
 }
 #endif

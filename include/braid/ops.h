@@ -28,6 +28,9 @@ typedef enum braid_op_kind {
     BRAID_KIND_COLLECTIVE,  /* one member of a collective group (all_reduce,
                                all_gather, broadcast, reduce_scatter):
                                docs/multi-gpu.md */
+    /* state across runs (issue #15): assign, which writes a variable's
+       persistent bytes; docs/training.md */
+    BRAID_KIND_STATE,
     BRAID_KIND_COUNT_
 } braid_op_kind;
 
@@ -152,7 +155,10 @@ enum {
     X(BITWISE_XOR, "bitwise_xor", 2, ELEMENTWISE, INT, BRAID_OPF_EXACT, 1) \
     X(BITWISE_NOT, "bitwise_not", 1, ELEMENTWISE, INT, BRAID_OPF_EXACT, 1) \
     X(SHIFT_LEFT, "shift_left", 2, ELEMENTWISE, INT, BRAID_OPF_EXACT, 1) \
-    X(SHIFT_RIGHT, "shift_right", 2, ELEMENTWISE, INT, BRAID_OPF_EXACT, 1)
+    X(SHIFT_RIGHT, "shift_right", 2, ELEMENTWISE, INT, BRAID_OPF_EXACT, 1) \
+    /* state across runs (issue #15, docs/training.md) */ \
+    X(VARIABLE, "variable", 0, SOURCE, ANY, 0, 0) \
+    X(ASSIGN, "assign", -1, STATE, ANY, 0, 0)
 /* clang-format on */
 
 typedef enum braid_op {

@@ -46,6 +46,11 @@ const char *br_pf_section_name(uint32_t type);
  * readable by a braid whose op or dtype lists have grown. The name of op
  * (a graph op's text name, "load" / "const" for program instructions). */
 const char *br_pf_op_name(braid_op op);
+/* A variable's initializer as stored in its node record's flags field:
+ * 0 constant (its blob), 1 fill, 2 random_uniform, 3 random_normal
+ * (docs/plan-format.md); br_pf_init_op is false for another code. */
+uint32_t br_pf_init_code(braid_op init);
+bool br_pf_init_op(uint32_t code, braid_op *init);
 
 /* CRC-32C (Castagnoli, reflected 0x82F63B78) of n bytes, continuing from
  * crc (start with 0). */

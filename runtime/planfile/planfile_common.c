@@ -341,3 +341,19 @@ void br_planfile_reseal(unsigned char *data, size_t size) {
 bool br_planfile_was_replaced(const braid_plan *p) {
     return p && p->prov.loaded && !p->report.loaded;
 }
+
+static const braid_op init_ops[4] = {BRAID_OP_CONSTANT, BRAID_OP_FILL,
+                                     BRAID_OP_RANDOM_UNIFORM,
+                                     BRAID_OP_RANDOM_NORMAL};
+
+uint32_t br_pf_init_code(braid_op init) {
+    for (uint32_t i = 0; i < 4; i++)
+        if (init_ops[i] == init) return i;
+    return 4;
+}
+
+bool br_pf_init_op(uint32_t code, braid_op *init) {
+    if (code >= 4) return false;
+    *init = init_ops[code];
+    return true;
+}

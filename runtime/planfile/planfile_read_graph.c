@@ -135,7 +135,18 @@ static bool read_attrs(br_pf_rd *r, bg_attrs *a) {
 static bool read_blob(br_pf_load *L, br_pf_rd *r, rec *x) {
     if (!br_pf_get_u32(r, "blob", &x->blob)) return false;
     uint64_t bytes = br_pf_node_bytes(x->dtype, (int)x->rank, x->dims);
-    bool wants = x->op == BRAID_OP_CONSTANT && bytes > 0;
+    if (x->op == BRAID_OP_VARIABLE) { /* flags: its initializer */
+        if (!br_pf_init_op(x->attr.flags, &x->attr.init))
+            return br_pf_fail(r, "flags", "variable initializer code %u "
+                                          "(expected 0..3)",
+                              x->attr.flags),
+                   false;
+        x->attr.flags = 0;
+    }
+    bool wants = (x->op == BRAID_OP_CONSTANT ||
+                  (x->op == BRAID_OP_VARIABLE &&
+                   x->attr.init == BRAID_OP_CONSTANT)) &&
+                 bytes > 0;
     if (!wants)
         return x->blob == BR_PF_NONE ||
                (br_pf_fail(r, "blob", "blob %u for a node without constant "
@@ -183,6 +194,7 @@ static bool same_type(const bg_node *n, const rec *x) {
 static bool same_attrs(const bg_attrs *a, const bg_attrs *b) {
     return memcmp(a->value, b->value, sizeof a->value) == 0 &&
            a->seed == b->seed && a->axis == b->axis && a->flags == b->flags &&
+           a->init == b->init &&
            a->axes == b->axes &&
            memcmp(a->perm, b->perm, sizeof a->perm) == 0 &&
            memcmp(a->start, b->start, sizeof a->start) == 0 &&
@@ -229,9 +241,11 @@ static bool build_node(br_pf_load *L, br_pf_rd *r, braid_graph *g,
         if (!add_compiler_node(L, r, x, id)) return false;
     } else {
         const char *iname = NULL;
-        if (x->op == BRAID_OP_INPUT) {
+        if (x->op == BRAID_OP_INPUT || x->op == BRAID_OP_VARIABLE) {
             if (!x->name)
-                return br_pf_fail(r, "name", "an input needs a name"), false;
+                return br_pf_fail(r, "name", "an input or variable needs a "
+                                             "name"),
+                       false;
             iname = br_pf_cstr(L, x->name, x->name_len);
         }
         uint32_t got = bg_build(g, x->op, L->ids, x->ninputs, x->dtype,
@@ -309,9 +323,8 @@ braid_status br_pf_read_graph(br_pf_load *L, uint32_t type, braid_graph **out) {
     if (!br_pf_get_count(&r, "nnodes", MIN_NODE, &nnodes) ||
         !br_pf_get_u32(&r, "noutputs", &noutputs))
         return r.status;
-    if (nnodes == 0 || noutputs == 0)
-        return br_pf_fail(&r, nnodes ? "noutputs" : "nnodes",
-                          "a graph needs at least one node and one output");
+    if (nnodes == 0)
+        return br_pf_fail(&r, "nnodes", "a graph needs at least one node");
     if (noutputs > br_pf_left(&r) / 8 + 1)
         return br_pf_fail(&r, "noutputs", "count %u cannot fit in the section",
                           noutputs);
@@ -324,6 +337,9 @@ braid_status br_pf_read_graph(br_pf_load *L, uint32_t type, braid_graph **out) {
             !build_node(L, &r, g, &x, id, plan_graph))
             return r.status;
     }
+    if (noutputs == 0 && !bg_has_assign(g))
+        return br_pf_fail(&r, "noutputs", "a graph needs an output or an "
+                                          "assign");
     if (!read_outputs(L, &r, g, noutputs) || !br_pf_end(&r)) return r.status;
     if (g->status != BRAID_OK)
         return br_pf_fail(&r, NULL, "%s", g->error);

@@ -44,7 +44,8 @@ static uint32_t blob_index(blobs *bs, const void *data, uint64_t size) {
 
 /* The blob of node n (NONE when it has no bytes). */
 static uint32_t node_blob(blobs *bs, const bg_node *n, bool *oom) {
-    if (n->op != BRAID_OP_CONSTANT || !n->attr.data || bg_nbytes(n) == 0)
+    if ((n->op != BRAID_OP_CONSTANT && n->op != BRAID_OP_VARIABLE) ||
+        !n->attr.data || bg_nbytes(n) == 0)
         return BR_PF_NONE;
     uint32_t i = blob_index(bs, n->attr.data, bg_nbytes(n));
     if (i == BR_PF_NONE) *oom = true;
@@ -65,7 +66,9 @@ static void put_node(br_pf_buf *b, const bg_node *n, uint32_t blob) {
     br_pf_f64(b, a->value[1]);
     br_pf_u64(b, a->seed);
     br_pf_i32(b, a->axis);
-    br_pf_u32(b, a->flags);
+    /* a variable's flags field holds its initializer (plan-format.md) */
+    br_pf_u32(b, n->op == BRAID_OP_VARIABLE ? br_pf_init_code(a->init)
+                                             : a->flags);
     br_pf_u32(b, a->axes);
     br_pf_put(b, a->perm, BRAID_MAX_RANK);
     for (int i = 0; i < BRAID_MAX_RANK; i++) br_pf_i64(b, a->start[i]);

@@ -269,12 +269,50 @@ braid_status braid_reference_run(const braid_graph *g,
                                     NULL);
 }
 
-braid_status braid_reference_run_with(const braid_graph *g,
-                                      const braid_input_binding *inputs,
-                                      size_t ninputs,
-                                      const braid_output_binding *outputs,
-                                      size_t noutputs,
-                                      const braid_reference_options *opts) {
+/* ---- state (variables bound by name) ------------------------------------ */
+
+/* Variable bindings: vars_in give variables' values (r->data), vars_out
+ * read each variable's assign, or the variable itself when unassigned
+ * (r->out_node[first + i]). */
+static braid_status bind_vars(br_ref_run *r, const braid_input_binding *vin,
+                              size_t nin, const braid_output_binding *vout,
+                              size_t nout, size_t first) {
+    for (size_t i = 0; i < nin + nout; i++) {
+        bool in = i < nin;
+        const char *name = in ? vin[i].name : vout[i - nin].name;
+        uint32_t id = name ? bg_find_variable(r->g, name) : BG_NONE;
+        if (id == BG_NONE)
+            return bg_set_last_error(BRAID_ERR_NOT_FOUND,
+                                     "unknown variable '%s'",
+                                     name ? name : "(null)");
+        braid_status s =
+            in ? check_binding(&r->g->nodes[id], "variable", name, vin[i].data,
+                               vin[i].bytes)
+               : check_binding(&r->g->nodes[id], "variable", name,
+                               vout[i - nin].data, vout[i - nin].bytes);
+        if (s != BRAID_OK) return s;
+        if (in) {
+            r->data[id] = vin[i].data;
+            continue;
+        }
+        uint32_t at = id;
+        for (uint32_t a = id + 1; a < r->n; a++)
+            if (r->g->nodes[a].op == BRAID_OP_ASSIGN &&
+                r->g->nodes[a].inputs[0] == id)
+                at = a;
+        r->out_node[first + i - nin] = at;
+    }
+    return BRAID_OK;
+}
+
+static braid_status run_state(const braid_graph *g,
+                              const braid_input_binding *inputs,
+                              size_t ninputs,
+                              const braid_output_binding *outputs,
+                              size_t noutputs,
+                              const braid_input_binding *vin, size_t nvin,
+                              const braid_output_binding *vout, size_t nvout,
+                              const braid_reference_options *opts) {
     braid_reference_options defaults;
     braid_reference_options_init(&defaults);
     if (!g)
@@ -287,18 +325,43 @@ braid_status braid_reference_run_with(const braid_graph *g,
                                  "braid_reference_run: %s is NULL",
                                  ninputs > 0 && !inputs ? "inputs" : "outputs");
     br_ref_run r = {.g = g, .n = g->nnodes, .opts = opts ? opts : &defaults};
-    braid_status s = run_alloc(&r, noutputs);
+    braid_status s = run_alloc(&r, noutputs + nvout);
     if (s == BRAID_OK) s = bind_inputs(&r, inputs, ninputs);
     if (s == BRAID_OK) s = bind_outputs(&r, outputs, noutputs);
-    if (s == BRAID_OK) s = plan_uses(&r, noutputs);
+    if (s == BRAID_OK) s = bind_vars(&r, vin, nvin, vout, nvout, noutputs);
+    if (s == BRAID_OK) s = plan_uses(&r, noutputs + nvout);
     if (s == BRAID_OK) start_pool(&r);
     if (s == BRAID_OK) s = eval_all(&r);
     /* Outputs are written only once everything is computed, so an output
      * buffer that aliases an input buffer cannot corrupt a later read. */
-    for (size_t i = 0; i < noutputs && s == BRAID_OK; i++) {
-        write_output(&r, &outputs[i], r.out_node[i]);
+    for (size_t i = 0; i < noutputs + nvout && s == BRAID_OK; i++) {
+        write_output(&r, i < noutputs ? &outputs[i] : &vout[i - noutputs],
+                     r.out_node[i]);
         release(&r, r.out_node[i]);
     }
     run_free(&r);
     return s;
+}
+
+braid_status braid_reference_run_state(
+    const braid_graph *g, const braid_input_binding *inputs, size_t ninputs,
+    const braid_output_binding *outputs, size_t noutputs,
+    const braid_input_binding *vars_in, size_t nvars_in,
+    const braid_output_binding *vars_out, size_t nvars_out) {
+    if ((nvars_in > 0 && !vars_in) || (nvars_out > 0 && !vars_out))
+        return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
+                                 "braid_reference_run_state: variable "
+                                 "bindings are NULL");
+    return run_state(g, inputs, ninputs, outputs, noutputs, vars_in, nvars_in,
+                     vars_out, nvars_out, NULL);
+}
+
+braid_status braid_reference_run_with(const braid_graph *g,
+                                      const braid_input_binding *inputs,
+                                      size_t ninputs,
+                                      const braid_output_binding *outputs,
+                                      size_t noutputs,
+                                      const braid_reference_options *opts) {
+    return run_state(g, inputs, ninputs, outputs, noutputs, NULL, 0, NULL, 0,
+                     opts);
 }

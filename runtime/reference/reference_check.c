@@ -140,6 +140,10 @@ static braid_status check_source(uint32_t id, const bg_node *n) {
         return BR_BAD(id, n, "input without a name");
     if (n->op == BRAID_OP_CONSTANT && !n->attr.data && bg_numel(n) > 0)
         return BR_BAD(id, n, "constant without data");
+    if (n->op == BRAID_OP_VARIABLE &&
+        (!n->name || (n->attr.init == BRAID_OP_CONSTANT && !n->attr.data &&
+                      bg_numel(n) > 0)))
+        return BR_BAD(id, n, "variable without a name or data");
     if (n->op == BRAID_OP_IOTA && n->rank > 0 &&
         (n->attr.axis < 0 || n->attr.axis >= n->rank))
         return BR_BAD(id, n, "axis");
@@ -193,6 +197,12 @@ braid_status br_ref_check(const braid_graph *g, uint32_t id) {
         return check_concat(g, id, n);
     case BRAID_KIND_COLLECTIVE:
         return br_coll_check_local(g, id, "reference");
+    case BRAID_KIND_STATE:
+        return n->ninputs >= 2 &&
+                       g->nodes[n->inputs[0]].op == BRAID_OP_VARIABLE &&
+                       bg_nbytes(n) == bg_nbytes(bg_node_at(g, n->inputs[1]))
+                   ? BRAID_OK
+                   : BR_BAD(id, n, "assign operands");
     default:
         return bg_set_last_error(BRAID_ERR_UNSUPPORTED,
                                  "reference: node %u (%s) is a compiler-made "
