@@ -5,6 +5,7 @@
  * exists is valid. bg_build also normalises attributes (fields an op does
  * not use are zero), which makes structural equality a plain comparison. */
 #include "graph/collective.h"
+#include "graph/index.h"
 #include "graph/internal.h"
 
 #include <math.h>
@@ -633,6 +634,8 @@ static braid_status bg_infer(bg_ctx *c, braid_op_kind kind) {
         return bg_infer_shape_op(c);
     case BRAID_KIND_COLLECTIVE:
         return bg_infer_collective(c->g, c->op, c->in, c->nin, c->a, c->out);
+    case BRAID_KIND_INDEX: /* gather, scatter */
+        return bg_infer_index(c->g, c->op, c->in, c->nin, c->a, c->out);
     default:
         return BRAID_ERR_INTERNAL;
     }

@@ -28,6 +28,9 @@ typedef enum braid_op_kind {
     BRAID_KIND_COLLECTIVE,  /* one member of a collective group (all_reduce,
                                all_gather, broadcast, reduce_scatter):
                                docs/multi-gpu.md */
+    /* gather, scatter (issue #13): data moved by the values of an i32
+       indices operand (graph/index.h) */
+    BRAID_KIND_INDEX,
     BRAID_KIND_COUNT_
 } braid_op_kind;
 
@@ -54,6 +57,11 @@ enum {
      * and rounding gives every IEEE executor's bits; ops on i32 are exact
      * whatever this says. Constant folding relies on it. */
     BRAID_OPF_EXACT = 1u << 3,
+    /* Its kernels may find a value that makes the run fail (an index out
+     * of range): they record it in the executor's run check instead of
+     * touching memory outside their operands (docs/architecture.md, "Run
+     * checks"). */
+    BRAID_OPF_RUN_CHECK = 1u << 4,
 };
 
 /* X(ID, "name", arity, kind, dtypes, flags, flops)
@@ -125,7 +133,10 @@ enum {
     X(ALL_REDUCE, "all_reduce", -1, COLLECTIVE, NUMBER, BRAID_OPF_DIFFERENTIABLE, 1) \
     X(ALL_GATHER, "all_gather", -1, COLLECTIVE, ANY, BRAID_OPF_DIFFERENTIABLE, 0) \
     X(BROADCAST, "broadcast", -1, COLLECTIVE, ANY, BRAID_OPF_DIFFERENTIABLE, 0) \
-    X(REDUCE_SCATTER, "reduce_scatter", -1, COLLECTIVE, NUMBER, BRAID_OPF_DIFFERENTIABLE, 1)
+    X(REDUCE_SCATTER, "reduce_scatter", -1, COLLECTIVE, NUMBER, BRAID_OPF_DIFFERENTIABLE, 1) \
+    /* gather, scatter (issue #13): docs/ops.md */ \
+    X(GATHER, "gather", 2, INDEX, ANY, BRAID_OPF_DIFFERENTIABLE|BRAID_OPF_RUN_CHECK, 0) \
+    X(SCATTER, "scatter", 3, INDEX, ANY, BRAID_OPF_DIFFERENTIABLE|BRAID_OPF_RUN_CHECK, 1)
 /* clang-format on */
 
 typedef enum braid_op {
