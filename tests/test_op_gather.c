@@ -428,3 +428,56 @@ Test(op_gather, plan_file_round_trip) {
         braid_graph_free(c.g);
     }
 }
+
+/* ---- generated kernels --------------------------------------------------- */
+
+#ifdef BRAID_HAVE_CUDA
+#include "codegen/codegen.h"
+
+/* Every random case's GPU plan generates kernels that take the run check
+ * record, and the module of them all compiles with NVRTC for sm_90. */
+Test(op_gather, kernels_compile_for_sm90, .timeout = 300) {
+    setenv("BRAID_CACHE_DIR", "", 1);
+    int cases = 0;
+    for (uint64_t seed = 1; seed <= 60; seed++) {
+        ix_case c = ix_random(seed, seed % 4 == 0);
+        cr_assert_eq(braid_output(c.g, "y", c.y), BRAID_OK);
+        for (uint32_t id = 0; id < braid_graph_node_count(c.g); id++)
+            if (c.g->nodes[id].op != BRAID_OP_INPUT)
+                braid_set_device(c.g, (braid_tensor){id}, "cuda:0");
+        braid_plan *p = pf_compile(c.g, "cpu,cuda:0");
+        bc_source src;
+        cr_assert_eq(bc_plan_source(p, &src), BRAID_OK, "%s: %s", c.what,
+                     braid_last_error());
+        for (uint32_t k = 0; k < src.nkernels; k++) {
+            const bc_kernel *bk = &src.kernels[k];
+            braid_op op = p->res.graph->nodes[bk->node].op;
+            if (op != BRAID_OP_GATHER && op != BRAID_OP_SCATTER) continue;
+            cases++;
+            cr_assert(bk->run_check, "%s", c.what);
+            cr_assert_eq(bk->nparams,
+                         2 + p->res.graph->nodes[bk->node].ninputs);
+            cr_assert_eq(bk->nlaunch, op == BRAID_OP_GATHER ? 1 : 2);
+        }
+        const char *dump = getenv("BRAID_CODEGEN_DUMP"); /* for reading */
+        char path[1024];
+        snprintf(path, sizeof path, "%s/gather_%llu.cu", dump ? dump : "",
+                 (unsigned long long)seed);
+        FILE *f = dump && *dump ? fopen(path, "w") : NULL;
+        if (f) {
+            fprintf(f, "// %s\n%s", c.what, src.text);
+            fclose(f);
+        }
+        bc_binary bin;
+        char err[16384];
+        braid_status s =
+            bc_compile(src.text, "kernel.cu", 90, &bin, err, sizeof err);
+        cr_assert_eq(s, BRAID_OK, "%s: %s", c.what, err);
+        bc_binary_free(&bin);
+        bc_source_free(&src);
+        braid_plan_free(p);
+        braid_graph_free(c.g);
+    }
+    cr_assert_geq(cases, 60);
+}
+#endif
