@@ -481,3 +481,29 @@ Test(op_gather, kernels_compile_for_sm90, .timeout = 300) {
     cr_assert_geq(cases, 60);
 }
 #endif
+
+/* DOT shows the form, the axis and the reduction. */
+Test(op_gather, dot_labels) {
+    braid_graph *g = braid_graph_new(NULL);
+    braid_tensor x = braid_input(g, "x", BRAID_F32, 2, DIMS(4, 3));
+    braid_tensor i = braid_input(g, "i", BRAID_I32, 2, DIMS(2, 1));
+    braid_tensor u = braid_input(g, "u", BRAID_F32, 2, DIMS(2, 3));
+    braid_output(g, "y", braid_scatter_nd(g, x, i, u, BRAID_SCATTER_MAX));
+    braid_output(g, "z", braid_gather(g, x, i, 1));
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    cr_assert_eq(braid_graph_to_dot(g, f), BRAID_OK, "%s", braid_last_error());
+    fclose(f);
+    cr_assert(strstr(buf, "nd batch_dims=0 max"), "%s", buf);
+    cr_assert(strstr(buf, "axis axis=1"), "%s", buf);
+    free(buf);
+    braid_plan *p = pf_compile(g, "cpu");
+    f = open_memstream(&buf, &len);
+    cr_assert_eq(braid_plan_to_dot(p, f), BRAID_OK, "%s", braid_last_error());
+    fclose(f);
+    cr_assert(strstr(buf, "scatter"), "%s", buf);
+    free(buf);
+    braid_plan_free(p);
+    braid_graph_free(g);
+}
