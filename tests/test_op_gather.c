@@ -507,3 +507,20 @@ Test(op_gather, dot_labels) {
     braid_plan_free(p);
     braid_graph_free(g);
 }
+
+/* Gradients are checked by tests/test_grad.c (finite differences per op);
+ * here: the reductions without one fail naming the reduction. */
+Test(op_gather, scatter_mul_has_no_gradient) {
+    braid_graph *g = braid_graph_new(NULL);
+    braid_tensor x = braid_input(g, "x", BRAID_F32, 1, DIMS(4));
+    int32_t iv[2] = {1, 3};
+    braid_tensor i = braid_constant(g, BRAID_I32, 2, DIMS(2, 1), iv);
+    braid_tensor u = braid_input(g, "u", BRAID_F32, 1, DIMS(2));
+    braid_tensor y = braid_scatter_nd(g, x, i, u, BRAID_SCATTER_MUL);
+    braid_tensor loss = braid_sum(g, y, 0, NULL, false);
+    braid_tensor grads[1];
+    cr_assert_neq(braid_grad(g, loss, 1, &x, grads), BRAID_OK);
+    cr_assert(strstr(braid_graph_error(g), "reduction mul) has no gradient"),
+              "%s", braid_graph_error(g));
+    braid_graph_free(g);
+}
