@@ -132,9 +132,10 @@ static void emit_target(bc_buf *b, const bg_index_geom *g, uint32_t node) {
 
 /* Bytes of the widest unit (16, 8, 4) dividing a row, or 0. */
 static int unit_bytes(int64_t row_bytes) {
-    return row_bytes % 16 == 0 ? 16 : row_bytes % 8 == 0 ? 8
-                                  : row_bytes % 4 == 0   ? 4
-                                                         : 0;
+    return row_bytes % 16 == 0  ? 16
+           : row_bytes % 8 == 0 ? 8
+           : row_bytes % 4 == 0 ? 4
+                                : 0;
 }
 
 static const char *unit_type(int u) {

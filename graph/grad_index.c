@@ -53,14 +53,14 @@ void bg_grad_gather(bg_grad_ctx *c, const bg_grad_node *n, braid_tensor gy) {
     int axis = n->attr.axis;
     switch (bg_index_mode_of(&n->attr)) {
     case BG_INDEX_ELEMENTS:
-        bg_grad_acc(c, n, 0,
-                    braid_scatter_elements(g, zeros, idx, gy, axis,
-                                           BRAID_SCATTER_ADD));
+        bg_grad_acc(
+            c, n, 0,
+            braid_scatter_elements(g, zeros, idx, gy, axis, BRAID_SCATTER_ADD));
         return;
     case BG_INDEX_ND:
         if (axis > 0) idx = batch_tuples(c, n->inputs[1], axis);
-        bg_grad_acc(c, n, 0, braid_scatter_nd(g, zeros, idx, gy,
-                                              BRAID_SCATTER_ADD));
+        bg_grad_acc(c, n, 0,
+                    braid_scatter_nd(g, zeros, idx, gy, BRAID_SCATTER_ADD));
         return;
     default: { /* along an axis: [outer, A, inner] */
         int64_t outer = 1, inner = 1, q = 1;
@@ -76,9 +76,9 @@ void bg_grad_gather(bg_grad_ctx *c, const bg_grad_node *n, braid_tensor gy) {
         int64_t d3[3] = {outer, xd[axis], inner}, g3[3] = {outer, q, inner};
         braid_tensor i3 = reshape_to(g, idx, 3, (const int64_t[]){1, q, 1});
         i3 = braid_broadcast_to(g, i3, 3, g3);
-        braid_tensor s = braid_scatter_elements(
-            g, reshape_to(g, zeros, 3, d3), i3, reshape_to(g, gy, 3, g3), 1,
-            BRAID_SCATTER_ADD);
+        braid_tensor s = braid_scatter_elements(g, reshape_to(g, zeros, 3, d3),
+                                                i3, reshape_to(g, gy, 3, g3), 1,
+                                                BRAID_SCATTER_ADD);
         bg_grad_acc(c, n, 0, reshape_to(g, s, xr, xd));
         return;
     }
@@ -118,8 +118,8 @@ static braid_tensor winners(bg_grad_ctx *c, const bg_grad_node *n,
     braid_tensor pos = braid_iota(g, BRAID_I32, 1, &count, 0);
     pos = braid_add(g, reshape_to(g, pos, ur, ud),
                     braid_fill(g, BRAID_I32, 0, NULL, 1));
-    braid_tensor who = scatter_none(g, n, bg_grad_zeros(c, BRAID_I32, xr, xd),
-                                    pos);
+    braid_tensor who =
+        scatter_none(g, n, bg_grad_zeros(c, BRAID_I32, xr, xd), pos);
     return braid_cast(g, braid_eq(g, gather_back(g, n, who), pos), dt);
 }
 
@@ -137,11 +137,11 @@ void bg_grad_scatter(bg_grad_ctx *c, const bg_grad_node *n, braid_tensor gy) {
     int64_t ud[BRAID_MAX_RANK];
     bg_grad_type(c, n->inputs[2], NULL, &ur, ud);
     if (bg_grad_wants(c, n, 0))
-        bg_grad_acc(c, n, 0,
-                    red == BG_SCATTER_ADD
-                        ? gy
-                        : scatter_none(g, n, gy,
-                                       bg_grad_zeros(c, n->dtype, ur, ud)));
+        bg_grad_acc(
+            c, n, 0,
+            red == BG_SCATTER_ADD
+                ? gy
+                : scatter_none(g, n, gy, bg_grad_zeros(c, n->dtype, ur, ud)));
     if (!bg_grad_wants(c, n, 2)) return;
     braid_tensor du = gather_back(g, n, gy);
     if (red == BG_SCATTER_NONE) du = braid_mul(g, du, winners(c, n, n->dtype));

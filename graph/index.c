@@ -7,8 +7,8 @@
 
 #define TYPE_BUF 200
 
-static const char *const mode_names[BG_INDEX_MODE_COUNT_] = {"axis",
-                                                              "elements", "nd"};
+static const char *const mode_names[BG_INDEX_MODE_COUNT_] = {"axis", "elements",
+                                                             "nd"};
 static const char *const red_names[BG_SCATTER_RED_COUNT_] = {
     "none", "add", "mul", "max", "min"};
 
@@ -46,7 +46,7 @@ braid_op bg_scatter_red_op(bg_scatter_red r) {
 /* What one bg_infer_index call is working on. */
 typedef struct ictx {
     braid_graph *g;
-    const char *op;            /* "gather" / "scatter" */
+    const char *op;               /* "gather" / "scatter" */
     const bg_node *x, *idx, *upd; /* data, indices, updates (scatter) */
     char tx[TYPE_BUF], ti[TYPE_BUF], tu[TYPE_BUF]; /* their types */
     bg_index_mode mode;
@@ -55,8 +55,9 @@ typedef struct ictx {
 } ictx;
 
 static braid_status shape_fail(ictx *c, const char *why) {
-    return bg_fail(c->g, BRAID_ERR_SHAPE, "%s (%s): data %s, indices %s%s%s: %s",
-                   c->op, bg_index_mode_name(c->mode), c->tx, c->ti,
+    return bg_fail(c->g, BRAID_ERR_SHAPE,
+                   "%s (%s): data %s, indices %s%s%s: %s", c->op,
+                   bg_index_mode_name(c->mode), c->tx, c->ti,
                    c->upd ? ", updates " : "", c->upd ? c->tu : "", why);
 }
 
@@ -97,7 +98,8 @@ static braid_status infer_elements(ictx *c) {
         bool same = c->upd->rank == c->idx->rank;
         for (int i = 0; same && i < c->idx->rank; i++)
             same = c->upd->dims[i] == c->idx->dims[i];
-        if (!same) return shape_fail(c, "expected updates of the indices' shape");
+        if (!same)
+            return shape_fail(c, "expected updates of the indices' shape");
         set_out(c, c->x->rank, c->x->dims);
     } else {
         set_out(c, c->idx->rank, c->idx->dims);
@@ -157,8 +159,8 @@ static braid_status check_attrs(ictx *c, braid_op op, const bg_attrs *a) {
                        scatter ? "elements or nd, and a reduction"
                                : "axis, elements or nd");
     c->mode = mode;
-    if (red != BG_SCATTER_NONE && !bg_op_accepts(bg_scatter_red_op(red),
-                                                 c->x->dtype))
+    if (red != BG_SCATTER_NONE &&
+        !bg_op_accepts(bg_scatter_red_op(red), c->x->dtype))
         return bg_fail(c->g, BRAID_ERR_DTYPE,
                        "%s: reduction %s on data %s; expected %s", c->op,
                        bg_scatter_red_name(red), c->tx,
@@ -266,8 +268,8 @@ static int64_t fail(bg_index_bad *bad, int64_t v, int64_t pos, int64_t bound) {
     return -1;
 }
 
-int64_t bg_index_target(const bg_index_geom *geo, int64_t p,
-                        const int32_t *idx, bg_index_bad *bad) {
+int64_t bg_index_target(const bg_index_geom *geo, int64_t p, const int32_t *idx,
+                        bg_index_bad *bad) {
     if (geo->mode == BG_INDEX_AXIS) {
         int64_t i = p % geo->inner, t = p / geo->inner;
         int64_t q = t % geo->nidx, o = t / geo->nidx;

@@ -71,22 +71,22 @@ braid_status bg_infer_index(braid_graph *g, braid_op op, const uint32_t *in,
  *             (b · nidx + q) · m + k; data element b · batch_stride +
  *             Σ_k idx_k · dstride[k] + i, idx_k < bound[k]. */
 typedef struct bg_index_geom {
-    bg_index_mode mode;         /* the form */
-    bg_scatter_red red;         /* scatter: the reduction */
-    int axis;                   /* AXIS / ELEMENTS: the axis */
-    int rank;                   /* ELEMENTS: rank of indices and data */
+    bg_index_mode mode;              /* the form */
+    bg_scatter_red red;              /* scatter: the reduction */
+    int axis;                        /* AXIS / ELEMENTS: the axis */
+    int rank;                        /* ELEMENTS: rank of indices and data */
     int64_t idims[BRAID_MAX_RANK];   /* ELEMENTS: the indices' dims */
     int64_t dstride[BRAID_MAX_RANK]; /* ELEMENTS: data strides per axis;
                                         ND: stride of tuple entry k */
     int64_t bound[BRAID_MAX_RANK];   /* ND: dims tuple entries index;
                                         AXIS / ELEMENTS: bound[0] = the
                                         axis length */
-    int64_t outer, nidx, inner; /* AXIS / ND: the work's three factors */
-    int64_t m;                  /* ND: indices per tuple */
-    int64_t batch_stride;       /* ND: data elements per batch entry */
-    int64_t nwork;              /* work items: output (gather) or updates
-                                   (scatter) elements */
-    int64_t ndata;              /* data elements */
+    int64_t outer, nidx, inner;      /* AXIS / ND: the work's three factors */
+    int64_t m;                       /* ND: indices per tuple */
+    int64_t batch_stride;            /* ND: data elements per batch entry */
+    int64_t nwork;                   /* work items: output (gather) or updates
+                                        (scatter) elements */
+    int64_t ndata;                   /* data elements */
 } bg_index_geom;
 
 /* The geometry of gather/scatter node n of g (built by bg_build). */
@@ -114,8 +114,8 @@ const char *bg_index_bad_text(const bg_index_bad *bad, char *buf, size_t size);
 /* The data element work item p reads (gather) or writes (scatter), from
  * the indices idx (i32, dense); -1 with *bad filled when an index is out of
  * range. */
-int64_t bg_index_target(const bg_index_geom *geo, int64_t p,
-                        const int32_t *idx, bg_index_bad *bad);
+int64_t bg_index_target(const bg_index_geom *geo, int64_t p, const int32_t *idx,
+                        bg_index_bad *bad);
 
 /* The first bad index of the node in C order of the indices, or false
  * when every index is in range. idx as above. */

@@ -44,8 +44,8 @@ void bg_eval_scatter(const braid_graph *g, const bg_node *n,
         int64_t t = bg_index_target(&geo, p, idx, &bad);
         if (t < 0) continue;
         double x[2] = {out[t], in[2][p]};
-        double v = op == BRAID_OP_COUNT_ ? x[1]
-                                         : bg_scalar_apply(op, n->dtype, x);
+        double v =
+            op == BRAID_OP_COUNT_ ? x[1] : bg_scalar_apply(op, n->dtype, x);
         out[t] = bg_round(n->dtype, v);
     }
     free(idx);

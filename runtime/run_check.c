@@ -34,10 +34,9 @@ braid_status br_run_check_take(const bp_plan *p, bc_run_check *rc) {
     } else {
         snprintf(why, sizeof why, "run check %u failed", (unsigned)r.kind);
     }
-    return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
-                             "braid_run: node %u (%s%s%s%s): %s",
-                             (unsigned)r.node,
-                             n ? bg_op(n->op)->name : "?",
-                             n && n->name ? " '" : "", n && n->name ? n->name : "",
-                             n && n->name ? "'" : "", why);
+    return bg_set_last_error(
+        BRAID_ERR_INVALID_ARGUMENT, "braid_run: node %u (%s%s%s%s): %s",
+        (unsigned)r.node, n ? bg_op(n->op)->name : "?",
+        n && n->name ? " '" : "", n && n->name ? n->name : "",
+        n && n->name ? "'" : "", why);
 }

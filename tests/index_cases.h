@@ -32,7 +32,7 @@ static inline ts_shape ix_shape(uint64_t *st, int rank, int maxd) {
 
 /* The data's dtype: any for gather and scatter none, a number otherwise. */
 static inline braid_dtype ix_dtype(uint64_t *st, bool number) {
-    static const braid_dtype all[] = {BRAID_F32, BRAID_F32, BRAID_F64,
+    static const braid_dtype all[] = {BRAID_F32, BRAID_F32,  BRAID_F64,
                                       BRAID_F16, BRAID_BF16, BRAID_I32,
                                       BRAID_BOOL};
     int n = number ? 6 : 7;
@@ -109,8 +109,9 @@ static inline ix_case ix_random(uint64_t seed, bool consumer) {
     }
     c.node = c.y.id;
     if (consumer && braid_tensor_valid(c.y))
-        c.y = braid_add(c.g, braid_mul(c.g, c.y, braid_fill(c.g, dt, 0, NULL, 2)),
-                        braid_fill(c.g, dt, 0, NULL, 1));
+        c.y =
+            braid_add(c.g, braid_mul(c.g, c.y, braid_fill(c.g, dt, 0, NULL, 2)),
+                      braid_fill(c.g, dt, 0, NULL, 1));
     return c;
 }
 
@@ -128,8 +129,8 @@ static inline int32_t ix_fill_indices(const ix_case *c, braid_input_binding *in,
     uint64_t st = seed ^ 0xA5A5A5A5ull;
     int32_t badv = 0;
     for (int64_t p = 0; p < count; p++) {
-        int64_t bound = geo.mode == BG_INDEX_ND ? geo.bound[p % geo.m]
-                                                : geo.bound[0];
+        int64_t bound =
+            geo.mode == BG_INDEX_ND ? geo.bound[p % geo.m] : geo.bound[0];
         v[p] = (int32_t)ts_rand_int(&st, (int)-bound, (int)bound - 1);
         if (bad >= 0 && p == bad % count)
             v[p] = badv = (int32_t)(seed % 2 ? -bound - 1 : bound);

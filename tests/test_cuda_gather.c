@@ -184,14 +184,14 @@ Test(cuda_gather, plan_file_round_trip) {
             braid_exec *e = NULL;
             cr_assert_eq(braid_exec_new(plans[k], &e), BRAID_OK, "%s",
                          braid_last_error());
-            cr_assert_eq(braid_run(e, ios[k]->in, ios[k]->ninputs,
-                                   ios[k]->out, ios[k]->noutputs),
+            cr_assert_eq(braid_run(e, ios[k]->in, ios[k]->ninputs, ios[k]->out,
+                                   ios[k]->noutputs),
                          BRAID_OK, "%s: %s", c.what, braid_last_error());
             braid_exec_free(e);
         }
         for (uint32_t k = 0; k < a->noutputs; k++)
-            cr_assert(memcmp(a->out[k].data, b->out[k].data,
-                             a->out[k].bytes) == 0,
+            cr_assert(memcmp(a->out[k].data, b->out[k].data, a->out[k].bytes) ==
+                          0,
                       "%s: the loaded plan differs", c.what);
         ts_io_free(a);
         ts_io_free(b);

@@ -30,8 +30,8 @@ static void run_literal(braid_graph *g, braid_tensor y, const float *x,
                         size_t obytes) {
     cr_assert_eq(braid_graph_status(g), BRAID_OK, "%s", braid_graph_error(g));
     cr_assert_eq(braid_output(g, "y", y), BRAID_OK);
-    braid_input_binding in[3] = {{"x", x, xbytes}, {"i", idx, ibytes},
-                                 {"u", u, ubytes}};
+    braid_input_binding in[3] = {
+        {"x", x, xbytes}, {"i", idx, ibytes}, {"u", u, ubytes}};
     size_t nin = u ? 3 : 2;
     float *ref = calloc(1, obytes);
     braid_output_binding ro = {"y", ref, obytes}, co = {"y", out, obytes};
@@ -241,8 +241,8 @@ static void bad_index_case(const char *devices, uint64_t seed) {
     ix_case c = ix_random(seed, false);
     bool same = false;
     braid_status s = run_case(&c, devices, 2, seed, (int64_t)seed * 7, &same);
-    cr_assert_eq(s, BRAID_ERR_INVALID_ARGUMENT, "%s on %s: %s", c.what,
-                 devices, braid_status_name(s));
+    cr_assert_eq(s, BRAID_ERR_INVALID_ARGUMENT, "%s on %s: %s", c.what, devices,
+                 braid_status_name(s));
     const char *m = braid_last_error();
     cr_assert(strstr(m, "braid_run: node ") && strstr(m, "out of range"),
               "%s: %s", c.what, m);
@@ -251,14 +251,14 @@ static void bad_index_case(const char *devices, uint64_t seed) {
               "%s: %s", c.what, m);
     /* the reference refuses the same indices */
     ts_io *io = ts_io_new(c.g, seed);
-    int32_t v = ix_fill_indices(&c, ix_binding(io, "i"), seed,
-                                (int64_t)seed * 7);
+    int32_t v =
+        ix_fill_indices(&c, ix_binding(io, "i"), seed, (int64_t)seed * 7);
     char want[64];
     snprintf(want, sizeof want, "index %d at position", (int)v);
     cr_assert(strstr(m, want), "%s: %s (expected \"%s\")", c.what, m, want);
-    cr_assert_eq(braid_reference_run(c.g, io->in, io->ninputs, io->ref,
-                                     io->noutputs),
-                 BRAID_ERR_INVALID_ARGUMENT);
+    cr_assert_eq(
+        braid_reference_run(c.g, io->in, io->ninputs, io->ref, io->noutputs),
+        BRAID_ERR_INVALID_ARGUMENT);
     cr_assert(strstr(braid_last_error(), want), "%s", braid_last_error());
     ts_io_free(io);
     braid_graph_free(c.g);
@@ -368,8 +368,8 @@ Test(op_gather, text_round_trip) {
         braid_graph *back = braid_graph_parse(text, len, "t.graph", NULL);
         cr_assert_eq(braid_graph_status(back), BRAID_OK, "%s\n%s",
                      braid_graph_error(back), text);
-        cr_assert(bg_graph_equal(c.g, back), "%s: not equal after\n%s",
-                  c.what, text);
+        cr_assert(bg_graph_equal(c.g, back), "%s: not equal after\n%s", c.what,
+                  text);
         free(text);
         braid_graph_free(back);
         braid_graph_free(c.g);

@@ -24,7 +24,7 @@ typedef struct ix {
     size_t es;        /* element size */
     const char *data; /* operand 0 */
     const int32_t *idx;
-    const char *upd;  /* scatter: operand 2 */
+    const char *upd; /* scatter: operand 2 */
     char *out;
 } ix;
 
