@@ -143,46 +143,51 @@ static const char *unit_type(int u) {
 }
 
 /* AXIS in units of u bytes: each thread loads PER_THREAD units, then
- * stores them. */
+ * stores them. Index arithmetic is 32-bit when every unit offset (the
+ * data's and the output's) fits, else 64-bit. */
 static void emit_rows_vector(bc_buf *b, const bg_index_geom *g, uint32_t node,
                              int u, int64_t es) {
     int64_t U = g->inner * es / u, n = g->outer * g->nidx * U;
-    int64_t A = g->bound[0];
+    int64_t A = g->bound[0], nsrc = g->outer * A * U;
     const char *T = unit_type(u);
+    const char *I = n + BC_BLOCK * PER_THREAD < ((int64_t)1 << 31) &&
+                            nsrc < ((int64_t)1 << 31)
+                        ? "unsigned"
+                        : "unsigned long long";
     bc_buf_printf(b,
+                  "    typedef %s IX;\n"
                   "    const %s *src = (const %s *)in0;\n"
                   "    %s *dst = (%s *)out;\n"
                   "    %s val[%d];\n"
-                  "    long long at[%d];\n"
-                  "    const long long first = (long long)blockIdx.x * %d + "
-                  "threadIdx.x;\n"
+                  "    const IX first = (IX)blockIdx.x * %d + threadIdx.x;\n"
                   "#pragma unroll\n"
                   "    for (int j = 0; j < %d; j++) {\n"
-                  "        const long long i = first + (long long)j * %d;\n"
-                  "        at[j] = -1;\n"
-                  "        if (i >= %lldLL) continue;\n"
-                  "        const long long r = i / %lldLL, q = r %% %lldLL;\n"
+                  "        const IX i = first + (IX)j * %d;\n"
+                  "        if (i >= (IX)%lldLL) break;\n"
+                  "        const IX r = i / (IX)%lldLL, q = r %% (IX)%lldLL;\n"
                   "        const int v = in1[q];\n"
-                  "        long long w = v < 0 ? (long long)v + %lldLL : "
-                  "(long long)v;\n"
-                  "        at[j] = i;\n"
+                  "        const long long w = v < 0 ? (long long)v + %lldLL "
+                  ": (long long)v;\n"
                   "        if ((unsigned long long)w >= %lluULL) {\n"
-                  "            bc_check_fail(chk, 1u, %uu, (long long)v, q, "
-                  "%lldLL);\n"
-                  "            memset(&val[j], 0, sizeof val[j]);\n"
+                  "            bc_check_fail(chk, 1u, %uu, (long long)v, "
+                  "(long long)q, %lldLL);\n"
+                  "            val[j] = %s{};\n"
                   "        } else {\n"
-                  "            val[j] = src[((r / %lldLL) * %lldLL + w) * "
-                  "%lldLL + i %% %lldLL];\n"
+                  "            val[j] = src[((r / (IX)%lldLL) * (IX)%lldLL + "
+                  "(IX)w) * (IX)%lldLL + i %% (IX)%lldLL];\n"
                   "        }\n"
                   "    }\n"
                   "#pragma unroll\n"
-                  "    for (int j = 0; j < %d; j++)\n"
-                  "        if (at[j] >= 0) dst[at[j]] = val[j];\n",
-                  T, T, T, T, T, PER_THREAD, PER_THREAD, BC_BLOCK * PER_THREAD,
+                  "    for (int j = 0; j < %d; j++) {\n"
+                  "        const IX i = first + (IX)j * %d;\n"
+                  "        if (i < (IX)%lldLL) dst[i] = val[j];\n"
+                  "    }\n",
+                  I, T, T, T, T, T, PER_THREAD, BC_BLOCK * PER_THREAD,
                   PER_THREAD, BC_BLOCK, (long long)n, (long long)U,
                   (long long)g->nidx, (long long)A, (unsigned long long)A,
-                  (unsigned)node, (long long)A, (long long)g->nidx,
-                  (long long)A, (long long)U, (long long)U, PER_THREAD);
+                  (unsigned)node, (long long)A, T, (long long)g->nidx,
+                  (long long)A, (long long)U, (long long)U, PER_THREAD,
+                  BC_BLOCK, (long long)n);
 }
 
 /* Element by element, any form: a grid-stride loop (the launch may be

@@ -9,6 +9,7 @@
 #ifndef BRAID_TESTS_INDEX_CASES_H
 #define BRAID_TESTS_INDEX_CASES_H
 
+#include <criterion/criterion.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -143,6 +144,42 @@ static inline braid_input_binding *ix_binding(ts_io *io, const char *name) {
     for (uint32_t k = 0; k < io->ninputs; k++)
         if (strcmp(io->in[k].name, name) == 0) return &io->in[k];
     return NULL;
+}
+
+/* y = gather(x f32[4, 3], i i32[2], axis 0): the recovery tests' graph. */
+static inline braid_graph *ix_small_gather(void) {
+    braid_graph *g = braid_graph_new(NULL);
+    braid_tensor x = braid_input(g, "x", BRAID_F32, 2, (int64_t[]){4, 3});
+    braid_tensor i = braid_input(g, "i", BRAID_I32, 1, (int64_t[]){2});
+    cr_assert_eq(braid_output(g, "y", braid_gather(g, x, i, 0)), BRAID_OK);
+    return g;
+}
+
+/* Runs plan p of ix_small_gather with indices bad (the error must name
+ * `want`), then twice with good ones on the same executor: the failure's
+ * record must be cleared and the rows right. */
+static inline void ix_check_recovery(const braid_plan *p, const int32_t *bad,
+                                     const char *want) {
+    braid_exec *e = NULL;
+    cr_assert_eq(braid_exec_new(p, &e), BRAID_OK, "%s", braid_last_error());
+    float xv[12], out[6];
+    const int32_t good[2] = {3, -4};
+    const float rows[6] = {9, 10, 11, 0, 1, 2};
+    for (int k = 0; k < 12; k++)
+        xv[k] = (float)k;
+    braid_input_binding in[2] = {{"x", xv, sizeof xv}, {"i", bad, 8}};
+    braid_output_binding ob = {"y", out, sizeof out};
+    cr_assert_eq(braid_run(e, in, 2, &ob, 1), BRAID_ERR_INVALID_ARGUMENT);
+    cr_assert(strstr(braid_last_error(), want), "%s (expected \"%s\")",
+              braid_last_error(), want);
+    in[1].data = good;
+    for (int r = 0; r < 2; r++) {
+        cr_assert_eq(braid_run(e, in, 2, &ob, 1), BRAID_OK, "%s",
+                     braid_last_error());
+        for (int k = 0; k < 6; k++)
+            cr_assert_eq(out[k], rows[k], "element %d", k);
+    }
+    braid_exec_free(e);
 }
 
 #endif /* BRAID_TESTS_INDEX_CASES_H */

@@ -128,34 +128,12 @@ Test(cuda_gather, out_of_range_is_a_run_error, .timeout = 600) {
  * good indices, and right. */
 Test(cuda_gather, executor_recovers_after_a_run_error) {
     TC_REQUIRE_GPU();
-    braid_graph *g = braid_graph_new(NULL);
-    braid_tensor x = braid_input(g, "x", BRAID_F32, 2, TC_DIMS(4, 3));
-    braid_tensor i = braid_input(g, "i", BRAID_I32, 1, TC_DIMS(2));
-    cr_assert_eq(braid_output(g, "y", braid_gather(g, x, i, 0)), BRAID_OK);
+    braid_graph *g = ix_small_gather();
     tc_hint_all(g, "cuda:0");
     braid_compile_options o = tc_options();
     braid_plan *p = NULL;
     cr_assert_eq(braid_compile(g, &o, &p), BRAID_OK, "%s", braid_last_error());
-    braid_exec *e = NULL;
-    cr_assert_eq(braid_exec_new(p, &e), BRAID_OK, "%s", braid_last_error());
-    float xv[12], out[6];
-    int32_t bad[2] = {-5, 1}, good[2] = {3, -4};
-    for (int k = 0; k < 12; k++)
-        xv[k] = (float)k;
-    braid_input_binding in[2] = {{"x", xv, sizeof xv}, {"i", bad, 8}};
-    braid_output_binding ob = {"y", out, sizeof out};
-    cr_assert_eq(braid_run(e, in, 2, &ob, 1), BRAID_ERR_INVALID_ARGUMENT);
-    cr_assert(strstr(braid_last_error(), "index -5 at position 0"), "%s",
-              braid_last_error());
-    in[1].data = good;
-    for (int r = 0; r < 2; r++) {
-        cr_assert_eq(braid_run(e, in, 2, &ob, 1), BRAID_OK, "%s",
-                     braid_last_error());
-        const float want[6] = {9, 10, 11, 0, 1, 2};
-        for (int k = 0; k < 6; k++)
-            cr_assert_eq(out[k], want[k], "element %d", k);
-    }
-    braid_exec_free(e);
+    ix_check_recovery(p, (const int32_t[]){-5, 1}, "index -5 at position 0");
     braid_plan_free(p);
     braid_graph_free(g);
 }

@@ -273,27 +273,9 @@ Test(op_gather, out_of_range_is_a_run_error) {
 
 /* After a failed run the record is cleared: good indices run again. */
 Test(op_gather, executor_recovers_after_a_run_error) {
-    braid_graph *g = braid_graph_new(NULL);
-    braid_tensor x = braid_input(g, "x", BRAID_F32, 2, DIMS(4, 3));
-    braid_tensor i = braid_input(g, "i", BRAID_I32, 1, DIMS(2));
-    cr_assert_eq(braid_output(g, "y", braid_gather(g, x, i, 0)), BRAID_OK);
+    braid_graph *g = ix_small_gather();
     braid_plan *p = pf_compile(g, "cpu");
-    braid_exec *e = NULL;
-    cr_assert_eq(braid_exec_new(p, &e), BRAID_OK);
-    float xv[12] = {0}, out[6];
-    int32_t bad[2] = {1, 4}, good[2] = {3, -4};
-    for (int k = 0; k < 12; k++)
-        xv[k] = (float)k;
-    braid_input_binding in[2] = {{"x", xv, sizeof xv}, {"i", bad, 8}};
-    braid_output_binding o = {"y", out, sizeof out};
-    cr_assert_eq(braid_run(e, in, 2, &o, 1), BRAID_ERR_INVALID_ARGUMENT);
-    cr_assert(strstr(braid_last_error(), "index 4 at position 1"), "%s",
-              braid_last_error());
-    in[1].data = good;
-    cr_assert_eq(braid_run(e, in, 2, &o, 1), BRAID_OK, "%s",
-                 braid_last_error());
-    assert_floats(out, (const float[]){9, 10, 11, 0, 1, 2}, 6);
-    braid_exec_free(e);
+    ix_check_recovery(p, (const int32_t[]){1, 4}, "index 4 at position 1");
     braid_plan_free(p);
     braid_graph_free(g);
 }
