@@ -62,12 +62,12 @@ enum {
     BRAID_OPF_EXACT = 1u << 3,
     /* Piecewise constant (floor, ceil): braid_grad passes a zero gradient
      * through it by convention (docs/training.md) instead of failing. */
-    BRAID_OPF_ZERO_GRAD = 1u << 4,
+    BRAID_OPF_ZERO_GRAD = 1u << 5,
     /* Its kernels may find a value that makes the run fail (an index out
      * of range): they record it in the executor's run check instead of
      * touching memory outside their operands (docs/architecture.md, "Run
      * checks"). */
-    BRAID_OPF_RUN_CHECK = 1u << 5,
+    BRAID_OPF_RUN_CHECK = 1u << 6,
 };
 
 /* X(ID, "name", arity, kind, dtypes, flags, flops)
