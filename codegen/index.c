@@ -75,7 +75,7 @@ static void emit_target(bc_buf *b, const bg_index_geom *g, uint32_t node) {
                           (long long)(g->inner * g->nidx));
         bc_buf_printf(b,
                       "        {\n"
-                      "            const int v = in1[%s];\n"
+                      "            const long long v = in1[%s];\n"
                       "            long long w = v < 0 ? (long long)v + %lldLL "
                       ": (long long)v;\n"
                       "            if ((unsigned long long)w >= %lluULL) {\n"
@@ -111,7 +111,7 @@ static void emit_target(bc_buf *b, const bg_index_geom *g, uint32_t node) {
         bc_buf_printf(b,
                       "        if (off >= 0) {\n"
                       "            const long long pos = t * %lldLL + %lld;\n"
-                      "            const int v = in1[pos];\n"
+                      "            const long long v = in1[pos];\n"
                       "            long long w = v < 0 ? (long long)v + %lldLL "
                       ": (long long)v;\n"
                       "            if ((unsigned long long)w >= %lluULL) {\n"
@@ -165,7 +165,7 @@ static void emit_rows_vector(bc_buf *b, const bg_index_geom *g, uint32_t node,
                   "        const IX i = first + (IX)j * %d;\n"
                   "        if (i >= (IX)%lldLL) break;\n"
                   "        const IX r = i / (IX)%lldLL, q = r %% (IX)%lldLL;\n"
-                  "        const int v = in1[q];\n"
+                  "        const long long v = in1[q];\n"
                   "        const long long w = v < 0 ? (long long)v + %lldLL "
                   ": (long long)v;\n"
                   "        if ((unsigned long long)w >= %lluULL) {\n"

@@ -29,15 +29,16 @@ static braid_tensor reshape_to(braid_graph *g, braid_tensor t, int rank,
 static braid_tensor batch_tuples(bg_grad_ctx *c, uint32_t idx, int b) {
     braid_graph *g = bg_grad_graph(c);
     int r;
+    braid_dtype it;
     int64_t d[BRAID_MAX_RANK];
-    bg_grad_type(c, idx, NULL, &r, d);
+    bg_grad_type(c, idx, &it, &r, d);
     braid_tensor parts[BRAID_MAX_RANK + 1];
     int64_t one[BRAID_MAX_RANK];
     for (int k = 0; k < r; k++)
         one[k] = d[k];
     one[r - 1] = 1;
     for (int k = 0; k < b; k++)
-        parts[k] = braid_iota(g, BRAID_I32, r, one, k);
+        parts[k] = braid_cast(g, braid_iota(g, BRAID_I32, r, one, k), it);
     parts[b] = tn(idx);
     return braid_concat(g, b + 1, parts, r - 1);
 }

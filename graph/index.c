@@ -192,12 +192,13 @@ braid_status bg_infer_index(braid_graph *g, braid_op op, const uint32_t *in,
     bg_type_str(c.idx, c.ti, sizeof c.ti);
     if (c.upd) bg_type_str(c.upd, c.tu, sizeof c.tu);
     out->dtype = c.x->dtype;
-    if (c.idx->dtype != BRAID_I32 || (c.upd && c.upd->dtype != c.x->dtype))
-        return bg_fail(g, BRAID_ERR_DTYPE,
-                       "%s: data %s, indices %s%s%s; expected i32 indices%s",
-                       c.op, c.tx, c.ti, c.upd ? ", updates " : "",
-                       c.upd ? c.tu : "",
-                       c.upd ? " and updates of the data's dtype" : "");
+    bool int_idx = c.idx->dtype == BRAID_I32 || c.idx->dtype == BRAID_I64;
+    if (!int_idx || (c.upd && c.upd->dtype != c.x->dtype))
+        return bg_fail(
+            g, BRAID_ERR_DTYPE,
+            "%s: data %s, indices %s%s%s; expected i32 or i64 indices%s", c.op,
+            c.tx, c.ti, c.upd ? ", updates " : "", c.upd ? c.tu : "",
+            c.upd ? " and updates of the data's dtype" : "");
     if (c.x->rank == 0)
         return bg_fail(g, BRAID_ERR_SHAPE, "%s: data %s; expected rank >= 1",
                        c.op, c.tx);
@@ -233,6 +234,7 @@ void bg_index_geom_of(const braid_graph *g, const bg_node *n,
     geo->red = bg_scatter_red_of(&n->attr);
     geo->axis = n->attr.axis;
     geo->ndata = bg_numel(x);
+    geo->idx64 = idx->dtype == BRAID_I64;
     geo->nwork = n->op == BRAID_OP_SCATTER ? bg_numel(&g->nodes[n->inputs[2]])
                                            : bg_numel(n);
     int r = x->rank;
@@ -268,18 +270,18 @@ static int64_t fail(bg_index_bad *bad, int64_t v, int64_t pos, int64_t bound) {
     return -1;
 }
 
-int64_t bg_index_target(const bg_index_geom *geo, int64_t p, const int32_t *idx,
+int64_t bg_index_target(const bg_index_geom *geo, int64_t p, const void *idx,
                         bg_index_bad *bad) {
     if (geo->mode == BG_INDEX_AXIS) {
         int64_t i = p % geo->inner, t = p / geo->inner;
         int64_t q = t % geo->nidx, o = t / geo->nidx;
-        int64_t w = bg_index_norm(idx[q], geo->bound[0]);
-        if (w < 0) return fail(bad, idx[q], q, geo->bound[0]);
+        int64_t w = bg_index_norm(bg_index_at(geo, idx, q), geo->bound[0]);
+        if (w < 0) return fail(bad, bg_index_at(geo, idx, q), q, geo->bound[0]);
         return (o * geo->bound[0] + w) * geo->inner + i;
     }
     if (geo->mode == BG_INDEX_ELEMENTS) {
-        int64_t w = bg_index_norm(idx[p], geo->bound[0]);
-        if (w < 0) return fail(bad, idx[p], p, geo->bound[0]);
+        int64_t w = bg_index_norm(bg_index_at(geo, idx, p), geo->bound[0]);
+        if (w < 0) return fail(bad, bg_index_at(geo, idx, p), p, geo->bound[0]);
         int64_t off = 0, rest = p;
         for (int k = geo->rank - 1; k >= 0; k--) {
             int64_t c = rest % geo->idims[k];
@@ -292,21 +294,22 @@ int64_t bg_index_target(const bg_index_geom *geo, int64_t p, const int32_t *idx,
     int64_t off = (t / geo->nidx) * geo->batch_stride + i;
     for (int64_t k = 0; k < geo->m; k++) {
         int64_t pos = t * geo->m + k;
-        int64_t w = bg_index_norm(idx[pos], geo->bound[k]);
-        if (w < 0) return fail(bad, idx[pos], pos, geo->bound[k]);
+        int64_t w = bg_index_norm(bg_index_at(geo, idx, pos), geo->bound[k]);
+        if (w < 0)
+            return fail(bad, bg_index_at(geo, idx, pos), pos, geo->bound[k]);
         off += w * geo->dstride[k];
     }
     return off;
 }
 
-bool bg_index_first_bad(const bg_index_geom *geo, const int32_t *idx,
+bool bg_index_first_bad(const bg_index_geom *geo, const void *idx,
                         int64_t nidx_elems, bg_index_bad *bad) {
     if (geo->nwork == 0) return false; /* no index is ever read */
     for (int64_t pos = 0; pos < nidx_elems; pos++) {
         int64_t bound =
             geo->mode == BG_INDEX_ND ? geo->bound[pos % geo->m] : geo->bound[0];
-        if (bg_index_norm(idx[pos], bound) < 0) {
-            fail(bad, idx[pos], pos, bound);
+        if (bg_index_norm(bg_index_at(geo, idx, pos), bound) < 0) {
+            fail(bad, bg_index_at(geo, idx, pos), pos, bound);
             return true;
         }
     }

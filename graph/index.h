@@ -87,11 +87,19 @@ typedef struct bg_index_geom {
     int64_t nwork;                   /* work items: output (gather) or updates
                                         (scatter) elements */
     int64_t ndata;                   /* data elements */
+    bool idx64;                      /* the indices are i64 (else i32) */
 } bg_index_geom;
 
 /* The geometry of gather/scatter node n of g (built by bg_build). */
 void bg_index_geom_of(const braid_graph *g, const bg_node *n,
                       bg_index_geom *geo);
+
+/* Index element k of the indices idx (i32, or i64 when geo->idx64). */
+static inline int64_t bg_index_at(const bg_index_geom *geo, const void *idx,
+                                  int64_t k) {
+    return geo->idx64 ? ((const int64_t *)idx)[k]
+                      : (int64_t)((const int32_t *)idx)[k];
+}
 
 /* An index v for an axis of length bound: v, or v + bound when negative;
  * -1 when out of range (valid: -bound ≤ v < bound). */
@@ -114,12 +122,12 @@ const char *bg_index_bad_text(const bg_index_bad *bad, char *buf, size_t size);
 /* The data element work item p reads (gather) or writes (scatter), from
  * the indices idx (i32, dense); -1 with *bad filled when an index is out of
  * range. */
-int64_t bg_index_target(const bg_index_geom *geo, int64_t p, const int32_t *idx,
+int64_t bg_index_target(const bg_index_geom *geo, int64_t p, const void *idx,
                         bg_index_bad *bad);
 
 /* The first bad index of the node in C order of the indices, or false
  * when every index is in range. idx as above. */
-bool bg_index_first_bad(const bg_index_geom *geo, const int32_t *idx,
+bool bg_index_first_bad(const bg_index_geom *geo, const void *idx,
                         int64_t nidx_elems, bg_index_bad *bad);
 
 /* ---- float64 meaning (graph/index_eval.c, called by graph/eval.c) ------- */

@@ -7,13 +7,16 @@
 
 #include <stdlib.h>
 
-/* The indices operand as i32 (its values are i32 already); NULL when out
- * of memory. */
-static int32_t *indices_i32(const bg_node *idx, const double *v) {
+/* The indices operand as int64 (its values are integers already; i64
+ * beyond 2^53 is what the reference's doubles hold), geo switched to read
+ * them so; NULL when out of memory. */
+static int64_t *indices_i64(bg_index_geom *geo, const bg_node *idx,
+                            const double *v) {
     int64_t n = bg_numel(idx);
-    int32_t *p = malloc((size_t)(n > 0 ? n : 1) * sizeof *p);
+    int64_t *p = malloc((size_t)(n > 0 ? n : 1) * sizeof *p);
     for (int64_t i = 0; p && i < n; i++)
-        p[i] = (int32_t)v[i];
+        p[i] = v[i] >= 0x1p63 ? INT64_MAX : (int64_t)v[i];
+    geo->idx64 = true;
     return p;
 }
 
@@ -22,7 +25,7 @@ void bg_eval_gather(const braid_graph *g, const bg_node *n,
                     int64_t hi) {
     bg_index_geom geo;
     bg_index_geom_of(g, n, &geo);
-    int32_t *idx = indices_i32(&g->nodes[n->inputs[1]], in[1]);
+    int64_t *idx = indices_i64(&geo, &g->nodes[n->inputs[1]], in[1]);
     for (int64_t p = lo; p < hi; p++) {
         bg_index_bad bad;
         int64_t t = idx ? bg_index_target(&geo, p, idx, &bad) : -1;
@@ -37,7 +40,7 @@ void bg_eval_scatter(const braid_graph *g, const bg_node *n,
     bg_index_geom_of(g, n, &geo);
     for (int64_t i = 0; i < geo.ndata; i++)
         out[i] = in[0][i];
-    int32_t *idx = indices_i32(&g->nodes[n->inputs[1]], in[1]);
+    int64_t *idx = indices_i64(&geo, &g->nodes[n->inputs[1]], in[1]);
     braid_op op = bg_scatter_red_op(geo.red);
     for (int64_t p = 0; idx && p < geo.nwork; p++) {
         bg_index_bad bad;
@@ -56,7 +59,7 @@ bool bg_eval_index_bad(const braid_graph *g, const bg_node *n,
     bg_index_geom geo;
     bg_index_geom_of(g, n, &geo);
     const bg_node *in = &g->nodes[n->inputs[1]];
-    int32_t *v = indices_i32(in, idx);
+    int64_t *v = indices_i64(&geo, in, idx);
     bool found = v && bg_index_first_bad(&geo, v, bg_numel(in), bad);
     free(v);
     return found;

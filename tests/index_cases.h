@@ -80,17 +80,20 @@ static inline ix_case ix_random(uint64_t seed, bool consumer) {
             us.dims[q + i - m] = xs.dims[i];
     }
     braid_tensor x = ts_shape_input(c.g, "x", dt, &xs);
-    braid_tensor i = ts_shape_input(c.g, "i", BRAID_I32, &is);
+    braid_dtype idt = ts_rand_int(&st, 0, 3) == 0 ? BRAID_I64 : BRAID_I32;
+    braid_tensor i = ts_shape_input(c.g, "i", idt, &is);
     braid_tensor u = scatter ? ts_shape_input(c.g, "u", dt, &us) : BRAID_NONE;
     braid_scatter_reduction sr = (braid_scatter_reduction)red;
     static const char *const forms[] = {"gather axis", "gather elements",
                                         "gather nd", "scatter elements",
                                         "scatter nd"};
     char xt[64], it[64];
-    snprintf(c.what, sizeof c.what, "seed %llu: %s %s x%s i%s axis %d b %d %s",
+    snprintf(c.what, sizeof c.what,
+             "seed %llu: %s %s x%s i%s %s axis %d b %d %s",
              (unsigned long long)seed, forms[form], braid_dtype_name(dt),
              ts_shape_str(&xs, xt, sizeof xt), ts_shape_str(&is, it, sizeof it),
-             axis, b, scatter ? bg_scatter_red_name((bg_scatter_red)red) : "");
+             braid_dtype_name(idt), axis, b,
+             scatter ? bg_scatter_red_name((bg_scatter_red)red) : "");
     switch (form) {
     case 0:
         c.y = braid_gather(c.g, x, i, axis);
@@ -126,15 +129,19 @@ static inline int32_t ix_fill_indices(const ix_case *c, braid_input_binding *in,
     bg_index_geom geo;
     bg_index_geom_of(c->g, n, &geo);
     int64_t count = bg_numel(&c->g->nodes[n->inputs[1]]);
-    int32_t *v = (int32_t *)in->data;
+    bool wide = c->g->nodes[n->inputs[1]].dtype == BRAID_I64;
     uint64_t st = seed ^ 0xA5A5A5A5ull;
     int32_t badv = 0;
     for (int64_t p = 0; p < count; p++) {
         int64_t bound =
             geo.mode == BG_INDEX_ND ? geo.bound[p % geo.m] : geo.bound[0];
-        v[p] = (int32_t)ts_rand_int(&st, (int)-bound, (int)bound - 1);
+        int32_t v = (int32_t)ts_rand_int(&st, (int)-bound, (int)bound - 1);
         if (bad >= 0 && p == bad % count)
-            v[p] = badv = (int32_t)(seed % 2 ? -bound - 1 : bound);
+            v = badv = (int32_t)(seed % 2 ? -bound - 1 : bound);
+        if (wide)
+            ((int64_t *)in->data)[p] = v;
+        else
+            ((int32_t *)in->data)[p] = v;
     }
     return badv;
 }

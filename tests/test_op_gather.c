@@ -295,7 +295,7 @@ Test(op_gather, builder_errors) {
     braid_tensor x = braid_input(g, "x", BRAID_F32, 2, DIMS(3, 4));
     braid_tensor f = braid_input(g, "f", BRAID_F32, 1, DIMS(2));
     braid_gather(g, x, f, 0);
-    expect_error(g, BRAID_ERR_DTYPE, "expected i32 indices");
+    expect_error(g, BRAID_ERR_DTYPE, "expected i32 or i64 indices");
 
     g = braid_graph_new(NULL);
     x = braid_input(g, "x", BRAID_F32, 2, DIMS(3, 4));
@@ -504,5 +504,32 @@ Test(op_gather, scatter_mul_has_no_gradient) {
     cr_assert_neq(braid_grad(g, loss, 1, &x, grads), BRAID_OK);
     cr_assert(strstr(braid_graph_error(g), "reduction mul) has no gradient"),
               "%s", braid_graph_error(g));
+    braid_graph_free(g);
+}
+
+/* i64 indices (ONNX's int64 kept whole): values, negatives, and one beyond
+ * the i32 range failing the run with its full value. */
+Test(op_gather, i64_indices) {
+    braid_graph *g = braid_graph_new(NULL);
+    braid_tensor x = braid_input(g, "x", BRAID_F32, 2, DIMS(3, 2));
+    braid_tensor i = braid_input(g, "i", BRAID_I64, 1, DIMS(2));
+    cr_assert_eq(braid_output(g, "y", braid_gather(g, x, i, 0)), BRAID_OK);
+    braid_plan *p = pf_compile(g, "cpu");
+    braid_exec *e = NULL;
+    cr_assert_eq(braid_exec_new(p, &e), BRAID_OK);
+    const float xv[6] = {1, 2, 3, 4, 5, 6};
+    int64_t iv[2] = {-1, 0};
+    float out[4];
+    braid_input_binding in[2] = {{"x", xv, sizeof xv}, {"i", iv, sizeof iv}};
+    braid_output_binding o = {"y", out, sizeof out};
+    cr_assert_eq(braid_run(e, in, 2, &o, 1), BRAID_OK, "%s",
+                 braid_last_error());
+    assert_floats(out, (const float[]){5, 6, 1, 2}, 4);
+    iv[1] = (int64_t)1 << 40;
+    cr_assert_eq(braid_run(e, in, 2, &o, 1), BRAID_ERR_INVALID_ARGUMENT);
+    cr_assert(strstr(braid_last_error(), "index 1099511627776 at position 1"),
+              "%s", braid_last_error());
+    braid_exec_free(e);
+    braid_plan_free(p);
     braid_graph_free(g);
 }

@@ -255,7 +255,7 @@ braid_tensor braid_broadcast_to(braid_graph *g, braid_tensor x, int rank,
 
 /* ---- builder: gather and scatter (issue #13; docs/ops.md) ---------------
  *
- * Indices are i32; a negative index counts from the end of its axis. An
+ * Indices are i32 or i64; a negative index counts from the end of its axis. An
  * index outside -dim .. dim-1 fails the run (braid_run returns
  * BRAID_ERR_INVALID_ARGUMENT naming the node and the index). Axes may be
  * negative (counted from the end). */

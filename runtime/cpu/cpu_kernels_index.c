@@ -23,8 +23,8 @@ typedef struct ix {
     bg_index_geom geo;
     size_t es;        /* element size */
     const char *data; /* operand 0 */
-    const int32_t *idx;
-    const char *upd; /* scatter: operand 2 */
+    const void *idx;  /* i32 or i64 (geo.idx64) */
+    const char *upd;  /* scatter: operand 2 */
     char *out;
 } ix;
 
@@ -42,10 +42,11 @@ static void gather_rows(void *ctx, int64_t lo, int64_t hi) {
     size_t row = (size_t)g->inner * c->es;
     for (int64_t r = lo; r < hi; r++) {
         int64_t q = r % g->nidx, o = r / g->nidx;
-        int64_t w = bg_index_norm(c->idx[q], g->bound[0]);
+        int64_t v = bg_index_at(g, c->idx, q);
+        int64_t w = bg_index_norm(v, g->bound[0]);
         char *dst = c->out + (size_t)r * row;
         if (w < 0) {
-            bg_index_bad bad = {c->idx[q], q, g->bound[0]};
+            bg_index_bad bad = {v, q, g->bound[0]};
             record(c, &bad);
             memset(dst, 0, row);
             continue;
@@ -119,7 +120,8 @@ static void scatter_slices(void *ctx, int64_t lo, int64_t hi) {
 braid_status br_index_prepare(const braid_graph *g, uint32_t id) {
     const bg_node *n = bg_node_at(g, id);
     if (bg_index_mode_of(&n->attr) < BG_INDEX_MODE_COUNT_ &&
-        g->nodes[n->inputs[1]].dtype == BRAID_I32)
+        (g->nodes[n->inputs[1]].dtype == BRAID_I32 ||
+         g->nodes[n->inputs[1]].dtype == BRAID_I64))
         return BRAID_OK;
     return bg_set_last_error(BRAID_ERR_INTERNAL,
                              "braid_exec_new: node %u (%s): flags 0x%x or "

@@ -144,7 +144,7 @@ static braid_status check_index(const braid_graph *g, uint32_t id,
     const bg_node *idx = bg_node_at(g, n->inputs[1]);
     bg_index_mode mode = bg_index_mode_of(&n->attr);
     int ax = n->attr.axis;
-    if (idx->dtype != BRAID_I32 || x->rank == 0 || n->dtype != x->dtype ||
+    if ((idx->dtype != BRAID_I32 && idx->dtype != BRAID_I64) || x->rank == 0 || n->dtype != x->dtype ||
         mode >= BG_INDEX_MODE_COUNT_ || ax < 0)
         return BR_BAD(id, n, "operand dtypes or form");
     if (mode != BG_INDEX_ND && ax >= x->rank) return BR_BAD(id, n, "axis");
