@@ -283,6 +283,8 @@ typedef struct bn_kernels {
     uint32_t nkernels;     /* entries in order */
     cudaKernel_t *fn;      /* per kernel, per launch: the entry */
     void **scratch;        /* per kernel: its scratch buffer or NULL */
+    void *check;           /* the run check record kernels of gather /
+                              scatter take (zeroed), or NULL */
 } bn_kernels;
 
 static inline const void *bn_find_input(const char *name, int n, const char **names,
@@ -394,6 +396,10 @@ static inline void bn_kernels_init(bn_kernels *k, braid_plan *p, int nin,
             k->ptr[id] = k->owned[id] = bn_dev_alloc(bytes);
             if (kk->extra == BC_EXTRA_SCRATCH)
                 k->scratch[id] = bn_dev_alloc(kk->scratch_bytes);
+            if (kk->run_check && !k->check) {
+                k->check = bn_dev_alloc(sizeof(bc_run_check));
+                BN_CUDA(cudaMemset(k->check, 0, sizeof(bc_run_check)));
+            }
             for (uint32_t l = 0; l < kk->nlaunch; l++)
                 BN_CUDA(cudaLibraryGetKernel(
                     &k->fn[(size_t)id * BC_MAX_LAUNCHES + l], k->lib,
@@ -421,6 +427,7 @@ static inline void bn_kernels_pass(void *arg, cudaStream_t st) {
         for (uint32_t j = 0; j < n->ninputs; j++)
             par[np++] = k->ptr[n->inputs[j]];
         if (kk->extra == BC_EXTRA_SCRATCH) par[np++] = k->scratch[id];
+        if (kk->run_check) par[np++] = k->check;
         if (np != kk->nparams)
             bn_die("node %u: %u parameters, the kernel takes %u", (unsigned)id,
                    (unsigned)np, (unsigned)kk->nparams);
@@ -457,6 +464,7 @@ static inline void bn_kernels_free(bn_kernels *k) {
         if (k->owned[i]) BN_CUDA(cudaFree(k->owned[i]));
         if (k->scratch[i]) BN_CUDA(cudaFree(k->scratch[i]));
     }
+    if (k->check) BN_CUDA(cudaFree(k->check));
     BN_CUDA(cudaLibraryUnload(k->lib));
     bc_source_free(&k->src);
     free(k->ptr);

@@ -52,7 +52,7 @@ echo "build rc=$rc in $(( $(date +%s) - t0 )) s"
 [ $rc -ne 0 ] && tail -30 "$LOGS/build.log"
 
 # program, time limit (s): the GPU ones first, the host-heavy ones last
-PROGS="arena:60 compile_time:60 gpu_chain:90 gpu_softmax:90 gpu_tiny:60 gpu_matmul:120 gpu_mlp:90 gpu_train_step:120 gpu_copies:120 gpu_seed001:120 plan_load:90"
+PROGS="arena:60 compile_time:60 gpu_chain:90 gpu_softmax:90 gpu_gather:60 gpu_tiny:60 gpu_matmul:120 gpu_mlp:90 gpu_train_step:120 gpu_copies:120 gpu_seed001:120 plan_load:90"
 declare -A STATUS
 for pl in $PROGS; do
     p=${pl%%:*} lim=${pl##*:}

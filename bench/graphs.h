@@ -65,6 +65,20 @@ static inline braid_graph *bg_bench_softmax(int64_t rows, int64_t cols) {
     return bg_bench_done(g, first, true);
 }
 
+/* An embedding lookup: rows of input table [vocab, dim] (f32) picked by
+ * input ids [n] (i32): output "out" [n, dim]. */
+static inline braid_graph *bg_bench_embedding(int64_t vocab, int64_t dim,
+                                              int64_t n) {
+    braid_graph *g = braid_graph_new(NULL);
+    if (!g) return NULL;
+    int64_t d[2] = {vocab, dim};
+    braid_tensor w = braid_input(g, "table", BRAID_F32, 2, d);
+    braid_tensor ids = braid_input(g, "ids", BRAID_I32, 1, &n);
+    uint32_t first = braid_graph_node_count(g);
+    braid_output(g, "out", braid_gather(g, w, ids, 0));
+    return bg_bench_done(g, first, true);
+}
+
 /* Input x (n f32) → sqrt(sin(x)² + cos(x)²) + x on the GPU → output "y". */
 static inline braid_graph *bg_bench_pipeline(int64_t n) {
     braid_graph *g = braid_graph_new(NULL);

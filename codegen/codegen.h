@@ -13,12 +13,15 @@
  *      else ~/.cache/braid.
  *
  * Kernel calling convention (every generated kernel, every launch):
- *   extern "C" __global__ void <entry>(out, in_0, ..., in_{n-1} [, extra])
+ *   extern "C" __global__ void <entry>(out, in_0, ..., in_{n-1} [, extra]
+ *                                      [, check])
  * All parameters are device pointers, so a launcher builds
  *   void *args[] = {&out_ptr, &in_ptr[0], ..., &in_ptr[n-1], &extra_ptr};
  * `out` is the node's output, in_k the data of node->inputs[k] (every
  * tensor is dense C order with the shape its graph node states), and the
- * extra pointer exists only when bc_kernel.extra is not BC_EXTRA_NONE.
+ * extra pointer exists only when bc_kernel.extra is not BC_EXTRA_NONE, the
+ * check pointer (a bc_run_check in device memory) only when
+ * bc_kernel.run_check.
  * Kernels need no alignment beyond the element size: they check 16-byte
  * alignment themselves and take a vectorised path only when it holds.
  * Outputs may alias a same-shaped, same-dtype input (in-place elementwise):
@@ -51,6 +54,32 @@ typedef enum bc_node_class {
 /* The class of node id of p (BC_NODE_HOST for nodes not on a GPU). */
 bc_node_class bc_classify(const bp_plan *p, uint32_t node);
 
+/* ---- run checks (docs/architecture.md, "Run checks") ----------------------
+ *
+ * A kernel of an op flagged BRAID_OPF_RUN_CHECK that meets a value making
+ * the run fail (an index out of range) does no access outside its operands
+ * and records the failure in its executor's run check record: the CPU
+ * kernels in one host record per executor, generated kernels in one
+ * device record per GPU (passed as their last parameter). The first
+ * failure claims the record (flag 0 → kind, atomically) and fills the
+ * rest; the executor reads the records once the run is done (one 32-byte
+ * device-to-host copy per GPU, only for plans with such kernels), turns a
+ * claimed one into the run's error (runtime/run_check.c) and clears it.
+ * The layout is also emitted as CUDA C (codegen/index.c), so it is
+ * fixed: four 8-byte fields. */
+typedef enum bc_check_kind {
+    BC_CHECK_NONE = 0, /* nothing recorded */
+    BC_CHECK_INDEX = 1 /* an index out of range: a = the index, b = its
+                          position in the indices operand, c = the length
+                          of the axis it indexes */
+} bc_check_kind;
+
+typedef struct bc_run_check {
+    uint32_t kind;   /* bc_check_kind; 0 until the first failure */
+    uint32_t node;   /* plan node id of the kernel that recorded it */
+    int64_t a, b, c; /* what failed, by kind */
+} bc_run_check;
+
 /* ---- kernels --------------------------------------------------------------
  */
 
@@ -64,7 +93,8 @@ typedef enum bc_kernel_kind {
     BC_KERNEL_GATHER,          /* permute/slice/concat/broadcast/reshape */
     BC_KERNEL_SOURCE,          /* fill, iota, random_uniform/normal */
     BC_KERNEL_EPILOGUE,        /* matmul epilogue (after cuBLAS) */
-    BC_KERNEL_SOFTMAX          /* the softmax op, over rows */
+    BC_KERNEL_SOFTMAX,         /* the softmax op, over rows */
+    BC_KERNEL_INDEX            /* gather, scatter (codegen/index.c) */
 } bc_kernel_kind;
 
 /* The pointer a kernel takes after its inputs, if any. */
@@ -99,6 +129,8 @@ typedef struct bc_kernel {
                                `out` (same dtype) and pass out as extra */
     uint32_t mm_instr;      /* MATMUL: index of the matmul instruction in
                                the program (its loads name a and b) */
+    bool run_check;         /* takes the GPU's bc_run_check record as one
+                               more (last) parameter, counted in nparams */
 } bc_kernel;
 
 /* A generated module: CUDA C text and its kernels. */

@@ -21,7 +21,7 @@
 /* Templates ($0 $1 $2 are the operands) from the rows of graph/scalar.h,
  * beside each op's C rule: float (f32, f16, bf16 computed in float),
  * double, int (i32; bool for comparisons). NULL when the op has none. */
-static const char *op_template(braid_op op, braid_dtype s) {
+const char *bc_op_template(braid_op op, braid_dtype s) {
 #define FLOAT_(id, rule, cf, cd)                                               \
     case BRAID_OP_##id:                                                        \
         return s == BRAID_F64 ? cd : cf;
@@ -121,7 +121,7 @@ static void emit_op(bc_buf *b, const bp_program *pr, uint32_t i, bool root) {
         emit_cast(b, s, in->dtype, in->arg[0], root);
         return;
     }
-    const char *tmpl = op_template(in->op, s);
+    const char *tmpl = bc_op_template(in->op, s);
     if (!tmpl) { /* bp_program_check refuses it; keep the text compiling */
         bc_buf_puts(b, "0");
         return;

@@ -163,6 +163,14 @@ braid_status bc_gen_gather(const bp_plan *p, uint32_t id, bc_buf *b,
 braid_status bc_gen_source(const bp_plan *p, uint32_t id, bc_buf *b,
                            bc_kernel *k, bool *rng);
 
+/* gather, scatter (codegen/index.c); the kernel takes the run check
+ * record (k->run_check). */
+braid_status bc_gen_index(const bp_plan *p, uint32_t id, bc_buf *b,
+                          bc_kernel *k);
+/* An elementwise op's CUDA spelling for compute dtype s, "$0" / "$1" the
+ * operands (graph/scalar.h's rows); NULL when it has none. */
+const char *bc_op_template(braid_op op, braid_dtype s);
+
 /* Writes the module prelude (types, conversions, helpers) to b. */
 void bc_emit_prelude(bc_buf *b);
 /* Writes graph/rng.c adapted for NVRTC (the random generators). */

@@ -241,6 +241,8 @@ static braid_status gen_node(const bp_plan *p, uint32_t id, bc_buf *b,
                            "%u inputs are more than a kernel may take (%d)",
                            (unsigned)n->ninputs, BC_MAX_PARAMS);
         s = bc_gen_gather(p, id, b, k);
+    } else if (kind == BRAID_KIND_INDEX) {
+        s = bc_gen_index(p, id, b, k);
     } else {
         c = malloc(sizeof *c);
         if (!c)
@@ -260,6 +262,7 @@ static braid_status gen_node(const bp_plan *p, uint32_t id, bc_buf *b,
         free(c);
     }
     if (s == BRAID_OK && k->extra != BC_EXTRA_NONE) k->nparams++;
+    if (s == BRAID_OK && k->run_check) k->nparams++;
     return s;
 }
 

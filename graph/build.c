@@ -5,6 +5,7 @@
  * exists is valid. bg_build also normalises attributes (fields an op does
  * not use are zero), which makes structural equality a plain comparison. */
 #include "graph/collective.h"
+#include "graph/index.h"
 #include "graph/internal.h"
 
 #include <math.h>
@@ -641,6 +642,8 @@ static braid_status bg_infer(bg_ctx *c, braid_op_kind kind) {
         return bg_infer_collective(c->g, c->op, c->in, c->nin, c->a, c->out);
     case BRAID_KIND_STATE:
         return bg_check_assign(c->g, c->in, c->nin, c->out);
+    case BRAID_KIND_INDEX: /* gather, scatter */
+        return bg_infer_index(c->g, c->op, c->in, c->nin, c->a, c->out);
     default:
         return BRAID_ERR_INTERNAL;
     }

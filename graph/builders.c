@@ -2,6 +2,7 @@
  * arguments into a bg_build call; the checks live in bg_build, except those
  * about arguments bg_build never sees (negative axes, Python slice bounds,
  * which op braid_unary/braid_binary may take). */
+#include "graph/index.h"
 #include "graph/internal.h"
 
 #include <math.h>
@@ -483,4 +484,53 @@ braid_tensor braid_broadcast_to(braid_graph *g, braid_tensor x, int rank,
     if (!bb_ready(g, "broadcast_to")) return BRAID_NONE;
     return bb_tensor(bg_build(g, BRAID_OP_BROADCAST_TO, &x.id, 1, BRAID_F32,
                               rank, dims, NULL, NULL));
+}
+
+/* ---- gather and scatter (issue #13) ---------------------------------------
+ * bg_build checks everything (graph/index.c); these only pack the form into
+ * the attributes. */
+
+static braid_tensor bb_index(braid_graph *g, braid_op op, uint32_t nin,
+                             const braid_tensor *ts, bg_index_mode mode,
+                             int axis, braid_scatter_reduction r) {
+    if (!bb_ready(g, bg_op(op)->name)) return BRAID_NONE;
+    uint32_t in[3];
+    for (uint32_t i = 0; i < nin; i++)
+        in[i] = ts[i].id;
+    bg_attrs a = {0};
+    a.axis = axis;
+    a.flags = bg_index_flags(mode, (bg_scatter_red)r);
+    return bb_tensor(bg_build(g, op, in, nin, BRAID_F32, 0, NULL, &a, NULL));
+}
+
+braid_tensor braid_gather(braid_graph *g, braid_tensor x, braid_tensor indices,
+                          int axis) {
+    braid_tensor ts[2] = {x, indices};
+    return bb_index(g, BRAID_OP_GATHER, 2, ts, BG_INDEX_AXIS, axis, 0);
+}
+
+braid_tensor braid_gather_elements(braid_graph *g, braid_tensor x,
+                                   braid_tensor indices, int axis) {
+    braid_tensor ts[2] = {x, indices};
+    return bb_index(g, BRAID_OP_GATHER, 2, ts, BG_INDEX_ELEMENTS, axis, 0);
+}
+
+braid_tensor braid_gather_nd(braid_graph *g, braid_tensor x,
+                             braid_tensor indices, int batch_dims) {
+    braid_tensor ts[2] = {x, indices};
+    return bb_index(g, BRAID_OP_GATHER, 2, ts, BG_INDEX_ND, batch_dims, 0);
+}
+
+braid_tensor braid_scatter_elements(braid_graph *g, braid_tensor x,
+                                    braid_tensor indices, braid_tensor updates,
+                                    int axis, braid_scatter_reduction r) {
+    braid_tensor ts[3] = {x, indices, updates};
+    return bb_index(g, BRAID_OP_SCATTER, 3, ts, BG_INDEX_ELEMENTS, axis, r);
+}
+
+braid_tensor braid_scatter_nd(braid_graph *g, braid_tensor x,
+                              braid_tensor indices, braid_tensor updates,
+                              braid_scatter_reduction r) {
+    braid_tensor ts[3] = {x, indices, updates};
+    return bb_index(g, BRAID_OP_SCATTER, 3, ts, BG_INDEX_ND, 0, r);
 }

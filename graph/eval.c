@@ -9,6 +9,7 @@
  * meaning in graph/scalar.h (float rules in double, i32 rules wrapping),
  * shared with the CPU kernels. */
 #include "graph/eval.h"
+#include "graph/index.h"
 #include "graph/scalar.h"
 
 #include <math.h>
@@ -314,6 +315,12 @@ bool bg_eval_node_range(const braid_graph *g, uint32_t id,
     case BRAID_KIND_STATE: /* assign: the value it writes */
         memcpy(out + lo, in[1] + lo, (size_t)(hi - lo) * sizeof(double));
         break;
+    case BRAID_KIND_INDEX: /* whole for scatter: bg_eval_splits says so */
+        if (n->op == BRAID_OP_GATHER)
+            bg_eval_gather(g, n, in, out, lo, hi);
+        else
+            bg_eval_scatter(g, n, in, out);
+        break;
     default:
         return false; /* collectives, fused nodes: the caller's business */
     }
@@ -331,8 +338,10 @@ bool bg_eval_node(const braid_graph *g, uint32_t id, const double *const *in,
 }
 
 bool bg_eval_splits(const bg_node *n) {
-    /* a reduction scatters its input over its outputs: one piece */
-    return bg_op(n->op)->kind != BRAID_KIND_REDUCE;
+    /* a reduction scatters its input over its outputs, and so does
+     * scatter: one piece */
+    return bg_op(n->op)->kind != BRAID_KIND_REDUCE &&
+           n->op != BRAID_OP_SCATTER;
 }
 
 void bg_eval_round(const bg_node *n, double *v) {

@@ -50,6 +50,10 @@ bg_grad_rule bg_grad_rule_of(braid_op op);
 /* The rule of the collective ops (graph/grad_collective.c). */
 void bg_grad_collective(bg_grad_ctx *c, const bg_grad_node *n, braid_tensor gy);
 
+/* The rules of gather and scatter (graph/grad_index.c). */
+void bg_grad_gather(bg_grad_ctx *c, const bg_grad_node *n, braid_tensor gy);
+void bg_grad_scatter(bg_grad_ctx *c, const bg_grad_node *n, braid_tensor gy);
+
 /* ---- helpers the rules share (graph/grad_util.c) ------------------------ */
 
 /* Shape and dtype of node id, read afresh (after nodes were added). */

@@ -374,6 +374,8 @@ static const bg_grad_rule gr_rules[BRAID_OP_COUNT_] = {
     [BRAID_OP_ALL_GATHER] = bg_grad_collective,
     [BRAID_OP_BROADCAST] = bg_grad_collective,
     [BRAID_OP_REDUCE_SCATTER] = bg_grad_collective,
+    [BRAID_OP_GATHER] = bg_grad_gather, /* graph/grad_index.c */
+    [BRAID_OP_SCATTER] = bg_grad_scatter,
 };
 
 bg_grad_rule bg_grad_rule_of(braid_op op) {

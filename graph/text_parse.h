@@ -109,6 +109,9 @@ typedef enum bg_attr_key {
     BG_ATTR_RANKS,
     BG_ATTR_ROOT,
     BG_ATTR_REDUCE,
+    BG_ATTR_MODE, /* gather, scatter (graph/index.h) */
+    BG_ATTR_BATCH_DIMS,
+    BG_ATTR_REDUCTION,
     BG_ATTR_COUNT
 } bg_attr_key;
 
@@ -126,7 +129,9 @@ typedef struct bg_pattrs {
     int64_t list[BG_ATTR_COUNT][BRAID_MAX_RANK]; /* list values */
     const char *str[BG_ATTR_COUNT]; /* decoded strings (name, device) */
     int64_t ival[BG_ATTR_COUNT];    /* integer values by key (rank, ranks,
-                                       root; reduce as a braid_reduce_kind) */
+                                       root; reduce as a braid_reduce_kind;
+                                       mode as a bg_index_mode, reduction
+                                       as a bg_scatter_red, batch_dims) */
 } bg_pattrs;
 
 /* key[=value] pairs until something that is not an identifier; unknown,

@@ -1,6 +1,7 @@
 /* graph/text_parse_attrs.c — attributes of a node statement: which ops take
  * which keys, their values, and their translation into bg_build's
  * arguments (Python slice rules, reduction axis lists, permutations). */
+#include "graph/index.h"
 #include "graph/text_parse.h"
 
 #include <string.h>
@@ -14,7 +15,9 @@ typedef enum attr_kind {
     A_DTYPE,  /* a dtype name */
     A_FLAG,   /* nothing: a bare flag */
     A_LIST,   /* an integer list */
-    A_REDUCE  /* a reduction name: sum, max, min, avg */
+    A_REDUCE, /* a reduction name: sum, max, min, avg */
+    A_MODE,   /* gather / scatter form: axis, elements, nd */
+    A_SRED    /* scatter reduction: none, add, mul, max, min */
 } attr_kind;
 
 static const struct {
@@ -45,6 +48,9 @@ static const struct {
     [BG_ATTR_RANKS] = {"ranks", A_INT},
     [BG_ATTR_ROOT] = {"root", A_INT},
     [BG_ATTR_REDUCE] = {"reduce", A_REDUCE},
+    [BG_ATTR_MODE] = {"mode", A_MODE},
+    [BG_ATTR_BATCH_DIMS] = {"batch_dims", A_INT},
+    [BG_ATTR_REDUCTION] = {"reduction", A_SRED},
 };
 
 #define B(key) BG_ATTR_BIT(BG_ATTR_##key)
@@ -109,6 +115,14 @@ static void op_attrs(braid_op op, uint32_t *allowed, uint32_t *required) {
         req = B(GROUP) | B(RANK) | B(ROOT);
         opt |= B(RANKS);
         break;
+    case BRAID_OP_GATHER:
+        req = B(MODE);
+        opt |= B(AXIS) | B(BATCH_DIMS);
+        break;
+    case BRAID_OP_SCATTER:
+        req = B(MODE);
+        opt |= B(AXIS) | B(REDUCTION);
+        break;
     default:
         break;
     }
@@ -159,6 +173,22 @@ static bool parse_attr_value(bg_parser *p, bg_attr_key k, bg_pattrs *a) {
         return bg_parse_error(p, &t, BRAID_ERR_PARSE,
                               "unknown reduction %s (expected sum, max, min "
                               "or avg)",
+                              bg_parse_describe(&t, d, sizeof d));
+    }
+    case A_MODE:
+    case A_SRED: {
+        bool mode = attr_table[k].kind == A_MODE;
+        int v = t.kind != BG_TOK_IDENT ? -1
+                : mode ? bg_index_mode_lookup(t.text, t.len)
+                       : bg_scatter_red_lookup(t.text, t.len);
+        a->ival[k] = v;
+        if (v >= 0) return bg_parse_advance(p);
+        char d[64];
+        return bg_parse_error(p, &t, BRAID_ERR_PARSE,
+                              mode ? "unknown mode %s (expected axis, "
+                                     "elements or nd)"
+                                   : "unknown reduction %s (expected none, "
+                                     "add, mul, max or min)",
                               bg_parse_describe(&t, d, sizeof d));
     }
     case A_U64:
@@ -342,6 +372,13 @@ bool bg_parse_translate(bg_parser *p, braid_op op, const bg_pattrs *a,
     if (op == BRAID_OP_SLICE) {
         *rank = x->rank;
         return slice_attrs(p, a, x, out, dims);
+    }
+    if (op == BRAID_OP_GATHER || op == BRAID_OP_SCATTER) {
+        bg_index_mode m = (bg_index_mode)a->ival[BG_ATTR_MODE];
+        out->flags = bg_index_flags(
+            m, (bg_scatter_red)a->ival[BG_ATTR_REDUCTION]);
+        if (m == BG_INDEX_ND)
+            out->axis = (int32_t)a->ival[BG_ATTR_BATCH_DIMS];
     }
     return true;
 }

@@ -7,6 +7,7 @@
  * order, and every number reads back to the same bits, so
  * print(parse(print(g))) == print(g). */
 #define _POSIX_C_SOURCE 200809L /* fsync, getpid */
+#include "graph/index.h"
 #include "graph/text.h"
 
 #include "graph/outfile.h"
@@ -309,6 +310,19 @@ static void put_collective_attrs(pbuf *b, const bg_node *n) {
         putf(b, " reduce=%s", braid_reduce_name((braid_reduce_kind)a->flags));
 }
 
+/* gather / scatter: the form, then its axis or batch_dims, the reduction. */
+static void put_index_attrs(pbuf *b, const bg_node *n) {
+    bg_index_mode m = bg_index_mode_of(&n->attr);
+    putf(b, " mode=%s", bg_index_mode_name(m));
+    if (m != BG_INDEX_ND)
+        putf(b, " axis=%ld", (long)n->attr.axis);
+    else if (n->op == BRAID_OP_GATHER)
+        putf(b, " batch_dims=%ld", (long)n->attr.axis);
+    if (n->op == BRAID_OP_SCATTER)
+        putf(b, " reduction=%s",
+             bg_scatter_red_name(bg_scatter_red_of(&n->attr)));
+}
+
 /* The attributes of a non-source op, after its operands. */
 static void put_op_attrs(pbuf *b, const braid_graph *g, const bg_node *n) {
     const bg_attrs *a = &n->attr;
@@ -349,6 +363,10 @@ static void put_op_attrs(pbuf *b, const braid_graph *g, const bg_node *n) {
     case BRAID_OP_BROADCAST:
     case BRAID_OP_REDUCE_SCATTER:
         put_collective_attrs(b, n);
+        break;
+    case BRAID_OP_GATHER:
+    case BRAID_OP_SCATTER:
+        put_index_attrs(b, n);
         break;
     default:
         break;

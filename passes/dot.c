@@ -3,6 +3,7 @@
  * passes/dot_plan.c shares (passes/dot.h). */
 #define _POSIX_C_SOURCE 200809L
 
+#include "graph/index.h"
 #include "passes/dot.h"
 
 #include <errno.h>
@@ -234,6 +235,14 @@ static void put_attrs(bp_text *t, const bg_node *n) {
             bp_text_printf(t, "\\n%s%s",
                            (a->flags & BRAID_TRANSPOSE_A) ? "transpose_a " : "",
                            (a->flags & BRAID_TRANSPOSE_B) ? "transpose_b" : "");
+        return;
+    case BRAID_KIND_INDEX: /* gather, scatter: the form, axis, reduction */
+        bp_text_printf(t, "\\n%s %s=%d", bg_index_mode_name(bg_index_mode_of(a)),
+                       bg_index_mode_of(a) == BG_INDEX_ND ? "batch_dims"
+                                                          : "axis",
+                       (int)a->axis);
+        if (n->op == BRAID_OP_SCATTER)
+            bp_text_printf(t, " %s", bg_scatter_red_name(bg_scatter_red_of(a)));
         return;
     default:
         break;

@@ -165,6 +165,13 @@ static double node_time(const place_ctx *c, uint32_t id, uint32_t d) {
         if (n->op == BRAID_OP_RESHAPE) return 0;
         t = seconds(2.0 * out, p->mem_bytes_per_s);
         break;
+    case BRAID_KIND_INDEX: /* gather reads only the rows it picks (and its
+                              indices); scatter copies the data too */
+        t = seconds(n->op == BRAID_OP_GATHER
+                        ? 2.0 * out + node_bytes(c, n->inputs[1])
+                        : in + out,
+                    p->mem_bytes_per_s);
+        break;
     default: /* broadcast_to, and compiler nodes if any: memory traffic */
         t = seconds(in + out, p->mem_bytes_per_s);
         break;

@@ -294,6 +294,9 @@ static void classify_node(sh_ctx *c, uint32_t id) {
     case BRAID_KIND_MATMUL:
         classify_matmul(c, id);
         break;
+    case BRAID_KIND_INDEX: /* gather, scatter: indices may point anywhere */
+        lose(c, id, LOST_MOVED);
+        break;
     default:
         classify_shape(c, id);
         break;

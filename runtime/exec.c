@@ -473,7 +473,8 @@ static braid_status start_schedule(braid_exec *e, const braid_input_binding *in,
                                     .in = e->args,
                                     .pool = e->pool,
                                     .scratch = e->scratch,
-                                    .scratch_bytes = e->scratch_bytes};
+                                    .scratch_bytes = e->scratch_bytes,
+                                    .check = &e->check};
     resolve_views(e);
     if (e->profiling) {
         br_prof_run_begin(e->prof);
@@ -648,6 +649,9 @@ static braid_status finish_run(braid_exec *e) {
         s = br_cuda_run_finish(e->cuda, st);
     else if (e->emu && s == BRAID_OK) /* the emulated queues' last work */
         s = br_emu_finish(e->emu);
+    /* the CPU kernels' record, read once every kernel is done */
+    braid_status c = br_run_check_take(e->plan, &e->check);
+    if (s == BRAID_OK) s = c;
     if (e->profiling && s == BRAID_OK)
         s = br_prof_cuda_collect(e->prof, e->cuda);
     if (e->profiling) br_prof_run_end(e->prof, s == BRAID_OK);

@@ -67,6 +67,8 @@ struct braid_exec {
     bool profiling;         /* time every node (braid_exec_set_profiling) */
     br_prof *prof;          /* the figures, since profiling was first
                                turned on; NULL before; owned */
+    bc_run_check check;     /* the CPU kernels' run check record (gather,
+                               scatter: docs/architecture.md) */
 };
 
 /* Takes the executor for one call; false (with a message) when another

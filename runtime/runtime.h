@@ -6,6 +6,7 @@
 #ifndef BRAID_RUNTIME_RUNTIME_H
 #define BRAID_RUNTIME_RUNTIME_H
 
+#include "codegen/codegen.h"
 #include "passes/plan.h"
 
 /* ---- thread pool --------------------------------------------------------- */
@@ -46,7 +47,20 @@ typedef struct br_kernel_args {
     void *scratch;         /* executor scratch, at least what
                               br_cpu_prepare asked for, 64-byte aligned */
     size_t scratch_bytes;  /* its size */
+    bc_run_check *check;   /* the executor's run check record (kernels of
+                              BRAID_OPF_RUN_CHECK ops record a failure
+                              here with br_run_check_record); NULL: do not
+                              record */
 } br_kernel_args;
+
+/* Records a failure of node in rc unless one is there already
+ * (thread-safe; rc NULL: nothing). */
+void br_run_check_record(bc_run_check *rc, uint32_t node, bc_check_kind kind,
+                         int64_t a, int64_t b, int64_t c);
+/* BRAID_OK when rc holds nothing; else clears it and returns the run's
+ * error (BRAID_ERR_INVALID_ARGUMENT) with a message naming the node of p
+ * and what failed ("braid_run: node 5 (gather 'emb'): index 7 at ..."). */
+braid_status br_run_check_take(const bp_plan *p, bc_run_check *rc);
 
 /* Checks at executor creation that node id has a CPU kernel for its op,
  * types and sizes, and adds the scratch bytes it needs to *scratch (max).

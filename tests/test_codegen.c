@@ -91,7 +91,11 @@ static uint32_t check_plan(const bp_plan *p, const char *what, uint64_t seed) {
         const bc_kernel *k = bc_source_kernel(&src, id);
         cr_assert_not_null(k, "%s: node %u has no kernel", what, id);
         cr_assert_eq(k->nparams, 1 + bg_node_at(p->res.graph, id)->ninputs +
-                                     (k->extra != BC_EXTRA_NONE));
+                                     (k->extra != BC_EXTRA_NONE) +
+                                     k->run_check);
+        cr_assert_eq(k->run_check,
+                     bg_op_has(bg_node_at(p->res.graph, id)->op,
+                               BRAID_OPF_RUN_CHECK));
         cr_assert_leq(k->nlaunch, BC_MAX_LAUNCHES);
         for (uint32_t l = 0; l < k->nlaunch; l++) {
             const bc_launch *L = &k->launch[l];

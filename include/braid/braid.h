@@ -291,6 +291,46 @@ braid_tensor braid_concat(braid_graph *g, int n, const braid_tensor *xs,
 braid_tensor braid_broadcast_to(braid_graph *g, braid_tensor x, int rank,
                                 const int64_t *dims);
 
+/* ---- builder: gather and scatter (issue #13; docs/ops.md) ---------------
+ *
+ * Indices are i32 or i64; a negative index counts from the end of its axis. An
+ * index outside -dim .. dim-1 fails the run (braid_run returns
+ * BRAID_ERR_INVALID_ARGUMENT naming the node and the index). Axes may be
+ * negative (counted from the end). */
+
+/* ONNX Gather: slices of x along axis picked by indices; the result is
+ * x.dims[:axis] + indices.dims + x.dims[axis+1:]. */
+braid_tensor braid_gather(braid_graph *g, braid_tensor x, braid_tensor indices,
+                          int axis);
+/* ONNX GatherElements: out[p] = x[p with coordinate axis = indices[p]];
+ * indices has x's rank (its other dims at most x's), out its shape. */
+braid_tensor braid_gather_elements(braid_graph *g, braid_tensor x,
+                                   braid_tensor indices, int axis);
+/* ONNX GatherND: the last dim of indices is a tuple into x's dims after
+ * the first batch_dims (which indices and x share). */
+braid_tensor braid_gather_nd(braid_graph *g, braid_tensor x,
+                             braid_tensor indices, int batch_dims);
+
+/* How scatter combines an update with the element it lands on. */
+typedef enum braid_scatter_reduction {
+    BRAID_SCATTER_NONE = 0, /* replace (duplicates: docs/ops.md) */
+    BRAID_SCATTER_ADD,
+    BRAID_SCATTER_MUL,
+    BRAID_SCATTER_MAX,
+    BRAID_SCATTER_MIN
+} braid_scatter_reduction;
+
+/* ONNX ScatterElements: a copy of x where element p of updates lands at
+ * p's coordinates with coordinate axis = indices[p]. */
+braid_tensor braid_scatter_elements(braid_graph *g, braid_tensor x,
+                                    braid_tensor indices, braid_tensor updates,
+                                    int axis, braid_scatter_reduction r);
+/* ONNX ScatterND: a copy of x where each tuple of indices (its last dim)
+ * receives the matching slice of updates. */
+braid_tensor braid_scatter_nd(braid_graph *g, braid_tensor x,
+                              braid_tensor indices, braid_tensor updates,
+                              braid_scatter_reduction r);
+
 /* ---- builder: collectives (docs/multi-gpu.md) ---------------------------
  *
  * A collective is a group of k members, one per participant (a GPU, or a

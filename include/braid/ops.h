@@ -30,7 +30,10 @@ typedef enum braid_op_kind {
                                docs/multi-gpu.md */
     /* state across runs (issue #15): assign, which writes a variable's
        persistent bytes; docs/training.md */
-    BRAID_KIND_STATE,
+    BRAID_KIND_STATE, \
+    /* gather, scatter (issue #13): data moved by the values of an i32
+       indices operand (graph/index.h) */
+    BRAID_KIND_INDEX,
     BRAID_KIND_COUNT_
 } braid_op_kind;
 
@@ -65,6 +68,11 @@ enum {
     /* Piecewise constant (floor, ceil): braid_grad passes a zero gradient
      * through it by convention (docs/training.md) instead of failing. */
     BRAID_OPF_ZERO_GRAD = 1u << 5,
+    /* Its kernels may find a value that makes the run fail (an index out
+     * of range): they record it in the executor's run check instead of
+     * touching memory outside their operands (docs/architecture.md, "Run
+     * checks"). */
+    BRAID_OPF_RUN_CHECK = 1u << 6,
 };
 
 /* X(ID, "name", arity, kind, dtypes, flags, flops)
@@ -158,7 +166,10 @@ enum {
     X(SHIFT_RIGHT, "shift_right", 2, ELEMENTWISE, INT, BRAID_OPF_EXACT, 1) \
     /* state across runs (issue #15, docs/training.md) */ \
     X(VARIABLE, "variable", 0, SOURCE, ANY, 0, 0) \
-    X(ASSIGN, "assign", -1, STATE, ANY, 0, 0)
+    X(ASSIGN, "assign", -1, STATE, ANY, 0, 0) \
+    /* gather, scatter (issue #13): docs/ops.md */ \
+    X(GATHER, "gather", 2, INDEX, ANY, BRAID_OPF_DIFFERENTIABLE|BRAID_OPF_RUN_CHECK, 0) \
+    X(SCATTER, "scatter", 3, INDEX, ANY, BRAID_OPF_DIFFERENTIABLE|BRAID_OPF_RUN_CHECK, 1)
 /* clang-format on */
 
 typedef enum braid_op {

@@ -37,6 +37,8 @@ braid_status br_cpu_prepare(const braid_graph *g, uint32_t id,
         return br_coll_check_local(g, id, "braid_exec_new");
     case BRAID_KIND_STATE: /* assign: copies its value (input 1) */
         return BRAID_OK;
+    case BRAID_KIND_INDEX:
+        return br_index_prepare(g, id);
     case BRAID_KIND_COUNT_:
         break;
     }
@@ -77,6 +79,9 @@ braid_status br_cpu_run(const br_kernel_args *a) {
         return BRAID_OK;
     case BRAID_KIND_STATE: /* assign: the variable's bytes are a->out */
         memmove(a->out, a->in[1], bg_nbytes(a->node));
+        return BRAID_OK;
+    case BRAID_KIND_INDEX: /* failures go to the run check record */
+        br_index_run(a);
         return BRAID_OK;
     case BRAID_KIND_COUNT_:
         break;

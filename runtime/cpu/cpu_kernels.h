@@ -85,5 +85,7 @@ void br_matmul_run(const br_kernel_args *a);
 braid_status br_shape_prepare(const braid_graph *g, uint32_t id);
 void br_shape_run(const br_kernel_args *a);
 void br_source_run(const br_kernel_args *a);
+braid_status br_index_prepare(const braid_graph *g, uint32_t id);
+void br_index_run(const br_kernel_args *a); /* gather, scatter */
 
 #endif /* BRAID_RUNTIME_CPU_KERNELS_H */

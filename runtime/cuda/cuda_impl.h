@@ -195,6 +195,10 @@ typedef struct br_cuda_module {
     uint32_t nlib;                   /* entries used in sm and lib */
     void **argv; /* a launch's parameter values (max params) */
     void **argp; /* pointers to them, what cudaLaunchKernel takes */
+    bc_run_check **check; /* per device (ndev): the run check record its
+                             kernels write (bc_kernel.run_check), zeroed
+                             device memory; NULL where no kernel takes one;
+                             owned */
 } br_cuda_module;
 
 /* Copies (cuda_copy.c): pinned staging per copy stream, and the D2H
@@ -312,6 +316,10 @@ braid_status br_blas(const br_cuda *c, const char *where, uint32_t node,
 
 /* Makes device dev current on this thread (cheap when it already is). */
 braid_status br_cuda_use(br_cuda *c, const char *where, uint32_t node, int dev);
+/* After a run's synchronisation: reads every GPU's run check record (one
+ * 32-byte copy each, only where kernels take one) and returns the first
+ * failure as the run's error, clearing the record (runtime/run_check.c). */
+braid_status br_cuda_take_checks(br_cuda *c);
 
 /* The node whose bytes node id's data is (following views), and the byte
  * offset of id's data in it. */

@@ -199,7 +199,8 @@ static braid_status check_kernel(br_cuda *c, uint32_t id) {
                                  "braid_exec_new: node %u (%s) on cuda:%d: "
                                  "codegen made no kernel for it",
                                  id, bg_op(n->op)->name, c->node[id].dev);
-    uint32_t want = 1 + n->ninputs + (bk->extra != BC_EXTRA_NONE);
+    uint32_t want =
+        1 + n->ninputs + (bk->extra != BC_EXTRA_NONE) + bk->run_check;
     bool epi = c->node[id].kind == BR_NODE_GEMM_EPI;
     if (bk->nparams != want || bk->nlaunch > BC_MAX_LAUNCHES ||
         epi != (bk->extra == BC_EXTRA_MATMUL))
@@ -232,6 +233,50 @@ static braid_status check_kernel(br_cuda *c, uint32_t id) {
     return BRAID_OK;
 }
 
+/* The run check record of device dev (codegen/codegen.h), made zeroed on
+ * first use. */
+static braid_status alloc_check(br_cuda *c, uint32_t id, int dev) {
+    if (!c->mod.check)
+        c->mod.check = calloc((size_t)c->ndev + 1, sizeof *c->mod.check);
+    if (!c->mod.check)
+        return bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY,
+                                 "%s: out of memory", WHERE);
+    if (c->mod.check[dev]) return BRAID_OK;
+    void *rec = NULL;
+    static const bc_run_check zero;
+    braid_status s = br_cuda_use(c, WHERE, id, dev);
+    if (s == BRAID_OK)
+        s = br_cu(c, WHERE, id, "cudaMalloc (run check)",
+                  cudaMalloc(&rec, sizeof(bc_run_check)));
+    if (s == BRAID_OK)
+        s = br_cu(c, WHERE, id, "cudaMemcpy (run check)",
+                  cudaMemcpy(rec, &zero, sizeof zero, cudaMemcpyHostToDevice));
+    if (rec && s != BRAID_OK) cudaFree(rec);
+    if (s == BRAID_OK) c->mod.check[dev] = rec;
+    return s;
+}
+
+braid_status br_cuda_take_checks(br_cuda *c) {
+    braid_status st = BRAID_OK;
+    for (int d = 0; c->mod.check && d < c->ndev; d++) {
+        if (!c->mod.check[d]) continue;
+        bc_run_check rec;
+        braid_status s = br_cuda_use(c, "braid_run", BG_NONE, d);
+        if (s == BRAID_OK)
+            s = br_cu(c, "braid_run", BG_NONE, "cudaMemcpy (run check)",
+                      cudaMemcpy(&rec, c->mod.check[d], sizeof rec,
+                                 cudaMemcpyDeviceToHost));
+        static const bc_run_check zero;
+        if (s == BRAID_OK && rec.kind != BC_CHECK_NONE)
+            s = br_cu(c, "braid_run", BG_NONE, "cudaMemcpy (run check)",
+                      cudaMemcpy(c->mod.check[d], &zero, sizeof zero,
+                                 cudaMemcpyHostToDevice));
+        if (s == BRAID_OK) s = br_run_check_take(c->plan, &rec);
+        if (st == BRAID_OK) st = s;
+    }
+    return st;
+}
+
 /* Loads GPU node id's kernel functions and allocates its extra buffer. */
 static braid_status bind_kernel(br_cuda *c, uint32_t id) {
     br_kernel *k = &c->mod.kern[c->node[id].kernel];
@@ -248,6 +293,7 @@ static braid_status bind_kernel(br_cuda *c, uint32_t id) {
                      : bk->extra == BC_EXTRA_MATMUL && !bk->mm_in_place
                          ? bk->mm_bytes
                          : 0;
+    if (s == BRAID_OK && bk->run_check) s = alloc_check(c, id, dev);
     if (s == BRAID_OK && bk->extra != BC_EXTRA_NONE &&
         !(bk->extra == BC_EXTRA_MATMUL && bk->mm_in_place)) {
         s = br_cuda_use(c, WHERE, id, dev);
@@ -320,6 +366,9 @@ braid_status br_cuda_load_kernels(br_cuda *c) {
 void br_cuda_free_kernels(br_cuda *c) {
     for (uint32_t k = 0; c->mod.kern && k < c->mod.nkern; k++)
         if (c->mod.kern[k].extra) cudaFree(c->mod.kern[k].extra);
+    for (int d = 0; c->mod.check && d < c->ndev; d++)
+        if (c->mod.check[d]) cudaFree(c->mod.check[d]);
+    free(c->mod.check);
     for (uint32_t i = 0; i < c->mod.nlib; i++) {
         br_module_give(c->mod.lib[i]); /* stays loaded for the next one */
         bc_binary_free(&c->mod.bin[i]);
@@ -342,6 +391,8 @@ braid_status br_cuda_launch(br_cuda *c, uint32_t id, cudaStream_t s) {
         c->mod.argv[1 + n->ninputs] =
             bk->extra == BC_EXTRA_MATMUL && bk->mm_in_place ? ptr[id]
                                                             : k->extra;
+    if (bk->run_check) /* the last parameter */
+        c->mod.argv[bk->nparams - 1] = c->mod.check[c->node[id].dev];
     for (uint32_t i = 0; i < bk->nparams; i++)
         c->mod.argp[i] = &c->mod.argv[i];
 #ifdef BRAID_CUDA_MOCK /* tests/cuda_mock: runs the node's CPU kernel */

@@ -287,6 +287,7 @@ braid_status br_cuda_run_finish(br_cuda *c, braid_status st) {
     else if (r == BRAID_OK)
         r = flush_all(c);
     r = br_cuda_sync_all(c, r);
+    if (r == BRAID_OK) r = br_cuda_take_checks(c); /* after the sync */
     c->graph.unfinished = false;
     if (r == BRAID_OK) c->graph.runs++;
     c->run.args = NULL;

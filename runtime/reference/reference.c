@@ -6,6 +6,7 @@
  * that is freed as soon as its last consumer has run (use counts), so peak
  * memory follows the graph's live set rather than its size. */
 #include "graph/eval.h"
+#include "graph/index.h"
 #include "runtime/reference/reference.h"
 #include "runtime/runtime.h"
 
@@ -215,6 +216,17 @@ static braid_status eval_node(br_ref_run *r, uint32_t id) {
     if (s != BRAID_OK) {
         if (ins != in) free(ins);
         return s;
+    }
+    bg_index_bad bad;
+    if (bg_op(n->op)->kind == BRAID_KIND_INDEX &&
+        bg_eval_index_bad(r->g, n, ins[1], &bad)) {
+        char why[200];
+        if (ins != in) free(ins);
+        return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
+                                 "reference: node %u (%s%s%s): %s", id,
+                                 bg_op(n->op)->name, n->name ? " " : "",
+                                 n->name ? n->name : "",
+                                 bg_index_bad_text(&bad, why, sizeof why));
     }
     br_ref_eval(r->g, id, ins, r->vals[id], r->data[id], r->pool);
     if (ins != in) free(ins);

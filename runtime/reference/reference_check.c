@@ -5,6 +5,7 @@
  * ever fail for a graph corrupted behind the builder's back (or by a bug in
  * a loader). They exist because the oracle must never read out of bounds:
  * each check below guards an index computed in graph/eval.c. */
+#include "graph/index.h"
 #include "runtime/collective_host.h"
 #include "runtime/reference/reference.h"
 
@@ -135,6 +136,42 @@ static braid_status check_concat(const braid_graph *g, uint32_t id,
     return BRAID_OK;
 }
 
+/* gather / scatter: what graph/index.c's geometry needs to stay inside the
+ * operands (the shape rule itself is bg_build's). */
+static braid_status check_index(const braid_graph *g, uint32_t id,
+                                const bg_node *n) {
+    const bg_node *x = bg_node_at(g, n->inputs[0]);
+    const bg_node *idx = bg_node_at(g, n->inputs[1]);
+    bg_index_mode mode = bg_index_mode_of(&n->attr);
+    int ax = n->attr.axis;
+    if ((idx->dtype != BRAID_I32 && idx->dtype != BRAID_I64) || x->rank == 0 || n->dtype != x->dtype ||
+        mode >= BG_INDEX_MODE_COUNT_ || ax < 0)
+        return BR_BAD(id, n, "operand dtypes or form");
+    if (mode != BG_INDEX_ND && ax >= x->rank) return BR_BAD(id, n, "axis");
+    if (mode == BG_INDEX_ELEMENTS) {
+        if (idx->rank != x->rank) return BR_BAD(id, n, "indices rank");
+        for (int k = 0; k < x->rank; k++)
+            if (k != ax && idx->dims[k] > x->dims[k])
+                return BR_BAD(id, n, "indices dims");
+    }
+    if (mode == BG_INDEX_ND &&
+        (idx->rank < 1 || ax >= idx->rank || ax >= x->rank ||
+         idx->dims[idx->rank - 1] < 1 ||
+         idx->dims[idx->rank - 1] > x->rank - ax))
+        return BR_BAD(id, n, "indices shape");
+    bg_index_geom geo;
+    bg_index_geom_of(g, n, &geo);
+    int64_t work = mode == BG_INDEX_ELEMENTS
+                       ? bg_numel(idx)
+                       : geo.outer * geo.nidx * geo.inner;
+    if (geo.nwork != work) return BR_BAD(id, n, "result or updates size");
+    if (n->op == BRAID_OP_SCATTER &&
+        (bg_numel(n) != geo.ndata ||
+         bg_node_at(g, n->inputs[2])->dtype != n->dtype))
+        return BR_BAD(id, n, "scatter result or updates");
+    return BRAID_OK;
+}
+
 static braid_status check_source(uint32_t id, const bg_node *n) {
     if (n->op == BRAID_OP_INPUT && !n->name)
         return BR_BAD(id, n, "input without a name");
@@ -203,6 +240,8 @@ braid_status br_ref_check(const braid_graph *g, uint32_t id) {
                        bg_nbytes(n) == bg_nbytes(bg_node_at(g, n->inputs[1]))
                    ? BRAID_OK
                    : BR_BAD(id, n, "assign operands");
+    case BRAID_KIND_INDEX:
+        return check_index(g, id, n);
     default:
         return bg_set_last_error(BRAID_ERR_UNSUPPORTED,
                                  "reference: node %u (%s) is a compiler-made "

@@ -245,6 +245,68 @@ static braid_tensor gc_collective(gc_env *e, braid_op op) {
     return braid_concat(e->g, k, outs, 0);
 }
 
+/* ---- gather and scatter (indices are constants: they get no gradient) ---- */
+
+/* A constant i32 tensor of shape s whose element p indexes an axis of
+ * length bound(p): values in -bound .. bound-1 (duplicates likely). */
+static braid_tensor gc_indices(gc_env *e, const ts_shape *s, int m,
+                               const int64_t *bounds) {
+    int64_t n = 1;
+    for (int i = 0; i < s->rank; i++)
+        n *= s->dims[i];
+    int32_t v[4096];
+    for (int64_t p = 0; p < n && p < 4096; p++) {
+        int b = (int)bounds[m > 0 ? p % m : 0];
+        v[p] = gc_int(e, -b, b - 1);
+    }
+    return braid_constant(e->g, BRAID_I32, s->rank, s->dims, v);
+}
+
+/* gather (form 0 axis, 1 elements, 2 nd) or scatter (form 3 elements, 4
+ * nd, reduction none or add). */
+static braid_tensor gc_index(gc_env *e, braid_op op) {
+    ts_shape xs = gc_shape(e, 1, 3), is = xs, us;
+    int r = xs.rank, form = op == BRAID_OP_GATHER ? gc_int(e, 0, 2)
+                                                  : gc_int(e, 3, 4);
+    int axis = gc_int(e, 0, r - 1), b = form == 2 ? gc_int(e, 0, r - 1) : 0;
+    braid_tensor x = gc_input(e, &xs, TS_RANGE(-2, 2)), i;
+    static const char *const forms[] = {"axis", "elements", "nd", "elements",
+                                        "nd"};
+    gc_note(e, " %s", forms[form]);
+    if (form == 0) {
+        is = gc_shape(e, 0, 2);
+        i = gc_indices(e, &is, 0, &xs.dims[axis]);
+        return braid_gather(e->g, x, i, axis - r);
+    }
+    if (form == 1 || form == 3) {
+        for (int k = 0; k < r; k++)
+            is.dims[k] = k == axis ? gc_int(e, 1, 4)
+                                   : gc_int(e, 1, (int)xs.dims[k]);
+        i = gc_indices(e, &is, 0, &xs.dims[axis]);
+        if (form == 1) return braid_gather_elements(e->g, x, i, axis);
+        braid_scatter_reduction red = (braid_scatter_reduction)gc_int(e, 0, 1);
+        gc_note(e, " %s", red ? "add" : "none");
+        return braid_scatter_elements(e->g, x, i, gc_input(e, &is,
+                                                           TS_RANGE(-2, 2)),
+                                      axis, red);
+    }
+    int m = gc_int(e, 1, r - b), q = gc_int(e, 0, 1);
+    is.rank = b + q + 1;
+    for (int k = b; k < b + q; k++)
+        is.dims[k] = gc_int(e, 1, 3);
+    is.dims[b + q] = m;
+    i = gc_indices(e, &is, m, &xs.dims[b]);
+    if (form == 2) return braid_gather_nd(e->g, x, i, b);
+    us.rank = q + r - m;
+    for (int k = 0; k < q; k++)
+        us.dims[k] = is.dims[k];
+    for (int k = m; k < r; k++)
+        us.dims[q + k - m] = xs.dims[k];
+    braid_scatter_reduction red = (braid_scatter_reduction)gc_int(e, 0, 1);
+    gc_note(e, " %s", red ? "add" : "none");
+    return braid_scatter_nd(e->g, x, i, gc_input(e, &us, TS_RANGE(-2, 2)), red);
+}
+
 /* ---- the table ---------------------------------------------------------- */
 
 typedef struct gc_kind {
@@ -315,6 +377,8 @@ static const gc_kind gc_kinds[] = {
     {BRAID_OP_ALL_GATHER, gc_collective, NULL},
     {BRAID_OP_BROADCAST, gc_collective, NULL},
     {BRAID_OP_REDUCE_SCATTER, gc_collective, NULL},
+    {BRAID_OP_GATHER, gc_index, NULL},
+    {BRAID_OP_SCATTER, gc_index, NULL},
 };
 
 int ts_grad_case_kinds(void) {

@@ -156,6 +156,8 @@ bool ts_gen_permute(ts_gen *G);
 bool ts_gen_slice(ts_gen *G);
 bool ts_gen_concat(ts_gen *G);
 bool ts_gen_broadcast(ts_gen *G);
+bool ts_gen_gather(ts_gen *G);  /* gather, scatter (issue #13) */
+bool ts_gen_scatter(ts_gen *G);
 bool ts_gen_source(ts_gen *G);
 
 #endif /* BRAID_TESTS_RANDOM_GRAPH_H */

@@ -169,3 +169,99 @@ bool ts_gen_broadcast(ts_gen *G) {
     ts_gen_emit(G, t, x.v, x.exact);
     return true;
 }
+
+/* ---- gather and scatter (issue #13): values move, so they keep exactness;
+ * indices are constants in range (negative ones included) --------------- */
+
+/* A constant i32 (rank, dims) whose element p indexes an axis of length
+ * bounds[p % m] (m 0: bounds[0]). */
+static braid_tensor gen_indices(ts_gen *G, int rank, const int64_t *dims, int m,
+                                const int64_t *bounds) {
+    int64_t n = ts_numel(rank, dims);
+    int32_t *v = malloc((size_t)(n > 0 ? n : 1) * sizeof *v);
+    if (!v) abort();
+    for (int64_t p = 0; p < n; p++) {
+        int b = (int)bounds[m > 0 ? p % m : 0];
+        v[p] = ts_gen_int(G, -b, b - 1);
+    }
+    braid_tensor t = braid_constant(G->g, BRAID_I32, rank, dims, v);
+    free(v);
+    return t;
+}
+
+/* Indices of x's rank for the elements forms: the axis dim 1..3, the
+ * others at most x's. */
+static void elements_shape(ts_gen *G, const ts_val *x, int axis,
+                           int64_t *dims) {
+    for (int k = 0; k < x->rank; k++)
+        dims[k] =
+            k == axis ? ts_gen_int(G, 1, 3) : ts_gen_int(G, 1, (int)x->dims[k]);
+}
+
+/* Indices [Q.., m] for nd forms after b batch dims of x: q extra dims. */
+static int nd_shape(ts_gen *G, const ts_val *x, int b, int m, int64_t *dims) {
+    int q = ts_gen_int(G, 0, 1);
+    for (int k = 0; k < b; k++)
+        dims[k] = x->dims[k];
+    for (int k = b; k < b + q; k++)
+        dims[k] = ts_gen_int(G, 1, 3);
+    dims[b + q] = m;
+    return b + q + 1;
+}
+
+bool ts_gen_gather(ts_gen *G) {
+    int xi = ts_gen_pick(G, (ts_want){TS_ALL, false, 1, true});
+    if (xi < 0) return false;
+    ts_val x = G->vals[xi];
+    int r = x.rank, axis = ts_gen_int(G, 0, r - 1), form = ts_gen_int(G, 0, 2);
+    int64_t d[BRAID_MAX_RANK];
+    braid_tensor t;
+    if (form == 0) {
+        int ir = ts_gen_int(G, 0, r < BRAID_MAX_RANK ? 1 : 0);
+        for (int k = 0; k < ir; k++)
+            d[k] = ts_gen_int(G, 1, 3);
+        braid_tensor i = gen_indices(G, ir, d, 0, &x.dims[axis]);
+        t = braid_gather(G->g, x.t, i, ts_gen_chance(G, 0.3) ? axis - r : axis);
+    } else if (form == 1) {
+        elements_shape(G, &x, axis, d);
+        braid_tensor i = gen_indices(G, r, d, 0, &x.dims[axis]);
+        t = braid_gather_elements(G->g, x.t, i, axis);
+    } else {
+        int b = ts_gen_int(G, 0, r - 1), m = ts_gen_int(G, 1, r - b);
+        int ir = nd_shape(G, &x, b, m, d);
+        braid_tensor i = gen_indices(G, ir, d, m, &x.dims[b]);
+        t = braid_gather_nd(G->g, x.t, i, b);
+    }
+    ts_gen_check(G, "gather");
+    ts_gen_emit(G, t, x.v, x.exact);
+    return true;
+}
+
+/* Updates are x's own values (gathered elsewhere) put in place (none: the
+ * reductions would add kinks or drift the gradient suites do not expect),
+ * so the result's values stay x's. */
+bool ts_gen_scatter(ts_gen *G) {
+    int xi = ts_gen_pick(G, (ts_want){TS_ALL, false, 1, true});
+    if (xi < 0) return false;
+    ts_val x = G->vals[xi];
+    int r = x.rank, axis = ts_gen_int(G, 0, r - 1);
+    braid_scatter_reduction red = BRAID_SCATTER_NONE;
+    int64_t d[BRAID_MAX_RANK];
+    braid_tensor t;
+    if (ts_gen_chance(G, 0.5)) {
+        elements_shape(G, &x, axis, d);
+        braid_tensor i = gen_indices(G, r, d, 0, &x.dims[axis]);
+        braid_tensor j = gen_indices(G, r, d, 0, &x.dims[axis]);
+        braid_tensor u = braid_gather_elements(G->g, x.t, j, axis);
+        t = braid_scatter_elements(G->g, x.t, i, u, axis, red);
+    } else {
+        int m = ts_gen_int(G, 1, r), ir = nd_shape(G, &x, 0, m, d);
+        braid_tensor i = gen_indices(G, ir, d, m, x.dims);
+        braid_tensor j = gen_indices(G, ir, d, m, x.dims);
+        braid_tensor u = braid_gather_nd(G->g, x.t, j, 0);
+        t = braid_scatter_nd(G->g, x.t, i, u, red);
+    }
+    ts_gen_check(G, "scatter");
+    ts_gen_emit(G, t, x.v, x.exact);
+    return true;
+}
