@@ -633,6 +633,8 @@ static braid_status bg_infer(bg_ctx *c, braid_op_kind kind) {
         return bg_infer_shape_op(c);
     case BRAID_KIND_COLLECTIVE:
         return bg_infer_collective(c->g, c->op, c->in, c->nin, c->a, c->out);
+    case BRAID_KIND_CONV: /* conv ops */
+        return bg_conv_infer(c->g, c->op, c->in, c->nin, c->a, c->out);
     default:
         return BRAID_ERR_INTERNAL;
     }

@@ -9,6 +9,7 @@
  * meaning in graph/scalar.h (float rules in double, i32 rules wrapping),
  * shared with the CPU kernels. */
 #include "graph/eval.h"
+#include "graph/internal.h"
 #include "graph/scalar.h"
 
 #include <math.h>
@@ -306,6 +307,9 @@ bool bg_eval_node_range(const braid_graph *g, uint32_t id,
             eval_slice(g, n, in, out, lo, hi);
         else
             eval_concat(g, n, in, out, lo, hi);
+        break;
+    case BRAID_KIND_CONV: /* conv ops */
+        bg_eval_conv(g, n, in, out, lo, hi);
         break;
     default:
         return false; /* collectives, fused nodes: the caller's business */

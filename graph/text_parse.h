@@ -109,6 +109,11 @@ typedef enum bg_attr_key {
     BG_ATTR_RANKS,
     BG_ATTR_ROOT,
     BG_ATTR_REDUCE,
+    BG_ATTR_STRIDES, /* conv ops (graph/conv.c) */
+    BG_ATTR_DILATIONS,
+    BG_ATTR_PADS,
+    BG_ATTR_GROUPS,
+    BG_ATTR_OUTPUT_PADDING,
     BG_ATTR_COUNT
 } bg_attr_key;
 

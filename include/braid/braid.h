@@ -249,6 +249,30 @@ braid_tensor braid_concat(braid_graph *g, int n, const braid_tensor *xs,
 braid_tensor braid_broadcast_to(braid_graph *g, braid_tensor x, int rank,
                                 const int64_t *dims);
 
+/* ---- builder: convolution (conv ops; docs/ops.md) -------------------------
+ *
+ * ONNX Conv / ConvTranspose over 1, 2 or 3 spatial axes, channels first:
+ * x [N, C, D1..Ds]. conv: w [OC, C/groups, K1..Ks]; conv_transpose:
+ * w [C, OC/groups, K1..Ks]. bias [OC], or BRAID_NONE for none. Float
+ * dtypes, all operands the same. params may be NULL (every default); in it
+ * a zero stride, dilation or groups means 1, and only the first s entries
+ * of strides/dilations/output_padding and the first 2s of pads (the s
+ * starts, then the s ends) are read. */
+typedef struct braid_conv_params {
+    int64_t strides[3];        /* ≥ 1 (0: 1) */
+    int64_t dilations[3];      /* ≥ 1 (0: 1) */
+    int64_t pads[6];           /* ≥ 0: starts, then ends */
+    int64_t output_padding[3]; /* conv_transpose: 0 ≤ p < max(stride,
+                                  dilation); must be 0 for conv */
+    int64_t groups;            /* divides C and OC (0: 1) */
+} braid_conv_params;
+
+braid_tensor braid_conv(braid_graph *g, braid_tensor x, braid_tensor w,
+                        braid_tensor bias, const braid_conv_params *params);
+braid_tensor braid_conv_transpose(braid_graph *g, braid_tensor x,
+                                  braid_tensor w, braid_tensor bias,
+                                  const braid_conv_params *params);
+
 /* ---- builder: collectives (docs/multi-gpu.md) ---------------------------
  *
  * A collective is a group of k members, one per participant (a GPU, or a

@@ -28,6 +28,9 @@ typedef enum braid_op_kind {
     BRAID_KIND_COLLECTIVE,  /* one member of a collective group (all_reduce,
                                all_gather, broadcast, reduce_scatter):
                                docs/multi-gpu.md */
+    /* conv ops: */
+    BRAID_KIND_CONV,        /* convolution over 1-3 spatial axes (conv,
+                               conv_transpose): x, w[, bias] */
     BRAID_KIND_COUNT_
 } braid_op_kind;
 
@@ -125,7 +128,10 @@ enum {
     X(ALL_REDUCE, "all_reduce", -1, COLLECTIVE, NUMBER, BRAID_OPF_DIFFERENTIABLE, 1) \
     X(ALL_GATHER, "all_gather", -1, COLLECTIVE, ANY, BRAID_OPF_DIFFERENTIABLE, 0) \
     X(BROADCAST, "broadcast", -1, COLLECTIVE, ANY, BRAID_OPF_DIFFERENTIABLE, 0) \
-    X(REDUCE_SCATTER, "reduce_scatter", -1, COLLECTIVE, NUMBER, BRAID_OPF_DIFFERENTIABLE, 1)
+    X(REDUCE_SCATTER, "reduce_scatter", -1, COLLECTIVE, NUMBER, BRAID_OPF_DIFFERENTIABLE, 1) \
+    /* conv ops (flops: per multiply-add of the convolution) */ \
+    X(CONV, "conv", -1, CONV, FLOAT, BRAID_OPF_DIFFERENTIABLE, 2) \
+    X(CONV_TRANSPOSE, "conv_transpose", -1, CONV, FLOAT, BRAID_OPF_DIFFERENTIABLE, 2)
 /* clang-format on */
 
 typedef enum braid_op {
