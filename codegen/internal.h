@@ -162,6 +162,9 @@ braid_status bc_gen_gather(const bp_plan *p, uint32_t id, bc_buf *b,
                            bc_kernel *k);
 braid_status bc_gen_source(const bp_plan *p, uint32_t id, bc_buf *b,
                            bc_kernel *k, bool *rng);
+/* conv ops (codegen/conv.c) */
+braid_status bc_gen_conv(const bp_plan *p, uint32_t id, bc_buf *b,
+                         bc_kernel *k);
 
 /* Writes the module prelude (types, conversions, helpers) to b. */
 void bc_emit_prelude(bc_buf *b);

@@ -20,100 +20,13 @@
 #include <math.h>
 
 #include "graph/eval.h"
+#include "tests/support/conv_cases.h"
 #include "tests/support/op_cases.h"
+#ifdef BRAID_HAVE_CUDA
+#include "codegen/codegen.h"
+#endif
 
 #define DIMS(...) ((const int64_t[]){__VA_ARGS__})
-
-/* One random case: shapes and attributes. */
-typedef struct conv_case {
-    bool transpose, bias;
-    int s;                      /* spatial rank */
-    int64_t N, G, Cg, OCg;      /* batch, groups, channels per group */
-    int64_t in[3], k[3];        /* input extents, kernel */
-    braid_conv_params p;
-} conv_case;
-
-static const char *case_str(const conv_case *c, char *buf, size_t n) {
-    snprintf(buf, n,
-             "%s s=%d N=%lld G=%lld Cg=%lld OCg=%lld in=%lld,%lld,%lld "
-             "k=%lld,%lld,%lld st=%lld,%lld,%lld d=%lld,%lld,%lld "
-             "pads=%lld,%lld,%lld|%lld,%lld,%lld op=%lld,%lld,%lld bias=%d",
-             c->transpose ? "conv_transpose" : "conv", c->s, (long long)c->N,
-             (long long)c->G, (long long)c->Cg, (long long)c->OCg,
-             (long long)c->in[0], (long long)c->in[1], (long long)c->in[2],
-             (long long)c->k[0], (long long)c->k[1], (long long)c->k[2],
-             (long long)c->p.strides[0], (long long)c->p.strides[1],
-             (long long)c->p.strides[2], (long long)c->p.dilations[0],
-             (long long)c->p.dilations[1], (long long)c->p.dilations[2],
-             (long long)c->p.pads[0], (long long)c->p.pads[1],
-             (long long)c->p.pads[2], (long long)c->p.pads[c->s],
-             (long long)c->p.pads[c->s + 1], (long long)c->p.pads[c->s + 2],
-             (long long)c->p.output_padding[0],
-             (long long)c->p.output_padding[1],
-             (long long)c->p.output_padding[2], (int)c->bias);
-    return buf;
-}
-
-/* A random valid case; 3-D cases stay small (the reference is naive). */
-static conv_case random_case(uint64_t *st, bool transpose) {
-    conv_case c = {0};
-    c.transpose = transpose;
-    c.s = ts_rand_int(st, 1, 3);
-    c.N = ts_rand_int(st, 1, 2);
-    c.G = ts_rand_int(st, 1, 3);
-    c.Cg = ts_rand_int(st, 1, 3);
-    c.OCg = ts_rand_int(st, 1, 3);
-    if (ts_rand_int(st, 0, 4) == 0) c.Cg = c.OCg = 1, c.G = 4; /* depthwise */
-    c.bias = ts_rand_int(st, 0, 1);
-    int maxk = c.s == 3 ? 2 : 3, maxin = c.s == 1 ? 9 : c.s == 2 ? 6 : 4;
-    for (int i = 0; i < c.s; i++) {
-        int64_t k = ts_rand_int(st, 1, maxk), d = ts_rand_int(st, 1, 2);
-        int64_t s = ts_rand_int(st, 1, 3), span = (k - 1) * d + 1;
-        int64_t pb = ts_rand_int(st, 0, 2), pe = ts_rand_int(st, 0, 2);
-        c.k[i] = k;
-        c.p.strides[i] = s;
-        c.p.dilations[i] = d;
-        if (transpose) {
-            int64_t in = ts_rand_int(st, 1, maxin - 1);
-            int64_t op = ts_rand_int(st, 0, (int)((s > d ? s : d) - 1));
-            if (s * (in - 1) + span + op - pb - pe < 1) pb = pe = 0;
-            c.in[i] = in;
-            c.p.output_padding[i] = op;
-        } else {
-            if (pb >= span) pb = span - 1; /* pads past the kernel: legal but
-                                              dull; keep a few */
-            int64_t lo = span - pb - pe;
-            c.in[i] = (lo < 1 ? 1 : lo) + ts_rand_int(st, 0, maxin - 1);
-        }
-        c.p.pads[i] = pb;
-        c.p.pads[c.s + i] = pe;
-    }
-    c.p.groups = c.G;
-    return c;
-}
-
-/* The case as a graph: inputs x, w[, b], output y. */
-static braid_graph *case_graph(const conv_case *c, braid_dtype dt) {
-    braid_graph *g = braid_graph_new(NULL);
-    int64_t xd[5] = {c->N, c->G * c->Cg}, wd[5];
-    wd[0] = c->transpose ? c->G * c->Cg : c->G * c->OCg;
-    wd[1] = c->transpose ? c->OCg : c->Cg;
-    for (int i = 0; i < c->s; i++) {
-        xd[2 + i] = c->in[i];
-        wd[2 + i] = c->k[i];
-    }
-    braid_tensor x = braid_input(g, "x", dt, 2 + c->s, xd);
-    braid_tensor w = braid_input(g, "w", dt, 2 + c->s, wd);
-    int64_t oc = c->G * c->OCg;
-    braid_tensor b = c->bias ? braid_input(g, "b", dt, 1, &oc) : BRAID_NONE;
-    braid_tensor y = c->transpose ? braid_conv_transpose(g, x, w, b, &c->p)
-                                  : braid_conv(g, x, w, b, &c->p);
-    braid_output(g, "y", y);
-    char buf[400];
-    cr_assert_eq(braid_graph_status(g), BRAID_OK, "%s: %s",
-                 case_str(c, buf, sizeof buf), braid_graph_error(g));
-    return g;
-}
 
 static braid_plan *compile_for(const braid_graph *g, const char *devices,
                                int threads) {
@@ -179,13 +92,13 @@ Test(op_conv, reference_literal_1d) {
 Test(op_conv, transpose_is_the_adjoint) {
     uint64_t st = 11;
     for (int t = 0; t < 40; t++) {
-        conv_case c = random_case(&st, false);
+        ts_conv_case c = ts_conv_random_case(&st, false);
         c.bias = false;
-        braid_graph *g = case_graph(&c, BRAID_F64);
+        braid_graph *g = ts_conv_case_graph(&c, BRAID_F64);
         const bg_node *y = bg_node_at(g, g->outputs[0].node);
         /* conv_transpose of a y-shaped u with the same w, pads, strides;
          * output_padding restores the rows conv's floor dropped */
-        conv_case ct = c;
+        ts_conv_case ct = c;
         ct.transpose = true;
         for (int i = 0; i < c.s; i++) {
             int64_t span = (c.k[i] - 1) * c.p.dilations[i] + 1;
@@ -208,7 +121,7 @@ Test(op_conv, transpose_is_the_adjoint) {
         }
         ct.Cg = c.OCg; /* transposed roles: w [C, OC/G] = conv's w */
         ct.OCg = c.Cg;
-        braid_graph *h = case_graph(&ct, BRAID_F64);
+        braid_graph *h = ts_conv_case_graph(&ct, BRAID_F64);
         int64_t nx = c.N * c.G * c.Cg, ny = bg_numel(y), nw = c.G * c.OCg * c.Cg;
         for (int i = 0; i < c.s; i++) {
             nx *= c.in[i];
@@ -239,7 +152,7 @@ Test(op_conv, transpose_is_the_adjoint) {
             r += xv[i] * tx[i];
         char buf[400];
         cr_assert(fabs(l - r) <= 1e-9 * (mag + 1), "%s: %.17g vs %.17g",
-                  case_str(&c, buf, sizeof buf), l, r);
+                  ts_conv_case_str(&c, buf, sizeof buf), l, r);
         free(xv), free(uv), free(wv), free(cy), free(tx);
         braid_graph_free(g);
         braid_graph_free(h);
@@ -251,11 +164,11 @@ Test(op_conv, transpose_is_the_adjoint) {
 Test(op_conv, cpu_random_shapes, .timeout = 120) {
     uint64_t st = 7;
     for (int t = 0; t < 120; t++) {
-        conv_case c = random_case(&st, t % 2 == 1);
+        ts_conv_case c = ts_conv_random_case(&st, t % 2 == 1);
         braid_dtype dt = t % 3 == 2 ? BRAID_F64 : BRAID_F32;
-        braid_graph *g = case_graph(&c, dt);
+        braid_graph *g = ts_conv_case_graph(&c, dt);
         char buf[400];
-        check_run(g, "cpu", 100 + (uint64_t)t, case_str(&c, buf, sizeof buf));
+        check_run(g, "cpu", 100 + (uint64_t)t, ts_conv_case_str(&c, buf, sizeof buf));
         braid_graph_free(g);
     }
 }
@@ -264,10 +177,10 @@ Test(op_conv, cpu_random_shapes, .timeout = 120) {
  * it goes through im2col. */
 Test(op_conv, cpu_pointwise) {
     for (int s = 1; s <= 2; s++) {
-        conv_case c = {.s = 2, .N = 2, .G = 1, .Cg = 5, .OCg = 7,
+        ts_conv_case c = {.s = 2, .N = 2, .G = 1, .Cg = 5, .OCg = 7,
                        .in = {6, 5, 1}, .k = {1, 1, 1}, .bias = true};
         c.p.strides[0] = c.p.strides[1] = s;
-        braid_graph *g = case_graph(&c, BRAID_F32);
+        braid_graph *g = ts_conv_case_graph(&c, BRAID_F32);
         check_run(g, "cpu", 3, s == 1 ? "1x1 direct" : "1x1 stride 2");
         braid_graph_free(g);
     }
@@ -277,39 +190,39 @@ Test(op_conv, cpu_pointwise) {
  * the GEMM on OpenBLAS's threads (ResNet's 3×3 stride-1 and stride-2
  * shapes, scaled down; a depthwise layer with many groups). */
 Test(op_conv, cpu_large_split_path, .timeout = 120) {
-    conv_case a = {.s = 2, .N = 2, .G = 1, .Cg = 16, .OCg = 32,
+    ts_conv_case a = {.s = 2, .N = 2, .G = 1, .Cg = 16, .OCg = 32,
                    .in = {28, 28, 1}, .k = {3, 3, 1}, .bias = true,
                    .p = {.pads = {1, 1, 1, 1}}};
-    braid_graph *g = case_graph(&a, BRAID_F32);
+    braid_graph *g = ts_conv_case_graph(&a, BRAID_F32);
     check_run(g, "cpu", 5, "3x3 16->32 28x28");
     braid_graph_free(g);
-    conv_case b = a;
+    ts_conv_case b = a;
     b.p.strides[0] = b.p.strides[1] = 2;
     b.p.pads[2] = b.p.pads[3] = 0; /* asymmetric */
-    g = case_graph(&b, BRAID_F32);
+    g = ts_conv_case_graph(&b, BRAID_F32);
     check_run(g, "cpu", 6, "3x3 stride 2, pads (1,1,0,0)");
     braid_graph_free(g);
-    conv_case t = a;
+    ts_conv_case t = a;
     t.transpose = true;
     t.p.strides[0] = t.p.strides[1] = 2;
     t.p.output_padding[0] = t.p.output_padding[1] = 1;
     t.in[0] = t.in[1] = 14;
-    g = case_graph(&t, BRAID_F32);
+    g = ts_conv_case_graph(&t, BRAID_F32);
     check_run(g, "cpu", 7, "conv_transpose 3x3 stride 2 16->32");
     braid_graph_free(g);
-    conv_case d = {.s = 2, .N = 3, .G = 48, .Cg = 1, .OCg = 1,
+    ts_conv_case d = {.s = 2, .N = 3, .G = 48, .Cg = 1, .OCg = 1,
                    .in = {20, 20, 1}, .k = {3, 3, 1}, .bias = false,
                    .p = {.pads = {1, 1, 1, 1}, .groups = 48}};
-    g = case_graph(&d, BRAID_F32);
+    g = ts_conv_case_graph(&d, BRAID_F32);
     check_run(g, "cpu", 8, "depthwise 48 channels");
     braid_graph_free(g);
 }
 
 /* No input channels: the output is the bias alone. */
 Test(op_conv, cpu_no_input_channels) {
-    conv_case c = {.s = 1, .N = 2, .G = 1, .Cg = 0, .OCg = 3,
+    ts_conv_case c = {.s = 1, .N = 2, .G = 1, .Cg = 0, .OCg = 3,
                    .in = {5, 1, 1}, .k = {2, 1, 1}, .bias = true};
-    braid_graph *g = case_graph(&c, BRAID_F32);
+    braid_graph *g = ts_conv_case_graph(&c, BRAID_F32);
     check_run(g, "cpu", 9, "C = 0");
     braid_graph_free(g);
 }
@@ -320,23 +233,67 @@ Test(op_conv, cpu_no_input_channels) {
 Test(op_conv, gpu_plan_emulated) {
     uint64_t st = 21;
     for (int t = 0; t < 6; t++) {
-        conv_case c = random_case(&st, t % 2 == 1);
-        braid_graph *g = case_graph(&c, BRAID_F32);
+        ts_conv_case c = ts_conv_random_case(&st, t % 2 == 1);
+        braid_graph *g = ts_conv_case_graph(&c, BRAID_F32);
         for (uint32_t id = 0; id < braid_graph_node_count(g); id++)
             if (g->nodes[id].op != BRAID_OP_INPUT)
                 braid_set_device(g, (braid_tensor){id}, "cuda:0");
         char buf[400];
         check_run(g, "cpu,cuda:0", 30 + (uint64_t)t,
-                  case_str(&c, buf, sizeof buf));
+                  ts_conv_case_str(&c, buf, sizeof buf));
         braid_graph_free(g);
     }
 }
 
+#ifdef BRAID_HAVE_CUDA
+/* braid's GPU kernel for the conv ops (codegen/conv.c, cuDNN's fallback)
+ * compiles with NVRTC for sm_90, every dtype and both ops, one launch of
+ * one thread per output element. */
+Test(op_conv, gpu_kernels_compile_for_sm90, .timeout = 300) {
+    setenv("BRAID_CACHE_DIR", "", 1);
+    uint64_t st = 31;
+    braid_dtype dts[4] = {BRAID_F32, BRAID_F64, BRAID_F16, BRAID_BF16};
+    for (int t = 0; t < 8; t++) {
+        ts_conv_case c = ts_conv_random_case(&st, t % 2 == 1);
+        braid_graph *g = ts_conv_case_graph(&c, dts[t % 4]);
+        for (uint32_t id = 0; id < braid_graph_node_count(g); id++)
+            if (g->nodes[id].op != BRAID_OP_INPUT)
+                braid_set_device(g, (braid_tensor){id}, "cuda:0");
+        braid_plan *p = compile_for(g, "cpu,cuda:0", 2);
+        bc_source src;
+        cr_assert_eq(bc_plan_source(p, &src), BRAID_OK, "%s",
+                     braid_last_error());
+        uint32_t convs = 0;
+        for (uint32_t i = 0; i < src.nkernels; i++) {
+            const bc_kernel *k = &src.kernels[i];
+            const bg_node *n = bg_node_at(p->res.graph, k->node);
+            if (bg_op(n->op)->kind != BRAID_KIND_CONV) continue;
+            convs++;
+            cr_assert_eq(k->kind, BC_KERNEL_CONV);
+            cr_assert_eq(k->nlaunch, 1);
+            cr_assert_eq((int64_t)k->launch[0].grid[0] * k->launch[0].block[0] >=
+                             bg_numel(n),
+                         true);
+        }
+        cr_assert_eq(convs, 1);
+        bc_binary bin;
+        char err[16384];
+        braid_status s =
+            bc_compile(src.text, "conv.cu", 90, &bin, err, sizeof err);
+        cr_assert_eq(s, BRAID_OK, "%s\n%s", err, src.text);
+        bc_binary_free(&bin);
+        bc_source_free(&src);
+        braid_plan_free(p);
+        braid_graph_free(g);
+    }
+}
+#endif
+
 /* f16 convolutions have no CPU kernel: executor creation says so. */
 Test(op_conv, cpu_f16_refused) {
-    conv_case c = {.s = 1, .N = 1, .G = 1, .Cg = 2, .OCg = 2,
+    ts_conv_case c = {.s = 1, .N = 1, .G = 1, .Cg = 2, .OCg = 2,
                    .in = {5, 1, 1}, .k = {3, 1, 1}};
-    braid_graph *g = case_graph(&c, BRAID_F16);
+    braid_graph *g = ts_conv_case_graph(&c, BRAID_F16);
     braid_plan *p = compile_for(g, "cpu", 1);
     braid_exec *e = NULL;
     cr_assert_eq(braid_exec_new(p, &e), BRAID_ERR_UNSUPPORTED);
@@ -352,8 +309,8 @@ Test(op_conv, cpu_f16_refused) {
 Test(op_conv, text_and_plan_round_trip) {
     uint64_t st = 5;
     for (int t = 0; t < 20; t++) {
-        conv_case c = random_case(&st, t % 2 == 0);
-        braid_graph *g = case_graph(&c, BRAID_F32);
+        ts_conv_case c = ts_conv_random_case(&st, t % 2 == 0);
+        braid_graph *g = ts_conv_case_graph(&c, BRAID_F32);
         char *text = NULL;
         size_t len = 0;
         cr_assert_eq(braid_graph_print(g, &text, &len), BRAID_OK);

@@ -784,6 +784,13 @@ braid_status braid_memcpy(void *dst, const void *src, size_t bytes);
  * reason there are none, if any, is in braid_cuda_status(). */
 int braid_cuda_device_count(void);
 const char *braid_cuda_status(void);
+/* cuDNN, which runs the conv ops on a GPU, is loaded at run time (dlopen
+ * "libcudnn.so.9", then "libcudnn.so"; $BRAID_CUDNN_LIBRARY overrides;
+ * BRAID_CONV=braid makes executors use braid's own kernel instead): its
+ * version as cudnnGetVersion says it (90100 for 9.1.0), 0 when it cannot
+ * be loaded; and in words, "cuDNN 9.1.0 (libcudnn.so.9)" or why not. */
+int braid_cudnn_version(void);
+const char *braid_cudnn_status(void);
 
 /* Destroys the CUDA resources braid keeps for the next executor: streams,
  * events, cuBLAS / cuBLASLt handles with their device workspaces, pinned
