@@ -289,6 +289,42 @@ Test(op_conv, gpu_kernels_compile_for_sm90, .timeout = 300) {
 }
 #endif
 
+/* What follows a conv in a network — bias, a residual add, relu — fuses
+ * into one elementwise node after the conv (the conv itself is no
+ * fusion member), on the CPU and in a GPU plan alike. */
+Test(op_conv, epilogue_fuses_after_the_conv) {
+    for (int gpu = 0; gpu < 2; gpu++) {
+        braid_graph *g = braid_graph_new(NULL);
+        braid_tensor x = braid_input(g, "x", BRAID_F32, 4, DIMS(2, 4, 9, 9));
+        braid_tensor w = braid_input(g, "w", BRAID_F32, 4, DIMS(6, 4, 3, 3));
+        braid_tensor b = braid_input(g, "b", BRAID_F32, 4, DIMS(1, 6, 1, 1));
+        braid_tensor z = braid_input(g, "z", BRAID_F32, 4, DIMS(2, 6, 9, 9));
+        braid_conv_params p = {.pads = {1, 1, 1, 1}};
+        braid_tensor y = braid_conv(g, x, w, BRAID_NONE, &p);
+        y = braid_relu(g, braid_add(g, braid_add(g, y, b), z));
+        braid_output(g, "y", y);
+        if (gpu)
+            for (uint32_t id = 0; id < braid_graph_node_count(g); id++)
+                if (g->nodes[id].op != BRAID_OP_INPUT)
+                    braid_set_device(g, (braid_tensor){id}, "cuda:0");
+        const char *devices = gpu ? "cpu,cuda:0" : "cpu";
+        braid_plan *pl = compile_for(g, devices, 2);
+        uint32_t convs = 0, fused = 0, other = 0;
+        for (uint32_t id = 0; id < pl->res.graph->nnodes; id++) {
+            braid_op op = pl->res.graph->nodes[id].op;
+            convs += op == BRAID_OP_CONV;
+            fused += op == BRAID_OP_FUSED;
+            other += op == BRAID_OP_ADD || op == BRAID_OP_RELU;
+        }
+        cr_assert_eq(convs, 1, "%s", devices);
+        cr_assert_eq(fused, 1, "%s", devices);
+        cr_assert_eq(other, 0, "%s", devices);
+        braid_plan_free(pl);
+        check_run(g, devices, 12, "conv + bias + residual + relu");
+        braid_graph_free(g);
+    }
+}
+
 /* f16 convolutions have no CPU kernel: executor creation says so. */
 Test(op_conv, cpu_f16_refused) {
     ts_conv_case c = {.s = 1, .N = 1, .G = 1, .Cg = 2, .OCg = 2,
