@@ -65,8 +65,8 @@ static double check(const bn_conv_shape *s, const float *x, const float *w,
     uint64_t st = 99;
     for (int t = 0; t < 64; t++) {
         st = st * 6364136223846793005u + 1442695040888963407u;
-        int n = (int)(st >> 33) % BATCH, oc = (int)(st >> 20) % s->OC;
-        int oh = (int)(st >> 40) % OH, ow = (int)(st >> 50) % OH;
+        int n = (int)((st >> 33) % BATCH), oc = (int)((st >> 20) % (unsigned)s->OC);
+        int oh = (int)((st >> 40) % (unsigned)OH), ow = (int)((st >> 50) % (unsigned)OH);
         double sum = 0, mag = 0;
         for (int c = 0; c < s->C; c++)
             for (int i = 0; i < s->k; i++)
@@ -89,6 +89,7 @@ static double check(const bn_conv_shape *s, const float *x, const float *w,
 int main(void) {
     bn_prog = "gpu_conv";
     bn_require_gpu("conv");
+    setvbuf(stdout, NULL, _IOLBF, 0); /* lines reach the log as they come */
     printf("cudnn: %s\n", braid_cudnn_status());
     double set_dnn = 0, set_k = 0, worst = 0;
     for (size_t i = 0; i < BN_RESNET18_NCONV; i++) {
