@@ -50,7 +50,8 @@ static double conv_ms(braid_exec *e, const braid_input_binding *in,
         BN_OK(braid_exec_profile(e, &pr));
         double ms = -1;
         for (uint32_t i = 0; i < pr->nnodes; i++)
-            if (strcmp(pr->nodes[i].op, "conv") == 0) ms = pr->nodes[i].total_ms;
+            if (strcmp(pr->nodes[i].op, "conv") == 0)
+                ms = pr->nodes[i].total_ms;
         braid_profile_free(pr);
         if (ms < 0) bn_die("no conv node in the profile");
         if (r >= WARM) t[r - WARM] = ms;
@@ -65,8 +66,10 @@ static double check(const bn_conv_shape *s, const float *x, const float *w,
     uint64_t st = 99;
     for (int t = 0; t < 64; t++) {
         st = st * 6364136223846793005u + 1442695040888963407u;
-        int n = (int)((st >> 33) % BATCH), oc = (int)((st >> 20) % (unsigned)s->OC);
-        int oh = (int)((st >> 40) % (unsigned)OH), ow = (int)((st >> 50) % (unsigned)OH);
+        int n = (int)((st >> 33) % BATCH),
+            oc = (int)((st >> 20) % (unsigned)s->OC);
+        int oh = (int)((st >> 40) % (unsigned)OH),
+            ow = (int)((st >> 50) % (unsigned)OH);
         double sum = 0, mag = 0;
         for (int c = 0; c < s->C; c++)
             for (int i = 0; i < s->k; i++)
@@ -74,8 +77,10 @@ static double check(const bn_conv_shape *s, const float *x, const float *w,
                     int h = oh * s->stride - s->pad + i;
                     int v = ow * s->stride - s->pad + j;
                     if (h < 0 || h >= s->HW || v < 0 || v >= s->HW) continue;
-                    double a = x[(((size_t)n * s->C + c) * s->HW + h) * s->HW + v];
-                    double b = w[(((size_t)oc * s->C + c) * s->k + i) * s->k + j];
+                    double a =
+                        x[(((size_t)n * s->C + c) * s->HW + h) * s->HW + v];
+                    double b =
+                        w[(((size_t)oc * s->C + c) * s->k + i) * s->k + j];
                     sum += a * b;
                     mag += fabs(a * b);
                 }

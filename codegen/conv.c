@@ -40,10 +40,12 @@ static void emit_taps(bc_buf *b, const bg_conv_geom *c, braid_dtype t) {
                       "%lldLL;\n",
                       bc_stype(t), (long long)Cg, (long long)kv);
     for (int i = 0; i < 3; i++) {
-        const char *ind = i == 0 ? "        " : i == 1 ? "            "
-                                                       : "                ";
-        bc_buf_printf(b, "%s#pragma unroll\n%sfor (int k%d = 0; k%d < %lld; "
-                         "k%d++) {\n",
+        const char *ind = i == 0   ? "        "
+                          : i == 1 ? "            "
+                                   : "                ";
+        bc_buf_printf(b,
+                      "%s#pragma unroll\n%sfor (int k%d = 0; k%d < %lld; "
+                      "k%d++) {\n",
                       ind, ind, i, i, (long long)c->k[i], i);
         if (c->transpose)
             bc_buf_printf(b,
@@ -56,8 +58,7 @@ static void emit_taps(bc_buf *b, const bg_conv_geom *c, braid_dtype t) {
                           ind, i, i, (long long)c->pb[i], i,
                           (long long)c->dil[i], ind, i, i,
                           (long long)c->stride[i], ind, i, i,
-                          (long long)c->stride[i], ind, i,
-                          (long long)c->in[i]);
+                          (long long)c->stride[i], ind, i, (long long)c->in[i]);
         else
             bc_buf_printf(b,
                           "%s    const long long p%d = o%d * %lldLL - %lldLL "

@@ -15,7 +15,8 @@
 #define CONV_MAX_STEP ((int64_t)1 << 20) /* strides, dilations */
 #define CONV_MAX_PAD ((int64_t)1 << 30)
 
-/* ---- geometry -------------------------------------------------------------- */
+/* ---- geometry --------------------------------------------------------------
+ */
 
 /* The geometry from the operands and attributes, unchecked. */
 static void geom_fill(braid_op op, const bg_node *x, const bg_node *w,
@@ -50,13 +51,15 @@ static int64_t geom_out(const bg_conv_geom *c, int i) {
 }
 
 double bg_conv_macs(const bg_conv_geom *c) {
-    double m = (double)c->N * (double)c->OC * (double)(c->C / (c->G ? c->G : 1));
+    double m =
+        (double)c->N * (double)c->OC * (double)(c->C / (c->G ? c->G : 1));
     for (int i = 0; i < BG_CONV_MAX_SPATIAL; i++)
         m *= (double)c->k[i] * (double)(c->transpose ? c->in[i] : c->out[i]);
     return m;
 }
 
-/* ---- the type rule ---------------------------------------------------------- */
+/* ---- the type rule ----------------------------------------------------------
+ */
 
 static braid_status conv_fail(braid_graph *g, const char *op,
                               const char *what) {
@@ -103,8 +106,10 @@ static braid_status check_operands(braid_graph *g, const char *op,
         return conv_fail(g, op, m);
     }
     if (b && (b->rank != 1 || b->dims[0] != oc)) {
-        snprintf(m, sizeof m, "bias %s; expected [%lld] (one per output "
-                 "channel)", tb, (long long)oc);
+        snprintf(m, sizeof m,
+                 "bias %s; expected [%lld] (one per output "
+                 "channel)",
+                 tb, (long long)oc);
         return conv_fail(g, op, m);
     }
     return BRAID_OK;
@@ -149,8 +154,10 @@ static braid_status check_extents(braid_graph *g, const char *op,
     char m[240];
     for (int i = 0; i < c->nspatial; i++) {
         if (c->k[i] < 1 || c->k[i] > ((int64_t)1 << 30)) {
-            snprintf(m, sizeof m, "kernel size %lld on spatial axis %d; "
-                     "expected 1..2^30", (long long)c->k[i], i);
+            snprintf(m, sizeof m,
+                     "kernel size %lld on spatial axis %d; "
+                     "expected 1..2^30",
+                     (long long)c->k[i], i);
             return conv_fail(g, op, m);
         }
         c->out[i] = geom_out(c, i);
@@ -199,8 +206,7 @@ braid_status bg_conv_infer(braid_graph *g, braid_op op, const uint32_t *in,
     return BRAID_OK;
 }
 
-bool bg_conv_geom_of(const braid_graph *g, const bg_node *n,
-                     bg_conv_geom *c) {
+bool bg_conv_geom_of(const braid_graph *g, const bg_node *n, bg_conv_geom *c) {
     if (bg_op(n->op) == NULL || bg_op(n->op)->kind != BRAID_KIND_CONV ||
         (n->ninputs != 2 && n->ninputs != 3))
         return false;
@@ -231,7 +237,14 @@ bool bg_conv_geom_of(const braid_graph *g, const bg_node *n,
     return true;
 }
 
-/* ---- float64 meaning ----------------------------------------------------------- */
+void bg_conv_tap(const bg_conv_geom *c, int64_t k, int64_t *kk) {
+    kk[0] = k / (c->k[1] * c->k[2]);
+    kk[1] = k / c->k[2] % c->k[1];
+    kk[2] = k % c->k[2];
+}
+
+/* ---- float64 meaning
+ * ----------------------------------------------------------- */
 
 /* Output element (batch b, channel oc, position o) of a conv: the sum over
  * the group's input channels and the kernel of x · w where the dilated
@@ -246,8 +259,8 @@ static double conv_at(const bg_conv_geom *c, const double *x, const double *w,
         const double *xc = x + (b * c->C + g0 + ci) * iv;
         const double *wc = w + (oc * Cg + ci) * kv;
         for (int64_t k = 0; k < kv; k++) {
-            int64_t kk[3] = {k / (c->k[1] * c->k[2]), k / c->k[2] % c->k[1],
-                             k % c->k[2]};
+            int64_t kk[3];
+            bg_conv_tap(c, k, kk);
             int64_t pos = 0;
             bool inside = true;
             for (int i = 0; i < 3 && inside; i++) {
@@ -274,8 +287,8 @@ static double conv_transpose_at(const bg_conv_geom *c, const double *x,
         const double *xc = x + (b * c->C + g0 + ci) * iv;
         const double *wc = w + ((g0 + ci) * OCg + oc % OCg) * kv;
         for (int64_t k = 0; k < kv; k++) {
-            int64_t kk[3] = {k / (c->k[1] * c->k[2]), k / c->k[2] % c->k[1],
-                             k % c->k[2]};
+            int64_t kk[3];
+            bg_conv_tap(c, k, kk);
             int64_t pos = 0;
             bool inside = true;
             for (int i = 0; i < 3 && inside; i++) {
@@ -306,7 +319,8 @@ void bg_eval_conv(const braid_graph *g, const bg_node *n,
     }
 }
 
-/* ---- builders ------------------------------------------------------------------- */
+/* ---- builders
+ * ------------------------------------------------------------------- */
 
 /* The packed attributes of params for an x of spatial rank s; false with
  * the error recorded when output_padding is out of its range. */
@@ -315,7 +329,7 @@ static bool pack_params(braid_graph *g, braid_op op, int s,
     static const braid_conv_params defaults;
     if (p == NULL) p = &defaults;
     memset(a, 0, sizeof *a);
-    a->axis = p->groups == 0 ? 1
+    a->axis = p->groups == 0                           ? 1
               : p->groups > INT32_MAX || p->groups < 0 ? -1
                                                        : (int32_t)p->groups;
     for (int i = 0; i < s; i++) {
@@ -355,8 +369,8 @@ static braid_tensor build_conv(braid_graph *g, braid_op op, braid_tensor x,
     if (g->status != BRAID_OK) return BRAID_NONE;
     if (x.id >= g->nnodes) { /* bg_build names the bad operand */
         uint32_t in[2] = {x.id, w.id};
-        return (braid_tensor){bg_build(g, op, in, 2, BRAID_F32, 0, NULL, NULL,
-                                       NULL)};
+        return (braid_tensor){
+            bg_build(g, op, in, 2, BRAID_F32, 0, NULL, NULL, NULL)};
     }
     int s = bg_node_at(g, x.id)->rank - 2;
     s = s < 0 ? 0 : s > BG_CONV_MAX_SPATIAL ? BG_CONV_MAX_SPATIAL : s;

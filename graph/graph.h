@@ -261,6 +261,9 @@ bool bg_conv_geom_of(const braid_graph *g, const bg_node *n, bg_conv_geom *c);
  * count: N · OC · out-volume · C/G · kernel-volume, and for conv_transpose
  * the same count over the input volume). */
 double bg_conv_macs(const bg_conv_geom *c);
+/* The tap (one index per spatial axis, into kk[3]) of flat kernel index k
+ * (C order over c->k). */
+void bg_conv_tap(const bg_conv_geom *c, int64_t k, int64_t *kk);
 
 /* ---- random generators (graph/rng.c) -------------------------------------- */
 

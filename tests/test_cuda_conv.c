@@ -72,8 +72,9 @@ static void check_path(braid_graph *g, bool braid_kernel, uint64_t seed,
 static void random_cases(bool braid_kernel, uint64_t st, int n) {
     for (int t = 0; t < n; t++) {
         ts_conv_case c = ts_conv_random_case(&st, t % 2 == 1);
-        braid_dtype dt = t % 5 == 4 ? BRAID_F64 : t % 7 == 6 ? BRAID_F16
-                                                             : BRAID_F32;
+        braid_dtype dt = t % 5 == 4   ? BRAID_F64
+                         : t % 7 == 6 ? BRAID_F16
+                                      : BRAID_F32;
         braid_graph *g = ts_conv_case_graph(&c, dt);
         char buf[400], what[460];
         snprintf(what, sizeof what, "%s %s", braid_dtype_name(dt),
@@ -101,15 +102,20 @@ Test(cuda_conv, resnet_shapes_both_paths, .timeout = 600) {
     TC_REQUIRE_GPU();
     static const int64_t shapes[][5] = {
         /* C, OC, HW, k, stride */
-        {3, 64, 224, 7, 2}, {64, 64, 56, 3, 1},   {64, 128, 56, 3, 2},
+        {3, 64, 224, 7, 2},  {64, 64, 56, 3, 1},   {64, 128, 56, 3, 2},
         {64, 128, 56, 1, 2}, {128, 128, 28, 3, 1}, {256, 512, 14, 3, 2},
         {512, 512, 7, 3, 1},
     };
     int n = tc_under_sanitizer() ? 2 : 7;
     for (int i = 0; i < n; i++) {
         const int64_t *s = shapes[i];
-        ts_conv_case c = {.s = 2, .N = 2, .G = 1, .Cg = s[0], .OCg = s[1],
-                          .in = {s[2], s[2], 1}, .k = {s[3], s[3], 1},
+        ts_conv_case c = {.s = 2,
+                          .N = 2,
+                          .G = 1,
+                          .Cg = s[0],
+                          .OCg = s[1],
+                          .in = {s[2], s[2], 1},
+                          .k = {s[3], s[3], 1},
                           .bias = i % 2 == 0};
         c.p.strides[0] = c.p.strides[1] = s[4];
         for (int a = 0; a < 4; a++)
@@ -122,11 +128,19 @@ Test(cuda_conv, resnet_shapes_both_paths, .timeout = 600) {
             braid_graph_free(g);
         }
     }
-    ts_conv_case t = {.transpose = true, .s = 2, .N = 2, .G = 2, .Cg = 8,
-                      .OCg = 4, .in = {9, 9, 1}, .k = {3, 3, 1},
+    ts_conv_case t = {.transpose = true,
+                      .s = 2,
+                      .N = 2,
+                      .G = 2,
+                      .Cg = 8,
+                      .OCg = 4,
+                      .in = {9, 9, 1},
+                      .k = {3, 3, 1},
                       .bias = true,
-                      .p = {.strides = {2, 2}, .pads = {1, 1, 1, 1},
-                            .output_padding = {1, 1}, .groups = 2}};
+                      .p = {.strides = {2, 2},
+                            .pads = {1, 1, 1, 1},
+                            .output_padding = {1, 1},
+                            .groups = 2}};
     for (int path = 0; path < 2; path++) {
         braid_graph *g = ts_conv_case_graph(&t, BRAID_F32);
         check_path(g, path == 1, 77, "conv_transpose stride 2 groups 2");

@@ -28,27 +28,22 @@
 
 #define DIMS(...) ((const int64_t[]){__VA_ARGS__})
 
-static braid_plan *compile_for(const braid_graph *g, const char *devices,
-                               int threads) {
-    braid_compile_options o;
-    braid_compile_options_init(&o);
-    o.devices = devices;
-    o.archs = "none";
-    o.num_threads = threads;
-    braid_plan *p = NULL;
-    cr_assert_eq(braid_compile(g, &o, &p), BRAID_OK, "%s", braid_last_error());
-    return p;
+/* Hints every node but the inputs to cuda:0. */
+static void hint_gpu(braid_graph *g) {
+    for (uint32_t id = 0; id < braid_graph_node_count(g); id++)
+        if (g->nodes[id].op != BRAID_OP_INPUT)
+            braid_set_device(g, (braid_tensor){id}, "cuda:0");
 }
 
 /* Runs g compiled for devices (emulated when a GPU is named) against the
  * reference on fresh random inputs. */
-static void check_run(const braid_graph *g, const char *devices,
-                      uint64_t seed, const char *what) {
-    braid_plan *p = compile_for(g, devices, 3);
+static void check_run(const braid_graph *g, const char *devices, uint64_t seed,
+                      const char *what) {
+    braid_plan *p = pf_compile(g, devices);
     ts_io *io = ts_io_new(g, seed);
     cr_assert(io);
-    cr_assert_eq(pf_run(p, io, strstr(devices, "cuda") != NULL, seed),
-                 BRAID_OK, "%s: %s", what, braid_last_error());
+    cr_assert_eq(pf_run(p, io, strstr(devices, "cuda") != NULL, seed), BRAID_OK,
+                 "%s: %s", what, braid_last_error());
     cr_assert_eq(
         braid_reference_run(g, io->in, io->ninputs, io->ref, io->noutputs),
         BRAID_OK, "%s: %s", what, braid_last_error());
@@ -76,9 +71,8 @@ Test(op_conv, reference_literal_1d) {
     double want[3] = {0 * 1 + 2 * 10 + 4 * 100 + bv,
                       2 * 1 + 4 * 10 + 6 * 100 + bv,
                       4 * 1 + 6 * 10 + 0 * 100 + bv};
-    braid_input_binding in[3] = {{"x", xv, sizeof xv},
-                                 {"w", wv, sizeof wv},
-                                 {"b", &bv, sizeof bv}};
+    braid_input_binding in[3] = {
+        {"x", xv, sizeof xv}, {"w", wv, sizeof wv}, {"b", &bv, sizeof bv}};
     double out[3];
     ts_run_ref(g, y, in, 3, out, sizeof out);
     for (int i = 0; i < 3; i++)
@@ -109,11 +103,10 @@ Test(op_conv, transpose_is_the_adjoint) {
         }
         bool representable = true;
         for (int i = 0; i < c.s; i++) {
-            int64_t lim = c.p.strides[i] > c.p.dilations[i]
-                              ? c.p.strides[i]
-                              : c.p.dilations[i];
-            representable &= ct.p.output_padding[i] >= 0 &&
-                             ct.p.output_padding[i] < lim;
+            int64_t lim = c.p.strides[i] > c.p.dilations[i] ? c.p.strides[i]
+                                                            : c.p.dilations[i];
+            representable &=
+                ct.p.output_padding[i] >= 0 && ct.p.output_padding[i] < lim;
         }
         if (!representable) {
             braid_graph_free(g);
@@ -122,7 +115,8 @@ Test(op_conv, transpose_is_the_adjoint) {
         ct.Cg = c.OCg; /* transposed roles: w [C, OC/G] = conv's w */
         ct.OCg = c.Cg;
         braid_graph *h = ts_conv_case_graph(&ct, BRAID_F64);
-        int64_t nx = c.N * c.G * c.Cg, ny = bg_numel(y), nw = c.G * c.OCg * c.Cg;
+        int64_t nx = c.N * c.G * c.Cg, ny = bg_numel(y),
+                nw = c.G * c.OCg * c.Cg;
         for (int i = 0; i < c.s; i++) {
             nx *= c.in[i];
             nw *= c.k[i];
@@ -159,7 +153,8 @@ Test(op_conv, transpose_is_the_adjoint) {
     }
 }
 
-/* ---- the CPU kernel ---------------------------------------------------------- */
+/* ---- the CPU kernel
+ * ---------------------------------------------------------- */
 
 Test(op_conv, cpu_random_shapes, .timeout = 120) {
     uint64_t st = 7;
@@ -168,7 +163,8 @@ Test(op_conv, cpu_random_shapes, .timeout = 120) {
         braid_dtype dt = t % 3 == 2 ? BRAID_F64 : BRAID_F32;
         braid_graph *g = ts_conv_case_graph(&c, dt);
         char buf[400];
-        check_run(g, "cpu", 100 + (uint64_t)t, ts_conv_case_str(&c, buf, sizeof buf));
+        check_run(g, "cpu", 100 + (uint64_t)t,
+                  ts_conv_case_str(&c, buf, sizeof buf));
         braid_graph_free(g);
     }
 }
@@ -177,8 +173,14 @@ Test(op_conv, cpu_random_shapes, .timeout = 120) {
  * it goes through im2col. */
 Test(op_conv, cpu_pointwise) {
     for (int s = 1; s <= 2; s++) {
-        ts_conv_case c = {.s = 2, .N = 2, .G = 1, .Cg = 5, .OCg = 7,
-                       .in = {6, 5, 1}, .k = {1, 1, 1}, .bias = true};
+        ts_conv_case c = {.s = 2,
+                          .N = 2,
+                          .G = 1,
+                          .Cg = 5,
+                          .OCg = 7,
+                          .in = {6, 5, 1},
+                          .k = {1, 1, 1},
+                          .bias = true};
         c.p.strides[0] = c.p.strides[1] = s;
         braid_graph *g = ts_conv_case_graph(&c, BRAID_F32);
         check_run(g, "cpu", 3, s == 1 ? "1x1 direct" : "1x1 stride 2");
@@ -190,9 +192,15 @@ Test(op_conv, cpu_pointwise) {
  * the GEMM on OpenBLAS's threads (ResNet's 3×3 stride-1 and stride-2
  * shapes, scaled down; a depthwise layer with many groups). */
 Test(op_conv, cpu_large_split_path, .timeout = 120) {
-    ts_conv_case a = {.s = 2, .N = 2, .G = 1, .Cg = 16, .OCg = 32,
-                   .in = {28, 28, 1}, .k = {3, 3, 1}, .bias = true,
-                   .p = {.pads = {1, 1, 1, 1}}};
+    ts_conv_case a = {.s = 2,
+                      .N = 2,
+                      .G = 1,
+                      .Cg = 16,
+                      .OCg = 32,
+                      .in = {28, 28, 1},
+                      .k = {3, 3, 1},
+                      .bias = true,
+                      .p = {.pads = {1, 1, 1, 1}}};
     braid_graph *g = ts_conv_case_graph(&a, BRAID_F32);
     check_run(g, "cpu", 5, "3x3 16->32 28x28");
     braid_graph_free(g);
@@ -210,9 +218,15 @@ Test(op_conv, cpu_large_split_path, .timeout = 120) {
     g = ts_conv_case_graph(&t, BRAID_F32);
     check_run(g, "cpu", 7, "conv_transpose 3x3 stride 2 16->32");
     braid_graph_free(g);
-    ts_conv_case d = {.s = 2, .N = 3, .G = 48, .Cg = 1, .OCg = 1,
-                   .in = {20, 20, 1}, .k = {3, 3, 1}, .bias = false,
-                   .p = {.pads = {1, 1, 1, 1}, .groups = 48}};
+    ts_conv_case d = {.s = 2,
+                      .N = 3,
+                      .G = 48,
+                      .Cg = 1,
+                      .OCg = 1,
+                      .in = {20, 20, 1},
+                      .k = {3, 3, 1},
+                      .bias = false,
+                      .p = {.pads = {1, 1, 1, 1}, .groups = 48}};
     g = ts_conv_case_graph(&d, BRAID_F32);
     check_run(g, "cpu", 8, "depthwise 48 channels");
     braid_graph_free(g);
@@ -220,8 +234,14 @@ Test(op_conv, cpu_large_split_path, .timeout = 120) {
 
 /* No input channels: the output is the bias alone. */
 Test(op_conv, cpu_no_input_channels) {
-    ts_conv_case c = {.s = 1, .N = 2, .G = 1, .Cg = 0, .OCg = 3,
-                   .in = {5, 1, 1}, .k = {2, 1, 1}, .bias = true};
+    ts_conv_case c = {.s = 1,
+                      .N = 2,
+                      .G = 1,
+                      .Cg = 0,
+                      .OCg = 3,
+                      .in = {5, 1, 1},
+                      .k = {2, 1, 1},
+                      .bias = true};
     braid_graph *g = ts_conv_case_graph(&c, BRAID_F32);
     check_run(g, "cpu", 9, "C = 0");
     braid_graph_free(g);
@@ -235,9 +255,7 @@ Test(op_conv, gpu_plan_emulated) {
     for (int t = 0; t < 6; t++) {
         ts_conv_case c = ts_conv_random_case(&st, t % 2 == 1);
         braid_graph *g = ts_conv_case_graph(&c, BRAID_F32);
-        for (uint32_t id = 0; id < braid_graph_node_count(g); id++)
-            if (g->nodes[id].op != BRAID_OP_INPUT)
-                braid_set_device(g, (braid_tensor){id}, "cuda:0");
+        hint_gpu(g);
         char buf[400];
         check_run(g, "cpu,cuda:0", 30 + (uint64_t)t,
                   ts_conv_case_str(&c, buf, sizeof buf));
@@ -256,10 +274,8 @@ Test(op_conv, gpu_kernels_compile_for_sm90, .timeout = 300) {
     for (int t = 0; t < 8; t++) {
         ts_conv_case c = ts_conv_random_case(&st, t % 2 == 1);
         braid_graph *g = ts_conv_case_graph(&c, dts[t % 4]);
-        for (uint32_t id = 0; id < braid_graph_node_count(g); id++)
-            if (g->nodes[id].op != BRAID_OP_INPUT)
-                braid_set_device(g, (braid_tensor){id}, "cuda:0");
-        braid_plan *p = compile_for(g, "cpu,cuda:0", 2);
+        hint_gpu(g);
+        braid_plan *p = pf_compile(g, "cpu,cuda:0");
         bc_source src;
         cr_assert_eq(bc_plan_source(p, &src), BRAID_OK, "%s",
                      braid_last_error());
@@ -271,7 +287,8 @@ Test(op_conv, gpu_kernels_compile_for_sm90, .timeout = 300) {
             convs++;
             cr_assert_eq(k->kind, BC_KERNEL_CONV);
             cr_assert_eq(k->nlaunch, 1);
-            cr_assert_eq((int64_t)k->launch[0].grid[0] * k->launch[0].block[0] >=
+            cr_assert_eq((int64_t)k->launch[0].grid[0] *
+                                 k->launch[0].block[0] >=
                              bg_numel(n),
                          true);
         }
@@ -303,12 +320,9 @@ Test(op_conv, epilogue_fuses_after_the_conv) {
         braid_tensor y = braid_conv(g, x, w, BRAID_NONE, &p);
         y = braid_relu(g, braid_add(g, braid_add(g, y, b), z));
         braid_output(g, "y", y);
-        if (gpu)
-            for (uint32_t id = 0; id < braid_graph_node_count(g); id++)
-                if (g->nodes[id].op != BRAID_OP_INPUT)
-                    braid_set_device(g, (braid_tensor){id}, "cuda:0");
+        if (gpu) hint_gpu(g);
         const char *devices = gpu ? "cpu,cuda:0" : "cpu";
-        braid_plan *pl = compile_for(g, devices, 2);
+        braid_plan *pl = pf_compile(g, devices);
         uint32_t convs = 0, fused = 0, other = 0;
         for (uint32_t id = 0; id < pl->res.graph->nnodes; id++) {
             braid_op op = pl->res.graph->nodes[id].op;
@@ -327,10 +341,15 @@ Test(op_conv, epilogue_fuses_after_the_conv) {
 
 /* f16 convolutions have no CPU kernel: executor creation says so. */
 Test(op_conv, cpu_f16_refused) {
-    ts_conv_case c = {.s = 1, .N = 1, .G = 1, .Cg = 2, .OCg = 2,
-                   .in = {5, 1, 1}, .k = {3, 1, 1}};
+    ts_conv_case c = {.s = 1,
+                      .N = 1,
+                      .G = 1,
+                      .Cg = 2,
+                      .OCg = 2,
+                      .in = {5, 1, 1},
+                      .k = {3, 1, 1}};
     braid_graph *g = ts_conv_case_graph(&c, BRAID_F16);
-    braid_plan *p = compile_for(g, "cpu", 1);
+    braid_plan *p = pf_compile(g, "cpu");
     braid_exec *e = NULL;
     cr_assert_eq(braid_exec_new(p, &e), BRAID_ERR_UNSUPPORTED);
     cr_assert(strstr(braid_last_error(), "conv") &&
@@ -340,7 +359,8 @@ Test(op_conv, cpu_f16_refused) {
     braid_graph_free(g);
 }
 
-/* ---- text and plan files ----------------------------------------------------- */
+/* ---- text and plan files
+ * ----------------------------------------------------- */
 
 Test(op_conv, text_and_plan_round_trip) {
     uint64_t st = 5;
@@ -356,13 +376,16 @@ Test(op_conv, text_and_plan_round_trip) {
         cr_assert(bg_graph_equal(g, h), "%s", text);
         free(text);
         braid_graph_free(h);
-        braid_plan *p = compile_for(g, "cpu", 2);
+        braid_plan *p = pf_compile(g, "cpu");
         size_t size = 0;
         unsigned char *data = pf_save(p, &size);
         braid_plan *q = pf_load(data, size);
-        ts_io *a = ts_io_new(g, 40 + (uint64_t)t), *b = ts_io_new(g, 40 + (uint64_t)t);
-        cr_assert_eq(pf_run(p, a, false, 1), BRAID_OK, "%s", braid_last_error());
-        cr_assert_eq(pf_run(q, b, false, 1), BRAID_OK, "%s", braid_last_error());
+        ts_io *a = ts_io_new(g, 40 + (uint64_t)t),
+              *b = ts_io_new(g, 40 + (uint64_t)t);
+        cr_assert_eq(pf_run(p, a, false, 1), BRAID_OK, "%s",
+                     braid_last_error());
+        cr_assert_eq(pf_run(q, b, false, 1), BRAID_OK, "%s",
+                     braid_last_error());
         cr_assert(pf_same_outputs(a, b));
         ts_io_free(a), ts_io_free(b);
         free(data);
@@ -414,7 +437,8 @@ Test(op_conv, text_form) {
     braid_graph_free(g);
 }
 
-/* ---- errors ------------------------------------------------------------------ */
+/* ---- errors
+ * ------------------------------------------------------------------ */
 
 /* A builder call that must fail with status s and a message holding what. */
 static void builder_fails(braid_op op, int rank, const int64_t *xd,
@@ -424,8 +448,8 @@ static void builder_fails(braid_op op, int rank, const int64_t *xd,
     braid_graph *g = braid_graph_new(NULL);
     braid_tensor x = braid_input(g, "x", BRAID_F32, rank, xd);
     braid_tensor w = braid_input(g, "w", BRAID_F32, rank, wd);
-    braid_tensor b = bias_len ? braid_input(g, "b", BRAID_F32, 1, &bias_len)
-                              : BRAID_NONE;
+    braid_tensor b =
+        bias_len ? braid_input(g, "b", BRAID_F32, 1, &bias_len) : BRAID_NONE;
     braid_tensor y = op == BRAID_OP_CONV ? braid_conv(g, x, w, b, p)
                                          : braid_conv_transpose(g, x, w, b, p);
     cr_assert_eq(y.id, BRAID_NONE.id, "%s", what);
@@ -459,10 +483,10 @@ Test(op_conv, bad_attributes) {
     builder_fails(BRAID_OP_CONV, 4, x, w, 0,
                   &(braid_conv_params){.groups = 2, .output_padding = {1}},
                   BRAID_ERR_INVALID_ARGUMENT, "output_padding 1");
-    builder_fails(BRAID_OP_CONV_TRANSPOSE, 4, x, DIMS(4, 3, 3, 3), 0,
-                  &(braid_conv_params){.strides = {2, 2},
-                                       .output_padding = {0, 2}},
-                  BRAID_ERR_INVALID_ARGUMENT, "output_padding 2");
+    builder_fails(
+        BRAID_OP_CONV_TRANSPOSE, 4, x, DIMS(4, 3, 3, 3), 0,
+        &(braid_conv_params){.strides = {2, 2}, .output_padding = {0, 2}},
+        BRAID_ERR_INVALID_ARGUMENT, "output_padding 2");
     builder_fails(BRAID_OP_CONV, 2, DIMS(4, 8), DIMS(4, 8), 0, NULL,
                   BRAID_ERR_INVALID_ARGUMENT, "expected x [N, C, 1 to 3");
     builder_fails(BRAID_OP_CONV_TRANSPOSE, 4, x, DIMS(3, 3, 3, 3), 0, NULL,

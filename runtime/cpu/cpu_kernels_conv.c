@@ -74,14 +74,8 @@ static void conv_analyze(const braid_graph *g, const bg_node *n, conv_ctx *x) {
                                 : (size_t)(x->K * x->N) * x->esz;
 }
 
-/* The kernel tap k of a flat kernel index. */
-static void tap(const bg_conv_geom *c, int64_t k, int64_t *kk) {
-    kk[0] = k / (c->k[1] * c->k[2]);
-    kk[1] = k / c->k[2] % c->k[1];
-    kk[2] = k % c->k[2];
-}
-
-/* ---- im2col / col2im, per element type ------------------------------------ */
+/* ---- im2col / col2im, per element type ------------------------------------
+ */
 
 /* Rows [r0, r1) of the col matrix of conv input xg (the group's Cg
  * channels of one image): row (ci, k) holds, per output position, the input
@@ -92,7 +86,7 @@ static void tap(const bg_conv_geom *c, int64_t k, int64_t *kk) {
         const bg_conv_geom *c = &x->c;                                         \
         for (int64_t r = r0; r < r1; r++) {                                    \
             int64_t kk[3];                                                     \
-            tap(c, r % x->kv, kk);                                             \
+            bg_conv_tap(c, r % x->kv, kk);                                     \
             const T *xc = xg + (r / x->kv) * x->iv;                            \
             T *row = col + r * x->ov;                                          \
             for (int64_t o0 = 0; o0 < c->out[0]; o0++) {                       \
@@ -131,7 +125,7 @@ CONV_IM2COL(double)
         memset(yg + c0 * x->ov, 0, (size_t)((c1 - c0) * x->ov) * sizeof(T));   \
         for (int64_t r = c0 * x->kv; r < c1 * x->kv; r++) {                    \
             int64_t kk[3];                                                     \
-            tap(c, r % x->kv, kk);                                             \
+            bg_conv_tap(c, r % x->kv, kk);                                     \
             T *yc = yg + (r / x->kv) * x->ov;                                  \
             const T *row = col + r * x->iv;                                    \
             for (int64_t p0 = 0; p0 < c->in[0]; p0++) {                        \
@@ -173,7 +167,8 @@ static void add_bias(const conv_ctx *x, char *yg, int64_t g, int64_t c0,
     }
 }
 
-/* ---- one item: (image b, group g) -------------------------------------------- */
+/* ---- one item: (image b, group g)
+ * -------------------------------------------- */
 
 /* Row-major C [M, N] = op(A) · B with A [M, K] (or [K, M] when ta). */
 static void gemm(const conv_ctx *x, bool ta, const void *A, const void *B,
@@ -185,19 +180,18 @@ static void gemm(const conv_ctx *x, bool ta, const void *A, const void *B,
         cblas_dgemm(CblasRowMajor, t, CblasNoTrans, M, N, K, 1.0, A, lda, B, N,
                     0.0, C, N);
     else
-        cblas_sgemm(CblasRowMajor, t, CblasNoTrans, M, N, K, 1.0f, A, lda, B,
-                    N, 0.0f, C, N);
+        cblas_sgemm(CblasRowMajor, t, CblasNoTrans, M, N, K, 1.0f, A, lda, B, N,
+                    0.0f, C, N);
 }
 
 static const char *x_of(const conv_ctx *x, int64_t item) {
-    return x->x + (size_t)((item / x->c.G) * x->c.C +
-                           (item % x->c.G) * x->Cg) *
+    return x->x + (size_t)((item / x->c.G) * x->c.C + (item % x->c.G) * x->Cg) *
                       (size_t)x->iv * x->esz;
 }
 static char *y_of(const conv_ctx *x, int64_t item) {
-    return x->y + (size_t)((item / x->c.G) * x->c.OC +
-                           (item % x->c.G) * x->OCg) *
-                      (size_t)x->ov * x->esz;
+    return x->y +
+           (size_t)((item / x->c.G) * x->c.OC + (item % x->c.G) * x->OCg) *
+               (size_t)x->ov * x->esz;
 }
 static const char *w_of(const conv_ctx *x, int64_t item) {
     /* conv: rows [g·OCg, +OCg) of [OC, Cg·kv]; transpose: rows [g·Cg, +Cg)
@@ -234,26 +228,27 @@ static void wave_range(void *ctx, int64_t b, int64_t e) {
         run_item(x, x->first + j, x->scratch + (size_t)j * x->col_bytes);
 }
 
-/* ---- one item with its loops split over the pool ------------------------------ */
+/* ---- one item with its loops split over the pool
+ * ------------------------------ */
 
 static void im2col_range(void *ctx, int64_t b, int64_t e) {
     const conv_ctx *x = ctx;
     if (x->f64)
-        im2col_double(x, (const double *)x_of(x, x->item),
-                      (double *)x->scratch, b, e);
+        im2col_double(x, (const double *)x_of(x, x->item), (double *)x->scratch,
+                      b, e);
     else
-        im2col_float(x, (const float *)x_of(x, x->item), (float *)x->scratch,
-                     b, e);
+        im2col_float(x, (const float *)x_of(x, x->item), (float *)x->scratch, b,
+                     e);
 }
 
 static void col2im_range(void *ctx, int64_t b, int64_t e) {
     const conv_ctx *x = ctx;
     if (x->f64)
-        col2im_double(x, (const double *)x->scratch,
-                      (double *)y_of(x, x->item), b, e);
+        col2im_double(x, (const double *)x->scratch, (double *)y_of(x, x->item),
+                      b, e);
     else
-        col2im_float(x, (const float *)x->scratch, (float *)y_of(x, x->item),
-                     b, e);
+        col2im_float(x, (const float *)x->scratch, (float *)y_of(x, x->item), b,
+                     e);
 }
 
 static void bias_range(void *ctx, int64_t b, int64_t e) {
@@ -269,8 +264,7 @@ static void run_item_split(conv_ctx *x, br_pool *pool, int64_t item) {
         br_parallel_for(pool, x->OCg, row_grain / (x->kv ? x->kv : 1) + 1,
                         col2im_range, x);
     } else {
-        if (!x->direct)
-            br_parallel_for(pool, x->K, row_grain, im2col_range, x);
+        if (!x->direct) br_parallel_for(pool, x->K, row_grain, im2col_range, x);
         gemm(x, false, w_of(x, item), x->direct ? x_of(x, item) : x->scratch,
              y_of(x, item));
     }

@@ -76,7 +76,8 @@ static void cache_put(const conv_key *k, int algo, size_t ws) {
     pthread_mutex_unlock(&cache.lock);
 }
 
-/* ---- descriptors ------------------------------------------------------------ */
+/* ---- descriptors ------------------------------------------------------------
+ */
 
 static int cudnn_dtype(braid_dtype t) {
     return t == BRAID_F64    ? BR_CUDNN_DATA_DOUBLE
@@ -95,8 +96,8 @@ static bool make_key(const br_cuda *c, const bg_conv_geom *g, braid_dtype t,
     k->dev = dev;
     k->transpose = g->transpose;
     k->dtype = cudnn_dtype(t);
-    k->math = t == BRAID_F32   ? (c->allow_tf32 ? BR_CUDNN_DEFAULT_MATH
-                                                : BR_CUDNN_FMA_MATH)
+    k->math = t == BRAID_F32
+                  ? (c->allow_tf32 ? BR_CUDNN_DEFAULT_MATH : BR_CUDNN_FMA_MATH)
               : t == BRAID_F64 ? BR_CUDNN_DEFAULT_MATH
                                : BR_CUDNN_TENSOR_OP_MATH;
     k->nd = 2 + nsp;
@@ -153,12 +154,12 @@ static braid_status tensor(const br_cuda *c, uint32_t id, int dtype, int nd,
     const br_cudnn_api *a = c->conv.api;
     int st[5];
     dense(dims, nd, st);
-    braid_status s = dnn(c, id, "cudnnCreateTensorDescriptor",
-                         a->CreateTensorDescriptor(d));
-    return s != BRAID_OK ? s
-                         : dnn(c, id, "cudnnSetTensorNdDescriptor",
-                               a->SetTensorNdDescriptor(*d, dtype, nd, dims,
-                                                        st));
+    braid_status s =
+        dnn(c, id, "cudnnCreateTensorDescriptor", a->CreateTensorDescriptor(d));
+    return s != BRAID_OK
+               ? s
+               : dnn(c, id, "cudnnSetTensorNdDescriptor",
+                     a->SetTensorNdDescriptor(*d, dtype, nd, dims, st));
 }
 
 /* Descriptors of node cv from its key; y's dims are the node's. */
@@ -190,10 +191,9 @@ static braid_status describe(const br_cuda *c, br_conv *cv, const conv_key *k,
                 a->CreateConvolutionDescriptor(&cv->conv));
     if (s == BRAID_OK)
         s = dnn(c, id, "cudnnSetConvolutionNdDescriptor",
-                a->SetConvolutionNdDescriptor(cv->conv, k->nd - 2, k->pad,
-                                              k->stride, k->dil,
-                                              BR_CUDNN_CROSS_CORRELATION,
-                                              compute));
+                a->SetConvolutionNdDescriptor(
+                    cv->conv, k->nd - 2, k->pad, k->stride, k->dil,
+                    BR_CUDNN_CROSS_CORRELATION, compute));
     if (s == BRAID_OK)
         s = dnn(c, id, "cudnnSetConvolutionGroupCount",
                 a->SetConvolutionGroupCount(cv->conv, k->groups));
@@ -212,15 +212,16 @@ static braid_status choose(const br_cuda *c, br_conv *cv, const conv_key *k,
     br_cudnn_perf perf[16];
     int got = 0;
     br_cudnn_status st =
-        k->transpose ? a->FindConvolutionBackwardDataAlgorithm(
-                           h, cv->w, cv->x, cv->conv, cv->y, 16, &got, perf)
-                     : a->FindConvolutionForwardAlgorithm(
-                           h, cv->x, cv->w, cv->conv, cv->y, 16, &got, perf);
-    braid_status s =
-        dnn(c, cv->node, k->transpose ? "cudnnFindConvolutionBackwardData"
+        k->transpose
+            ? a->FindConvolutionBackwardDataAlgorithm(h, cv->w, cv->x, cv->conv,
+                                                      cv->y, 16, &got, perf)
+            : a->FindConvolutionForwardAlgorithm(h, cv->x, cv->w, cv->conv,
+                                                 cv->y, 16, &got, perf);
+    braid_status s = dnn(c, cv->node,
+                         k->transpose ? "cudnnFindConvolutionBackwardData"
                                         "Algorithm"
                                       : "cudnnFindConvolutionForwardAlgorithm",
-            st);
+                         st);
     if (s != BRAID_OK) return s;
     for (int i = 0; i < got; i++) { /* sorted fastest first */
         if (perf[i].status != 0 || perf[i].memory > CONV_WS_MAX) continue;
@@ -251,8 +252,8 @@ static void destroy(const br_cudnn_api *a, br_conv *cv) {
 static braid_status handle_of(br_cuda *c, uint32_t q, uint32_t id,
                               br_cudnn_handle *h) {
     if (!c->conv.handle[q]) {
-        braid_status s = dnn(c, id, "cudnnCreate",
-                             c->conv.api->Create(&c->conv.handle[q]));
+        braid_status s =
+            dnn(c, id, "cudnnCreate", c->conv.api->Create(&c->conv.handle[q]));
         if (s != BRAID_OK) return s;
     }
     *h = c->conv.handle[q];
@@ -294,24 +295,24 @@ static braid_status adopt(br_cuda *c, uint32_t id, br_conv *cv, bool *moved) {
     }
     if (cv->ws > c->conv.ws_bytes[cn->queue])
         c->conv.ws_bytes[cn->queue] = cv->ws;
-    br_cuda_logf(c, "conv node %u: cuDNN algorithm %d, workspace %zu bytes",
-                 id, cv->algo, cv->ws);
+    br_cuda_logf(c, "conv node %u: cuDNN algorithm %d, workspace %zu bytes", id,
+                 cv->algo, cv->ws);
     *moved = true;
     return BRAID_OK;
 }
 
 static braid_status alloc_tables(br_cuda *c) {
     const bp_plan *p = c->plan;
-    c->conv.index = malloc((p->res.ninfo ? p->res.ninfo : 1) *
-                           sizeof *c->conv.index);
+    c->conv.index =
+        malloc((p->res.ninfo ? p->res.ninfo : 1) * sizeof *c->conv.index);
     c->conv.handle = calloc(p->res.nqueues + 1, sizeof *c->conv.handle);
     c->conv.ws = calloc(p->res.nqueues + 1, sizeof *c->conv.ws);
     c->conv.ws_bytes = calloc(p->res.nqueues + 1, sizeof *c->conv.ws_bytes);
     c->conv.nodes = calloc(c->sched->ndev + 1, sizeof *c->conv.nodes);
-    if (!c->conv.index || !c->conv.handle || !c->conv.ws ||
-        !c->conv.ws_bytes || !c->conv.nodes)
-        return bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY,
-                                 "%s: out of memory", WHERE);
+    if (!c->conv.index || !c->conv.handle || !c->conv.ws || !c->conv.ws_bytes ||
+        !c->conv.nodes)
+        return bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY, "%s: out of memory",
+                                 WHERE);
     for (uint32_t i = 0; i < p->res.ninfo; i++)
         c->conv.index[i] = BG_NONE;
     return BRAID_OK;
@@ -385,9 +386,9 @@ braid_status br_cuda_conv_run(br_cuda *c, uint32_t id, cudaStream_t stream) {
     if (s != BRAID_OK) return s;
     if (cv->transpose)
         s = dnn(c, id, "cudnnConvolutionBackwardData",
-                a->ConvolutionBackwardData(h, one, cv->w, w, cv->x, x,
-                                           cv->conv, cv->algo, c->conv.ws[q],
-                                           cv->ws, zero, cv->y, y));
+                a->ConvolutionBackwardData(h, one, cv->w, w, cv->x, x, cv->conv,
+                                           cv->algo, c->conv.ws[q], cv->ws,
+                                           zero, cv->y, y));
     else
         s = dnn(c, id, "cudnnConvolutionForward",
                 a->ConvolutionForward(h, one, cv->x, x, cv->w, w, cv->conv,

@@ -2,6 +2,7 @@
  * and braid_cudnn_version / braid_cudnn_status. Builds without CUDA too. */
 #define _POSIX_C_SOURCE 200809L
 #include "runtime/cuda/cudnn.h"
+#include "runtime/cuda/dynlib.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -15,11 +16,11 @@ static char status_text[700]; /* braid_cudnn_status once loaded */
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 /* dlsym into a function pointer (POSIX guarantees the conversion). */
-#define LOOKUP(lib, field, name, ok)                                       \
-    do {                                                                   \
-        void *sym_ = dlsym(lib, name);                                     \
-        if (!sym_) ok = false;                                             \
-        memcpy(&api.field, &sym_, sizeof sym_);                            \
+#define LOOKUP(lib, field, name, ok)                                           \
+    do {                                                                       \
+        void *sym_ = dlsym(lib, name);                                         \
+        if (!sym_) ok = false;                                                 \
+        memcpy(&api.field, &sym_, sizeof sym_);                                \
     } while (0)
 
 static bool lookup_all(void *lib) {
@@ -35,8 +36,8 @@ static bool lookup_all(void *lib) {
     LOOKUP(lib, CreateFilterDescriptor, "cudnnCreateFilterDescriptor", ok);
     LOOKUP(lib, SetFilterNdDescriptor, "cudnnSetFilterNdDescriptor", ok);
     LOOKUP(lib, DestroyFilterDescriptor, "cudnnDestroyFilterDescriptor", ok);
-    LOOKUP(lib, CreateConvolutionDescriptor,
-           "cudnnCreateConvolutionDescriptor", ok);
+    LOOKUP(lib, CreateConvolutionDescriptor, "cudnnCreateConvolutionDescriptor",
+           ok);
     LOOKUP(lib, SetConvolutionNdDescriptor, "cudnnSetConvolutionNdDescriptor",
            ok);
     LOOKUP(lib, SetConvolutionGroupCount, "cudnnSetConvolutionGroupCount", ok);
@@ -53,29 +54,12 @@ static bool lookup_all(void *lib) {
     return ok;
 }
 
-/* BRAID_CUDNN_LIBRARY names the one library to load: when it cannot be
- * loaded, cuDNN is unavailable (with a message naming it) rather than
- * quietly replaced by whatever cuDNN the system has. */
+/* BRAID_CUDNN_LIBRARY names the one library to load (br_dynlib_open). */
 static void load_once(void) {
-    const char *env = getenv("BRAID_CUDNN_LIBRARY");
-    bool chosen = env && env[0];
-    const char *names[] = {chosen ? env : "libcudnn.so.9", "libcudnn.so"};
-    size_t nnames = chosen ? 1 : 2;
-    void *lib = NULL;
-    const char *tried = "";
-    for (size_t i = 0; i < nnames && !lib; i++) {
-        lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
-        tried = names[i];
-        if (lib) snprintf(api.path, sizeof api.path, "%s", names[i]);
-    }
-    if (!lib) {
-        const char *why = dlerror();
-        snprintf(load_error, sizeof load_error,
-                 "%s%s%sdlopen(\"%s\") failed: %s",
-                 chosen ? "BRAID_CUDNN_LIBRARY=" : "", chosen ? env : "",
-                 chosen ? ": " : "", tried, why ? why : "?");
-        return;
-    }
+    static const char *const names[] = {"libcudnn.so.9", "libcudnn.so"};
+    void *lib = br_dynlib_open("BRAID_CUDNN_LIBRARY", names, 2, api.path,
+                               sizeof api.path, load_error, sizeof load_error);
+    if (!lib) return;
     if (!lookup_all(lib) || (api.version = api.GetVersion()) < 8000) {
         snprintf(load_error, sizeof load_error,
                  "%s lacks a cuDNN entry point braid needs (cuDNN >= 8 "

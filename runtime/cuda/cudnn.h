@@ -38,7 +38,7 @@ enum {
 typedef struct br_cudnn_perf {
     int algo;
     br_cudnn_status status;
-    float time; /* ms */
+    float time;    /* ms */
     size_t memory; /* workspace bytes */
     int determinism;
     int math_type;
@@ -72,18 +72,16 @@ typedef struct br_cudnn_api {
     br_cudnn_status (*SetConvolutionMathType)(br_cudnn_desc d, int math);
     br_cudnn_status (*DestroyConvolutionDescriptor)(br_cudnn_desc d);
     br_cudnn_status (*FindConvolutionForwardAlgorithm)(
-        br_cudnn_handle h, br_cudnn_desc x, br_cudnn_desc w,
-        br_cudnn_desc conv, br_cudnn_desc y, int requested, int *returned,
-        br_cudnn_perf *perf);
+        br_cudnn_handle h, br_cudnn_desc x, br_cudnn_desc w, br_cudnn_desc conv,
+        br_cudnn_desc y, int requested, int *returned, br_cudnn_perf *perf);
     br_cudnn_status (*FindConvolutionBackwardDataAlgorithm)(
         br_cudnn_handle h, br_cudnn_desc w, br_cudnn_desc dy,
         br_cudnn_desc conv, br_cudnn_desc dx, int requested, int *returned,
         br_cudnn_perf *perf);
     br_cudnn_status (*ConvolutionForward)(
         br_cudnn_handle h, const void *alpha, br_cudnn_desc xd, const void *x,
-        br_cudnn_desc wd, const void *w, br_cudnn_desc conv, int algo,
-        void *ws, size_t ws_bytes, const void *beta, br_cudnn_desc yd,
-        void *y);
+        br_cudnn_desc wd, const void *w, br_cudnn_desc conv, int algo, void *ws,
+        size_t ws_bytes, const void *beta, br_cudnn_desc yd, void *y);
     br_cudnn_status (*ConvolutionBackwardData)(
         br_cudnn_handle h, const void *alpha, br_cudnn_desc wd, const void *w,
         br_cudnn_desc dyd, const void *dy, br_cudnn_desc conv, int algo,

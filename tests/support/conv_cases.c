@@ -52,8 +52,9 @@ ts_conv_case ts_conv_random_case(uint64_t *st, bool transpose) {
             c.in[i] = in;
             c.p.output_padding[i] = op;
         } else {
-            if (pb >= span) pb = span - 1; /* pads past the kernel: legal but
-                                              dull; keep a few */
+            if (pb >= span)
+                pb = span - 1; /* pads past the kernel: legal but
+                                  dull; keep a few */
             int64_t lo = span - pb - pe;
             c.in[i] = (lo < 1 ? 1 : lo) + ts_rand_int(st, 0, maxin - 1);
         }
@@ -86,4 +87,3 @@ braid_graph *ts_conv_case_graph(const ts_conv_case *c, braid_dtype dt) {
                  ts_conv_case_str(c, buf, sizeof buf), braid_graph_error(g));
     return g;
 }
-
