@@ -66,7 +66,8 @@ typedef enum bc_kernel_kind {
     BC_KERNEL_EPILOGUE,        /* matmul epilogue (after cuBLAS) */
     BC_KERNEL_SOFTMAX,         /* the softmax op, over rows */
     BC_KERNEL_CONV             /* conv ops: braid's direct convolution, the
-                                  fallback of cuDNN (codegen/conv.c) */
+                                  fallback when cuDNN is absent
+                                  (codegen/conv.c) */
 } bc_kernel_kind;
 
 /* The pointer a kernel takes after its inputs, if any. */
