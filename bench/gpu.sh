@@ -112,6 +112,14 @@ echo
 echo "================================ braid vs PyTorch ================================"
 head -2 "$LOGS/env.txt"
 python3 bench/table.py "$LOGS" "$LOGS/torch_anchors.json" | tee "$LOGS/table.md"
+
+# the conv ops: every ResNet-18 convolution shape against PyTorch's cuDNN
+left=$(( 590 - ($(date +%s) - START) ))
+if [ "$left" -gt 120 ]; then
+    GPU_CONV_REBUILD=0 BENCH_BUILD=$BUILD timeout "$left" bench/gpu_conv.sh
+else
+    echo "conv: no time left ($left s): run bench/gpu_conv.sh alone"
+fi
 echo
 for pl in $PROGS; do echo "  ${pl%%:*}: ${STATUS[${pl%%:*}]}"; done
 echo "total $(( $(date +%s) - START )) s; logs in $LOGS"

@@ -162,6 +162,9 @@ braid_status bc_gen_gather(const bp_plan *p, uint32_t id, bc_buf *b,
                            bc_kernel *k);
 braid_status bc_gen_source(const bp_plan *p, uint32_t id, bc_buf *b,
                            bc_kernel *k, bool *rng);
+/* conv ops (codegen/conv.c) */
+braid_status bc_gen_conv(const bp_plan *p, uint32_t id, bc_buf *b,
+                         bc_kernel *k);
 
 /* gather, scatter (codegen/index.c); the kernel takes the run check
  * record (k->run_check). */

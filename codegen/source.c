@@ -235,6 +235,8 @@ static braid_status gen_node(const bp_plan *p, uint32_t id, bc_buf *b,
     bc_node *c = NULL;
     if (kind == BRAID_KIND_SOURCE) {
         s = bc_gen_source(p, id, b, k, rng);
+    } else if (kind == BRAID_KIND_CONV) { /* conv ops */
+        s = bc_gen_conv(p, id, b, k);
     } else if (kind == BRAID_KIND_SHAPE) {
         if (n->ninputs > BC_MAX_PARAMS)
             return bc_fail(p, id, BRAID_ERR_UNSUPPORTED,

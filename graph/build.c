@@ -644,6 +644,8 @@ static braid_status bg_infer(bg_ctx *c, braid_op_kind kind) {
         return bg_check_assign(c->g, c->in, c->nin, c->out);
     case BRAID_KIND_INDEX: /* gather, scatter */
         return bg_infer_index(c->g, c->op, c->in, c->nin, c->a, c->out);
+    case BRAID_KIND_CONV: /* conv ops */
+        return bg_conv_infer(c->g, c->op, c->in, c->nin, c->a, c->out);
     default:
         return BRAID_ERR_INTERNAL;
     }

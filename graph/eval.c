@@ -10,6 +10,7 @@
  * shared with the CPU kernels. */
 #include "graph/eval.h"
 #include "graph/index.h"
+#include "graph/internal.h"
 #include "graph/scalar.h"
 
 #include <math.h>
@@ -320,6 +321,9 @@ bool bg_eval_node_range(const braid_graph *g, uint32_t id,
             bg_eval_gather(g, n, in, out, lo, hi);
         else
             bg_eval_scatter(g, n, in, out);
+        break;
+    case BRAID_KIND_CONV: /* conv ops */
+        bg_eval_conv(g, n, in, out, lo, hi);
         break;
     default:
         return false; /* collectives, fused nodes: the caller's business */

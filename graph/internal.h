@@ -28,5 +28,13 @@ double bg_det_cos2pi(double u); /* cos(2πu) for u in [0, 1) */
  * NULL graph, a graph that already failed, quietly; a bad id). Defined in
  * graph/builders.c; the composites of graph/builders_logic.c use it. */
 const bg_node *bb_peek(braid_graph *g, braid_tensor t, const char *op);
+/* conv ops (graph/conv.c): bg_build's type rule for conv and
+ * conv_transpose (output type and normalised attributes into out), and
+ * their float64 meaning for output elements [lo, hi) (graph/eval.c). */
+braid_status bg_conv_infer(braid_graph *g, braid_op op, const uint32_t *in,
+                           uint32_t nin, const bg_attrs *a, bg_node *out);
+void bg_eval_conv(const braid_graph *g, const bg_node *n,
+                  const double *const *in, double *out, int64_t lo,
+                  int64_t hi);
 
 #endif /* BRAID_GRAPH_INTERNAL_H */

@@ -112,6 +112,11 @@ typedef enum bg_attr_key {
     BG_ATTR_MODE, /* gather, scatter (graph/index.h) */
     BG_ATTR_BATCH_DIMS,
     BG_ATTR_REDUCTION,
+    BG_ATTR_STRIDES, /* conv ops (graph/conv.c) */
+    BG_ATTR_DILATIONS,
+    BG_ATTR_PADS,
+    BG_ATTR_GROUPS,
+    BG_ATTR_OUTPUT_PADDING,
     BG_ATTR_COUNT
 } bg_attr_key;
 

@@ -51,6 +51,11 @@ static const struct {
     [BG_ATTR_MODE] = {"mode", A_MODE},
     [BG_ATTR_BATCH_DIMS] = {"batch_dims", A_INT},
     [BG_ATTR_REDUCTION] = {"reduction", A_SRED},
+    [BG_ATTR_STRIDES] = {"strides", A_LIST}, /* conv ops */
+    [BG_ATTR_DILATIONS] = {"dilations", A_LIST},
+    [BG_ATTR_PADS] = {"pads", A_LIST},
+    [BG_ATTR_GROUPS] = {"groups", A_INT},
+    [BG_ATTR_OUTPUT_PADDING] = {"output_padding", A_LIST},
 };
 
 #define B(key) BG_ATTR_BIT(BG_ATTR_##key)
@@ -122,6 +127,13 @@ static void op_attrs(braid_op op, uint32_t *allowed, uint32_t *required) {
     case BRAID_OP_SCATTER:
         req = B(MODE);
         opt |= B(AXIS) | B(REDUCTION);
+        break;
+    case BRAID_OP_CONV: /* conv ops: every attribute has a default */
+        opt |= B(STRIDES) | B(DILATIONS) | B(PADS) | B(GROUPS);
+        break;
+    case BRAID_OP_CONV_TRANSPOSE:
+        opt |= B(STRIDES) | B(DILATIONS) | B(PADS) | B(GROUPS) |
+               B(OUTPUT_PADDING);
         break;
     default:
         break;
@@ -323,6 +335,46 @@ static bool slice_attrs(bg_parser *p, const bg_pattrs *a, const bg_node *x,
     return true;
 }
 
+/* conv ops: list lengths against the spatial rank s (strides, dilations,
+ * output_padding: s entries; pads: 2s), then the packing of graph/conv.c
+ * (graph.h, "conv ops"); the values themselves are bg_build's to check. */
+static bool conv_attrs(bg_parser *p, const bg_pattrs *a, const bg_node *x,
+                       bg_attrs *out) {
+    static const bg_attr_key keys[] = {BG_ATTR_STRIDES, BG_ATTR_DILATIONS,
+                                       BG_ATTR_PADS, BG_ATTR_OUTPUT_PADDING};
+    int s = x->rank - 2;
+    if (s < 1 || s > BG_CONV_MAX_SPATIAL) return true; /* bg_build says */
+    for (int k = 0; k < 4; k++) {
+        int want = keys[k] == BG_ATTR_PADS ? 2 * s : s;
+        if ((a->seen & BG_ATTR_BIT(keys[k])) && a->nlist[keys[k]] != want)
+            return bg_parse_error(p, &a->at[keys[k]], BRAID_ERR_PARSE,
+                                  "%s has %d entries; expected %d for %d "
+                                  "spatial axes",
+                                  attr_table[keys[k]].name,
+                                  a->nlist[keys[k]], want, s);
+    }
+    bool seen_s = a->seen & B(STRIDES), seen_d = a->seen & B(DILATIONS);
+    bool seen_p = a->seen & B(PADS), seen_o = a->seen & B(OUTPUT_PADDING);
+    out->axis = a->seen & B(GROUPS) ? (int32_t)a->ival[BG_ATTR_GROUPS] : 1;
+    for (int i = 0; i < s; i++) {
+        out->step[i] = seen_s ? a->list[BG_ATTR_STRIDES][i] : 1;
+        out->step[3 + i] = seen_d ? a->list[BG_ATTR_DILATIONS][i] : 1;
+        out->start[i] = seen_p ? a->list[BG_ATTR_PADS][i] : 0;
+        int64_t pe = seen_p ? a->list[BG_ATTR_PADS][s + i] : 0;
+        int64_t op = seen_o ? a->list[BG_ATTR_OUTPUT_PADDING][i] : 0;
+        int64_t hi = out->step[i] > out->step[3 + i] ? out->step[i]
+                                                     : out->step[3 + i];
+        if (op < 0 || op >= hi)
+            return bg_parse_error(p, &a->at[BG_ATTR_OUTPUT_PADDING],
+                                  BRAID_ERR_PARSE,
+                                  "output_padding %lld on spatial axis %d; "
+                                  "expected 0 <= p < max(stride, dilation)",
+                                  (long long)op, i);
+        out->start[3 + i] = pe > INT64_MIN + op ? pe - op : pe;
+    }
+    return true;
+}
+
 /* Fills bg_build's dtype/shape/attr arguments from the parsed attributes.
  * x is the first operand (NULL for sources). */
 bool bg_parse_translate(bg_parser *p, braid_op op, const bg_pattrs *a,
@@ -373,6 +425,7 @@ bool bg_parse_translate(bg_parser *p, braid_op op, const bg_pattrs *a,
         *rank = x->rank;
         return slice_attrs(p, a, x, out, dims);
     }
+    if (bg_op(op)->kind == BRAID_KIND_CONV) return conv_attrs(p, a, x, out);
     if (op == BRAID_OP_GATHER || op == BRAID_OP_SCATTER) {
         bg_index_mode m = (bg_index_mode)a->ival[BG_ATTR_MODE];
         out->flags = bg_index_flags(

@@ -323,6 +323,34 @@ static void put_index_attrs(pbuf *b, const bg_node *n) {
              bg_scatter_red_name(bg_scatter_red_of(&n->attr)));
 }
 
+/* conv ops: every attribute, in ONNX's terms; a negative end pad of a
+ * conv_transpose (output_padding folded in, graph.h) reads back as end pad
+ * 0 plus output_padding. */
+static void put_conv_attrs(pbuf *b, const bg_node *n, int s) {
+    const bg_attrs *a = &n->attr;
+    int64_t pads[2 * BG_CONV_MAX_SPATIAL], outpad[BG_CONV_MAX_SPATIAL];
+    bool any_outpad = false;
+    if (s < 1 || s > BG_CONV_MAX_SPATIAL) return; /* bg_build refuses it */
+    for (int i = 0; i < s; i++) {
+        int64_t pe = a->start[3 + i];
+        pads[i] = a->start[i];
+        pads[s + i] = pe < 0 ? 0 : pe;
+        outpad[i] = pe < 0 ? -pe : 0;
+        any_outpad |= pe < 0;
+    }
+    puts_(b, " strides=");
+    put_int_list(b, s, a->step);
+    puts_(b, " dilations=");
+    put_int_list(b, s, a->step + 3);
+    puts_(b, " pads=");
+    put_int_list(b, 2 * s, pads);
+    putf(b, " groups=%ld", (long)a->axis);
+    if (any_outpad) {
+        puts_(b, " output_padding=");
+        put_int_list(b, s, outpad);
+    }
+}
+
 /* The attributes of a non-source op, after its operands. */
 static void put_op_attrs(pbuf *b, const braid_graph *g, const bg_node *n) {
     const bg_attrs *a = &n->attr;
@@ -367,6 +395,9 @@ static void put_op_attrs(pbuf *b, const braid_graph *g, const bg_node *n) {
     case BRAID_OP_GATHER:
     case BRAID_OP_SCATTER:
         put_index_attrs(b, n);
+    case BRAID_OP_CONV: /* conv ops */
+    case BRAID_OP_CONV_TRANSPOSE:
+        put_conv_attrs(b, n, in_rank - 2);
         break;
     default:
         break;

@@ -244,6 +244,17 @@ static void put_attrs(bp_text *t, const bg_node *n) {
         if (n->op == BRAID_OP_SCATTER)
             bp_text_printf(t, " %s", bg_scatter_red_name(bg_scatter_red_of(a)));
         return;
+    case BRAID_KIND_CONV: /* conv ops: stride, dilation, pads per axis */
+        bp_text_printf(t, "\\nstride=%lld,%lld,%lld dil=%lld,%lld,%lld",
+                       (long long)a->step[0], (long long)a->step[1],
+                       (long long)a->step[2], (long long)a->step[3],
+                       (long long)a->step[4], (long long)a->step[5]);
+        bp_text_printf(t, "\\npads=%lld,%lld,%lld,%lld,%lld,%lld groups=%d",
+                       (long long)a->start[0], (long long)a->start[1],
+                       (long long)a->start[2], (long long)a->start[3],
+                       (long long)a->start[4], (long long)a->start[5],
+                       (int)a->axis);
+        return;
     default:
         break;
     }

@@ -172,6 +172,13 @@ static double node_time(const place_ctx *c, uint32_t id, uint32_t d) {
                         : in + out,
                     p->mem_bytes_per_s);
         break;
+    case BRAID_KIND_CONV: { /* conv ops: their multiply-adds, like matmul */
+        bg_conv_geom cg;
+        double macs = bg_conv_geom_of(c->g, n, &cg) ? bg_conv_macs(&cg) : 0;
+        t = roofline(bg_op(n->op)->flops * macs, p->flops[n->dtype], in + out,
+                     p);
+        break;
+    }
     default: /* broadcast_to, and compiler nodes if any: memory traffic */
         t = seconds(in + out, p->mem_bytes_per_s);
         break;

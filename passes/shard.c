@@ -297,6 +297,15 @@ static void classify_node(sh_ctx *c, uint32_t id) {
     case BRAID_KIND_INDEX: /* gather, scatter: indices may point anywhere */
         lose(c, id, LOST_MOVED);
         break;
+    case BRAID_KIND_CONV: /* conv ops: images split along axis 0 when only
+                             x is batched (weights and bias whole) */
+        if (c->cls[n->inputs[0]] == SH_BATCHED &&
+            c->cls[n->inputs[1]] != SH_BATCHED &&
+            (n->ninputs < 3 || c->cls[n->inputs[2]] != SH_BATCHED))
+            c->cls[id] = SH_BATCHED;
+        else
+            lose(c, id, LOST_MOVED);
+        break;
     default:
         classify_shape(c, id);
         break;

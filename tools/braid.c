@@ -264,6 +264,11 @@ static int cmd_version(int argc, char **argv) {
     else
         printf("cuda: no usable device (%s); braid runs on the CPU\n",
                status && *status ? status : "unknown reason");
+    if (n > 0) /* conv ops: cuDNN, else braid's own kernels */
+        printf("cudnn: %s%s\n", braid_cudnn_status(),
+               braid_cudnn_version() ? ""
+                                     : " (braid's own convolution kernels "
+                                       "run instead)");
     return CLI_EXIT_OK;
 }
 

@@ -330,6 +330,29 @@ braid_tensor braid_scatter_elements(braid_graph *g, braid_tensor x,
 braid_tensor braid_scatter_nd(braid_graph *g, braid_tensor x,
                               braid_tensor indices, braid_tensor updates,
                               braid_scatter_reduction r);
+/* ---- builder: convolution (conv ops; docs/ops.md) -------------------------
+ *
+ * ONNX Conv / ConvTranspose over 1, 2 or 3 spatial axes, channels first:
+ * x [N, C, D1..Ds]. conv: w [OC, C/groups, K1..Ks]; conv_transpose:
+ * w [C, OC/groups, K1..Ks]. bias [OC], or BRAID_NONE for none. Float
+ * dtypes, all operands the same. params may be NULL (every default); in it
+ * a zero stride, dilation or groups means 1, and only the first s entries
+ * of strides/dilations/output_padding and the first 2s of pads (the s
+ * starts, then the s ends) are read. */
+typedef struct braid_conv_params {
+    int64_t strides[3];        /* ≥ 1 (0: 1) */
+    int64_t dilations[3];      /* ≥ 1 (0: 1) */
+    int64_t pads[6];           /* ≥ 0: starts, then ends */
+    int64_t output_padding[3]; /* conv_transpose: 0 ≤ p < max(stride,
+                                  dilation); must be 0 for conv */
+    int64_t groups;            /* divides C and OC (0: 1) */
+} braid_conv_params;
+
+braid_tensor braid_conv(braid_graph *g, braid_tensor x, braid_tensor w,
+                        braid_tensor bias, const braid_conv_params *params);
+braid_tensor braid_conv_transpose(braid_graph *g, braid_tensor x,
+                                  braid_tensor w, braid_tensor bias,
+                                  const braid_conv_params *params);
 
 /* ---- builder: collectives (docs/multi-gpu.md) ---------------------------
  *
@@ -858,6 +881,13 @@ braid_status braid_memcpy(void *dst, const void *src, size_t bytes);
  * reason there are none, if any, is in braid_cuda_status(). */
 int braid_cuda_device_count(void);
 const char *braid_cuda_status(void);
+/* cuDNN, which runs the conv ops on a GPU, is loaded at run time (dlopen
+ * "libcudnn.so.9", then "libcudnn.so"; $BRAID_CUDNN_LIBRARY overrides;
+ * BRAID_CONV=braid makes executors use braid's own kernel instead): its
+ * version as cudnnGetVersion says it (90100 for 9.1.0), 0 when it cannot
+ * be loaded; and in words, "cuDNN 9.1.0 (libcudnn.so.9)" or why not. */
+int braid_cudnn_version(void);
+const char *braid_cudnn_status(void);
 
 /* Destroys the CUDA resources braid keeps for the next executor: streams,
  * events, cuBLAS / cuBLASLt handles with their device workspaces, pinned

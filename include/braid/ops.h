@@ -30,10 +30,13 @@ typedef enum braid_op_kind {
                                docs/multi-gpu.md */
     /* state across runs (issue #15): assign, which writes a variable's
        persistent bytes; docs/training.md */
-    BRAID_KIND_STATE, \
+    BRAID_KIND_STATE,
     /* gather, scatter (issue #13): data moved by the values of an i32
        indices operand (graph/index.h) */
     BRAID_KIND_INDEX,
+    /* conv ops: */
+    BRAID_KIND_CONV,        /* convolution over 1-3 spatial axes (conv,
+                               conv_transpose): x, w[, bias] */
     BRAID_KIND_COUNT_
 } braid_op_kind;
 
@@ -169,7 +172,11 @@ enum {
     X(ASSIGN, "assign", -1, STATE, ANY, 0, 0) \
     /* gather, scatter (issue #13): docs/ops.md */ \
     X(GATHER, "gather", 2, INDEX, ANY, BRAID_OPF_DIFFERENTIABLE|BRAID_OPF_RUN_CHECK, 0) \
-    X(SCATTER, "scatter", 3, INDEX, ANY, BRAID_OPF_DIFFERENTIABLE|BRAID_OPF_RUN_CHECK, 1)
+    X(SCATTER, "scatter", 3, INDEX, ANY, BRAID_OPF_DIFFERENTIABLE|BRAID_OPF_RUN_CHECK, 1) \
+    /* conv ops (flops: per multiply-add of the convolution; no gradient */ \
+    /* rule yet, so not flagged differentiable: grad refuses them by name) */ \
+    X(CONV, "conv", -1, CONV, FLOAT, 0, 2) \
+    X(CONV_TRANSPOSE, "conv_transpose", -1, CONV, FLOAT, 0, 2)
 /* clang-format on */
 
 typedef enum braid_op {

@@ -39,6 +39,8 @@ braid_status br_cpu_prepare(const braid_graph *g, uint32_t id,
         return BRAID_OK;
     case BRAID_KIND_INDEX:
         return br_index_prepare(g, id);
+    case BRAID_KIND_CONV: /* conv ops */
+        return br_conv_prepare(g, id, scratch);
     case BRAID_KIND_COUNT_:
         break;
     }
@@ -82,6 +84,9 @@ braid_status br_cpu_run(const br_kernel_args *a) {
         return BRAID_OK;
     case BRAID_KIND_INDEX: /* failures go to the run check record */
         br_index_run(a);
+        return BRAID_OK;
+    case BRAID_KIND_CONV: /* conv ops */
+        br_conv_run(a);
         return BRAID_OK;
     case BRAID_KIND_COUNT_:
         break;

@@ -87,5 +87,9 @@ void br_shape_run(const br_kernel_args *a);
 void br_source_run(const br_kernel_args *a);
 braid_status br_index_prepare(const braid_graph *g, uint32_t id);
 void br_index_run(const br_kernel_args *a); /* gather, scatter */
+/* conv ops (cpu_kernels_conv.c) */
+braid_status br_conv_prepare(const braid_graph *g, uint32_t id,
+                             size_t *scratch);
+void br_conv_run(const br_kernel_args *a);
 
 #endif /* BRAID_RUNTIME_CPU_KERNELS_H */

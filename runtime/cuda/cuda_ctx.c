@@ -462,7 +462,7 @@ braid_status br_cuda_check_plan(const bp_plan *p, int sm, char *report,
     if (s == BRAID_OK) s = br_cuda_lt_prepare(c);
     if (s == BRAID_OK) s = br_graph_prepare(c);
     if (s == BRAID_OK && report && size) {
-        uint32_t kinds[BR_NODE_COLL + 1] = {0};
+        uint32_t kinds[BR_NODE_CONV + 1] = {0};
         for (uint32_t i = 0; i < c->sched->ndev; i++)
             kinds[c->node[c->sched->dev_list[i]].kind]++;
         snprintf(report, size,
@@ -494,6 +494,7 @@ static const struct {
     {"staging", br_cuda_stage_init},
     {"constants", br_cuda_upload_constants},
     {"kernels", br_cuda_load_kernels},
+    {"cudnn", br_cuda_conv_prepare}, /* conv ops */
     {"cublaslt", br_cuda_lt_prepare},
     {"graph", br_graph_prepare},
 };
@@ -577,6 +578,7 @@ void br_cuda_free(br_cuda *c) {
         br_graph_free(c);
         br_cuda_stage_free(c);
         br_cuda_free_kernels(c);
+        br_cuda_conv_free(c);
         free_memory(c);
         (void)cudaGetLastError();
     } else {

@@ -57,8 +57,9 @@ typedef enum br_node_kind {
     BR_NODE_D2D,      /* copy device → device (peer) */
     BR_NODE_CONST_H2D, /* copy of constant bytes to a GPU: uploaded at
                           creation, nothing to do per run */
-    BR_NODE_COLL       /* a collective member: NCCL on its comm stream
+    BR_NODE_COLL,      /* a collective member: NCCL on its comm stream
                           (cuda_coll.c), a group issued at once */
+    BR_NODE_CONV       /* conv ops through cuDNN (cuda_conv.c) */
 } br_node_kind;
 
 /* Per node of the plan. */
@@ -221,6 +222,28 @@ typedef struct br_cuda_coll {
     uint32_t ncomms;  /* entries in comms */
 } br_cuda_coll;
 
+/* A conv node run by cuDNN (cuda_conv.c): its descriptors (opaque cuDNN
+ * objects; x is the op's input, cuDNN's dy for conv_transpose, y its
+ * output), the algorithm chosen and the workspace it needs. */
+typedef struct br_conv {
+    uint32_t node;
+    void *x, *w, *y, *b, *conv; /* descriptors (b: bias [1, OC, 1...]) */
+    int algo;                   /* cudnnConvolution{Fwd,BwdData}Algo_t */
+    size_t ws;                  /* workspace bytes it needs */
+    bool bias, transpose, f64;
+} br_conv;
+
+/* cuDNN for the conv ops (cuda_conv.c). */
+typedef struct br_cuda_conv {
+    const struct br_cudnn_api *api; /* loaded cuDNN, or NULL: none used */
+    void **handle;      /* per queue: cudnnHandle_t, or NULL */
+    void **ws;          /* per queue: workspace (device), or NULL */
+    size_t *ws_bytes;   /* per queue: its size, the most its nodes need */
+    br_conv *nodes;     /* the conv nodes cuDNN runs */
+    uint32_t n;         /* entries in nodes */
+    uint32_t *index;    /* per plan node: index in nodes, or BG_NONE */
+} br_cuda_conv;
+
 /* The run in progress (cuda_run.c). */
 typedef struct br_cuda_run {
     const br_cuda_run_args *args; /* its arguments; NULL between runs */
@@ -256,6 +279,7 @@ struct br_cuda {
     br_cuda_coll coll;     /* NCCL */
     br_cuda_run run;       /* the run in progress */
     br_cuda_logbuf log;    /* the executor log */
+    br_cuda_conv conv;     /* conv ops: cuDNN */
 };
 
 /* The stream of queue q (NULL for the CPU queue): what every concern
@@ -263,6 +287,16 @@ struct br_cuda {
 static inline cudaStream_t br_cuda_stream(const br_cuda *c, uint32_t q) {
     return c->q.stream[q];
 }
+
+/* ---- cuda_conv.c (conv ops) ----------------------------------------------- */
+
+/* Moves the conv nodes cuDNN can run from braid's kernel to cuDNN
+ * (descriptors, algorithm, workspaces); a creation step after the
+ * kernels are loaded. Nothing in a dry check. */
+braid_status br_cuda_conv_prepare(br_cuda *c);
+/* Issues conv node id (kind BR_NODE_CONV) on stream s. */
+braid_status br_cuda_conv_run(br_cuda *c, uint32_t id, cudaStream_t s);
+void br_cuda_conv_free(br_cuda *c);
 
 /* ---- cuda_pool.c --------------------------------------------------------- */
 

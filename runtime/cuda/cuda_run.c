@@ -48,6 +48,8 @@ static braid_status do_work(br_cuda *c, uint32_t id, cudaStream_t s) {
     case BR_NODE_D2H:
     case BR_NODE_D2D:
         return br_cuda_copy(c, id);
+    case BR_NODE_CONV: /* conv ops */
+        return br_cuda_conv_run(c, id, s);
     default: /* NOOP, CONST_H2D: nothing per run */
         return BRAID_OK;
     }

@@ -7,6 +7,7 @@
 
 #include "graph/graph.h"
 #include "runtime/cuda/cuda.h"
+#include "runtime/cuda/dynlib.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -34,25 +35,11 @@ static pthread_once_t once = PTHREAD_ONCE_INIT;
  * loaded, NCCL is unavailable (with a message naming it) rather than
  * quietly replaced by whatever NCCL the system has. */
 static void load_once(void) {
-    const char *env = getenv("BRAID_NCCL_LIBRARY");
-    bool chosen = env && env[0];
-    const char *names[] = {chosen ? env : "libnccl.so.2", "libnccl.so"};
-    size_t nnames = chosen ? 1 : 2;
-    void *lib = NULL;
-    const char *tried = "";
-    for (size_t i = 0; i < nnames && !lib; i++) {
-        lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
-        tried = names[i];
-        if (lib) snprintf(api.path, sizeof api.path, "%s", names[i]);
-    }
-    if (!lib) {
-        const char *why = dlerror();
-        snprintf(load_error, sizeof load_error,
-                 "%s%s%sdlopen(\"%s\") failed: %s",
-                 chosen ? "BRAID_NCCL_LIBRARY=" : "", chosen ? env : "",
-                 chosen ? ": " : "", tried, why ? why : "?");
-        return;
-    }
+    static const char *const names[] = {"libnccl.so.2", "libnccl.so"};
+    void *lib = br_dynlib_open("BRAID_NCCL_LIBRARY", names, 2, api.path,
+                               sizeof api.path, load_error,
+                               sizeof load_error);
+    if (!lib) return;
     bool ok = true;
     LOOKUP(lib, GetVersion, "ncclGetVersion", ok);
     LOOKUP(lib, GetUniqueId, "ncclGetUniqueId", ok);

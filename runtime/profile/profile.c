@@ -103,6 +103,10 @@ static double flops_of(const bp_plan *p, uint32_t id) {
         return 2 * out * matmul_k(p->res.graph, n, n->attr.flags);
     case BRAID_KIND_ROW: /* softmax per element: max, sub, exp, add, div */
         return 5 * out;
+    case BRAID_KIND_CONV: { /* conv ops: 2 per multiply-add */
+        bg_conv_geom c;
+        return bg_conv_geom_of(p->res.graph, n, &c) ? 2 * bg_conv_macs(&c) : 0;
+    }
     case BRAID_KIND_FUSED: {
         uint32_t k = p->res.info[id].program;
         if (k >= p->res.nprograms) return 0;

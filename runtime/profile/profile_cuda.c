@@ -38,7 +38,7 @@ typedef struct br_prof_gpu {
 static bool timed(br_node_kind k) {
     return k == BR_NODE_KERNEL || k == BR_NODE_GEMM ||
            k == BR_NODE_GEMM_EPI || k == BR_NODE_H2D || k == BR_NODE_D2H ||
-           k == BR_NODE_D2D;
+           k == BR_NODE_D2D || k == BR_NODE_CONV;
 }
 
 /* A stream of device d (the first queue on it), or NULL. */

@@ -242,6 +242,18 @@ braid_status br_ref_check(const braid_graph *g, uint32_t id) {
                    : BR_BAD(id, n, "assign operands");
     case BRAID_KIND_INDEX:
         return check_index(g, id, n);
+    case BRAID_KIND_CONV: { /* conv ops */
+        bg_conv_geom c;
+        const bg_node *x = bg_node_at(g, n->inputs[0]);
+        bool same = x->dtype == n->dtype &&
+                    bg_node_at(g, n->inputs[1])->dtype == n->dtype &&
+                    (n->ninputs < 3 ||
+                     bg_node_at(g, n->inputs[2])->dtype == n->dtype);
+        return same && braid_dtype_is_float(n->dtype) &&
+                       bg_conv_geom_of(g, n, &c)
+                   ? BRAID_OK
+                   : BR_BAD(id, n, "convolution shapes or attributes");
+    }
     default:
         return bg_set_last_error(BRAID_ERR_UNSUPPORTED,
                                  "reference: node %u (%s) is a compiler-made "

@@ -150,6 +150,7 @@ bool ts_gen_cast(ts_gen *G);
 bool ts_gen_matmul(ts_gen *G);
 bool ts_gen_reduce(ts_gen *G);
 bool ts_gen_softmax(ts_gen *G);
+bool ts_gen_conv(ts_gen *G); /* conv ops */
 bool ts_gen_layer_norm(ts_gen *G);
 bool ts_gen_reshape(ts_gen *G);
 bool ts_gen_permute(ts_gen *G);

@@ -612,3 +612,52 @@ bool ts_gen_source(ts_gen *G) {
     ts_gen_leaf(G, ts_gen_dtype(G, TS_ALL), r, d);
     return true;
 }
+
+/* ---- conv ops ------------------------------------------------------------ */
+
+/* conv or conv_transpose of a pool tensor of rank 3..5 (f32/f64: the CPU
+ * kernels' dtypes) read as [N, C, spatial...], with a fresh weight: groups
+ * 1 or C, 1..3 output channels per group, kernels 1..3, strides and
+ * dilations 1..2, pads 0..1 at each end. Each output sums at most
+ * C/groups · taps products, padding taps adding 0. */
+bool ts_gen_conv(ts_gen *G) {
+    unsigned fl = (1u << BRAID_F32) | (1u << BRAID_F64);
+    if (G->o.grad_ops_only) return false;
+    int xi = ts_gen_pick(G, (ts_want){fl, false, 3, true});
+    if (xi < 0 || G->vals[xi].rank > 5) return false;
+    ts_val x = G->vals[xi];
+    bool tr = ts_gen_chance(G, 0.3);
+    int s = x.rank - 2;
+    int64_t C = x.dims[1], G_ = ts_gen_chance(G, 0.3) ? C : 1;
+    int64_t OCg = ts_gen_int(G, 1, 3), kv = 1;
+    int64_t wd[5] = {tr ? C : G_ * OCg, tr ? OCg : C / G_};
+    braid_conv_params p = {.groups = G_};
+    int64_t out = x.dims[0] * G_ * OCg;
+    for (int i = 0; i < s; i++) {
+        int64_t in = x.dims[2 + i], k = ts_gen_int(G, 1, 3);
+        int64_t st = ts_gen_int(G, 1, 2), d = ts_gen_int(G, 1, 2);
+        int64_t pb = ts_gen_int(G, 0, 1), pe = ts_gen_int(G, 0, 1);
+        int64_t span = (k - 1) * d + 1;
+        int64_t o = tr ? st * (in - 1) + span - pb - pe
+                       : (in + pb + pe - span) / st + 1;
+        if ((!tr && in + pb + pe < span) || o < 1) return false;
+        wd[2 + i] = k;
+        kv *= k;
+        out *= o;
+        p.strides[i] = st;
+        p.dilations[i] = d;
+        p.pads[i] = pb;
+        p.pads[s + i] = pe;
+    }
+    int64_t terms = (C / G_) * kv;
+    if (terms > TS_REDUCE_LIMIT || out > TS_NUMEL_LIMIT) return false;
+    int wi = ts_gen_leaf(G, x.dt, x.rank, wd);
+    ts_val w = G->vals[wi];
+    ts_iv prod = ts_iv_union(ts_iv_mul(x.v, w.v), ts_iv_exact(0, 0));
+    ts_iv v = ts_iv_round(ts_iv_sum(prod, terms, x.dt), x.dt);
+    if (!ts_iv_ok(v, x.dt)) return false;
+    braid_tensor y = tr ? braid_conv_transpose(G->g, x.t, w.t, BRAID_NONE, &p)
+                        : braid_conv(G->g, x.t, w.t, BRAID_NONE, &p);
+    ts_gen_emit(G, y, v, false);
+    return true;
+}

@@ -22,6 +22,7 @@ typedef struct ts_graph_options {
     int64_t max_dim;      /* largest dim (e.g. 6) */
     bool mixed_dtypes;    /* also f16, bf16, f64, i32, bool where legal */
     bool device_hints;    /* random hints "cpu" / "cuda:0" */
+    bool grad_ops_only;   /* only ops with gradient rules (no conv ops) */
 } ts_graph_options;
 
 void ts_graph_options_default(ts_graph_options *o);

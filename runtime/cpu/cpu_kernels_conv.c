@@ -1,0 +1,340 @@
+/* runtime/cpu/cpu_kernels_conv.c — conv and conv_transpose (the conv ops)
+ * as im2col plus one OpenBLAS GEMM per (image, group).
+ *
+ * conv: the group's input patches are unrolled into col [Cg·kvol, out-vol]
+ * (zeros where the dilated kernel overhangs the pads) and
+ * y[b, group] = w[group] · col. conv_transpose is the same product read
+ * backwards: col [OCg·kvol, in-vol] = w[group]ᵀ · x[b, group], then each
+ * column entry is added to the output position its tap reaches (col2im).
+ * A 1×1 conv with stride 1 and no pads multiplies x itself. f32 through
+ * sgemm, f64 through dgemm; f16/bf16 are refused at executor creation
+ * (compile them for a GPU, or cast around the conv).
+ *
+ * Threads: when one (image, group) product is small (depthwise and
+ * grouped convolutions, tiny images) the items are spread over the pool,
+ * one col buffer per item in flight; otherwise items run one after
+ * another with im2col / col2im split over the pool and the GEMM on
+ * OpenBLAS's own threads. */
+#include "runtime/cpu/cpu_kernels.h"
+
+#include <cblas.h>
+#include <limits.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Multiply-adds below which one (image, group) is one thread's work (as
+ * in cpu_kernels_matmul.c). */
+#define CONV_SMALL ((int64_t)1 << 18)
+/* Scratch kept for col buffers of items run side by side. */
+#define CONV_SCRATCH_MAX ((size_t)256 << 20)
+
+typedef struct conv_ctx {
+    bg_conv_geom c;
+    bool f64;
+    size_t esz;
+    int64_t Cg, OCg, kv, iv, ov; /* channels per group, volumes */
+    int64_t M, N, K;             /* one item's GEMM */
+    bool direct;                 /* 1×1, stride 1, no pads: col is x */
+    size_t col_bytes;            /* one item's col buffer (0 when direct) */
+    const char *x, *w, *bias;
+    char *y;
+    char *scratch;
+    int64_t slots; /* col buffers in scratch */
+    int64_t first; /* item of slot 0 in the current wave */
+    int64_t item;  /* the item the split loops work on */
+} conv_ctx;
+
+static void conv_analyze(const braid_graph *g, const bg_node *n, conv_ctx *x) {
+    memset(x, 0, sizeof *x);
+    bg_conv_geom_of(g, n, &x->c); /* prepare checked it */
+    const bg_conv_geom *c = &x->c;
+    x->f64 = n->dtype == BRAID_F64;
+    x->esz = braid_dtype_size(n->dtype);
+    x->Cg = c->C / c->G;
+    x->OCg = c->OC / c->G;
+    x->kv = c->k[0] * c->k[1] * c->k[2];
+    x->iv = c->in[0] * c->in[1] * c->in[2];
+    x->ov = c->out[0] * c->out[1] * c->out[2];
+    if (c->transpose) { /* col = wᵀ · x: [OCg·kv, iv] */
+        x->M = x->OCg * x->kv;
+        x->N = x->iv;
+        x->K = x->Cg;
+    } else { /* y = w · col: [OCg, ov] */
+        x->M = x->OCg;
+        x->N = x->ov;
+        x->K = x->Cg * x->kv;
+    }
+    x->direct = !c->transpose && x->kv == 1;
+    for (int i = 0; i < BG_CONV_MAX_SPATIAL; i++)
+        x->direct &= c->stride[i] == 1 && c->pb[i] == 0 && c->pe[i] == 0;
+    /* conv: col is [K, N], the GEMM's right operand; transpose: col is
+     * [M, N], its result */
+    x->col_bytes = c->transpose ? (size_t)(x->M * x->N) * x->esz
+                   : x->direct  ? 0
+                                : (size_t)(x->K * x->N) * x->esz;
+}
+
+/* ---- im2col / col2im, per element type ------------------------------------
+ */
+
+/* Rows [r0, r1) of the col matrix of conv input xg (the group's Cg
+ * channels of one image): row (ci, k) holds, per output position, the input
+ * element kernel tap k reads there, or 0 in the pads. */
+#define CONV_IM2COL(T)                                                         \
+    static void im2col_##T(const conv_ctx *x, const T *xg, T *col, int64_t r0, \
+                           int64_t r1) {                                       \
+        const bg_conv_geom *c = &x->c;                                         \
+        for (int64_t r = r0; r < r1; r++) {                                    \
+            int64_t kk[3];                                                     \
+            bg_conv_tap(c, r % x->kv, kk);                                     \
+            const T *xc = xg + (r / x->kv) * x->iv;                            \
+            T *row = col + r * x->ov;                                          \
+            for (int64_t o0 = 0; o0 < c->out[0]; o0++) {                       \
+                int64_t p0 = o0 * c->stride[0] - c->pb[0] + kk[0] * c->dil[0]; \
+                for (int64_t o1 = 0; o1 < c->out[1]; o1++) {                   \
+                    int64_t p1 =                                               \
+                        o1 * c->stride[1] - c->pb[1] + kk[1] * c->dil[1];      \
+                    T *dst = row + (o0 * c->out[1] + o1) * c->out[2];          \
+                    if (p0 < 0 || p0 >= c->in[0] || p1 < 0 ||                  \
+                        p1 >= c->in[1]) {                                      \
+                        memset(dst, 0, (size_t)c->out[2] * sizeof(T));         \
+                        continue;                                              \
+                    }                                                          \
+                    const T *src = xc + (p0 * c->in[1] + p1) * c->in[2];       \
+                    int64_t s2 = c->stride[2],                                 \
+                            b2 = kk[2] * c->dil[2] - c->pb[2];                 \
+                    for (int64_t o2 = 0; o2 < c->out[2]; o2++) {               \
+                        int64_t p2 = o2 * s2 + b2;                             \
+                        dst[o2] = p2 >= 0 && p2 < c->in[2] ? src[p2] : (T)0;   \
+                    }                                                          \
+                }                                                              \
+            }                                                                  \
+        }                                                                      \
+    }
+CONV_IM2COL(float)
+CONV_IM2COL(double)
+
+/* Output channels [c0, c1) of the group's output yg (one image) from the
+ * transposed product col [OCg·kv, iv]: entry (ocl, k; p) lands at
+ * o = p · stride - pad + k · dilation when that is inside the output. Each
+ * channel reads only its own rows, so channel ranges run in parallel. */
+#define CONV_COL2IM(T)                                                         \
+    static void col2im_##T(const conv_ctx *x, const T *col, T *yg, int64_t c0, \
+                           int64_t c1) {                                       \
+        const bg_conv_geom *c = &x->c;                                         \
+        memset(yg + c0 * x->ov, 0, (size_t)((c1 - c0) * x->ov) * sizeof(T));   \
+        for (int64_t r = c0 * x->kv; r < c1 * x->kv; r++) {                    \
+            int64_t kk[3];                                                     \
+            bg_conv_tap(c, r % x->kv, kk);                                     \
+            T *yc = yg + (r / x->kv) * x->ov;                                  \
+            const T *row = col + r * x->iv;                                    \
+            for (int64_t p0 = 0; p0 < c->in[0]; p0++) {                        \
+                int64_t o0 = p0 * c->stride[0] - c->pb[0] + kk[0] * c->dil[0]; \
+                if (o0 < 0 || o0 >= c->out[0]) continue;                       \
+                for (int64_t p1 = 0; p1 < c->in[1]; p1++) {                    \
+                    int64_t o1 =                                               \
+                        p1 * c->stride[1] - c->pb[1] + kk[1] * c->dil[1];      \
+                    if (o1 < 0 || o1 >= c->out[1]) continue;                   \
+                    const T *src = row + (p0 * c->in[1] + p1) * c->in[2];      \
+                    T *dst = yc + (o0 * c->out[1] + o1) * c->out[2];           \
+                    int64_t s2 = c->stride[2],                                 \
+                            b2 = kk[2] * c->dil[2] - c->pb[2];                 \
+                    for (int64_t p2 = 0; p2 < c->in[2]; p2++) {                \
+                        int64_t o2 = p2 * s2 + b2;                             \
+                        if (o2 >= 0 && o2 < c->out[2]) dst[o2] += src[p2];     \
+                    }                                                          \
+                }                                                              \
+            }                                                                  \
+        }                                                                      \
+    }
+CONV_COL2IM(float)
+CONV_COL2IM(double)
+
+/* Adds the bias to output channels [c0, c1) of yg (one image, one group). */
+static void add_bias(const conv_ctx *x, char *yg, int64_t g, int64_t c0,
+                     int64_t c1) {
+    for (int64_t oc = c0; oc < c1; oc++) {
+        int64_t ch = g * x->OCg + oc;
+        if (x->f64) {
+            double b = ((const double *)x->bias)[ch], *y = (double *)yg;
+            for (int64_t i = 0; i < x->ov; i++)
+                y[oc * x->ov + i] += b;
+        } else {
+            float b = ((const float *)x->bias)[ch], *y = (float *)yg;
+            for (int64_t i = 0; i < x->ov; i++)
+                y[oc * x->ov + i] += b;
+        }
+    }
+}
+
+/* ---- one item: (image b, group g)
+ * -------------------------------------------- */
+
+/* Row-major C [M, N] = op(A) · B with A [M, K] (or [K, M] when ta). */
+static void gemm(const conv_ctx *x, bool ta, const void *A, const void *B,
+                 void *C) {
+    int M = (int)x->M, N = (int)x->N, K = (int)x->K;
+    int lda = ta ? M : K;
+    enum CBLAS_TRANSPOSE t = ta ? CblasTrans : CblasNoTrans;
+    if (x->f64)
+        cblas_dgemm(CblasRowMajor, t, CblasNoTrans, M, N, K, 1.0, A, lda, B, N,
+                    0.0, C, N);
+    else
+        cblas_sgemm(CblasRowMajor, t, CblasNoTrans, M, N, K, 1.0f, A, lda, B, N,
+                    0.0f, C, N);
+}
+
+static const char *x_of(const conv_ctx *x, int64_t item) {
+    return x->x + (size_t)((item / x->c.G) * x->c.C + (item % x->c.G) * x->Cg) *
+                      (size_t)x->iv * x->esz;
+}
+static char *y_of(const conv_ctx *x, int64_t item) {
+    return x->y +
+           (size_t)((item / x->c.G) * x->c.OC + (item % x->c.G) * x->OCg) *
+               (size_t)x->ov * x->esz;
+}
+static const char *w_of(const conv_ctx *x, int64_t item) {
+    /* conv: rows [g·OCg, +OCg) of [OC, Cg·kv]; transpose: rows [g·Cg, +Cg)
+     * of [C, OCg·kv]: the same offset g · OCg · Cg · kv */
+    return x->w + (size_t)((item % x->c.G) * x->OCg * x->Cg * x->kv) * x->esz;
+}
+
+/* One item alone on this thread, col in its own slot. */
+static void run_item(const conv_ctx *x, int64_t item, char *col) {
+    const char *xg = x_of(x, item);
+    char *yg = y_of(x, item);
+    const char *wg = w_of(x, item);
+    if (x->c.transpose) {
+        gemm(x, true, wg, xg, col);
+        if (x->f64)
+            col2im_double(x, (const double *)col, (double *)yg, 0, x->OCg);
+        else
+            col2im_float(x, (const float *)col, (float *)yg, 0, x->OCg);
+    } else {
+        if (!x->direct) {
+            if (x->f64)
+                im2col_double(x, (const double *)xg, (double *)col, 0, x->K);
+            else
+                im2col_float(x, (const float *)xg, (float *)col, 0, x->K);
+        }
+        gemm(x, false, wg, x->direct ? xg : col, yg);
+    }
+    if (x->bias) add_bias(x, yg, item % x->c.G, 0, x->OCg);
+}
+
+static void wave_range(void *ctx, int64_t b, int64_t e) {
+    const conv_ctx *x = ctx;
+    for (int64_t j = b; j < e; j++)
+        run_item(x, x->first + j, x->scratch + (size_t)j * x->col_bytes);
+}
+
+/* ---- one item with its loops split over the pool
+ * ------------------------------ */
+
+static void im2col_range(void *ctx, int64_t b, int64_t e) {
+    const conv_ctx *x = ctx;
+    if (x->f64)
+        im2col_double(x, (const double *)x_of(x, x->item), (double *)x->scratch,
+                      b, e);
+    else
+        im2col_float(x, (const float *)x_of(x, x->item), (float *)x->scratch, b,
+                     e);
+}
+
+static void col2im_range(void *ctx, int64_t b, int64_t e) {
+    const conv_ctx *x = ctx;
+    if (x->f64)
+        col2im_double(x, (const double *)x->scratch, (double *)y_of(x, x->item),
+                      b, e);
+    else
+        col2im_float(x, (const float *)x->scratch, (float *)y_of(x, x->item), b,
+                     e);
+}
+
+static void bias_range(void *ctx, int64_t b, int64_t e) {
+    const conv_ctx *x = ctx;
+    add_bias(x, y_of(x, x->item), x->item % x->c.G, b, e);
+}
+
+static void run_item_split(conv_ctx *x, br_pool *pool, int64_t item) {
+    x->item = item;
+    int64_t row_grain = BR_GRAIN / (x->ov > 0 ? x->ov : 1) + 1;
+    if (x->c.transpose) {
+        gemm(x, true, w_of(x, item), x_of(x, item), x->scratch);
+        br_parallel_for(pool, x->OCg, row_grain / (x->kv ? x->kv : 1) + 1,
+                        col2im_range, x);
+    } else {
+        if (!x->direct) br_parallel_for(pool, x->K, row_grain, im2col_range, x);
+        gemm(x, false, w_of(x, item), x->direct ? x_of(x, item) : x->scratch,
+             y_of(x, item));
+    }
+    if (x->bias) br_parallel_for(pool, x->OCg, row_grain, bias_range, x);
+}
+
+void br_conv_run(const br_kernel_args *a) {
+    conv_ctx x;
+    conv_analyze(a->g, a->node, &x);
+    x.x = a->in[0];
+    x.w = a->in[1];
+    x.bias = a->node->ninputs == 3 ? a->in[2] : NULL;
+    x.y = a->out;
+    x.scratch = a->scratch;
+    int64_t items = x.c.N * x.c.G;
+    if (items == 0 || x.M == 0 || x.N == 0) return;
+    if (x.K == 0) { /* no input channels: the bias alone (BLAS takes no K=0) */
+        memset(x.y, 0, bg_nbytes(a->node));
+        for (int64_t i = 0; x.bias && i < items; i++)
+            add_bias(&x, y_of(&x, i), i % x.c.G, 0, x.OCg);
+        return;
+    }
+    x.slots = x.col_bytes ? (int64_t)(a->scratch_bytes / x.col_bytes) : items;
+    if (x.M * x.N * x.K <= CONV_SMALL && items > 1 && x.slots > 1) {
+        for (x.first = 0; x.first < items; x.first += x.slots) {
+            int64_t n = items - x.first < x.slots ? items - x.first : x.slots;
+            br_parallel_for(a->pool, n, 1, wave_range, &x);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < items; i++)
+        run_item_split(&x, a->pool, i);
+}
+
+braid_status br_conv_prepare(const braid_graph *g, uint32_t id,
+                             size_t *scratch) {
+    const bg_node *n = bg_node_at(g, id);
+    bg_conv_geom c;
+    if (!bg_conv_geom_of(g, n, &c))
+        return bg_set_last_error(BRAID_ERR_INTERNAL,
+                                 "braid_exec_new: node %u (%s): malformed "
+                                 "convolution",
+                                 id, bg_op(n->op)->name);
+    if (n->dtype != BRAID_F32 && n->dtype != BRAID_F64)
+        return bg_set_last_error(BRAID_ERR_UNSUPPORTED,
+                                 "braid_exec_new: node %u: %s on the CPU "
+                                 "takes f32 or f64, not %s (run it on a GPU, "
+                                 "or cast around it)",
+                                 id, bg_op(n->op)->name,
+                                 braid_dtype_name(n->dtype));
+    conv_ctx x;
+    conv_analyze(g, n, &x);
+    if (x.M > INT_MAX || x.N > INT_MAX || x.K > INT_MAX)
+        return bg_set_last_error(BRAID_ERR_UNSUPPORTED,
+                                 "braid_exec_new: node %u: %s GEMM dims "
+                                 "M=%lld N=%lld K=%lld exceed BLAS's int "
+                                 "range",
+                                 id, bg_op(n->op)->name, (long long)x.M,
+                                 (long long)x.N, (long long)x.K);
+    if (x.col_bytes == 0) return BRAID_OK;
+    /* side by side only when the items are small: one slot per core */
+    int64_t items = c.N * c.G, slots = 1;
+    if (x.M * x.N * x.K <= CONV_SMALL && items > 1) {
+        long cores = sysconf(_SC_NPROCESSORS_ONLN);
+        slots = cores > 1 ? (cores < 64 ? cores : 64) : 1;
+        slots = slots < items ? slots : items;
+        while (slots > 1 && (size_t)slots * x.col_bytes > CONV_SCRATCH_MAX)
+            slots--;
+    }
+    size_t bytes = (size_t)slots * x.col_bytes;
+    if (bytes > *scratch) *scratch = bytes;
+    return BRAID_OK;
+}

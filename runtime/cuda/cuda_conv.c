@@ -1,0 +1,419 @@
+/* runtime/cuda/cuda_conv.c — the conv ops on a GPU through cuDNN.
+ *
+ * Every conv node on a GPU has braid's own kernel in the plan's module
+ * (codegen/conv.c), so the node always runs. At executor creation this
+ * file moves each conv node it can to cuDNN (loaded at run time,
+ * runtime/cuda/cudnn.h): descriptors made once, the algorithm chosen once
+ * by cudnnFind* (timed runs of every algorithm; cached per process for the
+ * same geometry, dtype and math mode, so later executors and plans pay
+ * nothing), the workspace of each compute stream sized to the largest its
+ * nodes need and allocated then. A run is cudnnConvolutionForward (conv)
+ * or cudnnConvolutionBackwardData (conv_transpose: the gradient of a conv
+ * with respect to its input is exactly ONNX's ConvTranspose) plus
+ * cudnnAddTensor for the bias.
+ *
+ * A node stays on braid's kernel, with one line in the executor log
+ * saying why, when cuDNN cannot be loaded, when BRAID_CONV=braid asks for
+ * it (the fallback, selectable for a measurement), or when cuDNN cannot
+ * express the node: pads that differ at the two ends (beyond what a
+ * conv_transpose's output_padding explains) or extents past int.
+ *
+ * f32 without the plan's allow_tf32 uses CUDNN_FMA_MATH (no TF32, like
+ * PyTorch with allow_tf32 off); with it, the default math. f16/bf16
+ * accumulate in float on tensor cores, f64 in double. */
+#define _POSIX_C_SOURCE 200809L
+#include "runtime/cuda/cuda_impl.h"
+#include "runtime/cuda/cudnn.h"
+
+#ifdef BRAID_HAVE_CUDA
+
+#include <limits.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const WHERE = "braid_exec_new";
+/* Largest workspace an algorithm may ask for. */
+#define CONV_WS_MAX ((size_t)1 << 30)
+#define CACHE_MAX 512
+
+/* ---- the per-process algorithm cache ------------------------------------- */
+
+/* What decides an algorithm: the device and every descriptor field. */
+typedef struct conv_key {
+    int dev, transpose, dtype, math, nd, groups;
+    int x[5], w[5], pad[3], stride[3], dil[3];
+} conv_key;
+
+static struct {
+    pthread_mutex_t lock;
+    conv_key key[CACHE_MAX];
+    int algo[CACHE_MAX];
+    size_t ws[CACHE_MAX];
+    int n;
+} cache = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static bool cache_get(const conv_key *k, int *algo, size_t *ws) {
+    bool hit = false;
+    pthread_mutex_lock(&cache.lock);
+    for (int i = 0; i < cache.n && !hit; i++)
+        if (memcmp(&cache.key[i], k, sizeof *k) == 0) {
+            *algo = cache.algo[i];
+            *ws = cache.ws[i];
+            hit = true;
+        }
+    pthread_mutex_unlock(&cache.lock);
+    return hit;
+}
+
+static void cache_put(const conv_key *k, int algo, size_t ws) {
+    pthread_mutex_lock(&cache.lock);
+    if (cache.n < CACHE_MAX) {
+        cache.key[cache.n] = *k;
+        cache.algo[cache.n] = algo;
+        cache.ws[cache.n++] = ws;
+    }
+    pthread_mutex_unlock(&cache.lock);
+}
+
+/* ---- descriptors ------------------------------------------------------------
+ */
+
+static int cudnn_dtype(braid_dtype t) {
+    return t == BRAID_F64    ? BR_CUDNN_DATA_DOUBLE
+           : t == BRAID_F16  ? BR_CUDNN_DATA_HALF
+           : t == BRAID_BF16 ? BR_CUDNN_DATA_BFLOAT16
+                             : BR_CUDNN_DATA_FLOAT;
+}
+
+/* The key of node n, or false (with *why) when cuDNN cannot express it.
+ * cuDNN takes at least 2 spatial axes: a 1-D conv is a 2-D one whose
+ * second axis has extent 1 (graph/conv.c's geometry pads with those). */
+static bool make_key(const br_cuda *c, const bg_conv_geom *g, braid_dtype t,
+                     int dev, conv_key *k, const char **why) {
+    memset(k, 0, sizeof *k);
+    int nsp = g->nspatial < 2 ? 2 : g->nspatial;
+    k->dev = dev;
+    k->transpose = g->transpose;
+    k->dtype = cudnn_dtype(t);
+    k->math = t == BRAID_F32
+                  ? (c->allow_tf32 ? BR_CUDNN_DEFAULT_MATH : BR_CUDNN_FMA_MATH)
+              : t == BRAID_F64 ? BR_CUDNN_DEFAULT_MATH
+                               : BR_CUDNN_TENSOR_OP_MATH;
+    k->nd = 2 + nsp;
+    k->groups = (int)g->G;
+    int64_t v[] = {g->N, g->C, g->OC, g->G};
+    for (size_t i = 0; i < sizeof v / sizeof *v; i++)
+        if (v[i] > INT_MAX) return *why = "extents past int", false;
+    /* x: the op's input; for conv_transpose cuDNN's dy */
+    k->x[0] = (int)g->N;
+    k->x[1] = (int)g->C;
+    k->w[0] = (int)(g->transpose ? g->C : g->OC);
+    k->w[1] = (int)(g->transpose ? g->OC / g->G : g->C / g->G);
+    for (int i = 0; i < nsp; i++) {
+        if (g->in[i] > INT_MAX || g->out[i] > INT_MAX || g->k[i] > INT_MAX ||
+            g->pb[i] > INT_MAX)
+            return *why = "extents past int", false;
+        int64_t extra = g->pb[i] - g->pe[i]; /* conv_transpose: its
+                                                output_padding */
+        if (g->transpose ? extra < 0 || extra >= g->stride[i] : extra != 0)
+            return *why = "pads differ at the two ends", false;
+        k->x[2 + i] = (int)g->in[i];
+        k->w[2 + i] = (int)g->k[i];
+        k->pad[i] = (int)g->pb[i];
+        k->stride[i] = (int)g->stride[i];
+        k->dil[i] = (int)g->dil[i];
+    }
+    return true;
+}
+
+/* Dense NCHW strides of dims[0..nd). */
+static void dense(const int *dims, int nd, int *strides) {
+    int s = 1;
+    for (int i = nd - 1; i >= 0; i--) {
+        strides[i] = s;
+        s *= dims[i];
+    }
+}
+
+static braid_status dnn(const br_cuda *c, uint32_t id, const char *call,
+                        br_cudnn_status st) {
+    if (st == 0) return BRAID_OK;
+    const bg_node *n = bg_node_at(c->plan->res.graph, id);
+    return bg_set_last_error(BRAID_ERR_DEVICE,
+                             "%s: node %u (%s): %s failed: %s (cuDNN status "
+                             "%d)",
+                             c->run.args ? "braid_run" : WHERE, id,
+                             bg_op(n->op)->name, call,
+                             c->conv.api->GetErrorString(st), st);
+}
+
+/* The tensor descriptor of dims (dense). */
+static braid_status tensor(const br_cuda *c, uint32_t id, int dtype, int nd,
+                           const int *dims, br_cudnn_desc *d) {
+    const br_cudnn_api *a = c->conv.api;
+    int st[5];
+    dense(dims, nd, st);
+    braid_status s =
+        dnn(c, id, "cudnnCreateTensorDescriptor", a->CreateTensorDescriptor(d));
+    return s != BRAID_OK
+               ? s
+               : dnn(c, id, "cudnnSetTensorNdDescriptor",
+                     a->SetTensorNdDescriptor(*d, dtype, nd, dims, st));
+}
+
+/* Descriptors of node cv from its key; y's dims are the node's. */
+static braid_status describe(const br_cuda *c, br_conv *cv, const conv_key *k,
+                             const bg_node *n) {
+    const br_cudnn_api *a = c->conv.api;
+    uint32_t id = cv->node;
+    int y[5] = {0}, b[5] = {1, 0, 1, 1, 1};
+    y[0] = k->x[0];
+    y[1] = (int)n->dims[1];
+    b[1] = y[1];
+    for (int i = 2; i < k->nd; i++)
+        y[i] = i < n->rank ? (int)n->dims[i] : 1;
+    int compute = k->dtype == BR_CUDNN_DATA_DOUBLE ? BR_CUDNN_DATA_DOUBLE
+                                                   : BR_CUDNN_DATA_FLOAT;
+    braid_status s = tensor(c, id, k->dtype, k->nd, k->x, &cv->x);
+    if (s == BRAID_OK) s = tensor(c, id, k->dtype, k->nd, y, &cv->y);
+    if (s == BRAID_OK && cv->bias)
+        s = tensor(c, id, k->dtype, k->nd, b, &cv->b);
+    if (s == BRAID_OK)
+        s = dnn(c, id, "cudnnCreateFilterDescriptor",
+                a->CreateFilterDescriptor(&cv->w));
+    if (s == BRAID_OK)
+        s = dnn(c, id, "cudnnSetFilterNdDescriptor",
+                a->SetFilterNdDescriptor(cv->w, k->dtype, BR_CUDNN_TENSOR_NCHW,
+                                         k->nd, k->w));
+    if (s == BRAID_OK)
+        s = dnn(c, id, "cudnnCreateConvolutionDescriptor",
+                a->CreateConvolutionDescriptor(&cv->conv));
+    if (s == BRAID_OK)
+        s = dnn(c, id, "cudnnSetConvolutionNdDescriptor",
+                a->SetConvolutionNdDescriptor(
+                    cv->conv, k->nd - 2, k->pad, k->stride, k->dil,
+                    BR_CUDNN_CROSS_CORRELATION, compute));
+    if (s == BRAID_OK)
+        s = dnn(c, id, "cudnnSetConvolutionGroupCount",
+                a->SetConvolutionGroupCount(cv->conv, k->groups));
+    if (s == BRAID_OK)
+        s = dnn(c, id, "cudnnSetConvolutionMathType",
+                a->SetConvolutionMathType(cv->conv, k->math));
+    return s;
+}
+
+/* The fastest algorithm cudnnFind* timed that succeeded within the
+ * workspace limit and the math mode asked for (FMA: no tensor ops). */
+static braid_status choose(const br_cuda *c, br_conv *cv, const conv_key *k,
+                           br_cudnn_handle h) {
+    if (cache_get(k, &cv->algo, &cv->ws)) return BRAID_OK;
+    const br_cudnn_api *a = c->conv.api;
+    br_cudnn_perf perf[16];
+    int got = 0;
+    br_cudnn_status st =
+        k->transpose
+            ? a->FindConvolutionBackwardDataAlgorithm(h, cv->w, cv->x, cv->conv,
+                                                      cv->y, 16, &got, perf)
+            : a->FindConvolutionForwardAlgorithm(h, cv->x, cv->w, cv->conv,
+                                                 cv->y, 16, &got, perf);
+    braid_status s = dnn(c, cv->node,
+                         k->transpose ? "cudnnFindConvolutionBackwardData"
+                                        "Algorithm"
+                                      : "cudnnFindConvolutionForwardAlgorithm",
+                         st);
+    if (s != BRAID_OK) return s;
+    for (int i = 0; i < got; i++) { /* sorted fastest first */
+        if (perf[i].status != 0 || perf[i].memory > CONV_WS_MAX) continue;
+        if (k->math == BR_CUDNN_FMA_MATH &&
+            perf[i].math_type != BR_CUDNN_FMA_MATH &&
+            perf[i].math_type != BR_CUDNN_DEFAULT_MATH)
+            continue;
+        cv->algo = perf[i].algo;
+        cv->ws = perf[i].memory;
+        cache_put(k, cv->algo, cv->ws);
+        return BRAID_OK;
+    }
+    return bg_set_last_error(BRAID_ERR_UNSUPPORTED,
+                             "%s: node %u: cuDNN found no usable algorithm",
+                             WHERE, cv->node);
+}
+
+static void destroy(const br_cudnn_api *a, br_conv *cv) {
+    if (cv->x) a->DestroyTensorDescriptor(cv->x);
+    if (cv->y) a->DestroyTensorDescriptor(cv->y);
+    if (cv->b) a->DestroyTensorDescriptor(cv->b);
+    if (cv->w) a->DestroyFilterDescriptor(cv->w);
+    if (cv->conv) a->DestroyConvolutionDescriptor(cv->conv);
+    memset(cv, 0, sizeof *cv);
+}
+
+/* The cuDNN handle of queue q, made on first use, bound to its stream. */
+static braid_status handle_of(br_cuda *c, uint32_t q, uint32_t id,
+                              br_cudnn_handle *h) {
+    if (!c->conv.handle[q]) {
+        braid_status s =
+            dnn(c, id, "cudnnCreate", c->conv.api->Create(&c->conv.handle[q]));
+        if (s != BRAID_OK) return s;
+    }
+    *h = c->conv.handle[q];
+    return dnn(c, id, "cudnnSetStream",
+               c->conv.api->SetStream(*h, br_cuda_stream(c, q)));
+}
+
+/* Moves conv node id to cuDNN; *moved false (and a log line) when it
+ * stays on braid's kernel. */
+static braid_status adopt(br_cuda *c, uint32_t id, br_conv *cv, bool *moved) {
+    const bg_node *n = bg_node_at(c->plan->res.graph, id);
+    br_cnode *cn = &c->node[id];
+    bg_conv_geom g;
+    conv_key k;
+    const char *why = "malformed";
+    *moved = false;
+    if (!bg_conv_geom_of(c->plan->res.graph, n, &g) ||
+        !make_key(c, &g, n->dtype, cn->dev, &k, &why)) {
+        br_cuda_logf(c, "conv node %u: braid's kernel (cuDNN: %s)", id, why);
+        return BRAID_OK;
+    }
+    memset(cv, 0, sizeof *cv);
+    cv->node = id;
+    cv->bias = g.bias;
+    cv->transpose = g.transpose;
+    cv->f64 = n->dtype == BRAID_F64;
+    br_cudnn_handle h;
+    braid_status s = br_cuda_use(c, WHERE, id, cn->dev);
+    if (s != BRAID_OK) return s;
+    s = handle_of(c, cn->queue, id, &h);
+    if (s == BRAID_OK) s = describe(c, cv, &k, n);
+    if (s == BRAID_OK) s = choose(c, cv, &k, h);
+    if (s != BRAID_OK) { /* cuDNN refused the node: braid's kernel runs it */
+        br_cuda_logf(c, "conv node %u: braid's kernel (%s)", id,
+                     braid_last_error());
+        destroy(c->conv.api, cv);
+        (void)cudaGetLastError();
+        return BRAID_OK;
+    }
+    if (cv->ws > c->conv.ws_bytes[cn->queue])
+        c->conv.ws_bytes[cn->queue] = cv->ws;
+    br_cuda_logf(c, "conv node %u: cuDNN algorithm %d, workspace %zu bytes", id,
+                 cv->algo, cv->ws);
+    *moved = true;
+    return BRAID_OK;
+}
+
+static braid_status alloc_tables(br_cuda *c) {
+    const bp_plan *p = c->plan;
+    c->conv.index =
+        malloc((p->res.ninfo ? p->res.ninfo : 1) * sizeof *c->conv.index);
+    c->conv.handle = calloc(p->res.nqueues + 1, sizeof *c->conv.handle);
+    c->conv.ws = calloc(p->res.nqueues + 1, sizeof *c->conv.ws);
+    c->conv.ws_bytes = calloc(p->res.nqueues + 1, sizeof *c->conv.ws_bytes);
+    c->conv.nodes = calloc(c->sched->ndev + 1, sizeof *c->conv.nodes);
+    if (!c->conv.index || !c->conv.handle || !c->conv.ws || !c->conv.ws_bytes ||
+        !c->conv.nodes)
+        return bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY, "%s: out of memory",
+                                 WHERE);
+    for (uint32_t i = 0; i < p->res.ninfo; i++)
+        c->conv.index[i] = BG_NONE;
+    return BRAID_OK;
+}
+
+/* Whether any GPU node is a conv op (run by its kernel so far). */
+static bool has_conv(const br_cuda *c) {
+    for (uint32_t i = 0; i < c->sched->ndev; i++) {
+        uint32_t id = c->sched->dev_list[i];
+        if (c->node[id].kind == BR_NODE_KERNEL &&
+            bg_op(bg_node_at(c->plan->res.graph, id)->op)->kind ==
+                BRAID_KIND_CONV)
+            return true;
+    }
+    return false;
+}
+
+braid_status br_cuda_conv_prepare(br_cuda *c) {
+    if (c->dry || !has_conv(c)) return BRAID_OK;
+    const char *env = getenv("BRAID_CONV");
+    if (env && strcmp(env, "braid") == 0) {
+        br_cuda_logf(c, "conv: braid's kernels (BRAID_CONV=braid)");
+        return BRAID_OK;
+    }
+    if (!(c->conv.api = br_cudnn_load())) {
+        br_cuda_logf(c, "conv: braid's kernels (cuDNN not available: %s)",
+                     br_cudnn_why());
+        return BRAID_OK;
+    }
+    braid_status s = alloc_tables(c);
+    for (uint32_t i = 0; s == BRAID_OK && i < c->sched->ndev; i++) {
+        uint32_t id = c->sched->dev_list[i];
+        if (c->node[id].kind != BR_NODE_KERNEL ||
+            bg_op(bg_node_at(c->plan->res.graph, id)->op)->kind !=
+                BRAID_KIND_CONV)
+            continue;
+        bool moved = false;
+        s = adopt(c, id, &c->conv.nodes[c->conv.n], &moved);
+        if (s == BRAID_OK && moved) {
+            c->conv.index[id] = c->conv.n++;
+            c->node[id].kind = BR_NODE_CONV;
+        }
+    }
+    for (uint32_t q = 0; s == BRAID_OK && q < c->plan->res.nqueues; q++) {
+        if (!c->conv.ws_bytes[q]) continue;
+        s = br_cuda_use(c, WHERE, BG_NONE, c->plan->res.queues[q].device.index);
+        if (s == BRAID_OK)
+            s = br_cu(c, WHERE, BG_NONE, "cudaMalloc (cuDNN workspace)",
+                      cudaMalloc(&c->conv.ws[q], c->conv.ws_bytes[q]));
+    }
+    if (s == BRAID_OK && c->conv.n)
+        br_cuda_logf(c, "conv: %u nodes on %s", c->conv.n,
+                     braid_cudnn_status());
+    return s;
+}
+
+braid_status br_cuda_conv_run(br_cuda *c, uint32_t id, cudaStream_t stream) {
+    const br_conv *cv = &c->conv.nodes[c->conv.index[id]];
+    const br_cudnn_api *a = c->conv.api;
+    uint32_t q = c->node[id].queue;
+    br_cudnn_handle h = c->conv.handle[q];
+    const bg_node *n = bg_node_at(c->plan->res.graph, id);
+    void *const *ptr = c->run.args->ptr;
+    const void *x = ptr[n->inputs[0]], *w = ptr[n->inputs[1]];
+    void *y = ptr[id];
+    float one_f = 1, zero_f = 0;
+    double one_d = 1, zero_d = 0;
+    const void *one = cv->f64 ? (const void *)&one_d : (const void *)&one_f;
+    const void *zero = cv->f64 ? (const void *)&zero_d : (const void *)&zero_f;
+    braid_status s = dnn(c, id, "cudnnSetStream", a->SetStream(h, stream));
+    if (s != BRAID_OK) return s;
+    if (cv->transpose)
+        s = dnn(c, id, "cudnnConvolutionBackwardData",
+                a->ConvolutionBackwardData(h, one, cv->w, w, cv->x, x, cv->conv,
+                                           cv->algo, c->conv.ws[q], cv->ws,
+                                           zero, cv->y, y));
+    else
+        s = dnn(c, id, "cudnnConvolutionForward",
+                a->ConvolutionForward(h, one, cv->x, x, cv->w, w, cv->conv,
+                                      cv->algo, c->conv.ws[q], cv->ws, zero,
+                                      cv->y, y));
+    if (s == BRAID_OK && cv->bias)
+        s = dnn(c, id, "cudnnAddTensor",
+                a->AddTensor(h, one, cv->b, ptr[n->inputs[2]], one, cv->y, y));
+    return s;
+}
+
+void br_cuda_conv_free(br_cuda *c) {
+    const br_cudnn_api *a = c->conv.api;
+    for (uint32_t i = 0; a && i < c->conv.n; i++)
+        destroy(a, &c->conv.nodes[i]);
+    for (uint32_t q = 0; c->conv.handle && q < c->plan->res.nqueues; q++) {
+        if (c->conv.handle[q]) a->Destroy(c->conv.handle[q]);
+        if (c->conv.ws[q]) cudaFree(c->conv.ws[q]);
+    }
+    free(c->conv.index);
+    free(c->conv.handle);
+    free(c->conv.ws);
+    free(c->conv.ws_bytes);
+    free(c->conv.nodes);
+    memset(&c->conv, 0, sizeof c->conv);
+}
+
+#endif /* BRAID_HAVE_CUDA */

@@ -1,0 +1,534 @@
+/* tests/test_op_conv.c — the conv ops (conv, conv_transpose; docs/ops.md).
+ *
+ *   - the reference's meaning on literal values (a 1-D conv worked by hand)
+ *     and conv_transpose as the adjoint of conv: <conv(x, w), y> equals
+ *     <x, conv_transpose(y, w)> for the same attributes, checked in the
+ *     reference on random shapes (so neither rule checks itself);
+ *   - the CPU kernel (im2col + OpenBLAS) against the reference on random
+ *     shapes: 1-D, 2-D and 3-D, strides 1..3, dilations 1..2, asymmetric
+ *     pads, groups (depthwise included), bias or not, output_padding, f32
+ *     and f64; the 1×1 direct path; products large enough for the split
+ *     path (im2col over the pool, OpenBLAS threads);
+ *   - GPU plans on the emulated executor against the reference;
+ *   - text and plan files round-trip (output_padding folded in included);
+ *   - bad attributes and operands: a sticky error naming the op and what
+ *     is wrong; f16 on the CPU refused at executor creation.
+ * Tolerances: ts_tolerance of the dtype (f32 1e-4, f64 1e-9). */
+#define _POSIX_C_SOURCE 200809L
+#include "tests/planfile_support.h"
+
+#include <math.h>
+
+#include "graph/eval.h"
+#include "tests/support/conv_cases.h"
+#include "tests/support/op_cases.h"
+#ifdef BRAID_HAVE_CUDA
+#include "codegen/codegen.h"
+#endif
+
+#define DIMS(...) ((const int64_t[]){__VA_ARGS__})
+
+/* Hints every node but the inputs to cuda:0. */
+static void hint_gpu(braid_graph *g) {
+    for (uint32_t id = 0; id < braid_graph_node_count(g); id++)
+        if (g->nodes[id].op != BRAID_OP_INPUT)
+            braid_set_device(g, (braid_tensor){id}, "cuda:0");
+}
+
+/* Runs g compiled for devices (emulated when a GPU is named) against the
+ * reference on fresh random inputs. */
+static void check_run(const braid_graph *g, const char *devices, uint64_t seed,
+                      const char *what) {
+    braid_plan *p = pf_compile(g, devices);
+    ts_io *io = ts_io_new(g, seed);
+    cr_assert(io);
+    cr_assert_eq(pf_run(p, io, strstr(devices, "cuda") != NULL, seed), BRAID_OK,
+                 "%s: %s", what, braid_last_error());
+    cr_assert_eq(
+        braid_reference_run(g, io->in, io->ninputs, io->ref, io->noutputs),
+        BRAID_OK, "%s: %s", what, braid_last_error());
+    char msg[512];
+    bool ok = ts_io_compare(io, msg, sizeof msg);
+    if (!ok) ts_log_graph(g);
+    cr_assert(ok, "%s: %s", what, msg);
+    ts_io_free(io);
+    braid_plan_free(p);
+}
+
+/* ---- the meaning --------------------------------------------------------- */
+
+/* y[o] = sum_k x[o·2 - 1 + 2k] w[k] + b over x = 1..6, w = (1, 10, 100),
+ * stride 2, dilation 2, pads (1, 2): worked by hand. */
+Test(op_conv, reference_literal_1d) {
+    braid_graph *g = braid_graph_new(NULL);
+    braid_tensor x = braid_input(g, "x", BRAID_F64, 3, DIMS(1, 1, 6));
+    braid_tensor w = braid_input(g, "w", BRAID_F64, 3, DIMS(1, 1, 3));
+    braid_tensor b = braid_input(g, "b", BRAID_F64, 1, DIMS(1));
+    braid_conv_params p = {.strides = {2}, .dilations = {2}, .pads = {1, 2}};
+    braid_tensor y = braid_conv(g, x, w, b, &p);
+    /* padded: 0 1 2 3 4 5 6 0 0 (9); span 5; out = (6+3-5)/2+1 = 3 */
+    double xv[6] = {1, 2, 3, 4, 5, 6}, wv[3] = {1, 10, 100}, bv = 0.5;
+    double want[3] = {0 * 1 + 2 * 10 + 4 * 100 + bv,
+                      2 * 1 + 4 * 10 + 6 * 100 + bv,
+                      4 * 1 + 6 * 10 + 0 * 100 + bv};
+    braid_input_binding in[3] = {
+        {"x", xv, sizeof xv}, {"w", wv, sizeof wv}, {"b", &bv, sizeof bv}};
+    double out[3];
+    ts_run_ref(g, y, in, 3, out, sizeof out);
+    for (int i = 0; i < 3; i++)
+        cr_assert_eq(out[i], want[i], "y[%d] = %g, want %g", i, out[i],
+                     want[i]);
+    braid_graph_free(g);
+}
+
+/* <conv(x, w), u> = <x, conv_transpose(u, w)>: conv_transpose is conv's
+ * adjoint in x when output_padding makes its result x's shape. */
+Test(op_conv, transpose_is_the_adjoint) {
+    uint64_t st = 11;
+    for (int t = 0; t < 40; t++) {
+        ts_conv_case c = ts_conv_random_case(&st, false);
+        c.bias = false;
+        braid_graph *g = ts_conv_case_graph(&c, BRAID_F64);
+        const bg_node *y = bg_node_at(g, g->outputs[0].node);
+        /* conv_transpose of a y-shaped u with the same w, pads, strides;
+         * output_padding restores the rows conv's floor dropped */
+        ts_conv_case ct = c;
+        ct.transpose = true;
+        for (int i = 0; i < c.s; i++) {
+            int64_t span = (c.k[i] - 1) * c.p.dilations[i] + 1;
+            int64_t full = c.p.strides[i] * (y->dims[2 + i] - 1) + span -
+                           c.p.pads[i] - c.p.pads[c.s + i];
+            ct.p.output_padding[i] = c.in[i] - full;
+            ct.in[i] = y->dims[2 + i];
+        }
+        bool representable = true;
+        for (int i = 0; i < c.s; i++) {
+            int64_t lim = c.p.strides[i] > c.p.dilations[i] ? c.p.strides[i]
+                                                            : c.p.dilations[i];
+            representable &=
+                ct.p.output_padding[i] >= 0 && ct.p.output_padding[i] < lim;
+        }
+        if (!representable) {
+            braid_graph_free(g);
+            continue;
+        }
+        ct.Cg = c.OCg; /* transposed roles: w [C, OC/G] = conv's w */
+        ct.OCg = c.Cg;
+        braid_graph *h = ts_conv_case_graph(&ct, BRAID_F64);
+        int64_t nx = c.N * c.G * c.Cg, ny = bg_numel(y),
+                nw = c.G * c.OCg * c.Cg;
+        for (int i = 0; i < c.s; i++) {
+            nx *= c.in[i];
+            nw *= c.k[i];
+        }
+        double *xv = malloc((size_t)nx * 8), *uv = malloc((size_t)ny * 8);
+        double *wv = malloc((size_t)nw * 8), *cy = malloc((size_t)ny * 8);
+        double *tx = malloc((size_t)nx * 8);
+        ts_fill_random(BRAID_F64, xv, nx, st + 1, -1, 1);
+        ts_fill_random(BRAID_F64, uv, ny, st + 2, -1, 1);
+        ts_fill_random(BRAID_F64, wv, nw, st + 3, -1, 1);
+        braid_input_binding a[2] = {{"x", xv, (size_t)nx * 8},
+                                    {"w", wv, (size_t)nw * 8}};
+        braid_input_binding b[2] = {{"x", uv, (size_t)ny * 8},
+                                    {"w", wv, (size_t)nw * 8}};
+        braid_output_binding oa = {"y", cy, (size_t)ny * 8};
+        braid_output_binding ob = {"y", tx, (size_t)nx * 8};
+        cr_assert_eq(braid_reference_run(g, a, 2, &oa, 1), BRAID_OK, "%s",
+                     braid_last_error());
+        cr_assert_eq(braid_reference_run(h, b, 2, &ob, 1), BRAID_OK, "%s",
+                     braid_last_error());
+        double l = 0, r = 0, mag = 0;
+        for (int64_t i = 0; i < ny; i++) {
+            l += cy[i] * uv[i];
+            mag += fabs(cy[i] * uv[i]);
+        }
+        for (int64_t i = 0; i < nx; i++)
+            r += xv[i] * tx[i];
+        char buf[400];
+        cr_assert(fabs(l - r) <= 1e-9 * (mag + 1), "%s: %.17g vs %.17g",
+                  ts_conv_case_str(&c, buf, sizeof buf), l, r);
+        free(xv), free(uv), free(wv), free(cy), free(tx);
+        braid_graph_free(g);
+        braid_graph_free(h);
+    }
+}
+
+/* ---- the CPU kernel
+ * ---------------------------------------------------------- */
+
+Test(op_conv, cpu_random_shapes, .timeout = 120) {
+    uint64_t st = 7;
+    for (int t = 0; t < 120; t++) {
+        ts_conv_case c = ts_conv_random_case(&st, t % 2 == 1);
+        braid_dtype dt = t % 3 == 2 ? BRAID_F64 : BRAID_F32;
+        braid_graph *g = ts_conv_case_graph(&c, dt);
+        char buf[400];
+        check_run(g, "cpu", 100 + (uint64_t)t,
+                  ts_conv_case_str(&c, buf, sizeof buf));
+        braid_graph_free(g);
+    }
+}
+
+/* A 1×1 conv with stride 1 and no pads multiplies x itself; with stride 2
+ * it goes through im2col. */
+Test(op_conv, cpu_pointwise) {
+    for (int s = 1; s <= 2; s++) {
+        ts_conv_case c = {.s = 2,
+                          .N = 2,
+                          .G = 1,
+                          .Cg = 5,
+                          .OCg = 7,
+                          .in = {6, 5, 1},
+                          .k = {1, 1, 1},
+                          .bias = true};
+        c.p.strides[0] = c.p.strides[1] = s;
+        braid_graph *g = ts_conv_case_graph(&c, BRAID_F32);
+        check_run(g, "cpu", 3, s == 1 ? "1x1 direct" : "1x1 stride 2");
+        braid_graph_free(g);
+    }
+}
+
+/* Products above one thread's share: im2col and col2im over the pool,
+ * the GEMM on OpenBLAS's threads (ResNet's 3×3 stride-1 and stride-2
+ * shapes, scaled down; a depthwise layer with many groups). */
+Test(op_conv, cpu_large_split_path, .timeout = 120) {
+    ts_conv_case a = {.s = 2,
+                      .N = 2,
+                      .G = 1,
+                      .Cg = 16,
+                      .OCg = 32,
+                      .in = {28, 28, 1},
+                      .k = {3, 3, 1},
+                      .bias = true,
+                      .p = {.pads = {1, 1, 1, 1}}};
+    braid_graph *g = ts_conv_case_graph(&a, BRAID_F32);
+    check_run(g, "cpu", 5, "3x3 16->32 28x28");
+    braid_graph_free(g);
+    ts_conv_case b = a;
+    b.p.strides[0] = b.p.strides[1] = 2;
+    b.p.pads[2] = b.p.pads[3] = 0; /* asymmetric */
+    g = ts_conv_case_graph(&b, BRAID_F32);
+    check_run(g, "cpu", 6, "3x3 stride 2, pads (1,1,0,0)");
+    braid_graph_free(g);
+    ts_conv_case t = a;
+    t.transpose = true;
+    t.p.strides[0] = t.p.strides[1] = 2;
+    t.p.output_padding[0] = t.p.output_padding[1] = 1;
+    t.in[0] = t.in[1] = 14;
+    g = ts_conv_case_graph(&t, BRAID_F32);
+    check_run(g, "cpu", 7, "conv_transpose 3x3 stride 2 16->32");
+    braid_graph_free(g);
+    ts_conv_case d = {.s = 2,
+                      .N = 3,
+                      .G = 48,
+                      .Cg = 1,
+                      .OCg = 1,
+                      .in = {20, 20, 1},
+                      .k = {3, 3, 1},
+                      .bias = false,
+                      .p = {.pads = {1, 1, 1, 1}, .groups = 48}};
+    g = ts_conv_case_graph(&d, BRAID_F32);
+    check_run(g, "cpu", 8, "depthwise 48 channels");
+    braid_graph_free(g);
+}
+
+/* No input channels: the output is the bias alone. */
+Test(op_conv, cpu_no_input_channels) {
+    ts_conv_case c = {.s = 1,
+                      .N = 2,
+                      .G = 1,
+                      .Cg = 0,
+                      .OCg = 3,
+                      .in = {5, 1, 1},
+                      .k = {2, 1, 1},
+                      .bias = true};
+    braid_graph *g = ts_conv_case_graph(&c, BRAID_F32);
+    check_run(g, "cpu", 9, "C = 0");
+    braid_graph_free(g);
+}
+
+/* The same plan on the GPU, run on the emulated executor (its device
+ * queues run the CPU kernels): placement, copies, memory and events
+ * around a conv node. */
+Test(op_conv, gpu_plan_emulated) {
+    uint64_t st = 21;
+    for (int t = 0; t < 6; t++) {
+        ts_conv_case c = ts_conv_random_case(&st, t % 2 == 1);
+        braid_graph *g = ts_conv_case_graph(&c, BRAID_F32);
+        hint_gpu(g);
+        char buf[400];
+        check_run(g, "cpu,cuda:0", 30 + (uint64_t)t,
+                  ts_conv_case_str(&c, buf, sizeof buf));
+        braid_graph_free(g);
+    }
+}
+
+#ifdef BRAID_HAVE_CUDA
+/* braid's GPU kernel for the conv ops (codegen/conv.c, cuDNN's fallback)
+ * compiles with NVRTC for sm_90, every dtype and both ops, one launch of
+ * one thread per output element. */
+Test(op_conv, gpu_kernels_compile_for_sm90, .timeout = 300) {
+    setenv("BRAID_CACHE_DIR", "", 1);
+    uint64_t st = 31;
+    braid_dtype dts[4] = {BRAID_F32, BRAID_F64, BRAID_F16, BRAID_BF16};
+    for (int t = 0; t < 8; t++) {
+        ts_conv_case c = ts_conv_random_case(&st, t % 2 == 1);
+        braid_graph *g = ts_conv_case_graph(&c, dts[t % 4]);
+        hint_gpu(g);
+        braid_plan *p = pf_compile(g, "cpu,cuda:0");
+        bc_source src;
+        cr_assert_eq(bc_plan_source(p, &src), BRAID_OK, "%s",
+                     braid_last_error());
+        uint32_t convs = 0;
+        for (uint32_t i = 0; i < src.nkernels; i++) {
+            const bc_kernel *k = &src.kernels[i];
+            const bg_node *n = bg_node_at(p->res.graph, k->node);
+            if (bg_op(n->op)->kind != BRAID_KIND_CONV) continue;
+            convs++;
+            cr_assert_eq(k->kind, BC_KERNEL_CONV);
+            cr_assert_eq(k->nlaunch, 1);
+            cr_assert_eq((int64_t)k->launch[0].grid[0] *
+                                 k->launch[0].block[0] >=
+                             bg_numel(n),
+                         true);
+        }
+        cr_assert_eq(convs, 1);
+        bc_binary bin;
+        char err[16384];
+        braid_status s =
+            bc_compile(src.text, "conv.cu", 90, &bin, err, sizeof err);
+        cr_assert_eq(s, BRAID_OK, "%s\n%s", err, src.text);
+        bc_binary_free(&bin);
+        bc_source_free(&src);
+        braid_plan_free(p);
+        braid_graph_free(g);
+    }
+}
+#endif
+
+/* What follows a conv in a network — bias, a residual add, relu — fuses
+ * into one elementwise node after the conv (the conv itself is no
+ * fusion member), on the CPU and in a GPU plan alike. */
+Test(op_conv, epilogue_fuses_after_the_conv) {
+    for (int gpu = 0; gpu < 2; gpu++) {
+        braid_graph *g = braid_graph_new(NULL);
+        braid_tensor x = braid_input(g, "x", BRAID_F32, 4, DIMS(2, 4, 9, 9));
+        braid_tensor w = braid_input(g, "w", BRAID_F32, 4, DIMS(6, 4, 3, 3));
+        braid_tensor b = braid_input(g, "b", BRAID_F32, 4, DIMS(1, 6, 1, 1));
+        braid_tensor z = braid_input(g, "z", BRAID_F32, 4, DIMS(2, 6, 9, 9));
+        braid_conv_params p = {.pads = {1, 1, 1, 1}};
+        braid_tensor y = braid_conv(g, x, w, BRAID_NONE, &p);
+        y = braid_relu(g, braid_add(g, braid_add(g, y, b), z));
+        braid_output(g, "y", y);
+        if (gpu) hint_gpu(g);
+        const char *devices = gpu ? "cpu,cuda:0" : "cpu";
+        braid_plan *pl = pf_compile(g, devices);
+        uint32_t convs = 0, fused = 0, other = 0;
+        for (uint32_t id = 0; id < pl->res.graph->nnodes; id++) {
+            braid_op op = pl->res.graph->nodes[id].op;
+            convs += op == BRAID_OP_CONV;
+            fused += op == BRAID_OP_FUSED;
+            other += op == BRAID_OP_ADD || op == BRAID_OP_RELU;
+        }
+        cr_assert_eq(convs, 1, "%s", devices);
+        cr_assert_eq(fused, 1, "%s", devices);
+        cr_assert_eq(other, 0, "%s", devices);
+        braid_plan_free(pl);
+        check_run(g, devices, 12, "conv + bias + residual + relu");
+        braid_graph_free(g);
+    }
+}
+
+/* f16 convolutions have no CPU kernel: executor creation says so. */
+Test(op_conv, cpu_f16_refused) {
+    ts_conv_case c = {.s = 1,
+                      .N = 1,
+                      .G = 1,
+                      .Cg = 2,
+                      .OCg = 2,
+                      .in = {5, 1, 1},
+                      .k = {3, 1, 1}};
+    braid_graph *g = ts_conv_case_graph(&c, BRAID_F16);
+    braid_plan *p = pf_compile(g, "cpu");
+    braid_exec *e = NULL;
+    cr_assert_eq(braid_exec_new(p, &e), BRAID_ERR_UNSUPPORTED);
+    cr_assert(strstr(braid_last_error(), "conv") &&
+                  strstr(braid_last_error(), "f16"),
+              "%s", braid_last_error());
+    braid_plan_free(p);
+    braid_graph_free(g);
+}
+
+/* ---- text and plan files
+ * ----------------------------------------------------- */
+
+Test(op_conv, text_and_plan_round_trip) {
+    uint64_t st = 5;
+    for (int t = 0; t < 20; t++) {
+        ts_conv_case c = ts_conv_random_case(&st, t % 2 == 0);
+        braid_graph *g = ts_conv_case_graph(&c, BRAID_F32);
+        char *text = NULL;
+        size_t len = 0;
+        cr_assert_eq(braid_graph_print(g, &text, &len), BRAID_OK);
+        braid_graph *h = braid_graph_parse(text, len, "conv.graph", NULL);
+        cr_assert_eq(braid_graph_status(h), BRAID_OK, "%s\n%s",
+                     braid_graph_error(h), text);
+        cr_assert(bg_graph_equal(g, h), "%s", text);
+        free(text);
+        braid_graph_free(h);
+        braid_plan *p = pf_compile(g, "cpu");
+        size_t size = 0;
+        unsigned char *data = pf_save(p, &size);
+        braid_plan *q = pf_load(data, size);
+        ts_io *a = ts_io_new(g, 40 + (uint64_t)t),
+              *b = ts_io_new(g, 40 + (uint64_t)t);
+        cr_assert_eq(pf_run(p, a, false, 1), BRAID_OK, "%s",
+                     braid_last_error());
+        cr_assert_eq(pf_run(q, b, false, 1), BRAID_OK, "%s",
+                     braid_last_error());
+        cr_assert(pf_same_outputs(a, b));
+        ts_io_free(a), ts_io_free(b);
+        free(data);
+        braid_plan_free(q);
+        braid_plan_free(p);
+        braid_graph_free(g);
+    }
+}
+
+/* The text form, spelled out: defaults fill in; output_padding is folded
+ * into the end pads (where it leaves them >= 0 it prints as them), else
+ * printed back. */
+Test(op_conv, text_form) {
+    const char *src =
+        "braid-graph 1\n"
+        "%0 = input f32[1,2,5,5] name=\"x\"\n"
+        "%1 = input f32[2,1,3,3] name=\"w\"\n"
+        "%2 = conv_transpose %0, %1 strides=[2,2] pads=[1,1,1,1] groups=2 "
+        "output_padding=[1,0]\n"
+        "output \"y\" = %2\n";
+    braid_graph *g = braid_graph_parse(src, strlen(src), "t.graph", NULL);
+    cr_assert_eq(braid_graph_status(g), BRAID_OK, "%s", braid_graph_error(g));
+    const bg_node *n = bg_node_at(g, 2);
+    /* 2·4 + 3 - 2 + output_padding */
+    cr_assert_eq(n->dims[2], 10);
+    cr_assert_eq(n->dims[3], 9);
+    char *text = NULL;
+    size_t len = 0;
+    cr_assert_eq(braid_graph_print(g, &text, &len), BRAID_OK);
+    cr_assert(strstr(text, "conv_transpose %0, %1 strides=[2,2] "
+                           "dilations=[1,1] pads=[1,1,0,1] groups=2 :"),
+              "%s", text);
+    free(text);
+    braid_graph_free(g);
+    /* no end pad to absorb it: output_padding stays */
+    const char *src2 = "braid-graph 1\n"
+                       "%0 = input f32[1,2,5,5] name=\"x\"\n"
+                       "%1 = input f32[2,1,3,3] name=\"w\"\n"
+                       "%2 = conv_transpose %0, %1 strides=[3,2] "
+                       "output_padding=[2,1]\n"
+                       "output \"y\" = %2\n";
+    g = braid_graph_parse(src2, strlen(src2), "t.graph", NULL);
+    cr_assert_eq(braid_graph_status(g), BRAID_OK, "%s", braid_graph_error(g));
+    cr_assert_eq(bg_node_at(g, 2)->dims[2], 3 * 4 + 3 + 2);
+    cr_assert_eq(braid_graph_print(g, &text, &len), BRAID_OK);
+    cr_assert(strstr(text, "pads=[0,0,0,0] groups=1 output_padding=[2,1] :"),
+              "%s", text);
+    free(text);
+    braid_graph_free(g);
+}
+
+/* ---- errors
+ * ------------------------------------------------------------------ */
+
+/* A builder call that must fail with status s and a message holding what. */
+static void builder_fails(braid_op op, int rank, const int64_t *xd,
+                          const int64_t *wd, int64_t bias_len,
+                          const braid_conv_params *p, braid_status s,
+                          const char *what) {
+    braid_graph *g = braid_graph_new(NULL);
+    braid_tensor x = braid_input(g, "x", BRAID_F32, rank, xd);
+    braid_tensor w = braid_input(g, "w", BRAID_F32, rank, wd);
+    braid_tensor b =
+        bias_len ? braid_input(g, "b", BRAID_F32, 1, &bias_len) : BRAID_NONE;
+    braid_tensor y = op == BRAID_OP_CONV ? braid_conv(g, x, w, b, p)
+                                         : braid_conv_transpose(g, x, w, b, p);
+    cr_assert_eq(y.id, BRAID_NONE.id, "%s", what);
+    cr_assert_eq(braid_graph_status(g), s, "%s: %s", what,
+                 braid_graph_error(g));
+    const char *msg = braid_graph_error(g);
+    cr_assert(strstr(msg, bg_op(op)->name) && strstr(msg, what),
+              "want '%s' in: %s", what, msg);
+    cr_assert_eq(braid_conv(g, x, w, BRAID_NONE, NULL).id, BRAID_NONE.id,
+                 "sticky");
+    braid_graph_free(g);
+}
+
+Test(op_conv, bad_attributes) {
+    const int64_t *x = DIMS(1, 4, 8, 8), *w = DIMS(6, 2, 3, 3);
+    builder_fails(BRAID_OP_CONV, 4, x, w, 0, &(braid_conv_params){.groups = 3},
+                  BRAID_ERR_INVALID_ARGUMENT, "groups 3");
+    builder_fails(BRAID_OP_CONV, 4, x, w, 0, NULL, BRAID_ERR_INVALID_ARGUMENT,
+                  "expected C divisible by groups and w");
+    builder_fails(BRAID_OP_CONV, 4, x, w, 5, &(braid_conv_params){.groups = 2},
+                  BRAID_ERR_INVALID_ARGUMENT, "bias f32[5]");
+    builder_fails(BRAID_OP_CONV, 4, x, w, 0,
+                  &(braid_conv_params){.groups = 2, .strides = {-1, 1}},
+                  BRAID_ERR_INVALID_ARGUMENT, "stride -1");
+    builder_fails(BRAID_OP_CONV, 4, x, w, 0,
+                  &(braid_conv_params){.groups = 2, .pads = {0, 0, -1, 0}},
+                  BRAID_ERR_INVALID_ARGUMENT, "pads 0, -1");
+    builder_fails(BRAID_OP_CONV, 4, x, w, 0,
+                  &(braid_conv_params){.groups = 2, .dilations = {5, 1}},
+                  BRAID_ERR_INVALID_ARGUMENT, "leave no output");
+    builder_fails(BRAID_OP_CONV, 4, x, w, 0,
+                  &(braid_conv_params){.groups = 2, .output_padding = {1}},
+                  BRAID_ERR_INVALID_ARGUMENT, "output_padding 1");
+    builder_fails(
+        BRAID_OP_CONV_TRANSPOSE, 4, x, DIMS(4, 3, 3, 3), 0,
+        &(braid_conv_params){.strides = {2, 2}, .output_padding = {0, 2}},
+        BRAID_ERR_INVALID_ARGUMENT, "output_padding 2");
+    builder_fails(BRAID_OP_CONV, 2, DIMS(4, 8), DIMS(4, 8), 0, NULL,
+                  BRAID_ERR_INVALID_ARGUMENT, "expected x [N, C, 1 to 3");
+    builder_fails(BRAID_OP_CONV_TRANSPOSE, 4, x, DIMS(3, 3, 3, 3), 0, NULL,
+                  BRAID_ERR_INVALID_ARGUMENT, "w [C, OC/groups");
+    /* mixed dtypes */
+    braid_graph *g = braid_graph_new(NULL);
+    braid_tensor a = braid_input(g, "x", BRAID_F32, 3, DIMS(1, 2, 5));
+    braid_tensor b = braid_input(g, "w", BRAID_F64, 3, DIMS(2, 2, 3));
+    cr_assert_eq(braid_conv(g, a, b, BRAID_NONE, NULL).id, BRAID_NONE.id);
+    cr_assert_eq(braid_graph_status(g), BRAID_ERR_DTYPE);
+    cr_assert(strstr(braid_graph_error(g), "one float dtype"), "%s",
+              braid_graph_error(g));
+    braid_graph_free(g);
+}
+
+/* Parse errors name the attribute and its place. */
+Test(op_conv, text_errors) {
+    static const struct {
+        const char *line, *want;
+    } cases[] = {
+        {"conv %0, %1 pads=[1,1]", "pads has 2 entries; expected 4"},
+        {"conv %0, %1 strides=[0,1]", "stride 0"},
+        {"conv %0, %1 output_padding=[1,1]", "has no attribute"},
+        {"conv_transpose %0, %1 output_padding=[1,0]",
+         "output_padding 1 on spatial axis 0"},
+        {"conv %0, %1, %1", "bias f32[2,2,3,3]"},
+        {"conv %0", "got 1 inputs"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char src[400];
+        snprintf(src, sizeof src,
+                 "braid-graph 1\n"
+                 "%%0 = input f32[1,2,5,5] name=\"x\"\n"
+                 "%%1 = input f32[2,2,3,3] name=\"w\"\n"
+                 "%%2 = %s\n"
+                 "output \"y\" = %%2\n",
+                 cases[i].line);
+        braid_graph *g = braid_graph_parse(src, strlen(src), "e.graph", NULL);
+        cr_assert_neq(braid_graph_status(g), BRAID_OK, "%s", cases[i].line);
+        cr_assert(strstr(braid_graph_error(g), cases[i].want),
+                  "%s: want '%s' in: %s", cases[i].line, cases[i].want,
+                  braid_graph_error(g));
+        braid_graph_free(g);
+    }
+}
