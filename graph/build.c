@@ -436,13 +436,10 @@ static braid_status bg_infer_slice(bg_ctx *c) {
     for (int i = 0; i < x->rank; i++) {
         int64_t dim = x->dims[i], st = c->a->start[i], step = c->a->step[i];
         int64_t count = c->dims[i];
-        bool ok = step >= 1 && st >= 0 && st <= dim;
-        if (ok && count > 0)
-            ok = st < dim && count - 1 <= (dim - 1 - st) / step;
-        if (!ok)
+        if (!bg_slice_fits(dim, st, step, count))
             return bg_fail(c->g, BRAID_ERR_INVALID_ARGUMENT,
                            "slice: axis %d of %s: start %lld, step %lld, "
-                           "count %lld; expected step >= 1 and the elements "
+                           "count %lld; expected a nonzero step and the elements "
                            "within the axis",
                            i, t, (long long)st, (long long)step,
                            (long long)count);

@@ -392,16 +392,6 @@ braid_tensor braid_transpose(braid_graph *g, braid_tensor x) {
     return braid_permute(g, x, perm);
 }
 
-/* Python's rule for a bound with a positive step: negative counts from the
- * end, then clamp to [0, dim]. */
-static int64_t bb_clamp_bound(int64_t v, int64_t dim) {
-    if (v < 0) {
-        v += dim; /* dim ≤ 2^50, so no overflow even for INT64_MIN */
-        return v < 0 ? 0 : v;
-    }
-    return v > dim ? dim : v;
-}
-
 braid_tensor braid_slice(braid_graph *g, braid_tensor x, const int64_t *start,
                          const int64_t *stop, const int64_t *step) {
     const bg_node *n = bb_peek(g, x, "slice");
@@ -414,17 +404,14 @@ braid_tensor braid_slice(braid_graph *g, braid_tensor x, const int64_t *start,
     bg_attrs a = {0};
     int64_t count[BRAID_MAX_RANK];
     for (int i = 0; i < n->rank; i++) {
-        int64_t st = step ? step[i] : 1, dim = n->dims[i];
-        if (st < 1) {
+        int64_t st = step ? step[i] : 1;
+        if (!bg_slice_bounds(n->dims[i], start[i], stop[i], st, &a.start[i],
+                             &count[i])) {
             bg_fail(g, BRAID_ERR_INVALID_ARGUMENT,
-                    "slice: step %lld on axis %d; expected >= 1", (long long)st,
-                    i);
+                    "slice: step %lld on axis %d; expected a nonzero step",
+                    (long long)st, i);
             return BRAID_NONE;
         }
-        int64_t lo = bb_clamp_bound(start[i], dim);
-        int64_t hi = bb_clamp_bound(stop[i], dim);
-        count[i] = hi > lo ? (hi - lo - 1) / st + 1 : 0;
-        a.start[i] = count[i] > 0 ? lo : 0;
         a.step[i] = st;
     }
     if (!bb_ready(g, "slice")) return BRAID_NONE;

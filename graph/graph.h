@@ -30,7 +30,9 @@ typedef struct bg_attrs {
     uint8_t axes;     /* reduce: bit i set when input axis i is reduced */
     uint8_t perm[BRAID_MAX_RANK]; /* permute: out axis i = input axis perm[i] */
     int64_t start[BRAID_MAX_RANK]; /* slice: first index per input axis */
-    int64_t step[BRAID_MAX_RANK];  /* slice: stride per input axis (≥ 1) */
+    int64_t step[BRAID_MAX_RANK];  /* slice: stride per input axis (≠ 0;
+                                      negative walks the axis backwards
+                                      from start) */
     void *data;       /* constant: numel × dtype size bytes, C order; owned */
 } bg_attrs;
 
@@ -180,6 +182,18 @@ const char *bg_shape_str(int rank, const int64_t *dims, char *buf,
 /* NumPy broadcast of two shapes into out; false when incompatible. */
 bool bg_broadcast_shapes(int ra, const int64_t *a, int rb, const int64_t *b,
                          int *rout, int64_t *out);
+
+/* Slices (graph/shape.c): the one owner of what a slice's attributes mean.
+ * bg_slice_bounds applies Python's rules to one axis of length dim (a
+ * negative start/stop counts from the end, then clamps: to [0, dim] for a
+ * positive step, to [-1, dim - 1] for a negative one, so a stop below -dim
+ * means "through element 0"); it gives the IR's first index and count.
+ * False when step is 0 (or INT64_MIN, whose magnitude has no int64).
+ * bg_slice_fits: count elements from start stepping by step stay within
+ * [0, dim) (count 0 always fits). */
+bool bg_slice_bounds(int64_t dim, int64_t start, int64_t stop, int64_t step,
+                     int64_t *first, int64_t *count);
+bool bg_slice_fits(int64_t dim, int64_t start, int64_t step, int64_t count);
 
 /* ---- the generic builder --------------------------------------------------- */
 

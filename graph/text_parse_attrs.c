@@ -260,8 +260,9 @@ static bool reduce_axes(bg_parser *p, const bg_pattrs *a, int rank,
     return true;
 }
 
-/* Python slice rules (negative start/stop count from the end, then clamp;
- * step ≥ 1) → the IR's start, step and element count per axis. */
+/* Python slice rules (bg_slice_bounds: negative start/stop count from the
+ * end, then clamp; step ≠ 0) → the IR's start, step and element count per
+ * axis. */
 static bool slice_attrs(bg_parser *p, const bg_pattrs *a, const bg_node *x,
                         bg_attrs *out, int64_t *counts) {
     const int keys[3] = {BG_ATTR_START, BG_ATTR_STOP, BG_ATTR_STEP};
@@ -273,18 +274,14 @@ static bool slice_attrs(bg_parser *p, const bg_pattrs *a, const bg_node *x,
                                   attr_table[keys[k]].name, a->nlist[keys[k]],
                                   (int)x->rank);
     for (int i = 0; i < x->rank; i++) {
-        int64_t dim = x->dims[i];
         int64_t step = (a->seen & B(STEP)) ? a->list[BG_ATTR_STEP][i] : 1;
-        if (step < 1)
+        if (!bg_slice_bounds(x->dims[i], a->list[BG_ATTR_START][i],
+                             a->list[BG_ATTR_STOP][i], step, &out->start[i],
+                             &counts[i]))
             return bg_parse_error(p, &a->at[BG_ATTR_STEP], BRAID_ERR_PARSE,
-                                  "step %lld on axis %d; expected >= 1",
+                                  "step %lld on axis %d; expected nonzero",
                                   (long long)step, i);
-        int64_t st = a->list[BG_ATTR_START][i], sp = a->list[BG_ATTR_STOP][i];
-        st = st < 0 ? (st < -dim ? 0 : st + dim) : (st > dim ? dim : st);
-        sp = sp < 0 ? (sp < -dim ? 0 : sp + dim) : (sp > dim ? dim : sp);
-        out->start[i] = st;
         out->step[i] = step;
-        counts[i] = sp > st ? (sp - st - 1) / step + 1 : 0;
     }
     return true;
 }

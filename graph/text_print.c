@@ -261,16 +261,21 @@ static void put_axes(pbuf *b, unsigned axes, int rank) {
     put_int_list(b, k, list);
 }
 
-/* slice start/stop/step; stop is the first index past the last element
- * taken (start when nothing is taken), which reads back to the same node. */
-static void put_slice(pbuf *b, const bg_node *n, int rank) {
+/* slice start/stop/step; stop is the index one past the last element
+ * taken in the step's direction (start when nothing is taken), which reads
+ * back to the same node. A negative step through element 0 stops "at -1",
+ * which Python's rules read as dim - 1: it is written -dim - 1 instead. */
+static void put_slice(pbuf *b, const bg_node *n, const bg_node *x, int rank) {
     int64_t stop[BRAID_MAX_RANK], step[BRAID_MAX_RANK];
     for (int i = 0; i < rank; i++) {
         uint64_t count = (uint64_t)n->dims[i];
         step[i] = n->attr.step[i];
+        int64_t dir = step[i] > 0 ? 1 : -1;
         stop[i] = count == 0 ? n->attr.start[i]
                              : (int64_t)((uint64_t)n->attr.start[i] +
-                                         (count - 1) * (uint64_t)step[i] + 1);
+                                         (count - 1) * (uint64_t)step[i] +
+                                         (uint64_t)dir);
+        if (stop[i] < 0) stop[i] = -x->dims[i] - 1;
     }
     puts_(b, " start=");
     put_int_list(b, rank, n->attr.start);
@@ -323,7 +328,7 @@ static void put_op_attrs(pbuf *b, const braid_graph *g, const bg_node *n) {
         put_int_list(b, n->rank, perm);
         break;
     case BRAID_OP_SLICE:
-        put_slice(b, n, in_rank);
+        put_slice(b, n, &g->nodes[n->inputs[0]], in_rank);
         break;
     case BRAID_OP_CONCAT:
         putf(b, " axis=%ld", (long)a->axis);

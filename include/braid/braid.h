@@ -241,7 +241,9 @@ braid_tensor braid_permute(braid_graph *g, braid_tensor x, const int *perm);
 /* Swap the last two axes. */
 braid_tensor braid_transpose(braid_graph *g, braid_tensor x);
 /* Per axis: elements start, start+step, ... below stop (Python rules for
- * negative start/stop, clamped); step ≥ 1. NULL steps means all 1. */
+ * negative start/stop, clamped); step ≠ 0, a negative step walking
+ * backwards from start (a stop below -dim means through element 0). NULL
+ * steps means all 1. */
 braid_tensor braid_slice(braid_graph *g, braid_tensor x, const int64_t *start,
                          const int64_t *stop, const int64_t *step);
 braid_tensor braid_concat(braid_graph *g, int n, const braid_tensor *xs,

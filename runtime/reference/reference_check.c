@@ -109,10 +109,8 @@ static braid_status check_slice(const braid_graph *g, uint32_t id,
     const bg_node *x = bg_node_at(g, n->inputs[0]);
     if (x->rank != n->rank) return BR_BAD(id, n, "rank");
     for (int k = 0; k < n->rank; k++) {
-        int64_t cnt = n->dims[k], s = n->attr.start[k], st = n->attr.step[k];
-        if (cnt == 0) continue;
-        if (s < 0 || st < 1 || s >= x->dims[k] ||
-            (cnt - 1) > (x->dims[k] - 1 - s) / st)
+        if (n->dims[k] > 0 && !bg_slice_fits(x->dims[k], n->attr.start[k],
+                                             n->attr.step[k], n->dims[k]))
             return BR_BAD(id, n, "start/step outside the input");
     }
     return BRAID_OK;
