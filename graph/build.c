@@ -6,6 +6,7 @@
  * not use are zero), which makes structural equality a plain comparison. */
 #include "graph/collective.h"
 #include "graph/internal.h"
+#include "graph/window.h"
 
 #include <math.h>
 #include <string.h>
@@ -630,6 +631,8 @@ static braid_status bg_infer(bg_ctx *c, braid_op_kind kind) {
         return bg_infer_shape_op(c);
     case BRAID_KIND_COLLECTIVE:
         return bg_infer_collective(c->g, c->op, c->in, c->nin, c->a, c->out);
+    case BRAID_KIND_WINDOW:
+        return bg_infer_window(c->g, c->op, bg_in(c, 0), c->a, c->out);
     default:
         return BRAID_ERR_INTERNAL;
     }

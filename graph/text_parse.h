@@ -109,6 +109,12 @@ typedef enum bg_attr_key {
     BG_ATTR_RANKS,
     BG_ATTR_ROOT,
     BG_ATTR_REDUCE,
+    BG_ATTR_KERNEL_SHAPE, /* pooling (graph/window.h), ONNX's names */
+    BG_ATTR_STRIDES,
+    BG_ATTR_DILATIONS,
+    BG_ATTR_PADS,
+    BG_ATTR_CEIL_MODE,
+    BG_ATTR_COUNT_INCLUDE_PAD,
     BG_ATTR_COUNT
 } bg_attr_key;
 

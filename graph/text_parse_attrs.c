@@ -2,6 +2,7 @@
  * which keys, their values, and their translation into bg_build's
  * arguments (Python slice rules, reduction axis lists, permutations). */
 #include "graph/text_parse.h"
+#include "graph/window.h"
 
 #include <string.h>
 
@@ -45,6 +46,12 @@ static const struct {
     [BG_ATTR_RANKS] = {"ranks", A_INT},
     [BG_ATTR_ROOT] = {"root", A_INT},
     [BG_ATTR_REDUCE] = {"reduce", A_REDUCE},
+    [BG_ATTR_KERNEL_SHAPE] = {"kernel_shape", A_LIST},
+    [BG_ATTR_STRIDES] = {"strides", A_LIST},
+    [BG_ATTR_DILATIONS] = {"dilations", A_LIST},
+    [BG_ATTR_PADS] = {"pads", A_LIST},
+    [BG_ATTR_CEIL_MODE] = {"ceil_mode", A_FLAG},
+    [BG_ATTR_COUNT_INCLUDE_PAD] = {"count_include_pad", A_FLAG},
 };
 
 #define B(key) BG_ATTR_BIT(BG_ATTR_##key)
@@ -104,6 +111,13 @@ static void op_attrs(braid_op op, uint32_t *allowed, uint32_t *required) {
     case BRAID_OP_BROADCAST:
         req = B(GROUP) | B(RANK) | B(ROOT);
         opt |= B(RANKS);
+        break;
+    case BRAID_OP_AVG_POOL:
+        opt |= B(COUNT_INCLUDE_PAD);
+        /* fall through */
+    case BRAID_OP_MAX_POOL:
+        req = B(KERNEL_SHAPE);
+        opt |= B(STRIDES) | B(DILATIONS) | B(PADS) | B(CEIL_MODE);
         break;
     default:
         break;
@@ -286,6 +300,41 @@ static bool slice_attrs(bg_parser *p, const bg_pattrs *a, const bg_node *x,
     return true;
 }
 
+/* Pooling: kernel_shape (required), strides and dilations (default 1) with
+ * one entry per spatial axis, pads (default 0) with ONNX's layout: every
+ * axis's low pad, then every high pad; ceil_mode and count_include_pad
+ * flags. The range checks are bg_build's. */
+static bool window_attrs(bg_parser *p, const bg_pattrs *a, const bg_node *x,
+                         bg_attrs *out) {
+    const int keys[4] = {BG_ATTR_KERNEL_SHAPE, BG_ATTR_STRIDES,
+                         BG_ATTR_DILATIONS, BG_ATTR_PADS};
+    int k = x->rank - 2;
+    if (k < 1 || k > 3) return true; /* bg_build names the bad rank */
+    for (int q = 0; q < 4; q++) {
+        int want = q == 3 ? 2 * k : k;
+        if ((a->seen & BG_ATTR_BIT(keys[q])) && a->nlist[keys[q]] != want)
+            return bg_parse_error(p, &a->at[keys[q]], BRAID_ERR_PARSE,
+                                  "%s has %d entries; expected %d for %d "
+                                  "spatial axes",
+                                  attr_table[keys[q]].name, a->nlist[keys[q]],
+                                  want, k);
+    }
+    for (int i = 0; i < k && i < 3; i++) {
+        bg_window_set_param(out, 0, i, a->list[BG_ATTR_KERNEL_SHAPE][i]);
+        bg_window_set_param(out, 1, i, (a->seen & B(STRIDES))
+                                           ? a->list[BG_ATTR_STRIDES][i]
+                                           : 1);
+        bg_window_set_param(out, 2, i, (a->seen & B(DILATIONS))
+                                           ? a->list[BG_ATTR_DILATIONS][i]
+                                           : 1);
+        bg_window_set_param(out, 3, i, a->list[BG_ATTR_PADS][i]);
+        bg_window_set_param(out, 4, i, a->list[BG_ATTR_PADS][k + i]);
+    }
+    out->flags = ((a->seen & B(CEIL_MODE)) ? BG_POOL_CEIL : 0) |
+                 ((a->seen & B(COUNT_INCLUDE_PAD)) ? BG_POOL_COUNT_PAD : 0);
+    return true;
+}
+
 /* Fills bg_build's dtype/shape/attr arguments from the parsed attributes.
  * x is the first operand (NULL for sources). */
 bool bg_parse_translate(bg_parser *p, braid_op op, const bg_pattrs *a,
@@ -336,5 +385,6 @@ bool bg_parse_translate(bg_parser *p, braid_op op, const bg_pattrs *a,
         *rank = x->rank;
         return slice_attrs(p, a, x, out, dims);
     }
+    if (bg_op(op)->kind == BRAID_KIND_WINDOW) return window_attrs(p, a, x, out);
     return true;
 }

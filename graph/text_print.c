@@ -10,6 +10,7 @@
 #include "graph/text.h"
 
 #include "graph/outfile.h"
+#include "graph/window.h"
 
 #include <errno.h>
 #include <math.h>
@@ -285,6 +286,26 @@ static void put_slice(pbuf *b, const bg_node *n, const bg_node *x, int rank) {
     put_int_list(b, rank, step);
 }
 
+/* Pooling, with ONNX's attribute names and pads layout (every low pad,
+ * then every high pad); the defaults (stride and dilation 1) are written
+ * too, so a line says everything. */
+static void put_window(pbuf *b, const bg_node *n) {
+    static const char *const key[4] = {" kernel_shape=", " strides=",
+                                       " dilations=", " pads="};
+    int k = n->rank - 2;
+    int64_t v[2 * 3];
+    for (int q = 0; q < 4; q++) {
+        for (int i = 0; i < k; i++) {
+            v[i] = bg_window_param(&n->attr, q, i);
+            if (q == 3) v[k + i] = bg_window_param(&n->attr, 4, i);
+        }
+        puts_(b, key[q]);
+        put_int_list(b, q == 3 ? 2 * k : k, v);
+    }
+    if (n->attr.flags & BG_POOL_CEIL) puts_(b, " ceil_mode");
+    if (n->attr.flags & BG_POOL_COUNT_PAD) puts_(b, " count_include_pad");
+}
+
 /* group, rank, [ranks when not one per operand,] reduce / root. */
 static void put_collective_attrs(pbuf *b, const bg_node *n) {
     const bg_attrs *a = &n->attr;
@@ -329,6 +350,10 @@ static void put_op_attrs(pbuf *b, const braid_graph *g, const bg_node *n) {
         break;
     case BRAID_OP_SLICE:
         put_slice(b, n, &g->nodes[n->inputs[0]], in_rank);
+        break;
+    case BRAID_OP_MAX_POOL:
+    case BRAID_OP_AVG_POOL:
+        put_window(b, n);
         break;
     case BRAID_OP_CONCAT:
         putf(b, " axis=%ld", (long)a->axis);

@@ -285,6 +285,7 @@ static void classify_node(sh_ctx *c, uint32_t id) {
         else
             c->cls[id] = SH_BATCHED;
         break;
+    case BRAID_KIND_WINDOW: /* pooling: planes of [N, C, ...] split on N */
     case BRAID_KIND_ROW: /* over the last axis: rows split along axis 0 */
         if (n->rank < 2)
             lose(c, id, LOST_REDUCE);

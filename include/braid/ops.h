@@ -28,6 +28,9 @@ typedef enum braid_op_kind {
     BRAID_KIND_COLLECTIVE,  /* one member of a collective group (all_reduce,
                                all_gather, broadcast, reduce_scatter):
                                docs/multi-gpu.md */
+    BRAID_KIND_WINDOW,      /* each output element from a window of the
+                               spatial axes of x [N, C, spatial...]
+                               (pooling; graph/window.h) */
     BRAID_KIND_COUNT_
 } braid_op_kind;
 
@@ -66,7 +69,8 @@ enum {
  *          arithmetic 1, division and roots 4, transcendentals 8, pow 16,
  *          a uniform draw 16, a normal draw 48; matmul: per multiply-add;
  *          reductions: per input element; softmax: max, sub, exp, sum,
- *          div; 0: memory traffic only) */
+ *          div; windows (pooling): per tap of a window; 0: memory
+ *          traffic only) */
 /* clang-format off */
 #define BRAID_OP_LIST(X) \
     X(INPUT, "input", 0, SOURCE, ANY, 0, 0) \
@@ -125,7 +129,10 @@ enum {
     X(ALL_REDUCE, "all_reduce", -1, COLLECTIVE, NUMBER, BRAID_OPF_DIFFERENTIABLE, 1) \
     X(ALL_GATHER, "all_gather", -1, COLLECTIVE, ANY, BRAID_OPF_DIFFERENTIABLE, 0) \
     X(BROADCAST, "broadcast", -1, COLLECTIVE, ANY, BRAID_OPF_DIFFERENTIABLE, 0) \
-    X(REDUCE_SCATTER, "reduce_scatter", -1, COLLECTIVE, NUMBER, BRAID_OPF_DIFFERENTIABLE, 1)
+    X(REDUCE_SCATTER, "reduce_scatter", -1, COLLECTIVE, NUMBER, BRAID_OPF_DIFFERENTIABLE, 1) \
+    /* pooling (issue 13: pooling, pad, resize, rms_norm) */ \
+    X(MAX_POOL, "max_pool", 1, WINDOW, NUMBER, BRAID_OPF_DIFFERENTIABLE|BRAID_OPF_EXACT, 1) \
+    X(AVG_POOL, "avg_pool", 1, WINDOW, FLOAT, BRAID_OPF_DIFFERENTIABLE, 1)
 /* clang-format on */
 
 typedef enum braid_op {

@@ -4,6 +4,7 @@
  * See runtime/profile/profile.h for the model and docs/profiler.md for what the
  * figures mean. */
 #define _POSIX_C_SOURCE 200809L
+#include "graph/window.h"
 #include "runtime/profile/profile.h"
 
 #include <inttypes.h>
@@ -103,6 +104,8 @@ static double flops_of(const bp_plan *p, uint32_t id) {
         return 2 * out * matmul_k(p->res.graph, n, n->attr.flags);
     case BRAID_KIND_ROW: /* softmax per element: max, sub, exp, add, div */
         return 5 * out;
+    case BRAID_KIND_WINDOW: /* pooling: a max or an add per tap */
+        return out * bg_window_volume(n);
     case BRAID_KIND_FUSED: {
         uint32_t k = p->res.info[id].program;
         if (k >= p->res.nprograms) return 0;

@@ -6,6 +6,7 @@
  * a loader). They exist because the oracle must never read out of bounds:
  * each check below guards an index computed in graph/eval.c. */
 #include "runtime/collective_host.h"
+#include "graph/window.h"
 #include "runtime/reference/reference.h"
 
 #include <string.h>
@@ -116,6 +117,22 @@ static braid_status check_slice(const braid_graph *g, uint32_t id,
     return BRAID_OK;
 }
 
+/* A window node (pooling) whose output shape its attributes and input
+ * give (a plan file's node need not have come from bg_build). */
+static braid_status check_window(const braid_graph *g, uint32_t id,
+                                 const bg_node *n) {
+    const bg_node *x = bg_node_at(g, n->inputs[0]);
+    bg_node want = {0};
+    braid_graph *scratch = braid_graph_new(NULL);
+    if (scratch == NULL) return BRAID_ERR_OUT_OF_MEMORY;
+    braid_status s = bg_infer_window(scratch, n->op, x, &n->attr, &want);
+    braid_graph_free(scratch);
+    if (s != BRAID_OK || want.dtype != n->dtype || want.rank != n->rank ||
+        memcmp(want.dims, n->dims, sizeof want.dims) != 0)
+        return BR_BAD(id, n, "window attributes");
+    return BRAID_OK;
+}
+
 static braid_status check_concat(const braid_graph *g, uint32_t id,
                                  const bg_node *n) {
     int axis = n->attr.axis;
@@ -191,6 +208,8 @@ braid_status br_ref_check(const braid_graph *g, uint32_t id) {
         return check_concat(g, id, n);
     case BRAID_KIND_COLLECTIVE:
         return br_coll_check_local(g, id, "reference");
+    case BRAID_KIND_WINDOW:
+        return check_window(g, id, n);
     default:
         return bg_set_last_error(BRAID_ERR_UNSUPPORTED,
                                  "reference: node %u (%s) is a compiler-made "
