@@ -327,3 +327,65 @@ Test(op_pool, builder_errors) {
     cr_assert(strstr(braid_graph_error(g), "params is NULL"));
     braid_graph_free(g);
 }
+
+/* ---- GPU kernels: NVRTC compiles every variant for sm_90 ----------------- */
+
+#ifdef BRAID_HAVE_CUDA
+#include "codegen/codegen.h"
+
+/* Max and average of every dtype they take, 1-D to 3-D, count_include_pad
+ * and ceil_mode, on cuda:0: one module, compiled as the GPU would. */
+Test(op_pool, kernels_compile_for_sm90, .timeout = 300) {
+    setenv("BRAID_CACHE_DIR", "", 1);
+    braid_graph *g = braid_graph_new(NULL);
+    int n = 0;
+    char name[32];
+    TS_FOR_DTYPES(dt, TS_NUMS)
+    for (int k = 1; k <= 3; k++)
+        for (int max = 0; max < 2; max++) {
+            if (!max && dt == BRAID_I32) continue;
+            int64_t dims[5] = {2, 3, 9, 8, 7};
+            braid_pool_params pp = {.kernel = {3, 2, 2},
+                                    .strides = {2, 1, 2},
+                                    .dilations = {1, 2, 1},
+                                    .pads_lo = {1, 0, 1},
+                                    .pads_hi = {0, 1, 1},
+                                    .ceil_mode = k == 2,
+                                    .count_include_pad = k != 1};
+            snprintf(name, sizeof name, "x%d", n);
+            braid_tensor x = braid_input(g, name, dt, 2 + k, dims);
+            braid_tensor y = max ? braid_max_pool(g, x, &pp)
+                                 : braid_avg_pool(g, x, &pp);
+            braid_set_device(g, y, "cuda:0");
+            snprintf(name, sizeof name, "y%d", n++);
+            braid_output(g, name, y);
+        }
+    cr_assert_eq(braid_graph_status(g), BRAID_OK, "%s", braid_graph_error(g));
+    braid_plan *p = compile_for(g, "cpu,cuda:0", 2);
+    bc_source src;
+    cr_assert_eq(bc_plan_source(p, &src), BRAID_OK, "%s", braid_last_error());
+    int pools = 0;
+    for (uint32_t i = 0; i < src.nkernels; i++)
+        pools += src.kernels[i].kind == BC_KERNEL_POOL;
+    cr_assert_eq(pools, n);
+    const char *dump = getenv("BRAID_CODEGEN_DUMP"); /* for reading */
+    if (dump && *dump) {
+        char path[1024];
+        snprintf(path, sizeof path, "%s/pool_zoo.cu", dump);
+        FILE *f = fopen(path, "w");
+        if (f) {
+            fputs(src.text, f);
+            fclose(f);
+        }
+    }
+    bc_binary bin;
+    char err[16384];
+    braid_status s =
+        bc_compile(src.text, "kernel.cu", 90, &bin, err, sizeof err);
+    cr_assert_eq(s, BRAID_OK, "%s", err);
+    bc_binary_free(&bin);
+    bc_source_free(&src);
+    braid_plan_free(p);
+    braid_graph_free(g);
+}
+#endif
