@@ -161,6 +161,10 @@ braid_status bc_gen_softmax(const bc_node *c, bc_buf *b, bc_kernel *k);
 /* max_pool, avg_pool: one thread per output element (codegen/pool.c). */
 braid_status bc_gen_pool(const bp_plan *p, uint32_t id, bc_buf *b,
                          bc_kernel *k);
+/* resize: one thread per output element, tap tables baked in
+ * (codegen/resize.c). */
+braid_status bc_gen_resize(const bp_plan *p, uint32_t id, bc_buf *b,
+                           bc_kernel *k);
 braid_status bc_gen_gather(const bp_plan *p, uint32_t id, bc_buf *b,
                            bc_kernel *k);
 braid_status bc_gen_source(const bp_plan *p, uint32_t id, bc_buf *b,

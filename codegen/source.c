@@ -222,7 +222,8 @@ static braid_status gen_node(const bp_plan *p, uint32_t id, bc_buf *b,
                            (unsigned)n->ninputs, BC_MAX_PARAMS);
         s = bc_gen_gather(p, id, b, k);
     } else if (kind == BRAID_KIND_WINDOW) {
-        s = bc_gen_pool(p, id, b, k);
+        s = n->op == BRAID_OP_RESIZE ? bc_gen_resize(p, id, b, k)
+                                     : bc_gen_pool(p, id, b, k);
     } else {
         c = malloc(sizeof *c);
         if (!c)

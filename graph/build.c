@@ -632,7 +632,8 @@ static braid_status bg_infer(bg_ctx *c, braid_op_kind kind) {
     case BRAID_KIND_COLLECTIVE:
         return bg_infer_collective(c->g, c->op, c->in, c->nin, c->a, c->out);
     case BRAID_KIND_WINDOW:
-        return bg_infer_window(c->g, c->op, bg_in(c, 0), c->a, c->out);
+        return bg_infer_window(c->g, c->op, bg_in(c, 0), c->a, c->rank,
+                               c->dims, c->out);
     default:
         return BRAID_ERR_INTERNAL;
     }

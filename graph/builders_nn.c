@@ -78,6 +78,47 @@ braid_tensor braid_avg_pool(braid_graph *g, braid_tensor x,
     return pool(g, BRAID_OP_AVG_POOL, x, p);
 }
 
+/* ---- resize ---------------------------------------------------------------- */
+
+/* ONNX's rules: sizes from the scales (floor(in · scale)) when sizes are
+ * not given, scales from the sizes (out / in) when scales are not. Only
+ * the last three axes' scales are kept (graph/window.h); bg_build checks
+ * that the leading axes keep their size. */
+braid_tensor braid_resize(braid_graph *g, braid_tensor x, const int64_t *sizes,
+                          const double *scales, braid_resize_mode mode,
+                          braid_resize_coord coord,
+                          braid_resize_nearest nearest) {
+    const bg_node *n = bb_peek(g, x, "resize");
+    if (n == NULL) return BRAID_NONE;
+    if (sizes == NULL && scales == NULL) {
+        bg_fail(g, BRAID_ERR_INVALID_ARGUMENT,
+                "resize: sizes and scales are both NULL");
+        return BRAID_NONE;
+    }
+    if ((unsigned)mode > 3 || (unsigned)coord > 7 || (unsigned)nearest > 3) {
+        bg_fail(g, BRAID_ERR_INVALID_ARGUMENT,
+                "resize: mode %d, coord %d, nearest %d out of range", (int)mode,
+                (int)coord, (int)nearest);
+        return BRAID_NONE;
+    }
+    bg_attrs a = {0};
+    int64_t dims[BRAID_MAX_RANK];
+    for (int s = 0; s < 3; s++)
+        bg_resize_set_scale(&a, s, 1);
+    for (int ax = 0; ax < n->rank; ax++) {
+        double in = (double)n->dims[ax];
+        double sc = scales ? scales[ax] : (in > 0 ? (double)sizes[ax] / in : 1);
+        double out = sizes ? (double)sizes[ax] : floor(in * sc);
+        /* the checks are bg_build's; keep a NaN or huge size refusable */
+        dims[ax] = out >= 0 && out < 1e18 ? (int64_t)out : -1;
+        if (ax >= n->rank - 3) bg_resize_set_scale(&a, ax - (n->rank - 3), sc);
+    }
+    a.flags = BG_RESIZE_FLAGS(mode, coord, nearest);
+    if (!bb_ready(g, "resize")) return BRAID_NONE;
+    return bb_tensor(bg_build(g, BRAID_OP_RESIZE, &x.id, 1, BRAID_F32, n->rank,
+                              dims, &a, NULL));
+}
+
 /* ---- global pools -------------------------------------------------------- */
 
 /* ONNX GlobalMaxPool / GlobalAveragePool: x is [N, C, spatial...]; the

@@ -15,7 +15,9 @@ typedef enum attr_kind {
     A_DTYPE,  /* a dtype name */
     A_FLAG,   /* nothing: a bare flag */
     A_LIST,   /* an integer list */
-    A_REDUCE  /* a reduction name: sum, max, min, avg */
+    A_REDUCE, /* a reduction name: sum, max, min, avg */
+    A_F64S,   /* a list of floats (into flist: one such key) */
+    A_WORD    /* one of a fixed set of names (resize's enums, into ival) */
 } attr_kind;
 
 static const struct {
@@ -52,13 +54,17 @@ static const struct {
     [BG_ATTR_PADS] = {"pads", A_LIST},
     [BG_ATTR_CEIL_MODE] = {"ceil_mode", A_FLAG},
     [BG_ATTR_COUNT_INCLUDE_PAD] = {"count_include_pad", A_FLAG},
+    [BG_ATTR_SCALES] = {"scales", A_F64S},
+    [BG_ATTR_MODE] = {"mode", A_WORD},
+    [BG_ATTR_COORD_MODE] = {"coordinate_transformation_mode", A_WORD},
+    [BG_ATTR_NEAREST_MODE] = {"nearest_mode", A_WORD},
 };
 
 #define B(key) BG_ATTR_BIT(BG_ATTR_##key)
 
 /* Attributes an op accepts (*allowed) and needs (*required). */
-static void op_attrs(braid_op op, uint32_t *allowed, uint32_t *required) {
-    uint32_t req = 0, opt = B(NAME) | B(DEVICE);
+static void op_attrs(braid_op op, uint64_t *allowed, uint64_t *required) {
+    uint64_t req = 0, opt = B(NAME) | B(DEVICE);
     switch (bg_op(op)->kind == BRAID_KIND_REDUCE ? BRAID_OP_SUM : op) {
     case BRAID_OP_INPUT:
         req = B(NAME);
@@ -119,6 +125,10 @@ static void op_attrs(braid_op op, uint32_t *allowed, uint32_t *required) {
         req = B(KERNEL_SHAPE);
         opt |= B(STRIDES) | B(DILATIONS) | B(PADS) | B(CEIL_MODE);
         break;
+    case BRAID_OP_RESIZE:
+        req = B(SHAPE) | B(MODE);
+        opt |= B(SCALES) | B(COORD_MODE) | B(NEAREST_MODE);
+        break;
     default:
         break;
     }
@@ -127,13 +137,34 @@ static void op_attrs(braid_op op, uint32_t *allowed, uint32_t *required) {
 }
 
 /* "a, b, c" of the attributes in mask, for messages. */
-static void list_attrs(uint32_t mask, char *buf, size_t size) {
+static void list_attrs(uint64_t mask, char *buf, size_t size) {
     size_t used = 0;
     buf[0] = '\0';
     for (int k = 0; k < BG_ATTR_COUNT && used < size; k++)
         if (mask & BG_ATTR_BIT(k))
             used += (size_t)snprintf(buf + used, size - used, "%s%s",
                                      used ? ", " : "", attr_table[k].name);
+}
+
+/* mode=, coordinate_transformation_mode=, nearest_mode=: the value's
+ * index among graph/resize.c's names, into ival. */
+static bool parse_word(bg_parser *p, bg_attr_key k, bg_pattrs *a) {
+    int kind = k == BG_ATTR_MODE ? 0 : k == BG_ATTR_COORD_MODE ? 1 : 2;
+    const char *w;
+    for (unsigned v = 0; (w = bg_resize_name(kind, v)) != NULL; v++)
+        if (bg_tok_is(&p->tok, BG_TOK_IDENT, w)) {
+            a->ival[k] = v;
+            return bg_parse_advance(p);
+        }
+    char d[64], names[160];
+    size_t used = 0;
+    names[0] = '\0';
+    for (unsigned v = 0; (w = bg_resize_name(kind, v)) != NULL; v++)
+        used += (size_t)snprintf(names + used, sizeof names - used, "%s%s",
+                                 v ? ", " : "", w);
+    return bg_parse_error(p, &p->tok, BRAID_ERR_PARSE,
+                          "unknown %s %s (expected %s)", attr_table[k].name,
+                          bg_parse_describe(&p->tok, d, sizeof d), names);
 }
 
 static bool parse_attr_value(bg_parser *p, bg_attr_key k, bg_pattrs *a) {
@@ -193,6 +224,10 @@ static bool parse_attr_value(bg_parser *p, bg_attr_key k, bg_pattrs *a) {
         }
         return bg_parse_advance(p);
     }
+    case A_F64S:
+        return bg_parse_f64_list(p, name, &a->nlist[k], a->flist);
+    case A_WORD:
+        return parse_word(p, k, a);
     case A_FLAG:
         break;
     }
@@ -201,7 +236,7 @@ static bool parse_attr_value(bg_parser *p, bg_attr_key k, bg_pattrs *a) {
 
 /* key[=value] pairs until something that is not an identifier. */
 bool bg_parse_attrs(bg_parser *p, braid_op op, bg_pattrs *a) {
-    uint32_t allowed, required;
+    uint64_t allowed, required;
     op_attrs(op, &allowed, &required);
     const char *opname = bg_op(op)->name;
     char d[64], names[200];
@@ -242,7 +277,7 @@ bool bg_parse_attrs(bg_parser *p, braid_op op, bg_pattrs *a) {
 /* Reports the first required attribute that is missing. */
 bool bg_parse_check_required(bg_parser *p, braid_op op, const bg_token *optok,
                              const bg_pattrs *a) {
-    uint32_t allowed, required;
+    uint64_t allowed, required;
     op_attrs(op, &allowed, &required);
     for (int k = 0; k < BG_ATTR_COUNT; k++)
         if ((required & BG_ATTR_BIT(k)) && !(a->seen & BG_ATTR_BIT(k)))
@@ -335,6 +370,31 @@ static bool window_attrs(bg_parser *p, const bg_pattrs *a, const bg_node *x,
     return true;
 }
 
+/* resize: shape= is the output shape (bg_build's dims, already taken),
+ * scales= one per axis (default out / in), the enums by name. */
+static bool resize_attrs(bg_parser *p, const bg_pattrs *a, const bg_node *x,
+                         bg_attrs *out) {
+    bool given = (a->seen & B(SCALES)) != 0;
+    if (given && a->nlist[BG_ATTR_SCALES] != x->rank)
+        return bg_parse_error(p, &a->at[BG_ATTR_SCALES], BRAID_ERR_PARSE,
+                              "scales has %d entries; the operand has rank %d",
+                              a->nlist[BG_ATTR_SCALES], (int)x->rank);
+    if (a->nlist[BG_ATTR_SHAPE] != x->rank) return true; /* bg_build says */
+    for (int s = 0; s < 3; s++)
+        bg_resize_set_scale(out, s, 1);
+    for (int ax = x->rank - 3 < 0 ? 0 : x->rank - 3; ax < x->rank; ax++) {
+        double in = (double)x->dims[ax];
+        double sc = given ? a->flist[ax]
+                    : in > 0 ? (double)a->list[BG_ATTR_SHAPE][ax] / in
+                             : 1;
+        bg_resize_set_scale(out, ax - (x->rank - 3), sc);
+    }
+    out->flags = BG_RESIZE_FLAGS(a->ival[BG_ATTR_MODE],
+                                 a->ival[BG_ATTR_COORD_MODE],
+                                 a->ival[BG_ATTR_NEAREST_MODE]);
+    return true;
+}
+
 /* Fills bg_build's dtype/shape/attr arguments from the parsed attributes.
  * x is the first operand (NULL for sources). */
 bool bg_parse_translate(bg_parser *p, braid_op op, const bg_pattrs *a,
@@ -385,6 +445,7 @@ bool bg_parse_translate(bg_parser *p, braid_op op, const bg_pattrs *a,
         *rank = x->rank;
         return slice_attrs(p, a, x, out, dims);
     }
+    if (op == BRAID_OP_RESIZE) return resize_attrs(p, a, x, out);
     if (bg_op(op)->kind == BRAID_KIND_WINDOW) return window_attrs(p, a, x, out);
     return true;
 }

@@ -306,6 +306,24 @@ static void put_window(pbuf *b, const bg_node *n) {
     if (n->attr.flags & BG_POOL_COUNT_PAD) puts_(b, " count_include_pad");
 }
 
+/* resize: the output shape, a scale per axis (1 for the leading ones),
+ * and every enum by name. */
+static void put_resize(pbuf *b, const bg_node *n) {
+    puts_(b, " shape=");
+    put_int_list(b, n->rank, n->dims);
+    puts_(b, " scales=[");
+    for (int ax = 0; ax < n->rank; ax++) {
+        if (ax) puts_(b, ",");
+        int slot = ax - (n->rank - 3);
+        put_f64(b, slot >= 0 ? bg_resize_scale(&n->attr, slot) : 1);
+    }
+    unsigned f = n->attr.flags;
+    putf(b, "] mode=%s coordinate_transformation_mode=%s nearest_mode=%s",
+         bg_resize_name(0, BG_RESIZE_MODE(f)),
+         bg_resize_name(1, BG_RESIZE_COORD(f)),
+         bg_resize_name(2, BG_RESIZE_NEAREST(f)));
+}
+
 /* group, rank, [ranks when not one per operand,] reduce / root. */
 static void put_collective_attrs(pbuf *b, const bg_node *n) {
     const bg_attrs *a = &n->attr;
@@ -354,6 +372,9 @@ static void put_op_attrs(pbuf *b, const braid_graph *g, const bg_node *n) {
     case BRAID_OP_MAX_POOL:
     case BRAID_OP_AVG_POOL:
         put_window(b, n);
+        break;
+    case BRAID_OP_RESIZE:
+        put_resize(b, n);
         break;
     case BRAID_OP_CONCAT:
         putf(b, " axis=%ld", (long)a->axis);

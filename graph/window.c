@@ -53,6 +53,26 @@ void bg_window_get(const bg_node *n, const bg_node *x, bg_window *w) {
     }
 }
 
+double bg_window_volume(const bg_node *n) {
+    double v = 1;
+    if (n->op == BRAID_OP_RESIZE) {
+        if (BG_RESIZE_MODE(n->attr.flags) == BRAID_RESIZE_LINEAR)
+            for (int i = 0; i < n->rank && i < 3; i++)
+                v *= 2;
+        return v;
+    }
+    for (int i = 0; i + 2 < n->rank && i < 3; i++)
+        v *= (double)bg_window_param(&n->attr, 0, i);
+    return v;
+}
+
+bool bg_window_batched(const bg_node *n, const bg_node *x) {
+    if (n->op != BRAID_OP_RESIZE) return true;
+    int slot = 0 - (n->rank - 3);
+    return n->rank > 3 || (n->dims[0] == x->dims[0] &&
+                           bg_resize_scale(&n->attr, slot) == 1);
+}
+
 /* First j ≥ 0 with base + j·d ≥ lo (base may be negative). */
 static int64_t first_tap(int64_t base, int64_t d, int64_t lo) {
     return base >= lo ? 0 : (lo - base + d - 1) / d;
@@ -95,7 +115,9 @@ static braid_status window_params_ok(braid_graph *g, const char *op,
 }
 
 braid_status bg_infer_window(braid_graph *g, braid_op op, const bg_node *x,
-                             const bg_attrs *a, bg_node *out) {
+                             const bg_attrs *a, int rank, const int64_t *dims,
+                             bg_node *out) {
+    if (op == BRAID_OP_RESIZE) return bg_infer_resize(g, x, a, rank, dims, out);
     const char *name = bg_op(op)->name;
     char t[BG_ERROR_MAX / 2];
     bg_type_str(x, t, sizeof t);
@@ -178,6 +200,10 @@ static double window_value(const bg_window *w, bool max, const double *x,
 
 void bg_eval_window(const bg_node *n, const bg_node *x, const double *in,
                     double *out, int64_t lo, int64_t hi) {
+    if (n->op == BRAID_OP_RESIZE) {
+        bg_eval_resize(n, x, in, out, lo, hi);
+        return;
+    }
     bg_window w;
     bg_window_get(n, x, &w);
     for (int64_t e = lo; e < hi; e++) {

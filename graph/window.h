@@ -43,14 +43,15 @@ void bg_window_set_param(bg_attrs *a, int p, int i, int64_t v);
 /* The geometry of window node n reading x (kernels, reference). */
 void bg_window_get(const bg_node *n, const bg_node *x, bg_window *w);
 
-/* Taps per window of window node n (the product of its kernel sizes): the
- * work per output element that cost models count. */
-static inline double bg_window_volume(const bg_node *n) {
-    double v = 1;
-    for (int i = 0; i + 2 < n->rank && i < 3; i++)
-        v *= (double)bg_window_param(&n->attr, 0, i);
-    return v;
-}
+/* Taps per output element of window node n (a pool: the product of its
+ * kernel sizes; resize: 1 nearest, 2 per resized axis linear): the work
+ * per output element that cost models count. */
+double bg_window_volume(const bg_node *n);
+
+/* Whether output index i of axis 0 reads only input index i along axis 0
+ * (so the op may run on row blocks of axis 0 apart: sharding). Pools:
+ * always (axis 0 is N); resize: when axis 0 is not resized. */
+bool bg_window_batched(const bg_node *n, const bg_node *x);
 
 /* Output size of one axis: (in + lo + hi - dil·(k - 1) - 1) / stride + 1
  * rounded down, or up with ceil (then a last window starting past the
@@ -71,8 +72,53 @@ void bg_window_taps(const bg_window *w, int a, int64_t o, int64_t *j0,
 void bg_eval_window(const bg_node *n, const bg_node *x, const double *in,
                     double *out, int64_t lo, int64_t hi);
 
-/* bg_build's checks and output type for a window op (graph/build.c). */
+/* bg_build's checks and output type for a window op (graph/build.c);
+ * rank/dims: the requested output shape (resize only). */
 braid_status bg_infer_window(braid_graph *g, braid_op op, const bg_node *x,
-                             const bg_attrs *a, bg_node *out);
+                             const bg_attrs *a, int rank, const int64_t *dims,
+                             bg_node *out);
+
+/* ---- resize (graph/resize.c) ---------------------------------------------
+ *
+ * resize changes the last three axes at most (the leading ones, "planes",
+ * keep their size). Attributes: attr.flags packs the mode, coordinate
+ * transformation and nearest rounding (BG_RESIZE_* below); the scale of
+ * each of the last three axes is a double stored bit for bit in
+ * attr.start[0..2] (start[0] for the third axis from the end), every other
+ * slot 0. The output shape is the node's (bg_build's requested dims). */
+#define BG_RESIZE_MODE(f) ((f) & 3u)           /* braid_resize_mode */
+#define BG_RESIZE_COORD(f) (((f) >> 2) & 7u)   /* braid_resize_coord */
+#define BG_RESIZE_NEAREST(f) (((f) >> 5) & 3u) /* braid_resize_nearest */
+#define BG_RESIZE_FLAGS(mode, coord, nearest)                                  \
+    ((unsigned)(mode) | (unsigned)(coord) << 2 | (unsigned)(nearest) << 5)
+
+/* A resize's geometry, normalised to three trailing axes. */
+typedef struct bg_resize {
+    int64_t planes;   /* product of the leading (unchanged) dims */
+    int64_t in[3];    /* input sizes of the last three axes */
+    int64_t out[3];   /* output sizes */
+    double scale[3];  /* out / in as given (ONNX scales) */
+    unsigned flags;   /* BG_RESIZE_* */
+} bg_resize;
+
+void bg_resize_get(const bg_node *n, const bg_node *x, bg_resize *r);
+double bg_resize_scale(const bg_attrs *a, int i);
+void bg_resize_set_scale(bg_attrs *a, int i, double s);
+/* The taps of output position o along axis a: input indices idx[0..1]
+ * with weights w[0..1]; nearest gives one tap (returns 1), linear always
+ * two (returns 2; the neighbours clamped to the axis, as onnxruntime and
+ * PyTorch do; one neighbour twice at half weight at the border). */
+int bg_resize_taps(const bg_resize *r, int a, int64_t o, int64_t idx[2],
+                   double w[2]);
+/* The text format's names of resize's enums (kind 0: mode, 1: coordinate
+ * transformation, 2: nearest rounding; ONNX's spellings); NULL for a value
+ * past the end. */
+const char *bg_resize_name(int kind, unsigned v);
+/* The float64 meaning of output elements [lo, hi). */
+void bg_eval_resize(const bg_node *n, const bg_node *x, const double *in,
+                    double *out, int64_t lo, int64_t hi);
+braid_status bg_infer_resize(braid_graph *g, const bg_node *x,
+                             const bg_attrs *a, int rank, const int64_t *dims,
+                             bg_node *out);
 
 #endif /* BRAID_GRAPH_WINDOW_H */

@@ -1,6 +1,7 @@
 /* tests/test_cuda_pooling.c — max_pool and avg_pool kernels
- * (codegen/pool.c), and the composites pad, rms_norm and the global pools,
- * on a GPU against the reference evaluator. Pools: 1-D to 3-D, random
+ * (codegen/pool.c), resize (codegen/resize.c), and the composites pad,
+ * rms_norm and the global pools, on a GPU against the reference
+ * evaluator. Pools: 1-D to 3-D, random
  * kernels, strides, dilations, asymmetric pads, ceil_mode and
  * count_include_pad, every float dtype (max: i32 too), and ResNet-18's
  * max pool ([8, 64, 112, 112], 3 x 3, stride 2, pad 1) after a relu.
@@ -99,5 +100,39 @@ Test(cuda_pooling, pad_and_rms_norm, .timeout = 600) {
     braid_tensor x = braid_input(g, "x", BRAID_F32, 3, DIMS(4, 33, 768));
     braid_tensor s = braid_input(g, "s", BRAID_F32, 1, DIMS(768));
     TC_CHECK(g, braid_rms_norm(g, x, s, -1, 1e-6), NULL, 3, "rms_norm");
+    braid_graph_free(g);
+}
+
+/* resize: random trailing axes, modes and coordinate transformations, and
+ * a 2x bilinear upsampling of a [2, 64, 56, 56] map. */
+Test(cuda_pooling, resize, .timeout = 600) {
+    TC_REQUIRE_GPU();
+    uint64_t st = 0x7003;
+    for (int i = 0; i < 24; i++) {
+        int rank = ts_rand_int(&st, 1, 5);
+        int k = ts_rand_int(&st, 1, rank < 3 ? rank : 3);
+        int64_t dims[5], sizes[5];
+        for (int a = 0; a < rank; a++) {
+            dims[a] = ts_rand_int(&st, 1, 6);
+            sizes[a] = a >= rank - k ? ts_rand_int(&st, 1, 12) : dims[a];
+        }
+        braid_dtype dt =
+            (braid_dtype[]){BRAID_F32, BRAID_F16, BRAID_BF16, BRAID_F64}[i % 4];
+        braid_graph *g = braid_graph_new(NULL);
+        braid_tensor x = braid_input(g, "x", dt, rank, dims);
+        braid_tensor y = braid_resize(g, x, sizes, NULL,
+                                      (braid_resize_mode)(i % 2),
+                                      (braid_resize_coord)(i / 2 % 4),
+                                      (braid_resize_nearest)(i / 3 % 4));
+        TC_CHECK(g, y, NULL, st, "resize");
+        braid_graph_free(g);
+    }
+    braid_graph *g = braid_graph_new(NULL);
+    braid_tensor x = braid_input(g, "x", BRAID_F32, 4, DIMS(2, 64, 56, 56));
+    braid_tensor y =
+        braid_resize(g, x, NULL, (const double[]){1, 1, 2, 2},
+                     BRAID_RESIZE_LINEAR, BRAID_COORD_PYTORCH_HALF_PIXEL,
+                     BRAID_NEAREST_FLOOR);
+    TC_CHECK(g, y, NULL, 5, "bilinear x2");
     braid_graph_free(g);
 }

@@ -342,6 +342,38 @@ braid_tensor braid_max_pool(braid_graph *g, braid_tensor x,
                             const braid_pool_params *p);
 braid_tensor braid_avg_pool(braid_graph *g, braid_tensor x,
                             const braid_pool_params *p);
+/* ONNX Resize (static scales or sizes) over the last three axes at most:
+ * leading axes keep their size. sizes (NULL: floor(in · scale)) and scales
+ * (NULL: out / in) have one entry per axis of x; with both, the sizes set
+ * the shape and the scales the coordinates, as ONNX does. An output
+ * coordinate x maps to the input coordinate x_in by coord: half_pixel
+ * (x + 0.5) / scale - 0.5; pytorch_half_pixel the same, but 0 when the
+ * output axis has one element; align_corners x · (in - 1) / (out - 1) (0
+ * when out is 1); asymmetric x / scale. NEAREST reads x_in rounded by
+ * `nearest` (clamped to the axis); LINEAR interpolates between the two
+ * neighbours of x_in clamped to [0, in - 1] on every resized axis
+ * (bilinear, trilinear). Float dtypes; computed in float64. */
+typedef enum braid_resize_mode {
+    BRAID_RESIZE_NEAREST,
+    BRAID_RESIZE_LINEAR
+} braid_resize_mode;
+typedef enum braid_resize_coord {
+    BRAID_COORD_HALF_PIXEL,
+    BRAID_COORD_PYTORCH_HALF_PIXEL,
+    BRAID_COORD_ALIGN_CORNERS,
+    BRAID_COORD_ASYMMETRIC
+} braid_resize_coord;
+typedef enum braid_resize_nearest {
+    BRAID_NEAREST_ROUND_PREFER_FLOOR,
+    BRAID_NEAREST_ROUND_PREFER_CEIL,
+    BRAID_NEAREST_FLOOR,
+    BRAID_NEAREST_CEIL
+} braid_resize_nearest;
+braid_tensor braid_resize(braid_graph *g, braid_tensor x, const int64_t *sizes,
+                          const double *scales, braid_resize_mode mode,
+                          braid_resize_coord coord,
+                          braid_resize_nearest nearest);
+
 /* ONNX GlobalMaxPool / GlobalAveragePool: x [N, C, spatial...] (rank >= 3)
  * → [N, C, 1, ...]; one reduce_max / mean over the spatial axes. */
 braid_tensor braid_global_max_pool(braid_graph *g, braid_tensor x);

@@ -132,7 +132,8 @@ enum {
     X(REDUCE_SCATTER, "reduce_scatter", -1, COLLECTIVE, NUMBER, BRAID_OPF_DIFFERENTIABLE, 1) \
     /* pooling (issue 13: pooling, pad, resize, rms_norm) */ \
     X(MAX_POOL, "max_pool", 1, WINDOW, NUMBER, BRAID_OPF_DIFFERENTIABLE|BRAID_OPF_EXACT, 1) \
-    X(AVG_POOL, "avg_pool", 1, WINDOW, FLOAT, BRAID_OPF_DIFFERENTIABLE, 1)
+    X(AVG_POOL, "avg_pool", 1, WINDOW, FLOAT, BRAID_OPF_DIFFERENTIABLE, 1) \
+    X(RESIZE, "resize", 1, WINDOW, FLOAT, BRAID_OPF_DIFFERENTIABLE, 2)
 /* clang-format on */
 
 typedef enum braid_op {

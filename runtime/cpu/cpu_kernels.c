@@ -36,7 +36,8 @@ braid_status br_cpu_prepare(const braid_graph *g, uint32_t id,
     case BRAID_KIND_COLLECTIVE:
         return br_coll_check_local(g, id, "braid_exec_new");
     case BRAID_KIND_WINDOW:
-        return br_pool_prepare(g, id);
+        return n->op == BRAID_OP_RESIZE ? br_resize_prepare(g, id, scratch)
+                                        : br_pool_prepare(g, id);
     case BRAID_KIND_COUNT_:
         break;
     }
@@ -78,7 +79,10 @@ void br_cpu_run(const br_kernel_args *a) {
         br_coll_cpu_run(a->g, a->id, a->in, a->out);
         return;
     case BRAID_KIND_WINDOW:
-        br_pool_run(a);
+        if (a->node->op == BRAID_OP_RESIZE)
+            br_resize_run(a);
+        else
+            br_pool_run(a);
         return;
     case BRAID_KIND_COUNT_:
         break;

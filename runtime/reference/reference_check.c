@@ -125,7 +125,8 @@ static braid_status check_window(const braid_graph *g, uint32_t id,
     bg_node want = {0};
     braid_graph *scratch = braid_graph_new(NULL);
     if (scratch == NULL) return BRAID_ERR_OUT_OF_MEMORY;
-    braid_status s = bg_infer_window(scratch, n->op, x, &n->attr, &want);
+    braid_status s =
+        bg_infer_window(scratch, n->op, x, &n->attr, n->rank, n->dims, &want);
     braid_graph_free(scratch);
     if (s != BRAID_OK || want.dtype != n->dtype || want.rank != n->rank ||
         memcmp(want.dims, n->dims, sizeof want.dims) != 0)
