@@ -136,10 +136,11 @@ enum {
     X(ALL_GATHER, "all_gather", -1, COLLECTIVE, ANY, BRAID_OPF_DIFFERENTIABLE, 0) \
     X(BROADCAST, "broadcast", -1, COLLECTIVE, ANY, BRAID_OPF_DIFFERENTIABLE, 0) \
     X(REDUCE_SCATTER, "reduce_scatter", -1, COLLECTIVE, NUMBER, BRAID_OPF_DIFFERENTIABLE, 1) \
-    /* pooling (issue 13: pooling, pad, resize, rms_norm) */ \
-    X(MAX_POOL, "max_pool", 1, WINDOW, NUMBER, BRAID_OPF_DIFFERENTIABLE|BRAID_OPF_EXACT, 1) \
-    X(AVG_POOL, "avg_pool", 1, WINDOW, FLOAT, BRAID_OPF_DIFFERENTIABLE, 1) \
-    X(RESIZE, "resize", 1, WINDOW, FLOAT, BRAID_OPF_DIFFERENTIABLE, 2)
+    /* pooling and resize (issue 13); no gradient rules yet: braid_grad \
+     * fails naming the node */ \
+    X(MAX_POOL, "max_pool", 1, WINDOW, NUMBER, BRAID_OPF_EXACT, 1) \
+    X(AVG_POOL, "avg_pool", 1, WINDOW, FLOAT, 0, 1) \
+    X(RESIZE, "resize", 1, WINDOW, FLOAT, 0, 2)
 /* clang-format on */
 
 typedef enum braid_op {
