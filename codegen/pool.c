@@ -64,19 +64,43 @@ static void emit_tap(bc_buf *b, const bg_window *w, braid_dtype t, bool max) {
     if (!max) bc_buf_puts(b, "    if (in_pad) padded++;\n");
 }
 
-static void emit_body(bc_buf *b, const bg_window *w, braid_dtype t, bool max,
-                      bool count_pad) {
+void bc_emit_window_head(bc_buf *b, const bp_plan *p, uint32_t id,
+                         int64_t numel, const int64_t *out) {
+    bc_emit_signature(b, p, id, BC_ENTRY, BC_BLOCK, NULL);
     bc_buf_printf(b,
+                  "    const unsigned long long i = (unsigned long "
+                  "long)blockIdx.x * %d + threadIdx.x;\n"
+                  "    if (i >= %lldULL) return;\n"
                   "    const long long o2 = (long long)(i %% %lldULL);\n"
                   "    const long long o1 = (long long)((i / %lldULL) %% "
                   "%lldULL);\n"
                   "    const long long o0 = (long long)((i / %lldULL) %% "
                   "%lldULL);\n"
                   "    const long long plane = (long long)(i / %lldULL);\n",
-                  (long long)w->out[2], (long long)w->out[2],
-                  (long long)w->out[1], (long long)(w->out[2] * w->out[1]),
-                  (long long)w->out[0],
-                  (long long)(w->out[2] * w->out[1] * w->out[0]));
+                  BC_BLOCK, (long long)numel, (long long)out[2],
+                  (long long)out[2], (long long)out[1],
+                  (long long)(out[2] * out[1]), (long long)out[0],
+                  (long long)(out[2] * out[1] * out[0]));
+}
+
+braid_status bc_window_launch(const bp_plan *p, uint32_t id, int64_t numel,
+                              bc_kernel *k) {
+    int64_t blocks = bc_cdiv(numel, BC_BLOCK);
+    if (blocks > (int64_t)BC_GRID_X_MAX)
+        return bc_fail(p, id, BRAID_ERR_UNSUPPORTED,
+                       "%lld elements are too many for one launch",
+                       (long long)numel);
+    k->nlaunch = numel > 0 ? 1 : 0;
+    snprintf(k->launch[0].entry, BC_NAME_MAX, "%s", BC_ENTRY);
+    k->launch[0].grid[0] = (uint32_t)(blocks > 0 ? blocks : 1);
+    k->launch[0].grid[1] = k->launch[0].grid[2] = 1;
+    k->launch[0].block[0] = BC_BLOCK;
+    k->launch[0].block[1] = k->launch[0].block[2] = 1;
+    return BRAID_OK;
+}
+
+static void emit_body(bc_buf *b, const bg_window *w, braid_dtype t, bool max,
+                      bool count_pad) {
     if (max) {
         bc_buf_printf(b, "    %s acc = ", bc_ctype(t));
         bc_buf_puts(b, t == BRAID_I32 ? "(int)0x80000000"
@@ -114,27 +138,13 @@ braid_status bc_gen_pool(const bp_plan *p, uint32_t id, bc_buf *b,
         return bc_fail(p, id, BRAID_ERR_INTERNAL,
                        "a pool of a %s value of rank %d",
                        braid_dtype_name(x->dtype), (int)x->rank);
-    if (bc_cdiv(numel, BC_BLOCK) > (int64_t)BC_GRID_X_MAX)
-        return bc_fail(p, id, BRAID_ERR_UNSUPPORTED,
-                       "%lld elements are too many for one launch",
-                       (long long)numel);
+    braid_status s = bc_window_launch(p, id, numel, k);
+    if (s != BRAID_OK) return s;
     bg_window w;
     bg_window_get(n, x, &w);
-    bool max = n->op == BRAID_OP_MAX_POOL;
     k->kind = BC_KERNEL_POOL;
-    bc_emit_signature(b, p, id, BC_ENTRY, BC_BLOCK, NULL);
-    bc_buf_printf(b,
-                  "    const unsigned long long i = (unsigned long "
-                  "long)blockIdx.x * %d + threadIdx.x;\n"
-                  "    if (i >= %lldULL) return;\n",
-                  BC_BLOCK, (long long)numel);
-    emit_body(b, &w, n->dtype, max, (w.flags & BG_POOL_COUNT_PAD) != 0);
-    int64_t blocks = bc_cdiv(numel, BC_BLOCK);
-    k->nlaunch = numel > 0 ? 1 : 0;
-    snprintf(k->launch[0].entry, BC_NAME_MAX, "%s", BC_ENTRY);
-    k->launch[0].grid[0] = (uint32_t)(blocks > 0 ? blocks : 1);
-    k->launch[0].grid[1] = k->launch[0].grid[2] = 1;
-    k->launch[0].block[0] = BC_BLOCK;
-    k->launch[0].block[1] = k->launch[0].block[2] = 1;
+    bc_emit_window_head(b, p, id, numel, w.out);
+    emit_body(b, &w, n->dtype, n->op == BRAID_OP_MAX_POOL,
+              (w.flags & BG_POOL_COUNT_PAD) != 0);
     return BRAID_OK;
 }

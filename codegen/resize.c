@@ -48,19 +48,9 @@ static void emit_body(bc_buf *b, const bg_resize *r, braid_dtype t,
                       int taps) {
     int64_t o0 = 0, o1 = r->out[0], o2 = r->out[0] + r->out[1];
     bc_buf_printf(b,
-                  "    const long long o2 = (long long)(i %% %lldULL);\n"
-                  "    const long long o1 = (long long)((i / %lldULL) %% "
-                  "%lldULL);\n"
-                  "    const long long o0 = (long long)((i / %lldULL) %% "
-                  "%lldULL);\n"
-                  "    const long long plane = (long long)(i / %lldULL);\n"
                   "    const long long t0 = 2 * (%lldLL + o0), t1 = 2 * "
                   "(%lldLL + o1), t2 = 2 * (%lldLL + o2);\n"
                   "    double acc = 0;\n",
-                  (long long)r->out[2], (long long)r->out[2],
-                  (long long)r->out[1], (long long)(r->out[2] * r->out[1]),
-                  (long long)r->out[0],
-                  (long long)(r->out[2] * r->out[1] * r->out[0]),
                   (long long)o0, (long long)o1, (long long)o2);
     bc_buf_printf(b,
                   "    #pragma unroll\n"
@@ -107,26 +97,12 @@ braid_status bc_gen_resize(const bp_plan *p, uint32_t id, bc_buf *b,
                        "the CPU)",
                        (long long)r.out[0], (long long)r.out[1],
                        (long long)r.out[2], BC_RESIZE_TABLE_MAX);
-    if (bc_cdiv(numel, BC_BLOCK) > (int64_t)BC_GRID_X_MAX)
-        return bc_fail(p, id, BRAID_ERR_UNSUPPORTED,
-                       "%lld elements are too many for one launch",
-                       (long long)numel);
+    braid_status s = bc_window_launch(p, id, numel, k);
+    if (s != BRAID_OK) return s;
     k->kind = BC_KERNEL_RESIZE;
     emit_tables(b, &r);
-    bc_emit_signature(b, p, id, BC_ENTRY, BC_BLOCK, NULL);
-    bc_buf_printf(b,
-                  "    const unsigned long long i = (unsigned long "
-                  "long)blockIdx.x * %d + threadIdx.x;\n"
-                  "    if (i >= %lldULL) return;\n",
-                  BC_BLOCK, (long long)numel);
+    bc_emit_window_head(b, p, id, numel, r.out);
     bool linear = BG_RESIZE_MODE(r.flags) == BRAID_RESIZE_LINEAR;
     emit_body(b, &r, n->dtype, linear ? 2 : 1);
-    int64_t blocks = bc_cdiv(numel, BC_BLOCK);
-    k->nlaunch = numel > 0 ? 1 : 0;
-    snprintf(k->launch[0].entry, BC_NAME_MAX, "%s", BC_ENTRY);
-    k->launch[0].grid[0] = (uint32_t)(blocks > 0 ? blocks : 1);
-    k->launch[0].grid[1] = k->launch[0].grid[2] = 1;
-    k->launch[0].block[0] = BC_BLOCK;
-    k->launch[0].block[1] = k->launch[0].block[2] = 1;
     return BRAID_OK;
 }

@@ -14,6 +14,7 @@ void ts_graph_options_default(ts_graph_options *o) {
     o->max_dim = 6;
     o->mixed_dtypes = false;
     o->device_hints = false;
+    o->grad_ops_only = false;
 }
 
 /* ---- randomness ---------------------------------------------------------- */
@@ -347,6 +348,7 @@ static bool gen_one(ts_gen *G) {
         {ts_gen_reduce, 10}, {ts_gen_reshape, 4},    {ts_gen_permute, 4},
         {ts_gen_slice, 4},   {ts_gen_concat, 4},     {ts_gen_broadcast, 3},
         {ts_gen_softmax, 2}, {ts_gen_layer_norm, 2}, {ts_gen_source, 3},
+        {ts_gen_pool, 2},    {ts_gen_resize, 2},
     };
     int total = 0;
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)

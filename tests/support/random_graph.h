@@ -150,5 +150,8 @@ bool ts_gen_slice(ts_gen *G);
 bool ts_gen_concat(ts_gen *G);
 bool ts_gen_broadcast(ts_gen *G);
 bool ts_gen_source(ts_gen *G);
+/* max_pool / avg_pool of a rank >= 3 operand, resize (random_graph_window.c) */
+bool ts_gen_pool(ts_gen *G);
+bool ts_gen_resize(ts_gen *G);
 
 #endif /* BRAID_TESTS_RANDOM_GRAPH_H */
