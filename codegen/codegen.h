@@ -95,9 +95,11 @@ typedef enum bc_kernel_kind {
     BC_KERNEL_EPILOGUE,        /* matmul epilogue (after cuBLAS) */
     BC_KERNEL_SOFTMAX,         /* the softmax op, over rows */
     BC_KERNEL_INDEX,           /* gather, scatter (codegen/index.c) */
-    BC_KERNEL_CONV             /* conv ops: braid's direct convolution, the
+    BC_KERNEL_CONV,            /* conv ops: braid's direct convolution, the
                                   fallback when cuDNN is absent
                                   (codegen/conv.c) */
+    BC_KERNEL_POOL,            /* max_pool, avg_pool (codegen/pool.c) */
+    BC_KERNEL_RESIZE           /* resize (codegen/resize.c) */
 } bc_kernel_kind;
 
 /* The pointer a kernel takes after its inputs, if any. */

@@ -158,6 +158,21 @@ braid_status bc_gen_elementwise(const bc_node *c, bc_buf *b, bc_kernel *k);
 braid_status bc_gen_epilogue(const bc_node *c, bc_buf *b, bc_kernel *k);
 braid_status bc_gen_reduce(const bc_node *c, bc_buf *b, bc_kernel *k);
 braid_status bc_gen_softmax(const bc_node *c, bc_buf *b, bc_kernel *k);
+/* max_pool, avg_pool: one thread per output element (codegen/pool.c). */
+braid_status bc_gen_pool(const bp_plan *p, uint32_t id, bc_buf *b,
+                         bc_kernel *k);
+/* Window kernels (pool, resize: one thread per output element of a
+ * [planes, out0, out1, out2] space): the signature, the thread's flat
+ * index i (returning past numel) and its split into plane, o0, o1, o2;
+ * and the 1-D launch of numel threads (UNSUPPORTED past the grid). */
+void bc_emit_window_head(bc_buf *b, const bp_plan *p, uint32_t id,
+                         int64_t numel, const int64_t *out);
+braid_status bc_window_launch(const bp_plan *p, uint32_t id, int64_t numel,
+                              bc_kernel *k);
+/* resize: one thread per output element, tap tables baked in
+ * (codegen/resize.c). */
+braid_status bc_gen_resize(const bp_plan *p, uint32_t id, bc_buf *b,
+                           bc_kernel *k);
 braid_status bc_gen_gather(const bp_plan *p, uint32_t id, bc_buf *b,
                            bc_kernel *k);
 braid_status bc_gen_source(const bp_plan *p, uint32_t id, bc_buf *b,

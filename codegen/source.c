@@ -245,6 +245,9 @@ static braid_status gen_node(const bp_plan *p, uint32_t id, bc_buf *b,
         s = bc_gen_gather(p, id, b, k);
     } else if (kind == BRAID_KIND_INDEX) {
         s = bc_gen_index(p, id, b, k);
+    } else if (kind == BRAID_KIND_WINDOW) {
+        s = n->op == BRAID_OP_RESIZE ? bc_gen_resize(p, id, b, k)
+                                     : bc_gen_pool(p, id, b, k);
     } else {
         c = malloc(sizeof *c);
         if (!c)

@@ -7,6 +7,7 @@
 #include "graph/collective.h"
 #include "graph/index.h"
 #include "graph/internal.h"
+#include "graph/window.h"
 
 #include <math.h>
 #include <string.h>
@@ -434,13 +435,10 @@ static braid_status bg_infer_slice(bg_ctx *c) {
     for (int i = 0; i < x->rank; i++) {
         int64_t dim = x->dims[i], st = c->a->start[i], step = c->a->step[i];
         int64_t count = c->dims[i];
-        bool ok = step >= 1 && st >= 0 && st <= dim;
-        if (ok && count > 0)
-            ok = st < dim && count - 1 <= (dim - 1 - st) / step;
-        if (!ok)
+        if (!bg_slice_fits(dim, st, step, count))
             return bg_fail(c->g, BRAID_ERR_INVALID_ARGUMENT,
                            "slice: axis %d of %s: start %lld, step %lld, "
-                           "count %lld; expected step >= 1 and the elements "
+                           "count %lld; expected a nonzero step and the elements "
                            "within the axis",
                            i, t, (long long)st, (long long)step,
                            (long long)count);
@@ -646,6 +644,9 @@ static braid_status bg_infer(bg_ctx *c, braid_op_kind kind) {
         return bg_infer_index(c->g, c->op, c->in, c->nin, c->a, c->out);
     case BRAID_KIND_CONV: /* conv ops */
         return bg_conv_infer(c->g, c->op, c->in, c->nin, c->a, c->out);
+    case BRAID_KIND_WINDOW:
+        return bg_infer_window(c->g, c->op, bg_in(c, 0), c->a, c->rank,
+                               c->dims, c->out);
     default:
         return BRAID_ERR_INTERNAL;
     }

@@ -8,7 +8,7 @@
 #include <math.h>
 #include <string.h>
 
-static braid_tensor bb_tensor(uint32_t id) {
+braid_tensor bb_tensor(uint32_t id) {
     braid_tensor t = {id};
     return t;
 }
@@ -35,7 +35,7 @@ const bg_node *bb_peek(braid_graph *g, braid_tensor t, const char *op) {
 }
 
 /* A graph that can take a new node: not NULL, no error yet. */
-static bool bb_ready(braid_graph *g, const char *op) {
+bool bb_ready(braid_graph *g, const char *op) {
     if (g == NULL) {
         bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT, "%s: graph is NULL", op);
         return false;
@@ -43,7 +43,7 @@ static bool bb_ready(braid_graph *g, const char *op) {
     return g->status == BRAID_OK;
 }
 
-static braid_tensor bb_op1(braid_graph *g, braid_op op, braid_tensor x,
+braid_tensor bb_op1(braid_graph *g, braid_op op, braid_tensor x,
                            const bg_attrs *a) {
     if (!bb_ready(g, bg_op(op)->name)) return BRAID_NONE;
     return bb_tensor(bg_build(g, op, &x.id, 1, BRAID_F32, 0, NULL, a, NULL));
@@ -231,7 +231,7 @@ braid_tensor braid_matmul(braid_graph *g, braid_tensor a, braid_tensor b,
 
 /* Turns a public axis (negative counts from the end) into 0..rank-1, or
  * records an error and returns -1. */
-static int bb_axis(braid_graph *g, const bg_node *x, int axis, const char *op) {
+int bb_axis(braid_graph *g, const bg_node *x, int axis, const char *op) {
     if (axis >= -(int)x->rank && axis < (int)x->rank)
         return axis < 0 ? axis + x->rank : axis;
     char t[BG_ERROR_MAX / 2];
@@ -292,7 +292,7 @@ braid_tensor braid_reduce_min(braid_graph *g, braid_tensor x, int naxes,
 /* ---- composites
  * -------------------------------------------------------------------- */
 
-static bool bb_need_float(braid_graph *g, const bg_node *x, const char *op) {
+bool bb_need_float(braid_graph *g, const bg_node *x, const char *op) {
     if (braid_dtype_is_float(x->dtype)) return true;
     char t[BG_ERROR_MAX / 2];
     bg_fail(g, BRAID_ERR_DTYPE, "%s: operand %s; expected a float dtype", op,
@@ -317,11 +317,10 @@ braid_tensor braid_softmax(braid_graph *g, braid_tensor x, int axis) {
     return braid_permute(g, t, perm);
 }
 
-/* gamma/beta must broadcast to x without changing its shape. */
-static bool bb_affine_ok(braid_graph *g, const bg_node *x, braid_tensor p,
-                         const char *what) {
+bool bb_affine_ok(braid_graph *g, const bg_node *x, braid_tensor p,
+                  const char *what, const char *op) {
     if (!braid_tensor_valid(p)) return true;
-    const bg_node *n = bb_peek(g, p, "layer_norm");
+    const bg_node *n = bb_peek(g, p, op);
     if (n == NULL) return false;
     int r;
     int64_t d[BRAID_MAX_RANK];
@@ -330,7 +329,7 @@ static bool bb_affine_ok(braid_graph *g, const bg_node *x, braid_tensor p,
     if (!ok) {
         char tx[BG_ERROR_MAX / 4], tp[BG_ERROR_MAX / 4];
         bg_fail(g, BRAID_ERR_SHAPE,
-                "layer_norm: %s %s does not broadcast to operand %s", what,
+                "%s: %s %s does not broadcast to operand %s", op, what,
                 bg_type_str(n, tp, sizeof tp), bg_type_str(x, tx, sizeof tx));
     }
     return ok;
@@ -350,8 +349,8 @@ braid_tensor braid_layer_norm(braid_graph *g, braid_tensor x,
     }
     braid_dtype dt = n->dtype;
     int last = n->rank - 1;
-    if (!bb_affine_ok(g, n, gamma, "gamma") ||
-        !bb_affine_ok(g, n, beta, "beta"))
+    if (!bb_affine_ok(g, n, gamma, "gamma", "layer_norm") ||
+        !bb_affine_ok(g, n, beta, "beta", "layer_norm"))
         return BRAID_NONE;
     braid_tensor mu = braid_mean(g, x, 1, &last, true);
     braid_tensor d = braid_sub(g, x, mu);
@@ -413,16 +412,6 @@ braid_tensor braid_transpose(braid_graph *g, braid_tensor x) {
     return braid_permute(g, x, perm);
 }
 
-/* Python's rule for a bound with a positive step: negative counts from the
- * end, then clamp to [0, dim]. */
-static int64_t bb_clamp_bound(int64_t v, int64_t dim) {
-    if (v < 0) {
-        v += dim; /* dim ≤ 2^50, so no overflow even for INT64_MIN */
-        return v < 0 ? 0 : v;
-    }
-    return v > dim ? dim : v;
-}
-
 braid_tensor braid_slice(braid_graph *g, braid_tensor x, const int64_t *start,
                          const int64_t *stop, const int64_t *step) {
     const bg_node *n = bb_peek(g, x, "slice");
@@ -435,17 +424,14 @@ braid_tensor braid_slice(braid_graph *g, braid_tensor x, const int64_t *start,
     bg_attrs a = {0};
     int64_t count[BRAID_MAX_RANK];
     for (int i = 0; i < n->rank; i++) {
-        int64_t st = step ? step[i] : 1, dim = n->dims[i];
-        if (st < 1) {
+        int64_t st = step ? step[i] : 1;
+        if (!bg_slice_bounds(n->dims[i], start[i], stop[i], st, &a.start[i],
+                             &count[i])) {
             bg_fail(g, BRAID_ERR_INVALID_ARGUMENT,
-                    "slice: step %lld on axis %d; expected >= 1", (long long)st,
-                    i);
+                    "slice: step %lld on axis %d; expected a nonzero step",
+                    (long long)st, i);
             return BRAID_NONE;
         }
-        int64_t lo = bb_clamp_bound(start[i], dim);
-        int64_t hi = bb_clamp_bound(stop[i], dim);
-        count[i] = hi > lo ? (hi - lo - 1) / st + 1 : 0;
-        a.start[i] = count[i] > 0 ? lo : 0;
         a.step[i] = st;
     }
     if (!bb_ready(g, "slice")) return BRAID_NONE;

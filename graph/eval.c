@@ -12,6 +12,7 @@
 #include "graph/index.h"
 #include "graph/internal.h"
 #include "graph/scalar.h"
+#include "graph/window.h"
 
 #include <math.h>
 #include <string.h>
@@ -302,6 +303,9 @@ bool bg_eval_node_range(const braid_graph *g, uint32_t id,
         break;
     case BRAID_KIND_ROW:
         eval_softmax(n, in[0], out, lo, hi);
+        break;
+    case BRAID_KIND_WINDOW:
+        bg_eval_window(n, input_node(g, n, 0), in[0], out, lo, hi);
         break;
     case BRAID_KIND_SHAPE:
         if (n->op == BRAID_OP_RESHAPE)

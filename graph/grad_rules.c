@@ -289,15 +289,40 @@ static void gr_permute(bg_grad_ctx *c, const bg_grad_node *n, braid_tensor gy) {
     bg_grad_acc(c, n, 0, braid_permute(bg_grad_graph(c), gy, inv));
 }
 
+/* gy reversed along axis (a slice with step -1), for a backwards slice.
+ * gy's shape is its own (earlier axes may already be restored). */
+static braid_tensor gr_reverse_axis(bg_grad_ctx *c, braid_tensor gy,
+                                    int axis) {
+    int rank = 0;
+    int64_t dims[BRAID_MAX_RANK];
+    if (braid_tensor_info(bg_grad_graph(c), gy, NULL, &rank, dims) != BRAID_OK)
+        return BRAID_NONE;
+    int64_t start[BRAID_MAX_RANK], stop[BRAID_MAX_RANK], step[BRAID_MAX_RANK];
+    for (int i = 0; i < rank; i++) {
+        start[i] = i == axis ? dims[i] - 1 : 0;
+        stop[i] = i == axis ? -dims[i] - 1 : dims[i]; /* through element 0 */
+        step[i] = i == axis ? -1 : 1;
+    }
+    return braid_slice(bg_grad_graph(c), gy, start, stop, step);
+}
+
 /* Axis by axis, each sliced axis grows back to its full size with zeros
- * where slicing dropped elements. */
+ * where slicing dropped elements. A negative step took the elements
+ * start, start + step, ... backwards: gy is reversed along that axis
+ * first, making it the slice from the lowest index with step -step. */
 static void gr_slice(bg_grad_ctx *c, const bg_grad_node *n, braid_tensor gy) {
     int rank;
     int64_t dims[BRAID_MAX_RANK];
     bg_grad_type(c, n->inputs[0], NULL, &rank, dims);
-    for (int i = 0; i < rank; i++)
-        gy = bg_grad_unslice_axis(c, gy, i, dims[i], n->attr.start[i],
-                                  n->attr.step[i]);
+    for (int i = 0; i < rank; i++) {
+        int64_t start = n->attr.start[i], step = n->attr.step[i];
+        if (step < 0 && n->dims[i] > 0) {
+            gy = gr_reverse_axis(c, gy, i);
+            start += (n->dims[i] - 1) * step;
+            step = -step;
+        }
+        gy = bg_grad_unslice_axis(c, gy, i, dims[i], start, step);
+    }
     bg_grad_acc(c, n, 0, gy);
 }
 

@@ -36,5 +36,22 @@ braid_status bg_conv_infer(braid_graph *g, braid_op op, const uint32_t *in,
 void bg_eval_conv(const braid_graph *g, const bg_node *n,
                   const double *const *in, double *out, int64_t lo,
                   int64_t hi);
+/* The builders' shared helpers (graph/builders.c; graph/builders_nn.c
+ * uses them too). bb_peek: the node behind t, or NULL after recording why
+ * not (NULL graph, a graph that already failed, an id not in g).
+ * bb_ready: g is not NULL and has no error. bb_op1: one bg_build of op on
+ * x. bb_axis: a public axis (negative from the end) as 0..rank-1, or -1
+ * after recording the error. bb_need_float: x is a float, else an error.
+ * bb_affine_ok: p (skipped when BRAID_NONE) broadcasts to x without
+ * changing x's shape, else an error naming op and what. */
+braid_tensor bb_tensor(uint32_t id);
+const bg_node *bb_peek(braid_graph *g, braid_tensor t, const char *op);
+bool bb_ready(braid_graph *g, const char *op);
+braid_tensor bb_op1(braid_graph *g, braid_op op, braid_tensor x,
+                    const bg_attrs *a);
+int bb_axis(braid_graph *g, const bg_node *x, int axis, const char *op);
+bool bb_need_float(braid_graph *g, const bg_node *x, const char *op);
+bool bb_affine_ok(braid_graph *g, const bg_node *x, braid_tensor p,
+                  const char *what, const char *op);
 
 #endif /* BRAID_GRAPH_INTERNAL_H */

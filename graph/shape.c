@@ -77,3 +77,32 @@ bool bg_broadcast_shapes(int ra, const int64_t *a, int rb, const int64_t *b,
     *rout = r;
     return true;
 }
+
+/* Python's clamp of one bound: negative counts from the end, then into
+ * [lo, lo + dim] (dim ≤ 2^50, so adding it never overflows). */
+static int64_t slice_clamp(int64_t v, int64_t dim, int64_t lo) {
+    if (v < 0) v = v < -dim ? -dim - 1 : v + dim;
+    return v < lo ? lo : v > lo + dim ? lo + dim : v;
+}
+
+bool bg_slice_bounds(int64_t dim, int64_t start, int64_t stop, int64_t step,
+                     int64_t *first, int64_t *count) {
+    if (step == 0 || step == INT64_MIN) return false;
+    int64_t lo = step > 0 ? 0 : -1;
+    int64_t a = slice_clamp(start, dim, lo), b = slice_clamp(stop, dim, lo);
+    if (step > 0)
+        *count = b > a ? (b - a - 1) / step + 1 : 0;
+    else
+        *count = a > b ? (a - b - 1) / -step + 1 : 0;
+    *first = *count > 0 ? a : 0;
+    return true;
+}
+
+bool bg_slice_fits(int64_t dim, int64_t start, int64_t step, int64_t count) {
+    if (count < 0 || step == 0 || step == INT64_MIN) return false;
+    if (count == 0) return start >= 0 && start <= dim;
+    if (start < 0 || start >= dim) return false;
+    /* the last element, start + (count - 1) * step, inside [0, dim) */
+    return step > 0 ? count - 1 <= (dim - 1 - start) / step
+                    : count - 1 <= start / -step;
+}

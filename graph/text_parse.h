@@ -72,6 +72,8 @@ void bg_labels_free(bg_parser *p);
 bool bg_parse_type(bg_parser *p, braid_dtype *dtype, int *rank, int64_t *dims);
 /* "[i, j, ...]" of at most BRAID_MAX_RANK integers. */
 bool bg_parse_int_list(bg_parser *p, const char *what, int *n, int64_t *v);
+/* The same for a list of floats (bg_parse_f64_value's syntax). */
+bool bg_parse_f64_list(bg_parser *p, const char *what, int *n, double *v);
 /* A constant's data after its type: a value list or base64"...", decoded
  * into p->data (bytes = numel × dtype size). */
 bool bg_parse_constant_data(bg_parser *p, braid_dtype dtype, int rank,
@@ -109,7 +111,7 @@ typedef enum bg_attr_key {
     BG_ATTR_RANKS,
     BG_ATTR_ROOT,
     BG_ATTR_REDUCE,
-    BG_ATTR_MODE, /* gather, scatter (graph/index.h) */
+    BG_ATTR_FORM, /* gather, scatter (graph/index.h) */
     BG_ATTR_BATCH_DIMS,
     BG_ATTR_REDUCTION,
     BG_ATTR_STRIDES, /* conv ops (graph/conv.c) */
@@ -117,14 +119,23 @@ typedef enum bg_attr_key {
     BG_ATTR_PADS,
     BG_ATTR_GROUPS,
     BG_ATTR_OUTPUT_PADDING,
+    BG_ATTR_KERNEL_SHAPE, /* pooling (graph/window.h), ONNX's names; strides,
+                             dilations and pads shared with conv */
+    BG_ATTR_CEIL_MODE,
+    BG_ATTR_COUNT_INCLUDE_PAD,
+    BG_ATTR_SCALES, /* resize (graph/resize.c) */
+    BG_ATTR_MODE,
+    BG_ATTR_COORD_MODE,
+    BG_ATTR_NEAREST_MODE,
     BG_ATTR_COUNT
 } bg_attr_key;
 
-#define BG_ATTR_BIT(k) (1u << (k))
+/* More than 32 keys: the masks are 64-bit. */
+#define BG_ATTR_BIT(k) ((uint64_t)1 << (k))
 
 /* Attribute values of one statement. */
 typedef struct bg_pattrs {
-    uint32_t seen;              /* BG_ATTR_BIT per key given */
+    uint64_t seen;              /* BG_ATTR_BIT per key given */
     bg_token at[BG_ATTR_COUNT]; /* the value token (the key for flags) */
     double num[BG_ATTR_COUNT];  /* float values (value, low, ...) */
     int64_t axis;               /* axis */
@@ -133,6 +144,7 @@ typedef struct bg_pattrs {
     int nlist[BG_ATTR_COUNT];   /* list lengths (axes, shape, ...) */
     int64_t list[BG_ATTR_COUNT][BRAID_MAX_RANK]; /* list values */
     const char *str[BG_ATTR_COUNT]; /* decoded strings (name, device) */
+    double flist[BRAID_MAX_RANK];   /* scales= (the one float list) */
     int64_t ival[BG_ATTR_COUNT];    /* integer values by key (rank, ranks,
                                        root; reduce as a braid_reduce_kind;
                                        mode as a bg_index_mode, reduction

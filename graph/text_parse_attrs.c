@@ -3,6 +3,7 @@
  * arguments (Python slice rules, reduction axis lists, permutations). */
 #include "graph/index.h"
 #include "graph/text_parse.h"
+#include "graph/window.h"
 
 #include <string.h>
 
@@ -17,7 +18,9 @@ typedef enum attr_kind {
     A_LIST,   /* an integer list */
     A_REDUCE, /* a reduction name: sum, max, min, avg */
     A_MODE,   /* gather / scatter form: axis, elements, nd */
-    A_SRED    /* scatter reduction: none, add, mul, max, min */
+    A_SRED,   /* scatter reduction: none, add, mul, max, min */
+    A_F64S,   /* a list of floats (into flist: one such key) */
+    A_WORD    /* one of a fixed set of names (resize's enums, into ival) */
 } attr_kind;
 
 static const struct {
@@ -48,7 +51,7 @@ static const struct {
     [BG_ATTR_RANKS] = {"ranks", A_INT},
     [BG_ATTR_ROOT] = {"root", A_INT},
     [BG_ATTR_REDUCE] = {"reduce", A_REDUCE},
-    [BG_ATTR_MODE] = {"mode", A_MODE},
+    [BG_ATTR_FORM] = {"form", A_MODE},
     [BG_ATTR_BATCH_DIMS] = {"batch_dims", A_INT},
     [BG_ATTR_REDUCTION] = {"reduction", A_SRED},
     [BG_ATTR_STRIDES] = {"strides", A_LIST}, /* conv ops */
@@ -56,13 +59,20 @@ static const struct {
     [BG_ATTR_PADS] = {"pads", A_LIST},
     [BG_ATTR_GROUPS] = {"groups", A_INT},
     [BG_ATTR_OUTPUT_PADDING] = {"output_padding", A_LIST},
+    [BG_ATTR_KERNEL_SHAPE] = {"kernel_shape", A_LIST},
+    [BG_ATTR_CEIL_MODE] = {"ceil_mode", A_FLAG},
+    [BG_ATTR_COUNT_INCLUDE_PAD] = {"count_include_pad", A_FLAG},
+    [BG_ATTR_SCALES] = {"scales", A_F64S},
+    [BG_ATTR_MODE] = {"mode", A_WORD},
+    [BG_ATTR_COORD_MODE] = {"coordinate_transformation_mode", A_WORD},
+    [BG_ATTR_NEAREST_MODE] = {"nearest_mode", A_WORD},
 };
 
 #define B(key) BG_ATTR_BIT(BG_ATTR_##key)
 
 /* Attributes an op accepts (*allowed) and needs (*required). */
-static void op_attrs(braid_op op, uint32_t *allowed, uint32_t *required) {
-    uint32_t req = 0, opt = B(NAME) | B(DEVICE);
+static void op_attrs(braid_op op, uint64_t *allowed, uint64_t *required) {
+    uint64_t req = 0, opt = B(NAME) | B(DEVICE);
     switch (bg_op(op)->kind == BRAID_KIND_REDUCE ? BRAID_OP_SUM : op) {
     case BRAID_OP_INPUT:
         req = B(NAME);
@@ -121,11 +131,11 @@ static void op_attrs(braid_op op, uint32_t *allowed, uint32_t *required) {
         opt |= B(RANKS);
         break;
     case BRAID_OP_GATHER:
-        req = B(MODE);
+        req = B(FORM);
         opt |= B(AXIS) | B(BATCH_DIMS);
         break;
     case BRAID_OP_SCATTER:
-        req = B(MODE);
+        req = B(FORM);
         opt |= B(AXIS) | B(REDUCTION);
         break;
     case BRAID_OP_CONV: /* conv ops: every attribute has a default */
@@ -135,6 +145,17 @@ static void op_attrs(braid_op op, uint32_t *allowed, uint32_t *required) {
         opt |= B(STRIDES) | B(DILATIONS) | B(PADS) | B(GROUPS) |
                B(OUTPUT_PADDING);
         break;
+    case BRAID_OP_AVG_POOL:
+        opt |= B(COUNT_INCLUDE_PAD);
+        /* fall through */
+    case BRAID_OP_MAX_POOL:
+        req = B(KERNEL_SHAPE);
+        opt |= B(STRIDES) | B(DILATIONS) | B(PADS) | B(CEIL_MODE);
+        break;
+    case BRAID_OP_RESIZE:
+        req = B(SHAPE) | B(MODE);
+        opt |= B(SCALES) | B(COORD_MODE) | B(NEAREST_MODE);
+        break;
     default:
         break;
     }
@@ -143,13 +164,34 @@ static void op_attrs(braid_op op, uint32_t *allowed, uint32_t *required) {
 }
 
 /* "a, b, c" of the attributes in mask, for messages. */
-static void list_attrs(uint32_t mask, char *buf, size_t size) {
+static void list_attrs(uint64_t mask, char *buf, size_t size) {
     size_t used = 0;
     buf[0] = '\0';
     for (int k = 0; k < BG_ATTR_COUNT && used < size; k++)
         if (mask & BG_ATTR_BIT(k))
             used += (size_t)snprintf(buf + used, size - used, "%s%s",
                                      used ? ", " : "", attr_table[k].name);
+}
+
+/* mode=, coordinate_transformation_mode=, nearest_mode=: the value's
+ * index among graph/resize.c's names, into ival. */
+static bool parse_word(bg_parser *p, bg_attr_key k, bg_pattrs *a) {
+    int kind = k == BG_ATTR_MODE ? 0 : k == BG_ATTR_COORD_MODE ? 1 : 2;
+    const char *w;
+    for (unsigned v = 0; (w = bg_resize_name(kind, v)) != NULL; v++)
+        if (bg_tok_is(&p->tok, BG_TOK_IDENT, w)) {
+            a->ival[k] = v;
+            return bg_parse_advance(p);
+        }
+    char d[64], names[160];
+    size_t used = 0;
+    names[0] = '\0';
+    for (unsigned v = 0; (w = bg_resize_name(kind, v)) != NULL; v++)
+        used += (size_t)snprintf(names + used, sizeof names - used, "%s%s",
+                                 v ? ", " : "", w);
+    return bg_parse_error(p, &p->tok, BRAID_ERR_PARSE,
+                          "unknown %s %s (expected %s)", attr_table[k].name,
+                          bg_parse_describe(&p->tok, d, sizeof d), names);
 }
 
 static bool parse_attr_value(bg_parser *p, bg_attr_key k, bg_pattrs *a) {
@@ -197,7 +239,7 @@ static bool parse_attr_value(bg_parser *p, bg_attr_key k, bg_pattrs *a) {
         if (v >= 0) return bg_parse_advance(p);
         char d[64];
         return bg_parse_error(p, &t, BRAID_ERR_PARSE,
-                              mode ? "unknown mode %s (expected axis, "
+                              mode ? "unknown form %s (expected axis, "
                                      "elements or nd)"
                                    : "unknown reduction %s (expected none, "
                                      "add, mul, max or min)",
@@ -225,6 +267,10 @@ static bool parse_attr_value(bg_parser *p, bg_attr_key k, bg_pattrs *a) {
         }
         return bg_parse_advance(p);
     }
+    case A_F64S:
+        return bg_parse_f64_list(p, name, &a->nlist[k], a->flist);
+    case A_WORD:
+        return parse_word(p, k, a);
     case A_FLAG:
         break;
     }
@@ -233,7 +279,7 @@ static bool parse_attr_value(bg_parser *p, bg_attr_key k, bg_pattrs *a) {
 
 /* key[=value] pairs until something that is not an identifier. */
 bool bg_parse_attrs(bg_parser *p, braid_op op, bg_pattrs *a) {
-    uint32_t allowed, required;
+    uint64_t allowed, required;
     op_attrs(op, &allowed, &required);
     const char *opname = bg_op(op)->name;
     char d[64], names[200];
@@ -274,7 +320,7 @@ bool bg_parse_attrs(bg_parser *p, braid_op op, bg_pattrs *a) {
 /* Reports the first required attribute that is missing. */
 bool bg_parse_check_required(bg_parser *p, braid_op op, const bg_token *optok,
                              const bg_pattrs *a) {
-    uint32_t allowed, required;
+    uint64_t allowed, required;
     op_attrs(op, &allowed, &required);
     for (int k = 0; k < BG_ATTR_COUNT; k++)
         if ((required & BG_ATTR_BIT(k)) && !(a->seen & BG_ATTR_BIT(k)))
@@ -306,8 +352,9 @@ static bool reduce_axes(bg_parser *p, const bg_pattrs *a, int rank,
     return true;
 }
 
-/* Python slice rules (negative start/stop count from the end, then clamp;
- * step ≥ 1) → the IR's start, step and element count per axis. */
+/* Python slice rules (bg_slice_bounds: negative start/stop count from the
+ * end, then clamp; step ≠ 0) → the IR's start, step and element count per
+ * axis. */
 static bool slice_attrs(bg_parser *p, const bg_pattrs *a, const bg_node *x,
                         bg_attrs *out, int64_t *counts) {
     const int keys[3] = {BG_ATTR_START, BG_ATTR_STOP, BG_ATTR_STEP};
@@ -319,18 +366,14 @@ static bool slice_attrs(bg_parser *p, const bg_pattrs *a, const bg_node *x,
                                   attr_table[keys[k]].name, a->nlist[keys[k]],
                                   (int)x->rank);
     for (int i = 0; i < x->rank; i++) {
-        int64_t dim = x->dims[i];
         int64_t step = (a->seen & B(STEP)) ? a->list[BG_ATTR_STEP][i] : 1;
-        if (step < 1)
+        if (!bg_slice_bounds(x->dims[i], a->list[BG_ATTR_START][i],
+                             a->list[BG_ATTR_STOP][i], step, &out->start[i],
+                             &counts[i]))
             return bg_parse_error(p, &a->at[BG_ATTR_STEP], BRAID_ERR_PARSE,
-                                  "step %lld on axis %d; expected >= 1",
+                                  "step %lld on axis %d; expected nonzero",
                                   (long long)step, i);
-        int64_t st = a->list[BG_ATTR_START][i], sp = a->list[BG_ATTR_STOP][i];
-        st = st < 0 ? (st < -dim ? 0 : st + dim) : (st > dim ? dim : st);
-        sp = sp < 0 ? (sp < -dim ? 0 : sp + dim) : (sp > dim ? dim : sp);
-        out->start[i] = st;
         out->step[i] = step;
-        counts[i] = sp > st ? (sp - st - 1) / step + 1 : 0;
     }
     return true;
 }
@@ -372,6 +415,66 @@ static bool conv_attrs(bg_parser *p, const bg_pattrs *a, const bg_node *x,
                                   (long long)op, i);
         out->start[3 + i] = pe > INT64_MIN + op ? pe - op : pe;
     }
+    return true;
+}
+
+/* Pooling: kernel_shape (required), strides and dilations (default 1) with
+ * one entry per spatial axis, pads (default 0) with ONNX's layout: every
+ * axis's low pad, then every high pad; ceil_mode and count_include_pad
+ * flags. The range checks are bg_build's. */
+static bool window_attrs(bg_parser *p, const bg_pattrs *a, const bg_node *x,
+                         bg_attrs *out) {
+    const int keys[4] = {BG_ATTR_KERNEL_SHAPE, BG_ATTR_STRIDES,
+                         BG_ATTR_DILATIONS, BG_ATTR_PADS};
+    int k = x->rank - 2;
+    if (k < 1 || k > 3) return true; /* bg_build names the bad rank */
+    for (int q = 0; q < 4; q++) {
+        int want = q == 3 ? 2 * k : k;
+        if ((a->seen & BG_ATTR_BIT(keys[q])) && a->nlist[keys[q]] != want)
+            return bg_parse_error(p, &a->at[keys[q]], BRAID_ERR_PARSE,
+                                  "%s has %d entries; expected %d for %d "
+                                  "spatial axes",
+                                  attr_table[keys[q]].name, a->nlist[keys[q]],
+                                  want, k);
+    }
+    for (int i = 0; i < k && i < 3; i++) {
+        bg_window_set_param(out, 0, i, a->list[BG_ATTR_KERNEL_SHAPE][i]);
+        bg_window_set_param(out, 1, i, (a->seen & B(STRIDES))
+                                           ? a->list[BG_ATTR_STRIDES][i]
+                                           : 1);
+        bg_window_set_param(out, 2, i, (a->seen & B(DILATIONS))
+                                           ? a->list[BG_ATTR_DILATIONS][i]
+                                           : 1);
+        bg_window_set_param(out, 3, i, a->list[BG_ATTR_PADS][i]);
+        bg_window_set_param(out, 4, i, a->list[BG_ATTR_PADS][k + i]);
+    }
+    out->flags = ((a->seen & B(CEIL_MODE)) ? BG_POOL_CEIL : 0) |
+                 ((a->seen & B(COUNT_INCLUDE_PAD)) ? BG_POOL_COUNT_PAD : 0);
+    return true;
+}
+
+/* resize: shape= is the output shape (bg_build's dims, already taken),
+ * scales= one per axis (default out / in), the enums by name. */
+static bool resize_attrs(bg_parser *p, const bg_pattrs *a, const bg_node *x,
+                         bg_attrs *out) {
+    bool given = (a->seen & B(SCALES)) != 0;
+    if (given && a->nlist[BG_ATTR_SCALES] != x->rank)
+        return bg_parse_error(p, &a->at[BG_ATTR_SCALES], BRAID_ERR_PARSE,
+                              "scales has %d entries; the operand has rank %d",
+                              a->nlist[BG_ATTR_SCALES], (int)x->rank);
+    if (a->nlist[BG_ATTR_SHAPE] != x->rank) return true; /* bg_build says */
+    for (int s = 0; s < 3; s++)
+        bg_resize_set_scale(out, s, 1);
+    for (int ax = x->rank - 3 < 0 ? 0 : x->rank - 3; ax < x->rank; ax++) {
+        double in = (double)x->dims[ax];
+        double sc = given ? a->flist[ax]
+                    : in > 0 ? (double)a->list[BG_ATTR_SHAPE][ax] / in
+                             : 1;
+        bg_resize_set_scale(out, ax - (x->rank - 3), sc);
+    }
+    out->flags = BG_RESIZE_FLAGS(a->ival[BG_ATTR_MODE],
+                                 a->ival[BG_ATTR_COORD_MODE],
+                                 a->ival[BG_ATTR_NEAREST_MODE]);
     return true;
 }
 
@@ -425,9 +528,11 @@ bool bg_parse_translate(bg_parser *p, braid_op op, const bg_pattrs *a,
         *rank = x->rank;
         return slice_attrs(p, a, x, out, dims);
     }
+    if (op == BRAID_OP_RESIZE) return resize_attrs(p, a, x, out);
+    if (bg_op(op)->kind == BRAID_KIND_WINDOW) return window_attrs(p, a, x, out);
     if (bg_op(op)->kind == BRAID_KIND_CONV) return conv_attrs(p, a, x, out);
     if (op == BRAID_OP_GATHER || op == BRAID_OP_SCATTER) {
-        bg_index_mode m = (bg_index_mode)a->ival[BG_ATTR_MODE];
+        bg_index_mode m = (bg_index_mode)a->ival[BG_ATTR_FORM];
         out->flags = bg_index_flags(
             m, (bg_scatter_red)a->ival[BG_ATTR_REDUCTION]);
         if (m == BG_INDEX_ND)

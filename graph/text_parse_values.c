@@ -121,7 +121,12 @@ bool bg_parse_f64_value(bg_parser *p, const char *what, double *out) {
 
 /* ---- lists and types ----------------------------------------------------- */
 
-bool bg_parse_int_list(bg_parser *p, const char *what, int *n, int64_t *v) {
+/* "[a, b, ...]" of at most BRAID_MAX_RANK entries, entry i parsed by
+ * one(p, what, v, i). */
+typedef bool (*list_entry_fn)(bg_parser *p, const char *what, void *v, int i);
+
+static bool parse_list(bg_parser *p, const char *what, int *n,
+                       list_entry_fn one, void *v) {
     *n = 0;
     if (!bg_parse_expect(p, BG_TOK_LBRACK, "'['") || !bg_parse_skip_newlines(p))
         return false;
@@ -133,11 +138,26 @@ bool bg_parse_int_list(bg_parser *p, const char *what, int *n, int64_t *v) {
             return bg_parse_error(p, &p->tok, BRAID_ERR_PARSE,
                                   "%s has more than %d entries", what,
                                   BRAID_MAX_RANK);
-        if (!parse_i64(p, what, &v[*n]) || !bg_parse_skip_newlines(p))
-            return false;
+        if (!one(p, what, v, *n) || !bg_parse_skip_newlines(p)) return false;
         (*n)++;
     }
     return bg_parse_advance(p);
+}
+
+static bool int_entry(bg_parser *p, const char *what, void *v, int i) {
+    return parse_i64(p, what, (int64_t *)v + i);
+}
+
+static bool f64_entry(bg_parser *p, const char *what, void *v, int i) {
+    return bg_parse_f64_value(p, what, (double *)v + i);
+}
+
+bool bg_parse_int_list(bg_parser *p, const char *what, int *n, int64_t *v) {
+    return parse_list(p, what, n, int_entry, v);
+}
+
+bool bg_parse_f64_list(bg_parser *p, const char *what, int *n, double *v) {
+    return parse_list(p, what, n, f64_entry, v);
 }
 
 bool bg_parse_type(bg_parser *p, braid_dtype *dtype, int *rank, int64_t *dims) {

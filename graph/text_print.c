@@ -11,6 +11,7 @@
 #include "graph/text.h"
 
 #include "graph/outfile.h"
+#include "graph/window.h"
 
 #include <errno.h>
 #include <math.h>
@@ -278,16 +279,21 @@ static void put_axes(pbuf *b, unsigned axes, int rank) {
     put_int_list(b, k, list);
 }
 
-/* slice start/stop/step; stop is the first index past the last element
- * taken (start when nothing is taken), which reads back to the same node. */
-static void put_slice(pbuf *b, const bg_node *n, int rank) {
+/* slice start/stop/step; stop is the index one past the last element
+ * taken in the step's direction (start when nothing is taken), which reads
+ * back to the same node. A negative step through element 0 stops "at -1",
+ * which Python's rules read as dim - 1: it is written -dim - 1 instead. */
+static void put_slice(pbuf *b, const bg_node *n, const bg_node *x, int rank) {
     int64_t stop[BRAID_MAX_RANK], step[BRAID_MAX_RANK];
     for (int i = 0; i < rank; i++) {
         uint64_t count = (uint64_t)n->dims[i];
         step[i] = n->attr.step[i];
+        int64_t dir = step[i] > 0 ? 1 : -1;
         stop[i] = count == 0 ? n->attr.start[i]
                              : (int64_t)((uint64_t)n->attr.start[i] +
-                                         (count - 1) * (uint64_t)step[i] + 1);
+                                         (count - 1) * (uint64_t)step[i] +
+                                         (uint64_t)dir);
+        if (stop[i] < 0) stop[i] = -x->dims[i] - 1;
     }
     puts_(b, " start=");
     put_int_list(b, rank, n->attr.start);
@@ -295,6 +301,44 @@ static void put_slice(pbuf *b, const bg_node *n, int rank) {
     put_int_list(b, rank, stop);
     puts_(b, " step=");
     put_int_list(b, rank, step);
+}
+
+/* Pooling, with ONNX's attribute names and pads layout (every low pad,
+ * then every high pad); the defaults (stride and dilation 1) are written
+ * too, so a line says everything. */
+static void put_window(pbuf *b, const bg_node *n) {
+    static const char *const key[4] = {" kernel_shape=", " strides=",
+                                       " dilations=", " pads="};
+    int k = n->rank - 2;
+    int64_t v[2 * 3];
+    for (int q = 0; q < 4; q++) {
+        for (int i = 0; i < k; i++) {
+            v[i] = bg_window_param(&n->attr, q, i);
+            if (q == 3) v[k + i] = bg_window_param(&n->attr, 4, i);
+        }
+        puts_(b, key[q]);
+        put_int_list(b, q == 3 ? 2 * k : k, v);
+    }
+    if (n->attr.flags & BG_POOL_CEIL) puts_(b, " ceil_mode");
+    if (n->attr.flags & BG_POOL_COUNT_PAD) puts_(b, " count_include_pad");
+}
+
+/* resize: the output shape, a scale per axis (1 for the leading ones),
+ * and every enum by name. */
+static void put_resize(pbuf *b, const bg_node *n) {
+    puts_(b, " shape=");
+    put_int_list(b, n->rank, n->dims);
+    puts_(b, " scales=[");
+    for (int ax = 0; ax < n->rank; ax++) {
+        if (ax) puts_(b, ",");
+        int slot = ax - (n->rank - 3);
+        put_f64(b, slot >= 0 ? bg_resize_scale(&n->attr, slot) : 1);
+    }
+    unsigned f = n->attr.flags;
+    putf(b, "] mode=%s coordinate_transformation_mode=%s nearest_mode=%s",
+         bg_resize_name(0, BG_RESIZE_MODE(f)),
+         bg_resize_name(1, BG_RESIZE_COORD(f)),
+         bg_resize_name(2, BG_RESIZE_NEAREST(f)));
 }
 
 /* group, rank, [ranks when not one per operand,] reduce / root. */
@@ -313,7 +357,7 @@ static void put_collective_attrs(pbuf *b, const bg_node *n) {
 /* gather / scatter: the form, then its axis or batch_dims, the reduction. */
 static void put_index_attrs(pbuf *b, const bg_node *n) {
     bg_index_mode m = bg_index_mode_of(&n->attr);
-    putf(b, " mode=%s", bg_index_mode_name(m));
+    putf(b, " form=%s", bg_index_mode_name(m));
     if (m != BG_INDEX_ND)
         putf(b, " axis=%ld", (long)n->attr.axis);
     else if (n->op == BRAID_OP_GATHER)
@@ -381,7 +425,14 @@ static void put_op_attrs(pbuf *b, const braid_graph *g, const bg_node *n) {
         put_int_list(b, n->rank, perm);
         break;
     case BRAID_OP_SLICE:
-        put_slice(b, n, in_rank);
+        put_slice(b, n, &g->nodes[n->inputs[0]], in_rank);
+        break;
+    case BRAID_OP_MAX_POOL:
+    case BRAID_OP_AVG_POOL:
+        put_window(b, n);
+        break;
+    case BRAID_OP_RESIZE:
+        put_resize(b, n);
         break;
     case BRAID_OP_CONCAT:
         putf(b, " axis=%ld", (long)a->axis);

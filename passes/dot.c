@@ -4,6 +4,7 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include "graph/index.h"
+#include "graph/window.h"
 #include "passes/dot.h"
 
 #include <errno.h>
@@ -221,6 +222,32 @@ static void put_axes(bp_text *t, uint8_t axes) {
     bp_text_printf(t, "]");
 }
 
+/* Pools: "k3x3 s2x2 p1,1,1,1" (stride and dilation when not all 1, then
+ * ceil / count_pad when set); resize: its mode and coordinate
+ * transformation. */
+static void put_window_attrs(bp_text *t, const bg_node *n) {
+    unsigned f = n->attr.flags;
+    if (n->op == BRAID_OP_RESIZE) {
+        bp_text_printf(t, "\\n%s %s", bg_resize_name(0, BG_RESIZE_MODE(f)),
+                       bg_resize_name(1, BG_RESIZE_COORD(f)));
+        return;
+    }
+    static const char *const lead[5] = {"\\nk", " s", " d", " p", ","};
+    int k = n->rank - 2;
+    for (int q = 0; q < 5; q++) {
+        bool ones = true;
+        for (int i = 0; i < k; i++)
+            ones &= bg_window_param(&n->attr, q, i) == 1;
+        if ((q == 1 || q == 2) && ones) continue; /* the default 1 */
+        bp_text_printf(t, "%s", lead[q]);
+        for (int i = 0; i < k; i++)
+            bp_text_printf(t, "%s%lld", i ? (q >= 3 ? "," : "x") : "",
+                           (long long)bg_window_param(&n->attr, q, i));
+    }
+    if (f & BG_POOL_CEIL) bp_text_printf(t, " ceil");
+    if (f & BG_POOL_COUNT_PAD) bp_text_printf(t, " count_pad");
+}
+
 /* One line of the attributes that matter for reading the graph, if the op
  * has any. */
 static void put_attrs(bp_text *t, const bg_node *n) {
@@ -229,6 +256,9 @@ static void put_attrs(bp_text *t, const bg_node *n) {
     case BRAID_KIND_REDUCE:
         put_axes(t, a->axes);
         bp_text_printf(t, "%s", (a->flags & BG_KEEPDIMS) ? " keepdims" : "");
+        return;
+    case BRAID_KIND_WINDOW:
+        put_window_attrs(t, n);
         return;
     case BRAID_KIND_MATMUL:
         if (a->flags & (BRAID_TRANSPOSE_A | BRAID_TRANSPOSE_B))

@@ -27,13 +27,15 @@ static int64_t slice_offset(const bg_node *n, const bg_node *x) {
     if (bg_numel(n) == 0) return 0;
     int r = n->rank, k = 0;
     for (int a = 0; a < r; a++)
-        if (n->attr.start[a] < 0 || n->attr.step[a] < 1 ||
-            n->attr.start[a] + (n->dims[a] - 1) * n->attr.step[a] >= x->dims[a])
+        if (!bg_slice_fits(x->dims[a], n->attr.start[a], n->attr.step[a],
+                           n->dims[a]))
             return -1; /* does not fit: leave it to the kernel's checks */
     while (k < r && n->dims[k] == 1) k++;
     if (k < r && n->attr.step[k] != 1) return -1;
+    /* a full axis taken backwards (step -1) is no view */
     for (int a = k + 1; a < r; a++)
-        if (n->dims[a] != x->dims[a]) return -1;
+        if (n->dims[a] != x->dims[a] || (n->dims[a] > 1 && n->attr.step[a] != 1))
+            return -1;
     int64_t off = 0, stride = (int64_t)braid_dtype_size(x->dtype);
     for (int a = r - 1; a >= 0; a--) {
         off += n->attr.start[a] * stride;

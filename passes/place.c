@@ -24,6 +24,7 @@
  *      is computed exactly: compute times plus one copy per (tensor,
  *      destination), as the copies pass will insert them. */
 #include "graph/collective.h"
+#include "graph/window.h"
 #include "passes/collectives.h"
 #include "passes/passes.h"
 
@@ -155,6 +156,10 @@ static double node_time(const place_ctx *c, uint32_t id, uint32_t d) {
     case BRAID_KIND_REDUCE:
         t = roofline((double)bg_numel(bg_node_at(c->g, n->inputs[0])) *
                          bg_op(n->op)->flops,
+                     p->elementwise_flops, in + out, p);
+        break;
+    case BRAID_KIND_WINDOW: /* pooling: flops per tap */
+        t = roofline(numel * bg_window_volume(n) * bg_op(n->op)->flops,
                      p->elementwise_flops, in + out, p);
         break;
     case BRAID_KIND_MATMUL:

@@ -23,6 +23,7 @@
  * A PLAIN operand that meets a BATCHED one row by row (same rank, dim 0
  * not broadcast) is sliced to the replica's row block, which is exact:
  * row i of such a result reads only row i of each operand. */
+#include "graph/window.h"
 #include "passes/passes.h"
 
 #include <stdlib.h>
@@ -284,6 +285,12 @@ static void classify_node(sh_ctx *c, uint32_t id) {
             lose(c, id, LOST_REDUCE);
         else
             c->cls[id] = SH_BATCHED;
+        break;
+    case BRAID_KIND_WINDOW: /* pooling, resize: planes split on axis 0 */
+        if (bg_window_batched(n, node(c, n->inputs[0])))
+            c->cls[id] = SH_BATCHED;
+        else
+            lose(c, id, LOST_REDUCE);
         break;
     case BRAID_KIND_ROW: /* over the last axis: rows split along axis 0 */
         if (n->rank < 2)

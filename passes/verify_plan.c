@@ -257,12 +257,15 @@ static braid_status check_events(vp_state *st, bool scheduled) {
 /* ---- places ---------------------------------------------------------------------- */
 
 /* Offset of a slice's first element in its input, and whether the
- * selected elements are one contiguous range of the input's bytes. */
+ * selected elements are one contiguous range of the input's bytes in
+ * order (an axis of several elements taken backwards never is). */
 static bool slice_range(const bg_node *n, const bg_node *x, uint64_t *first) {
     int64_t lo = 0, hi = 0, stride = (int64_t)braid_dtype_size(x->dtype);
     int64_t esize = stride;
     if (n->rank != x->rank) return false;
+    bool empty = bg_numel(n) == 0; /* a view wherever it starts */
     for (int a = n->rank - 1; a >= 0; a--) {
+        if (!empty && n->dims[a] > 1 && n->attr.step[a] < 0) return false;
         lo += n->attr.start[a] * stride;
         hi += (n->attr.start[a] + (n->dims[a] - 1) * n->attr.step[a]) * stride;
         stride *= x->dims[a];

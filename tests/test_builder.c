@@ -255,6 +255,17 @@ Test(builder, slice_python_rules) {
     EXPECT(g, d, BRAID_F32, 2, 4, 1);
     braid_tensor e = braid_slice(g, x, DIMS(9, 6), DIMS(10, 7), DIMS(100, 100));
     EXPECT(g, e, BRAID_F32, 2, 1, 1);
+    /* negative steps: x[::-1, 5:1:-2]; a stop below -dim means through 0 */
+    braid_tensor f = braid_slice(g, x, DIMS(-1, 5), DIMS(-11, 1), DIMS(-1, -2));
+    EXPECT(g, f, BRAID_F32, 2, 10, 2);
+    n = bg_node_at(g, f.id);
+    cr_assert(n->attr.start[0] == 9 && n->attr.step[0] == -1);
+    cr_assert(n->attr.start[1] == 5 && n->attr.step[1] == -2);
+    /* start past the end clamps to dim - 1; stop -1 means dim - 1: empty */
+    braid_tensor h = braid_slice(g, x, DIMS(100, 3), DIMS(-100, -1),
+                                 DIMS(-3, -1));
+    EXPECT(g, h, BRAID_F32, 2, 4, 0);
+    cr_assert_eq(bg_node_at(g, h.id)->attr.start[0], 9);
     cr_assert_eq(braid_graph_status(g), BRAID_OK);
 }
 

@@ -164,8 +164,10 @@ static braid_tensor do_slice(braid_graph *g, braid_tensor x, const ts_shape *s,
     for (int k = 0; k < s->rank; k++) {
         int64_t d = s->dims[k];
         start[k] = ts_rand_int(st, -(int)d - 1, (int)d);
-        stop[k] = ts_rand_int(st, -(int)d, (int)d + 2);
-        step[k] = ts_rand_int(st, 1, 3);
+        stop[k] = ts_rand_int(st, -(int)d - 2, (int)d + 2);
+        /* negative steps walk backwards (ONNX Slice); stop -d-2 clamps to
+         * "through element 0" */
+        step[k] = ts_rand_int(st, 1, 3) * (ts_rand_int(st, 0, 1) ? -1 : 1);
     }
     return braid_slice(g, x, start, stop, step);
 }

@@ -132,7 +132,7 @@ static braid_graph *random_case(uint64_t seed, const ts_graph_options *o) {
 Test(grad, random_graphs_finite_differences, .timeout = 900) {
     ts_graph_options o;
     ts_graph_options_default(&o);
-    o.grad_ops_only = true; /* conv ops have no gradient rules yet */
+    o.grad_ops_only = true;
     o.max_rank = 3;
     o.max_dim = 4;
     int checked = 0, skipped = 0, graphs = 0;
@@ -166,7 +166,7 @@ Test(grad, random_graphs_finite_differences, .timeout = 900) {
 Test(grad, random_graphs_cpu_executor, .timeout = 900) {
     ts_graph_options o;
     ts_graph_options_default(&o);
-    o.grad_ops_only = true; /* conv ops have no gradient rules yet */
+    o.grad_ops_only = true;
     for (uint64_t seed = 1000; seed < 1300; seed++) {
         braid_graph *g = random_case(seed, &o);
         if (g == NULL) continue;

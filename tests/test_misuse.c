@@ -258,7 +258,7 @@ Test(misuse, bad_slice) {
     MISUSE(INV, "slice: step 0",
            braid_slice(g, x, DIMS(0, 0), DIMS(2, 3), DIMS(1, 0)));
     MISUSE(INV, "slice",
-           braid_slice(g, x, DIMS(0, 0), DIMS(2, 3), DIMS(-1, 1)));
+           braid_slice(g, x, DIMS(0, 0), DIMS(2, 3), DIMS(INT64_MIN, 1)));
     MISUSE(INV, "slice: start or stop is NULL",
            braid_slice(g, x, NULL, DIMS(2, 3), NULL));
     MISUSE(INV, "slice", braid_slice(g, x, DIMS(0, 0), NULL, NULL));
@@ -281,6 +281,13 @@ Test(misuse, bad_slice) {
     MISUSE(INV, "slice: axis 1",
            bg_direct(g, BRAID_OP_SLICE, x, 2, DIMS(1, 2),
                      (bg_attrs){.step = {1, INT64_MAX}}));
+    /* a negative step must not walk below element 0 */
+    MISUSE(INV, "slice: axis 1 of f32[2,3]: start 1, step -1, count 3",
+           bg_direct(g, BRAID_OP_SLICE, x, 2, DIMS(1, 3),
+                     (bg_attrs){.start = {0, 1}, .step = {1, -1}}));
+    MISUSE(INV, "slice: axis 1",
+           bg_direct(g, BRAID_OP_SLICE, x, 2, DIMS(1, 2),
+                     (bg_attrs){.start = {0, 2}, .step = {1, INT64_MIN}}));
 }
 
 Test(misuse, bad_reshape) {

@@ -363,9 +363,9 @@ Test(op_gather, text_forms_and_errors) {
                      "%0 = input f32[4, 3] name=\"x\"\n"
                      "%1 = input i32[2, 1] name=\"i\"\n"
                      "%2 = input f32[2, 3] name=\"u\"\n"
-                     "%3 = gather %0, %1 mode=axis axis=-2\n"
-                     "%4 = gather %0, %1 mode=nd batch_dims=0\n"
-                     "%5 = scatter %0, %1, %2 mode=nd reduction=max\n"
+                     "%3 = gather %0, %1 form=axis axis=-2\n"
+                     "%4 = gather %0, %1 form=nd batch_dims=0\n"
+                     "%5 = scatter %0, %1, %2 form=nd reduction=max\n"
                      "output \"y\" = %5\n";
     braid_graph *g = braid_graph_parse(ok, strlen(ok), "ok.graph", NULL);
     cr_assert_eq(braid_graph_status(g), BRAID_OK, "%s", braid_graph_error(g));

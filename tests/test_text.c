@@ -114,6 +114,8 @@ static void add_structural(braid_graph *g) {
     braid_slice(g, a, (int64_t[]){0, -3, 1}, (int64_t[]){2, 100, -1},
                 (int64_t[]){1, 2, 3});
     braid_slice(g, a, (int64_t[]){1, 4, 0}, (int64_t[]){1, 4, 5}, NULL);
+    braid_slice(g, a, (int64_t[]){-1, 3, 4}, (int64_t[]){-100, 0, 1},
+                (int64_t[]){-1, -2, -3});
     braid_slice(g, a, (int64_t[]){-100, 0, 4}, (int64_t[]){100, 4, 5},
                 (int64_t[]){INT64_MAX, 1, 1});
     braid_concat(g, 3, (braid_tensor[]){a, sm, ln}, 2);

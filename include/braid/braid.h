@@ -283,7 +283,9 @@ braid_tensor braid_permute(braid_graph *g, braid_tensor x, const int *perm);
 /* Swap the last two axes. */
 braid_tensor braid_transpose(braid_graph *g, braid_tensor x);
 /* Per axis: elements start, start+step, ... below stop (Python rules for
- * negative start/stop, clamped); step ≥ 1. NULL steps means all 1. */
+ * negative start/stop, clamped); step ≠ 0, a negative step walking
+ * backwards from start (a stop below -dim means through element 0). NULL
+ * steps means all 1. */
 braid_tensor braid_slice(braid_graph *g, braid_tensor x, const int64_t *start,
                          const int64_t *stop, const int64_t *step);
 braid_tensor braid_concat(braid_graph *g, int n, const braid_tensor *xs,
@@ -401,6 +403,86 @@ braid_tensor braid_rank_collective(braid_graph *g, braid_op op, braid_tensor x,
 
 /* "sum", "max", "min", "avg"; "?" if bad. */
 const char *braid_reduce_name(braid_reduce_kind k);
+
+/* ---- builder: pooling, pad, rms_norm (ONNX; docs/ops.md) --------------- */
+
+/* ONNX RMSNormalization: x / sqrt(mean(x², axes [axis, rank)) + eps), then
+ * × scale when scale is a valid tensor broadcasting to x (BRAID_NONE to
+ * skip). A composite: one reduction and one elementwise kernel once fused. */
+braid_tensor braid_rms_norm(braid_graph *g, braid_tensor x, braid_tensor scale,
+                            int axis, double eps);
+
+/* ONNX Pad. pads_lo[i] / pads_hi[i] elements are added before / after axis
+ * i; a negative pad crops. CONSTANT fills with value, EDGE repeats the
+ * border element, REFLECT mirrors without repeating it (a pad of at most
+ * the axis length less one). A composite of slice, fill, broadcast_to and
+ * one concat per padded axis. */
+typedef enum braid_pad_mode {
+    BRAID_PAD_CONSTANT,
+    BRAID_PAD_REFLECT,
+    BRAID_PAD_EDGE
+} braid_pad_mode;
+braid_tensor braid_pad(braid_graph *g, braid_tensor x, const int64_t *pads_lo,
+                       const int64_t *pads_hi, braid_pad_mode mode,
+                       double value);
+
+/* ONNX MaxPool / AveragePool over x [N, C, D1, ..., Dk], k = 1..3 spatial
+ * axes; entry i of each array is for spatial axis i (entries past k are
+ * ignored). Output dim i: (Di + lo + hi - dilation·(kernel - 1) - 1) /
+ * stride + 1, rounded down, or up with ceil_mode (a window that would start
+ * in the high padding is dropped, as in ONNX and PyTorch). Windows read
+ * padding as absent: max ignores it, average divides by the elements read,
+ * or with count_include_pad by the window's positions inside the padded
+ * input. Max takes any number dtype, average a float one. */
+typedef struct braid_pool_params {
+    int64_t kernel[3];       /* window size per spatial axis (>= 1) */
+    int64_t strides[3];      /* >= 1; 0 means 1 */
+    int64_t dilations[3];    /* >= 1; 0 means 1 */
+    int64_t pads_lo[3];      /* padding before each axis (>= 0) */
+    int64_t pads_hi[3];      /* padding after each axis (>= 0) */
+    bool ceil_mode;          /* round the output size up */
+    bool count_include_pad;  /* average: padding counts in the divisor */
+} braid_pool_params;
+braid_tensor braid_max_pool(braid_graph *g, braid_tensor x,
+                            const braid_pool_params *p);
+braid_tensor braid_avg_pool(braid_graph *g, braid_tensor x,
+                            const braid_pool_params *p);
+/* ONNX Resize (static scales or sizes) over the last three axes at most:
+ * leading axes keep their size. sizes (NULL: floor(in · scale)) and scales
+ * (NULL: out / in) have one entry per axis of x; with both, the sizes set
+ * the shape and the scales the coordinates, as ONNX does. An output
+ * coordinate x maps to the input coordinate x_in by coord: half_pixel
+ * (x + 0.5) / scale - 0.5; pytorch_half_pixel the same, but 0 when the
+ * output axis has one element; align_corners x · (in - 1) / (out - 1) (0
+ * when out is 1); asymmetric x / scale. NEAREST reads x_in rounded by
+ * `nearest` (clamped to the axis); LINEAR interpolates between the two
+ * neighbours of x_in clamped to [0, in - 1] on every resized axis
+ * (bilinear, trilinear). Float dtypes; computed in float64. */
+typedef enum braid_resize_mode {
+    BRAID_RESIZE_NEAREST,
+    BRAID_RESIZE_LINEAR
+} braid_resize_mode;
+typedef enum braid_resize_coord {
+    BRAID_COORD_HALF_PIXEL,
+    BRAID_COORD_PYTORCH_HALF_PIXEL,
+    BRAID_COORD_ALIGN_CORNERS,
+    BRAID_COORD_ASYMMETRIC
+} braid_resize_coord;
+typedef enum braid_resize_nearest {
+    BRAID_NEAREST_ROUND_PREFER_FLOOR,
+    BRAID_NEAREST_ROUND_PREFER_CEIL,
+    BRAID_NEAREST_FLOOR,
+    BRAID_NEAREST_CEIL
+} braid_resize_nearest;
+braid_tensor braid_resize(braid_graph *g, braid_tensor x, const int64_t *sizes,
+                          const double *scales, braid_resize_mode mode,
+                          braid_resize_coord coord,
+                          braid_resize_nearest nearest);
+
+/* ONNX GlobalMaxPool / GlobalAveragePool: x [N, C, spatial...] (rank >= 3)
+ * → [N, C, 1, ...]; one reduce_max / mean over the spatial axes. */
+braid_tensor braid_global_max_pool(braid_graph *g, braid_tensor x);
+braid_tensor braid_global_avg_pool(braid_graph *g, braid_tensor x);
 
 /* ---- reverse-mode autodiff (docs/training.md) ---------------------------
  *

@@ -37,6 +37,9 @@ typedef enum braid_op_kind {
     /* conv ops: */
     BRAID_KIND_CONV,        /* convolution over 1-3 spatial axes (conv,
                                conv_transpose): x, w[, bias] */
+    BRAID_KIND_WINDOW,      /* each output element from a window of the
+                               spatial axes of x [N, C, spatial...]
+                               (pooling; graph/window.h) */
     BRAID_KIND_COUNT_
 } braid_op_kind;
 
@@ -88,7 +91,8 @@ enum {
  *          arithmetic 1, division and roots 4, transcendentals 8, pow 16,
  *          a uniform draw 16, a normal draw 48; matmul: per multiply-add;
  *          reductions: per input element; softmax: max, sub, exp, sum,
- *          div; 0: memory traffic only) */
+ *          div; windows (pooling): per tap of a window; 0: memory
+ *          traffic only) */
 /* clang-format off */
 #define BRAID_OP_LIST(X) \
     X(INPUT, "input", 0, SOURCE, ANY, 0, 0) \
@@ -176,7 +180,12 @@ enum {
     /* conv ops (flops: per multiply-add of the convolution; no gradient */ \
     /* rule yet, so not flagged differentiable: grad refuses them by name) */ \
     X(CONV, "conv", -1, CONV, FLOAT, 0, 2) \
-    X(CONV_TRANSPOSE, "conv_transpose", -1, CONV, FLOAT, 0, 2)
+    X(CONV_TRANSPOSE, "conv_transpose", -1, CONV, FLOAT, 0, 2) \
+    /* pooling and resize (issue 13); no gradient rules yet: braid_grad \
+     * fails naming the node */ \
+    X(MAX_POOL, "max_pool", 1, WINDOW, NUMBER, BRAID_OPF_EXACT, 1) \
+    X(AVG_POOL, "avg_pool", 1, WINDOW, FLOAT, 0, 1) \
+    X(RESIZE, "resize", 1, WINDOW, FLOAT, 0, 2)
 /* clang-format on */
 
 typedef enum braid_op {

@@ -41,6 +41,9 @@ braid_status br_cpu_prepare(const braid_graph *g, uint32_t id,
         return br_index_prepare(g, id);
     case BRAID_KIND_CONV: /* conv ops */
         return br_conv_prepare(g, id, scratch);
+    case BRAID_KIND_WINDOW:
+        return n->op == BRAID_OP_RESIZE ? br_resize_prepare(g, id, scratch)
+                                        : br_pool_prepare(g, id);
     case BRAID_KIND_COUNT_:
         break;
     }
@@ -87,6 +90,12 @@ braid_status br_cpu_run(const br_kernel_args *a) {
         return BRAID_OK;
     case BRAID_KIND_CONV: /* conv ops */
         br_conv_run(a);
+        return BRAID_OK;
+    case BRAID_KIND_WINDOW:
+        if (a->node->op == BRAID_OP_RESIZE)
+            br_resize_run(a);
+        else
+            br_pool_run(a);
         return BRAID_OK;
     case BRAID_KIND_COUNT_:
         break;

@@ -216,10 +216,8 @@ braid_status br_shape_prepare(const braid_graph *g, uint32_t id) {
     } else if (n->op == BRAID_OP_SLICE && bg_numel(n) > 0) {
         ok = n->rank == x->rank;
         for (int i = 0; ok && i < n->rank; i++)
-            ok = n->attr.start[i] >= 0 && n->attr.step[i] >= 1 &&
-                 n->attr.start[i] < x->dims[i] &&
-                 (n->dims[i] - 1) <=
-                     (x->dims[i] - 1 - n->attr.start[i]) / n->attr.step[i];
+            ok = bg_slice_fits(x->dims[i], n->attr.start[i], n->attr.step[i],
+                               n->dims[i]);
     } else if (n->op == BRAID_OP_RESHAPE || n->op == BRAID_OP_COPY) {
         ok = bg_nbytes(n) == bg_nbytes(x);
     } else if (n->op == BRAID_OP_BROADCAST_TO) {

@@ -4,6 +4,7 @@
  * See runtime/profile/profile.h for the model and docs/profiler.md for what the
  * figures mean. */
 #define _POSIX_C_SOURCE 200809L
+#include "graph/window.h"
 #include "runtime/profile/profile.h"
 
 #include <inttypes.h>
@@ -107,6 +108,8 @@ static double flops_of(const bp_plan *p, uint32_t id) {
         bg_conv_geom c;
         return bg_conv_geom_of(p->res.graph, n, &c) ? 2 * bg_conv_macs(&c) : 0;
     }
+    case BRAID_KIND_WINDOW: /* pooling: a max or an add per tap */
+        return out * bg_window_volume(n);
     case BRAID_KIND_FUSED: {
         uint32_t k = p->res.info[id].program;
         if (k >= p->res.nprograms) return 0;

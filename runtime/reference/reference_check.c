@@ -7,6 +7,7 @@
  * each check below guards an index computed in graph/eval.c. */
 #include "graph/index.h"
 #include "runtime/collective_host.h"
+#include "graph/window.h"
 #include "runtime/reference/reference.h"
 
 #include <string.h>
@@ -110,12 +111,27 @@ static braid_status check_slice(const braid_graph *g, uint32_t id,
     const bg_node *x = bg_node_at(g, n->inputs[0]);
     if (x->rank != n->rank) return BR_BAD(id, n, "rank");
     for (int k = 0; k < n->rank; k++) {
-        int64_t cnt = n->dims[k], s = n->attr.start[k], st = n->attr.step[k];
-        if (cnt == 0) continue;
-        if (s < 0 || st < 1 || s >= x->dims[k] ||
-            (cnt - 1) > (x->dims[k] - 1 - s) / st)
+        if (n->dims[k] > 0 && !bg_slice_fits(x->dims[k], n->attr.start[k],
+                                             n->attr.step[k], n->dims[k]))
             return BR_BAD(id, n, "start/step outside the input");
     }
+    return BRAID_OK;
+}
+
+/* A window node (pooling) whose output shape its attributes and input
+ * give (a plan file's node need not have come from bg_build). */
+static braid_status check_window(const braid_graph *g, uint32_t id,
+                                 const bg_node *n) {
+    const bg_node *x = bg_node_at(g, n->inputs[0]);
+    bg_node want = {0};
+    braid_graph *scratch = braid_graph_new(NULL);
+    if (scratch == NULL) return BRAID_ERR_OUT_OF_MEMORY;
+    braid_status s =
+        bg_infer_window(scratch, n->op, x, &n->attr, n->rank, n->dims, &want);
+    braid_graph_free(scratch);
+    if (s != BRAID_OK || want.dtype != n->dtype || want.rank != n->rank ||
+        memcmp(want.dims, n->dims, sizeof want.dims) != 0)
+        return BR_BAD(id, n, "window attributes");
     return BRAID_OK;
 }
 
@@ -254,6 +270,8 @@ braid_status br_ref_check(const braid_graph *g, uint32_t id) {
                    ? BRAID_OK
                    : BR_BAD(id, n, "convolution shapes or attributes");
     }
+    case BRAID_KIND_WINDOW:
+        return check_window(g, id, n);
     default:
         return bg_set_last_error(BRAID_ERR_UNSUPPORTED,
                                  "reference: node %u (%s) is a compiler-made "

@@ -194,8 +194,9 @@ static braid_tensor gc_slice(gc_env *e, braid_op op) {
     for (int i = 0; i < s.rank; i++) {
         int64_t d = s.dims[i];
         start[i] = gc_int(e, -(int)d, (int)d);
-        stop[i] = gc_int(e, -(int)d, (int)d + 1);
-        step[i] = gc_int(e, 1, 3);
+        stop[i] = gc_int(e, -(int)d - 2, (int)d + 1);
+        /* negative steps too: the gradient reverses the axis back */
+        step[i] = gc_int(e, 1, 3) * (gc_int(e, 0, 1) ? -1 : 1);
     }
     braid_tensor x = gc_input(e, &s, TS_RANGE(-2, 2));
     return braid_slice(e->g, x, start, stop, step);

@@ -160,5 +160,8 @@ bool ts_gen_broadcast(ts_gen *G);
 bool ts_gen_gather(ts_gen *G);  /* gather, scatter (issue #13) */
 bool ts_gen_scatter(ts_gen *G);
 bool ts_gen_source(ts_gen *G);
+/* max_pool / avg_pool of a rank >= 3 operand, resize (random_graph_window.c) */
+bool ts_gen_pool(ts_gen *G);
+bool ts_gen_resize(ts_gen *G);
 
 #endif /* BRAID_TESTS_RANDOM_GRAPH_H */

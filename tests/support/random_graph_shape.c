@@ -77,6 +77,12 @@ static void slice_axis(ts_gen *G, int64_t dim, int64_t *start, int64_t *stop,
     }
     int64_t s = ts_gen_int(G, 0, (int)dim - 1);
     int64_t e = ts_gen_int(G, (int)s + 1, (int)dim);
+    if (ts_gen_chance(G, 0.2)) { /* backwards: e - 1 down to s */
+        *step = -*step;
+        *start = e - 1;
+        *stop = s > 0 ? s - 1 : -dim - 1 - ts_gen_int(G, 0, 2);
+        return;
+    }
     if (ts_gen_chance(G, 0.25)) s -= dim;
     if (ts_gen_chance(G, 0.25))
         e = e == dim ? dim + ts_gen_int(G, 0, 3) : e - dim;

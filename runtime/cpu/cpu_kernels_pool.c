@@ -1,0 +1,119 @@
+/* runtime/cpu/cpu_kernels_pool.c — max_pool and avg_pool (kind WINDOW).
+ *
+ * The geometry is graph/window.h's (every pool seen as 3-D). Work is split
+ * over the pool by output rows (one plane, one position of the two outer
+ * spatial axes, the whole inner axis), so results do not depend on the
+ * thread count. Each output element walks its taps, already clipped to the
+ * input (padding reads nothing), in float64: max is exact in any dtype and
+ * an average's sum in double divided once and rounded by the store gives
+ * the reference's bits (graph/window.c computes the same sum in the same
+ * order). f32 and f64 are read directly, f16/bf16/i32 through bg_load. */
+#include "graph/window.h"
+#include "runtime/cpu/cpu_kernels.h"
+
+#include <math.h>
+
+typedef struct pool_ctx {
+    bg_window w;      /* the geometry */
+    braid_dtype t;    /* dtype of x and the output */
+    bool max;         /* max_pool, else avg_pool */
+    const void *x;    /* the input */
+    void *out;        /* the output */
+} pool_ctx;
+
+/* Window sum or max over taps [j0, j1) per axis starting at input element
+ * base (taps' element steps st[]), reading x through LOAD(i). */
+#define POOL_TAPS(LOAD)                                                        \
+    for (int64_t i = j0[0]; i < j1[0]; i++)                                    \
+        for (int64_t j = j0[1]; j < j1[1]; j++) {                              \
+            int64_t at = base + i * st[0] + j * st[1];                         \
+            for (int64_t k = j0[2]; k < j1[2]; k++) {                          \
+                double v = LOAD(at + k * st[2]);                               \
+                if (!c->max)                                                   \
+                    acc += v;                                                  \
+                else if (v > acc || v != v)                                    \
+                    acc = v;                                                   \
+            }                                                                  \
+        }
+
+#define LOAD_F32(i) ((double)((const float *)c->x)[i])
+#define LOAD_F64(i) (((const double *)c->x)[i])
+#define LOAD_ANY(i) bg_load(c->t, c->x, i)
+
+/* One output element: the taps of position o of plane pl. */
+static double pool_one(const pool_ctx *c, int64_t pl, const int64_t *o) {
+    const bg_window *w = &c->w;
+    int64_t j0[3], j1[3], pad[3], st[3], base = pl;
+    for (int a = 0; a < 3; a++) {
+        bg_window_taps(w, a, o[a], &j0[a], &j1[a], &pad[a]);
+        base = base * w->in[a] + o[a] * w->stride[a] - w->pad_lo[a];
+    }
+    st[2] = w->dilation[2];
+    st[1] = w->in[2] * w->dilation[1];
+    st[0] = w->in[1] * w->in[2] * w->dilation[0];
+    double acc = c->max ? -INFINITY : 0;
+    if (c->t == BRAID_F32) {
+        POOL_TAPS(LOAD_F32)
+    } else if (c->t == BRAID_F64) {
+        POOL_TAPS(LOAD_F64)
+    } else {
+        POOL_TAPS(LOAD_ANY)
+    }
+    if (c->max) return acc;
+    int64_t n = (w->flags & BG_POOL_COUNT_PAD)
+                    ? pad[0] * pad[1] * pad[2]
+                    : (j1[0] - j0[0]) * (j1[1] - j0[1]) * (j1[2] - j0[2]);
+    return acc / (double)n;
+}
+
+/* Output rows [b, e): row r is plane r / (out0·out1), positions of the
+ * outer two axes from the rest; each writes out[2] elements. */
+static void pool_rows(void *ctx, int64_t b, int64_t e) {
+    const pool_ctx *c = ctx;
+    const bg_window *w = &c->w;
+    int64_t len = w->out[2];
+    double v[BR_BLOCK];
+    size_t esz = braid_dtype_size(c->t);
+    for (int64_t r = b; r < e; r++) {
+        int64_t o[3] = {(r / w->out[1]) % w->out[0], r % w->out[1], 0};
+        int64_t pl = r / (w->out[0] * w->out[1]);
+        for (int64_t k0 = 0; k0 < len; k0 += BR_BLOCK) {
+            int64_t m = len - k0 < BR_BLOCK ? len - k0 : BR_BLOCK;
+            for (int64_t k = 0; k < m; k++) {
+                o[2] = k0 + k;
+                v[k] = pool_one(c, pl, o);
+            }
+            br_store_f64(c->t, (char *)c->out + (r * len + k0) * (int64_t)esz,
+                         m, v);
+        }
+    }
+}
+
+braid_status br_pool_prepare(const braid_graph *g, uint32_t id) {
+    const bg_node *n = bg_node_at(g, id);
+    const bg_node *x = bg_node_at(g, n->inputs[0]);
+    bool ok = n->ninputs == 1 && x->dtype == n->dtype && x->rank == n->rank &&
+              x->rank >= 3 && x->rank <= 5 &&
+              bg_op_accepts(n->op, n->dtype);
+    if (ok) return BRAID_OK;
+    return bg_set_last_error(BRAID_ERR_UNSUPPORTED,
+                             "braid_exec_new: node %u: %s of a %s value has "
+                             "no CPU kernel",
+                             id, bg_op(n->op)->name,
+                             braid_dtype_name(n->dtype));
+}
+
+void br_pool_run(const br_kernel_args *a) {
+    const bg_node *n = a->node;
+    if (bg_numel(n) == 0) return;
+    pool_ctx c = {.t = n->dtype,
+                  .max = n->op == BRAID_OP_MAX_POOL,
+                  .x = a->in[0],
+                  .out = a->out};
+    bg_window_get(n, bg_node_at(a->g, n->inputs[0]), &c.w);
+    int64_t rows = c.w.planes * c.w.out[0] * c.w.out[1];
+    int64_t taps = c.w.kernel[0] * c.w.kernel[1] * c.w.kernel[2];
+    int64_t work = c.w.out[2] * (taps > 0 ? taps : 1);
+    br_parallel_for(a->pool, rows, work >= BR_GRAIN ? 1 : BR_GRAIN / work,
+                    pool_rows, &c);
+}
