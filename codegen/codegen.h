@@ -64,7 +64,8 @@ typedef enum bc_kernel_kind {
     BC_KERNEL_GATHER,          /* permute/slice/concat/broadcast/reshape */
     BC_KERNEL_SOURCE,          /* fill, iota, random_uniform/normal */
     BC_KERNEL_EPILOGUE,        /* matmul epilogue (after cuBLAS) */
-    BC_KERNEL_SOFTMAX          /* the softmax op, over rows */
+    BC_KERNEL_SOFTMAX,         /* the softmax op, over rows */
+    BC_KERNEL_AXIS             /* argmax, argmin, topk_*, cumsum */
 } bc_kernel_kind;
 
 /* The pointer a kernel takes after its inputs, if any. */

@@ -160,6 +160,8 @@ braid_status bc_gen_reduce(const bc_node *c, bc_buf *b, bc_kernel *k);
 braid_status bc_gen_softmax(const bc_node *c, bc_buf *b, bc_kernel *k);
 braid_status bc_gen_gather(const bp_plan *p, uint32_t id, bc_buf *b,
                            bc_kernel *k);
+braid_status bc_gen_axis(const bp_plan *p, uint32_t id, bc_buf *b,
+                         bc_kernel *k); /* codegen/axis.c */
 braid_status bc_gen_source(const bp_plan *p, uint32_t id, bc_buf *b,
                            bc_kernel *k, bool *rng);
 

@@ -221,6 +221,8 @@ static braid_status gen_node(const bp_plan *p, uint32_t id, bc_buf *b,
                            "%u inputs are more than a kernel may take (%d)",
                            (unsigned)n->ninputs, BC_MAX_PARAMS);
         s = bc_gen_gather(p, id, b, k);
+    } else if (kind == BRAID_KIND_AXIS) {
+        s = bc_gen_axis(p, id, b, k);
     } else {
         c = malloc(sizeof *c);
         if (!c)

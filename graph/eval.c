@@ -9,6 +9,7 @@
  * meaning in graph/scalar.h (float rules in double, i32 rules wrapping),
  * shared with the CPU kernels. */
 #include "graph/eval.h"
+#include "graph/axis.h"
 #include "graph/scalar.h"
 
 #include <math.h>
@@ -297,6 +298,9 @@ bool bg_eval_node_range(const braid_graph *g, uint32_t id,
     case BRAID_KIND_ROW:
         eval_softmax(n, in[0], out, lo, hi);
         break;
+    case BRAID_KIND_AXIS: /* whole: bg_eval_splits says so */
+        bg_eval_axis(n, input_node(g, n, 0), in[0], out);
+        break;
     case BRAID_KIND_SHAPE:
         if (n->op == BRAID_OP_RESHAPE)
             memcpy(out + lo, in[0] + lo, (size_t)(hi - lo) * sizeof(double));
@@ -324,8 +328,10 @@ bool bg_eval_node(const braid_graph *g, uint32_t id, const double *const *in,
 }
 
 bool bg_eval_splits(const bg_node *n) {
-    /* a reduction scatters its input over its outputs: one piece */
-    return bg_op(n->op)->kind != BRAID_KIND_REDUCE;
+    /* a reduction scatters its input over its outputs, an axis op works
+     * on whole lines: one piece */
+    braid_op_kind k = bg_op(n->op)->kind;
+    return k != BRAID_KIND_REDUCE && k != BRAID_KIND_AXIS;
 }
 
 void bg_eval_round(const bg_node *n, double *v) {

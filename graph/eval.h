@@ -32,7 +32,8 @@ bool bg_eval_node(const braid_graph *g, uint32_t id, const double *const *in,
 bool bg_eval_node_range(const braid_graph *g, uint32_t id,
                         const double *const *in, double *out, const void *data,
                         int64_t lo, int64_t hi);
-/* Whether node n may be evaluated in pieces (all but reductions). */
+/* Whether node n may be evaluated in pieces (all but reductions and axis
+ * ops). */
 bool bg_eval_splits(const bg_node *n);
 
 #endif /* BRAID_GRAPH_EVAL_H */

@@ -293,6 +293,19 @@ static void put_collective_attrs(pbuf *b, const bg_node *n) {
         putf(b, " reduce=%s", braid_reduce_name((braid_reduce_kind)a->flags));
 }
 
+/* axis, k (topk) and the flags of an axis op (graph/axis.h). */
+static void put_axis_attrs(pbuf *b, const bg_node *n) {
+    const bg_attrs *a = &n->attr;
+    putf(b, " axis=%ld", (long)a->axis);
+    if (n->op == BRAID_OP_TOPK_VALUES || n->op == BRAID_OP_TOPK_INDICES)
+        putf(b, " k=%llu", (unsigned long long)a->seed);
+    if (a->flags & BG_KEEPDIMS) puts_(b, " keepdims");
+    if (a->flags & BG_SELECT_LAST) puts_(b, " select_last");
+    if (a->flags & BG_SMALLEST) puts_(b, " smallest");
+    if (a->flags & BG_EXCLUSIVE) puts_(b, " exclusive");
+    if (a->flags & BG_REVERSE) puts_(b, " reverse");
+}
+
 /* The attributes of a non-source op, after its operands. */
 static void put_op_attrs(pbuf *b, const braid_graph *g, const bg_node *n) {
     const bg_attrs *a = &n->attr;
@@ -333,6 +346,13 @@ static void put_op_attrs(pbuf *b, const braid_graph *g, const bg_node *n) {
     case BRAID_OP_BROADCAST:
     case BRAID_OP_REDUCE_SCATTER:
         put_collective_attrs(b, n);
+        break;
+    case BRAID_OP_ARGMAX: /* axis ops */
+    case BRAID_OP_ARGMIN:
+    case BRAID_OP_TOPK_VALUES:
+    case BRAID_OP_TOPK_INDICES:
+    case BRAID_OP_CUMSUM:
+        put_axis_attrs(b, n);
         break;
     default:
         break;

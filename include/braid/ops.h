@@ -28,6 +28,10 @@ typedef enum braid_op_kind {
     BRAID_KIND_COLLECTIVE,  /* one member of a collective group (all_reduce,
                                all_gather, broadcast, reduce_scatter):
                                docs/multi-gpu.md */
+    /* index ops (argmax/argmin, topk, cumsum): */
+    BRAID_KIND_AXIS,        /* each line along attr.axis of the one input
+                               gives the same line of the output (argmax,
+                               argmin: one element; topk: k; cumsum: all) */
     BRAID_KIND_COUNT_
 } braid_op_kind;
 
@@ -66,7 +70,8 @@ enum {
  *          arithmetic 1, division and roots 4, transcendentals 8, pow 16,
  *          a uniform draw 16, a normal draw 48; matmul: per multiply-add;
  *          reductions: per input element; softmax: max, sub, exp, sum,
- *          div; 0: memory traffic only) */
+ *          div; axis ops: per input element, topk a sort's compares;
+ *          0: memory traffic only) */
 /* clang-format off */
 #define BRAID_OP_LIST(X) \
     X(INPUT, "input", 0, SOURCE, ANY, 0, 0) \
@@ -125,7 +130,14 @@ enum {
     X(ALL_REDUCE, "all_reduce", -1, COLLECTIVE, NUMBER, BRAID_OPF_DIFFERENTIABLE, 1) \
     X(ALL_GATHER, "all_gather", -1, COLLECTIVE, ANY, BRAID_OPF_DIFFERENTIABLE, 0) \
     X(BROADCAST, "broadcast", -1, COLLECTIVE, ANY, BRAID_OPF_DIFFERENTIABLE, 0) \
-    X(REDUCE_SCATTER, "reduce_scatter", -1, COLLECTIVE, NUMBER, BRAID_OPF_DIFFERENTIABLE, 1)
+    X(REDUCE_SCATTER, "reduce_scatter", -1, COLLECTIVE, NUMBER, BRAID_OPF_DIFFERENTIABLE, 1) \
+    /* index ops: argmax/argmin, topk, cumsum, reduce_prod (docs/ops.md) */ \
+    X(ARGMAX, "argmax", 1, AXIS, NUMBER, 0, 1) \
+    X(ARGMIN, "argmin", 1, AXIS, NUMBER, 0, 1) \
+    X(TOPK_VALUES, "topk_values", 1, AXIS, NUMBER, BRAID_OPF_DIFFERENTIABLE, 8) \
+    X(TOPK_INDICES, "topk_indices", 1, AXIS, NUMBER, 0, 8) \
+    X(CUMSUM, "cumsum", 1, AXIS, NUMBER, BRAID_OPF_DIFFERENTIABLE, 1) \
+    X(REDUCE_PROD, "reduce_prod", 1, REDUCE, NUMBER, BRAID_OPF_DIFFERENTIABLE, 1)
 /* clang-format on */
 
 typedef enum braid_op {

@@ -35,6 +35,8 @@ braid_status br_cpu_prepare(const braid_graph *g, uint32_t id,
         return br_fused_prepare(g, id, scratch);
     case BRAID_KIND_COLLECTIVE:
         return br_coll_check_local(g, id, "braid_exec_new");
+    case BRAID_KIND_AXIS:
+        return br_axis_prepare(g, id, scratch);
     case BRAID_KIND_COUNT_:
         break;
     }
@@ -74,6 +76,9 @@ void br_cpu_run(const br_kernel_args *a) {
         return;
     case BRAID_KIND_COLLECTIVE:
         br_coll_cpu_run(a->g, a->id, a->in, a->out);
+        return;
+    case BRAID_KIND_AXIS:
+        br_axis_run(a);
         return;
     case BRAID_KIND_COUNT_:
         break;

@@ -84,5 +84,9 @@ void br_matmul_run(const br_kernel_args *a);
 braid_status br_shape_prepare(const braid_graph *g, uint32_t id);
 void br_shape_run(const br_kernel_args *a);
 void br_source_run(const br_kernel_args *a);
+/* argmax, argmin, topk_*, cumsum (cpu_kernels_axis.c) */
+braid_status br_axis_prepare(const braid_graph *g, uint32_t id,
+                             size_t *scratch);
+void br_axis_run(const br_kernel_args *a);
 
 #endif /* BRAID_RUNTIME_CPU_KERNELS_H */

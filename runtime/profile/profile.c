@@ -103,6 +103,8 @@ static double flops_of(const bp_plan *p, uint32_t id) {
         return 2 * out * matmul_k(p->res.graph, n, n->attr.flags);
     case BRAID_KIND_ROW: /* softmax per element: max, sub, exp, add, div */
         return 5 * out;
+    case BRAID_KIND_AXIS: /* a compare or an add per input element */
+        return (double)bg_numel(bg_node_at(p->res.graph, n->inputs[0]));
     case BRAID_KIND_FUSED: {
         uint32_t k = p->res.info[id].program;
         if (k >= p->res.nprograms) return 0;

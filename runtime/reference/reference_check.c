@@ -5,6 +5,7 @@
  * ever fail for a graph corrupted behind the builder's back (or by a bug in
  * a loader). They exist because the oracle must never read out of bounds:
  * each check below guards an index computed in graph/eval.c. */
+#include "graph/axis.h"
 #include "runtime/collective_host.h"
 #include "runtime/reference/reference.h"
 
@@ -193,6 +194,10 @@ braid_status br_ref_check(const braid_graph *g, uint32_t id) {
         return check_concat(g, id, n);
     case BRAID_KIND_COLLECTIVE:
         return br_coll_check_local(g, id, "reference");
+    case BRAID_KIND_AXIS:
+        return bg_axis_well_formed(n, bg_node_at(g, n->inputs[0]))
+                   ? BRAID_OK
+                   : BR_BAD(id, n, "axis, flags, k or result type");
     default:
         return bg_set_last_error(BRAID_ERR_UNSUPPORTED,
                                  "reference: node %u (%s) is a compiler-made "
