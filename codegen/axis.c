@@ -205,8 +205,8 @@ static void emit_cumsum(bc_buf *b, const ax_gen *g, bool wide) {
                   "        }\n"
                   "        const %s w = c + %s;\n"
                   "        if (s < %lldLL) {\n",
-                  acc, len, BC_BLOCK, jx, len, acc, g->load, acc, BC_BLOCK,
-                  acc, acc, acc, pick, len);
+                  acc, len, BC_BLOCK, jx, len, acc, g->load, acc, BC_BLOCK, acc,
+                  acc, acc, pick, len);
     emit_cumsum_store(b, g, "w", "            ");
     bc_buf_printf(b,
                   "        }\n"
@@ -246,8 +246,8 @@ braid_status bc_gen_axis(const bp_plan *p, uint32_t id, bc_buf *b,
     int64_t blocks;
     if (g.n->op == BRAID_OP_ARGMAX || g.n->op == BRAID_OP_ARGMIN) {
         emit_arg(b, &g, !wide);
-        blocks = wide ? bc_cdiv(g.lines, BC_BLOCK)
-                      : bc_cdiv(g.lines, BC_BLOCK / 32);
+        blocks =
+            wide ? bc_cdiv(g.lines, BC_BLOCK) : bc_cdiv(g.lines, BC_BLOCK / 32);
     } else if (g.n->op == BRAID_OP_CUMSUM) {
         emit_cumsum(b, &g, wide);
         blocks = wide ? bc_cdiv(g.lines, BC_BLOCK) : g.lines;

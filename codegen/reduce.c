@@ -1,5 +1,5 @@
-/* codegen/reduce.c — reductions (sum, mean, reduce_max, reduce_min) with
- * their elementwise prologue inlined at the load.
+/* codegen/reduce.c — reductions (sum, mean, reduce_max, reduce_min,
+ * reduce_prod) with their elementwise prologue inlined at the load.
  *
  * The iteration space (the reduction's input shape) is split, as the CPU
  * kernel does, into alternating groups of kept and reduced axes; an output

@@ -95,8 +95,8 @@ braid_status bg_infer_axis(braid_graph *g, braid_op op, const bg_node *x,
     bg_type_str(x, t, sizeof t);
     const char *name = bg_op(op)->name;
     if (!bg_op_accepts(op, x->dtype))
-        return bg_fail(g, BRAID_ERR_DTYPE, "%s: operand %s; expected %s",
-                       name, t, bg_op_dtypes_text(op));
+        return bg_fail(g, BRAID_ERR_DTYPE, "%s: operand %s; expected %s", name,
+                       t, bg_op_dtypes_text(op));
     if (a->flags & ~allowed_flags(op))
         return bg_fail(g, BRAID_ERR_INVALID_ARGUMENT,
                        "%s: unknown flags 0x%x for this op", name,

@@ -44,8 +44,8 @@ static inline bool bg_axis_same(double a, double b) {
 
 /* Whether element (a, ia) comes before (b, ib) in topk's order: largest
  * first (smallest first with BG_SMALLEST), NaN above +inf, ties by index. */
-static inline bool bg_topk_before(bool smallest, double a, int64_t ia,
-                                  double b, int64_t ib) {
+static inline bool bg_topk_before(bool smallest, double a, int64_t ia, double b,
+                                  int64_t ib) {
     if (bg_axis_same(a, b)) return ia < ib;
     return smallest ? bg_axis_above(b, a) : bg_axis_above(a, b);
 }

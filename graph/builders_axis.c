@@ -90,9 +90,8 @@ braid_tensor braid_reduce_logsumexp(braid_graph *g, braid_tensor x, int naxes,
     if (!braid_tensor_valid(m)) return BRAID_NONE;
     braid_dtype t = g->nodes[m.id].dtype;
     braid_tensor shift = ba_finite_or_zero(g, m, t);
-    braid_tensor s =
-        braid_sum(g, braid_exp(g, braid_sub(g, x, shift)), naxes, axes,
-                  keepdims);
+    braid_tensor s = braid_sum(g, braid_exp(g, braid_sub(g, x, shift)), naxes,
+                               axes, keepdims);
     if (!braid_tensor_valid(s)) return BRAID_NONE;
     if (!keepdims) {
         const bg_node *sn = &g->nodes[s.id];

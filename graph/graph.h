@@ -31,8 +31,8 @@ typedef struct bg_attrs {
     double value[2];  /* fill: value[0]; random_uniform: low, high;
                          random_normal: mean, stddev */
     uint64_t seed;    /* random_*: the seed; topk_*: k */
-    int32_t axis;     /* iota: counted axis; concat: joined axis; axis ops
-                         (argmax, argmin, topk_*, cumsum): the axis, 0..rank-1 */
+    int32_t axis;     /* iota: counted axis; concat: joined axis; axis
+                         ops (argmax, argmin, topk_*, cumsum): 0..rank-1 */
     uint32_t flags;   /* matmul: BRAID_TRANSPOSE_A|B; reduce: BG_KEEPDIMS;
                          axis ops: BG_KEEPDIMS, BG_SELECT_LAST, BG_EXCLUSIVE,
                          BG_REVERSE, BG_SMALLEST (graph/axis.h) */

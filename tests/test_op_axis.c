@@ -41,74 +41,26 @@ Test(op_axis, random_cases_against_the_reference, .timeout = 600) {
 
 /* ---- literal values ------------------------------------------------------ */
 
-/* Runs g (outputs marked) on x's values through the CPU and the reference
- * and checks both against want[output][i]. */
-static void expect(braid_graph *g, const float *x, int64_t n,
-                   const double *const *want) {
-    ts_io *io = ts_io_new(g, 1);
-    cr_assert(io);
-    memcpy((void *)io->in[0].data, x, (size_t)n * sizeof *x);
-    cr_assert_eq(ts_run_both(g, io), BRAID_OK, "%s", braid_last_error());
-    for (uint32_t o = 0; o < io->noutputs; o++)
-        for (int64_t i = 0; i < io->out_numel[o]; i++) {
-            double got = bg_load(io->out_dtype[o], io->out[o].data, i);
-            double ref = bg_load(io->out_dtype[o], io->ref[o].data, i);
-            double w = want[o][i];
-            cr_assert(isnan(w) ? isnan(got) && isnan(ref)
-                               : got == w && ref == w,
-                      "output %u element %lld: cpu %g reference %g, want %g",
-                      (unsigned)o, (long long)i, got, ref, w);
-        }
-    ts_io_free(io);
-}
-
 Test(op_axis, nan_and_tie_rules) {
-    const float x[] = {1, NAN, 3, NAN, 3, -INFINITY, 3, INFINITY};
-    braid_graph *g = braid_graph_new(NULL);
-    braid_tensor in = braid_input(g, "x", BRAID_F32, 1, DIMS(8));
-    braid_tensor first = braid_slice(g, in, DIMS(2), DIMS(7), NULL);
-    braid_tensor vi = BRAID_NONE, si = BRAID_NONE;
-    braid_output(g, "amax", braid_argmax(g, in, 0, false, false));
-    braid_output(g, "amax_last", braid_argmax(g, in, 0, false, true));
-    braid_output(g, "amin", braid_argmin(g, in, 0, false, false));
-    braid_output(g, "ties", braid_argmax(g, first, 0, true, false));
-    braid_output(g, "ties_last", braid_argmax(g, first, 0, true, true));
-    braid_output(g, "tv", braid_topk(g, in, 4, 0, true, &vi));
-    braid_output(g, "ti", vi);
-    braid_output(g, "sv", braid_topk(g, in, 3, 0, false, &si));
-    braid_output(g, "si", si);
-    cr_assert_eq(braid_graph_status(g), BRAID_OK, "%s", braid_graph_error(g));
-    /* the slice [3, NaN, 3, -inf, 3]: its NaN wins, first or last */
-    const double amax[] = {1}, amax_last[] = {3}, amin[] = {1};
-    const double ties[] = {1}, ties_last[] = {1};
-    const double tv[] = {NAN, NAN, INFINITY, 3}, ti[] = {1, 3, 7, 2};
-    const double sv[] = {-INFINITY, 1, 3}, si_[] = {5, 0, 2};
-    const double *want[] = {amax, amax_last, amin, ties, ties_last,
-                            tv,   ti,        sv,   si_};
-    expect(g, x, 8, want);
-    braid_graph_free(g);
-}
-
-Test(op_axis, ties_pick_first_or_last) {
-    const float x[] = {2, 5, 5, 1, 5, 0};
-    braid_graph *g = braid_graph_new(NULL);
-    braid_tensor in = braid_input(g, "x", BRAID_F32, 2, DIMS(2, 3));
-    braid_output(g, "a", braid_argmax(g, in, 1, false, false));
-    braid_output(g, "b", braid_argmax(g, in, 1, false, true));
-    braid_output(g, "c", braid_argmax(g, in, 0, true, true));
-    braid_output(g, "d", braid_cumsum(g, in, 1, true, true));
-    const double a[] = {1, 1}, b[] = {2, 1}, c[] = {0, 1, 0};
-    const double d[] = {10, 5, 0, 5, 0, 0};
-    const double *want[] = {a, b, c, d};
-    expect(g, x, 6, want);
-    braid_graph_free(g);
+    for (int k = 0; k < TS_AXIS_LITERALS; k++) {
+        ts_axis_literal l = ts_axis_literal_make(k);
+        ts_io *io = ts_io_new(l.g, 1);
+        cr_assert(io);
+        memcpy((void *)io->in[0].data, l.x, (size_t)l.n * sizeof *l.x);
+        cr_assert_eq(ts_run_both(l.g, io), BRAID_OK, "%s", braid_last_error());
+        char msg[512];
+        cr_assert(ts_axis_literal_check(&l, io, msg, sizeof msg), "case %d: %s",
+                  k, msg);
+        ts_io_free(io);
+        braid_graph_free(l.g);
+    }
 }
 
 /* ---- log-sum-exp --------------------------------------------------------- */
 
 Test(op_axis, logsumexp_matches_the_formula) {
     const float x[] = {1000, 1001, 999, -INFINITY, -INFINITY, -INFINITY,
-                       0.5f, -1, 2, 1, INFINITY, 3};
+                       0.5f, -1,   2,   1,         INFINITY,  3};
     braid_graph *g = braid_graph_new(NULL);
     braid_tensor in = braid_input(g, "x", BRAID_F32, 2, DIMS(4, 3));
     braid_output(g, "y", braid_reduce_logsumexp(g, in, 1, (int[]){1}, false));
@@ -169,13 +121,27 @@ static void expect_error(int which, const char *needle) {
     braid_tensor i = braid_input(g, "i", BRAID_I32, 1, DIMS(3));
     braid_tensor idx = braid_input(g, "dummy", BRAID_F32, 0, NULL), y;
     switch (which) {
-    case 0: y = braid_argmax(g, x, 2, false, false); break;
-    case 1: y = braid_argmin(g, e, 1, false, false); break;
-    case 2: y = braid_topk(g, x, 7, 1, true, &idx); break;
-    case 3: y = braid_topk(g, x, -1, 1, true, &idx); break;
-    case 4: y = braid_cumsum(g, b, 0, false, false); break;
-    case 5: y = braid_reduce_logsumexp(g, i, 0, NULL, false); break;
-    default: y = braid_reduce_prod(g, x, 1, (int[]){-3}, false); break;
+    case 0:
+        y = braid_argmax(g, x, 2, false, false);
+        break;
+    case 1:
+        y = braid_argmin(g, e, 1, false, false);
+        break;
+    case 2:
+        y = braid_topk(g, x, 7, 1, true, &idx);
+        break;
+    case 3:
+        y = braid_topk(g, x, -1, 1, true, &idx);
+        break;
+    case 4:
+        y = braid_cumsum(g, b, 0, false, false);
+        break;
+    case 5:
+        y = braid_reduce_logsumexp(g, i, 0, NULL, false);
+        break;
+    default:
+        y = braid_reduce_prod(g, x, 1, (int[]){-3}, false);
+        break;
     }
     cr_assert(!braid_tensor_valid(y), "case %d built", which);
     cr_assert(which != 2 || !braid_tensor_valid(idx));
@@ -216,7 +182,9 @@ Test(op_axis, builder_shapes) {
         {braid_topk(g, x, 3, 1, false, &idx), BRAID_F16, 3, {2, 3, 7}},
         {idx, BRAID_I32, 3, {2, 3, 7}},
         {braid_cumsum(g, x, 2, true, false), BRAID_F16, 3, {2, 5, 7}},
-        {braid_reduce_logsumexp(g, x, 2, (int[]){0, 2}, false), BRAID_F16, 1,
+        {braid_reduce_logsumexp(g, x, 2, (int[]){0, 2}, false),
+         BRAID_F16,
+         1,
          {5}},
     };
     cr_assert_eq(braid_graph_status(g), BRAID_OK, "%s", braid_graph_error(g));
@@ -268,15 +236,15 @@ Test(op_axis, text_round_trip) {
     braid_graph_free(h);
     braid_graph_free(g);
     /* attributes are checked like the builder's arguments */
-    const char *bad[] = {
-        "braid-graph 1\n%x = input f32[3] name=\"x\"\n"
-        "%y = topk_values %x axis=0 k=4 : f32[4]\n",
-        "braid-graph 1\n%x = input f32[3] name=\"x\"\n"
-        "%y = argmax %x axis=0 exclusive : i32[]\n",
-        "braid-graph 1\n%x = input f32[3] name=\"x\"\n"
-        "%y = topk_indices %x axis=0 : i32[1]\n"};
-    const char *why[] = {"k = 4 exceeds", "has no attribute", "needs "
-                                                              "attribute 'k'"};
+    const char *bad[] = {"braid-graph 1\n%x = input f32[3] name=\"x\"\n"
+                         "%y = topk_values %x axis=0 k=4 : f32[4]\n",
+                         "braid-graph 1\n%x = input f32[3] name=\"x\"\n"
+                         "%y = argmax %x axis=0 exclusive : i32[]\n",
+                         "braid-graph 1\n%x = input f32[3] name=\"x\"\n"
+                         "%y = topk_indices %x axis=0 : i32[1]\n"};
+    const char *why[] = {"k = 4 exceeds", "has no attribute",
+                         "needs "
+                         "attribute 'k'"};
     for (int k = 0; k < 3; k++) {
         braid_graph *b = braid_graph_parse(bad[k], strlen(bad[k]), "b", NULL);
         cr_assert_neq(braid_graph_status(b), BRAID_OK, "case %d", k);
@@ -311,9 +279,9 @@ static void run_plan(const braid_graph *g, const braid_plan *p, bool emulate,
                      ts_io *io, const char *what) {
     cr_assert_eq(pf_run(p, io, emulate, 5), BRAID_OK, "%s: %s", what,
                  braid_last_error());
-    cr_assert_eq(braid_reference_run(g, io->in, io->ninputs, io->ref,
-                                     io->noutputs),
-                 BRAID_OK, "%s", braid_last_error());
+    cr_assert_eq(
+        braid_reference_run(g, io->in, io->ninputs, io->ref, io->noutputs),
+        BRAID_OK, "%s", braid_last_error());
     char msg[900];
     cr_assert(ts_io_compare(io, msg, sizeof msg), "%s: %s", what, msg);
 }
@@ -380,8 +348,8 @@ Test(op_axis, kernels_compile_with_nvrtc, .timeout = 600) {
             o.devices = "cpu,cuda:0";
             o.archs = "sm_90";
             braid_plan *p = NULL;
-            cr_assert_eq(braid_compile(c.g, &o, &p), BRAID_OK, "%s: %s",
-                         c.what, braid_last_error());
+            cr_assert_eq(braid_compile(c.g, &o, &p), BRAID_OK, "%s: %s", c.what,
+                         braid_last_error());
             braid_plan_free(p);
             braid_graph_free(c.g);
         }

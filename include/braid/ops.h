@@ -28,10 +28,10 @@ typedef enum braid_op_kind {
     BRAID_KIND_COLLECTIVE,  /* one member of a collective group (all_reduce,
                                all_gather, broadcast, reduce_scatter):
                                docs/multi-gpu.md */
-    /* index ops (argmax/argmin, topk, cumsum): */
-    BRAID_KIND_AXIS,        /* each line along attr.axis of the one input
-                               gives the same line of the output (argmax,
-                               argmin: one element; topk: k; cumsum: all) */
+    /* axis ops (argmax, argmin, topk, cumsum): each line along attr.axis
+     * of the one input gives the same line of the output (argmax, argmin:
+     * one element; topk: k; cumsum: all of it) */
+    BRAID_KIND_AXIS,
     BRAID_KIND_COUNT_
 } braid_op_kind;
 

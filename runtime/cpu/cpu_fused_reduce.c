@@ -33,7 +33,7 @@
 
 typedef struct red {
     const br_fz *z; /* the prologue, set up for the arrangement */
-    braid_op op;    /* sum, mean, reduce_max, reduce_min */
+    braid_op op;    /* sum, mean, reduce_max, reduce_min, reduce_prod */
     braid_dtype t;  /* the output's dtype (= the prologue value's) */
     br_fz_ct ct;    /* the prologue value's compute type */
     char *out;      /* the output */

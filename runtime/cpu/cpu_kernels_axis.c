@@ -189,8 +189,7 @@ braid_status br_axis_prepare(const braid_graph *g, uint32_t id,
     if (n->op == BRAID_OP_TOPK_VALUES || n->op == BRAID_OP_TOPK_INDICES) {
         bg_axis_lines l;
         bg_axis_lines_of(n, x, &l);
-        size_t bytes =
-            (size_t)topk_group_count(&l) * topk_group_bytes(l.len);
+        size_t bytes = (size_t)topk_group_count(&l) * topk_group_bytes(l.len);
         if (l.olen > 0 && bytes > *scratch) *scratch = bytes;
     }
     return BRAID_OK;
@@ -198,7 +197,10 @@ braid_status br_axis_prepare(const braid_graph *g, uint32_t id,
 
 void br_axis_run(const br_kernel_args *a) {
     const bg_node *n = a->node, *x = bg_node_at(a->g, n->inputs[0]);
-    ax_ctx c = {.n = n, .t = x->dtype, .in = a->in[0], .out = a->out,
+    ax_ctx c = {.n = n,
+                .t = x->dtype,
+                .in = a->in[0],
+                .out = a->out,
                 .scratch = a->scratch};
     c.esz = braid_dtype_size(c.t);
     bg_axis_lines_of(n, x, &c.l);

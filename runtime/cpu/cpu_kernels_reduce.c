@@ -1,4 +1,5 @@
-/* runtime/cpu/cpu_kernels_reduce.c — sum, mean, reduce_max, reduce_min.
+/* runtime/cpu/cpu_kernels_reduce.c — sum, mean, reduce_max, reduce_min,
+ * reduce_prod.
  *
  * The input's dims are collapsed into alternating groups of kept and reduced
  * axes (size-1 axes dropped, neighbours of one kind merged). Then one of two
@@ -21,7 +22,7 @@
 #define RED_PIECE 16384
 
 typedef struct red_ctx {
-    braid_op op;    /* sum, mean, reduce_max, reduce_min */
+    braid_op op;    /* sum, mean, reduce_max, reduce_min, reduce_prod */
     braid_dtype t;  /* input and output dtype */
     size_t esz;     /* element size */
     const char *in; /* input base */

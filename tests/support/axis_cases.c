@@ -3,11 +3,12 @@
 #include "tests/support/axis_cases.h"
 
 #include <criterion/criterion.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 static const char *const op_names[TS_AX_COUNT_] = {
-    "argmax", "argmin", "topk_values", "topk_indices",
+    "argmax", "argmin",      "topk_values",     "topk_indices",
     "cumsum", "reduce_prod", "reduce_logsumexp"};
 
 static braid_dtype pick_dtype(uint64_t *st, bool floats_only) {
@@ -55,9 +56,8 @@ static braid_tensor reduce_case(braid_graph *g, ts_axis_op op, braid_tensor x,
         if (ts_rand_int(st, 0, 1)) axes[naxes++] = k - s->rank * (k & 1);
     bool keep = ts_rand_int(st, 0, 1);
     snprintf(what, n, " axes=%d of them%s", naxes, keep ? " keepdims" : "");
-    return op == TS_AX_PROD
-               ? braid_reduce_prod(g, x, naxes, axes, keep)
-               : braid_reduce_logsumexp(g, x, naxes, axes, keep);
+    return op == TS_AX_PROD ? braid_reduce_prod(g, x, naxes, axes, keep)
+                            : braid_reduce_logsumexp(g, x, naxes, axes, keep);
 }
 
 static braid_tensor build(braid_graph *g, ts_axis_op op, braid_tensor x,
@@ -79,8 +79,9 @@ static braid_tensor build(braid_graph *g, ts_axis_op op, braid_tensor x,
                                   : braid_argmin(g, x, axis, f1, f2);
     }
     int64_t len = s->dims[ax];
-    int64_t k = ts_rand_int(st, 0, 3) == 0 ? ts_rand_int(st, 0, (int)len)
-                                           : ts_rand_int(st, 0, len < 8 ? (int)len : 8);
+    int64_t k = ts_rand_int(st, 0, 3) == 0
+                    ? ts_rand_int(st, 0, (int)len)
+                    : ts_rand_int(st, 0, len < 8 ? (int)len : 8);
     snprintf(what, n, " axis=%d k=%lld%s", axis, (long long)k,
              f1 ? " smallest" : "");
     braid_tensor idx = BRAID_NONE;
@@ -103,8 +104,83 @@ ts_axis_case ts_axis_case_make(ts_axis_op op, uint64_t seed, int64_t max_len) {
     cr_assert(braid_tensor_valid(c.y), "%s: %s", op_names[op],
               braid_graph_error(c.g));
     snprintf(c.what, sizeof c.what, "%s %s%s%s (seed %llu)", op_names[op],
-             braid_dtype_name(dt), ts_shape_str(&s, shape, sizeof shape),
-             attrs, (unsigned long long)seed);
-    if (c.range.ints) strncat(c.what, " ties", sizeof c.what - strlen(c.what) - 1);
+             braid_dtype_name(dt), ts_shape_str(&s, shape, sizeof shape), attrs,
+             (unsigned long long)seed);
+    if (c.range.ints)
+        strncat(c.what, " ties", sizeof c.what - strlen(c.what) - 1);
     return c;
+}
+
+/* ---- literal cases ------------------------------------------------------- */
+
+#define DIMS(...) ((const int64_t[]){__VA_ARGS__})
+
+/* x = [1, NaN, 3, NaN, 3, -inf, 3, inf]: argmax / argmin take the first NaN
+ * (the last with select_last), also in the slice [3, NaN, 3, -inf, 3];
+ * topk ranks NaN above +inf, equal values in index order. */
+static ts_axis_literal nan_case(void) {
+    static const float x[] = {1, NAN, 3, NAN, 3, -INFINITY, 3, INFINITY};
+    static const double amax[] = {1}, amax_last[] = {3}, amin[] = {1};
+    static const double sl[] = {1}, sl_last[] = {1};
+    static const double tv[] = {NAN, NAN, INFINITY, 3}, ti[] = {1, 3, 7, 2};
+    static const double sv[] = {-INFINITY, 1, 3}, si[] = {5, 0, 2};
+    static const double *const want[] = {amax, amax_last, amin, sl, sl_last,
+                                         tv,   ti,        sv,   si};
+    braid_graph *g = braid_graph_new(NULL);
+    braid_tensor in = braid_input(g, "x", BRAID_F32, 1, DIMS(8));
+    braid_tensor part = braid_slice(g, in, DIMS(2), DIMS(7), NULL);
+    braid_tensor vi = BRAID_NONE, si_t = BRAID_NONE;
+    braid_output(g, "amax", braid_argmax(g, in, 0, false, false));
+    braid_output(g, "amax_last", braid_argmax(g, in, 0, false, true));
+    braid_output(g, "amin", braid_argmin(g, in, 0, false, false));
+    braid_output(g, "slice", braid_argmax(g, part, 0, true, false));
+    braid_output(g, "slice_last", braid_argmin(g, part, 0, true, true));
+    braid_output(g, "tv", braid_topk(g, in, 4, 0, true, &vi));
+    braid_output(g, "ti", vi);
+    braid_output(g, "sv", braid_topk(g, in, 3, 0, false, &si_t));
+    braid_output(g, "si", si_t);
+    return (ts_axis_literal){g, x, 8, want};
+}
+
+/* x = [[2, 5, 5], [1, 5, 0]]: ties to the first or the last index; an
+ * exclusive reverse cumsum. */
+static ts_axis_literal tie_case(void) {
+    static const float x[] = {2, 5, 5, 1, 5, 0};
+    static const double a[] = {1, 1}, b[] = {2, 1}, c[] = {0, 1, 0};
+    static const double d[] = {10, 5, 0, 5, 0, 0}, e[] = {0, 2};
+    static const double *const want[] = {a, b, c, d, e};
+    braid_graph *g = braid_graph_new(NULL);
+    braid_tensor in = braid_input(g, "x", BRAID_F32, 2, DIMS(2, 3));
+    braid_output(g, "a", braid_argmax(g, in, 1, false, false));
+    braid_output(g, "b", braid_argmax(g, in, 1, false, true));
+    braid_output(g, "c", braid_argmax(g, in, 0, true, true));
+    braid_output(g, "d", braid_cumsum(g, in, 1, true, true));
+    braid_output(g, "e", braid_argmin(g, in, 1, false, true));
+    return (ts_axis_literal){g, x, 6, want};
+}
+
+ts_axis_literal ts_axis_literal_make(int which) {
+    ts_axis_literal l = which == 0 ? nan_case() : tie_case();
+    cr_assert_eq(braid_graph_status(l.g), BRAID_OK, "%s",
+                 braid_graph_error(l.g));
+    return l;
+}
+
+bool ts_axis_literal_check(const ts_axis_literal *l, const ts_io *io, char *msg,
+                           size_t size) {
+    for (uint32_t o = 0; o < io->noutputs; o++)
+        for (int64_t i = 0; i < io->out_numel[o]; i++) {
+            double got = bg_load(io->out_dtype[o], io->out[o].data, i);
+            double ref = bg_load(io->out_dtype[o], io->ref[o].data, i);
+            double w = l->want[o][i];
+            bool ok =
+                isnan(w) ? isnan(got) && isnan(ref) : got == w && ref == w;
+            if (ok) continue;
+            snprintf(msg, size,
+                     "output %u element %lld: executor %g, reference %g, "
+                     "want %g",
+                     (unsigned)o, (long long)i, got, ref, w);
+            return false;
+        }
+    return true;
 }

@@ -36,4 +36,21 @@ typedef struct ts_axis_case {
  * so that ties happen. Asserts that building succeeded. */
 ts_axis_case ts_axis_case_make(ts_axis_op op, uint64_t seed, int64_t max_len);
 
+/* A case with literal values: the NaN rules (which 0) or ties (which 1).
+ * The graph has input "x" (f32, n values) and several outputs. */
+typedef struct ts_axis_literal {
+    braid_graph *g;            /* owned: free with braid_graph_free */
+    const float *x;            /* x's values (static) */
+    int64_t n;                 /* their count */
+    const double *const *want; /* per output, its values (static) */
+} ts_axis_literal;
+
+#define TS_AXIS_LITERALS 2
+ts_axis_literal ts_axis_literal_make(int which);
+
+/* io->out (an executor's) and io->ref (the reference's) both equal
+ * l->want, NaN where want is NaN; else false with a message. */
+bool ts_axis_literal_check(const ts_axis_literal *l, const ts_io *io, char *msg,
+                           size_t size);
+
 #endif /* BRAID_TESTS_AXIS_CASES_H */

@@ -347,6 +347,7 @@ static bool gen_one(ts_gen *G) {
         {ts_gen_reduce, 10}, {ts_gen_reshape, 4},    {ts_gen_permute, 4},
         {ts_gen_slice, 4},   {ts_gen_concat, 4},     {ts_gen_broadcast, 3},
         {ts_gen_softmax, 2}, {ts_gen_layer_norm, 2}, {ts_gen_source, 3},
+        {ts_gen_axis, 4},    {ts_gen_reduce_prod, 2},
     };
     int total = 0;
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)

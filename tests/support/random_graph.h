@@ -150,5 +150,9 @@ bool ts_gen_slice(ts_gen *G);
 bool ts_gen_concat(ts_gen *G);
 bool ts_gen_broadcast(ts_gen *G);
 bool ts_gen_source(ts_gen *G);
+/* index ops (random_graph_axis.c): argmax/argmin, topk, cumsum,
+ * reduce_prod, log-sum-exp */
+bool ts_gen_axis(ts_gen *G);
+bool ts_gen_reduce_prod(ts_gen *G);
 
 #endif /* BRAID_TESTS_RANDOM_GRAPH_H */
