@@ -6,8 +6,9 @@
  * row, so loads stay contiguous — staged through doubles (exact for every
  * dtype) and decided by graph/axis.h's rules, so ties and NaN come out as
  * in the reference. cumsum sums in double in index order (i32 wrapping),
- * as the reference does, and rounds once. topk sorts each line with
- * bg_topk_sort, the reference's own order; lines are split into at most
+ * as the reference does, and rounds once. topk orders each line by
+ * bg_topk_before, the reference's order: a bounded insertion for k up to
+ * TOPK_INSERT_MAX, else bg_topk_sort; lines are split into at most
  * TOPK_GROUPS groups, each with its own scratch. */
 #include "graph/axis.h"
 #include "graph/scalar.h"
@@ -145,6 +146,31 @@ static size_t topk_group_bytes(int64_t len) {
     return (size_t)len * (sizeof(double) + sizeof(int64_t));
 }
 
+/* k at most this: a bounded insertion instead of a sort of the line */
+#define TOPK_INSERT_MAX 64
+
+/* ord[0..k) = the first k positions of line x in topk's order: each
+ * element is inserted into the sorted list of the best k so far, or
+ * dropped at the first compare when it comes after the k-th. Positions
+ * arrive in increasing order, so equal values keep index order, as the
+ * sort does; O(len) compares for most elements. */
+static void topk_insert(bool smallest, const double *x, int64_t len, int64_t k,
+                        int64_t *ord) {
+    int64_t m = 0;
+    for (int64_t i = 0; i < len && k > 0; i++) {
+        if (m == k &&
+            !bg_topk_before(smallest, x[i], i, x[ord[m - 1]], ord[m - 1]))
+            continue;
+        int64_t j = m < k ? m++ : m - 1;
+        while (j > 0 &&
+               bg_topk_before(smallest, x[i], i, x[ord[j - 1]], ord[j - 1])) {
+            ord[j] = ord[j - 1];
+            j--;
+        }
+        ord[j] = i;
+    }
+}
+
 /* Line q (o·inner + i) sorted with group scratch s, its first k stored. */
 static void topk_line(const ax_ctx *c, int64_t q, char *s) {
     double *x = (double *)s;
@@ -153,7 +179,11 @@ static void topk_line(const ax_ctx *c, int64_t q, char *s) {
     size_t in0 = (size_t)(o * c->l.len * inner + i);
     size_t out0 = (size_t)(o * c->l.olen * inner + i);
     br_load_f64(c->t, c->in + in0 * c->esz, inner, c->l.len, x);
-    bg_topk_sort((c->n->attr.flags & BG_SMALLEST) != 0, x, 1, c->l.len, ord);
+    bool smallest = (c->n->attr.flags & BG_SMALLEST) != 0;
+    if (c->l.olen <= TOPK_INSERT_MAX)
+        topk_insert(smallest, x, c->l.len, c->l.olen, ord);
+    else
+        bg_topk_sort(smallest, x, 1, c->l.len, ord);
     bool values = c->n->op == BRAID_OP_TOPK_VALUES;
     for (int64_t j = 0; j < c->l.olen; j++) {
         size_t at = out0 + (size_t)(j * inner);
