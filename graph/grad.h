@@ -51,6 +51,12 @@ bg_grad_rule bg_grad_rule_of(braid_op op);
 void bg_grad_collective(bg_grad_ctx *c, const bg_grad_node *n,
                         braid_tensor gy);
 
+/* The rules of the index ops (graph/grad_rules_axis.c). */
+void bg_grad_cumsum(bg_grad_ctx *c, const bg_grad_node *n, braid_tensor gy);
+void bg_grad_topk(bg_grad_ctx *c, const bg_grad_node *n, braid_tensor gy);
+void bg_grad_reduce_prod(bg_grad_ctx *c, const bg_grad_node *n,
+                         braid_tensor gy);
+
 /* ---- helpers the rules share (graph/grad_util.c) ------------------------ */
 
 /* Shape and dtype of node id, read afresh (after nodes were added). */
