@@ -8,12 +8,14 @@
  *     tree), or a thread per line when inner >= 32 so that neighbouring
  *     threads read neighbouring lines. The winner relation is a strict
  *     total order, so the tree picks the reference's index.
- *   topk: a thread per input element computes its rank — how many elements
- *     of its line come before it (bg_topk_before) — stopping at k, and the
- *     elements ranked below k write themselves to position rank. The work
- *     is about k·len·log(len) compares a line for random data, len² in the
- *     worst case (many equal values); fine for vocabulary-sized lines and
- *     small k, not a sort for k near len on long lines.
+ *   topk: for k <= 64 on lines of 512 or more, a warp per line in k
+ *     rounds, round r taking the first element (bg_topk_before) of those
+ *     after round r - 1's: k·len reads whatever the data. Otherwise a
+ *     thread per input element computes its rank — how many elements of
+ *     its line come before it — stopping at k, and the elements ranked
+ *     below k write themselves to position rank: about k·len·log(len)
+ *     compares a line for random data, len² at worst (sorted input with
+ *     large k), not a sort for k near len on very long lines.
  *   cumsum: a thread per line (sequential sum) when inner >= 32, else a
  *     block per line scanning chunks of 256 in shared memory with a carry,
  *     so any length is correct; sums are double (i32: unsigned, wrapping)
@@ -24,6 +26,9 @@
 #include <stdio.h>
 
 #define AX_WIDE 32 /* inner at or above which a thread takes a whole line */
+/* topk by k rounds of a warp when k <= AX_ROUNDS_K and len >= AX_ROUNDS_LEN */
+#define AX_ROUNDS_K 64
+#define AX_ROUNDS_LEN 512
 
 typedef struct ax_gen {
     const bp_plan *p;     /* the plan */
@@ -97,7 +102,9 @@ static void emit_arg(bc_buf *b, const ax_gen *g, bool warp) {
 
 /* ---- topk ---------------------------------------------------------------- */
 
-static void emit_topk(bc_buf *b, const ax_gen *g) {
+/* The order helpers: _a "ranks above" (NaN above +inf), _b "comes before"
+ * (graph/axis.h bg_topk_before). */
+static void emit_topk_order(bc_buf *b, const ax_gen *g) {
     bool smallest = (g->n->attr.flags & BG_SMALLEST) != 0;
     bc_buf_printf(b,
                   "// graph/axis.h bg_topk_before: NaN above +inf, ties by "
@@ -112,6 +119,21 @@ static void emit_topk(bc_buf *b, const ax_gen *g) {
                   "    return %s_a(%s);\n"
                   "}\n",
                   BC_ENTRY, BC_ENTRY, BC_ENTRY, smallest ? "b, a" : "a, b");
+}
+
+/* What output position r of the line gets from element (index expression
+ * ix): the value's bits or the index. */
+static void value_or_index(const ax_gen *g, const char *ix, char *buf,
+                           size_t size) {
+    if (g->n->op == BRAID_OP_TOPK_VALUES)
+        snprintf(buf, size, "in0[base + (%s) * %lldLL]", ix,
+                 (long long)g->l.inner);
+    else
+        snprintf(buf, size, "(int)(%s)", ix);
+}
+
+/* A thread per element: its rank, counted up to k. */
+static void emit_topk_rank(bc_buf *b, const ax_gen *g) {
     bc_emit_signature(b, g->p, g->id, BC_ENTRY, BC_BLOCK, NULL);
     long long len = (long long)g->l.len, k = (long long)g->l.olen;
     long long inner = (long long)g->l.inner;
@@ -122,8 +144,8 @@ static void emit_topk(bc_buf *b, const ax_gen *g) {
                   "    const long long line = t / %lldLL, me = t %% %lldLL;\n",
                   BC_BLOCK, (long long)g->lines * len, len, len);
     emit_line_base(b, g);
-    char own[64];
-    snprintf(own, sizeof own, "in0[base + me * %lldLL]", inner);
+    char put[96];
+    value_or_index(g, "me", put, sizeof put);
     bc_buf_printf(b,
                   "    long long j = me;\n"
                   "    const double v = (double)%s;\n"
@@ -132,8 +154,63 @@ static void emit_topk(bc_buf *b, const ax_gen *g) {
                   "        r += %s_b((double)%s, j, v, me);\n"
                   "    if (r >= %lldLL) return;\n"
                   "    out[o * %lldLL + r * %lldLL + i] = %s;\n}\n\n",
-                  g->load, len, k, BC_ENTRY, g->load, k, k * inner, inner,
-                  g->n->op == BRAID_OP_TOPK_VALUES ? own : "(int)me");
+                  g->load, len, k, BC_ENTRY, g->load, k, k * inner, inner, put);
+}
+
+/* A warp per line, k rounds: round r takes the first element (in topk's
+ * order) of those after the one round r - 1 took — the lanes' candidates
+ * combined by shuffles, a strict total order, so one winner. */
+static void emit_topk_rounds(bc_buf *b, const ax_gen *g) {
+    bc_emit_signature(b, g->p, g->id, BC_ENTRY, BC_BLOCK, NULL);
+    long long len = (long long)g->l.len, k = (long long)g->l.olen;
+    long long inner = (long long)g->l.inner;
+    bc_buf_printf(b,
+                  "    const long long line = ((long long)blockIdx.x * %d + "
+                  "threadIdx.x) >> 5;\n"
+                  "    const int lane = threadIdx.x & 31;\n"
+                  "    if (line >= %lldLL) return; /* warp-uniform */\n",
+                  BC_BLOCK, (long long)g->lines);
+    emit_line_base(b, g);
+    char put[96];
+    value_or_index(g, "bi", put, sizeof put);
+    bc_buf_printf(
+        b,
+        "    double pv = 0.0;\n"
+        "    long long pi = -1; /* the element the last round took */\n"
+        "    for (long long r = 0; r < %lldLL; r++) {\n"
+        "        double best = 0.0;\n"
+        "        long long bi = -1;\n"
+        "        for (long long j = lane; j < %lldLL; j += 32) {\n"
+        "            const double v = (double)%s;\n"
+        "            if (pi >= 0 && !%s_b(pv, pi, v, j)) continue;\n"
+        "            if (bi < 0 || %s_b(v, j, best, bi)) best = v, bi = j;\n"
+        "        }\n"
+        "        for (int s = 16; s > 0; s >>= 1) {\n"
+        "            const double ov = __shfl_xor_sync(0xffffffffu, best, s);\n"
+        "            const long long oi = __shfl_xor_sync(0xffffffffu, bi, "
+        "s);\n"
+        "            if (oi >= 0 && (bi < 0 || %s_b(ov, oi, best, bi)))\n"
+        "                best = ov, bi = oi;\n"
+        "        }\n"
+        "        if (lane == 0) out[o * %lldLL + r * %lldLL + i] = %s;\n"
+        "        pv = best;\n"
+        "        pi = bi;\n"
+        "    }\n}\n\n",
+        k, len, g->load, BC_ENTRY, BC_ENTRY, BC_ENTRY, k * inner, inner, put);
+}
+
+/* Rounds for small k on long lines (k·len reads, no len² worst case, e.g.
+ * sorted input), ranks otherwise. */
+static bool topk_rounds(const ax_gen *g) {
+    return g->l.olen <= AX_ROUNDS_K && g->l.len >= AX_ROUNDS_LEN;
+}
+
+static void emit_topk(bc_buf *b, const ax_gen *g) {
+    emit_topk_order(b, g);
+    if (topk_rounds(g))
+        emit_topk_rounds(b, g);
+    else
+        emit_topk_rank(b, g);
 }
 
 /* ---- cumsum -------------------------------------------------------------- */
@@ -253,7 +330,8 @@ braid_status bc_gen_axis(const bp_plan *p, uint32_t id, bc_buf *b,
         blocks = wide ? bc_cdiv(g.lines, BC_BLOCK) : g.lines;
     } else {
         emit_topk(b, &g);
-        blocks = bc_cdiv(g.lines * g.l.len, BC_BLOCK);
+        blocks = topk_rounds(&g) ? bc_cdiv(g.lines, BC_BLOCK / 32)
+                                 : bc_cdiv(g.lines * g.l.len, BC_BLOCK);
     }
     if (blocks > (int64_t)BC_GRID_X_MAX)
         return bc_fail(p, id, BRAID_ERR_UNSUPPORTED,

@@ -9,7 +9,9 @@
  *   - long axes: cumsum over 1,000,000 elements (the block scan's carry
  *     across 3907 chunks), exclusive and reverse, f32 and wrapping i32;
  *     cumsum down axis 0 of [5000, 1000] (a thread per line); argmax and
- *     topk over vocabulary-sized rows [8, 50257] and down [50257, 64].
+ *     topk (k rounds of a warp) over vocabulary-sized rows [8, 50257] and
+ *     down [50257, 64], and topk of sorted rows (the rank kernel's worst
+ *     order) with k = 100.
  * Skipped without a CUDA device. Tolerances: ts_tolerance per dtype (f32
  * 1e-4, f16 1e-2, bf16 5e-2, f64 1e-9); indices exact. The GPU sums
  * cumsum in double in another order than the reference (a scan), and
@@ -94,6 +96,25 @@ Test(cuda_axis, long_axes, .timeout = 600) {
         braid_output(g, "i", idx);
         TC_CHECK(g, am, &r, 10 + (uint64_t)k,
                  down ? "topk/argmax down 50257" : "topk/argmax 8 x 50257");
+        braid_graph_free(g);
+    }
+}
+
+/* Rows sorted ascending ([4, 3000] iota plus a fill): the rank kernel
+ * (k = 100 > 64) scans most of the row per element; the result is still
+ * the reference's. */
+Test(cuda_axis, topk_of_sorted_rows) {
+    TC_REQUIRE_GPU();
+    for (int largest = 0; largest < 2; largest++) {
+        braid_graph *g = braid_graph_new(NULL);
+        braid_tensor x = braid_input(g, "x", BRAID_F32, 2, DIMS(4, 1));
+        braid_tensor up = braid_iota(g, BRAID_F32, 2, DIMS(4, 3000), 1);
+        braid_tensor idx;
+        braid_tensor v = braid_topk(g, braid_add(g, up, x), 100, 1, largest,
+                                    &idx);
+        braid_output(g, "v", v);
+        ts_range r = TS_RANGE(-1, 1);
+        TC_CHECK(g, idx, &r, 20 + (uint64_t)largest, "topk of sorted rows");
         braid_graph_free(g);
     }
 }
