@@ -36,10 +36,11 @@ typedef struct ax_gen {
     const bg_node *n, *x; /* the node and its input */
     bg_axis_lines l;      /* geometry */
     int64_t lines;        /* outer × inner */
-    char load[96];        /* the element at in0[(J)] as its compute value */
+    char load[96];        /* element j of the line, in0[base + j·inner],
+                             as a float / double / int expression */
 } ax_gen;
 
-/* "const long long o = line / INNER, i = line % INNER; p = line's start" */
+/* o and i of line (o·inner + i) and base, the offset of its element 0. */
 static void emit_line_base(bc_buf *b, const ax_gen *g) {
     bc_buf_printf(b,
                   "    const long long o = line / %lldLL, i = line %% %lldLL;\n"
@@ -319,6 +320,13 @@ braid_status bc_gen_axis(const bp_plan *p, uint32_t id, bc_buf *b,
     snprintf(at, sizeof at, "in0[base + j * %lldLL]", (long long)g.l.inner);
     bc_from_storage_str(g.x->dtype, at, g.load, sizeof g.load);
     k->kind = BC_KERNEL_AXIS;
+    if (bg_numel(g.n) == 0) { /* nothing to launch; no division by 0 dims */
+        bc_emit_signature(b, p, id, BC_ENTRY, BC_BLOCK, NULL);
+        bc_buf_puts(b, "}\n\n");
+        set_launch(k, 1);
+        k->nlaunch = 0;
+        return BRAID_OK;
+    }
     bool wide = g.l.inner >= AX_WIDE;
     int64_t blocks;
     if (g.n->op == BRAID_OP_ARGMAX || g.n->op == BRAID_OP_ARGMIN) {
@@ -338,6 +346,5 @@ braid_status bc_gen_axis(const bp_plan *p, uint32_t id, bc_buf *b,
                        "%lld blocks are too many for one launch",
                        (long long)blocks);
     set_launch(k, blocks);
-    if (bg_numel(g.n) == 0) k->nlaunch = 0;
     return BRAID_OK;
 }

@@ -333,6 +333,39 @@ Test(op_axis, threads_give_the_same_bits) {
         }
 }
 
+/* Empty results and empty lines: nothing computed, nothing divided by a
+ * zero dim (on the CPU, the reference, and in the generated kernels). */
+Test(op_axis, empty_shapes) {
+    braid_graph *g = braid_graph_new(NULL);
+    braid_tensor x = braid_input(g, "x", BRAID_F32, 2, DIMS(0, 5));
+    braid_tensor z = braid_input(g, "z", BRAID_F32, 2, DIMS(3, 0));
+    braid_tensor idx;
+    braid_output(g, "a", braid_argmax(g, x, 1, false, false));
+    braid_output(g, "v", braid_topk(g, z, 0, 1, true, &idx));
+    braid_output(g, "i", idx);
+    braid_output(g, "c", braid_cumsum(g, z, 1, true, false));
+    braid_output(g, "d", braid_cumsum(g, z, 0, false, true));
+    braid_output(g, "p", braid_reduce_prod(g, z, 1, (int[]){1}, false));
+    cr_assert_eq(braid_graph_status(g), BRAID_OK, "%s", braid_graph_error(g));
+    ts_io *io = ts_io_new(g, 1);
+    cr_assert_eq(ts_run_both(g, io), BRAID_OK, "%s", braid_last_error());
+    char msg[512];
+    cr_assert(ts_io_compare(io, msg, sizeof msg), "%s", msg);
+    ts_io_free(io);
+#ifdef BRAID_HAVE_CUDA
+    for (uint32_t id = 2; id < braid_graph_node_count(g); id++)
+        braid_set_device(g, (braid_tensor){id}, "cuda:0");
+    braid_compile_options o;
+    braid_compile_options_init(&o);
+    o.devices = "cpu,cuda:0";
+    o.archs = "sm_90";
+    braid_plan *p = NULL;
+    cr_assert_eq(braid_compile(g, &o, &p), BRAID_OK, "%s", braid_last_error());
+    braid_plan_free(p);
+#endif
+    braid_graph_free(g);
+}
+
 #ifdef BRAID_HAVE_CUDA
 /* Every kernel variant (warp and thread argmax, block and thread cumsum,
  * topk, each dtype) compiles with NVRTC for sm_90. */
