@@ -50,6 +50,22 @@ static void emit_line_base(bc_buf *b, const ax_gen *g) {
                   (long long)(g->l.len * g->l.inner));
 }
 
+/* The warp's lanes agree on the winner of their (best, bi) candidates by
+ * the order <entry>_b (bi < 0: no candidate); a strict total order, so
+ * every lane ends with the same one whatever the tree's shape. */
+static void emit_warp_pick(bc_buf *b, const char *in) {
+    bc_buf_printf(b,
+                  "%sfor (int s = 16; s > 0; s >>= 1) {\n"
+                  "%s    const double ov = __shfl_xor_sync(0xffffffffu, best, "
+                  "s);\n"
+                  "%s    const long long oi = __shfl_xor_sync(0xffffffffu, bi, "
+                  "s);\n"
+                  "%s    if (oi >= 0 && (bi < 0 || %s_b(ov, oi, best, bi)))\n"
+                  "%s        best = ov, bi = oi;\n"
+                  "%s}\n",
+                  in, in, in, in, BC_ENTRY, in, in);
+}
+
 /* ---- argmax / argmin ----------------------------------------------------- */
 
 static void emit_beats(bc_buf *b, const ax_gen *g) {
@@ -87,17 +103,7 @@ static void emit_arg(bc_buf *b, const ax_gen *g, bool warp) {
                   "j;\n"
                   "    }\n",
                   (long long)g->l.len, warp ? 32 : 1, g->load, BC_ENTRY);
-    if (warp)
-        bc_buf_printf(b,
-                      "    for (int s = 16; s > 0; s >>= 1) {\n"
-                      "        const double ov = __shfl_xor_sync(0xffffffffu, "
-                      "best, s);\n"
-                      "        const long long oi = "
-                      "__shfl_xor_sync(0xffffffffu, bi, s);\n"
-                      "        if (oi >= 0 && (bi < 0 || %s_b(ov, oi, best, "
-                      "bi))) best = ov, bi = oi;\n"
-                      "    }\n",
-                      BC_ENTRY);
+    if (warp) emit_warp_pick(b, "    ");
     bc_buf_puts(b, "    if (lane == 0) out[line] = (int)bi;\n}\n\n");
 }
 
@@ -185,19 +191,16 @@ static void emit_topk_rounds(bc_buf *b, const ax_gen *g) {
         "            const double v = (double)%s;\n"
         "            if (pi >= 0 && !%s_b(pv, pi, v, j)) continue;\n"
         "            if (bi < 0 || %s_b(v, j, best, bi)) best = v, bi = j;\n"
-        "        }\n"
-        "        for (int s = 16; s > 0; s >>= 1) {\n"
-        "            const double ov = __shfl_xor_sync(0xffffffffu, best, s);\n"
-        "            const long long oi = __shfl_xor_sync(0xffffffffu, bi, "
-        "s);\n"
-        "            if (oi >= 0 && (bi < 0 || %s_b(ov, oi, best, bi)))\n"
-        "                best = ov, bi = oi;\n"
-        "        }\n"
-        "        if (lane == 0) out[o * %lldLL + r * %lldLL + i] = %s;\n"
-        "        pv = best;\n"
-        "        pi = bi;\n"
-        "    }\n}\n\n",
-        k, len, g->load, BC_ENTRY, BC_ENTRY, BC_ENTRY, k * inner, inner, put);
+        "        }\n",
+        k, len, g->load, BC_ENTRY, BC_ENTRY);
+    emit_warp_pick(b, "        ");
+    bc_buf_printf(b,
+                  "        if (lane == 0) out[o * %lldLL + r * %lldLL + i] = "
+                  "%s;\n"
+                  "        pv = best;\n"
+                  "        pi = bi;\n"
+                  "    }\n}\n\n",
+                  k * inner, inner, put);
 }
 
 /* Rounds for small k on long lines (k·len reads, no len² worst case, e.g.

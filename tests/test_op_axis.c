@@ -333,6 +333,24 @@ Test(op_axis, threads_give_the_same_bits) {
         }
 }
 
+#ifdef BRAID_HAVE_CUDA
+/* g with every node but its inputs hinted to cuda:0, compiled with its
+ * kernels built by NVRTC for sm_90. */
+static void compile_gpu(braid_graph *g, const char *what) {
+    for (uint32_t id = 0; id < braid_graph_node_count(g); id++)
+        if (g->nodes[id].op != BRAID_OP_INPUT)
+            braid_set_device(g, (braid_tensor){id}, "cuda:0");
+    braid_compile_options o;
+    braid_compile_options_init(&o);
+    o.devices = "cpu,cuda:0";
+    o.archs = "sm_90";
+    braid_plan *p = NULL;
+    cr_assert_eq(braid_compile(g, &o, &p), BRAID_OK, "%s: %s", what,
+                 braid_last_error());
+    braid_plan_free(p);
+}
+#endif
+
 /* Empty results and empty lines: nothing computed, nothing divided by a
  * zero dim (on the CPU, the reference, and in the generated kernels). */
 Test(op_axis, empty_shapes) {
@@ -353,15 +371,7 @@ Test(op_axis, empty_shapes) {
     cr_assert(ts_io_compare(io, msg, sizeof msg), "%s", msg);
     ts_io_free(io);
 #ifdef BRAID_HAVE_CUDA
-    for (uint32_t id = 2; id < braid_graph_node_count(g); id++)
-        braid_set_device(g, (braid_tensor){id}, "cuda:0");
-    braid_compile_options o;
-    braid_compile_options_init(&o);
-    o.devices = "cpu,cuda:0";
-    o.archs = "sm_90";
-    braid_plan *p = NULL;
-    cr_assert_eq(braid_compile(g, &o, &p), BRAID_OK, "%s", braid_last_error());
-    braid_plan_free(p);
+    compile_gpu(g, "empty shapes");
 #endif
     braid_graph_free(g);
 }
@@ -374,16 +384,7 @@ Test(op_axis, kernels_compile_with_nvrtc, .timeout = 600) {
         for (uint64_t seed = 1; seed <= 12; seed++) {
             ts_axis_case c = ts_axis_case_make((ts_axis_op)op, seed, 5000);
             braid_output(c.g, "y", c.y);
-            for (uint32_t id = 1; id < braid_graph_node_count(c.g); id++)
-                braid_set_device(c.g, (braid_tensor){id}, "cuda:0");
-            braid_compile_options o;
-            braid_compile_options_init(&o);
-            o.devices = "cpu,cuda:0";
-            o.archs = "sm_90";
-            braid_plan *p = NULL;
-            cr_assert_eq(braid_compile(c.g, &o, &p), BRAID_OK, "%s: %s", c.what,
-                         braid_last_error());
-            braid_plan_free(p);
+            compile_gpu(c.g, c.what);
             braid_graph_free(c.g);
         }
 }
