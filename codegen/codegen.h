@@ -99,7 +99,8 @@ typedef enum bc_kernel_kind {
                                   fallback when cuDNN is absent
                                   (codegen/conv.c) */
     BC_KERNEL_POOL,            /* max_pool, avg_pool (codegen/pool.c) */
-    BC_KERNEL_RESIZE           /* resize (codegen/resize.c) */
+    BC_KERNEL_RESIZE,          /* resize (codegen/resize.c) */
+    BC_KERNEL_AXIS             /* argmax, argmin, topk_*, cumsum */
 } bc_kernel_kind;
 
 /* The pointer a kernel takes after its inputs, if any. */

@@ -175,6 +175,8 @@ braid_status bc_gen_resize(const bp_plan *p, uint32_t id, bc_buf *b,
                            bc_kernel *k);
 braid_status bc_gen_gather(const bp_plan *p, uint32_t id, bc_buf *b,
                            bc_kernel *k);
+braid_status bc_gen_axis(const bp_plan *p, uint32_t id, bc_buf *b,
+                         bc_kernel *k); /* codegen/axis.c */
 braid_status bc_gen_source(const bp_plan *p, uint32_t id, bc_buf *b,
                            bc_kernel *k, bool *rng);
 /* conv ops (codegen/conv.c) */

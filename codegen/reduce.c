@@ -1,5 +1,5 @@
-/* codegen/reduce.c — reductions (sum, mean, reduce_max, reduce_min) with
- * their elementwise prologue inlined at the load.
+/* codegen/reduce.c — reductions (sum, mean, reduce_max, reduce_min,
+ * reduce_prod) with their elementwise prologue inlined at the load.
  *
  * The iteration space (the reduction's input shape) is split, as the CPU
  * kernel does, into alternating groups of kept and reduced axes; an output
@@ -130,15 +130,20 @@ static bool is_sum(braid_op op) {
     return op == BRAID_OP_SUM || op == BRAID_OP_MEAN;
 }
 
+/* sums and products of i32 wrap: they accumulate in unsigned */
+static bool wraps(braid_op op) {
+    return is_sum(op) || op == BRAID_OP_REDUCE_PROD;
+}
+
 static const char *acc_type(braid_op op, braid_dtype t) {
     if (t == BRAID_F64) return "double";
-    if (t == BRAID_I32) return is_sum(op) ? "unsigned" : "int";
+    if (t == BRAID_I32) return wraps(op) ? "unsigned" : "int";
     return "float";
 }
 
 static void emit_identity(bc_buf *b, const red_plan *r) {
-    if (is_sum(r->op)) {
-        bc_buf_printf(b, "(%s)0", r->acc);
+    if (is_sum(r->op) || r->op == BRAID_OP_REDUCE_PROD) {
+        bc_buf_printf(b, "(%s)%d", r->acc, is_sum(r->op) ? 0 : 1);
         return;
     }
     bool max = r->op == BRAID_OP_REDUCE_MAX;
@@ -162,6 +167,8 @@ static void emit_helpers(bc_buf *b, const char *e, const red_plan *r) {
                   a, e, a, a);
     if (is_sum(r->op))
         bc_buf_puts(b, "x + y");
+    else if (r->op == BRAID_OP_REDUCE_PROD)
+        bc_buf_puts(b, "x * y");
     else
         bc_buf_printf(b, "bc_%s%c(x, y)",
                       r->op == BRAID_OP_REDUCE_MAX ? "max" : "min",
@@ -185,7 +192,7 @@ static void emit_helpers(bc_buf *b, const char *e, const red_plan *r) {
     else if (r->op == BRAID_OP_MEAN)
         bc_buf_printf(b, "    const %s v = x / (%s)%lld;\n", a, a,
                       (long long)r->R);
-    else if (r->in_t == BRAID_I32 && is_sum(r->op))
+    else if (r->in_t == BRAID_I32 && wraps(r->op))
         bc_buf_puts(b, "    const int v = (int)x;\n");
     else
         bc_buf_printf(b, "    const %s v = x;\n", a);

@@ -248,6 +248,8 @@ static braid_status gen_node(const bp_plan *p, uint32_t id, bc_buf *b,
     } else if (kind == BRAID_KIND_WINDOW) {
         s = n->op == BRAID_OP_RESIZE ? bc_gen_resize(p, id, b, k)
                                      : bc_gen_pool(p, id, b, k);
+    } else if (kind == BRAID_KIND_AXIS) {
+        s = bc_gen_axis(p, id, b, k);
     } else {
         c = malloc(sizeof *c);
         if (!c)

@@ -289,6 +289,11 @@ braid_tensor braid_reduce_min(braid_graph *g, braid_tensor x, int naxes,
     return bb_reduce(g, BRAID_OP_REDUCE_MIN, x, naxes, axes, keepdims);
 }
 
+braid_tensor braid_reduce_prod(braid_graph *g, braid_tensor x, int naxes,
+                               const int *axes, bool keepdims) {
+    return bb_reduce(g, BRAID_OP_REDUCE_PROD, x, naxes, axes, keepdims);
+}
+
 /* ---- composites
  * -------------------------------------------------------------------- */
 

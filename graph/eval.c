@@ -11,6 +11,7 @@
 #include "graph/eval.h"
 #include "graph/index.h"
 #include "graph/internal.h"
+#include "graph/axis.h"
 #include "graph/scalar.h"
 #include "graph/window.h"
 
@@ -307,6 +308,9 @@ bool bg_eval_node_range(const braid_graph *g, uint32_t id,
     case BRAID_KIND_WINDOW:
         bg_eval_window(n, input_node(g, n, 0), in[0], out, lo, hi);
         break;
+    case BRAID_KIND_AXIS: /* whole: bg_eval_splits says so */
+        bg_eval_axis(n, input_node(g, n, 0), in[0], out);
+        break;
     case BRAID_KIND_SHAPE:
         if (n->op == BRAID_OP_RESHAPE)
             memcpy(out + lo, in[0] + lo, (size_t)(hi - lo) * sizeof(double));
@@ -347,8 +351,9 @@ bool bg_eval_node(const braid_graph *g, uint32_t id, const double *const *in,
 
 bool bg_eval_splits(const bg_node *n) {
     /* a reduction scatters its input over its outputs, and so does
-     * scatter: one piece */
-    return bg_op(n->op)->kind != BRAID_KIND_REDUCE &&
+     * scatter; an axis op works on whole lines: one piece */
+    braid_op_kind k = bg_op(n->op)->kind;
+    return k != BRAID_KIND_REDUCE && k != BRAID_KIND_AXIS &&
            n->op != BRAID_OP_SCATTER;
 }
 

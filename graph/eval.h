@@ -32,8 +32,8 @@ bool bg_eval_node(const braid_graph *g, uint32_t id, const double *const *in,
 bool bg_eval_node_range(const braid_graph *g, uint32_t id,
                         const double *const *in, double *out, const void *data,
                         int64_t lo, int64_t hi);
-/* Whether node n may be evaluated in pieces (all but reductions and
- * scatter). */
+/* Whether node n may be evaluated in pieces (all but reductions, scatter
+ * and axis ops). */
 bool bg_eval_splits(const bg_node *n);
 
 /* For a checked cast (bg_cast_checked) node id of g whose operand holds the

@@ -53,6 +53,11 @@ void bg_grad_collective(bg_grad_ctx *c, const bg_grad_node *n, braid_tensor gy);
 /* The rules of gather and scatter (graph/grad_index.c). */
 void bg_grad_gather(bg_grad_ctx *c, const bg_grad_node *n, braid_tensor gy);
 void bg_grad_scatter(bg_grad_ctx *c, const bg_grad_node *n, braid_tensor gy);
+/* The rules of the index ops (graph/grad_rules_axis.c). */
+void bg_grad_cumsum(bg_grad_ctx *c, const bg_grad_node *n, braid_tensor gy);
+void bg_grad_topk(bg_grad_ctx *c, const bg_grad_node *n, braid_tensor gy);
+void bg_grad_reduce_prod(bg_grad_ctx *c, const bg_grad_node *n,
+                         braid_tensor gy);
 
 /* ---- helpers the rules share (graph/grad_util.c) ------------------------ */
 

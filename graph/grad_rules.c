@@ -401,6 +401,9 @@ static const bg_grad_rule gr_rules[BRAID_OP_COUNT_] = {
     [BRAID_OP_REDUCE_SCATTER] = bg_grad_collective,
     [BRAID_OP_GATHER] = bg_grad_gather, /* graph/grad_index.c */
     [BRAID_OP_SCATTER] = bg_grad_scatter,
+    [BRAID_OP_TOPK_VALUES] = bg_grad_topk, /* index ops */
+    [BRAID_OP_CUMSUM] = bg_grad_cumsum,
+    [BRAID_OP_REDUCE_PROD] = bg_grad_reduce_prod,
 };
 
 bg_grad_rule bg_grad_rule_of(braid_op op) {

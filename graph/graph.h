@@ -19,14 +19,23 @@
 
 /* Reduction flags (bg_attrs.flags) */
 #define BG_KEEPDIMS 1u
+/* Axis-op flags (bg_attrs.flags; graph/axis.h): argmax/argmin keep BG_KEEPDIMS
+ * and take the last extreme; cumsum exclusive / reverse; topk smallest. */
+#define BG_SELECT_LAST 2u
+#define BG_EXCLUSIVE 4u
+#define BG_REVERSE 8u
+#define BG_SMALLEST 16u
 
 /* Op attributes; which fields mean something depends on the op. */
 typedef struct bg_attrs {
     double value[2];  /* fill: value[0]; random_uniform: low, high;
                          random_normal: mean, stddev */
-    uint64_t seed;    /* random_*: the seed */
-    int32_t axis;     /* iota: counted axis; concat: joined axis */
-    uint32_t flags;   /* matmul: BRAID_TRANSPOSE_A|B; reduce: BG_KEEPDIMS */
+    uint64_t seed;    /* random_*: the seed; topk_*: k */
+    int32_t axis;     /* iota: counted axis; concat: joined axis; axis
+                         ops (argmax, argmin, topk_*, cumsum): 0..rank-1 */
+    uint32_t flags;   /* matmul: BRAID_TRANSPOSE_A|B; reduce: BG_KEEPDIMS;
+                         axis ops: BG_KEEPDIMS, BG_SELECT_LAST, BG_EXCLUSIVE,
+                         BG_REVERSE, BG_SMALLEST (graph/axis.h) */
     uint8_t axes;     /* reduce: bit i set when input axis i is reduced */
     uint8_t perm[BRAID_MAX_RANK]; /* permute: out axis i = input axis perm[i] */
     int64_t start[BRAID_MAX_RANK]; /* slice: first index per input axis */

@@ -263,36 +263,53 @@ static inline bool bg_reduce_is_sum(braid_op op) {
 
 /* The accumulator a reduction starts from (in double, every dtype). */
 static inline double bg_reduce_identity(braid_op op) {
-    return op == BRAID_OP_REDUCE_MAX   ? -INFINITY
-           : op == BRAID_OP_REDUCE_MIN ? INFINITY
-                                       : 0.0;
+    return op == BRAID_OP_REDUCE_MAX    ? -INFINITY
+           : op == BRAID_OP_REDUCE_MIN  ? INFINITY
+           : op == BRAID_OP_REDUCE_PROD ? 1.0
+                                        : 0.0;
+}
+
+/* a · b for int32 values a and b (any double holding an int32 or a uint32
+ * residue), wrapped to int32 two's complement exactly: the product of the
+ * low 32 bits, which a double product would round. */
+static inline double bg_mul_i32(double a, double b) {
+    uint32_t ua = (uint32_t)(uint64_t)(int64_t)a;
+    uint32_t ub = (uint32_t)(uint64_t)(int64_t)b;
+    return bg_wrap_i32((double)(uint32_t)(ua * ub));
 }
 
 /* acc combined with v for reduction op over dtype t: sums add (i32 sums
- * wrap; acc may also hold a uint32 residue), max/min by BG_MAX/BG_MIN
- * with the new value first, so ties keep the accumulator. */
+ * wrap; acc may also hold a uint32 residue), reduce_prod multiplies (i32
+ * products wrap), max/min by BG_MAX/BG_MIN with the new value first, so
+ * ties keep the accumulator. */
 static inline double bg_reduce_combine(braid_op op, braid_dtype t, double acc,
                                        double v) {
     if (bg_reduce_is_sum(op))
         return t == BRAID_I32 ? bg_wrap_i32(acc + v) : acc + v;
+    if (op == BRAID_OP_REDUCE_PROD)
+        return t == BRAID_I32 ? bg_mul_i32(acc, v) : acc * v;
     return op == BRAID_OP_REDUCE_MAX ? BG_MAX(double, v, acc)
                                      : BG_MIN(double, v, acc);
 }
 
 /* The result of reduction op over dtype t from acc, the combination of
- * count values: mean divides; zero values give sum 0, mean NaN, max -inf /
- * min +inf for floats and INT32_MIN / INT32_MAX for i32; i32 sums wrap. */
+ * count values: mean divides; zero values give sum 0, prod 1, mean NaN, max
+ * -inf / min +inf for floats and INT32_MIN / INT32_MAX for i32; i32 sums
+ * wrap. */
 static inline double bg_reduce_finish(braid_op op, braid_dtype t, double acc,
                                       int64_t count) {
     if (count == 0) {
         if (op == BRAID_OP_MEAN) return NAN;
         if (t != BRAID_I32) return bg_reduce_identity(op);
-        return op == BRAID_OP_REDUCE_MAX   ? INT32_MIN
-               : op == BRAID_OP_REDUCE_MIN ? INT32_MAX
-                                           : 0.0;
+        return op == BRAID_OP_REDUCE_MAX    ? INT32_MIN
+               : op == BRAID_OP_REDUCE_MIN  ? INT32_MAX
+               : op == BRAID_OP_REDUCE_PROD ? 1.0
+                                            : 0.0;
     }
     if (op == BRAID_OP_MEAN) return acc / (double)count;
-    return t == BRAID_I32 && op == BRAID_OP_SUM ? bg_wrap_i32(acc) : acc;
+    return t == BRAID_I32 && (op == BRAID_OP_SUM || op == BRAID_OP_REDUCE_PROD)
+               ? bg_wrap_i32(acc)
+               : acc;
 }
 
 /* ---- in double (graph/scalar.c) ---------------------------------------- */

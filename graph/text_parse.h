@@ -127,6 +127,11 @@ typedef enum bg_attr_key {
     BG_ATTR_MODE,
     BG_ATTR_COORD_MODE,
     BG_ATTR_NEAREST_MODE,
+    BG_ATTR_SELECT_LAST, /* axis ops (graph/axis.h) */
+    BG_ATTR_K,
+    BG_ATTR_SMALLEST,
+    BG_ATTR_EXCLUSIVE,
+    BG_ATTR_REVERSE,
     BG_ATTR_COUNT
 } bg_attr_key;
 

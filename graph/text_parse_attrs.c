@@ -66,6 +66,11 @@ static const struct {
     [BG_ATTR_MODE] = {"mode", A_WORD},
     [BG_ATTR_COORD_MODE] = {"coordinate_transformation_mode", A_WORD},
     [BG_ATTR_NEAREST_MODE] = {"nearest_mode", A_WORD},
+    [BG_ATTR_SELECT_LAST] = {"select_last", A_FLAG},
+    [BG_ATTR_K] = {"k", A_U64},
+    [BG_ATTR_SMALLEST] = {"smallest", A_FLAG},
+    [BG_ATTR_EXCLUSIVE] = {"exclusive", A_FLAG},
+    [BG_ATTR_REVERSE] = {"reverse", A_FLAG},
 };
 
 #define B(key) BG_ATTR_BIT(BG_ATTR_##key)
@@ -155,6 +160,20 @@ static void op_attrs(braid_op op, uint64_t *allowed, uint64_t *required) {
     case BRAID_OP_RESIZE:
         req = B(SHAPE) | B(MODE);
         opt |= B(SCALES) | B(COORD_MODE) | B(NEAREST_MODE);
+        break;
+    case BRAID_OP_ARGMAX: /* axis ops */
+    case BRAID_OP_ARGMIN:
+        req = B(AXIS);
+        opt |= B(KEEPDIMS) | B(SELECT_LAST);
+        break;
+    case BRAID_OP_TOPK_VALUES:
+    case BRAID_OP_TOPK_INDICES:
+        req = B(AXIS) | B(K);
+        opt |= B(SMALLEST);
+        break;
+    case BRAID_OP_CUMSUM:
+        req = B(AXIS);
+        opt |= B(EXCLUSIVE) | B(REVERSE);
         break;
     default:
         break;
@@ -493,6 +512,10 @@ bool bg_parse_translate(bg_parser *p, braid_op op, const bg_pattrs *a,
     if (a->seen & B(TRANSPOSE_A)) out->flags |= BRAID_TRANSPOSE_A;
     if (a->seen & B(TRANSPOSE_B)) out->flags |= BRAID_TRANSPOSE_B;
     if (a->seen & B(KEEPDIMS)) out->flags |= BG_KEEPDIMS;
+    if (a->seen & B(SELECT_LAST)) out->flags |= BG_SELECT_LAST;
+    if (a->seen & B(SMALLEST)) out->flags |= BG_SMALLEST;
+    if (a->seen & B(EXCLUSIVE)) out->flags |= BG_EXCLUSIVE;
+    if (a->seen & B(REVERSE)) out->flags |= BG_REVERSE;
     if (op == BRAID_OP_CAST) *dtype = a->to;
     if (a->seen & B(SHAPE)) {
         *rank = a->nlist[BG_ATTR_SHAPE];

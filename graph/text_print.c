@@ -395,6 +395,19 @@ static void put_conv_attrs(pbuf *b, const bg_node *n, int s) {
     }
 }
 
+/* axis, k (topk) and the flags of an axis op (graph/axis.h). */
+static void put_axis_attrs(pbuf *b, const bg_node *n) {
+    const bg_attrs *a = &n->attr;
+    putf(b, " axis=%ld", (long)a->axis);
+    if (n->op == BRAID_OP_TOPK_VALUES || n->op == BRAID_OP_TOPK_INDICES)
+        putf(b, " k=%llu", (unsigned long long)a->seed);
+    if (a->flags & BG_KEEPDIMS) puts_(b, " keepdims");
+    if (a->flags & BG_SELECT_LAST) puts_(b, " select_last");
+    if (a->flags & BG_SMALLEST) puts_(b, " smallest");
+    if (a->flags & BG_EXCLUSIVE) puts_(b, " exclusive");
+    if (a->flags & BG_REVERSE) puts_(b, " reverse");
+}
+
 /* The attributes of a non-source op, after its operands. */
 static void put_op_attrs(pbuf *b, const braid_graph *g, const bg_node *n) {
     const bg_attrs *a = &n->attr;
@@ -446,9 +459,17 @@ static void put_op_attrs(pbuf *b, const braid_graph *g, const bg_node *n) {
     case BRAID_OP_GATHER:
     case BRAID_OP_SCATTER:
         put_index_attrs(b, n);
+        break;
     case BRAID_OP_CONV: /* conv ops */
     case BRAID_OP_CONV_TRANSPOSE:
         put_conv_attrs(b, n, in_rank - 2);
+        break;
+    case BRAID_OP_ARGMAX: /* axis ops */
+    case BRAID_OP_ARGMIN:
+    case BRAID_OP_TOPK_VALUES:
+    case BRAID_OP_TOPK_INDICES:
+    case BRAID_OP_CUMSUM:
+        put_axis_attrs(b, n);
         break;
     default:
         break;

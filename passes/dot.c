@@ -285,6 +285,17 @@ static void put_attrs(bp_text *t, const bg_node *n) {
                        (long long)a->start[4], (long long)a->start[5],
                        (int)a->axis);
         return;
+    case BRAID_KIND_AXIS: /* argmax, argmin, topk_*, cumsum */
+        bp_text_printf(t, "\\naxis=%d", (int)a->axis);
+        if (n->op == BRAID_OP_TOPK_VALUES || n->op == BRAID_OP_TOPK_INDICES)
+            bp_text_printf(t, " k=%" PRIu64 "%s", a->seed,
+                           (a->flags & BG_SMALLEST) ? " smallest" : "");
+        bp_text_printf(t, "%s%s%s%s",
+                       (a->flags & BG_KEEPDIMS) ? " keepdims" : "",
+                       (a->flags & BG_SELECT_LAST) ? " select_last" : "",
+                       (a->flags & BG_EXCLUSIVE) ? " exclusive" : "",
+                       (a->flags & BG_REVERSE) ? " reverse" : "");
+        return;
     default:
         break;
     }

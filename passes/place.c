@@ -154,6 +154,7 @@ static double node_time(const place_ctx *c, uint32_t id, uint32_t d) {
                      in + out, p);
         break;
     case BRAID_KIND_REDUCE:
+    case BRAID_KIND_AXIS: /* argmax, topk, cumsum: per input element too */
         t = roofline((double)bg_numel(bg_node_at(c->g, n->inputs[0])) *
                          bg_op(n->op)->flops,
                      p->elementwise_flops, in + out, p);

@@ -292,6 +292,12 @@ static void classify_node(sh_ctx *c, uint32_t id) {
         else
             lose(c, id, LOST_REDUCE);
         break;
+    case BRAID_KIND_AXIS: /* lines along attr.axis: split unless it is 0 */
+        if (n->attr.axis == 0)
+            lose(c, id, LOST_REDUCE);
+        else
+            c->cls[id] = SH_BATCHED;
+        break;
     case BRAID_KIND_ROW: /* over the last axis: rows split along axis 0 */
         if (n->rank < 2)
             lose(c, id, LOST_REDUCE);

@@ -355,6 +355,42 @@ braid_tensor braid_conv(braid_graph *g, braid_tensor x, braid_tensor w,
 braid_tensor braid_conv_transpose(braid_graph *g, braid_tensor x,
                                   braid_tensor w, braid_tensor bias,
                                   const braid_conv_params *params);
+/* ---- builder: index ops (argmax/argmin, topk, cumsum, reduce_prod,
+ * log-sum-exp; docs/ops.md "Axis ops") ----------------------------------
+ *
+ * axis counts from the end when negative. Indices are i32 (the ONNX
+ * importer narrows int64 at the boundary). NaN and tie rules are the same
+ * on every device: argmax/argmin pick NaN first (it beats every number),
+ * then the lowest index among equal values (the highest with
+ * select_last_index); topk ranks NaN above +inf and keeps equal values in
+ * index order. */
+
+/* The index of the largest / smallest element along axis (i32); keepdims
+ * keeps the axis as size 1. The axis must not be empty. f*, i32. */
+braid_tensor braid_argmax(braid_graph *g, braid_tensor x, int axis,
+                          bool keepdims, bool select_last_index);
+braid_tensor braid_argmin(braid_graph *g, braid_tensor x, int axis,
+                          bool keepdims, bool select_last_index);
+/* The k largest (smallest when !largest) elements along axis, sorted, as two
+ * nodes sharing their attributes: the values (returned) and, when indices
+ * is not NULL, their i32 positions (*indices; BRAID_NONE on error). Each
+ * node computes its result alone (braid nodes have one output each).
+ * 0 <= k <= the axis' length. f*, i32. */
+braid_tensor braid_topk(braid_graph *g, braid_tensor x, int64_t k, int axis,
+                        bool largest, braid_tensor *indices);
+/* Running sums along axis: out[j] = sum of x[i] for i <= j (i < j when
+ * exclusive; i >= j / i > j when reverse). i32 sums wrap. f*, i32. */
+braid_tensor braid_cumsum(braid_graph *g, braid_tensor x, int axis,
+                          bool exclusive, bool reverse);
+/* Product over axes (as braid_sum; an empty set of values gives 1; i32
+ * products wrap). */
+braid_tensor braid_reduce_prod(braid_graph *g, braid_tensor x, int naxes,
+                               const int *axes, bool keepdims);
+/* log(sum(exp(x))) over axes (as braid_sum), a composite: the max m of
+ * each set is subtracted first (0 when m is ±inf or NaN), so it neither
+ * overflows nor underflows: log(sum(exp(x - m))) + m. Float dtypes. */
+braid_tensor braid_reduce_logsumexp(braid_graph *g, braid_tensor x, int naxes,
+                                    const int *axes, bool keepdims);
 
 /* ---- builder: collectives (docs/multi-gpu.md) ---------------------------
  *

@@ -40,6 +40,10 @@ typedef enum braid_op_kind {
     BRAID_KIND_WINDOW,      /* each output element from a window of the
                                spatial axes of x [N, C, spatial...]
                                (pooling; graph/window.h) */
+    /* axis ops (argmax, argmin, topk, cumsum): each line along attr.axis
+     * of the one input gives the same line of the output (argmax, argmin:
+     * one element; topk: k; cumsum: all of it) */
+    BRAID_KIND_AXIS,
     BRAID_KIND_COUNT_
 } braid_op_kind;
 
@@ -92,7 +96,9 @@ enum {
  *          a uniform draw 16, a normal draw 48; matmul: per multiply-add;
  *          reductions: per input element; softmax: max, sub, exp, sum,
  *          div; windows (pooling): per tap of a window; 0: memory
- *          traffic only) */
+ *          traffic only) */ \
+ *          div; axis ops: per input element, topk a sort's compares;
+ *          0: memory traffic only) */
 /* clang-format off */
 #define BRAID_OP_LIST(X) \
     X(INPUT, "input", 0, SOURCE, ANY, 0, 0) \
@@ -185,7 +191,14 @@ enum {
      * fails naming the node */ \
     X(MAX_POOL, "max_pool", 1, WINDOW, NUMBER, BRAID_OPF_EXACT, 1) \
     X(AVG_POOL, "avg_pool", 1, WINDOW, FLOAT, 0, 1) \
-    X(RESIZE, "resize", 1, WINDOW, FLOAT, 0, 2)
+    X(RESIZE, "resize", 1, WINDOW, FLOAT, 0, 2) \
+    /* index ops: argmax/argmin, topk, cumsum, reduce_prod (docs/ops.md) */ \
+    X(ARGMAX, "argmax", 1, AXIS, NUMBER, 0, 1) \
+    X(ARGMIN, "argmin", 1, AXIS, NUMBER, 0, 1) \
+    X(TOPK_VALUES, "topk_values", 1, AXIS, NUMBER, BRAID_OPF_DIFFERENTIABLE, 8) \
+    X(TOPK_INDICES, "topk_indices", 1, AXIS, NUMBER, 0, 8) \
+    X(CUMSUM, "cumsum", 1, AXIS, NUMBER, BRAID_OPF_DIFFERENTIABLE, 1) \
+    X(REDUCE_PROD, "reduce_prod", 1, REDUCE, NUMBER, BRAID_OPF_DIFFERENTIABLE, 1)
 /* clang-format on */
 
 typedef enum braid_op {

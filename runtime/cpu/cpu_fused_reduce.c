@@ -33,7 +33,7 @@
 
 typedef struct red {
     const br_fz *z; /* the prologue, set up for the arrangement */
-    braid_op op;    /* sum, mean, reduce_max, reduce_min */
+    braid_op op;    /* sum, mean, reduce_max, reduce_min, reduce_prod */
     braid_dtype t;  /* the output's dtype (= the prologue value's) */
     br_fz_ct ct;    /* the prologue value's compute type */
     char *out;      /* the output */
@@ -73,6 +73,12 @@ static double elem(br_fz_ct ct, br_fz_ref r, int64_t i) {
 static double segment(const red *c, br_fz_ref r, int64_t i0, int64_t n) {
     if (r.step == 0) { /* n copies of one value */
         double v = elem(c->ct, r, 0);
+        if (c->op == BRAID_OP_REDUCE_PROD) { /* v^n, as n products */
+            double acc = bg_reduce_identity(c->op);
+            for (int64_t i = 0; i < n; i++)
+                acc = combine(c, acc, v);
+            return acc;
+        }
         if (!bg_reduce_is_sum(c->op))
             return n > 0 ? combine(c, bg_reduce_identity(c->op), v) : 0;
         if (c->ct == BR_FZ_I32)

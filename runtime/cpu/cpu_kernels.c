@@ -44,6 +44,8 @@ braid_status br_cpu_prepare(const braid_graph *g, uint32_t id,
     case BRAID_KIND_WINDOW:
         return n->op == BRAID_OP_RESIZE ? br_resize_prepare(g, id, scratch)
                                         : br_pool_prepare(g, id);
+    case BRAID_KIND_AXIS:
+        return br_axis_prepare(g, id, scratch);
     case BRAID_KIND_COUNT_:
         break;
     }
@@ -96,6 +98,9 @@ braid_status br_cpu_run(const br_kernel_args *a) {
             br_resize_run(a);
         else
             br_pool_run(a);
+        return BRAID_OK;
+    case BRAID_KIND_AXIS:
+        br_axis_run(a);
         return BRAID_OK;
     case BRAID_KIND_COUNT_:
         break;

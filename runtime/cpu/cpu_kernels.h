@@ -98,5 +98,9 @@ void br_index_run(const br_kernel_args *a); /* gather, scatter */
 braid_status br_conv_prepare(const braid_graph *g, uint32_t id,
                              size_t *scratch);
 void br_conv_run(const br_kernel_args *a);
+/* argmax, argmin, topk_*, cumsum (cpu_kernels_axis.c) */
+braid_status br_axis_prepare(const braid_graph *g, uint32_t id,
+                             size_t *scratch);
+void br_axis_run(const br_kernel_args *a);
 
 #endif /* BRAID_RUNTIME_CPU_KERNELS_H */

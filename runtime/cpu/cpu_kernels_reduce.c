@@ -1,4 +1,5 @@
-/* runtime/cpu/cpu_kernels_reduce.c — sum, mean, reduce_max, reduce_min.
+/* runtime/cpu/cpu_kernels_reduce.c — sum, mean, reduce_max, reduce_min,
+ * reduce_prod.
  *
  * The input's dims are collapsed into alternating groups of kept and reduced
  * axes (size-1 axes dropped, neighbours of one kind merged). Then one of two
@@ -21,7 +22,7 @@
 #define RED_PIECE 16384
 
 typedef struct red_ctx {
-    braid_op op;    /* sum, mean, reduce_max, reduce_min */
+    braid_op op;    /* sum, mean, reduce_max, reduce_min, reduce_prod */
     braid_dtype t;  /* input and output dtype */
     size_t esz;     /* element size */
     const char *in; /* input base */
@@ -138,11 +139,25 @@ static double extreme_f64(const double *x, int64_t n, bool max) {
     return nan ? NAN : m;
 }
 
+/* reduce_prod's piece: the product in double in index order (i32
+ * wrapping), by graph/scalar.h's combine. */
+static double piece_prod(const red_ctx *c, const char *p, int64_t n) {
+    double acc = 1.0, tmp[BR_BLOCK];
+    for (int64_t i = 0; i < n; i += BR_BLOCK) {
+        int64_t m = n - i < BR_BLOCK ? n - i : BR_BLOCK;
+        br_load_f64(c->t, p + i * c->esz, 1, m, tmp);
+        for (int64_t k = 0; k < m; k++)
+            acc = bg_reduce_combine(c->op, c->t, acc, tmp[k]);
+    }
+    return acc;
+}
+
 /* One piece (n ≤ RED_PIECE contiguous elements) reduced to a double; an
  * i32 sum comes back modulo 2^32 (exact in a double). */
 static double piece(const red_ctx *c, const char *p, int64_t n) {
     bool sum = c->op == BRAID_OP_SUM || c->op == BRAID_OP_MEAN;
     bool max = c->op == BRAID_OP_REDUCE_MAX;
+    if (c->op == BRAID_OP_REDUCE_PROD) return piece_prod(c, p, n);
     if (c->t == BRAID_F32)
         return sum ? br_red_sum_f32((const float *)p, n)
                    : extreme_f32((const float *)p, n, max);
@@ -260,6 +275,9 @@ static void rows_block(const red_ctx *c, int64_t p, int64_t j0, int64_t m) {
         if (sum)
             for (int64_t j = 0; j < m; j++)
                 acc[j] += tmp[j];
+        else if (c->op == BRAID_OP_REDUCE_PROD)
+            for (int64_t j = 0; j < m; j++)
+                acc[j] = bg_reduce_combine(c->op, c->t, acc[j], tmp[j]);
         else if (max)
             for (int64_t j = 0; j < m; j++)
                 acc[j] = BG_MAX(double, tmp[j], acc[j]);

@@ -110,6 +110,8 @@ static double flops_of(const bp_plan *p, uint32_t id) {
     }
     case BRAID_KIND_WINDOW: /* pooling: a max or an add per tap */
         return out * bg_window_volume(n);
+    case BRAID_KIND_AXIS: /* a compare or an add per input element */
+        return (double)bg_numel(bg_node_at(p->res.graph, n->inputs[0]));
     case BRAID_KIND_FUSED: {
         uint32_t k = p->res.info[id].program;
         if (k >= p->res.nprograms) return 0;

@@ -6,6 +6,7 @@
  * a loader). They exist because the oracle must never read out of bounds:
  * each check below guards an index computed in graph/eval.c. */
 #include "graph/index.h"
+#include "graph/axis.h"
 #include "runtime/collective_host.h"
 #include "graph/window.h"
 #include "runtime/reference/reference.h"
@@ -272,6 +273,10 @@ braid_status br_ref_check(const braid_graph *g, uint32_t id) {
     }
     case BRAID_KIND_WINDOW:
         return check_window(g, id, n);
+    case BRAID_KIND_AXIS:
+        return bg_axis_well_formed(n, bg_node_at(g, n->inputs[0]))
+                   ? BRAID_OK
+                   : BR_BAD(id, n, "axis, flags, k or result type");
     default:
         return bg_set_last_error(BRAID_ERR_UNSUPPORTED,
                                  "reference: node %u (%s) is a compiler-made "

@@ -34,6 +34,7 @@ double br_ref_work(const braid_graph *g, uint32_t id) {
         return numel * (double)(a->dims[axis] > 0 ? a->dims[axis] : 1);
     }
     case BRAID_KIND_REDUCE:
+    case BRAID_KIND_AXIS: /* per input element (topk: a sort's log more) */
         return (double)bg_numel(bg_node_at(g, n->inputs[0]));
     case BRAID_KIND_WINDOW:
         return numel * bg_window_volume(n);

@@ -308,6 +308,40 @@ static braid_tensor gc_index(gc_env *e, braid_op op) {
     return braid_scatter_nd(e->g, x, i, gc_input(e, &us, TS_RANGE(-2, 2)), red);
 }
 
+/* ---- index ops: cumsum, topk values, reduce_prod ------------------------ */
+
+static braid_tensor gc_axis(gc_env *e, braid_op op) {
+    ts_shape s = gc_shape(e, 1, 4);
+    int axis = gc_int(e, -s.rank, s.rank - 1);
+    int ax = axis < 0 ? axis + s.rank : axis;
+    bool f1 = gc_int(e, 0, 1), f2 = gc_int(e, 0, 1);
+    braid_tensor x = gc_input(e, &s, TS_RANGE(-2, 2));
+    if (op == BRAID_OP_CUMSUM) {
+        gc_note(e, "%s", f1 ? " exclusive" : "");
+        gc_note(e, "%s", f2 ? " reverse" : "");
+        return braid_cumsum(e->g, x, axis, f1, f2);
+    }
+    gc_note(e, "%s", f1 ? " smallest" : "");
+    return braid_topk(e->g, x, gc_int(e, 0, (int)s.dims[ax]), axis, !f1, NULL);
+}
+
+/* Products of values in ±[0.5, 2], or (a third of the cases) of the
+ * integers -1, 0, 1: sets with no, one and several exact zeros, where the
+ * product is linear in each element, so central differences are exact. */
+static braid_tensor gc_prod(gc_env *e, braid_op op) {
+    (void)op;
+    ts_shape s = gc_shape(e, 1, 3);
+    int axes[BRAID_MAX_RANK], n = 0;
+    for (int i = 0; i < s.rank; i++)
+        if (gc_int(e, 0, 1)) axes[n++] = i;
+    bool keep = gc_int(e, 0, 1), zeros = gc_int(e, 0, 2) == 0;
+    gc_note(e, "%s", keep ? " keepdims" : "");
+    gc_note(e, "%s", zeros ? " zeros" : "");
+    ts_range r = zeros ? (ts_range){-1, 1, false, true}
+                       : (ts_range){0.5, 2, true, false};
+    return braid_reduce_prod(e->g, gc_input(e, &s, r), n, axes, keep);
+}
+
 /* ---- the table ---------------------------------------------------------- */
 
 typedef struct gc_kind {
@@ -380,6 +414,9 @@ static const gc_kind gc_kinds[] = {
     {BRAID_OP_REDUCE_SCATTER, gc_collective, NULL},
     {BRAID_OP_GATHER, gc_index, NULL},
     {BRAID_OP_SCATTER, gc_index, NULL},
+    {BRAID_OP_TOPK_VALUES, gc_axis, NULL}, /* index ops */
+    {BRAID_OP_CUMSUM, gc_axis, NULL},
+    {BRAID_OP_REDUCE_PROD, gc_prod, NULL},
 };
 
 int ts_grad_case_kinds(void) {

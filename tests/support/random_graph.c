@@ -353,6 +353,7 @@ static bool gen_one(ts_gen *G) {
         {ts_gen_gather, 2},  {ts_gen_scatter, 2},
         {ts_gen_conv, 2}, /* conv ops */
         {ts_gen_pool, 2},    {ts_gen_resize, 2},
+        {ts_gen_axis, 4},    {ts_gen_reduce_prod, 2},
     };
     int total = 0;
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)

@@ -163,5 +163,9 @@ bool ts_gen_source(ts_gen *G);
 /* max_pool / avg_pool of a rank >= 3 operand, resize (random_graph_window.c) */
 bool ts_gen_pool(ts_gen *G);
 bool ts_gen_resize(ts_gen *G);
+/* index ops (random_graph_axis.c): argmax/argmin, topk, cumsum,
+ * reduce_prod, log-sum-exp */
+bool ts_gen_axis(ts_gen *G);
+bool ts_gen_reduce_prod(ts_gen *G);
 
 #endif /* BRAID_TESTS_RANDOM_GRAPH_H */
