@@ -84,6 +84,10 @@ void cli_print_compile_help(FILE *out) {
           "runs stop\n"
           "                            regenerating weights; the plan grows "
           "by them\n"
+          "  --shape NAME=DIMS         an ONNX model's input shape, e.g. "
+          "input_ids=1x128\n"
+          "                            (binds its symbolic dims; "
+          "repeatable)\n"
           "  --cpu-fallback            a plan file for a GPU this machine "
           "lacks: run its\n"
           "                            graph compiled again for the cpu "
@@ -192,6 +196,14 @@ bool cli_compile_flag(cli_compile_flags *f, int argc, char **argv, int *i,
     if (len == strlen("--cpu-fallback") && !strncmp(arg, "--cpu-fallback", len)) {
         if (eq) *rc = cli_usage_error("--cpu-fallback takes no value");
         f->cpu_fallback = true;
+        return true;
+    }
+    if (len == strlen("--shape") && !strncmp(arg, "--shape", len)) {
+        /* an import option (ONNX models), not a compile one: not `given` */
+        const char *value = eq ? eq + 1 : *i + 1 < argc ? argv[++*i] : NULL;
+        if (!value || !cli_onnx_add_shape(value))
+            *rc = cli_usage_error("--shape expects NAME=DIMS, e.g. "
+                                  "input_ids=1x128");
         return true;
     }
     if (len == strlen("--tf32") && !strncmp(arg, "--tf32", len)) {
