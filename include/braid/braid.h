@@ -297,6 +297,22 @@ braid_tensor braid_rank_collective(braid_graph *g, braid_op op, braid_tensor x,
 /* "sum", "max", "min", "avg"; "?" if bad. */
 const char *braid_reduce_name(braid_reduce_kind k);
 
+/* ---- reverse-mode autodiff (docs/training.md) ---------------------------
+ *
+ * Adds to g the gradient of the scalar loss (a float tensor of one
+ * element, any rank) with respect to each of wrt[0..n): grads_out[i] has
+ * wrt[i]'s shape and dtype and is an ordinary node of g (fused, placed
+ * and planned like the rest; mark it with braid_output to read it). A wrt
+ * tensor the loss does not depend on gets a zero gradient (a fill). The
+ * gradient nodes are appended after every existing node; nothing already
+ * in g changes. Comparisons, floor and ceil pass a zero gradient; any
+ * other op without a gradient rule on a path from a wrt tensor to the
+ * loss is BRAID_ERR_UNSUPPORTED naming the node. Errors are recorded on
+ * the graph like a builder call's and returned; grads_out[] are then
+ * invalid. */
+braid_status braid_grad(braid_graph *g, braid_tensor loss, size_t n,
+                        const braid_tensor *wrt, braid_tensor *grads_out);
+
 /* ---- outputs, names, placement hints ------------------------------------ */
 
 /* Mark t as a graph output called name (unique among outputs). */

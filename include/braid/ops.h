@@ -45,15 +45,21 @@ enum {
     BRAID_OPF_COMPARE = 1u << 0,
     /* A matmul may absorb it as an epilogue after its bias (docs/fusion.md). */
     BRAID_OPF_ACTIVATION = 1u << 1,
-    /* Has a gradient with respect to its float operands (the input of the
-     * coming autodiff); ops without it (comparisons, floor, ceil, sources)
-     * pass no gradient back. */
+    /* Has a gradient with respect to its float operands: braid_grad has a
+     * rule for it (graph/grad_rules*.c; docs/training.md). An op with a
+     * float result on a path from a wrt tensor to the loss that has
+     * neither this flag nor BRAID_OPF_ZERO_GRAD is an error of braid_grad
+     * naming the node. Comparisons give bool, through which no gradient
+     * flows. */
     BRAID_OPF_DIFFERENTIABLE = 1u << 2,
     /* Exact or correctly rounded in every dtype it accepts (data movement,
      * sign, floor, comparisons, + - * / sqrt), so evaluating it in float64
      * and rounding gives every IEEE executor's bits; ops on i32 are exact
      * whatever this says. Constant folding relies on it. */
     BRAID_OPF_EXACT = 1u << 3,
+    /* Piecewise constant (floor, ceil): braid_grad passes a zero gradient
+     * through it by convention (docs/training.md) instead of failing. */
+    BRAID_OPF_ZERO_GRAD = 1u << 4,
 };
 
 /* X(ID, "name", arity, kind, dtypes, flags, flops)
@@ -90,8 +96,8 @@ enum {
     X(GELU, "gelu", 1, ELEMENTWISE, FLOAT, BRAID_OPF_DIFFERENTIABLE|BRAID_OPF_ACTIVATION, 8) \
     X(SILU, "silu", 1, ELEMENTWISE, FLOAT, BRAID_OPF_DIFFERENTIABLE|BRAID_OPF_ACTIVATION, 8) \
     X(ERF, "erf", 1, ELEMENTWISE, FLOAT, BRAID_OPF_DIFFERENTIABLE, 8) \
-    X(FLOOR, "floor", 1, ELEMENTWISE, FLOAT, BRAID_OPF_EXACT, 1) \
-    X(CEIL, "ceil", 1, ELEMENTWISE, FLOAT, BRAID_OPF_EXACT, 1) \
+    X(FLOOR, "floor", 1, ELEMENTWISE, FLOAT, BRAID_OPF_EXACT|BRAID_OPF_ZERO_GRAD, 1) \
+    X(CEIL, "ceil", 1, ELEMENTWISE, FLOAT, BRAID_OPF_EXACT|BRAID_OPF_ZERO_GRAD, 1) \
     X(RECIPROCAL, "reciprocal", 1, ELEMENTWISE, FLOAT, BRAID_OPF_DIFFERENTIABLE|BRAID_OPF_EXACT, 4) \
     X(SQUARE, "square", 1, ELEMENTWISE, NUMBER, BRAID_OPF_DIFFERENTIABLE|BRAID_OPF_EXACT, 1) \
     X(ADD, "add", 2, ELEMENTWISE, NUMBER, BRAID_OPF_DIFFERENTIABLE|BRAID_OPF_EXACT, 1) \

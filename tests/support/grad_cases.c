@@ -1,0 +1,327 @@
+/* tests/support/grad_cases.c — one random small graph per differentiable
+ * op (and composite), for the gradient suites. Shapes are kept small
+ * (≤ 4 per dim) because finite differences run the reference twice per
+ * input element. */
+#include "tests/support/grad_cases.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* What a case builder gets: the graph, the dtype, the rng, the case (for
+ * ranges and its description). */
+typedef struct gc_env {
+    braid_graph *g;
+    braid_dtype dt;
+    uint64_t *st;
+    ts_grad_case *c;
+} gc_env;
+
+typedef braid_tensor (*gc_build_fn)(gc_env *e, braid_op op);
+
+static braid_tensor gc_input(gc_env *e, const ts_shape *s, ts_range r) {
+    char name[16];
+    snprintf(name, sizeof name, "x%u", (unsigned)e->c->ninputs);
+    e->c->range[e->c->ninputs++] = r;
+    return ts_shape_input(e->g, name, e->dt, s);
+}
+
+static ts_shape gc_shape(gc_env *e, int min_rank, int max_rank) {
+    return ts_random_shape(e->st, min_rank, max_rank, 4);
+}
+
+static int gc_int(gc_env *e, int lo, int hi) {
+    return ts_rand_int(e->st, lo, hi);
+}
+
+static void gc_note(gc_env *e, const char *fmt, const char *arg) {
+    size_t n = strlen(e->c->what);
+    snprintf(e->c->what + n, sizeof e->c->what - n, fmt, arg);
+}
+
+/* ---- elementwise --------------------------------------------------------- */
+
+static ts_range gc_unary_range(braid_op op) {
+    switch (op) {
+    case BRAID_OP_LOG:
+    case BRAID_OP_SQRT:
+    case BRAID_OP_RSQRT:
+        return TS_RANGE(0.5, 2);
+    case BRAID_OP_RECIPROCAL:
+        return (ts_range){0.5, 2, true, false};
+    case BRAID_OP_TAN:
+        return TS_RANGE(-1.2, 1.2);
+    default:
+        return TS_RANGE(-2, 2);
+    }
+}
+
+static braid_tensor gc_unary(gc_env *e, braid_op op) {
+    ts_shape s = gc_shape(e, 0, 3);
+    return braid_unary(e->g, op, gc_input(e, &s, gc_unary_range(op)));
+}
+
+static braid_tensor gc_binary(gc_env *e, braid_op op) {
+    ts_shape a, b;
+    int variant = gc_int(e, 0, 7);
+    ts_shape_pair(e->st, variant, &a, &b);
+    char v[8];
+    snprintf(v, sizeof v, "%d", variant);
+    gc_note(e, " pair %s", v);
+    ts_range ra = TS_RANGE(-2, 2), rb = TS_RANGE(-2, 2);
+    if (op == BRAID_OP_DIV) rb = (ts_range){0.5, 2, true, false};
+    if (op == BRAID_OP_POW) ra = TS_RANGE(0.5, 2);
+    braid_tensor x = gc_input(e, &a, ra);
+    return braid_binary(e->g, op, x, gc_input(e, &b, rb));
+}
+
+static braid_tensor gc_where(gc_env *e, braid_op op) {
+    (void)op;
+    ts_shape a, b;
+    ts_shape_pair(e->st, gc_int(e, 0, 7), &a, &b);
+    braid_tensor x = gc_input(e, &a, TS_RANGE(-2, 2));
+    braid_tensor y = gc_input(e, &b, TS_RANGE(-2, 2));
+    /* the condition: a comparison of the values, so it is data-dependent */
+    braid_tensor cond = braid_gt(e->g, x, braid_fill(e->g, e->dt, 0, NULL, 0));
+    return braid_where(e->g, cond, x, y);
+}
+
+/* A float → float cast and back (f32 in the middle for f64: the step and
+ * tolerance of the case allow for f32 rounding). */
+static braid_tensor gc_cast(gc_env *e, braid_op op) {
+    (void)op;
+    ts_shape s = gc_shape(e, 0, 3);
+    braid_tensor x = gc_input(e, &s, TS_RANGE(-2, 2));
+    braid_dtype mid = e->dt == BRAID_F32 ? BRAID_F64 : BRAID_F32;
+    if (mid == BRAID_F32) {
+        e->c->fd_step = 1e-3;
+        e->c->fd_tol = 1e-3;
+    }
+    return braid_cast(e->g, braid_cast(e->g, x, mid), e->dt);
+}
+
+/* ---- matmul, reductions, softmax, layer norm ------------------------------ */
+
+static braid_tensor gc_matmul(gc_env *e, braid_op op) {
+    (void)op;
+    unsigned flags = (unsigned)gc_int(e, 0, 3);
+    ts_shape ba = gc_shape(e, 0, 2), bb = ba;
+    if (ba.rank > 0 && gc_int(e, 0, 1)) bb.dims[0] = 1; /* batch broadcast */
+    if (gc_int(e, 0, 2) == 0) bb.rank = 0;
+    int64_t m = gc_int(e, 1, 4), k = gc_int(e, 1, 4), n = gc_int(e, 1, 4);
+    ts_shape a = ba, b = bb;
+    a.dims[a.rank++] = flags & BRAID_TRANSPOSE_A ? k : m;
+    a.dims[a.rank++] = flags & BRAID_TRANSPOSE_A ? m : k;
+    b.dims[b.rank++] = flags & BRAID_TRANSPOSE_B ? n : k;
+    b.dims[b.rank++] = flags & BRAID_TRANSPOSE_B ? k : n;
+    static const char *names[] = {"", " ta", " tb", " ta tb"};
+    gc_note(e, "%s", names[flags]);
+    braid_tensor x = gc_input(e, &a, TS_RANGE(-1, 1));
+    return braid_matmul(e->g, x, gc_input(e, &b, TS_RANGE(-1, 1)), flags);
+}
+
+static braid_tensor gc_reduce(gc_env *e, braid_op op) {
+    ts_shape s = gc_shape(e, 0, 4);
+    int axes[BRAID_MAX_RANK], n = 0;
+    for (int i = 0; i < s.rank; i++)
+        if (gc_int(e, 0, 1)) axes[n++] = i - (gc_int(e, 0, 1) ? s.rank : 0);
+    bool keep = gc_int(e, 0, 1);
+    gc_note(e, "%s", keep ? " keepdims" : "");
+    braid_tensor x = gc_input(e, &s, TS_RANGE(-2, 2));
+    switch (op) {
+    case BRAID_OP_SUM:
+        return braid_sum(e->g, x, n, axes, keep);
+    case BRAID_OP_MEAN:
+        return braid_mean(e->g, x, n, axes, keep);
+    case BRAID_OP_REDUCE_MAX:
+        return braid_reduce_max(e->g, x, n, axes, keep);
+    default:
+        return braid_reduce_min(e->g, x, n, axes, keep);
+    }
+}
+
+static braid_tensor gc_softmax(gc_env *e, braid_op op) {
+    (void)op;
+    ts_shape s = gc_shape(e, 1, 4);
+    braid_tensor x = gc_input(e, &s, TS_RANGE(-3, 3));
+    return braid_softmax(e->g, x, gc_int(e, -s.rank, s.rank - 1));
+}
+
+static braid_tensor gc_layer_norm(gc_env *e, braid_op op) {
+    (void)op;
+    ts_shape s = gc_shape(e, 1, 3), p = {1, {s.dims[s.rank - 1]}};
+    s.dims[s.rank - 1] = p.dims[0] = gc_int(e, 2, 5);
+    braid_tensor x = gc_input(e, &s, TS_RANGE(-2, 2));
+    braid_tensor gamma = gc_input(e, &p, TS_RANGE(0.5, 1.5));
+    braid_tensor beta = gc_input(e, &p, TS_RANGE(-1, 1));
+    return braid_layer_norm(e->g, x, gamma, beta, 1e-5);
+}
+
+/* ---- shape ops ------------------------------------------------------------- */
+
+static braid_tensor gc_reshape(gc_env *e, braid_op op) {
+    (void)op;
+    ts_shape s = gc_shape(e, 0, 4);
+    braid_tensor x = gc_input(e, &s, TS_RANGE(-2, 2));
+    int64_t dims[2] = {s.rank > 0 ? s.dims[0] : 1, -1};
+    return braid_reshape(e->g, x, 2, dims);
+}
+
+static braid_tensor gc_permute(gc_env *e, braid_op op) {
+    (void)op;
+    ts_shape s = gc_shape(e, 1, 4);
+    int perm[BRAID_MAX_RANK];
+    for (int i = 0; i < s.rank; i++)
+        perm[i] = i;
+    for (int i = s.rank - 1; i > 0; i--) {
+        int j = gc_int(e, 0, i), t = perm[i];
+        perm[i] = perm[j];
+        perm[j] = t;
+    }
+    return braid_permute(e->g, gc_input(e, &s, TS_RANGE(-2, 2)), perm);
+}
+
+static braid_tensor gc_slice(gc_env *e, braid_op op) {
+    (void)op;
+    ts_shape s = ts_random_shape(e->st, 1, 3, 7);
+    int64_t start[BRAID_MAX_RANK], stop[BRAID_MAX_RANK], step[BRAID_MAX_RANK];
+    for (int i = 0; i < s.rank; i++) {
+        int64_t d = s.dims[i];
+        start[i] = gc_int(e, -(int)d, (int)d);
+        stop[i] = gc_int(e, -(int)d, (int)d + 1);
+        step[i] = gc_int(e, 1, 3);
+    }
+    braid_tensor x = gc_input(e, &s, TS_RANGE(-2, 2));
+    return braid_slice(e->g, x, start, stop, step);
+}
+
+static braid_tensor gc_concat(gc_env *e, braid_op op) {
+    (void)op;
+    ts_shape s = gc_shape(e, 1, 3);
+    int n = gc_int(e, 1, 3), axis = gc_int(e, 0, s.rank - 1);
+    braid_tensor xs[3];
+    for (int i = 0; i < n; i++) {
+        s.dims[axis] = gc_int(e, 0, 3);
+        xs[i] = gc_input(e, &s, TS_RANGE(-2, 2));
+    }
+    return braid_concat(e->g, n, xs, axis);
+}
+
+static braid_tensor gc_broadcast_to(gc_env *e, braid_op op) {
+    (void)op;
+    ts_shape a, b;
+    ts_shape_pair(e->st, gc_int(e, 0, 7), &a, &b);
+    int r;
+    int64_t d[BRAID_MAX_RANK];
+    bg_broadcast_shapes(a.rank, a.dims, b.rank, b.dims, &r, d);
+    return braid_broadcast_to(e->g, gc_input(e, &b, TS_RANGE(-2, 2)), r, d);
+}
+
+/* ---- collectives (local groups of k members, joined on axis 0) ----------- */
+
+static braid_tensor gc_collective(gc_env *e, braid_op op) {
+    int k = gc_int(e, 2, 3);
+    ts_shape s = gc_shape(e, 1, 3);
+    if (op == BRAID_OP_REDUCE_SCATTER) s.dims[0] = k * gc_int(e, 1, 2);
+    braid_tensor xs[3], outs[3];
+    for (int i = 0; i < k; i++)
+        xs[i] = gc_input(e, &s, TS_RANGE(-2, 2));
+    braid_reduce_kind red = (braid_reduce_kind)gc_int(e, 0, 3);
+    if (op == BRAID_OP_ALL_REDUCE || op == BRAID_OP_REDUCE_SCATTER)
+        gc_note(e, " %s", braid_reduce_name(red));
+    if (op == BRAID_OP_ALL_REDUCE) braid_all_reduce(e->g, k, xs, red, outs);
+    if (op == BRAID_OP_REDUCE_SCATTER)
+        braid_reduce_scatter(e->g, k, xs, red, outs);
+    if (op == BRAID_OP_ALL_GATHER) braid_all_gather(e->g, k, xs, outs);
+    if (op == BRAID_OP_BROADCAST)
+        braid_broadcast(e->g, k, xs, gc_int(e, 0, k - 1), outs);
+    if (braid_graph_status(e->g) != BRAID_OK) return BRAID_NONE;
+    return braid_concat(e->g, k, outs, 0);
+}
+
+/* ---- the table --------------------------------------------------------------- */
+
+typedef struct gc_kind {
+    braid_op op;    /* the op under test; COUNT_: a composite */
+    gc_build_fn fn; /* its builder */
+    const char *name;
+} gc_kind;
+
+#define GC_U(OP) {BRAID_OP_##OP, gc_unary, NULL}
+#define GC_B(OP) {BRAID_OP_##OP, gc_binary, NULL}
+
+static const gc_kind gc_kinds[] = {
+    GC_U(NEG), GC_U(ABS), GC_U(EXP), GC_U(LOG), GC_U(SQRT), GC_U(RSQRT),
+    GC_U(SIN), GC_U(COS), GC_U(TAN), GC_U(TANH), GC_U(SIGMOID), GC_U(RELU),
+    GC_U(GELU), GC_U(SILU), GC_U(ERF), GC_U(RECIPROCAL), GC_U(SQUARE),
+    GC_U(FLOOR), GC_U(CEIL),
+    GC_B(ADD), GC_B(SUB), GC_B(MUL), GC_B(DIV), GC_B(POW), GC_B(MAX),
+    GC_B(MIN),
+    {BRAID_OP_WHERE, gc_where, NULL},
+    {BRAID_OP_CAST, gc_cast, NULL},
+    {BRAID_OP_MATMUL, gc_matmul, NULL},
+    {BRAID_OP_SUM, gc_reduce, NULL},
+    {BRAID_OP_MEAN, gc_reduce, NULL},
+    {BRAID_OP_REDUCE_MAX, gc_reduce, NULL},
+    {BRAID_OP_REDUCE_MIN, gc_reduce, NULL},
+    {BRAID_OP_SOFTMAX, gc_softmax, NULL},
+    {BRAID_OP_COUNT_, gc_layer_norm, "layer_norm"},
+    {BRAID_OP_RESHAPE, gc_reshape, NULL},
+    {BRAID_OP_PERMUTE, gc_permute, NULL},
+    {BRAID_OP_SLICE, gc_slice, NULL},
+    {BRAID_OP_CONCAT, gc_concat, NULL},
+    {BRAID_OP_BROADCAST_TO, gc_broadcast_to, NULL},
+    {BRAID_OP_ALL_REDUCE, gc_collective, NULL},
+    {BRAID_OP_ALL_GATHER, gc_collective, NULL},
+    {BRAID_OP_BROADCAST, gc_collective, NULL},
+    {BRAID_OP_REDUCE_SCATTER, gc_collective, NULL},
+};
+
+int ts_grad_case_kinds(void) {
+    return (int)(sizeof gc_kinds / sizeof gc_kinds[0]);
+}
+
+braid_op ts_grad_case_op(int kind) { return gc_kinds[kind].op; }
+
+bool ts_grad_case_build(int kind, braid_dtype dt, uint64_t seed,
+                        ts_grad_case *c) {
+    memset(c, 0, sizeof *c);
+    c->fd_step = dt == BRAID_F64 ? 1e-6 : 1e-2;
+    c->fd_tol = dt == BRAID_F64 ? 1e-6 : 1e-2;
+    const gc_kind *k = &gc_kinds[kind];
+    snprintf(c->what, sizeof c->what, "%s %s seed %llu",
+             k->name ? k->name : bg_op(k->op)->name, braid_dtype_name(dt),
+             (unsigned long long)seed);
+    c->g = braid_graph_new(NULL);
+    if (c->g == NULL) return false;
+    uint64_t st = seed * 0x9E3779B97F4A7C15ull + (uint64_t)kind;
+    gc_env e = {c->g, dt, &st, c};
+    c->y = k->fn(&e, k->op);
+    braid_status s = braid_tensor_valid(c->y)
+                         ? ts_grad_attach(c->g, c->y, seed, &c->loss)
+                         : braid_graph_status(c->g);
+    if (s != BRAID_OK) {
+        size_t n = strlen(c->what);
+        snprintf(c->what + n, sizeof c->what - n, ": %s",
+                 braid_graph_error(c->g));
+        return false;
+    }
+    return true;
+}
+
+void ts_grad_case_free(ts_grad_case *c) {
+    braid_graph_free(c->g);
+    c->g = NULL;
+}
+
+ts_io *ts_grad_io(const ts_grad_case *c, uint64_t seed) {
+    ts_io *io = ts_io_new(c->g, seed);
+    for (uint32_t i = 0; io && i < io->ninputs; i++) {
+        braid_tensor t;
+        const char *name;
+        braid_dtype dt;
+        braid_graph_input(c->g, i, &name, &t);
+        braid_tensor_info(c->g, t, &dt, NULL, NULL);
+        ts_fill_input(io, i, dt, c->range[i], seed);
+    }
+    return io;
+}
