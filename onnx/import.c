@@ -132,6 +132,9 @@ static int find_binding(const char *shapes, const char *name, int64_t *dims) {
     return -1;
 }
 
+static const braid_onnx_constant *find_constant(const ox_import *im,
+                                                const char *name);
+
 static braid_status input_shape(ox_import *im, const char *shapes,
                                 const Onnx__ValueInfoProto *vi, ox_value *v) {
     const Onnx__TypeProto *tp = vi->type;
@@ -143,6 +146,11 @@ static braid_status input_shape(ox_import *im, const char *shapes,
     v->elem = tt->has_elem_type ? tt->elem_type : 0;
     int64_t bound[BRAID_MAX_RANK];
     int nb = find_binding(shapes, v->name, bound);
+    const braid_onnx_constant *c = find_constant(im, v->name);
+    if (nb == -1 && c && c->rank >= 0 && c->rank <= BRAID_MAX_RANK) {
+        nb = c->rank; /* a frozen input binds its own shape */
+        memcpy(bound, c->dims, (size_t)nb * sizeof *bound);
+    }
     if (nb == -2)
         return ox_fail(im, BRAID_ERR_INVALID_ARGUMENT, "shape binding for "
                        "\"%s\" is malformed (expected NAME=D0xD1x...)",
@@ -184,6 +192,37 @@ static braid_status input_shape(ox_import *im, const char *shapes,
     return BRAID_OK;
 }
 
+static const braid_onnx_constant *find_constant(const ox_import *im,
+                                                const char *name) {
+    for (size_t i = 0; im->opts && i < im->opts->nconstants; i++)
+        if (im->opts->constants[i].name &&
+            !strcmp(im->opts->constants[i].name, name))
+            return &im->opts->constants[i];
+    return NULL;
+}
+
+/* Input v becomes static values (or a constant, when large) from c. */
+static braid_status freeze_input(ox_import *im, const braid_onnx_constant *c,
+                                 ox_value *v) {
+    bool same = c->dtype == ox_dtype(v->elem) && c->rank == v->rank &&
+                (c->data || !ox_numel(v->rank, v->dims));
+    for (int i = 0; same && i < c->rank; i++) same = c->dims[i] == v->dims[i];
+    if (!same)
+        return ox_fail(im, BRAID_ERR_SHAPE, "constant for input \"%s\" does "
+                       "not match its type (%s, rank %d)", v->name,
+                       ox_elem_name(v->elem), v->rank);
+    int64_t n = ox_numel(v->rank, v->dims);
+    if (n > OX_STATIC_MAX) {
+        v->t = braid_constant(im->g, c->dtype, c->rank, c->dims, c->data);
+        braid_set_name(im->g, v->t, v->name);
+        return BRAID_OK;
+    }
+    if (!(v->sv = malloc((size_t)n * sizeof *v->sv + 1)))
+        return ox_fail(im, BRAID_ERR_OUT_OF_MEMORY, "out of memory");
+    for (int64_t i = 0; i < n; i++) v->sv[i] = bg_load(c->dtype, c->data, i);
+    return BRAID_OK;
+}
+
 static braid_status add_input(ox_import *im, const char *shapes,
                               const Onnx__ValueInfoProto *vi) {
     if (!vi->name || !*vi->name)
@@ -198,6 +237,8 @@ static braid_status add_input(ox_import *im, const char *shapes,
     if (t == BRAID_DTYPE_COUNT_)
         return ox_fail(im, BRAID_ERR_UNSUPPORTED, "input \"%s\": element type "
                        "%s is not supported", v->name, ox_elem_name(v->elem));
+    const braid_onnx_constant *c = find_constant(im, v->name);
+    if (c) return freeze_input(im, c, v);
     char name[256];
     if (braid_onnx_input_name(vi->name, name, sizeof name) >= sizeof name)
         return ox_fail(im, BRAID_ERR_INVALID_ARGUMENT, "input name \"%.40s...\" "
@@ -262,7 +303,8 @@ static braid_status import_bytes(const uint8_t *buf, size_t len,
                                  const braid_onnx_options *o, const char *file,
                                  const char *dir, bool mapped,
                                  braid_graph **out) {
-    ox_import im = {.file = file, .base_dir = dir, .status = BRAID_OK};
+    ox_import im = {.file = file, .base_dir = dir, .opts = o,
+                    .status = BRAID_OK};
     if (mapped) {
         im.map = buf;
         im.map_len = len;

@@ -72,6 +72,7 @@ typedef struct ox_import {
     uint32_t nslots;        /* power of two */
     int opset;              /* default-domain opset of the model */
     const char *base_dir;   /* external data folder, or NULL */
+    const braid_onnx_options *opts; /* the caller's options, or NULL */
     const uint8_t *map;     /* the whole model file, when mapped */
     size_t map_len;
     char err[1024];         /* first error */

@@ -147,6 +147,9 @@ braid_plan *cli_compile_file(const char *path, const cli_compile_flags *f,
 /* Records one --shape NAME=DxD... binding for the ONNX imports of this
  * process; false when malformed. */
 bool cli_onnx_add_shape(const char *binding);
+/* Records one --const NAME=FILE (.npy or .pb): ONNX graph input NAME is
+ * frozen to the file's tensor at import; false (message printed) on error. */
+bool cli_onnx_add_const(const char *binding);
 /* Whether path is an ONNX model: its name ends in .onnx, or its first
  * bytes open a ModelProto (braid_onnx_is_model) and not a plan file. */
 bool cli_is_onnx_file(const char *path);

@@ -26,6 +26,33 @@ bool cli_onnx_add_shape(const char *binding) {
     return true;
 }
 
+/* The --const bindings so far (names and data owned, never freed: they
+ * live as long as the process). */
+static braid_onnx_constant *consts;
+static size_t nconsts;
+
+bool cli_onnx_add_const(const char *binding) {
+    const char *eq = strchr(binding, '=');
+    if (!eq || eq == binding || !eq[1]) return false;
+    br_npy_array a;
+    if (!cli_read_tensor(eq + 1, BRAID_DTYPE_COUNT_, &a)) return false;
+    braid_onnx_constant *c = realloc(consts, (nconsts + 1) * sizeof *c);
+    int64_t *dims = malloc(sizeof a.dims);
+    char *name = strndup(binding, (size_t)(eq - binding));
+    if (!c || !dims || !name) {
+        free(dims);
+        free(name);
+        br_npy_array_free(&a);
+        if (c) consts = c;
+        return cli_err("out of memory");
+    }
+    memcpy(dims, a.dims, sizeof a.dims);
+    consts = c;
+    consts[nconsts++] = (braid_onnx_constant){name, a.dtype, a.rank, dims,
+                                              a.data};
+    return true;
+}
+
 /* The first bytes of path (false when unreadable). */
 static bool head_of(const char *path, unsigned char *buf, size_t *n) {
     FILE *f = fopen(path, "rb");
@@ -48,6 +75,8 @@ braid_graph *cli_onnx_load(const char *path) {
     braid_onnx_options o;
     braid_onnx_options_init(&o);
     o.shapes = shapes;
+    o.constants = consts;
+    o.nconstants = nconsts;
     braid_graph *g = NULL;
     if (braid_onnx_import(path, &o, &g) != BRAID_OK) {
         fprintf(stderr, "braid: %s\n", braid_last_error());

@@ -15,6 +15,20 @@
 extern "C" {
 #endif
 
+/* A graph input replaced by a constant at import time ("frozen"): braid
+ * compiles static shapes, so an input that carries a shape (Reshape's
+ * shape, Slice's starts, ...) must be known when the model is imported.
+ * data holds numel elements of dtype (braid's dtype for the input's ONNX
+ * type: ONNX's integers as i32), C order; rank and dims must agree with
+ * the model's. */
+typedef struct braid_onnx_constant {
+    const char *name;    /* the graph input's ONNX name */
+    braid_dtype dtype;   /* element type of data */
+    int rank;            /* dims in dims */
+    const int64_t *dims; /* shape */
+    const void *data;    /* the values (copied) */
+} braid_onnx_constant;
+
 typedef struct braid_onnx_options {
     /* Bindings of symbolic or free dims, ';'- or ','-separated entries
      * "NAME=D0xD1x...", e.g. "input_ids=1x128": the whole shape of graph
@@ -28,6 +42,9 @@ typedef struct braid_onnx_options {
     const char *base_dir;
     /* Name used in messages for braid_onnx_import_memory; NULL: "model". */
     const char *filename;
+    /* Graph inputs to freeze (above); nconstants entries. */
+    const braid_onnx_constant *constants;
+    size_t nconstants;
     /* Options of the graph created (allocator hook); NULL: defaults. */
     const braid_graph_options *graph;
 } braid_onnx_options;
