@@ -191,6 +191,7 @@ typedef struct ox_op {
 /* The entry for op type at opset, or NULL. */
 const ox_op *ox_op_find(const char *type, int opset);
 /* The per-area tables, each ending with a {NULL} row. */
-extern const ox_op ox_ops_elem[], ox_ops_shape[], ox_ops_nn[];
+extern const ox_op ox_ops_elem[], ox_ops_shape[], ox_ops_nn[],
+    ox_ops_layout[], ox_ops_einsum[];
 
 #endif /* BRAID_ONNX_INTERNAL_H */

@@ -320,6 +320,32 @@ static braid_status map_clip(ox_node *n) {
     return out_like(n, x);
 }
 
+/* Mod: fmod=1 is C's fmod (the sign of a); fmod=0 is Python's (the sign
+ * of b), both computed in f64 (exact for every i32 and f32). */
+static braid_status map_mod(ox_node *n) {
+    braid_graph *g = n->g;
+    braid_tensor a = ox_in(n, 0), b = ox_in(n, 1);
+    braid_dtype t = ox_tdtype(n, a);
+    braid_tensor a64 = braid_cast(g, a, BRAID_F64), b64 = braid_cast(g, b, BRAID_F64);
+    braid_tensor q = braid_div(g, a64, b64);
+    if (ox_attr_int(n, "fmod", 0)) {
+        braid_tensor neg = braid_lt(g, q, ox_scalar(n, BRAID_F64, 0));
+        q = braid_where(g, neg, braid_ceil(g, q), braid_floor(g, q));
+    } else {
+        if (braid_dtype_is_float(t))
+            return ox_node_fail(n, BRAID_ERR_INVALID_ARGUMENT, "fmod=0 on "
+                                "floats");
+        q = braid_floor(g, q);
+    }
+    braid_tensor r = braid_sub(g, a64, braid_mul(g, q, b64));
+    if (!braid_dtype_is_float(t)) { /* integer mod by zero: ONNX gives 0 */
+        braid_tensor z = braid_eq(g, b64, ox_scalar(n, BRAID_F64, 0));
+        r = braid_where(g, z, ox_scalar(n, BRAID_F64, 0), r);
+    }
+    ox_out(n, 0, braid_cast(g, r, t), ox_in_elem(n, 0));
+    return BRAID_OK;
+}
+
 const ox_op ox_ops_elem[] = {
     {"Abs", 1, map_abs, 0},
     {"Add", 1, map_add, 0},
@@ -352,6 +378,7 @@ const ox_op ox_ops_elem[] = {
     {"Mean", 1, map_mean, 0},
     {"Min", 1, map_min, 0},
     {"Mish", 18, map_mish, 0},
+    {"Mod", 10, map_mod, 0},
     {"Mul", 1, map_mul, 0},
     {"Neg", 1, map_neg, 0},
     {"Not", 1, map_not, 0},

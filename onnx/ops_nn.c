@@ -261,14 +261,82 @@ static braid_status map_mvn(ox_node *n) {
     return BRAID_OK;
 }
 
+static braid_status map_lp_norm(ox_node *n) {
+    braid_graph *g = n->g;
+    braid_tensor x = ox_in(n, 0);
+    int r = ox_rank(n, x, NULL), axis;
+    int64_t p = ox_attr_int(n, "p", 2);
+    if (!ox_axis(n, ox_attr_int(n, "axis", -1), r, &axis)) return n->im->status;
+    if (p != 1 && p != 2)
+        return ox_node_fail(n, BRAID_ERR_INVALID_ARGUMENT, "p = %lld",
+                            (long long)p);
+    braid_tensor s = p == 1 ? braid_sum(g, braid_abs(g, x), 1, &axis, true)
+                            : braid_sqrt(g, braid_sum(g, braid_mul(g, x, x), 1,
+                                                      &axis, true));
+    ox_out(n, 0, braid_div(g, x, s), ox_in_elem(n, 0));
+    return BRAID_OK;
+}
+
+/* GroupNormalization (18+): per group of channels over the channels and
+ * spatial axes, then per-channel scale and bias (opset 21; opset 18's
+ * per-group scale is the same when the group has one channel). */
+static braid_status map_group_norm(ox_node *n) {
+    braid_graph *g = n->g;
+    braid_tensor x = ox_in(n, 0);
+    int64_t d[BRAID_MAX_RANK], gd[BRAID_MAX_RANK];
+    int r = ox_rank(n, x, d), axes[BRAID_MAX_RANK];
+    int64_t groups = ox_attr_int(n, "num_groups", 0);
+    if (r < 3 || r + 1 > BRAID_MAX_RANK || groups <= 0 || d[1] % groups)
+        return ox_node_fail(n, BRAID_ERR_SHAPE, "channels must divide into "
+                            "num_groups on an input of rank 3..%d",
+                            BRAID_MAX_RANK - 1);
+    gd[0] = d[0], gd[1] = groups, gd[2] = d[1] / groups;
+    for (int i = 2; i < r; i++) gd[i + 1] = d[i];
+    for (int i = 2; i <= r; i++) axes[i - 2] = i;
+    braid_tensor y = braid_reshape(g, x, r + 1, gd);
+    y = normalize(n, y, r - 1, axes, ox_attr_float(n, "epsilon", 1e-5), NULL,
+                  NULL);
+    y = braid_reshape(g, y, r, d);
+    int64_t sd[BRAID_MAX_RANK];
+    braid_tensor s = ox_in(n, 1), b = ox_in(n, 2);
+    if (ox_rank(n, s, sd) == 1 && sd[0] == groups && groups != d[1]) {
+        int64_t rep[2] = {groups, 1}, full[2] = {groups, d[1] / groups};
+        s = braid_reshape(g, braid_broadcast_to(g, braid_reshape(g, s, 2, rep),
+                                                2, full), 1, &d[1]);
+        b = braid_reshape(g, braid_broadcast_to(g, braid_reshape(g, b, 2, rep),
+                                                2, full), 1, &d[1]);
+    }
+    y = braid_mul(g, y, per_channel(n, s, r));
+    ox_out(n, 0, braid_add(g, y, per_channel(n, b, r)), ox_in_elem(n, 0));
+    return BRAID_OK;
+}
+
+/* RMSNormalization (23): x / sqrt(mean(x^2) + eps) * scale. */
+static braid_status map_rms_norm(ox_node *n) {
+    braid_graph *g = n->g;
+    braid_tensor x = ox_in(n, 0);
+    int r = ox_rank(n, x, NULL), axis, axes[BRAID_MAX_RANK];
+    if (!ox_axis(n, ox_attr_int(n, "axis", -1), r, &axis)) return n->im->status;
+    for (int i = axis; i < r; i++) axes[i - axis] = i;
+    braid_tensor ms = braid_mean(g, braid_mul(g, x, x), r - axis, axes, true);
+    braid_tensor is = braid_rsqrt(g, braid_add(g, ms, sc(n, ms,
+                                          ox_attr_float(n, "epsilon", 1e-5))));
+    braid_tensor y = braid_mul(g, x, is);
+    if (ox_has(n, 1)) y = braid_mul(g, y, ox_in(n, 1));
+    ox_out(n, 0, y, ox_in_elem(n, 0));
+    return BRAID_OK;
+}
+
 const ox_op ox_ops_nn[] = {
     {"BatchNormalization", 1, map_batch_norm, 0},
     {"Gemm", 1, map_gemm, 0},
+    {"GroupNormalization", 18, map_group_norm, 0},
     {"GlobalAveragePool", 1, map_gap, 0},
     {"GlobalMaxPool", 1, map_gmp, 0},
     {"InstanceNormalization", 1, map_instance_norm, 0},
     {"LayerNormalization", 17, map_layer_norm, 0},
     {"LogSoftmax", 1, map_log_softmax, 0},
+    {"LpNormalization", 1, map_lp_norm, 0},
     {"MatMul", 1, map_matmul, 0},
     {"MeanVarianceNormalization", 9, map_mvn, 0},
     {"ReduceL1", 1, map_rl1, 0},
@@ -280,6 +348,7 @@ const ox_op ox_ops_nn[] = {
     {"ReduceMin", 1, map_rmin, 0},
     {"ReduceSum", 1, map_rsum, 0},
     {"ReduceSumSquare", 1, map_rsq, 0},
+    {"RMSNormalization", 23, map_rms_norm, 0},
     {"Softmax", 1, map_softmax, 0},
     {NULL, 0, NULL, 0},
 };

@@ -117,6 +117,8 @@ def run_case(args, case, prepared):
                                    timeout=args.timeout)
             except subprocess.TimeoutExpired:
                 return "hang", "no result after %g s" % args.timeout
+            except OSError as e:
+                return "error", "cannot run braid: %s" % e
             err = p.stderr.decode(errors="replace").strip().splitlines()
             msg = err[-1] if err else ""
             # braid compiles static shapes: an input that carries one is
@@ -172,6 +174,10 @@ def main():
     root = args.keep or tempfile.mkdtemp(prefix="braid-onnx-conformance-")
     results = {}
     try:
+        # a copy: a rebuild while the suite runs must not change the binary
+        copy = os.path.join(root, "braid")
+        shutil.copy2(args.braid, copy)
+        args.braid = copy
         prepared = {}
         for c in cases:
             try:
