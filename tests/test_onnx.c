@@ -8,6 +8,16 @@
 
 #include <time.h>
 
+#ifdef BRAID_NO_ONNX
+/* A build without protobuf-c: the importer says what it needs. */
+Test(onnx_stub, import_says_what_is_missing) {
+    braid_graph *g = (braid_graph *)1;
+    cr_assert_eq(braid_onnx_import("m.onnx", NULL, &g), BRAID_ERR_UNSUPPORTED);
+    cr_assert_null(g);
+    cr_assert(strstr(braid_last_error(), "protobuf-c"), "%s", braid_last_error());
+}
+#else
+
 static char *dir;
 
 static void make_models(void) {
@@ -270,3 +280,5 @@ Test(onnx, input_names_are_braid_identifiers) {
     cr_assert_eq(braid_onnx_input_name("abcdef", buf, 4), 6);
     cr_assert_str_eq(buf, "abc");
 }
+
+#endif /* BRAID_NO_ONNX */

@@ -9,6 +9,16 @@
 #define _POSIX_C_SOURCE 200809L
 #include "tests/onnx_support.h"
 
+#ifdef BRAID_NO_ONNX
+/* A build without protobuf-c: the importer says what it needs. */
+Test(onnx_stub, import_says_what_is_missing) {
+    braid_graph *g = (braid_graph *)1;
+    cr_assert_eq(braid_onnx_import("m.onnx", NULL, &g), BRAID_ERR_UNSUPPORTED);
+    cr_assert_null(g);
+    cr_assert(strstr(braid_last_error(), "protobuf-c"), "%s", braid_last_error());
+}
+#else
+
 typedef struct model_case {
     const char *name;    /* tests/models/tiny/<name>.onnx */
     const char *missing; /* "(Op," the import still refuses, or NULL */
@@ -81,3 +91,5 @@ Test(onnx_models, gpt2_dynamo) { check_model(&cases[0]); }
 Test(onnx_models, gpt2_torchscript) { check_model(&cases[1]); }
 Test(onnx_models, resnet_dynamo) { check_model(&cases[2]); }
 Test(onnx_models, resnet_torchscript) { check_model(&cases[3]); }
+
+#endif /* BRAID_NO_ONNX */

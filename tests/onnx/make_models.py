@@ -209,3 +209,9 @@ for _ in range(200):
 opset = ld(8, key(2, 0) + varint(17))
 with open(os.path.join(out, "deep.onnx"), "wb") as f:
     f.write(key(1, 0) + varint(8) + opset + ld(7, graph))
+
+# ONNX names braid spells differently: an input with ':' and an output
+# with '::' and '/' (file name out__y_z.npy).
+nodes = [helper.make_node("Neg", ["in:put"], ["out::y/z"], name="neg")]
+good("names", helper.make_graph(nodes, "names", [vi("in:put", TensorProto.FLOAT, [2, 3])],
+                                [vi("out::y/z", TensorProto.FLOAT, [2, 3])]), [f32(2, 3)])
