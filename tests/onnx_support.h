@@ -102,4 +102,50 @@ static inline void os_check_graph(const braid_graph *g, const char *dir,
     braid_plan_free(p);
 }
 
+/* Copies tests/models/tiny/<name>.onnx and its ONNX test data
+ * (test_data_set_0/{input,output}_0.pb) into dir as <name>.onnx,
+ * <name>.in0.pb and <name>.out0.pb, the names os_check_plan reads. */
+static inline void os_stage_fixture(const char *dir, const char *name) {
+    const char *src_names[] = {"%s/tests/models/tiny/%s.onnx",
+                               "%s/tests/models/tiny/%s/test_data_set_0/input_0.pb",
+                               "%s/tests/models/tiny/%s/test_data_set_0/output_0.pb"};
+    const char *dst_names[] = {"%s/%s.onnx", "%s/%s.in0.pb", "%s/%s.out0.pb"};
+    for (int k = 0; k < 3; k++) {
+        char src[1024], dst[1024];
+        snprintf(src, sizeof src, src_names[k], BRAID_SOURCE_DIR, name);
+        snprintf(dst, sizeof dst, dst_names[k], dir, name);
+        size_t len = 0;
+        char *buf = ts_read_file_len(src, &len);
+        cr_assert(buf, "%s", src);
+        FILE *f = fopen(dst, "wb");
+        cr_assert(f && fwrite(buf, 1, len, f) == len);
+        fclose(f);
+        free(buf);
+    }
+}
+
+/* Writes tests/onnx/make_models.py's models into dir (seed: its random
+ * shapes and values); skips the test when python3 lacks onnx. */
+static inline void os_make_models(const char *dir, unsigned seed) {
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd,
+             "python3 %s/tests/onnx/make_models.py %s %u >/dev/null 2>&1",
+             BRAID_SOURCE_DIR, dir, seed);
+    if (system(cmd) != 0)
+        cr_skip_test("python3 with onnx and numpy is needed (pip install "
+                     "onnx numpy)");
+}
+
+/* In a build without protobuf-c (BRAID_NO_ONNX) each ONNX suite is this
+ * one test: the importer says what it needs. */
+#define OS_STUB_TEST(suite)                                                    \
+    Test(suite, import_says_what_is_missing) {                                 \
+        braid_graph *g = (braid_graph *)1;                                     \
+        cr_assert_eq(braid_onnx_import("m.onnx", NULL, &g),                    \
+                     BRAID_ERR_UNSUPPORTED);                                   \
+        cr_assert_null(g);                                                     \
+        cr_assert(strstr(braid_last_error(), "protobuf-c"), "%s",              \
+                  braid_last_error());                                         \
+    }
+
 #endif /* BRAID_TESTS_ONNX_SUPPORT_H */

@@ -38,36 +38,12 @@ static void on_gpu(const char *dir, const char *name, const char *shapes,
 Test(cuda_onnx, generated_models_match_onnx_reference) {
     TC_REQUIRE_GPU();
     char *dir = tf_mkdtemp();
-    char cmd[2048];
-    snprintf(cmd, sizeof cmd, "python3 %s/tests/onnx/make_models.py %s 3 "
-             ">/dev/null 2>&1", BRAID_SOURCE_DIR, dir);
-    if (system(cmd) != 0) cr_skip_test("python3 with onnx is needed");
+    os_make_models(dir, 3);
     on_gpu(dir, "mlp", NULL, 1e-4, 1e-5);
     on_gpu(dir, "ext", NULL, 1e-6, 1e-6);
     on_gpu(dir, "names", NULL, 0, 0);
     tf_rmtree(dir);
     free(dir);
-}
-
-/* A tiny fixture with its ONNX test-data files copied beside it under
- * the names os_check_plan reads. */
-static void stage(const char *dir, const char *name) {
-    const char *src_names[] = {"%s/tests/models/tiny/%s.onnx",
-                               "%s/tests/models/tiny/%s/test_data_set_0/input_0.pb",
-                               "%s/tests/models/tiny/%s/test_data_set_0/output_0.pb"};
-    const char *dst_names[] = {"%s/%s.onnx", "%s/%s.in0.pb", "%s/%s.out0.pb"};
-    for (int k = 0; k < 3; k++) {
-        char src[1024], dst[1024];
-        snprintf(src, sizeof src, src_names[k], BRAID_SOURCE_DIR, name);
-        snprintf(dst, sizeof dst, dst_names[k], dir, name);
-        size_t len = 0;
-        char *buf = ts_read_file_len(src, &len);
-        cr_assert(buf, "%s", src);
-        FILE *f = fopen(dst, "wb");
-        cr_assert(f && fwrite(buf, 1, len, f) == len);
-        fclose(f);
-        free(buf);
-    }
 }
 
 Test(cuda_onnx, tiny_models_match_pytorch) {
@@ -76,7 +52,7 @@ Test(cuda_onnx, tiny_models_match_pytorch) {
                            "tiny_resnet_b2_dynamo", "tiny_resnet_b2_ts"};
     char *dir = tf_mkdtemp();
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-        stage(dir, names[i]);
+        os_stage_fixture(dir, names[i]);
         on_gpu(dir, names[i], NULL, 1e-3, 1e-4);
     }
     tf_rmtree(dir);

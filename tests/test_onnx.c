@@ -9,13 +9,7 @@
 #include <time.h>
 
 #ifdef BRAID_NO_ONNX
-/* A build without protobuf-c: the importer says what it needs. */
-Test(onnx_stub, import_says_what_is_missing) {
-    braid_graph *g = (braid_graph *)1;
-    cr_assert_eq(braid_onnx_import("m.onnx", NULL, &g), BRAID_ERR_UNSUPPORTED);
-    cr_assert_null(g);
-    cr_assert(strstr(braid_last_error(), "protobuf-c"), "%s", braid_last_error());
-}
+OS_STUB_TEST(onnx)
 #else
 
 static char *dir;
@@ -24,13 +18,7 @@ static void make_models(void) {
     dir = tf_mkdtemp();
     cr_assert(dir);
     unsigned seed = (unsigned)time(NULL);
-    char cmd[2048];
-    snprintf(cmd, sizeof cmd,
-             "python3 %s/tests/onnx/make_models.py %s %u >/dev/null 2>&1",
-             BRAID_SOURCE_DIR, dir, seed);
-    if (system(cmd) != 0)
-        cr_skip_test("python3 with onnx and numpy is needed (pip install "
-                     "onnx numpy)");
+    os_make_models(dir, seed);
     cr_log_info("models from seed %u in %s", seed, dir);
 }
 

@@ -10,13 +10,7 @@
 #include "tests/onnx_support.h"
 
 #ifdef BRAID_NO_ONNX
-/* A build without protobuf-c: the importer says what it needs. */
-Test(onnx_stub, import_says_what_is_missing) {
-    braid_graph *g = (braid_graph *)1;
-    cr_assert_eq(braid_onnx_import("m.onnx", NULL, &g), BRAID_ERR_UNSUPPORTED);
-    cr_assert_null(g);
-    cr_assert(strstr(braid_last_error(), "protobuf-c"), "%s", braid_last_error());
-}
+OS_STUB_TEST(onnx_models)
 #else
 
 typedef struct model_case {
@@ -31,29 +25,11 @@ static const model_case cases[] = {
     {"tiny_resnet_b2_ts", "(Conv,"},
 };
 
-/* ONNX's test-data layout: <name>/test_data_set_0/{input,output}_0.pb,
- * copied to the names os_check_plan reads. */
-static void stage(const char *dir, const char *name) {
-    char src[1024], dst[1024];
-    const char *kinds[] = {"input", "output"}, *ext[] = {"in", "out"};
-    for (int k = 0; k < 2; k++) {
-        snprintf(src, sizeof src, "%s/tests/models/tiny/%s/test_data_set_0/%s_0.pb",
-                 BRAID_SOURCE_DIR, name, kinds[k]);
-        snprintf(dst, sizeof dst, "%s/%s.%s0.pb", dir, name, ext[k]);
-        size_t len = 0;
-        char *buf = ts_read_file_len(src, &len);
-        cr_assert(buf, "%s", src);
-        FILE *f = fopen(dst, "wb");
-        cr_assert(f && fwrite(buf, 1, len, f) == len);
-        fclose(f);
-        free(buf);
-    }
-}
-
 static void check_model(const model_case *c) {
+    char *dir = tf_mkdtemp();
+    os_stage_fixture(dir, c->name);
     char path[1024];
-    snprintf(path, sizeof path, "%s/tests/models/tiny/%s.onnx",
-             BRAID_SOURCE_DIR, c->name);
+    snprintf(path, sizeof path, "%s/%s.onnx", dir, c->name);
     braid_graph *g = NULL;
     braid_status s = braid_onnx_import(path, NULL, &g);
     if (c->missing) {
@@ -61,11 +37,11 @@ static void check_model(const model_case *c) {
                      braid_last_error());
         cr_assert(strstr(braid_last_error(), c->missing), "%s: %s", c->name,
                   braid_last_error());
+        tf_rmtree(dir);
+        free(dir);
         return;
     }
     cr_assert_eq(s, BRAID_OK, "%s: %s", c->name, braid_last_error());
-    char *dir = tf_mkdtemp();
-    stage(dir, c->name);
     os_check_graph(g, dir, c->name, 1e-3, 1e-4);
     /* the same plan through a plan file */
     braid_compile_options o;
