@@ -332,9 +332,6 @@ static braid_status map_mod(ox_node *n) {
         braid_tensor neg = braid_lt(g, q, ox_scalar(n, BRAID_F64, 0));
         q = braid_where(g, neg, braid_ceil(g, q), braid_floor(g, q));
     } else {
-        if (braid_dtype_is_float(t))
-            return ox_node_fail(n, BRAID_ERR_INVALID_ARGUMENT, "fmod=0 on "
-                                "floats");
         q = braid_floor(g, q);
     }
     braid_tensor r = braid_sub(g, a64, braid_mul(g, q, b64));

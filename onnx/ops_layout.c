@@ -97,8 +97,10 @@ static braid_status depth_space(ox_node *n, bool to_space) {
         if (H % bs || W % bs)
             return ox_node_fail(n, BRAID_ERR_SHAPE, "spatial dims do not "
                                 "divide by blocksize");
+        bool crd = !strcmp(mode, "CRD"); /* SpaceToDepth's mode (opset 24) */
         x = braid_reshape(g, x, 6, (int64_t[]){N, C, H / bs, bs, W / bs, bs});
-        x = braid_permute(g, x, (int[]){0, 3, 5, 1, 2, 4});
+        x = braid_permute(g, x, crd ? (int[]){0, 1, 3, 5, 2, 4}
+                                    : (int[]){0, 3, 5, 1, 2, 4});
         x = braid_reshape(g, x, 4, (int64_t[]){N, C * bs * bs, H / bs, W / bs});
     }
     ox_out(n, 0, x, ox_in_elem(n, 0));
