@@ -343,8 +343,43 @@ static braid_status map_mod(ox_node *n) {
     return BRAID_OK;
 }
 
+/* Hyperbolic functions from exp and log (braid has no op for them). */
+static braid_status map_sinh(ox_node *n) {
+    braid_graph *g = n->g;
+    braid_tensor x = ox_in(n, 0);
+    braid_tensor d = braid_sub(g, braid_exp(g, x), braid_exp(g, braid_neg(g, x)));
+    return out_like(n, braid_mul(g, d, sc(n, x, 0.5)));
+}
+static braid_status map_cosh(ox_node *n) {
+    braid_graph *g = n->g;
+    braid_tensor x = ox_in(n, 0);
+    braid_tensor s = braid_add(g, braid_exp(g, x), braid_exp(g, braid_neg(g, x)));
+    return out_like(n, braid_mul(g, s, sc(n, x, 0.5)));
+}
+static braid_tensor log_x_plus_root(ox_node *n, braid_tensor x, double c) {
+    braid_graph *g = n->g;
+    braid_tensor r = braid_sqrt(g, braid_add(g, braid_mul(g, x, x), sc(n, x, c)));
+    return braid_log(g, braid_add(g, x, r));
+}
+static braid_status map_asinh(ox_node *n) {
+    return out_like(n, log_x_plus_root(n, ox_in(n, 0), 1));
+}
+static braid_status map_acosh(ox_node *n) {
+    return out_like(n, log_x_plus_root(n, ox_in(n, 0), -1));
+}
+static braid_status map_atanh(ox_node *n) {
+    braid_graph *g = n->g;
+    braid_tensor x = ox_in(n, 0);
+    braid_tensor q = braid_div(g, braid_add(g, sc(n, x, 1), x),
+                               braid_sub(g, sc(n, x, 1), x));
+    return out_like(n, braid_mul(g, braid_log(g, q), sc(n, x, 0.5)));
+}
+
 const ox_op ox_ops_elem[] = {
     {"Abs", 1, map_abs, 0},
+    {"Acosh", 9, map_acosh, 0},
+    {"Asinh", 9, map_asinh, 0},
+    {"Atanh", 9, map_atanh, 0},
     {"Add", 1, map_add, 0},
     {"And", 1, map_and, 0},
     {"Cast", 1, map_cast, 0},
@@ -353,6 +388,7 @@ const ox_op ox_ops_elem[] = {
     {"Celu", 12, map_celu, 0},
     {"Clip", 1, map_clip, 0},
     {"Cos", 7, map_cos, 0},
+    {"Cosh", 9, map_cosh, 0},
     {"Div", 1, map_div, 0},
     {"Elu", 1, map_elu, 0},
     {"Equal", 1, map_equal, 0},
@@ -389,6 +425,7 @@ const ox_op ox_ops_elem[] = {
     {"Sigmoid", 1, map_sigmoid, 0},
     {"Sign", 9, map_sign, 0},
     {"Sin", 7, map_sin, 0},
+    {"Sinh", 9, map_sinh, 0},
     {"Softplus", 1, map_softplus, 0},
     {"Softsign", 1, map_softsign, 0},
     {"Sqrt", 1, map_sqrt, 0},
