@@ -192,7 +192,98 @@ static braid_status map_one_hot(ox_node *n) {
     return BRAID_OK;
 }
 
+/* CenterCropPad: each listed axis cropped (centred slice) or padded
+ * (centred zeros) to its static target length. */
+static braid_status map_center_crop_pad(ox_node *n) {
+    int64_t shape[BRAID_MAX_RANK], ax[BRAID_MAX_RANK], d[BRAID_MAX_RANK];
+    int ns, na;
+    if (!ox_static_ints(n, 1, shape, BRAID_MAX_RANK, &ns) ||
+        !ox_attr_ints(n, "axes", ax, BRAID_MAX_RANK, &na))
+        return n->im->status;
+    braid_tensor x = ox_in(n, 0);
+    int r = ox_rank(n, x, d);
+    if (na < 0) {
+        na = r;
+        for (int i = 0; i < r; i++) ax[i] = i;
+    }
+    if (ns != na)
+        return ox_node_fail(n, BRAID_ERR_INVALID_ARGUMENT, "%d lengths for %d "
+                            "axes", ns, na);
+    for (int i = 0; i < na; i++) {
+        int a;
+        if (!ox_axis(n, ax[i], r, &a)) return n->im->status;
+        ox_rank(n, x, d);
+        int64_t want = shape[i], have = d[a];
+        if (want < 0)
+            return ox_node_fail(n, BRAID_ERR_SHAPE, "length %lld",
+                                (long long)want);
+        if (want < have) {
+            int64_t b[BRAID_MAX_RANK] = {0}, e[BRAID_MAX_RANK];
+            memcpy(e, d, sizeof e);
+            b[a] = (have - want) / 2;
+            e[a] = b[a] + want;
+            x = braid_slice(n->g, x, b, e, NULL);
+        } else if (want > have) {
+            int64_t lo = (want - have) / 2, hi = want - have - lo;
+            int64_t pd[BRAID_MAX_RANK];
+            memcpy(pd, d, sizeof pd);
+            braid_tensor parts[3];
+            int k = 0;
+            if (lo) pd[a] = lo, parts[k++] = fill_like(n, x, r, pd, 0);
+            parts[k++] = x;
+            if (hi) pd[a] = hi, parts[k++] = fill_like(n, x, r, pd, 0);
+            x = braid_concat(n->g, k, parts, a);
+        }
+    }
+    ox_out(n, 0, x, ox_in_elem(n, 0));
+    return BRAID_OK;
+}
+
+/* Compress with a static condition: the kept slices, concatenated. */
+static braid_status map_compress(ox_node *n) {
+    int64_t m;
+    const double *c = ox_static(n, 1, &m);
+    if (!c) return n->im->status;
+    braid_tensor x = ox_in(n, 0);
+    int64_t d[BRAID_MAX_RANK];
+    int r = ox_rank(n, x, d), axis = 0;
+    const Onnx__AttributeProto *a = ox_attr(n, "axis");
+    if (!a) { /* over the flattened input */
+        int64_t all = ox_numel(r, d);
+        x = braid_reshape(n->g, x, 1, &all);
+        ox_rank(n, x, d);
+        r = 1;
+    } else if (!ox_axis(n, a->i, r, &axis)) {
+        return n->im->status;
+    }
+    braid_tensor parts[256];
+    int k = 0;
+    for (int64_t i = 0; i < m && i < d[axis]; i++) {
+        if (c[i] == 0) continue;
+        if (k == 256)
+            return ox_node_fail(n, BRAID_ERR_UNSUPPORTED, "more than 256 kept "
+                                "slices");
+        int64_t b[BRAID_MAX_RANK] = {0}, e[BRAID_MAX_RANK];
+        memcpy(e, d, sizeof e);
+        b[axis] = i;
+        e[axis] = i + 1;
+        parts[k++] = braid_slice(n->g, x, b, e, NULL);
+    }
+    if (!k) {
+        int64_t b[BRAID_MAX_RANK] = {0}, e[BRAID_MAX_RANK];
+        memcpy(e, d, sizeof e);
+        e[axis] = 0;
+        ox_out(n, 0, braid_slice(n->g, x, b, e, NULL), ox_in_elem(n, 0));
+        return BRAID_OK;
+    }
+    ox_out(n, 0, k == 1 ? parts[0] : braid_concat(n->g, k, parts, axis),
+           ox_in_elem(n, 0));
+    return BRAID_OK;
+}
+
 const ox_op ox_ops_layout[] = {
+    {"CenterCropPad", 18, map_center_crop_pad, 0},
+    {"Compress", 9, map_compress, 0},
     {"DepthToSpace", 1, map_d2s, 0},
     {"EyeLike", 9, map_eye_like, 0},
     {"OneHot", 9, map_one_hot, 0},

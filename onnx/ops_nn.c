@@ -89,7 +89,27 @@ static braid_status map_log_softmax(ox_node *n) { return softmax(n, true); }
 /* ---- reductions ---------------------------------------------------------------------- */
 
 typedef enum { R_SUM, R_MEAN, R_MAX, R_MIN, R_L1, R_L2, R_SQ, R_LOGSUM,
-               R_LOGSUMEXP } red_kind;
+               R_LOGSUMEXP, R_PROD } red_kind;
+
+/* Product over axes in f64: exp(sum(log|x|)), negated when an odd number
+ * of factors is negative, 0 when one is 0 (until braid has reduce_prod). */
+static braid_tensor reduce_prod(ox_node *n, braid_tensor x, int na,
+                                const int *axes, bool keep) {
+    braid_graph *g = n->g;
+    braid_dtype t = ox_tdtype(n, x);
+    braid_tensor y = braid_cast(g, x, BRAID_F64);
+    braid_tensor zero = ox_scalar(n, BRAID_F64, 0), one = ox_scalar(n, BRAID_F64, 1);
+    braid_tensor mag = braid_exp(g, braid_sum(g, braid_log(g, braid_abs(g, y)),
+                                              na, axes, keep));
+    braid_tensor negs = braid_sum(g, braid_where(g, braid_lt(g, y, zero), one,
+                                                 zero), na, axes, keep);
+    braid_tensor half = braid_mul(g, negs, ox_scalar(n, BRAID_F64, 0.5));
+    braid_tensor odd = braid_ne(g, braid_floor(g, half), half);
+    braid_tensor p = braid_where(g, odd, braid_neg(g, mag), mag);
+    if (!braid_dtype_is_float(t)) p = braid_floor(g, braid_add(g, p,
+                                        ox_scalar(n, BRAID_F64, 0.5)));
+    return braid_cast(g, p, t);
+}
 
 /* Axes: attribute (older opsets) or input 1 (ReduceSum 13+, others 18+);
  * none reduces everything unless noop_with_empty_axes. */
@@ -129,6 +149,7 @@ static braid_status reduce(ox_node *n, red_kind k) {
         break;
     case R_SQ: y = braid_sum(g, braid_mul(g, x, x), na, axes, keep); break;
     case R_LOGSUM: y = braid_log(g, braid_sum(g, x, na, axes, keep)); break;
+    case R_PROD: y = reduce_prod(n, x, na, axes, keep); break;
     default: { /* max + log(sum(exp(x - max))) */
         braid_tensor m = braid_reduce_max(g, x, na, axes, true);
         braid_tensor e = braid_exp(g, braid_sub(g, x, m));
@@ -149,6 +170,7 @@ static braid_status map_rl2(ox_node *n) { return reduce(n, R_L2); }
 static braid_status map_rsq(ox_node *n) { return reduce(n, R_SQ); }
 static braid_status map_rlogsum(ox_node *n) { return reduce(n, R_LOGSUM); }
 static braid_status map_rlogsumexp(ox_node *n) { return reduce(n, R_LOGSUMEXP); }
+static braid_status map_rprod(ox_node *n) { return reduce(n, R_PROD); }
 
 /* GlobalAveragePool / GlobalMaxPool: every axis after N, C, kept. */
 static braid_status global_pool(ox_node *n, bool avg) {
@@ -346,6 +368,7 @@ const ox_op ox_ops_nn[] = {
     {"ReduceMax", 1, map_rmax, 0},
     {"ReduceMean", 1, map_rmean, 0},
     {"ReduceMin", 1, map_rmin, 0},
+    {"ReduceProd", 1, map_rprod, 0},
     {"ReduceSum", 1, map_rsum, 0},
     {"ReduceSumSquare", 1, map_rsq, 0},
     {"RMSNormalization", 23, map_rms_norm, 0},
