@@ -140,8 +140,8 @@ static braid_status input_shape(ox_import *im, const char *shapes,
     const Onnx__TypeProto *tp = vi->type;
     if (!tp || tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE ||
         !tp->tensor_type)
-        return ox_fail(im, BRAID_ERR_UNSUPPORTED, "input \"%s\": only tensor "
-                       "inputs are supported", v->name);
+        return ox_fail(im, BRAID_ERR_UNSUPPORTED, "input \"%s\": unsupported: "
+                       "only tensor inputs are supported", v->name);
     const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
     v->elem = tt->has_elem_type ? tt->elem_type : 0;
     int64_t bound[BRAID_MAX_RANK];
@@ -235,8 +235,8 @@ static braid_status add_input(ox_import *im, const char *shapes,
     if (s != BRAID_OK) return s;
     braid_dtype t = ox_dtype(v->elem);
     if (t == BRAID_DTYPE_COUNT_)
-        return ox_fail(im, BRAID_ERR_UNSUPPORTED, "input \"%s\": element type "
-                       "%s is not supported", v->name, ox_elem_name(v->elem));
+        return ox_fail(im, BRAID_ERR_UNSUPPORTED, "input \"%s\": unsupported: "
+                       "element type %s", v->name, ox_elem_name(v->elem));
     const braid_onnx_constant *c = find_constant(im, v->name);
     if (c) return freeze_input(im, c, v);
     char name[256];
