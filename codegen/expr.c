@@ -76,19 +76,27 @@ static void emit_cast(bc_buf *b, braid_dtype s, braid_dtype d, uint32_t a,
         bc_buf_printf(b, "v%u", (unsigned)a);
         return;
     }
+    /* i64 to a float goes through double, as bg_load reads it */
+    const char *via = s == BRAID_I64 ? "(double)" : "";
     switch (d) {
     case BRAID_BOOL:
         bc_buf_printf(b, "(v%u != 0)", (unsigned)a);
+        return;
+    case BRAID_I64: /* a widening: exact from bool and i32 */
+        if (s == BRAID_BOOL || s == BRAID_I32)
+            bc_buf_printf(b, "(long long)v%u", (unsigned)a);
+        else
+            bc_buf_printf(b, "bc_d2l((double)v%u)", (unsigned)a);
         return;
     case BRAID_F64:
         bc_buf_printf(b, "(double)v%u", (unsigned)a);
         return;
     case BRAID_F16:
-        bc_buf_printf(b, root ? "(float)v%u" : "bc_rh((float)v%u)",
+        bc_buf_printf(b, root ? "(float)%sv%u" : "bc_rh((float)%sv%u)", via,
                       (unsigned)a);
         return;
     case BRAID_BF16:
-        bc_buf_printf(b, root ? "(float)v%u" : "bc_rb((float)v%u)",
+        bc_buf_printf(b, root ? "(float)%sv%u" : "bc_rb((float)%sv%u)", via,
                       (unsigned)a);
         return;
     case BRAID_I32:
@@ -98,7 +106,7 @@ static void emit_cast(bc_buf *b, braid_dtype s, braid_dtype d, uint32_t a,
             bc_buf_printf(b, "bc_d2i((double)v%u)", (unsigned)a);
         return;
     default: /* f32 */
-        bc_buf_printf(b, "(float)v%u", (unsigned)a);
+        bc_buf_printf(b, "(float)%sv%u", via, (unsigned)a);
         return;
     }
 }

@@ -32,6 +32,9 @@ static void emit_store_double(bc_buf *b, braid_dtype t, const char *v) {
     case BRAID_I32:
         bc_buf_printf(b, "bc_d2i(%s)", v);
         return;
+    case BRAID_I64:
+        bc_buf_printf(b, "bc_d2l(%s)", v);
+        return;
     case BRAID_BOOL:
         bc_buf_printf(b, "(unsigned char)((%s) != 0)", v);
         return;

@@ -67,6 +67,8 @@ const char *bc_ctype(braid_dtype t) {
         return "double";
     case BRAID_I32:
         return "int";
+    case BRAID_I64:
+        return "long long";
     case BRAID_BOOL:
         return "bool";
     default:
@@ -83,6 +85,8 @@ const char *bc_stype(braid_dtype t) {
         return "double";
     case BRAID_I32:
         return "int";
+    case BRAID_I64:
+        return "long long";
     case BRAID_BOOL:
         return "unsigned char";
     default:
@@ -146,6 +150,13 @@ void bc_emit_literal(bc_buf *b, braid_dtype t, double v) {
                     : v <= -2147483648.0 ? INT32_MIN
                                          : (int32_t)v;
         bc_buf_printf(b, "(int)0x%08xu", (unsigned)(uint32_t)x);
+        return;
+    }
+    case BRAID_I64: { /* saturated as bg_store does */
+        int64_t x;
+        bg_store(BRAID_I64, &x, 0, v);
+        bc_buf_printf(b, "(long long)0x%016llxULL",
+                      (unsigned long long)(uint64_t)x);
         return;
     }
     case BRAID_BOOL:

@@ -107,6 +107,11 @@ double bg_load(braid_dtype t, const void *buf, int64_t i) {
     }
     case BRAID_BOOL:
         return p[at] != 0;
+    case BRAID_I64: {
+        int64_t v;
+        memcpy(&v, p + at, sizeof v);
+        return (double)v;
+    }
     case BRAID_DTYPE_COUNT_:
         break;
     }
@@ -120,6 +125,14 @@ static int32_t bg_to_i32(double v) {
     if (v >= 2147483647.0) return INT32_MAX;
     if (v <= -2147483648.0) return INT32_MIN;
     return (int32_t)v;
+}
+
+/* The same for int64: 2^63 is the first double past INT64_MAX. */
+static int64_t bg_to_i64(double v) {
+    if (v != v) return 0;
+    if (v >= 9223372036854775808.0) return INT64_MAX;
+    if (v <= -9223372036854775808.0) return INT64_MIN;
+    return (int64_t)v;
 }
 
 void bg_store(braid_dtype t, void *buf, int64_t i, double v) {
@@ -150,7 +163,78 @@ void bg_store(braid_dtype t, void *buf, int64_t i, double v) {
     case BRAID_BOOL:
         p[at] = v != 0; /* NaN != 0 is true */
         return;
+    case BRAID_I64: {
+        int64_t x = bg_to_i64(v);
+        memcpy(p + at, &x, sizeof x);
+        return;
+    }
     case BRAID_DTYPE_COUNT_:
         return;
     }
+}
+
+/* ---- integer dtypes ------------------------------------------------------ */
+
+int64_t bg_load_int(braid_dtype t, const void *buf, int64_t i) {
+    const unsigned char *p = buf;
+    size_t at = (size_t)i * braid_dtype_size(t);
+    switch (t) {
+    case BRAID_I64: {
+        int64_t v;
+        memcpy(&v, p + at, sizeof v);
+        return v;
+    }
+    case BRAID_I32: {
+        int32_t v;
+        memcpy(&v, p + at, sizeof v);
+        return v;
+    }
+    default:
+        return bg_to_i64(bg_load(t, buf, i));
+    }
+}
+
+void bg_store_int(braid_dtype t, void *buf, int64_t i, int64_t v) {
+    unsigned char *p = (unsigned char *)buf + (size_t)i * braid_dtype_size(t);
+    if (t == BRAID_I64) {
+        memcpy(p, &v, sizeof v);
+    } else if (t == BRAID_I32) {
+        int32_t x = (int32_t)v;
+        memcpy(p, &x, sizeof x);
+    }
+}
+
+void bg_int_range(braid_dtype t, int64_t *lo, int64_t *hi) {
+    switch (t) {
+    case BRAID_I32:
+        *lo = INT32_MIN, *hi = INT32_MAX;
+        return;
+    default:
+        *lo = INT64_MIN, *hi = INT64_MAX;
+        return;
+    }
+}
+
+bool bg_cast_checked(braid_dtype from, braid_dtype to) {
+    return from == BRAID_I64 && to != BRAID_I64 && bg_dtype_is_int(to);
+}
+
+bool bg_int_fits(braid_dtype to, int64_t v) {
+    int64_t lo, hi;
+    bg_int_range(to, &lo, &hi);
+    return v >= lo && v <= hi;
+}
+
+braid_status bg_cast_range_error(const braid_graph *g, uint32_t id,
+                                 int64_t index, int64_t value) {
+    const bg_node *n = bg_node_at(g, id);
+    braid_dtype from = bg_node_at(g, n->inputs[0])->dtype;
+    return bg_set_last_error(
+        BRAID_ERR_INVALID_ARGUMENT,
+        "node %u%s%s%s (cast %s -> %s): element %lld is %lld, which does not "
+        "fit %s (a cast from i64 is range-checked, never wrapped)",
+        (unsigned)id, n->name ? " \"" : "", n->name ? n->name : "",
+        n->name ? "\"" : "", braid_dtype_name(from),
+        braid_dtype_name(n->dtype), (long long)index, (long long)value,
+        braid_dtype_name(n->dtype));
 }

@@ -332,3 +332,18 @@ void bg_eval_round(const bg_node *n, double *v) {
     for (int64_t i = 0, m = bg_numel(n); i < m; i++)
         v[i] = bg_round(n->dtype, v[i]);
 }
+
+braid_status bg_eval_cast_check(const braid_graph *g, uint32_t id,
+                                const double *x) {
+    const bg_node *n = bg_node_at(g, id);
+    if (n->op != BRAID_OP_CAST ||
+        !bg_cast_checked(bg_node_at(g, n->inputs[0])->dtype, n->dtype))
+        return BRAID_OK;
+    for (int64_t i = 0, m = bg_numel(n); i < m; i++) {
+        int64_t v;
+        bg_store(BRAID_I64, &v, 0, x[i]); /* exact: x holds i64 values */
+        if (!bg_int_fits(n->dtype, v))
+            return bg_cast_range_error(g, id, i, v);
+    }
+    return BRAID_OK;
+}

@@ -35,4 +35,11 @@ bool bg_eval_node_range(const braid_graph *g, uint32_t id,
 /* Whether node n may be evaluated in pieces (all but reductions). */
 bool bg_eval_splits(const bg_node *n);
 
+/* For a checked cast (bg_cast_checked) node id of g whose operand holds the
+ * values x: BRAID_OK when every value fits the result's dtype, else
+ * bg_cast_range_error for the first that does not. BRAID_OK for any other
+ * node. Evaluators call it before bg_eval_node, which saturates. */
+braid_status bg_eval_cast_check(const braid_graph *g, uint32_t id,
+                                const double *x);
+
 #endif /* BRAID_GRAPH_EVAL_H */

@@ -11,13 +11,15 @@
 #include <string.h>
 
 struct bg_grad_ctx {
-    braid_graph *g;    /* the graph being extended */
-    uint32_t nold;     /* nodes before braid_grad (the ones differentiated) */
-    uint8_t *on;       /* per old node: on a path from a wrt to the loss */
-    uint32_t *adj;     /* per old node: its gradient so far, or BG_NONE */
+    braid_graph *g; /* the graph being extended */
+    uint32_t nold;  /* nodes before braid_grad (the ones differentiated) */
+    uint8_t *on;    /* per old node: on a path from a wrt to the loss */
+    uint32_t *adj;  /* per old node: its gradient so far, or BG_NONE */
 };
 
-braid_graph *bg_grad_graph(bg_grad_ctx *c) { return c->g; }
+braid_graph *bg_grad_graph(bg_grad_ctx *c) {
+    return c->g;
+}
 
 bool bg_grad_wants(bg_grad_ctx *c, const bg_grad_node *n, uint32_t k) {
     return k < n->ninputs && c->on[n->inputs[k]];
@@ -139,8 +141,7 @@ static void gd_backward(bg_grad_ctx *c, uint32_t loss) {
 
 /* Argument checks; the messages name the offending argument. */
 static braid_status gd_check_args(braid_graph *g, braid_tensor loss, size_t n,
-                                  const braid_tensor *wrt,
-                                  braid_tensor *out) {
+                                  const braid_tensor *wrt, braid_tensor *out) {
     if (g->status != BRAID_OK) return g->status;
     if ((n > 0 && (wrt == NULL || out == NULL)))
         return bg_fail(g, BRAID_ERR_INVALID_ARGUMENT,

@@ -48,8 +48,7 @@ typedef void (*bg_grad_rule)(bg_grad_ctx *c, const bg_grad_node *n,
  * BRAID_OPF_DIFFERENTIABLE has one (tests/test_grad.c checks). */
 bg_grad_rule bg_grad_rule_of(braid_op op);
 /* The rule of the collective ops (graph/grad_collective.c). */
-void bg_grad_collective(bg_grad_ctx *c, const bg_grad_node *n,
-                        braid_tensor gy);
+void bg_grad_collective(bg_grad_ctx *c, const bg_grad_node *n, braid_tensor gy);
 
 /* ---- helpers the rules share (graph/grad_util.c) ------------------------ */
 

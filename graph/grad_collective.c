@@ -22,8 +22,8 @@ static void gc_hits(bg_grad_ctx *c, const bg_grad_node *n, int k, int64_t lo,
     for (int j = 0; j < k; j++) {
         braid_tensor xj = gc_in(n, j);
         if (lo >= 0) xj = bg_grad_slice_axis(c, xj, 0, lo, hi);
-        hit[j] = braid_cast(g, braid_eq(g, xj, (braid_tensor){n->id}),
-                            n->dtype);
+        hit[j] =
+            braid_cast(g, braid_eq(g, xj, (braid_tensor){n->id}), n->dtype);
         *cnt = j == 0 ? hit[j] : braid_add(g, *cnt, hit[j]);
     }
 }

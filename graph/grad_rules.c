@@ -7,9 +7,9 @@
 #include "graph/grad.h"
 
 /* C11 has no M_PI & co. */
-#define GR_2_SQRTPI 1.12837916709551257390   /* 2/√π */
-#define GR_SQRT1_2 0.70710678118654752440    /* 1/√2 */
-#define GR_1_SQRT2PI 0.39894228040143267794  /* 1/√(2π) */
+#define GR_2_SQRTPI 1.12837916709551257390  /* 2/√π */
+#define GR_SQRT1_2 0.70710678118654752440   /* 1/√2 */
+#define GR_1_SQRT2PI 0.39894228040143267794 /* 1/√(2π) */
 
 /* What a rule works with: node n, its first input x, its output y, the
  * incoming gradient gy, and its dtype for constants. */
@@ -42,13 +42,14 @@ static braid_tensor gr_in(const gr *r, uint32_t k) {
 /* Input k's contribution t, summed over what input k was broadcast along. */
 static void gr_acc(const gr *r, uint32_t k, braid_tensor t) {
     if (!bg_grad_wants(r->c, r->n, k)) return;
-    bg_grad_acc(r->c, r->n, k, bg_grad_unbroadcast_to(r->c, t, r->n->inputs[k]));
+    bg_grad_acc(r->c, r->n, k,
+                bg_grad_unbroadcast_to(r->c, t, r->n->inputs[k]));
 }
 
 /* ---- unary elementwise: gy times the derivative, written in x and y ----- */
 
 #define GR_UNARY(name, expr)                                                   \
-    static void gr_##name(bg_grad_ctx *c, const bg_grad_node *n,              \
+    static void gr_##name(bg_grad_ctx *c, const bg_grad_node *n,               \
                           braid_tensor gy) {                                   \
         gr rr = gr_begin(c, n, gy), *r = &rr;                                  \
         braid_tensor x = r->x, y = r->y;                                       \
@@ -79,9 +80,10 @@ GR_UNARY(square, MUL(gy, MUL(K(2), x)))
 /* gelu(x) = x·Φ(x): gelu' = Φ(x) + x·φ(x). */
 static braid_tensor gr_dgelu(const gr *r) {
     braid_tensor x = r->x;
-    braid_tensor cdf = MUL(K(0.5), ADD(K(1), braid_erf(r->g, MUL(x, K(GR_SQRT1_2)))));
-    braid_tensor pdf = MUL(K(GR_1_SQRT2PI),
-                           braid_exp(r->g, MUL(K(-0.5), braid_square(r->g, x))));
+    braid_tensor cdf =
+        MUL(K(0.5), ADD(K(1), braid_erf(r->g, MUL(x, K(GR_SQRT1_2)))));
+    braid_tensor pdf = MUL(
+        K(GR_1_SQRT2PI), braid_exp(r->g, MUL(K(-0.5), braid_square(r->g, x))));
     return ADD(cdf, MUL(x, pdf));
 }
 GR_UNARY(gelu, MUL(gy, gr_dgelu(r)))
@@ -93,7 +95,7 @@ static braid_tensor gr_dsilu(const gr *r) {
 }
 GR_UNARY(silu, MUL(gy, gr_dsilu(r)))
 
-/* ---- binary elementwise ---------------------------------------------------- */
+/* ---- binary elementwise ------------------------------------------------- */
 
 static void gr_add(bg_grad_ctx *c, const bg_grad_node *n, braid_tensor gy) {
     gr rr = gr_begin(c, n, gy);
@@ -177,7 +179,7 @@ static void gr_identity(bg_grad_ctx *c, const bg_grad_node *n,
     bg_grad_acc(c, n, 0, gy);
 }
 
-/* ---- matmul ------------------------------------------------------------------
+/* ---- matmul ----------------------------------------------------------------
  * With op(X) = X or Xᵀ as the flags say, C = op(A)·op(B) and G = dC:
  *   flags   dA               dB
  *   none    G·Bᵀ             Aᵀ·G
@@ -191,20 +193,18 @@ static void gr_matmul(bg_grad_ctx *c, const bg_grad_node *n, braid_tensor gy) {
     unsigned f = n->attr.flags, TA = BRAID_TRANSPOSE_A, TB = BRAID_TRANSPOSE_B;
     bool ta = f & TA, tb = f & TB;
     if (bg_grad_wants(c, n, 0)) {
-        braid_tensor da =
-            !ta ? braid_matmul(r->g, gy, b, tb ? 0 : TB)
-                : braid_matmul(r->g, b, gy, tb ? TA | TB : TB);
+        braid_tensor da = !ta ? braid_matmul(r->g, gy, b, tb ? 0 : TB)
+                              : braid_matmul(r->g, b, gy, tb ? TA | TB : TB);
         gr_acc(r, 0, da);
     }
     if (bg_grad_wants(c, n, 1)) {
-        braid_tensor db =
-            !tb ? braid_matmul(r->g, a, gy, ta ? 0 : TA)
-                : braid_matmul(r->g, gy, a, ta ? TA | TB : TA);
+        braid_tensor db = !tb ? braid_matmul(r->g, a, gy, ta ? 0 : TA)
+                              : braid_matmul(r->g, gy, a, ta ? TA | TB : TA);
         gr_acc(r, 1, db);
     }
 }
 
-/* ---- reductions ---------------------------------------------------------- */
+/* ---- reductions --------------------------------------------------------- */
 
 static void gr_sum(bg_grad_ctx *c, const bg_grad_node *n, braid_tensor gy) {
     int rank;
@@ -239,32 +239,30 @@ static void gr_reduce_select(bg_grad_ctx *c, const bg_grad_node *n,
     braid_tensor yk = bg_grad_keepdims(c, r->y, ax, rank, dims);
     braid_tensor gk = bg_grad_keepdims(c, gy, ax, rank, dims);
     braid_tensor hit = braid_cast(r->g, braid_eq(r->g, r->x, yk), r->dt);
-    braid_tensor cnt = naxes > 0 ? braid_sum(r->g, hit, naxes, axes, true) : hit;
+    braid_tensor cnt =
+        naxes > 0 ? braid_sum(r->g, hit, naxes, axes, true) : hit;
     bg_grad_acc(c, n, 0, MUL(hit, DIV(gk, cnt)));
 }
 
-/* ---- softmax (last axis): dx = y·(gy - Σ gy·y) ---------------------------- */
+/* ---- softmax (last axis): dx = y·(gy - Σ gy·y) -------------------------- */
 
-static void gr_softmax(bg_grad_ctx *c, const bg_grad_node *n,
-                       braid_tensor gy) {
+static void gr_softmax(bg_grad_ctx *c, const bg_grad_node *n, braid_tensor gy) {
     gr rr = gr_begin(c, n, gy), *r = &rr;
     int last = n->rank - 1;
     braid_tensor s = braid_sum(r->g, MUL(gy, r->y), 1, &last, true);
     bg_grad_acc(c, n, 0, MUL(r->y, SUB(gy, s)));
 }
 
-/* ---- shape ops ---------------------------------------------------------------- */
+/* ---- shape ops ---------------------------------------------------------- */
 
-static void gr_reshape(bg_grad_ctx *c, const bg_grad_node *n,
-                       braid_tensor gy) {
+static void gr_reshape(bg_grad_ctx *c, const bg_grad_node *n, braid_tensor gy) {
     int rank;
     int64_t dims[BRAID_MAX_RANK];
     bg_grad_type(c, n->inputs[0], NULL, &rank, dims);
     bg_grad_acc(c, n, 0, braid_reshape(bg_grad_graph(c), gy, rank, dims));
 }
 
-static void gr_permute(bg_grad_ctx *c, const bg_grad_node *n,
-                       braid_tensor gy) {
+static void gr_permute(bg_grad_ctx *c, const bg_grad_node *n, braid_tensor gy) {
     int inv[BRAID_MAX_RANK];
     for (int i = 0; i < n->rank; i++)
         inv[n->attr.perm[i]] = i;
@@ -300,7 +298,7 @@ static void gr_broadcast_to(bg_grad_ctx *c, const bg_grad_node *n,
     bg_grad_acc(c, n, 0, bg_grad_unbroadcast_to(c, gy, n->inputs[0]));
 }
 
-/* ---- the table ------------------------------------------------------------- */
+/* ---- the table ---------------------------------------------------------- */
 
 static const bg_grad_rule gr_rules[BRAID_OP_COUNT_] = {
     [BRAID_OP_NEG] = gr_neg,

@@ -24,8 +24,8 @@ braid_tensor bg_grad_zeros(bg_grad_ctx *c, braid_dtype dt, int rank,
 }
 
 /* The type of tensor t (valid, or the graph has an error: then rank 0). */
-static void gu_type(bg_grad_ctx *c, braid_tensor t, braid_dtype *dt,
-                    int *rank, int64_t *dims) {
+static void gu_type(bg_grad_ctx *c, braid_tensor t, braid_dtype *dt, int *rank,
+                    int64_t *dims) {
     braid_graph *g = bg_grad_graph(c);
     *rank = 0;
     if (dt) *dt = BRAID_F32;
@@ -33,8 +33,7 @@ static void gu_type(bg_grad_ctx *c, braid_tensor t, braid_dtype *dt,
         bg_grad_type(c, t.id, dt, rank, dims);
 }
 
-static bool gu_same_shape(int ra, const int64_t *a, int rb,
-                          const int64_t *b) {
+static bool gu_same_shape(int ra, const int64_t *a, int rb, const int64_t *b) {
     return ra == rb && memcmp(a, b, (size_t)ra * sizeof *a) == 0;
 }
 
@@ -46,9 +45,15 @@ braid_tensor bg_grad_unbroadcast(bg_grad_ctx *c, braid_tensor t, int rank,
     gu_type(c, t, NULL, &rt, dt);
     if (!braid_tensor_valid(t) || gu_same_shape(rt, dt, rank, dims)) return t;
     int axes[BRAID_MAX_RANK], naxes = 0, lead = rt - rank;
+    bool keep = false; /* a size-1 axis is summed: keep it, as size 1 */
     for (int i = 0; i < rt; i++)
-        if (i < lead || (dims[i - lead] == 1 && dt[i] != 1)) axes[naxes++] = i;
-    if (naxes > 0) t = braid_sum(g, t, naxes, axes, true);
+        if (i < lead || (dims[i - lead] == 1 && dt[i] != 1)) {
+            axes[naxes++] = i;
+            keep = keep || i >= lead;
+        }
+    if (naxes > 0) t = braid_sum(g, t, naxes, axes, keep);
+    gu_type(c, t, NULL, &rt, dt);
+    if (gu_same_shape(rt, dt, rank, dims)) return t;
     return braid_reshape(g, t, rank, dims);
 }
 

@@ -218,9 +218,38 @@ float bg_bf16_to_f32(uint16_t h);
 uint16_t bg_f32_to_bf16(float f);
 
 /* Reads element i of a buffer of dtype t as a double / writes it, rounding
- * to t (i32: truncation toward zero, saturating, NaN → 0; bool: != 0). */
+ * to t (integer dtypes: truncation toward zero, saturating, NaN → 0; bool:
+ * != 0). i64 values beyond ±2^53 are rounded by the double (docs/ops.md,
+ * "Integer dtypes"). */
 double bg_load(braid_dtype t, const void *buf, int64_t i);
 void bg_store(braid_dtype t, void *buf, int64_t i, double v);
+
+/* ---- integer dtypes (graph/dtype.c; elemwise helper) ---------------------- */
+
+/* Whether t is an integer dtype (i32, i64; not bool). */
+bool bg_dtype_is_int(braid_dtype t);
+/* Whether every value of t is exactly a double (all but i64). Constant
+ * folding and fusion, which compute in double, leave the others alone. */
+bool bg_dtype_f64_exact(braid_dtype t);
+/* Element i of an integer-dtype buffer, exactly; bool as 0/1, floats
+ * truncated by bg_store's rules. */
+int64_t bg_load_int(braid_dtype t, const void *buf, int64_t i);
+/* Stores v, which must fit integer dtype t, exactly. */
+void bg_store_int(braid_dtype t, void *buf, int64_t i, int64_t v);
+/* The range of integer dtype t. */
+void bg_int_range(braid_dtype t, int64_t *lo, int64_t *hi);
+/* Whether a cast from `from` to `to` is range-checked at run time: an
+ * integer narrowing from i64, which ONNX import relies on (a value that does
+ * not fit fails the run instead of wrapping). Such casts run on the cpu. */
+bool bg_cast_checked(braid_dtype from, braid_dtype to);
+/* Whether value v (of a checked cast's source) fits in dtype to. */
+bool bg_int_fits(braid_dtype to, int64_t v);
+/* The run error of checked cast node id of g whose element `index` holds
+ * `value`, which does not fit: BRAID_ERR_INVALID_ARGUMENT naming the node
+ * (id and name), the dtypes, the element and the value. One message for
+ * every executor and the reference. */
+braid_status bg_cast_range_error(const braid_graph *g, uint32_t id,
+                                 int64_t index, int64_t value);
 
 /* ---- random generators (graph/rng.c) -------------------------------------- */
 

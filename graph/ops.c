@@ -67,12 +67,19 @@ struct bg_dtype_info {
     const char *name; /* text-format name */
     size_t size;      /* bytes per element */
     bool is_float;    /* f32, f16, bf16, f64 */
+    bool is_int;      /* i32, i64 (elemwise helper) */
+    bool f64_exact;   /* every value is exactly a double (not i64) */
 };
 
 static const bg_dtype_info bg_dtype_table[] = {
-    [BRAID_F32] = {"f32", 4, true},   [BRAID_F16] = {"f16", 2, true},
-    [BRAID_BF16] = {"bf16", 2, true}, [BRAID_F64] = {"f64", 8, true},
-    [BRAID_I32] = {"i32", 4, false},  [BRAID_BOOL] = {"bool", 1, false},
+    [BRAID_F32] = {"f32", 4, true, false, true},
+    [BRAID_F16] = {"f16", 2, true, false, true},
+    [BRAID_BF16] = {"bf16", 2, true, false, true},
+    [BRAID_F64] = {"f64", 8, true, false, true},
+    [BRAID_I32] = {"i32", 4, false, true, true},
+    [BRAID_BOOL] = {"bool", 1, false, false, true},
+    /* integer storage dtypes (elemwise helper) */
+    [BRAID_I64] = {"i64", 8, false, true, false},
 };
 
 _Static_assert(sizeof bg_dtype_table / sizeof bg_dtype_table[0] ==
@@ -107,6 +114,16 @@ const char *braid_dtype_name(braid_dtype t) {
 bool braid_dtype_is_float(braid_dtype t) {
     const bg_dtype_info *d = bg_dtype(t);
     return d ? d->is_float : false;
+}
+
+bool bg_dtype_is_int(braid_dtype t) {
+    const bg_dtype_info *d = bg_dtype(t);
+    return d ? d->is_int : false;
+}
+
+bool bg_dtype_f64_exact(braid_dtype t) {
+    const bg_dtype_info *d = bg_dtype(t);
+    return d ? d->f64_exact : false;
 }
 
 const char *braid_status_name(braid_status s) {

@@ -140,7 +140,7 @@ static bool parse_attr_value(bg_parser *p, bg_attr_key k, bg_pattrs *a) {
         if (a->to == BRAID_DTYPE_COUNT_)
             return bg_parse_error(p, &t, BRAID_ERR_PARSE,
                                   "unknown dtype %s (expected f32, f16, "
-                                  "bf16, f64, i32 or bool)",
+                                  "bf16, f64, i32, i64 or bool)",
                                   bg_parse_describe(&t, d, sizeof d));
         return bg_parse_advance(p);
     }

@@ -151,7 +151,7 @@ bool bg_parse_type(bg_parser *p, braid_dtype *dtype, int *rank, int64_t *dims) {
     if (*dtype == BRAID_DTYPE_COUNT_)
         return bg_parse_error(p, &t, BRAID_ERR_PARSE,
                               "unknown dtype %s (expected f32, f16, bf16, "
-                              "f64, i32 or bool)",
+                              "f64, i32, i64 or bool)",
                               bg_parse_describe(&t, d, sizeof d));
     if (!bg_parse_advance(p)) return false;
     bg_token list = p->tok;
@@ -227,13 +227,12 @@ static bool parse_element(bg_parser *p, braid_dtype dtype, unsigned char *out) {
     }
     if (t.kind != BG_TOK_NUMBER && t.kind != BG_TOK_IDENT)
         return number_error(p, &t, BG_NUM_SYNTAX, name);
-    if (dtype == BRAID_I32) {
+    if (bg_dtype_is_int(dtype)) {
         int64_t v = 0;
         st = bg_text_parse_i64(t.text, t.len, &v);
-        if (st == BG_NUM_OK && (v < INT32_MIN || v > INT32_MAX))
-            st = BG_NUM_RANGE;
-        int32_t x = st == BG_NUM_OK ? (int32_t)v : 0;
-        memcpy(out, &x, 4);
+        if (st == BG_NUM_OK && !bg_int_fits(dtype, v)) st = BG_NUM_RANGE;
+        if (st != BG_NUM_OK) v = 0;
+        bg_store_int(dtype, out, 0, v);
     } else if (dtype == BRAID_F64) {
         double v = 0;
         st = bg_text_parse_f64(t.text, t.len, &v);

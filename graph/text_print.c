@@ -190,6 +190,9 @@ static void put_element(pbuf *b, braid_dtype t, const unsigned char *p) {
         memcpy(&i, p, 4);
         snprintf(num, sizeof num, "%ld", (long)i);
         break;
+    case BRAID_I64:
+        snprintf(num, sizeof num, "%lld", (long long)bg_load_int(t, p, 0));
+        break;
     default:
         strcpy(num, *p ? "true" : "false");
         break;

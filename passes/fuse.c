@@ -109,6 +109,19 @@ static bool fusible_op(braid_op op) {
     return k == BRAID_KIND_ELEMENTWISE || k == BRAID_KIND_BROADCAST;
 }
 
+/* A node a group may hold: a fusible op whose values and operands are all
+ * exactly doubles. Programs hold constants as doubles and the CPU
+ * interpreter's tiles know no i64; i64 nodes (data movement, eq/ne, where,
+ * casts) run alone, by the unfused kernels. */
+static bool fusible(const fuse_state *s, uint32_t id) {
+    const bg_node *nd = bg_node_at(s->g, id);
+    if (!fusible_op(nd->op) || !bg_dtype_f64_exact(nd->dtype)) return false;
+    for (uint32_t k = 0; k < nd->ninputs; k++)
+        if (!bg_dtype_f64_exact(bg_node_at(s->g, nd->inputs[k])->dtype))
+            return false;
+    return true;
+}
+
 static bool same_shape(const bg_node *a, const bg_node *b) {
     if (a->rank != b->rank) return false;
     for (int i = 0; i < a->rank; i++)
@@ -170,7 +183,7 @@ static bool joinable(const fuse_state *s, uint32_t p, uint32_t root,
                      int64_t numel, uint32_t count) {
     const bg_node *nd = node(s, p);
     return count < BP_FUSE_MAX_MEMBERS && !s->taken[p] && !s->member[p] &&
-           fusible_op(nd->op) && same_device(s, p, root) && !s->is_output[p] &&
+           fusible(s, p) && same_device(s, p, root) && !s->is_output[p] &&
            s->inref[p] == s->nuse[p] && bg_numel(nd) == numel;
 }
 
@@ -261,7 +274,7 @@ static void try_epilogue(fuse_state *s, uint32_t mm) {
 
 static void try_reduce(fuse_state *s, uint32_t r) {
     uint32_t p = node(s, r)->inputs[0];
-    if (s->taken[p] || !fusible_op(node(s, p)->op) || !same_device(s, p, r) ||
+    if (s->taken[p] || !fusible(s, p) || !same_device(s, p, r) ||
         sole_user(s, p) != r)
         return;
     uint32_t first = s->nmembers, count = grow(s, p);
@@ -289,7 +302,7 @@ static void find_groups(fuse_state *s) {
         braid_op_kind k = bg_op(node(s, id)->op)->kind;
         if (k == BRAID_KIND_REDUCE)
             try_reduce(s, id);
-        else if (fusible_op(node(s, id)->op))
+        else if (fusible(s, id))
             try_elementwise(s, id);
     }
 }

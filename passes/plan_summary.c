@@ -128,7 +128,9 @@ braid_status braid_plan_arch_get(const braid_plan *p, uint32_t i,
 /* ---- placement decisions (recorded by passes/place.c) -------------------- */
 
 _Static_assert((int)BP_PLACE_COST == (int)BRAID_PLACE_COST_MODEL &&
-                   (int)BP_PLACE_COLLECTIVE == (int)BRAID_PLACE_COLLECTIVE,
+                   (int)BP_PLACE_COLLECTIVE == (int)BRAID_PLACE_COLLECTIVE &&
+                   (int)BP_PLACE_CHECKED_CAST ==
+                       (int)BRAID_PLACE_CHECKED_CAST,
                "bp_place_reason and braid_place_reason list the same "
                "reasons in the same order");
 
@@ -146,6 +148,7 @@ static const char *reason_words(bp_place_reason r) {
         [BP_PLACE_COST] = "cost model: cheapest device",
         [BP_PLACE_PREFER_GPU] = "--devices named no cpu: GPU preferred",
         [BP_PLACE_COLLECTIVE] = "collective: with its own input",
+        [BP_PLACE_CHECKED_CAST] = "range-checked cast from i64: on the cpu",
     };
     return (unsigned)r < sizeof words / sizeof words[0] ? words[r] : "?";
 }

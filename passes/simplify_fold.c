@@ -173,6 +173,16 @@ static bool fold_generator(const bp_plan *p, const bg_node *n) {
            bg_nbytes(n) <= p->in.opts.fold_generators;
 }
 
+/* Folding computes in double: a node with an i64 result or operand (values
+ * beyond ±2^53) is left to the executors, and so is a checked cast, whose
+ * out-of-range values must fail the run. */
+static bool f64_exact_node(const braid_graph *g, const bg_node *n) {
+    if (!bg_dtype_f64_exact(n->dtype)) return false;
+    for (uint32_t k = 0; k < n->ninputs; k++)
+        if (!bg_dtype_f64_exact(g->nodes[n->inputs[k]].dtype)) return false;
+    return true;
+}
+
 uint32_t bp_simp_fold(bp_simp *s, uint32_t id) {
     const braid_graph *g = s->plan->res.graph;
     const bg_node *n = &g->nodes[id];
@@ -180,7 +190,8 @@ uint32_t bp_simp_fold(bp_simp *s, uint32_t id) {
         s->plan->report.folded_bytes += bg_nbytes(n);
         return fold_full(s, id);
     }
-    if (n->ninputs == 0 || !bp_simp_exact_op(g, n)) return id;
+    if (n->ninputs == 0 || !bp_simp_exact_op(g, n) || !f64_exact_node(g, n))
+        return id;
     bool all_splat = true;
     for (uint32_t k = 0; k < n->ninputs; k++) {
         const bg_node *x = &g->nodes[n->inputs[k]];

@@ -491,6 +491,17 @@ static braid_status check_devices(const vp_state *st) {
                 "does not list",
                 id, op_name(p, id),
                 bp_device_str(p->res.info[id].device, dev, sizeof dev));
+        /* only the cpu kernel reports a value out of range (place.c) */
+        const bg_node *n = bg_node_at(p->res.graph, id);
+        if (n->op == BRAID_OP_CAST && n->ninputs == 1 &&
+            p->res.info[id].device.kind != BP_DEVICE_CPU &&
+            bg_cast_checked(bg_node_at(p->res.graph, n->inputs[0])->dtype,
+                            n->dtype))
+            return vp_fail("device: node %u (a range-checked cast from i64) "
+                           "runs on %s; it must run on the cpu",
+                           id,
+                           bp_device_str(p->res.info[id].device, dev,
+                                         sizeof dev));
     }
     return BRAID_OK;
 }

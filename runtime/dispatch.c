@@ -145,9 +145,9 @@ static braid_status run_cpu(const br_dispatch *d, const bp_plan *p,
         braid_status r = d->ops->host_wait(d->queues, a, ev, id);
         if (r != BRAID_OK) return r;
     }
-    d->run_cpu(d->cpu_ctx, id);
+    braid_status r = d->run_cpu(d->cpu_ctx, id);
     d->cpu_done[id] = true;
-    return BRAID_OK;
+    return r;
 }
 
 braid_status br_dispatch_run(const br_dispatch *d) {

@@ -70,8 +70,10 @@ typedef struct br_queue_ops {
     void (*host_turn)(void *q);
 } br_queue_ops;
 
-/* Computes CPU node id on the host (a no-op for inputs, constants, views). */
-typedef void (*br_cpu_fn)(void *ctx, uint32_t id);
+/* Computes CPU node id on the host (a no-op for inputs, constants, views).
+ * Fails only for a run error of the data (a checked cast's value out of
+ * range), with the message set. */
+typedef braid_status (*br_cpu_fn)(void *ctx, uint32_t id);
 
 /* One run of the schedule: what br_dispatch_run needs. */
 typedef struct br_dispatch {

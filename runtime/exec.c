@@ -32,8 +32,8 @@
 
 #include "runtime/exec_impl.h"
 
-static void run_node(braid_exec *e, br_kernel_args *a, uint32_t id);
-static void run_host_node(void *ctx, uint32_t id);
+static braid_status run_node(braid_exec *e, br_kernel_args *a, uint32_t id);
+static braid_status run_host_node(void *ctx, uint32_t id);
 
 /* ---- creation ------------------------------------------------------------ */
 
@@ -423,12 +423,12 @@ static void resolve_views(braid_exec *e) {
     }
 }
 
-static void run_node(braid_exec *e, br_kernel_args *a, uint32_t id) {
+static braid_status run_node(braid_exec *e, br_kernel_args *a, uint32_t id) {
     const bp_plan *p = e->plan;
     const bg_node *n = bg_node_at(p->res.graph, id);
     if (n->op == BRAID_OP_INPUT || n->op == BRAID_OP_CONSTANT ||
         p->res.info[id].noop)
-        return;
+        return BRAID_OK;
     for (uint32_t k = 0; k < n->ninputs; k++)
         e->args[k] = e->ptr[n->inputs[k]];
     a->id = id;
@@ -437,23 +437,21 @@ static void run_node(braid_exec *e, br_kernel_args *a, uint32_t id) {
     a->program = p->res.info[id].program < p->res.nprograms
                      ? &p->res.programs[p->res.info[id].program]
                      : NULL;
-    if (!e->profiling) {
-        br_cpu_run(a);
-        return;
-    }
+    if (!e->profiling) return br_cpu_run(a);
     int64_t t0 = br_prof_now_ns();
-    br_cpu_run(a);
+    braid_status s = br_cpu_run(a);
     int64_t t1 = br_prof_now_ns();
     uint32_t q = p->res.info[id].queue;
     br_prof_span(e->prof, id, q < p->res.nqueues ? q : 0, t0, t1, true);
     br_prof_take_workers(e->prof, e->pool, id);
+    return s;
 }
 
 /* The dispatcher's (and the emulator's) callback for one node computed on
  * the host (ctx is the executor). */
-static void run_host_node(void *ctx, uint32_t id) {
+static braid_status run_host_node(void *ctx, uint32_t id) {
     braid_exec *e = ctx;
-    run_node(e, &e->run.kargs, id);
+    return run_node(e, &e->run.kargs, id);
 }
 
 /* Starts the run of the bound schedule. *started false: nothing ran and

@@ -52,9 +52,10 @@ typedef struct br_kernel_args {
  * types and sizes, and adds the scratch bytes it needs to *scratch (max).
  * BRAID_ERR_UNSUPPORTED naming the node otherwise. */
 braid_status br_cpu_prepare(const braid_graph *g, uint32_t id, size_t *scratch);
-/* Computes one node. Never fails for a node br_cpu_prepare accepted (and,
- * for a FUSED node, br_fused_check). */
-void br_cpu_run(const br_kernel_args *a);
+/* Computes one node. For a node br_cpu_prepare accepted (and, for a FUSED
+ * node, br_fused_check) it fails only for a run error of the data: a
+ * checked cast's value out of range (bg_cast_range_error's message). */
+braid_status br_cpu_run(const br_kernel_args *a);
 /* For a FUSED node id, with br_cpu_prepare: checks that program (plan->
  * programs[info.program]) is one the CPU interpreter runs safely, which is
  * any program bp_program_check accepts for the node (the interpreter adds

@@ -247,35 +247,9 @@ static bool is_float(braid_dtype t) {
 }
 
 /* docs/ops.md's dtype rules for one op. */
+/* The op table's dtypes column (operands; where: the values). */
 static bool op_accepts(braid_op op, braid_dtype t) {
-    switch (op) {
-    case BRAID_OP_NEG:
-    case BRAID_OP_ABS:
-    case BRAID_OP_SQUARE:
-    case BRAID_OP_RELU:
-    case BRAID_OP_ADD:
-    case BRAID_OP_SUB:
-    case BRAID_OP_MUL:
-    case BRAID_OP_DIV:
-    case BRAID_OP_MAX:
-    case BRAID_OP_MIN:
-    case BRAID_OP_SUM:
-    case BRAID_OP_REDUCE_MAX:
-    case BRAID_OP_REDUCE_MIN:
-        return t != BRAID_BOOL;
-    case BRAID_OP_EQ:
-    case BRAID_OP_NE:
-    case BRAID_OP_WHERE:
-    case BRAID_OP_CAST:
-        return true;
-    case BRAID_OP_LT:
-    case BRAID_OP_LE:
-    case BRAID_OP_GT:
-    case BRAID_OP_GE:
-        return t != BRAID_BOOL;
-    default:
-        return is_float(t);
-    }
+    return bg_op_accepts(op, t);
 }
 
 /* Every elementwise op on every dtype it accepts (broadcasting, with a
@@ -326,7 +300,7 @@ static void build_matrix(bp_plan *p) {
         braid_broadcast_to(g, b, 3, bc);
         braid_reshape(g, a, 1, flat);
         braid_fill(g, t, 2, ad, t == BRAID_I32 ? 7.0 : 1.5);
-        if (t != BRAID_BOOL) braid_iota(g, t, 2, ad, 1);
+        if (bg_op_accepts(BRAID_OP_IOTA, t)) braid_iota(g, t, 2, ad, 1);
         if (is_float(t)) {
             int64_t rd[1] = {1000};
             braid_random_uniform(g, t, 1, rd, 42 + t, -3.0, 5.0);

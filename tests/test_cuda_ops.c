@@ -248,7 +248,8 @@ static void cast_case(braid_dtype from, braid_dtype to, uint64_t seed) {
     ts_io *io = ts_io_new(g, seed);
     void *xb = (void *)io->in[0].data;
     int64_t n = (int64_t)(io->in[0].bytes / braid_dtype_size(from));
-    if (from == BRAID_I32)
+    /* i64: the i32 range, so checked narrowings (on the cpu) succeed */
+    if (bg_dtype_is_int(from))
         ts_fill_random(from, xb, n, seed, -2147483648.0, 2147483647.0);
     else if (from != BRAID_BOOL)
         ts_fill_random(from, xb, n, seed, -300.0, 300.0);
@@ -292,6 +293,9 @@ Test(cuda_ops, cast_from_i32) {
 }
 Test(cuda_ops, cast_from_bool) {
     cast_from(BRAID_BOOL);
+}
+Test(cuda_ops, cast_from_i64) {
+    cast_from(BRAID_I64);
 }
 
 /* ---- fused chains -------------------------------------------------------- */

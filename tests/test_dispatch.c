@@ -106,8 +106,9 @@ static braid_status rec_wait(void *q, uint32_t producer, uint32_t ev,
     return BRAID_OK;
 }
 
-static void rec_cpu(void *q, uint32_t id) {
+static braid_status rec_cpu(void *q, uint32_t id) {
     note(q, 'C', id);
+    return BRAID_OK;
 }
 
 /* Index of the first entry (what, node), or -1. */

@@ -7,6 +7,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "passes/plan.h"
 #include "tests/support/support.h"
 
 #define DIMS(...) ((const int64_t[]){__VA_ARGS__})
@@ -56,10 +57,10 @@ Test(grad_api, reduce_max_and_min_ties_share_evenly) {
 /* max(x, 1) + min(x, 1): a tie gives each operand half. */
 static braid_tensor l_max_min(braid_graph *g, braid_tensor x) {
     braid_tensor one = braid_fill(g, BRAID_F64, 0, NULL, 1);
-    return sum_all(g, braid_add(g, braid_max(g, x, one),
-                                braid_mul(g, braid_min(g, x, one),
-                                          braid_fill(g, BRAID_F64, 0, NULL,
-                                                     10))));
+    return sum_all(g,
+                   braid_add(g, braid_max(g, x, one),
+                             braid_mul(g, braid_min(g, x, one),
+                                       braid_fill(g, BRAID_F64, 0, NULL, 10))));
 }
 
 Test(grad_api, elementwise_max_min_ties_split) {
@@ -131,7 +132,7 @@ Test(grad_api, wrt_off_the_path_is_zero_and_loss_itself_is_one) {
     braid_graph_free(g);
 }
 
-/* ---- errors ------------------------------------------------------------------ */
+/* ---- errors ------------------------------------------------------------- */
 
 /* braid_grad fails with want, its message contains part, grads_out are
  * invalid and no node was added. */
@@ -214,12 +215,11 @@ Test(grad_api, rank_collective_on_the_path_is_named) {
 Test(grad_api, comparisons_and_integer_casts_pass_nothing) {
     braid_graph *g = braid_graph_new(NULL);
     braid_tensor x = braid_input(g, "x", BRAID_F64, 1, DIMS(3));
-    braid_tensor c = braid_cast(g, braid_gt(g, x, braid_fill(g, BRAID_F64, 0,
-                                                             NULL, 0)),
-                                BRAID_F64);
+    braid_tensor c = braid_cast(
+        g, braid_gt(g, x, braid_fill(g, BRAID_F64, 0, NULL, 0)), BRAID_F64);
     braid_tensor i = braid_cast(g, braid_cast(g, x, BRAID_I32), BRAID_F64);
-    braid_tensor loss = braid_sum(g, braid_add(g, c, braid_add(g, i, x)), 0,
-                                  NULL, false);
+    braid_tensor loss =
+        braid_sum(g, braid_add(g, c, braid_add(g, i, x)), 0, NULL, false);
     braid_tensor gx;
     cr_assert_eq(braid_grad(g, loss, 1, &x, &gx), BRAID_OK, "%s",
                  braid_graph_error(g));
@@ -227,5 +227,60 @@ Test(grad_api, comparisons_and_integer_casts_pass_nothing) {
     braid_input_binding in = {"x", xs, sizeof xs};
     ts_run_ref(g, gx, &in, 1, out, sizeof out);
     expect_values(out, (double[]){1, 1, 1}, 3, "cmp+cast+x");
+    braid_graph_free(g);
+}
+
+/* ---- gradients are ordinary nodes --------------------------------------- */
+
+/* Mean squared error of a two-layer tanh MLP; params w1, b1, w2. */
+static braid_tensor mlp(braid_graph *g, braid_tensor *params) {
+    braid_tensor x = braid_input(g, "x", BRAID_F32, 2, DIMS(32, 16));
+    braid_tensor t = braid_input(g, "t", BRAID_F32, 2, DIMS(32, 4));
+    params[0] = braid_input(g, "w1", BRAID_F32, 2, DIMS(16, 24));
+    params[1] = braid_input(g, "b1", BRAID_F32, 1, DIMS(24));
+    params[2] = braid_input(g, "w2", BRAID_F32, 2, DIMS(24, 4));
+    braid_tensor h = braid_tanh(
+        g, braid_add(g, braid_matmul(g, x, params[0], 0), params[1]));
+    braid_tensor d = braid_sub(g, braid_matmul(g, h, params[2], 0), t);
+    return braid_mean(g, braid_square(g, d), 0, NULL, false);
+}
+
+/* The compiled backward pass: matmuls take transpose flags (no permute
+ * node is left), the elementwise work is fused, and it runs like the
+ * reference. */
+Test(grad_api, gradients_compile_fused_without_transposes) {
+    braid_graph *g = braid_graph_new(NULL);
+    braid_tensor params[3], grads[3];
+    braid_tensor loss = mlp(g, params);
+    cr_assert_eq(braid_grad(g, loss, 3, params, grads), BRAID_OK, "%s",
+                 braid_graph_error(g));
+    braid_output(g, "loss", loss);
+    braid_output(g, "gw1", grads[0]);
+    braid_output(g, "gb1", grads[1]);
+    braid_output(g, "gw2", grads[2]);
+    braid_compile_options o;
+    braid_compile_options_init(&o);
+    o.devices = "cpu";
+    braid_plan *p = NULL;
+    cr_assert_eq(braid_compile(g, &o, &p), BRAID_OK, "%s", braid_last_error());
+    const braid_graph *pg = p->res.graph;
+    int matmuls = 0, permutes = 0, fused = 0;
+    for (uint32_t id = 0; id < pg->nnodes; id++) {
+        braid_op op = pg->nodes[id].op;
+        matmuls += op == BRAID_OP_MATMUL;
+        permutes += op == BRAID_OP_PERMUTE;
+        fused += op == BRAID_OP_FUSED;
+    }
+    /* the first forward matmul absorbs bias and tanh (a fused node); the
+     * second and the backward dW2, dh, dW1 stay matmuls */
+    cr_expect_eq(matmuls, 4, "matmul nodes: %d", matmuls);
+    cr_expect_eq(permutes, 0);
+    cr_expect_gt(fused, 0);
+    braid_plan_free(p);
+    ts_io *io = ts_io_new(g, 3);
+    cr_assert_eq(ts_run_both(g, io), BRAID_OK, "%s", braid_last_error());
+    char msg[512];
+    cr_expect(ts_io_compare(io, msg, sizeof msg), "%s", msg);
+    ts_io_free(io);
     braid_graph_free(g);
 }

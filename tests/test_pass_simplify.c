@@ -418,7 +418,7 @@ Test(simplify_property, random_graphs_two_devices_bitwise_equal,
 /* ---- random graphs with identities grafted on ---------------------------- */
 
 static bool is_number(braid_dtype t) {
-    return t != BRAID_BOOL;
+    return bg_op_accepts(BRAID_OP_ADD, t); /* the arithmetic dtypes */
 }
 
 static braid_tensor scalar_fill(braid_graph *g, braid_dtype t, double v) {

@@ -28,7 +28,7 @@ void cli_fill_random(braid_dtype t, void *buf, int64_t n, uint64_t seed,
     uint64_t key = seed ^ name_hash(name);
     for (int64_t i = 0; i < n; i++) {
         double v;
-        if (t == BRAID_I32) {
+        if (bg_dtype_is_int(t)) {
             v = floor(bg_random_uniform_at(key, i, -100.0, 101.0));
             v = v > 100.0 ? 100.0 : v;
         } else if (t == BRAID_BOOL) {

@@ -62,6 +62,10 @@ typedef enum braid_dtype {
     BRAID_F64,
     BRAID_I32,
     BRAID_BOOL,
+    /* integer storage dtypes (elemwise helper): i64 holds ONNX's int64 at
+     * the boundary, i8/u8 its small integers; docs/ops.md "Integer
+     * dtypes" says which ops take them (arithmetic stays in i32) */
+    BRAID_I64,
     BRAID_DTYPE_COUNT_
 } braid_dtype;
 
@@ -928,7 +932,9 @@ typedef enum braid_place_reason {
     BRAID_PLACE_COST_MODEL,      /* the cheapest device by the cost model */
     BRAID_PLACE_PREFER_GPU,      /* the devices list named no cpu: a GPU
                                     whenever one can run it */
-    BRAID_PLACE_COLLECTIVE       /* a collective: with its own input */
+    BRAID_PLACE_COLLECTIVE,      /* a collective: with its own input */
+    BRAID_PLACE_CHECKED_CAST     /* a range-checked cast from i64 (docs/ops.md,
+                                    "Integer dtypes"): the cpu */
 } braid_place_reason;
 
 /* The place pass's decision for one node of the optimised graph (after

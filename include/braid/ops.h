@@ -59,7 +59,7 @@ enum {
     BRAID_OPF_EXACT = 1u << 3,
     /* Piecewise constant (floor, ceil): braid_grad passes a zero gradient
      * through it by convention (docs/training.md) instead of failing. */
-    BRAID_OPF_ZERO_GRAD = 1u << 4,
+    BRAID_OPF_ZERO_GRAD = 1u << 5,
 };
 
 /* X(ID, "name", arity, kind, dtypes, flags, flops)

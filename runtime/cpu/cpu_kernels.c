@@ -44,40 +44,39 @@ braid_status br_cpu_prepare(const braid_graph *g, uint32_t id,
                              id, bg_op(n->op)->name);
 }
 
-void br_cpu_run(const br_kernel_args *a) {
+braid_status br_cpu_run(const br_kernel_args *a) {
     switch (bg_op(a->node->op)->kind) {
     case BRAID_KIND_SOURCE:
         br_source_run(a);
-        return;
+        return BRAID_OK;
     case BRAID_KIND_ELEMENTWISE:
-        if (a->node->op == BRAID_OP_CAST)
-            br_cast_run(a);
-        else
-            br_elementwise_run(a);
-        return;
+        if (a->node->op == BRAID_OP_CAST) return br_cast_run(a);
+        br_elementwise_run(a);
+        return BRAID_OK;
     case BRAID_KIND_REDUCE:
         br_reduce_run(a);
-        return;
+        return BRAID_OK;
     case BRAID_KIND_ROW:
         br_softmax_run(a);
-        return;
+        return BRAID_OK;
     case BRAID_KIND_MATMUL:
         br_matmul_run(a);
-        return;
+        return BRAID_OK;
     case BRAID_KIND_BROADCAST:
     case BRAID_KIND_SHAPE:
     case BRAID_KIND_COPY:
         br_shape_run(a);
-        return;
+        return BRAID_OK;
     case BRAID_KIND_FUSED:
         br_fused_run(a);
-        return;
+        return BRAID_OK;
     case BRAID_KIND_COLLECTIVE:
         br_coll_cpu_run(a->g, a->id, a->in, a->out);
-        return;
+        return BRAID_OK;
     case BRAID_KIND_COUNT_:
         break;
     }
+    return BRAID_OK;
 }
 
 /* ---- n-d iteration ------------------------------------------------------- */
@@ -211,6 +210,13 @@ static inline int32_t sat_i32(double x) {
     return (int32_t)x;
 }
 
+static inline int64_t sat_i64(double x) {
+    if (x != x) return 0;
+    if (x >= 9223372036854775808.0) return INT64_MAX;
+    if (x <= -9223372036854775808.0) return INT64_MIN;
+    return (int64_t)x;
+}
+
 void br_load_f32(braid_dtype t, const void *src, int64_t step, int64_t n,
                  float *dst) {
     switch (t) {
@@ -242,6 +248,10 @@ void br_load_f32(braid_dtype t, const void *src, int64_t step, int64_t n,
     case BRAID_BOOL:
         for (int64_t i = 0; i < n; i++)
             dst[i] = ((const uint8_t *)src)[i * step] != 0;
+        return;
+    case BRAID_I64: /* through double, as bg_load reads it */
+        for (int64_t i = 0; i < n; i++)
+            dst[i] = (float)(double)((const int64_t *)src)[i * step];
         return;
     case BRAID_DTYPE_COUNT_:
         break;
@@ -280,6 +290,10 @@ void br_load_f64(braid_dtype t, const void *src, int64_t step, int64_t n,
         for (int64_t i = 0; i < n; i++)
             dst[i] = ((const uint8_t *)src)[i * step] != 0;
         return;
+    case BRAID_I64:
+        for (int64_t i = 0; i < n; i++)
+            dst[i] = (double)((const int64_t *)src)[i * step];
+        return;
     case BRAID_DTYPE_COUNT_:
         break;
     }
@@ -310,6 +324,10 @@ void br_store_f32(braid_dtype t, void *dst, int64_t n, const float *src) {
         for (int64_t i = 0; i < n; i++)
             ((uint8_t *)dst)[i] = src[i] != 0;
         return;
+    case BRAID_I64:
+        for (int64_t i = 0; i < n; i++)
+            ((int64_t *)dst)[i] = sat_i64(src[i]);
+        return;
     case BRAID_DTYPE_COUNT_:
         break;
     }
@@ -339,6 +357,10 @@ void br_store_f64(braid_dtype t, void *dst, int64_t n, const double *src) {
     case BRAID_BOOL:
         for (int64_t i = 0; i < n; i++)
             ((uint8_t *)dst)[i] = src[i] != 0;
+        return;
+    case BRAID_I64:
+        for (int64_t i = 0; i < n; i++)
+            ((int64_t *)dst)[i] = sat_i64(src[i]);
         return;
     case BRAID_DTYPE_COUNT_:
         break;

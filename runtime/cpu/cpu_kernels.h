@@ -72,7 +72,8 @@ void br_store_f64(braid_dtype t, void *dst, int64_t n, const double *src);
 braid_status br_elementwise_prepare(const braid_graph *g, uint32_t id,
                                     size_t *scratch);
 void br_elementwise_run(const br_kernel_args *a);
-void br_cast_run(const br_kernel_args *a);
+/* BRAID_OK, or the range error of a checked cast (bg_cast_checked). */
+braid_status br_cast_run(const br_kernel_args *a);
 braid_status br_reduce_prepare(const braid_graph *g, uint32_t id,
                                size_t *scratch);
 void br_reduce_run(const br_kernel_args *a);

@@ -9,6 +9,7 @@
 #include "runtime/cpu/cpu_ew.h"
 #include "runtime/cpu/cpu_kernels.h"
 
+#include <stdatomic.h>
 #include <string.h>
 
 /* A run: n outputs at o, inputs at a/b/c stepping sa/sb/sc elements. */
@@ -167,6 +168,8 @@ BINARY_FN(br_ew_binary_i32, int32_t, BG_BINARY_I32_OPS, BINARY_I32_CASE)
 COMPARE_FN(br_ew_compare_f32, float, float)
 COMPARE_FN(br_ew_compare_f64, double, double)
 COMPARE_FN(br_ew_compare_i32, int32_t, int32_t)
+/* i64 takes eq/ne only (the builder's rule); exact in int64. */
+COMPARE_FN(br_ew_compare_i64, int64_t, int64_t)
 /* Bools compare as 0/1 whatever nonzero byte the caller stored. */
 COMPARE_FN(br_ew_compare_bool, uint8_t, bool)
 
@@ -179,6 +182,10 @@ bool br_ew_binary(braid_dtype t, braid_op op, int64_t n, void *o, const void *a,
 bool br_ew_compare(braid_dtype t, braid_op op, int64_t n, uint8_t *o,
                    const void *a, int64_t sa, const void *b, int64_t sb) {
     EW_DISPATCH(br_ew_compare, a, sa, b, sb)
+    if (t == BRAID_I64) {
+        br_ew_compare_i64(op, n, o, a, sa, b, sb);
+        return true;
+    }
     if (t != BRAID_BOOL) return false;
     br_ew_compare_bool(op, n, o, a, sa, b, sb);
     return true;
@@ -311,12 +318,15 @@ typedef struct cast_ctx {
     braid_dtype from, to; /* dtypes */
     const char *in;       /* input base */
     char *out;            /* output base */
+    _Atomic int64_t bad;  /* checked casts: first element that does not
+                             fit (INT64_MAX: none) */
 } cast_ctx;
 
-/* Through double, which holds every dtype's values exactly, then stored by
- * bg_store's rules: the same result as the reference evaluator. */
+/* Through double, which holds every dtype's values exactly (i64: up to
+ * ±2^53), then stored by bg_store's rules: the same result as the reference
+ * evaluator. */
 static void cast_range(void *ctx, int64_t b, int64_t e) {
-    const cast_ctx *c = ctx;
+    cast_ctx *c = ctx;
     size_t is = braid_dtype_size(c->from), os = braid_dtype_size(c->to);
     double tmp[BR_BLOCK];
     for (int64_t i = b; i < e; i += BR_BLOCK) {
@@ -326,17 +336,43 @@ static void cast_range(void *ctx, int64_t b, int64_t e) {
     }
 }
 
+/* A checked narrowing from i64 (bg_cast_checked): exact integers; the
+ * first element out of the target's range is recorded, never wrapped. */
+static void cast_checked_range(void *ctx, int64_t b, int64_t e) {
+    cast_ctx *c = ctx;
+    const int64_t *x = (const int64_t *)c->in;
+    int64_t lo, hi;
+    bg_int_range(c->to, &lo, &hi);
+    for (int64_t i = b; i < e; i++) {
+        if (x[i] < lo || x[i] > hi) {
+            int64_t seen = atomic_load(&c->bad);
+            while (i < seen && !atomic_compare_exchange_weak(&c->bad, &seen, i))
+                ;
+            return;
+        }
+        bg_store(c->to, c->out, i, (double)x[i]); /* exact: it fits */
+    }
+}
+
 static void copy_range(void *ctx, int64_t b, int64_t e) {
     const cast_ctx *c = ctx;
     size_t s = braid_dtype_size(c->to);
     memcpy(c->out + b * s, c->in + b * s, (size_t)(e - b) * s);
 }
 
-void br_cast_run(const br_kernel_args *a) {
+braid_status br_cast_run(const br_kernel_args *a) {
     const bg_node *n = a->node;
     cast_ctx c = {bg_node_at(a->g, n->inputs[0])->dtype, n->dtype, a->in[0],
-                  a->out};
+                  a->out, INT64_MAX};
     bool same = c.from == c.to && c.to != BRAID_BOOL; /* bools normalise */
+    bool checked = bg_cast_checked(c.from, c.to);
     br_parallel_for(a->pool, bg_numel(n), BR_GRAIN,
-                    same ? copy_range : cast_range, &c);
+                    same      ? copy_range
+                    : checked ? cast_checked_range
+                              : cast_range,
+                    &c);
+    int64_t bad = atomic_load(&c.bad);
+    if (bad == INT64_MAX) return BRAID_OK;
+    return bg_cast_range_error(a->g, a->id, bad,
+                               bg_load_int(c.from, a->in[0], bad));
 }

@@ -106,6 +106,7 @@ int br_nccl_dtype(braid_dtype t) {
     case BRAID_F64: return BR_NCCL_FLOAT64;
     case BRAID_I32: return BR_NCCL_INT32;
     case BRAID_BOOL: return BR_NCCL_UINT8;
+    case BRAID_I64: return BR_NCCL_INT64;
     default: return BR_NCCL_FLOAT32;
     }
 }

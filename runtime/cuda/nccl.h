@@ -24,6 +24,7 @@ typedef void *br_nccl_stream; /* cudaStream_t */
 enum {
     BR_NCCL_UINT8 = 1,
     BR_NCCL_INT32 = 2,
+    BR_NCCL_INT64 = 4,
     BR_NCCL_FLOAT16 = 6,
     BR_NCCL_FLOAT32 = 7,
     BR_NCCL_FLOAT64 = 8,

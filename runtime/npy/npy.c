@@ -69,6 +69,8 @@ const char *br_npy_descr(braid_dtype dtype) {
         return "<i4";
     case BRAID_BOOL:
         return "|b1";
+    case BRAID_I64:
+        return "<i8";
     default:
         return NULL;
     }
@@ -299,7 +301,8 @@ static braid_status npy_dtype(const char *file, const char *descr,
     } table[] = {{"f4", BRAID_F32},
                  {"f2", BRAID_F16},
                  {"f8", BRAID_F64},
-                 {"i4", BRAID_I32}};
+                 {"i4", BRAID_I32},
+                 {"i8", BRAID_I64}};
     for (size_t k = 0; order != '|' && k < sizeof table / sizeof table[0];
          k++) {
         if (strcmp(code, table[k].code) == 0) {
@@ -309,7 +312,7 @@ static braid_status npy_dtype(const char *file, const char *descr,
     }
     return npy_fail(file, BRAID_ERR_UNSUPPORTED,
                     "unsupported dtype '%s' (braid reads <f4, <f2, <f8, <i4, "
-                    "|b1, and |V2 as bf16)",
+                    "<i8, |b1, and |V2 as bf16)",
                     descr);
 }
 

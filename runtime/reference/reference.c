@@ -5,6 +5,7 @@
  * output depends on. Each node's values live in a malloc'ed array of double
  * that is freed as soon as its last consumer has run (use counts), so peak
  * memory follows the graph's live set rather than its size. */
+#include "graph/eval.h"
 #include "runtime/reference/reference.h"
 #include "runtime/runtime.h"
 
@@ -209,6 +210,12 @@ static braid_status eval_node(br_ref_run *r, uint32_t id) {
     }
     for (uint32_t k = 0; k < n->ninputs; k++)
         ins[k] = r->vals[n->inputs[k]];
+    braid_status s =
+        bg_eval_cast_check(r->g, id, n->ninputs ? ins[0] : NULL);
+    if (s != BRAID_OK) {
+        if (ins != in) free(ins);
+        return s;
+    }
     br_ref_eval(r->g, id, ins, r->vals[id], r->data[id], r->pool);
     if (ins != in) free(ins);
     for (uint32_t k = 0; k < n->ninputs; k++)

@@ -38,7 +38,7 @@ static void gc_note(gc_env *e, const char *fmt, const char *arg) {
     snprintf(e->c->what + n, sizeof e->c->what - n, fmt, arg);
 }
 
-/* ---- elementwise --------------------------------------------------------- */
+/* ---- elementwise -------------------------------------------------------- */
 
 static ts_range gc_unary_range(braid_op op) {
     switch (op) {
@@ -99,7 +99,7 @@ static braid_tensor gc_cast(gc_env *e, braid_op op) {
     return braid_cast(e->g, braid_cast(e->g, x, mid), e->dt);
 }
 
-/* ---- matmul, reductions, softmax, layer norm ------------------------------ */
+/* ---- matmul, reductions, softmax, layer norm ---------------------------- */
 
 static braid_tensor gc_matmul(gc_env *e, braid_op op) {
     (void)op;
@@ -156,7 +156,7 @@ static braid_tensor gc_layer_norm(gc_env *e, braid_op op) {
     return braid_layer_norm(e->g, x, gamma, beta, 1e-5);
 }
 
-/* ---- shape ops ------------------------------------------------------------- */
+/* ---- shape ops ---------------------------------------------------------- */
 
 static braid_tensor gc_reshape(gc_env *e, braid_op op) {
     (void)op;
@@ -216,7 +216,7 @@ static braid_tensor gc_broadcast_to(gc_env *e, braid_op op) {
     return braid_broadcast_to(e->g, gc_input(e, &b, TS_RANGE(-2, 2)), r, d);
 }
 
-/* ---- collectives (local groups of k members, joined on axis 0) ----------- */
+/* ---- collectives (local groups of k members, joined on axis 0) ---------- */
 
 static braid_tensor gc_collective(gc_env *e, braid_op op) {
     int k = gc_int(e, 2, 3);
@@ -238,7 +238,7 @@ static braid_tensor gc_collective(gc_env *e, braid_op op) {
     return braid_concat(e->g, k, outs, 0);
 }
 
-/* ---- the table --------------------------------------------------------------- */
+/* ---- the table ---------------------------------------------------------- */
 
 typedef struct gc_kind {
     braid_op op;    /* the op under test; COUNT_: a composite */
@@ -246,15 +246,37 @@ typedef struct gc_kind {
     const char *name;
 } gc_kind;
 
-#define GC_U(OP) {BRAID_OP_##OP, gc_unary, NULL}
-#define GC_B(OP) {BRAID_OP_##OP, gc_binary, NULL}
+#define GC_U(OP)                                                               \
+    { BRAID_OP_##OP, gc_unary, NULL }
+#define GC_B(OP)                                                               \
+    { BRAID_OP_##OP, gc_binary, NULL }
 
 static const gc_kind gc_kinds[] = {
-    GC_U(NEG), GC_U(ABS), GC_U(EXP), GC_U(LOG), GC_U(SQRT), GC_U(RSQRT),
-    GC_U(SIN), GC_U(COS), GC_U(TAN), GC_U(TANH), GC_U(SIGMOID), GC_U(RELU),
-    GC_U(GELU), GC_U(SILU), GC_U(ERF), GC_U(RECIPROCAL), GC_U(SQUARE),
-    GC_U(FLOOR), GC_U(CEIL),
-    GC_B(ADD), GC_B(SUB), GC_B(MUL), GC_B(DIV), GC_B(POW), GC_B(MAX),
+    GC_U(NEG),
+    GC_U(ABS),
+    GC_U(EXP),
+    GC_U(LOG),
+    GC_U(SQRT),
+    GC_U(RSQRT),
+    GC_U(SIN),
+    GC_U(COS),
+    GC_U(TAN),
+    GC_U(TANH),
+    GC_U(SIGMOID),
+    GC_U(RELU),
+    GC_U(GELU),
+    GC_U(SILU),
+    GC_U(ERF),
+    GC_U(RECIPROCAL),
+    GC_U(SQUARE),
+    GC_U(FLOOR),
+    GC_U(CEIL),
+    GC_B(ADD),
+    GC_B(SUB),
+    GC_B(MUL),
+    GC_B(DIV),
+    GC_B(POW),
+    GC_B(MAX),
     GC_B(MIN),
     {BRAID_OP_WHERE, gc_where, NULL},
     {BRAID_OP_CAST, gc_cast, NULL},
@@ -280,7 +302,9 @@ int ts_grad_case_kinds(void) {
     return (int)(sizeof gc_kinds / sizeof gc_kinds[0]);
 }
 
-braid_op ts_grad_case_op(int kind) { return gc_kinds[kind].op; }
+braid_op ts_grad_case_op(int kind) {
+    return gc_kinds[kind].op;
+}
 
 bool ts_grad_case_build(int kind, braid_dtype dt, uint64_t seed,
                         ts_grad_case *c) {

@@ -16,13 +16,13 @@
  * output "loss", and the gradient of the loss with respect to every float
  * input i marked as output "g<i>". */
 typedef struct ts_grad_case {
-    braid_graph *g;                       /* owned */
-    braid_tensor y, loss;                 /* the op's result, the loss */
-    uint32_t ninputs;                     /* graph inputs */
-    ts_range range[TS_GRAD_MAX_INPUTS];   /* how to fill each input */
-    double fd_step;                       /* finite-difference step */
-    double fd_tol;                        /* |analytic - fd| ≤ tol·(1+|fd|) */
-    char what[160];                       /* "matmul ta f64 ..." */
+    braid_graph *g;                     /* owned */
+    braid_tensor y, loss;               /* the op's result, the loss */
+    uint32_t ninputs;                   /* graph inputs */
+    ts_range range[TS_GRAD_MAX_INPUTS]; /* how to fill each input */
+    double fd_step;                     /* finite-difference step */
+    double fd_tol;                      /* |analytic - fd| ≤ tol·(1+|fd|) */
+    char what[160];                     /* "matmul ta f64 ..." */
 } ts_grad_case;
 
 /* Number of case kinds; kind k tests op ts_grad_case_op(k) (COUNT_ for a

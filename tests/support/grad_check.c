@@ -54,8 +54,8 @@ static double loss_at(const braid_graph *g, ts_io *io, int lo) {
     braid_reference_options ro;
     braid_reference_options_init(&ro);
     ro.num_threads = 1;
-    braid_status s = braid_reference_run_with(g, io->in, io->ninputs,
-                                              &io->ref[lo], 1, &ro);
+    braid_status s =
+        braid_reference_run_with(g, io->in, io->ninputs, &io->ref[lo], 1, &ro);
     if (s != BRAID_OK) return NAN;
     return bg_load(io->out_dtype[lo], io->ref[lo].data, 0);
 }
@@ -107,8 +107,8 @@ static bool fd_input(const braid_graph *g, ts_io *io, int lo, uint32_t i,
 bool ts_grad_check_fd(const braid_graph *g, ts_io *io, double h, double tol,
                       bool skip_kinks, int *checked, int *skipped, char *msg,
                       size_t msgsize) {
-    braid_status s = braid_reference_run(g, io->in, io->ninputs, io->ref,
-                                         io->noutputs);
+    braid_status s =
+        braid_reference_run(g, io->in, io->ninputs, io->ref, io->noutputs);
     if (s != BRAID_OK) {
         snprintf(msg, msgsize, "reference: %s", braid_last_error());
         return false;
@@ -122,8 +122,8 @@ bool ts_grad_check_fd(const braid_graph *g, ts_io *io, double h, double tol,
         char name[16];
         snprintf(name, sizeof name, "g%u", (unsigned)i);
         int go = io_output(io, name);
-        if (go >= 0 && !fd_input(g, io, lo, i, go, h, tol, skip_kinks,
-                                 checked, skipped, msg, msgsize))
+        if (go >= 0 && !fd_input(g, io, lo, i, go, h, tol, skip_kinks, checked,
+                                 skipped, msg, msgsize))
             return false;
     }
     return true;
@@ -178,7 +178,6 @@ braid_graph *ts_graph_to_f64(const braid_graph *g) {
     for (uint32_t id = 0; h && id < g->nnodes; id++)
         if (retype_node(h, bg_node_at(g, id)) != id) break;
     for (uint32_t o = 0; h && o < g->noutputs; o++)
-        braid_output(h, g->outputs[o].name,
-                     (braid_tensor){g->outputs[o].node});
+        braid_output(h, g->outputs[o].name, (braid_tensor){g->outputs[o].node});
     return h;
 }

@@ -11,7 +11,8 @@
 #define TS_FLOATS                                                              \
     (TS_DT(BRAID_F32) | TS_DT(BRAID_F16) | TS_DT(BRAID_BF16) | TS_DT(BRAID_F64))
 #define TS_NUMS (TS_FLOATS | TS_DT(BRAID_I32))
-#define TS_ALL (TS_NUMS | TS_DT(BRAID_BOOL))
+/* every dtype: i64 takes data movement, eq/ne, where and cast */
+#define TS_ALL (TS_NUMS | TS_DT(BRAID_BOOL) | TS_DT(BRAID_I64))
 
 /* for (each dtype dt in mask): the loop body follows the macro */
 #define TS_FOR_DTYPES(dt, mask)                                                \

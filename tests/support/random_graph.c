@@ -121,8 +121,9 @@ braid_dtype ts_gen_dtype(ts_gen *G, unsigned allowed) {
     static const struct {
         braid_dtype dt;
         int weight;
-    } table[] = {{BRAID_F32, 40}, {BRAID_F16, 12}, {BRAID_BF16, 12},
-                 {BRAID_F64, 12}, {BRAID_I32, 14}, {BRAID_BOOL, 10}};
+    } table[] = {{BRAID_F32, 36}, {BRAID_F16, 12}, {BRAID_BF16, 12},
+                 {BRAID_F64, 12}, {BRAID_I32, 14}, {BRAID_BOOL, 10},
+                 {BRAID_I64, 4}};
     for (;;) {
         int r = ts_gen_int(G, 0, 99);
         for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
@@ -218,9 +219,9 @@ int ts_gen_input(ts_gen *G, braid_dtype dt, int rank, const int64_t *dims) {
     snprintf(name, sizeof name, "in%d", G->ninputs++);
     braid_tensor t = braid_input(G->g, name, dt, rank, dims);
     ts_gen_check(G, "braid_input");
-    double r = dt == BRAID_BOOL  ? 1.0
-               : dt == BRAID_I32 ? TS_INPUT_INT
-                                 : TS_INPUT_FLOAT;
+    double r = dt == BRAID_BOOL        ? 1.0
+               : bg_dtype_is_int(dt) ? TS_INPUT_INT
+                                     : TS_INPUT_FLOAT;
     return ts_gen_emit(G, t, ts_iv_exact(dt == BRAID_BOOL ? 0.0 : -r, r), true);
 }
 
@@ -236,7 +237,7 @@ int ts_gen_fill(ts_gen *G, braid_dtype dt, int rank, const int64_t *dims,
  * float dtype, small integers in i32. */
 static double leaf_value(ts_gen *G, braid_dtype dt, int denom) {
     if (dt == BRAID_BOOL) return ts_gen_int(G, 0, 1);
-    if (dt == BRAID_I32) return ts_gen_int(G, -20, 20);
+    if (bg_dtype_is_int(dt)) return ts_gen_int(G, -20, 20);
     return ts_gen_int(G, -2 * denom, 2 * denom) / (double)denom;
 }
 
@@ -298,7 +299,7 @@ int ts_gen_leaf(ts_gen *G, braid_dtype dt, int rank, const int64_t *dims) {
         if (kind <= 2 && G->ninputs < 8) return ts_gen_input(G, dt, rank, dims);
         if (kind == 3 || kind == 4)
             return ts_gen_fill(G, dt, rank, dims, leaf_value(G, dt, 4));
-        if (kind == 5 && rank > 0 && dt != BRAID_BOOL)
+        if (kind == 5 && rank > 0 && bg_op_accepts(BRAID_OP_IOTA, dt))
             return gen_iota(G, dt, rank, dims);
         if ((kind == 6 || kind == 7) && fl)
             return gen_random(G, dt, rank, dims);

@@ -218,6 +218,8 @@ ts_iv ts_iv_union(ts_iv a, ts_iv b) {
  * an exact result since both sides round the same bits. */
 ts_iv ts_iv_cast(ts_iv a, braid_dtype to, bool exact) {
     if (to == BRAID_I32) return ts_iv_int(trunc(a.lo), trunc(a.hi));
+    if (to == BRAID_I64) /* saturating at ±2^63, like the i32 rule */
+        return ts_iv_exact(fmax(trunc(a.lo), -0x1p63), fmin(trunc(a.hi), 0x1p63));
     if (to == BRAID_BOOL) return ts_iv_exact(0.0, 1.0);
     /* widen by one rounding so the interval still holds the cast values */
     double w = to == BRAID_F64 ? 0.0 : 2.0 * unit(to);

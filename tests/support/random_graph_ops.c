@@ -317,7 +317,7 @@ static int make_condition(ts_gen *G, int ai) {
         }
     }
     int ei;
-    if (a.exact && a.dt != BRAID_BOOL && ts_gen_chance(G, 0.5)) {
+    if (a.exact && bg_op_accepts(BRAID_OP_LT, a.dt) && ts_gen_chance(G, 0.5)) {
         ei = ai;
     } else {
         int r;
@@ -367,6 +367,11 @@ bool ts_gen_cast(ts_gen *G) {
     /* truncation and != 0 are discontinuous: exact operands only */
     if (!to_float && from_float && !x.exact) return false;
     if (to_float && !from_float && ts_iv_mag(x.v) > TS_MAG_LIMIT) return false;
+    /* a checked narrowing from i64 only where every value fits (the range
+     * errors: test_dtype_i64.c) */
+    if (bg_cast_checked(x.dt, to) &&
+        (x.v.lo < (double)INT32_MIN || x.v.hi > (double)INT32_MAX))
+        return false;
     ts_iv v = ts_iv_cast(x.v, to, x.exact || !from_float);
     if (!ts_iv_ok(v, to)) return false;
     braid_tensor t = braid_cast(G->g, x.t, to);

@@ -33,7 +33,7 @@ int ts_rand_int(uint64_t *state, int lo, int hi) {
 /* One random value of dtype t in [lo, hi] (before rounding to t). */
 static double random_value(braid_dtype t, uint64_t *st, double lo, double hi) {
     if (t == BRAID_BOOL) return (double)(ts_rand_u64(st) & 1);
-    if (t == BRAID_I32) {
+    if (bg_dtype_is_int(t)) {
         double span = floor(hi) - ceil(lo) + 1.0;
         double v = ceil(lo) + floor(ts_rand_unit(st) * span);
         return v > floor(hi) ? floor(hi) : v;
@@ -86,7 +86,7 @@ static bool io_add_input(ts_io *io, const braid_graph *g, uint32_t i,
     io->in[i].bytes = bytes;
     if (!data || !io->in[i].name) return false;
     /* the ranges ts_random_graph's interval tracking assumes */
-    double r = dt == BRAID_I32 ? TS_INPUT_INT : TS_INPUT_FLOAT;
+    double r = bg_dtype_is_int(dt) ? TS_INPUT_INT : TS_INPUT_FLOAT;
     ts_fill_random(dt, data, n, seed + i, -r, r);
     return true;
 }
@@ -206,7 +206,9 @@ bool ts_io_compare(const ts_io *io, char *msg, size_t msgsize) {
             double x = bg_load(t, xb, i), r = bg_load(t, rb, i);
             /* bool: the stored byte itself must be 0 or 1 and equal */
             bool ok = t == BRAID_BOOL ? xb[i] == rb[i] && xb[i] <= 1
-                                      : values_match(t, x, r);
+                      : t == BRAID_I64
+                          ? bg_load_int(t, xb, i) == bg_load_int(t, rb, i)
+                          : values_match(t, x, r);
             if (ok) continue;
             if (msg && msgsize > 0) {
                 double atol, rtol;
