@@ -204,7 +204,9 @@ static const braid_onnx_constant *find_constant(const ox_import *im,
 /* Input v becomes static values (or a constant, when large) from c. */
 static braid_status freeze_input(ox_import *im, const braid_onnx_constant *c,
                                  ox_value *v) {
-    bool same = c->dtype == ox_dtype(v->elem) && c->rank == v->rank &&
+    bool same = (c->dtype == ox_dtype(v->elem) ||
+                 (c->dtype == BRAID_I64 && v->elem == OX_ELEM_INT64)) &&
+                c->rank == v->rank &&
                 (c->data || !ox_numel(v->rank, v->dims));
     for (int i = 0; same && i < c->rank; i++) same = c->dims[i] == v->dims[i];
     if (!same)
@@ -214,6 +216,7 @@ static braid_status freeze_input(ox_import *im, const braid_onnx_constant *c,
     int64_t n = ox_numel(v->rank, v->dims);
     if (n > OX_STATIC_MAX) {
         v->t = braid_constant(im->g, c->dtype, c->rank, c->dims, c->data);
+        if (c->dtype == BRAID_I64) v->t = braid_cast(im->g, v->t, BRAID_I32);
         braid_set_name(im->g, v->t, v->name);
         return BRAID_OK;
     }
@@ -243,7 +246,11 @@ static braid_status add_input(ox_import *im, const char *shapes,
     if (braid_onnx_input_name(vi->name, name, sizeof name) >= sizeof name)
         return ox_fail(im, BRAID_ERR_INVALID_ARGUMENT, "input name \"%.40s...\" "
                        "is too long", vi->name);
-    v->t = braid_input(im->g, name, t, v->rank, v->dims);
+    /* int64 is stored as i64 at the boundary and narrowed to i32 inside,
+     * by a cast that checks the range at run time (docs/onnx.md) */
+    bool wide = v->elem == OX_ELEM_INT64;
+    v->t = braid_input(im->g, name, wide ? BRAID_I64 : t, v->rank, v->dims);
+    if (wide && braid_tensor_valid(v->t)) v->t = braid_cast(im->g, v->t, t);
     if (!braid_tensor_valid(v->t))
         return ox_fail(im, braid_graph_status(im->g), "input \"%s\": %s",
                        v->name, braid_graph_error(im->g));
@@ -261,12 +268,16 @@ static braid_status add_outputs(ox_import *im, const Onnx__GraphProto *gp) {
         if (!v || v->elem < 0)
             return ox_fail(im, BRAID_ERR_INVALID_ARGUMENT, "graph output \"%s\" "
                            "is not computed by the graph", name ? name : "");
-        if (!braid_tensor_valid(v->t)) {
-            v->t = ox_constant(im, im->g, name, v->elem, v->rank, v->dims,
-                               v->sv);
-            if (im->status != BRAID_OK) return im->status;
-        }
-        if (braid_output(im->g, name, v->t) != BRAID_OK)
+        braid_tensor t = v->t;
+        if (v->sv) /* static: int64 kept exact, as i64 */
+            t = ox_constant_as(im, im->g, name, v->elem,
+                               v->elem == OX_ELEM_INT64 ? BRAID_I64
+                                                        : ox_dtype(v->elem),
+                               v->rank, v->dims, v->sv);
+        else if (v->elem == OX_ELEM_INT64)
+            t = braid_cast(im->g, t, BRAID_I64); /* int64 out */
+        if (im->status != BRAID_OK) return im->status;
+        if (braid_output(im->g, name, t) != BRAID_OK)
             return ox_fail(im, braid_graph_status(im->g), "graph output "
                            "\"%s\": %s", name, braid_graph_error(im->g));
     }

@@ -192,6 +192,7 @@ static braid_status check_dims(ox_import *im, const Onnx__TensorProto *tp,
 static braid_status to_constant(ox_import *im, const char *what, ox_value *v,
                                 const uint8_t *raw, const Onnx__TensorProto *tp) {
     braid_dtype t = ox_dtype(v->elem);
+    if (im->keep_int64 && v->elem == OX_ELEM_INT64) t = BRAID_I64;
     int64_t n = ox_numel(v->rank, v->dims);
     bool same = raw && raw_elem_size(v->elem) == braid_dtype_size(t) &&
                 v->elem != 9 && v->elem != 12 && v->elem != 4 && v->elem != 2;
@@ -203,7 +204,7 @@ static braid_status to_constant(ox_import *im, const char *what, ox_value *v,
                                 what);
         for (int64_t i = 0; i < n; i++)
             sv[i] = raw ? raw_load(v->elem, raw, i) : typed_load(tp, v->elem, i);
-        v->t = ox_constant(im, im->g, what, v->elem, v->rank, v->dims, sv);
+        v->t = ox_constant_as(im, im->g, what, v->elem, t, v->rank, v->dims, sv);
         free(sv);
     }
     if (im->status != BRAID_OK) return im->status;
@@ -273,8 +274,10 @@ static braid_status decode_values(ox_import *im, const Onnx__TensorProto *tp,
         if (bytes) memcpy(*data, c->attr.data, bytes);
         return BRAID_OK;
     }
-    braid_tensor t = ox_constant(im, im->g, im->file, v->elem, v->rank,
-                                 v->dims, sv);
+    braid_tensor t = ox_constant_as(im, im->g, im->file, v->elem,
+                                    v->elem == OX_ELEM_INT64 ? BRAID_I64
+                                                             : ox_dtype(v->elem),
+                                    v->rank, v->dims, sv);
     if (!braid_tensor_valid(t)) return im->status ? im->status : BRAID_ERR_INTERNAL;
     const bg_node *c = bg_node_at(im->g, t.id);
     *dtype = c->dtype;
@@ -294,7 +297,8 @@ braid_status braid_onnx_tensor_decode(const void *bytes, size_t size,
                                  "braid_onnx_tensor_decode: NULL argument");
     *data = NULL;
     if (tensor_name) *tensor_name = NULL;
-    ox_import im = {.file = name ? name : "tensor", .status = BRAID_OK};
+    ox_import im = {.file = name ? name : "tensor", .status = BRAID_OK,
+                    .keep_int64 = true};
     Onnx__TensorProto *tp = NULL;
     if (ox_wire_depth_ok(bytes, size, &onnx__tensor_proto__descriptor, 16))
         tp = onnx__tensor_proto__unpack(NULL, size, bytes);

@@ -73,6 +73,8 @@ typedef struct ox_import {
     int opset;              /* default-domain opset of the model */
     const char *base_dir;   /* external data folder, or NULL */
     const braid_onnx_options *opts; /* the caller's options, or NULL */
+    bool keep_int64;        /* tensors of int64 become i64 constants, not
+                               i32 (braid_onnx_tensor_decode) */
     const uint8_t *map;     /* the whole model file, when mapped */
     size_t map_len;
     char err[1024];         /* first error */
@@ -91,7 +93,10 @@ ox_value *ox_find(ox_import *im, const char *name);
  * (error recorded). */
 ox_value *ox_add(ox_import *im, const char *name);
 void ox_values_free(ox_import *im);
-/* braid's dtype for ONNX element type elem, or BRAID_DTYPE_COUNT_. */
+#define OX_ELEM_INT64 7 /* TensorProto.INT64 */
+
+/* braid's dtype for ONNX element type elem inside a graph (int64 and the
+ * other integers compute as i32), or BRAID_DTYPE_COUNT_. */
 braid_dtype ox_dtype(int elem);
 /* "float", "int64", ...: ONNX's name for elem. */
 const char *ox_elem_name(int elem);
@@ -100,7 +105,11 @@ bool ox_elem_is_int(int elem);
 int64_t ox_numel(int rank, const int64_t *dims);
 /* Builds static values sv (numel of rank/dims, ONNX type elem) as a
  * constant in g, rounded to braid's dtype; integers must fit i32 (else an
- * error naming what). */
+ * error naming what). ox_constant_as: the same in dtype t (i64 keeps
+ * int64 values exact up to 2^53). */
+braid_tensor ox_constant_as(ox_import *im, braid_graph *g, const char *what,
+                            int elem, braid_dtype t, int rank,
+                            const int64_t *dims, const double *sv);
 braid_tensor ox_constant(ox_import *im, braid_graph *g, const char *what,
                          int elem, int rank, const int64_t *dims,
                          const double *sv);

@@ -131,7 +131,12 @@ int64_t ox_numel(int rank, const int64_t *dims) {
 braid_tensor ox_constant(ox_import *im, braid_graph *g, const char *what,
                          int elem, int rank, const int64_t *dims,
                          const double *sv) {
-    braid_dtype t = ox_dtype(elem);
+    return ox_constant_as(im, g, what, elem, ox_dtype(elem), rank, dims, sv);
+}
+
+braid_tensor ox_constant_as(ox_import *im, braid_graph *g, const char *what,
+                            int elem, braid_dtype t, int rank,
+                            const int64_t *dims, const double *sv) {
     if (t == BRAID_DTYPE_COUNT_) {
         ox_fail(im, BRAID_ERR_UNSUPPORTED, "%s: element type %s is not "
                 "supported", what, ox_elem_name(elem));

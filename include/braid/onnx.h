@@ -19,8 +19,8 @@ extern "C" {
  * compiles static shapes, so an input that carries a shape (Reshape's
  * shape, Slice's starts, ...) must be known when the model is imported.
  * data holds numel elements of dtype (braid's dtype for the input's ONNX
- * type: ONNX's integers as i32), C order; rank and dims must agree with
- * the model's. */
+ * type: ONNX's integers as i32, int64 as i32 or i64), C order; rank and
+ * dims must agree with the model's. */
 typedef struct braid_onnx_constant {
     const char *name;    /* the graph input's ONNX name */
     braid_dtype dtype;   /* element type of data */
@@ -75,9 +75,9 @@ size_t braid_onnx_input_name(const char *onnx_name, char *buf, size_t size);
 
 /* Decodes an ONNX TensorProto (ONNX's test-data .pb files) held in
  * memory: *data (malloc'd, free with free()) gets its elements in braid's
- * dtype for the ONNX type (*dtype), C order; ONNX's integer types narrow
- * to i32, each value checked (a value that does not fit is an error, never
- * a wrap). name (may be NULL) is used in messages; *tensor_name (may be
+ * dtype for the ONNX type (*dtype), C order: int64 as i64 (exact), ONNX's
+ * other integer types narrowed to i32, each value checked (a value that
+ * does not fit is an error, never a wrap). name (may be NULL) is used in messages; *tensor_name (may be
  * NULL) gets a malloc'd copy of the tensor's own name ("" when none). */
 braid_status braid_onnx_tensor_decode(const void *bytes, size_t size,
                                       const char *name, braid_dtype *dtype,
