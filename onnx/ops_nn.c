@@ -303,6 +303,8 @@ static braid_status map_lp_norm(ox_node *n) {
     braid_tensor s = p == 1 ? braid_sum(g, braid_abs(g, x), 1, &axis, true)
                             : braid_sqrt(g, braid_sum(g, braid_mul(g, x, x), 1,
                                                       &axis, true));
+    braid_tensor zero = braid_eq(g, s, sc(n, s, 0)); /* ONNX: 0 / 0 = 0 */
+    s = braid_where(g, zero, sc(n, s, 1), s);
     ox_out(n, 0, braid_div(g, x, s), ox_in_elem(n, 0));
     return BRAID_OK;
 }

@@ -412,8 +412,9 @@ static braid_status map_tile(ox_node *n) {
 
 /* Inference only: the identity, and a mask of ones. */
 static braid_status map_dropout(ox_node *n) {
-    if (ox_has(n, 2) && n->in[2]->sv && n->in[2]->sv[0] != 0)
-        return ox_node_fail(n, BRAID_ERR_UNSUPPORTED, "training_mode");
+    if (ox_has(n, 2) && (!n->in[2]->sv || n->in[2]->sv[0] != 0))
+        return ox_node_fail(n, BRAID_ERR_UNSUPPORTED, "training_mode (true, or "
+                            "known only at run time)");
     braid_tensor x = ox_in(n, 0);
     ox_out(n, 0, x, ox_in_elem(n, 0));
     int64_t d[BRAID_MAX_RANK];
