@@ -375,6 +375,20 @@ static braid_status map_atanh(ox_node *n) {
     return out_like(n, braid_mul(g, braid_log(g, q), sc(n, x, 0.5)));
 }
 
+/* Round: half to even, from floor. */
+static braid_status map_round(ox_node *n) {
+    braid_graph *g = n->g;
+    braid_tensor x = ox_in(n, 0);
+    braid_tensor r = braid_floor(g, x), d = braid_sub(g, x, r);
+    braid_tensor half = braid_mul(g, r, sc(n, x, 0.5));
+    braid_tensor odd = braid_ne(g, braid_floor(g, half), half);
+    braid_tensor tie = braid_where(g, braid_eq(g, d, sc(n, x, 0.5)), odd,
+                                   ox_scalar(n, BRAID_BOOL, 0));
+    braid_tensor up = braid_where(g, braid_gt(g, d, sc(n, x, 0.5)),
+                                  ox_scalar(n, BRAID_BOOL, 1), tie);
+    return out_like(n, braid_where(g, up, braid_add(g, r, sc(n, x, 1)), r));
+}
+
 const ox_op ox_ops_elem[] = {
     {"Abs", 1, map_abs, 0},
     {"Acosh", 9, map_acosh, 0},
@@ -420,6 +434,7 @@ const ox_op ox_ops_elem[] = {
     {"PRelu", 1, map_prelu, 0},
     {"Reciprocal", 1, map_reciprocal, 0},
     {"Relu", 1, map_relu, 0},
+    {"Round", 11, map_round, 0},
     {"Selu", 1, map_selu, 0},
     {"Shrink", 9, map_shrink, 0},
     {"Sigmoid", 1, map_sigmoid, 0},
