@@ -153,7 +153,7 @@ braid_status ox_run_node(ox_import *im, const Onnx__NodeProto *np) {
 const ox_op *ox_op_find(const char *type, int opset) {
     const ox_op *tables[] = {ox_ops_elem, ox_ops_shape, ox_ops_nn,
                              ox_ops_layout, ox_ops_einsum, ox_ops_attention,
-                             ox_ops_loss, ox_ops_index};
+                             ox_ops_loss, ox_ops_index, ox_ops_conv};
     const ox_op *best = NULL;
     for (size_t t = 0; t < sizeof tables / sizeof tables[0]; t++)
         for (const ox_op *o = tables[t]; o->type; o++)

@@ -202,6 +202,6 @@ const ox_op *ox_op_find(const char *type, int opset);
 /* The per-area tables, each ending with a {NULL} row. */
 extern const ox_op ox_ops_elem[], ox_ops_shape[], ox_ops_nn[],
     ox_ops_layout[], ox_ops_einsum[], ox_ops_attention[], ox_ops_loss[],
-    ox_ops_index[];
+    ox_ops_index[], ox_ops_conv[];
 
 #endif /* BRAID_ONNX_INTERNAL_H */
