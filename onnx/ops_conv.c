@@ -1,8 +1,8 @@
 /* onnx/ops_conv.c — Conv and MaxPool over two spatial axes as composites
  * until braid's conv and pool ops (issue #13) land on main: the padded
  * input's kernel-offset slices (strided) are stacked, then Conv is one
- * matmul with the weights ([OC, C·KH·KW] × [N, C·KH·KW, OH·OW]) and
- * MaxPool a max over the stack. groups = 1 for Conv. auto_pad resolves to
+ * matmul with the weights ([OC, C·KH·KW] × [N, C·KH·KW, OH·OW]),
+ * MaxPool a max and AveragePool a mean over the stack. groups = 1 for Conv. auto_pad resolves to
  * explicit pads at import (static shapes). */
 #include "onnx/onnx_internal.h"
 
@@ -123,14 +123,16 @@ static braid_status map_conv(ox_node *n) {
     return BRAID_OK;
 }
 
-static braid_status map_max_pool(ox_node *n) {
+/* MaxPool (max) and AveragePool (sum / count: the positions inside the
+ * input, or the whole window with count_include_pad). */
+static braid_status pool(ox_node *n, bool max) {
     braid_tensor x = ox_in(n, 0);
     int64_t d[BRAID_MAX_RANK], k[2];
     int cnt, axis = 2;
     if (ox_rank(n, x, d) != 4)
         return ox_node_fail(n, BRAID_ERR_UNSUPPORTED, "only 2-D pooling until "
                             "braid's pool op");
-    if (n->nout > 1 || ox_attr_int(n, "ceil_mode", 0) ||
+    if ((max && n->nout > 1) || ox_attr_int(n, "ceil_mode", 0) ||
         ox_attr_int(n, "storage_order", 0))
         return ox_node_fail(n, BRAID_ERR_UNSUPPORTED, "Indices, ceil_mode or "
                             "storage_order until braid's pool op");
@@ -141,14 +143,32 @@ static braid_status map_max_pool(ox_node *n) {
     if (!geometry(n, d, k, &gm)) return n->im->status;
     if (gm.k[0] * gm.k[1] > 256)
         return ox_node_fail(n, BRAID_ERR_UNSUPPORTED, "a window over 256");
-    braid_tensor p = patches(n, x, &gm, -INFINITY);
-    braid_tensor y = braid_reduce_max(n->g, p, 1, &axis, false);
-    y = braid_reshape(n->g, y, 4, (int64_t[]){d[0], d[1], gm.out[0], gm.out[1]});
+    braid_graph *g = n->g;
+    braid_tensor y;
+    if (max) {
+        y = braid_reduce_max(g, patches(n, x, &gm, -INFINITY), 1, &axis, false);
+    } else {
+        y = braid_sum(g, patches(n, x, &gm, 0), 1, &axis, false);
+        double all = (double)(gm.k[0] * gm.k[1]);
+        if (ox_attr_int(n, "count_include_pad", 0)) {
+            y = braid_div(g, y, ox_scalar(n, ox_tdtype(n, y), all));
+        } else {
+            int64_t od[4] = {1, 1, d[2], d[3]};
+            braid_tensor ones = braid_fill(g, ox_tdtype(n, x), 4, od, 1);
+            braid_tensor c = braid_sum(g, patches(n, ones, &gm, 0), 1, &axis,
+                                       false);
+            y = braid_div(g, y, c);
+        }
+    }
+    y = braid_reshape(g, y, 4, (int64_t[]){d[0], d[1], gm.out[0], gm.out[1]});
     ox_out(n, 0, y, ox_in_elem(n, 0));
     return BRAID_OK;
 }
+static braid_status map_max_pool(ox_node *n) { return pool(n, true); }
+static braid_status map_avg_pool(ox_node *n) { return pool(n, false); }
 
 const ox_op ox_ops_conv[] = {
+    {"AveragePool", 1, map_avg_pool, 0},
     {"Conv", 1, map_conv, 0},
     {"MaxPool", 1, map_max_pool, 0},
     {NULL, 0, NULL, 0},
