@@ -164,7 +164,6 @@ static const char *foreign_format(const char *path) {
 }
 
 braid_graph *cli_load_graph(const char *path) {
-    if (cli_is_onnx_file(path)) return cli_onnx_load(path);
     const char *foreign = foreign_format(path);
     if (foreign) {
         cli_fail("%s: %s files are not supported: braid reads its text "
@@ -173,6 +172,7 @@ braid_graph *cli_load_graph(const char *path) {
                  path, foreign);
         return NULL;
     }
+    if (cli_is_onnx_file(path)) return cli_onnx_load(path);
     braid_graph *g = braid_graph_load(path, NULL);
     if (!g) {
         cli_fail("%s: out of memory", path);

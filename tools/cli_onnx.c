@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 /* The --shape bindings so far, ';'-separated (braid_onnx_options.shapes). */
 static char *shapes;
@@ -66,7 +67,7 @@ bool cli_is_onnx_file(const char *path) {
     unsigned char head[16];
     size_t n = sizeof head;
     size_t len = strlen(path);
-    if (len > 5 && !strcmp(path + len - 5, ".onnx")) return true;
+    if (len > 5 && !strcasecmp(path + len - 5, ".onnx")) return true;
     return head_of(path, head, &n) && memcmp(head, "BRAIDPLN", n < 8 ? n : 8) &&
            braid_onnx_is_model(head, n);
 }
