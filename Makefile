@@ -49,16 +49,17 @@ test-sanitize: deps
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	ctest --test-dir $(BUILD_SAN) --output-on-failure -j $(JOBS)
 
-# libFuzzer over the text parser and the plan-file reader, FUZZ_SECONDS in
-# all (half each), seeded with the examples (as text, and compiled into plan
-# files by fuzz_planfile -write_seeds).
-FUZZ_HALF = $(shell s=$$(( $(FUZZ_SECONDS) / 2 )); [ $$s -ge 1 ] || s=1; echo $$s)
+# libFuzzer over the text parser, the plan-file reader and the ONNX
+# importer, FUZZ_SECONDS in all (a third each), seeded with the examples (as
+# text, and compiled into plan files by fuzz_planfile -write_seeds) and the
+# tiny ONNX models.
+FUZZ_HALF = $(shell s=$$(( $(FUZZ_SECONDS) / 3 )); [ $$s -ge 1 ] || s=1; echo $$s)
 fuzz: deps
 	@command -v clang >/dev/null || { echo "make fuzz: clang is not installed (apt-get install clang)"; exit 1; }
 	CC=clang cmake -S . -B $(BUILD_FUZZ) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	      -DBRAID_FUZZ=ON -DBRAID_TESTS=OFF -DBRAID_CUDA=OFF
-	cmake --build $(BUILD_FUZZ) -j $(JOBS) --target fuzz_parse fuzz_planfile
-	mkdir -p $(BUILD_FUZZ)/corpus $(BUILD_FUZZ)/corpus_plans
+	cmake --build $(BUILD_FUZZ) -j $(JOBS) --target fuzz_parse fuzz_planfile fuzz_onnx
+	mkdir -p $(BUILD_FUZZ)/corpus $(BUILD_FUZZ)/corpus_plans $(BUILD_FUZZ)/corpus_onnx
 	cp examples/graphs/*.graph $(BUILD_FUZZ)/corpus/
 	$(BUILD_FUZZ)/fuzz_parse -max_total_time=$(FUZZ_HALF) -max_len=4096 \
 	      -dict=fuzz/parse.dict \
@@ -68,6 +69,10 @@ fuzz: deps
 	$(BUILD_FUZZ)/fuzz_planfile -max_total_time=$(FUZZ_HALF) \
 	      -max_len=262144 -timeout=10 -rss_limit_mb=2048 \
 	      $(BUILD_FUZZ)/corpus_plans
+	cp tests/models/tiny/*.onnx tests/models/tiny/*/test_data_set_0/*.pb \
+	      $(BUILD_FUZZ)/corpus_onnx/ 2>/dev/null || true
+	$(BUILD_FUZZ)/fuzz_onnx -max_total_time=$(FUZZ_HALF) -max_len=1048576 \
+	      -timeout=10 -rss_limit_mb=2048 $(BUILD_FUZZ)/corpus_onnx
 
 install: build
 	cmake --install $(BUILD) --prefix $(PREFIX)

@@ -33,31 +33,39 @@ void cli_print_help(FILE *out) {
         "provenance)\n"
         "  dot FILE [options]        draw the graph (or its plan) as DOT, SVG "
         "or PNG\n"
+        "  import MODEL.onnx [-o FILE.graph] [--shape NAME=DIMS]...\n"
+        "                            import an ONNX model and write it in "
+        "braid's text\n"
+        "                            format (docs/onnx.md)\n"
         "  version                   print braid's version and the CUDA "
         "devices found\n"
         "  help                      print this help (also --help, -h)\n"
         "\n"
-        "FILE is a .graph file or a plan file (made by braid compile; "
-        "recognised by its\n"
-        "contents, whatever its name). Compile options given with a plan "
-        "file compile\n"
-        "its embedded graph again.\n"
+        "FILE is a .graph file, an ONNX model or a plan file (made by braid "
+        "compile;\n"
+        "recognised by its contents, whatever its name). Compile options "
+        "given with a\n"
+        "plan file compile its embedded graph again.\n"
         "\n"
         "compile options:\n"
         "  -o, --output FILE.plan    the plan file to write (default: "
-        "FILE.graph with .plan)\n"
+        "FILE.graph or\n"
+        "                            FILE.onnx with .plan)\n"
         "  --report                  also print where compiling spent its "
         "time\n"
         "\n"
         "run options:\n"
         "  --seed N                  seed of the random inputs (default 0)\n"
-        "  --input NAME=FILE.npy     bind graph input NAME to a .npy file "
-        "(repeatable);\n"
+        "  --input NAME=FILE         bind graph input NAME to a .npy file or "
+        "an ONNX\n"
+        "                            TensorProto .pb (repeatable);\n"
         "                            inputs not given are random: floats in "
         "[-1,1],\n"
         "                            i32 in [-100,100], bool 0/1\n"
         "  --output-dir DIR          write each output to DIR/<name>.npy "
-        "(DIR is created)\n"
+        "(DIR is created;\n"
+        "                            characters outside [A-Za-z0-9._-] "
+        "become '_')\n"
         "  --check                   also run the reference evaluator and "
         "compare\n"
         "  --threads N               CPU worker threads (default 0: one per "
@@ -139,8 +147,7 @@ bool cli_err(const char *fmt, ...) {
 static const char *foreign_format(const char *path) {
     static const struct {
         const char *ext, *name;
-    } formats[] = {{".onnx", "ONNX"},
-                   {".pb", "TensorFlow"},
+    } formats[] = {{".pb", "TensorFlow"},
                    {".tflite", "TensorFlow Lite"},
                    {".pt", "PyTorch"},
                    {".pth", "PyTorch"},
@@ -165,6 +172,7 @@ braid_graph *cli_load_graph(const char *path) {
                  path, foreign);
         return NULL;
     }
+    if (cli_is_onnx_file(path)) return cli_onnx_load(path);
     braid_graph *g = braid_graph_load(path, NULL);
     if (!g) {
         cli_fail("%s: out of memory", path);
@@ -286,6 +294,7 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "info")) return cli_info(argc - 2, argv + 2);
     if (!strcmp(cmd, "dot")) return cli_dot(argc - 2, argv + 2);
     if (!strcmp(cmd, "compile")) return cli_compile_cmd(argc - 2, argv + 2);
+    if (!strcmp(cmd, "import")) return cli_import(argc - 2, argv + 2);
     if (cmd[0] == '-') return cli_usage_error("unknown option '%s'", cmd);
     return cli_usage_error("unknown command '%s'", cmd);
 }

@@ -142,6 +142,29 @@ void cli_log_nvrtc(void);
 braid_plan *cli_compile_file(const char *path, const cli_compile_flags *f,
                              braid_graph **graph);
 
+/* ---- ONNX models (cli_onnx.c) ------------------------------------------- */
+
+/* Records one --shape NAME=DxD... binding for the ONNX imports of this
+ * process; false when malformed. */
+bool cli_onnx_add_shape(const char *binding);
+/* Records one --const NAME=FILE (.npy or .pb): ONNX graph input NAME is
+ * frozen to the file's tensor at import; false (message printed) on error. */
+bool cli_onnx_add_const(const char *binding);
+/* Whether path is an ONNX model: its name ends in .onnx, or its first
+ * bytes open a ModelProto (braid_onnx_is_model) and not a plan file. */
+bool cli_is_onnx_file(const char *path);
+/* Imports the ONNX model at path with the --shape bindings; prints why and
+ * returns NULL on failure. */
+braid_graph *cli_onnx_load(const char *path);
+/* Reads an input tensor from a .npy file or an ONNX TensorProto .pb (told
+ * apart by content) into *a (br_npy_array_free it); prints why and returns
+ * false on failure. */
+struct br_npy_array;
+bool cli_read_tensor(const char *path, braid_dtype expect,
+                     struct br_npy_array *a);
+/* `braid import MODEL.onnx [-o FILE.graph]`. */
+int cli_import(int argc, char **argv);
+
 /* ---- plan files (cli_plan.c) -------------------------------------------- */
 
 /* Where a loaded plan came from, as text: braid and NVRTC versions, when

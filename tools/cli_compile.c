@@ -84,6 +84,16 @@ void cli_print_compile_help(FILE *out) {
           "runs stop\n"
           "                            regenerating weights; the plan grows "
           "by them\n"
+          "  --shape NAME=DIMS         an ONNX model's input shape, e.g. "
+          "input_ids=1x128\n"
+          "                            (binds its symbolic dims; "
+          "repeatable)\n"
+          "  --const NAME=FILE         freeze an ONNX model's input NAME to "
+          "the tensor in\n"
+          "                            FILE (.npy or .pb) at import: for "
+          "inputs that carry\n"
+          "                            shapes (Reshape's shape, Slice's "
+          "starts, ...)\n"
           "  --cpu-fallback            a plan file for a GPU this machine "
           "lacks: run its\n"
           "                            graph compiled again for the cpu "
@@ -192,6 +202,22 @@ bool cli_compile_flag(cli_compile_flags *f, int argc, char **argv, int *i,
     if (len == strlen("--cpu-fallback") && !strncmp(arg, "--cpu-fallback", len)) {
         if (eq) *rc = cli_usage_error("--cpu-fallback takes no value");
         f->cpu_fallback = true;
+        return true;
+    }
+    if (len == strlen("--shape") && !strncmp(arg, "--shape", len)) {
+        /* an import option (ONNX models), not a compile one: not `given` */
+        const char *value = eq ? eq + 1 : *i + 1 < argc ? argv[++*i] : NULL;
+        if (!value || !cli_onnx_add_shape(value))
+            *rc = cli_usage_error("--shape expects NAME=DIMS, e.g. "
+                                  "input_ids=1x128");
+        return true;
+    }
+    if (len == strlen("--const") && !strncmp(arg, "--const", len)) {
+        const char *value = eq ? eq + 1 : *i + 1 < argc ? argv[++*i] : NULL;
+        if (!value || !strchr(value, '='))
+            *rc = cli_usage_error("--const expects NAME=FILE (.npy or .pb)");
+        else if (!cli_onnx_add_const(value))
+            *rc = CLI_EXIT_FAIL;
         return true;
     }
     if (len == strlen("--tf32") && !strncmp(arg, "--tf32", len)) {

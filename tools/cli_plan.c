@@ -49,9 +49,11 @@ static const char *archs_str(const braid_plan *p, uint32_t narchs, char *buf,
 /* FILE.graph → FILE.plan (any other name gets ".plan" appended). */
 static char *default_output(const char *in) {
     size_t n = strlen(in);
-    const char *ext = ".graph";
-    size_t e = strlen(ext);
-    if (n > e && strcmp(in + n - e, ext) == 0) n -= e;
+    const char *exts[] = {".graph", ".onnx"};
+    for (size_t k = 0; k < 2; k++) {
+        size_t e = strlen(exts[k]);
+        if (n > e && strcmp(in + n - e, exts[k]) == 0) n -= e;
+    }
     char *out = malloc(n + 6);
     if (out) {
         memcpy(out, in, n);

@@ -9,6 +9,7 @@
 
 #include "tools/cli.h"
 
+#include "braid/onnx.h"
 #include "runtime/npy/npy.h"
 
 #include <errno.h>
@@ -263,8 +264,8 @@ static void type_str(braid_dtype dtype, int rank, const int64_t *dims,
 /* Reads the .npy file for input t; its dtype and shape must match exactly. */
 static bool load_input(run_tensor *t, const char *path) {
     br_npy_array a;
-    if (br_npy_read(path, t->dtype, &a) != BRAID_OK) {
-        cli_fail("input '%s': %s", t->name, braid_last_error());
+    if (!cli_read_tensor(path, t->dtype, &a)) {
+        cli_fail("input '%s': could not be read", t->name);
         return false;
     }
     bool same = a.dtype == t->dtype && a.rank == t->rank &&
@@ -299,6 +300,15 @@ static bool no_such_input(const run_state *st, const char *name) {
     return false;
 }
 
+/* Whether --input NAME names graph input `name`: the same, or an ONNX
+ * input name braid spells differently (braid_onnx_input_name). */
+static bool same_input_name(const char *given, const char *name) {
+    char buf[256];
+    if (!strcmp(given, name)) return true;
+    return braid_onnx_input_name(given, buf, sizeof buf) < sizeof buf &&
+           !strcmp(buf, name);
+}
+
 /* Binds every graph input: from its --input file or random. */
 static bool prepare_inputs(run_state *st) {
     st->nin = braid_graph_input_count(st->graph);
@@ -312,7 +322,8 @@ static bool prepare_inputs(run_state *st) {
         if (!bind_tensor(st->graph, id, name, t)) return false;
         run_input_arg *arg = NULL;
         for (int k = 0; k < st->opt.ninputs; k++)
-            if (!strcmp(st->opt.inputs[k].name, name)) arg = &st->opt.inputs[k];
+            if (same_input_name(st->opt.inputs[k].name, name))
+                arg = &st->opt.inputs[k];
         if (arg) {
             arg->used = true;
             if (!load_input(t, arg->path)) return false;
@@ -329,19 +340,28 @@ static bool prepare_inputs(run_state *st) {
 /* Chooses DIR/<name>.npy for output t and refuses paths that are --input
  * files. */
 static bool output_path(run_state *st, run_tensor *t) {
-    if (!cli_safe_file_name(t->name))
+    char file[201];
+    size_t flen = strlen(t->name);
+    for (size_t k = 0; k < flen && k < 200; k++) {
+        char c = t->name[k];
+        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                  (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-';
+        file[k] = ok ? c : '_';
+    }
+    file[flen < 200 ? flen : 200] = '\0';
+    if (!cli_safe_file_name(file) || flen > 200)
         return cli_err("output '%s': the name cannot be used as a file name "
-                       "(allowed: letters, digits, '_', '.', '-')",
+                       "(\".\", \"..\" or over 200 characters)",
                        t->name);
     /* "out/" and "out" give out/y.npy, not out//y.npy */
     size_t dlen = strlen(st->opt.output_dir);
     while (dlen > 1 && st->opt.output_dir[dlen - 1] == '/')
         dlen--;
-    size_t len = dlen + strlen(t->name) + 6;
+    size_t len = dlen + strlen(file) + 6;
     t->path = malloc(len);
     if (!t->path) return cli_err("out of memory");
     snprintf(t->path, len, "%.*s%s%s.npy", (int)dlen, st->opt.output_dir,
-             st->opt.output_dir[dlen - 1] == '/' ? "" : "/", t->name);
+             st->opt.output_dir[dlen - 1] == '/' ? "" : "/", file);
     for (int k = 0; k < st->opt.ninputs; k++)
         if (cli_same_file(t->path, st->opt.inputs[k].path))
             return cli_err("refusing to overwrite input file %s with output "

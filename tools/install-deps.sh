@@ -25,8 +25,20 @@ need libgraphviz-dev  has_pc libcgraph
 need nettle-dev       has_pc nettle
 need graphviz         command -v dot
 need python3-numpy    debian_numpy
+# ONNX import (docs/onnx.md): protoc-c generates the reader from onnx.proto
+need protobuf-c-compiler command -v protoc-c
+need libprotobuf-c-dev   has_pc libprotobuf-c
 
-[ -z "$missing" ] && exit 0
+# onnx.proto (the ONNX reader is generated from it) and the conformance
+# suite (tools/onnx-conformance.sh) come from the pip onnx package.
+onnx_pip() {
+    python3 -c 'import onnx, numpy' >/dev/null 2>&1 && return 0
+    echo "braid: installing the python onnx package (pip install onnx numpy)"
+    python3 -m pip install -q onnx numpy ||
+        echo "braid: pip install onnx failed: ONNX import is left out of the build" >&2
+}
+
+if [ -z "$missing" ]; then onnx_pip; exit 0; fi
 
 echo "braid: missing Debian packages:$missing"
 if [ "$(id -u)" -ne 0 ]; then
@@ -42,3 +54,4 @@ export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 # shellcheck disable=SC2086
 apt-get install -y -qq --no-install-recommends $missing
+onnx_pip

@@ -2,7 +2,9 @@
 # tests/layers/check.sh SRC_DIR — the layering rules of docs/architecture.md,
 # checked on the sources (a ctest, "layers"):
 #   - each layer includes only itself and the layers to its left
-#     (braid/ <- graph/ <- passes/ <- codegen/ <- runtime/);
+#     (braid/ <- graph/ <- passes/ <- codegen/ <- runtime/; onnx/, the
+#     ONNX importer, is a front end right of graph/ and includes only
+#     braid/ and graph/);
 #   - passes/ and codegen/ never call CUDA nor ask the runtime what devices
 #     exist (runtime/compile.c hands them a device description);
 #   - tools/ and bench/ do not read plan internals (passes/), except
@@ -27,6 +29,10 @@ includes_outside() { # $1 folder, $2 allowed folders as a regex
 includes_outside graph 'braid|graph'
 includes_outside passes 'braid|graph|passes'
 includes_outside codegen 'braid|graph|passes|codegen'
+includes_outside onnx 'braid|graph|onnx'
+# nothing left of onnx/ (graph, passes, codegen) may depend on it
+grep -nE '#include *"onnx/' graph/*.[ch] passes/*.[ch] codegen/*.[ch] 2>/dev/null |
+    report "graph/, passes/ and codegen/ must not include onnx/"
 # CUDA runtime/driver calls, CUDA headers, the runtime's device queries.
 grep -nE '\bcu(da)?[A-Z][A-Za-z0-9_]*[[:space:]]*\(|#include *<(cuda|cuda_runtime[a-z_]*|cublas[A-Za-z_]*)\.h>|braid_cuda_(device_count|status)' \
     passes/*.c passes/*.h codegen/*.c codegen/*.h |

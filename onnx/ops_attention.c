@@ -1,0 +1,170 @@
+/* onnx/ops_attention.c — ONNX Attention (opset 23+) as a composite of
+ * matmuls, a masked softmax and shape ops, following onnx.reference's
+ * order of operations: Q and K each scaled by sqrt(scale), softcap, then
+ * the bias (attention mask, causal and sliding-window masks as 0 / -inf),
+ * a softmax whose fully masked rows give 0, and × V. 3-D inputs are split
+ * into heads (q_num_heads, kv_num_heads); fewer K/V heads are repeated
+ * (grouped-query attention); past_key/past_value are prepended and the
+ * results returned as present_key/present_value. nonpad_kv_seqlen is not
+ * supported. */
+#include "onnx/onnx_internal.h"
+
+#include <math.h>
+
+static braid_tensor sc(ox_node *n, braid_tensor x, double v) {
+    return ox_scalar(n, ox_tdtype(n, x), v);
+}
+
+/* [B, S, H*D] → [B, H, S, D]. */
+static braid_tensor heads(ox_node *n, braid_tensor x, int64_t h) {
+    int64_t d[BRAID_MAX_RANK];
+    ox_rank(n, x, d);
+    x = braid_reshape(n->g, x, 4, (int64_t[]){d[0], d[1], h, d[2] / h});
+    return braid_permute(n->g, x, (int[]){0, 2, 1, 3});
+}
+
+/* K or V with each of its kv heads repeated rep times: [B, H*rep, S, D]. */
+static braid_tensor repeat_heads(ox_node *n, braid_tensor x, int64_t rep) {
+    if (rep == 1) return x;
+    int64_t d[BRAID_MAX_RANK];
+    ox_rank(n, x, d);
+    x = braid_reshape(n->g, x, 5, (int64_t[]){d[0], d[1], 1, d[2], d[3]});
+    x = braid_broadcast_to(n->g, x, 5, (int64_t[]){d[0], d[1], rep, d[2], d[3]});
+    return braid_reshape(n->g, x, 4, (int64_t[]){d[0], d[1] * rep, d[2], d[3]});
+}
+
+/* 0 where allowed, -inf elsewhere, as [sq, skv] of dtype t. */
+static braid_tensor bias_of(ox_node *n, braid_tensor allowed, braid_dtype t) {
+    return braid_where(n->g, allowed, ox_scalar(n, t, 0),
+                       ox_scalar(n, t, -INFINITY));
+}
+
+/* j - i - offset over [sq, skv], as i32. */
+static braid_tensor diag(ox_node *n, int64_t sq, int64_t skv, int64_t off) {
+    int64_t d[2] = {sq, skv};
+    braid_tensor i = braid_iota(n->g, BRAID_I32, 2, d, 0);
+    braid_tensor j = braid_iota(n->g, BRAID_I32, 2, d, 1);
+    braid_tensor r = braid_sub(n->g, j, i);
+    return braid_sub(n->g, r, ox_scalar(n, BRAID_I32, (double)off));
+}
+
+/* The additive bias of the scores, or BRAID_NONE. */
+static braid_tensor attention_bias(ox_node *n, braid_dtype t, int64_t sq,
+                                   int64_t skv, int64_t past) {
+    braid_graph *g = n->g;
+    braid_tensor bias = BRAID_NONE;
+    if (ox_has(n, 3)) {
+        braid_tensor m = ox_in(n, 3);
+        int64_t md[BRAID_MAX_RANK];
+        int mr = ox_rank(n, m, md);
+        bool is_bool = ox_tdtype(n, m) == BRAID_BOOL;
+        if (md[mr - 1] < skv) { /* pad the kv axis: masked */
+            int64_t pd[BRAID_MAX_RANK];
+            for (int i = 0; i < mr; i++) pd[i] = md[i];
+            pd[mr - 1] = skv - md[mr - 1];
+            braid_tensor fill = braid_fill(g, ox_tdtype(n, m), mr, pd,
+                                           is_bool ? 0 : -INFINITY);
+            m = braid_concat(g, 2, (braid_tensor[]){m, fill}, mr - 1);
+        }
+        bias = is_bool ? bias_of(n, m, t) : m;
+    }
+    if (ox_attr_int(n, "is_causal", 0)) {
+        braid_tensor c = bias_of(n, braid_le(g, diag(n, sq, skv, past),
+                                             ox_scalar(n, BRAID_I32, 0)), t);
+        bias = braid_tensor_valid(bias) ? braid_add(g, bias, c) : c;
+    }
+    int64_t lw = ox_attr_int(n, "left_window_size", -1);
+    int64_t rw = ox_attr_int(n, "right_window_size", -1);
+    if (lw >= 0 || rw >= 0) { /* diff = i + past - j */
+        braid_tensor dj = diag(n, sq, skv, past); /* j - i - past = -diff */
+        braid_tensor ok = ox_scalar(n, BRAID_BOOL, 1);
+        if (lw >= 0)
+            ok = braid_where(g, braid_ge(g, dj, ox_scalar(n, BRAID_I32, (double)-lw)),
+                             ok, ox_scalar(n, BRAID_BOOL, 0));
+        if (rw >= 0)
+            ok = braid_where(g, braid_le(g, dj, ox_scalar(n, BRAID_I32, (double)rw)),
+                             ok, ox_scalar(n, BRAID_BOOL, 0));
+        braid_tensor w = bias_of(n, ok, t);
+        bias = braid_tensor_valid(bias) ? braid_add(g, bias, w) : w;
+    }
+    return bias;
+}
+
+/* Softmax over the last axis whose fully masked rows (all -inf) give 0. */
+static braid_tensor masked_softmax(ox_node *n, braid_tensor x) {
+    braid_graph *g = n->g;
+    int r = ox_rank(n, x, NULL), ax = r - 1;
+    braid_tensor m = braid_reduce_max(g, x, 1, &ax, true);
+    braid_tensor dead = braid_eq(g, m, sc(n, m, -INFINITY));
+    m = braid_where(g, dead, sc(n, m, 0), m);
+    braid_tensor e = braid_exp(g, braid_sub(g, x, m));
+    braid_tensor s = braid_sum(g, e, 1, &ax, true);
+    s = braid_where(g, braid_eq(g, s, sc(n, s, 0)), sc(n, s, 1), s);
+    return braid_div(g, e, s);
+}
+
+static braid_status map_attention(ox_node *n) {
+    braid_graph *g = n->g;
+    if (ox_has(n, 6))
+        return ox_node_fail(n, BRAID_ERR_UNSUPPORTED, "nonpad_kv_seqlen");
+    braid_tensor q = ox_in(n, 0), k = ox_in(n, 1), v = ox_in(n, 2);
+    int64_t qd[BRAID_MAX_RANK], kd[BRAID_MAX_RANK];
+    int rank = ox_rank(n, q, qd);
+    if (rank != 3 && rank != 4)
+        return ox_node_fail(n, BRAID_ERR_SHAPE, "Q has rank %d", rank);
+    if (rank == 3) {
+        int64_t hq = ox_attr_int(n, "q_num_heads", 0);
+        int64_t hkv = ox_attr_int(n, "kv_num_heads", 0);
+        if (hq <= 0 || hkv <= 0)
+            return ox_node_fail(n, BRAID_ERR_INVALID_ARGUMENT, "3-D inputs "
+                                "need q_num_heads and kv_num_heads");
+        q = heads(n, q, hq);
+        k = heads(n, k, hkv);
+        v = heads(n, v, hkv);
+        ox_rank(n, q, qd);
+    }
+    int64_t past = 0;
+    if (ox_has(n, 4) && ox_has(n, 5)) {
+        braid_tensor pk = ox_in(n, 4);
+        int64_t pd[BRAID_MAX_RANK];
+        ox_rank(n, pk, pd);
+        past = pd[2];
+        k = braid_concat(g, 2, (braid_tensor[]){pk, k}, 2);
+        v = braid_concat(g, 2, (braid_tensor[]){ox_in(n, 5), v}, 2);
+    }
+    ox_out(n, 1, k, ox_in_elem(n, 1));
+    ox_out(n, 2, v, ox_in_elem(n, 2));
+    ox_rank(n, k, kd);
+    if (kd[1] <= 0 || qd[1] % kd[1])
+        return ox_node_fail(n, BRAID_ERR_SHAPE, "%lld query heads for %lld "
+                            "key heads", (long long)qd[1], (long long)kd[1]);
+    braid_tensor kr = repeat_heads(n, k, qd[1] / kd[1]);
+    braid_tensor vr = repeat_heads(n, v, qd[1] / kd[1]);
+    double scale = ox_attr_float(n, "scale", 1.0 / sqrt((double)qd[3]));
+    braid_tensor s2 = sc(n, q, sqrt(scale));
+    braid_tensor qk = braid_matmul(g, braid_mul(g, q, s2), braid_mul(g, kr, s2),
+                                   BRAID_TRANSPOSE_B);
+    double cap = ox_attr_float(n, "softcap", 0);
+    if (cap > 0)
+        qk = braid_mul(g, braid_tanh(g, braid_div(g, qk, sc(n, qk, cap))),
+                       sc(n, qk, cap));
+    braid_tensor bias = attention_bias(n, ox_tdtype(n, q), qd[2], kd[2], past);
+    braid_tensor with = braid_tensor_valid(bias) ? braid_add(g, qk, bias) : qk;
+    braid_tensor p = masked_softmax(n, with);
+    int64_t mode = ox_attr_int(n, "qk_matmul_output_mode", 0);
+    ox_out(n, 3, mode == 3 ? p : mode == 2 ? with : qk, ox_in_elem(n, 0));
+    braid_tensor y = braid_matmul(g, p, vr, 0);
+    if (rank == 3) {
+        int64_t yd[BRAID_MAX_RANK];
+        ox_rank(n, y, yd);
+        y = braid_permute(g, y, (int[]){0, 2, 1, 3});
+        y = braid_reshape(g, y, 3, (int64_t[]){yd[0], yd[2], yd[1] * yd[3]});
+    }
+    ox_out(n, 0, y, ox_in_elem(n, 0));
+    return BRAID_OK;
+}
+
+const ox_op ox_ops_attention[] = {
+    {"Attention", 23, map_attention, 0},
+    {NULL, 0, NULL, 0},
+};

@@ -1,0 +1,456 @@
+/* onnx/ops_elem.c — ONNX's elementwise ops: braid's unary and binary ops,
+ * and composites of them for the activations braid has no op for. */
+#include "onnx/onnx_internal.h"
+
+#include <math.h>
+#include <string.h>
+
+#define ELEM_BOOL 9
+
+static braid_status unary(ox_node *n, braid_op op) {
+    braid_tensor x = ox_in(n, 0);
+    ox_out(n, 0, braid_unary(n->g, op, x), ox_in_elem(n, 0));
+    return BRAID_OK;
+}
+
+#define UNARY(fn, OP)                                                          \
+    static braid_status fn(ox_node *n) { return unary(n, BRAID_OP_##OP); }
+UNARY(map_neg, NEG)
+UNARY(map_abs, ABS)
+UNARY(map_exp, EXP)
+UNARY(map_log, LOG)
+UNARY(map_sqrt, SQRT)
+UNARY(map_reciprocal, RECIPROCAL)
+UNARY(map_relu, RELU)
+UNARY(map_sigmoid, SIGMOID)
+UNARY(map_tanh, TANH)
+UNARY(map_erf, ERF)
+UNARY(map_floor, FLOOR)
+UNARY(map_ceil, CEIL)
+UNARY(map_sin, SIN)
+UNARY(map_cos, COS)
+UNARY(map_tan, TAN)
+
+static braid_status map_identity(ox_node *n) {
+    ox_out(n, 0, ox_in(n, 0), ox_in_elem(n, 0));
+    return BRAID_OK;
+}
+
+/* a op b with the same braid dtype; an int exponent of a float Pow is cast. */
+static braid_status binary(ox_node *n, braid_op op) {
+    braid_tensor a = ox_in(n, 0), b = ox_in(n, 1);
+    int elem = bg_op_is_compare(op) ? ELEM_BOOL : ox_in_elem(n, 0);
+    ox_out(n, 0, braid_binary(n->g, op, a, b), elem);
+    return BRAID_OK;
+}
+
+#define BINARY(fn, OP)                                                         \
+    static braid_status fn(ox_node *n) { return binary(n, BRAID_OP_##OP); }
+BINARY(map_add, ADD)
+BINARY(map_sub, SUB)
+BINARY(map_mul, MUL)
+BINARY(map_div, DIV)
+BINARY(map_equal, EQ)
+BINARY(map_less, LT)
+BINARY(map_less_equal, LE)
+BINARY(map_greater, GT)
+BINARY(map_greater_equal, GE)
+
+static braid_status map_pow(ox_node *n) {
+    braid_tensor a = ox_in(n, 0), b = ox_in(n, 1);
+    braid_dtype ta = ox_tdtype(n, a);
+    if (!braid_dtype_is_float(ta)) {
+        /* integer powers through f64, which holds every i32 exactly */
+        a = braid_cast(n->g, a, BRAID_F64);
+        b = braid_cast(n->g, b, BRAID_F64);
+        braid_tensor r = braid_pow(n->g, a, b);
+        ox_out(n, 0, braid_cast(n->g, r, ta), ox_in_elem(n, 0));
+        return BRAID_OK;
+    }
+    if (ox_tdtype(n, b) != ta) b = braid_cast(n->g, b, ta);
+    ox_out(n, 0, braid_pow(n->g, a, b), ox_in_elem(n, 0));
+    return BRAID_OK;
+}
+
+/* Max, Min, Sum, Mean: a fold of op over every input. */
+static braid_status variadic(ox_node *n, braid_op op, bool mean) {
+    braid_tensor acc = ox_in(n, 0);
+    for (int k = 1; k < n->nin; k++)
+        acc = braid_binary(n->g, op, acc, ox_in(n, k));
+    if (mean && n->nin > 1)
+        acc = braid_div(n->g, acc, ox_scalar(n, ox_tdtype(n, acc), n->nin));
+    ox_out(n, 0, acc, ox_in_elem(n, 0));
+    return BRAID_OK;
+}
+static braid_status map_max(ox_node *n) { return variadic(n, BRAID_OP_MAX, false); }
+static braid_status map_min(ox_node *n) { return variadic(n, BRAID_OP_MIN, false); }
+static braid_status map_sum(ox_node *n) { return variadic(n, BRAID_OP_ADD, false); }
+static braid_status map_mean(ox_node *n) { return variadic(n, BRAID_OP_ADD, true); }
+
+/* ---- logic ------------------------------------------------------------------ */
+
+static braid_tensor bconst(ox_node *n, bool v) {
+    return ox_scalar(n, BRAID_BOOL, v);
+}
+
+static braid_status map_not(ox_node *n) {
+    ox_out(n, 0, braid_eq(n->g, ox_in(n, 0), bconst(n, false)), ELEM_BOOL);
+    return BRAID_OK;
+}
+static braid_status map_and(ox_node *n) {
+    braid_tensor a = ox_in(n, 0), b = ox_in(n, 1);
+    ox_out(n, 0, braid_where(n->g, a, b, bconst(n, false)), ELEM_BOOL);
+    return BRAID_OK;
+}
+static braid_status map_or(ox_node *n) {
+    braid_tensor a = ox_in(n, 0), b = ox_in(n, 1);
+    ox_out(n, 0, braid_where(n->g, a, bconst(n, true), b), ELEM_BOOL);
+    return BRAID_OK;
+}
+static braid_status map_xor(ox_node *n) {
+    ox_out(n, 0, braid_ne(n->g, ox_in(n, 0), ox_in(n, 1)), ELEM_BOOL);
+    return BRAID_OK;
+}
+static braid_status map_where(ox_node *n) {
+    braid_tensor c = ox_in(n, 0), a = ox_in(n, 1), b = ox_in(n, 2);
+    ox_out(n, 0, braid_where(n->g, c, a, b), ox_in_elem(n, 1));
+    return BRAID_OK;
+}
+static braid_status map_isnan(ox_node *n) {
+    braid_tensor x = ox_in(n, 0);
+    ox_out(n, 0, braid_ne(n->g, x, x), ELEM_BOOL);
+    return BRAID_OK;
+}
+static braid_status map_isinf(ox_node *n) {
+    braid_tensor x = ox_in(n, 0);
+    braid_dtype t = ox_tdtype(n, x);
+    bool pos = ox_attr_int(n, "detect_positive", 1);
+    bool neg = ox_attr_int(n, "detect_negative", 1);
+    braid_tensor p = braid_eq(n->g, x, ox_scalar(n, t, INFINITY));
+    braid_tensor m = braid_eq(n->g, x, ox_scalar(n, t, -INFINITY));
+    braid_tensor r = pos && neg ? braid_where(n->g, p, bconst(n, true), m)
+                     : pos      ? p
+                     : neg      ? m
+                                : braid_ne(n->g, x, x);
+    if (!pos && !neg) r = braid_where(n->g, r, bconst(n, false), r);
+    ox_out(n, 0, r, ELEM_BOOL);
+    return BRAID_OK;
+}
+
+/* ---- casts -------------------------------------------------------------------- */
+
+static braid_status cast_to(ox_node *n, int to) {
+    braid_dtype t = ox_dtype(to);
+    if (t == BRAID_DTYPE_COUNT_)
+        return ox_node_fail(n, BRAID_ERR_UNSUPPORTED, "cast to %s",
+                            ox_elem_name(to));
+    braid_tensor x = ox_in(n, 0);
+    ox_out(n, 0, braid_cast(n->g, x, t), to);
+    return BRAID_OK;
+}
+static braid_status map_cast(ox_node *n) {
+    return cast_to(n, (int)ox_attr_int(n, "to", 0));
+}
+static braid_status map_cast_like(ox_node *n) {
+    return cast_to(n, ox_in_elem(n, 1));
+}
+
+/* ---- activations as composites -------------------------------------------------- */
+
+/* A scalar of x's dtype. */
+static braid_tensor sc(ox_node *n, braid_tensor x, double v) {
+    return ox_scalar(n, ox_tdtype(n, x), v);
+}
+
+static braid_status out_like(ox_node *n, braid_tensor r) {
+    ox_out(n, 0, r, ox_in_elem(n, 0));
+    return BRAID_OK;
+}
+
+static braid_status map_leaky_relu(ox_node *n) {
+    braid_graph *g = n->g;
+    braid_tensor x = ox_in(n, 0);
+    double a = ox_attr_float(n, "alpha", 0.01);
+    braid_tensor neg = braid_lt(g, x, sc(n, x, 0));
+    return out_like(n, braid_where(g, neg, braid_mul(g, x, sc(n, x, a)), x));
+}
+
+static braid_status map_prelu(ox_node *n) {
+    braid_graph *g = n->g;
+    braid_tensor x = ox_in(n, 0), slope = ox_in(n, 1);
+    braid_tensor neg = braid_lt(g, x, sc(n, x, 0));
+    return out_like(n, braid_where(g, neg, braid_mul(g, x, slope), x));
+}
+
+static braid_tensor elu(ox_node *n, braid_tensor x, double alpha) {
+    braid_graph *g = n->g;
+    braid_tensor e = braid_sub(g, braid_exp(g, x), sc(n, x, 1));
+    braid_tensor neg = braid_lt(g, x, sc(n, x, 0));
+    return braid_where(g, neg, braid_mul(g, e, sc(n, x, alpha)), x);
+}
+
+static braid_status map_elu(ox_node *n) {
+    return out_like(n, elu(n, ox_in(n, 0), ox_attr_float(n, "alpha", 1.0)));
+}
+
+static braid_status map_selu(ox_node *n) {
+    braid_tensor x = ox_in(n, 0);
+    double a = ox_attr_float(n, "alpha", 1.67326319217681884765625);
+    double gm = ox_attr_float(n, "gamma", 1.05070102214813232421875);
+    braid_graph *g = n->g;
+    braid_tensor le = braid_le(g, x, sc(n, x, 0));
+    braid_tensor e = braid_sub(g, braid_mul(g, braid_exp(g, x), sc(n, x, a)),
+                               sc(n, x, a));
+    return out_like(n, braid_mul(g, braid_where(g, le, e, x), sc(n, x, gm)));
+}
+
+static braid_status map_celu(ox_node *n) {
+    braid_graph *g = n->g;
+    braid_tensor x = ox_in(n, 0);
+    double a = ox_attr_float(n, "alpha", 1.0);
+    braid_tensor e = braid_exp(g, braid_div(g, x, sc(n, x, a)));
+    e = braid_mul(g, braid_sub(g, e, sc(n, x, 1)), sc(n, x, a));
+    braid_tensor r = braid_add(g, braid_max(g, x, sc(n, x, 0)),
+                               braid_min(g, e, sc(n, x, 0)));
+    return out_like(n, r);
+}
+
+static braid_status map_thresholded_relu(ox_node *n) {
+    braid_graph *g = n->g;
+    braid_tensor x = ox_in(n, 0);
+    double a = ox_attr_float(n, "alpha", 1.0);
+    braid_tensor gt = braid_gt(g, x, sc(n, x, a));
+    return out_like(n, braid_where(g, gt, x, sc(n, x, 0)));
+}
+
+static braid_tensor hard_sigmoid(ox_node *n, braid_tensor x, double a,
+                                 double b) {
+    braid_graph *g = n->g;
+    braid_tensor y = braid_add(g, braid_mul(g, x, sc(n, x, a)), sc(n, x, b));
+    return braid_max(g, braid_min(g, y, sc(n, x, 1)), sc(n, x, 0));
+}
+
+static braid_status map_hard_sigmoid(ox_node *n) {
+    braid_tensor x = ox_in(n, 0);
+    return out_like(n, hard_sigmoid(n, x, ox_attr_float(n, "alpha", 0.2),
+                                    ox_attr_float(n, "beta", 0.5)));
+}
+
+static braid_status map_hard_swish(ox_node *n) {
+    braid_tensor x = ox_in(n, 0);
+    return out_like(n,
+                    braid_mul(n->g, x, hard_sigmoid(n, x, 1.0 / 6.0, 0.5)));
+}
+
+static braid_tensor softplus(ox_node *n, braid_tensor x) {
+    braid_graph *g = n->g;
+    return braid_log(g, braid_add(g, braid_exp(g, x), sc(n, x, 1)));
+}
+
+static braid_status map_softplus(ox_node *n) {
+    return out_like(n, softplus(n, ox_in(n, 0)));
+}
+
+static braid_status map_softsign(ox_node *n) {
+    braid_graph *g = n->g;
+    braid_tensor x = ox_in(n, 0);
+    braid_tensor d = braid_add(g, braid_abs(g, x), sc(n, x, 1));
+    return out_like(n, braid_div(g, x, d));
+}
+
+static braid_status map_mish(ox_node *n) {
+    braid_tensor x = ox_in(n, 0);
+    return out_like(n, braid_mul(n->g, x, braid_tanh(n->g, softplus(n, x))));
+}
+
+static braid_status map_swish(ox_node *n) {
+    braid_graph *g = n->g;
+    braid_tensor x = ox_in(n, 0);
+    double a = ox_attr_float(n, "alpha", 1.0);
+    braid_tensor s = braid_sigmoid(g, braid_mul(g, x, sc(n, x, a)));
+    return out_like(n, braid_mul(g, x, s));
+}
+
+static braid_status map_gelu(ox_node *n) {
+    char approx[16];
+    ox_attr_str(n, "approximate", approx, sizeof approx, "none");
+    braid_tensor x = ox_in(n, 0);
+    if (strcmp(approx, "tanh")) return out_like(n, braid_gelu(n->g, x));
+    /* 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) */
+    braid_graph *g = n->g;
+    braid_tensor x3 = braid_mul(g, braid_mul(g, x, x), x);
+    braid_tensor in = braid_add(g, x, braid_mul(g, x3, sc(n, x, 0.044715)));
+    in = braid_mul(g, in, sc(n, x, 0.7978845608028654 /* sqrt(2 / pi) */));
+    braid_tensor t = braid_add(g, braid_tanh(g, in), sc(n, x, 1));
+    return out_like(n, braid_mul(g, braid_mul(g, x, t), sc(n, x, 0.5)));
+}
+
+static braid_status map_sign(ox_node *n) {
+    braid_graph *g = n->g;
+    braid_tensor x = ox_in(n, 0);
+    braid_tensor pos = braid_gt(g, x, sc(n, x, 0));
+    braid_tensor neg = braid_lt(g, x, sc(n, x, 0));
+    braid_tensor r = braid_where(g, neg, sc(n, x, -1), sc(n, x, 0));
+    return out_like(n, braid_where(g, pos, sc(n, x, 1), r));
+}
+
+static braid_status map_shrink(ox_node *n) {
+    braid_graph *g = n->g;
+    braid_tensor x = ox_in(n, 0);
+    double l = ox_attr_float(n, "lambd", 0.5), b = ox_attr_float(n, "bias", 0);
+    braid_tensor lo = braid_lt(g, x, sc(n, x, -l));
+    braid_tensor hi = braid_gt(g, x, sc(n, x, l));
+    braid_tensor r = braid_where(g, lo, braid_add(g, x, sc(n, x, b)),
+                                 sc(n, x, 0));
+    return out_like(n, braid_where(g, hi, braid_sub(g, x, sc(n, x, b)), r));
+}
+
+/* Clip: min/max from inputs 1 and 2 (opset 11+) or attributes. */
+static braid_status map_clip(ox_node *n) {
+    braid_graph *g = n->g;
+    braid_tensor x = ox_in(n, 0);
+    if (n->im->opset < 11) {
+        x = braid_max(g, x, sc(n, x, ox_attr_float(n, "min", -INFINITY)));
+        return out_like(n,
+                        braid_min(g, x, sc(n, x, ox_attr_float(n, "max",
+                                                                INFINITY))));
+    }
+    if (ox_has(n, 1)) x = braid_max(g, x, ox_in(n, 1));
+    if (ox_has(n, 2)) x = braid_min(g, x, ox_in(n, 2));
+    return out_like(n, x);
+}
+
+/* Mod: fmod=1 is C's fmod (the sign of a); fmod=0 is Python's (the sign
+ * of b), both computed in f64 (exact for every i32 and f32). */
+static braid_status map_mod(ox_node *n) {
+    braid_graph *g = n->g;
+    braid_tensor a = ox_in(n, 0), b = ox_in(n, 1);
+    braid_dtype t = ox_tdtype(n, a);
+    braid_tensor a64 = braid_cast(g, a, BRAID_F64), b64 = braid_cast(g, b, BRAID_F64);
+    braid_tensor q = braid_div(g, a64, b64);
+    if (ox_attr_int(n, "fmod", 0)) {
+        braid_tensor neg = braid_lt(g, q, ox_scalar(n, BRAID_F64, 0));
+        q = braid_where(g, neg, braid_ceil(g, q), braid_floor(g, q));
+    } else {
+        q = braid_floor(g, q);
+    }
+    braid_tensor r = braid_sub(g, a64, braid_mul(g, q, b64));
+    if (!braid_dtype_is_float(t)) { /* integer mod by zero: ONNX gives 0 */
+        braid_tensor z = braid_eq(g, b64, ox_scalar(n, BRAID_F64, 0));
+        r = braid_where(g, z, ox_scalar(n, BRAID_F64, 0), r);
+    }
+    ox_out(n, 0, braid_cast(g, r, t), ox_in_elem(n, 0));
+    return BRAID_OK;
+}
+
+/* Hyperbolic functions from exp and log (braid has no op for them). */
+static braid_status map_sinh(ox_node *n) {
+    braid_graph *g = n->g;
+    braid_tensor x = ox_in(n, 0);
+    braid_tensor d = braid_sub(g, braid_exp(g, x), braid_exp(g, braid_neg(g, x)));
+    return out_like(n, braid_mul(g, d, sc(n, x, 0.5)));
+}
+static braid_status map_cosh(ox_node *n) {
+    braid_graph *g = n->g;
+    braid_tensor x = ox_in(n, 0);
+    braid_tensor s = braid_add(g, braid_exp(g, x), braid_exp(g, braid_neg(g, x)));
+    return out_like(n, braid_mul(g, s, sc(n, x, 0.5)));
+}
+static braid_tensor log_x_plus_root(ox_node *n, braid_tensor x, double c) {
+    braid_graph *g = n->g;
+    braid_tensor r = braid_sqrt(g, braid_add(g, braid_mul(g, x, x), sc(n, x, c)));
+    return braid_log(g, braid_add(g, x, r));
+}
+static braid_status map_asinh(ox_node *n) {
+    return out_like(n, log_x_plus_root(n, ox_in(n, 0), 1));
+}
+static braid_status map_acosh(ox_node *n) {
+    return out_like(n, log_x_plus_root(n, ox_in(n, 0), -1));
+}
+static braid_status map_atanh(ox_node *n) {
+    braid_graph *g = n->g;
+    braid_tensor x = ox_in(n, 0);
+    braid_tensor q = braid_div(g, braid_add(g, sc(n, x, 1), x),
+                               braid_sub(g, sc(n, x, 1), x));
+    return out_like(n, braid_mul(g, braid_log(g, q), sc(n, x, 0.5)));
+}
+
+/* Round: half to even, from floor. */
+static braid_status map_round(ox_node *n) {
+    braid_graph *g = n->g;
+    braid_tensor x = ox_in(n, 0);
+    braid_tensor r = braid_floor(g, x), d = braid_sub(g, x, r);
+    braid_tensor half = braid_mul(g, r, sc(n, x, 0.5));
+    braid_tensor odd = braid_ne(g, braid_floor(g, half), half);
+    braid_tensor tie = braid_where(g, braid_eq(g, d, sc(n, x, 0.5)), odd,
+                                   ox_scalar(n, BRAID_BOOL, 0));
+    braid_tensor up = braid_where(g, braid_gt(g, d, sc(n, x, 0.5)),
+                                  ox_scalar(n, BRAID_BOOL, 1), tie);
+    return out_like(n, braid_where(g, up, braid_add(g, r, sc(n, x, 1)), r));
+}
+
+const ox_op ox_ops_elem[] = {
+    {"Abs", 1, map_abs, 0},
+    {"Acosh", 9, map_acosh, 0},
+    {"Asinh", 9, map_asinh, 0},
+    {"Atanh", 9, map_atanh, 0},
+    {"Add", 1, map_add, 0},
+    {"And", 1, map_and, 0},
+    {"Cast", 1, map_cast, 0},
+    {"CastLike", 15, map_cast_like, 0},
+    {"Ceil", 1, map_ceil, 0},
+    {"Celu", 12, map_celu, 0},
+    {"Clip", 1, map_clip, 0},
+    {"Cos", 7, map_cos, 0},
+    {"Cosh", 9, map_cosh, 0},
+    {"Div", 1, map_div, 0},
+    {"Elu", 1, map_elu, 0},
+    {"Equal", 1, map_equal, 0},
+    {"Erf", 9, map_erf, 0},
+    {"Exp", 1, map_exp, 0},
+    {"Floor", 1, map_floor, 0},
+    {"Gelu", 20, map_gelu, 0},
+    {"Greater", 1, map_greater, 0},
+    {"GreaterOrEqual", 12, map_greater_equal, 0},
+    {"HardSigmoid", 1, map_hard_sigmoid, 0},
+    {"HardSwish", 14, map_hard_swish, 0},
+    {"Identity", 1, map_identity, 0},
+    {"IsInf", 10, map_isinf, 0},
+    {"IsNaN", 9, map_isnan, 0},
+    {"LeakyRelu", 1, map_leaky_relu, 0},
+    {"Less", 1, map_less, 0},
+    {"LessOrEqual", 12, map_less_equal, 0},
+    {"Log", 1, map_log, 0},
+    {"Max", 1, map_max, 0},
+    {"Mean", 1, map_mean, 0},
+    {"Min", 1, map_min, 0},
+    {"Mish", 18, map_mish, 0},
+    {"Mod", 10, map_mod, 0},
+    {"Mul", 1, map_mul, 0},
+    {"Neg", 1, map_neg, 0},
+    {"Not", 1, map_not, 0},
+    {"Or", 1, map_or, 0},
+    {"Pow", 1, map_pow, 0},
+    {"PRelu", 1, map_prelu, 0},
+    {"Reciprocal", 1, map_reciprocal, 0},
+    {"Relu", 1, map_relu, 0},
+    {"Round", 11, map_round, 0},
+    {"Selu", 1, map_selu, 0},
+    {"Shrink", 9, map_shrink, 0},
+    {"Sigmoid", 1, map_sigmoid, 0},
+    {"Sign", 9, map_sign, 0},
+    {"Sin", 7, map_sin, 0},
+    {"Sinh", 9, map_sinh, 0},
+    {"Softplus", 1, map_softplus, 0},
+    {"Softsign", 1, map_softsign, 0},
+    {"Sqrt", 1, map_sqrt, 0},
+    {"Sub", 1, map_sub, 0},
+    {"Sum", 1, map_sum, 0},
+    {"Swish", 24, map_swish, 0},
+    {"Tan", 7, map_tan, 0},
+    {"Tanh", 1, map_tanh, 0},
+    {"ThresholdedRelu", 10, map_thresholded_relu, 0},
+    {"Where", 9, map_where, 0},
+    {"Xor", 1, map_xor, 0},
+    {NULL, 0, NULL, 0},
+};

@@ -1,0 +1,387 @@
+/* onnx/ops_nn.c — ONNX's matrix products, reductions, softmax and
+ * normalisations, as braid ops or composites of them. */
+#include "onnx/onnx_internal.h"
+
+#include <math.h>
+#include <string.h>
+
+static braid_tensor sc(ox_node *n, braid_tensor x, double v) {
+    return ox_scalar(n, ox_tdtype(n, x), v);
+}
+
+static braid_tensor reshape(ox_node *n, braid_tensor x, int r,
+                            const int64_t *d) {
+    return braid_reshape(n->g, x, r, d);
+}
+
+/* ---- matrix products ---------------------------------------------------------- */
+
+/* numpy.matmul: a rank-1 operand gains a unit axis that the result drops. */
+static braid_status map_matmul(ox_node *n) {
+    braid_tensor a = ox_in(n, 0), b = ox_in(n, 1);
+    int64_t da[BRAID_MAX_RANK], db[BRAID_MAX_RANK], dr[BRAID_MAX_RANK];
+    int ra = ox_rank(n, a, da), rb = ox_rank(n, b, db);
+    if (ra == 1) a = reshape(n, a, 2, (int64_t[]){1, da[0]});
+    if (rb == 1) b = reshape(n, b, 2, (int64_t[]){db[0], 1});
+    braid_tensor r = braid_matmul(n->g, a, b, 0);
+    int rr = ox_rank(n, r, dr);
+    if (ra == 1 || rb == 1) {
+        int k = rr;
+        if (rb == 1) k--;                                /* drop N */
+        if (ra == 1) dr[k - 1] = dr[k], k--;            /* drop M */
+        if (ra == 1 && rb == 1) k = 0;
+        r = reshape(n, r, k, dr);
+    }
+    ox_out(n, 0, r, ox_in_elem(n, 0));
+    return BRAID_OK;
+}
+
+static braid_status map_gemm(ox_node *n) {
+    braid_graph *g = n->g;
+    braid_tensor a = ox_in(n, 0), b = ox_in(n, 1);
+    unsigned f = (ox_attr_int(n, "transA", 0) ? BRAID_TRANSPOSE_A : 0) |
+                 (ox_attr_int(n, "transB", 0) ? BRAID_TRANSPOSE_B : 0);
+    double alpha = ox_attr_float(n, "alpha", 1), beta = ox_attr_float(n, "beta", 1);
+    braid_tensor r = braid_matmul(g, a, b, f);
+    if (alpha != 1) r = braid_mul(g, r, sc(n, r, alpha));
+    if (ox_has(n, 2) && beta != 0) {
+        braid_tensor c = ox_in(n, 2);
+        if (beta != 1) c = braid_mul(g, c, sc(n, c, beta));
+        r = braid_add(g, r, c);
+    }
+    ox_out(n, 0, r, ox_in_elem(n, 0));
+    return BRAID_OK;
+}
+
+/* ---- softmax ----------------------------------------------------------------------- */
+
+/* Before opset 13 softmax ran over the input flattened to 2-D at axis. */
+static braid_status softmax(ox_node *n, bool log) {
+    braid_graph *g = n->g;
+    braid_tensor x = ox_in(n, 0);
+    int64_t d[BRAID_MAX_RANK];
+    int r = ox_rank(n, x, d), axis;
+    bool legacy = n->im->opset < 13;
+    if (!ox_axis(n, ox_attr_int(n, "axis", legacy ? 1 : -1), r, &axis))
+        return n->im->status;
+    braid_tensor y = x;
+    if (legacy) {
+        int64_t flat[2] = {ox_numel(axis, d), ox_numel(r - axis, d + axis)};
+        y = reshape(n, x, 2, flat);
+        axis = 1;
+    }
+    if (log) { /* x - max - log(sum(exp(x - max))) */
+        braid_tensor m = braid_reduce_max(g, y, 1, &axis, true);
+        braid_tensor s = braid_sub(g, y, m);
+        braid_tensor l = braid_log(g, braid_sum(g, braid_exp(g, s), 1, &axis,
+                                                true));
+        y = braid_sub(g, s, l);
+    } else {
+        y = braid_softmax(g, y, axis);
+    }
+    if (legacy) y = reshape(n, y, r, d);
+    ox_out(n, 0, y, ox_in_elem(n, 0));
+    return BRAID_OK;
+}
+static braid_status map_softmax(ox_node *n) { return softmax(n, false); }
+static braid_status map_log_softmax(ox_node *n) { return softmax(n, true); }
+
+/* ---- reductions ---------------------------------------------------------------------- */
+
+typedef enum { R_SUM, R_MEAN, R_MAX, R_MIN, R_L1, R_L2, R_SQ, R_LOGSUM,
+               R_LOGSUMEXP, R_PROD } red_kind;
+
+/* Product over axes in f64: exp(sum(log|x|)), negated when an odd number
+ * of factors is negative, 0 when one is 0 (until braid has reduce_prod). */
+static braid_tensor reduce_prod(ox_node *n, braid_tensor x, int na,
+                                const int *axes, bool keep) {
+    braid_graph *g = n->g;
+    braid_dtype t = ox_tdtype(n, x);
+    braid_tensor y = braid_cast(g, x, BRAID_F64);
+    braid_tensor zero = ox_scalar(n, BRAID_F64, 0), one = ox_scalar(n, BRAID_F64, 1);
+    braid_tensor mag = braid_exp(g, braid_sum(g, braid_log(g, braid_abs(g, y)),
+                                              na, axes, keep));
+    braid_tensor negs = braid_sum(g, braid_where(g, braid_lt(g, y, zero), one,
+                                                 zero), na, axes, keep);
+    braid_tensor half = braid_mul(g, negs, ox_scalar(n, BRAID_F64, 0.5));
+    braid_tensor odd = braid_ne(g, braid_floor(g, half), half);
+    braid_tensor p = braid_where(g, odd, braid_neg(g, mag), mag);
+    if (!braid_dtype_is_float(t)) p = braid_floor(g, braid_add(g, p,
+                                        ox_scalar(n, BRAID_F64, 0.5)));
+    return braid_cast(g, p, t);
+}
+
+/* Axes: attribute (older opsets) or input 1 (ReduceSum 13+, others 18+);
+ * none reduces everything unless noop_with_empty_axes. */
+static braid_status reduce(ox_node *n, red_kind k) {
+    braid_graph *g = n->g;
+    int64_t ax[BRAID_MAX_RANK];
+    int na;
+    if (!ox_axes(n, "axes", 1, ax, &na)) return n->im->status;
+    braid_tensor x = ox_in(n, 0);
+    int r = ox_rank(n, x, NULL);
+    bool keep = ox_attr_int(n, "keepdims", 1);
+    if (na <= 0 && ox_attr_int(n, "noop_with_empty_axes", 0)) {
+        ox_out(n, 0, x, ox_in_elem(n, 0));
+        return BRAID_OK;
+    }
+    int axes[BRAID_MAX_RANK];
+    for (int i = 0; i < na; i++)
+        if (!ox_axis(n, ax[i], r, &axes[i])) return n->im->status;
+    if (na < 0) na = 0;
+    if (ox_tdtype(n, x) == BRAID_BOOL && (k == R_MAX || k == R_MIN)) {
+        /* any / all: through i32 */
+        braid_tensor i = braid_cast(g, x, BRAID_I32);
+        braid_tensor y = k == R_MAX ? braid_reduce_max(g, i, na, axes, keep)
+                                    : braid_reduce_min(g, i, na, axes, keep);
+        ox_out(n, 0, braid_cast(g, y, BRAID_BOOL), ox_in_elem(n, 0));
+        return BRAID_OK;
+    }
+    if (r == 0) { /* a scalar reduces to itself */
+        braid_tensor y = k == R_L1 ? braid_abs(g, x)
+                         : k == R_L2 ? braid_abs(g, x)
+                         : k == R_SQ ? braid_mul(g, x, x)
+                         : k == R_LOGSUM ? braid_log(g, x) : x;
+        ox_out(n, 0, y, ox_in_elem(n, 0));
+        return BRAID_OK;
+    }
+    braid_tensor y;
+    switch (k) {
+    case R_SUM: y = braid_sum(g, x, na, axes, keep); break;
+    case R_MEAN: y = braid_mean(g, x, na, axes, keep); break;
+    case R_MAX: y = braid_reduce_max(g, x, na, axes, keep); break;
+    case R_MIN: y = braid_reduce_min(g, x, na, axes, keep); break;
+    case R_L1: y = braid_sum(g, braid_abs(g, x), na, axes, keep); break;
+    case R_L2:
+        y = braid_sqrt(g, braid_sum(g, braid_mul(g, x, x), na, axes, keep));
+        break;
+    case R_SQ: y = braid_sum(g, braid_mul(g, x, x), na, axes, keep); break;
+    case R_LOGSUM: y = braid_log(g, braid_sum(g, x, na, axes, keep)); break;
+    case R_PROD: y = reduce_prod(n, x, na, axes, keep); break;
+    default: { /* max + log(sum(exp(x - max))) */
+        braid_tensor m = braid_reduce_max(g, x, na, axes, true);
+        braid_tensor e = braid_exp(g, braid_sub(g, x, m));
+        braid_tensor l = braid_add(g, braid_log(g, braid_sum(g, e, na, axes,
+                                                            true)), m);
+        y = keep ? l : braid_sum(g, l, na, axes, false);
+    }
+    }
+    ox_out(n, 0, y, ox_in_elem(n, 0));
+    return BRAID_OK;
+}
+static braid_status map_rsum(ox_node *n) { return reduce(n, R_SUM); }
+static braid_status map_rmean(ox_node *n) { return reduce(n, R_MEAN); }
+static braid_status map_rmax(ox_node *n) { return reduce(n, R_MAX); }
+static braid_status map_rmin(ox_node *n) { return reduce(n, R_MIN); }
+static braid_status map_rl1(ox_node *n) { return reduce(n, R_L1); }
+static braid_status map_rl2(ox_node *n) { return reduce(n, R_L2); }
+static braid_status map_rsq(ox_node *n) { return reduce(n, R_SQ); }
+static braid_status map_rlogsum(ox_node *n) { return reduce(n, R_LOGSUM); }
+static braid_status map_rlogsumexp(ox_node *n) { return reduce(n, R_LOGSUMEXP); }
+static braid_status map_rprod(ox_node *n) { return reduce(n, R_PROD); }
+
+/* GlobalAveragePool / GlobalMaxPool: every axis after N, C, kept. */
+static braid_status global_pool(ox_node *n, bool avg) {
+    braid_tensor x = ox_in(n, 0);
+    int r = ox_rank(n, x, NULL), axes[BRAID_MAX_RANK];
+    if (r < 3)
+        return ox_node_fail(n, BRAID_ERR_SHAPE, "input rank %d (expected N, C "
+                            "and spatial axes)", r);
+    for (int i = 2; i < r; i++) axes[i - 2] = i;
+    braid_tensor y = avg ? braid_mean(n->g, x, r - 2, axes, true)
+                         : braid_reduce_max(n->g, x, r - 2, axes, true);
+    ox_out(n, 0, y, ox_in_elem(n, 0));
+    return BRAID_OK;
+}
+static braid_status map_gap(ox_node *n) { return global_pool(n, true); }
+static braid_status map_gmp(ox_node *n) { return global_pool(n, false); }
+
+/* ---- normalisations ------------------------------------------------------------------- */
+
+/* (x - mean) / sqrt(var + eps) over axes; *mean and *inv (may be NULL)
+ * get the mean and 1/sqrt(var + eps), kept dims. */
+static braid_tensor normalize(ox_node *n, braid_tensor x, int na,
+                              const int *axes, double eps, braid_tensor *mean,
+                              braid_tensor *inv) {
+    braid_graph *g = n->g;
+    braid_tensor m = braid_mean(g, x, na, axes, true);
+    braid_tensor c = braid_sub(g, x, m);
+    braid_tensor v = braid_mean(g, braid_mul(g, c, c), na, axes, true);
+    braid_tensor is = braid_rsqrt(g, braid_add(g, v, sc(n, v, eps)));
+    if (mean) *mean = m;
+    if (inv) *inv = is;
+    return braid_mul(g, c, is);
+}
+
+static braid_status map_layer_norm(ox_node *n) {
+    braid_graph *g = n->g;
+    braid_tensor x = ox_in(n, 0);
+    int r = ox_rank(n, x, NULL), axis, axes[BRAID_MAX_RANK];
+    if (!ox_axis(n, ox_attr_int(n, "axis", -1), r, &axis)) return n->im->status;
+    for (int i = axis; i < r; i++) axes[i - axis] = i;
+    braid_tensor mean, inv;
+    braid_tensor y = normalize(n, x, r - axis, axes,
+                               ox_attr_float(n, "epsilon", 1e-5), &mean, &inv);
+    if (ox_has(n, 1)) y = braid_mul(g, y, ox_in(n, 1));
+    if (ox_has(n, 2)) y = braid_add(g, y, ox_in(n, 2));
+    ox_out(n, 0, y, ox_in_elem(n, 0));
+    ox_out(n, 1, mean, ox_in_elem(n, 0));
+    ox_out(n, 2, inv, ox_in_elem(n, 0));
+    return BRAID_OK;
+}
+
+/* A per-channel vector [C] shaped [C, 1, ...] to broadcast against N, C, ... */
+static braid_tensor per_channel(ox_node *n, braid_tensor v, int r) {
+    int64_t d[BRAID_MAX_RANK];
+    ox_rank(n, v, d);
+    for (int i = 1; i < r - 1; i++) d[i] = 1;
+    return reshape(n, v, r - 1 > 0 ? r - 1 : 1, d);
+}
+
+static braid_status map_batch_norm(ox_node *n) {
+    braid_graph *g = n->g;
+    if (ox_attr_int(n, "training_mode", 0) || n->nout > 1)
+        return ox_node_fail(n, BRAID_ERR_UNSUPPORTED, "training mode (running "
+                            "statistics as outputs)");
+    braid_tensor x = ox_in(n, 0);
+    int r = ox_rank(n, x, NULL);
+    if (r < 2) return ox_node_fail(n, BRAID_ERR_SHAPE, "input rank %d", r);
+    braid_tensor s = per_channel(n, ox_in(n, 1), r);
+    braid_tensor b = per_channel(n, ox_in(n, 2), r);
+    braid_tensor m = per_channel(n, ox_in(n, 3), r);
+    braid_tensor v = per_channel(n, ox_in(n, 4), r);
+    double eps = ox_attr_float(n, "epsilon", 1e-5);
+    braid_tensor is = braid_rsqrt(g, braid_add(g, v, sc(n, v, eps)));
+    braid_tensor y = braid_mul(g, braid_sub(g, x, m), braid_mul(g, is, s));
+    ox_out(n, 0, braid_add(g, y, b), ox_in_elem(n, 0));
+    return BRAID_OK;
+}
+
+static braid_status map_instance_norm(ox_node *n) {
+    braid_graph *g = n->g;
+    braid_tensor x = ox_in(n, 0);
+    int r = ox_rank(n, x, NULL), axes[BRAID_MAX_RANK];
+    if (r < 3) return ox_node_fail(n, BRAID_ERR_SHAPE, "input rank %d", r);
+    for (int i = 2; i < r; i++) axes[i - 2] = i;
+    braid_tensor y = normalize(n, x, r - 2, axes,
+                               ox_attr_float(n, "epsilon", 1e-5), NULL, NULL);
+    y = braid_mul(g, y, per_channel(n, ox_in(n, 1), r));
+    ox_out(n, 0, braid_add(g, y, per_channel(n, ox_in(n, 2), r)),
+           ox_in_elem(n, 0));
+    return BRAID_OK;
+}
+
+static braid_status map_mvn(ox_node *n) {
+    braid_graph *g = n->g;
+    int64_t ax[BRAID_MAX_RANK] = {0, 2, 3};
+    int na = 3, axes[BRAID_MAX_RANK];
+    if (!ox_attr_ints(n, "axes", ax, BRAID_MAX_RANK, &na)) return n->im->status;
+    if (na < 0) na = 3, ax[0] = 0, ax[1] = 2, ax[2] = 3;
+    braid_tensor x = ox_in(n, 0);
+    int r = ox_rank(n, x, NULL);
+    for (int i = 0; i < na; i++)
+        if (!ox_axis(n, ax[i], r, &axes[i])) return n->im->status;
+    /* ONNX: (x - mean) / (sqrt(mean(x^2) - mean(x)^2) + 1e-9) */
+    braid_tensor m = braid_mean(g, x, na, axes, true);
+    braid_tensor m2 = braid_mean(g, braid_mul(g, x, x), na, axes, true);
+    braid_tensor sd = braid_sqrt(g, braid_sub(g, m2, braid_mul(g, m, m)));
+    braid_tensor y = braid_div(g, braid_sub(g, x, m),
+                               braid_add(g, sd, sc(n, sd, 1e-9)));
+    ox_out(n, 0, y, ox_in_elem(n, 0));
+    return BRAID_OK;
+}
+
+static braid_status map_lp_norm(ox_node *n) {
+    braid_graph *g = n->g;
+    braid_tensor x = ox_in(n, 0);
+    int r = ox_rank(n, x, NULL), axis;
+    int64_t p = ox_attr_int(n, "p", 2);
+    if (!ox_axis(n, ox_attr_int(n, "axis", -1), r, &axis)) return n->im->status;
+    if (p != 1 && p != 2)
+        return ox_node_fail(n, BRAID_ERR_INVALID_ARGUMENT, "p = %lld",
+                            (long long)p);
+    braid_tensor s = p == 1 ? braid_sum(g, braid_abs(g, x), 1, &axis, true)
+                            : braid_sqrt(g, braid_sum(g, braid_mul(g, x, x), 1,
+                                                      &axis, true));
+    braid_tensor zero = braid_eq(g, s, sc(n, s, 0)); /* ONNX: 0 / 0 = 0 */
+    s = braid_where(g, zero, sc(n, s, 1), s);
+    ox_out(n, 0, braid_div(g, x, s), ox_in_elem(n, 0));
+    return BRAID_OK;
+}
+
+/* GroupNormalization (18+): per group of channels over the channels and
+ * spatial axes, then per-channel scale and bias (opset 21; opset 18's
+ * per-group scale is the same when the group has one channel). */
+static braid_status map_group_norm(ox_node *n) {
+    braid_graph *g = n->g;
+    braid_tensor x = ox_in(n, 0);
+    int64_t d[BRAID_MAX_RANK], gd[BRAID_MAX_RANK];
+    int r = ox_rank(n, x, d), axes[BRAID_MAX_RANK];
+    int64_t groups = ox_attr_int(n, "num_groups", 0);
+    if (r < 3 || r + 1 > BRAID_MAX_RANK || groups <= 0 || d[1] % groups)
+        return ox_node_fail(n, BRAID_ERR_SHAPE, "channels must divide into "
+                            "num_groups on an input of rank 3..%d",
+                            BRAID_MAX_RANK - 1);
+    gd[0] = d[0], gd[1] = groups, gd[2] = d[1] / groups;
+    for (int i = 2; i < r; i++) gd[i + 1] = d[i];
+    for (int i = 2; i <= r; i++) axes[i - 2] = i;
+    braid_tensor y = braid_reshape(g, x, r + 1, gd);
+    y = normalize(n, y, r - 1, axes, ox_attr_float(n, "epsilon", 1e-5), NULL,
+                  NULL);
+    y = braid_reshape(g, y, r, d);
+    int64_t sd[BRAID_MAX_RANK];
+    braid_tensor s = ox_in(n, 1), b = ox_in(n, 2);
+    if (ox_rank(n, s, sd) == 1 && sd[0] == groups && groups != d[1]) {
+        int64_t rep[2] = {groups, 1}, full[2] = {groups, d[1] / groups};
+        s = braid_reshape(g, braid_broadcast_to(g, braid_reshape(g, s, 2, rep),
+                                                2, full), 1, &d[1]);
+        b = braid_reshape(g, braid_broadcast_to(g, braid_reshape(g, b, 2, rep),
+                                                2, full), 1, &d[1]);
+    }
+    y = braid_mul(g, y, per_channel(n, s, r));
+    ox_out(n, 0, braid_add(g, y, per_channel(n, b, r)), ox_in_elem(n, 0));
+    return BRAID_OK;
+}
+
+/* RMSNormalization (23): x / sqrt(mean(x^2) + eps) * scale. */
+static braid_status map_rms_norm(ox_node *n) {
+    braid_graph *g = n->g;
+    braid_tensor x = ox_in(n, 0);
+    int r = ox_rank(n, x, NULL), axis, axes[BRAID_MAX_RANK];
+    if (!ox_axis(n, ox_attr_int(n, "axis", -1), r, &axis)) return n->im->status;
+    for (int i = axis; i < r; i++) axes[i - axis] = i;
+    braid_tensor ms = braid_mean(g, braid_mul(g, x, x), r - axis, axes, true);
+    braid_tensor is = braid_rsqrt(g, braid_add(g, ms, sc(n, ms,
+                                          ox_attr_float(n, "epsilon", 1e-5))));
+    braid_tensor y = braid_mul(g, x, is);
+    if (ox_has(n, 1)) y = braid_mul(g, y, ox_in(n, 1));
+    ox_out(n, 0, y, ox_in_elem(n, 0));
+    return BRAID_OK;
+}
+
+const ox_op ox_ops_nn[] = {
+    {"BatchNormalization", 1, map_batch_norm, 0},
+    {"Gemm", 1, map_gemm, 0},
+    {"GroupNormalization", 18, map_group_norm, 0},
+    {"GlobalAveragePool", 1, map_gap, 0},
+    {"GlobalMaxPool", 1, map_gmp, 0},
+    {"InstanceNormalization", 1, map_instance_norm, 0},
+    {"LayerNormalization", 17, map_layer_norm, 0},
+    {"LogSoftmax", 1, map_log_softmax, 0},
+    {"LpNormalization", 1, map_lp_norm, 0},
+    {"MatMul", 1, map_matmul, 0},
+    {"MeanVarianceNormalization", 9, map_mvn, 0},
+    {"ReduceL1", 1, map_rl1, 0},
+    {"ReduceL2", 1, map_rl2, 0},
+    {"ReduceLogSum", 1, map_rlogsum, 0},
+    {"ReduceLogSumExp", 1, map_rlogsumexp, 0},
+    {"ReduceMax", 1, map_rmax, 0},
+    {"ReduceMean", 1, map_rmean, 0},
+    {"ReduceMin", 1, map_rmin, 0},
+    {"ReduceProd", 1, map_rprod, 0},
+    {"ReduceSum", 1, map_rsum, 0},
+    {"ReduceSumSquare", 1, map_rsq, 0},
+    {"RMSNormalization", 23, map_rms_norm, 0},
+    {"Softmax", 1, map_softmax, 0},
+    {NULL, 0, NULL, 0},
+};

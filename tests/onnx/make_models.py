@@ -1,0 +1,217 @@
+#!/usr/bin/env python3
+"""Writes the ONNX models tests/test_onnx*.c import into DIR (argv[1]):
+well-formed ones with ONNX's reference outputs (onnx.reference, random
+inputs from argv[2] as the seed) and hostile ones. Each good model NAME has
+NAME.onnx, NAME.in<k>.pb (inputs, in graph-input order) and NAME.out<k>.pb
+(outputs)."""
+import os
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+from onnx.reference import ReferenceEvaluator
+
+out = sys.argv[1]
+rng = np.random.default_rng(int(sys.argv[2]) if len(sys.argv) > 2 else 0)
+OPSET = [helper.make_opsetid("", 17)]
+
+
+def save(name, model):
+    onnx.save(model, os.path.join(out, name + ".onnx"))
+
+
+def good(name, graph, inputs, opset=OPSET):
+    model = helper.make_model(graph, opset_imports=opset)
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    save(name, model)
+    feeds = {i.name: v for i, v in zip(graph.input, inputs)}
+    results = ReferenceEvaluator(model).run(None, feeds)
+    for k, v in enumerate(inputs):
+        with open(os.path.join(out, "%s.in%d.pb" % (name, k)), "wb") as f:
+            f.write(numpy_helper.from_array(v).SerializeToString())
+    for k, v in enumerate(results):
+        with open(os.path.join(out, "%s.out%d.pb" % (name, k)), "wb") as f:
+            f.write(numpy_helper.from_array(np.asarray(v)).SerializeToString())
+
+
+def f32(*shape):
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+def vi(name, elem, shape):
+    return helper.make_tensor_value_info(name, elem, shape)
+
+
+# An MLP: Gemm (transB, alpha, beta) + Relu + MatMul + Add + Softmax, with
+# random shapes and initializers (raw_data and typed float_data).
+b, k, h, c = (int(x) for x in rng.integers(1, 9, 4))
+w1 = numpy_helper.from_array(f32(h, k), "w1")
+bias1 = helper.make_tensor("b1", TensorProto.FLOAT, [h], f32(h).tolist())  # typed
+w2 = numpy_helper.from_array(f32(h, c), "w2")
+nodes = [
+    helper.make_node("Gemm", ["x", "w1", "b1"], ["g"], name="fc1", transB=1,
+                     alpha=0.5, beta=2.0),
+    helper.make_node("Relu", ["g"], ["r"], name="act"),
+    helper.make_node("MatMul", ["r", "w2"], ["m"], name="fc2"),
+    helper.make_node("Softmax", ["m"], ["probs"], name="softmax", axis=-1),
+]
+good("mlp", helper.make_graph(nodes, "mlp", [vi("x", TensorProto.FLOAT, [b, k])],
+                              [vi("probs", TensorProto.FLOAT, [b, c])],
+                              [w1, bias1, w2]), [f32(b, k)])
+
+# Shape arithmetic folded at import: Shape -> Gather -> Mul -> Concat ->
+# Reshape, plus Range/ConstantOfShape; the symbolic dim comes from a binding.
+n = int(rng.integers(2, 6))
+nodes = [
+    helper.make_node("Shape", ["x"], ["s"]),
+    helper.make_node("Gather", ["s", "i0"], ["d0"], axis=0),
+    helper.make_node("Gather", ["s", "i1"], ["d1"], axis=0),
+    helper.make_node("Gather", ["s", "i2"], ["d2"], axis=0),
+    helper.make_node("Mul", ["d1", "d2"], ["d12"]),
+    helper.make_node("Concat", ["d0", "d12"], ["shape"], axis=0),
+    helper.make_node("Reshape", ["x", "shape"], ["flat"]),
+    helper.make_node("Range", ["zero", "d12s", "one"], ["ramp"]),
+    helper.make_node("Cast", ["ramp"], ["rampf"], to=TensorProto.FLOAT),
+    helper.make_node("Squeeze", ["d12", "ax0"], ["d12s"]),
+    helper.make_node("Add", ["flat", "rampf"], ["y"], name="add_ramp"),
+]
+inits = [numpy_helper.from_array(np.array([v], np.int64), nm)
+         for nm, v in (("i0", 0), ("i1", 1), ("i2", 2))]
+inits += [numpy_helper.from_array(np.array(v, np.int64), nm)
+          for nm, v in (("zero", 0), ("one", 1))]
+inits += [numpy_helper.from_array(np.array([0], np.int64), "ax0")]
+nodes = nodes[:7] + [nodes[9]] + nodes[7:9] + nodes[10:]
+g = helper.make_graph(nodes, "fold", [vi("x", TensorProto.FLOAT, ["batch", 3, 4])],
+                      [vi("y", TensorProto.FLOAT, None)], inits)
+model = helper.make_model(g, opset_imports=OPSET)
+model.ir_version = 8
+save("fold", model)
+x = f32(n, 3, 4)
+res = ReferenceEvaluator(model).run(None, {"x": x})
+with open(os.path.join(out, "fold.in0.pb"), "wb") as f:
+    f.write(numpy_helper.from_array(x).SerializeToString())
+with open(os.path.join(out, "fold.out0.pb"), "wb") as f:
+    f.write(numpy_helper.from_array(res[0]).SerializeToString())
+with open(os.path.join(out, "fold.batch"), "w") as f:
+    f.write(str(n))
+
+# int64 in and out: ids + 1 (narrowed to i32 at the boundary).
+ids = rng.integers(-1000, 1000, (2, 5)).astype(np.int64)
+nodes = [helper.make_node("Add", ["ids", "one"], ["next"], name="inc")]
+good("ids", helper.make_graph(nodes, "ids", [vi("ids", TensorProto.INT64, [2, 5])],
+                              [vi("next", TensorProto.INT64, [2, 5])],
+                              [numpy_helper.from_array(np.array(1, np.int64), "one")]),
+     [ids])
+
+# Weights in an external-data file beside the model (and variants that
+# try to leave the folder).
+def ext_model(name, location, w):
+    t = numpy_helper.from_array(w, "w")
+    t.ClearField("raw_data")
+    t.data_location = TensorProto.EXTERNAL
+    for key, value in (("location", location), ("offset", "0"),
+                       ("length", str(w.nbytes))):
+        e = t.external_data.add()
+        e.key, e.value = key, value
+    nodes = [helper.make_node("Mul", ["x", "w"], ["y"])]
+    g = helper.make_graph(nodes, name, [vi("x", TensorProto.FLOAT, list(w.shape))],
+                          [vi("y", TensorProto.FLOAT, list(w.shape))], [t])
+    m = helper.make_model(g, opset_imports=OPSET)
+    m.ir_version = 8
+    save(name, m)
+
+
+w = f32(300, 300)  # above the static limit: a constant read from the file
+with open(os.path.join(out, "ext.bin"), "wb") as f:
+    f.write(w.tobytes())
+ext_model("ext", "ext.bin", w)
+xe = f32(300, 300)
+with open(os.path.join(out, "ext.in0.pb"), "wb") as f:
+    f.write(numpy_helper.from_array(xe).SerializeToString())
+with open(os.path.join(out, "ext.out0.pb"), "wb") as f:
+    f.write(numpy_helper.from_array(xe * w).SerializeToString())
+ext_model("ext_dotdot", "../../etc/passwd", w)
+ext_model("ext_abs", "/etc/passwd", w)
+ext_model("ext_inner_dotdot", "sub/../../ext.bin", w)
+os.symlink("/etc/hostname", os.path.join(out, "link_out.bin"))
+ext_model("ext_symlink", "link_out.bin", w)
+ext_model("ext_short", "short.bin", w)
+with open(os.path.join(out, "short.bin"), "wb") as f:
+    f.write(b"\0" * 16)
+
+# Hostile graphs.
+x3 = vi("x", TensorProto.FLOAT, [3])
+y3 = vi("y", TensorProto.FLOAT, [3])
+
+
+def raw(name, nodes, inputs=(x3,), outputs=(y3,), inits=()):
+    g = helper.make_graph(nodes, name, list(inputs), list(outputs), list(inits))
+    m = helper.make_model(g, opset_imports=OPSET)
+    m.ir_version = 8
+    save(name, m)
+
+
+raw("dangling", [helper.make_node("Relu", ["nowhere"], ["y"])])
+raw("cyclic", [helper.make_node("Add", ["x", "b"], ["a"]),
+               helper.make_node("Relu", ["a"], ["b"]),
+               helper.make_node("Relu", ["b"], ["y"])])
+raw("duplicate", [helper.make_node("Relu", ["x"], ["y"]),
+                  helper.make_node("Neg", ["x"], ["y"])])
+raw("missing_init", [helper.make_node("Mul", ["x", "w"], ["y"])])
+raw("unsupported", [helper.make_node("NonZero", ["x"], ["y"], name="nz")])
+raw("no_output_node", [helper.make_node("Relu", ["x"], ["r"])])
+raw("unbound", [helper.make_node("Relu", ["x"], ["y"])],
+    inputs=(vi("x", TensorProto.FLOAT, ["n", 3]),),
+    outputs=(vi("y", TensorProto.FLOAT, ["n", 3]),))
+def bare(dims):
+    t = TensorProto()
+    t.name, t.data_type = "w", TensorProto.FLOAT
+    t.dims.extend(dims)
+    return t
+
+
+big = bare([1 << 40, 1 << 40])
+raw("huge_dims", [helper.make_node("Mul", ["x", "w"], ["y"])], inits=(big,))
+neg = bare([-3])
+raw("negative_dims", [helper.make_node("Mul", ["x", "w"], ["y"])], inits=(neg,))
+short = bare([3])
+short.float_data.append(1.0)
+raw("short_data", [helper.make_node("Mul", ["x", "w"], ["y"])], inits=(short,))
+raw("reshape_dynamic", [helper.make_node("Reshape", ["x", "s"], ["y"], name="rs")],
+    inputs=(x3, vi("s", TensorProto.INT64, [1])))
+
+# Deeply nested attribute graphs (If's then_branch), 200 levels, encoded
+# by hand: Python's protobuf refuses that depth itself.
+def key(field, wt):
+    return varint(field << 3 | wt)
+
+
+def varint(v):
+    b = bytearray()
+    while True:
+        b.append((v & 0x7F) | (0x80 if v > 0x7F else 0))
+        v >>= 7
+        if not v:
+            return bytes(b)
+
+
+def ld(field, payload):
+    return key(field, 2) + varint(len(payload)) + payload
+
+
+graph = ld(1, ld(1, b"x") + ld(2, b"y") + ld(4, b"Relu"))  # GraphProto.node
+for _ in range(200):
+    attr = ld(1, b"then_branch") + key(20, 0) + varint(5) + ld(6, graph)
+    node = ld(1, b"c") + ld(2, b"y") + ld(4, b"If") + ld(5, attr)
+    graph = ld(1, node)
+opset = ld(8, key(2, 0) + varint(17))
+with open(os.path.join(out, "deep.onnx"), "wb") as f:
+    f.write(key(1, 0) + varint(8) + opset + ld(7, graph))
+
+# ONNX names braid spells differently: an input with ':' and an output
+# with '::' and '/' (file name out__y_z.npy).
+nodes = [helper.make_node("Neg", ["in:put"], ["out::y/z"], name="neg")]
+good("names", helper.make_graph(nodes, "names", [vi("in:put", TensorProto.FLOAT, [2, 3])],
+                                [vi("out::y/z", TensorProto.FLOAT, [2, 3])]), [f32(2, 3)])

@@ -1,0 +1,304 @@
+/* tests/test_onnx.c — the ONNX importer on models tests/onnx/make_models.py
+ * writes (random shapes and weights from a fresh seed per run), compared
+ * with ONNX's own reference evaluator (onnx.reference): values, folding,
+ * names, int64 at the boundary, external data, and every hostile model
+ * refused with a message naming what is wrong. */
+#define _POSIX_C_SOURCE 200809L
+#include "tests/onnx_support.h"
+
+#include <time.h>
+
+#ifdef BRAID_NO_ONNX
+OS_STUB_TEST(onnx)
+#else
+
+static char *dir;
+
+static void make_models(void) {
+    dir = tf_mkdtemp();
+    cr_assert(dir);
+    unsigned seed = (unsigned)time(NULL);
+    os_make_models(dir, seed);
+    cr_log_info("models from seed %u in %s", seed, dir);
+}
+
+static void remove_models(void) {
+    if (dir) tf_rmtree(dir);
+    free(dir);
+    dir = NULL;
+}
+
+TestSuite(onnx, .init = make_models, .fini = remove_models);
+
+static char *model(const char *name) {
+    char file[256];
+    snprintf(file, sizeof file, "%s.onnx", name);
+    return tf_path(dir, file);
+}
+
+static braid_graph *import_ok(const char *name, const char *shapes) {
+    char *path = model(name);
+    braid_onnx_options o;
+    braid_onnx_options_init(&o);
+    o.shapes = shapes;
+    braid_graph *g = NULL;
+    cr_assert_eq(braid_onnx_import(path, &o, &g), BRAID_OK, "%s",
+                 braid_last_error());
+    free(path);
+    return g;
+}
+
+/* Importing name fails with status s and a message containing each of the
+ * NULL-terminated strings. */
+static void import_fails(const char *name, braid_status s, ...) {
+    char *path = model(name);
+    braid_graph *g = (braid_graph *)1;
+    braid_status got = braid_onnx_import(path, NULL, &g);
+    const char *msg = braid_last_error();
+    cr_assert_eq(got, s, "%s: status %s, message: %s", name,
+                 braid_status_name(got), msg);
+    cr_assert_null(g);
+    cr_assert(strstr(msg, path), "%s: message names no file: %s", name, msg);
+    va_list ap;
+    va_start(ap, s);
+    for (const char *want; (want = va_arg(ap, const char *));)
+        cr_assert(strstr(msg, want), "%s: \"%s\" not in: %s", name, want, msg);
+    va_end(ap);
+    free(path);
+}
+
+Test(onnx, mlp_matches_onnx_reference) {
+    braid_graph *g = import_ok("mlp", NULL);
+    os_check_graph(g, dir, "mlp", 1e-5, 1e-6);
+    /* braid node names are the model's tensor names */
+    char *text = NULL;
+    cr_assert_eq(braid_graph_print(g, &text, NULL), BRAID_OK);
+    cr_assert(strstr(text, "\"r\"") && strstr(text, "\"probs\""), "%s", text);
+    free(text);
+    braid_graph_free(g);
+}
+
+Test(onnx, shape_arithmetic_is_folded) {
+    char path[1024], shapes[64];
+    snprintf(path, sizeof path, "%s/fold.batch", dir);
+    char *batch = ts_read_file_ok(path);
+    snprintf(shapes, sizeof shapes, "x=%sx3x4", batch);
+    free(batch);
+    braid_graph *g = import_ok("fold", shapes);
+    /* Shape, Gather, Mul, Concat, Range, Cast, Squeeze all ran at import:
+     * what is left is the input, the reshape, the ramp constant, the add */
+    cr_assert_eq(braid_graph_node_count(g), 4, "%u nodes",
+                 braid_graph_node_count(g));
+    os_check_graph(g, dir, "fold", 1e-6, 1e-6);
+    braid_graph_free(g);
+}
+
+/* int64 in and out as i64; inside, i32 through a cast that checks the
+ * range when the plan runs. */
+Test(onnx, int64_is_i64_at_the_boundary) {
+    braid_graph *g = import_ok("ids", NULL);
+    braid_tensor t;
+    const char *name;
+    braid_dtype dt;
+    braid_graph_input(g, 0, &name, &t);
+    braid_tensor_info(g, t, &dt, NULL, NULL);
+    cr_assert_eq(dt, BRAID_I64);
+    braid_graph_output(g, 0, &name, &t);
+    braid_tensor_info(g, t, &dt, NULL, NULL);
+    cr_assert_eq(dt, BRAID_I64);
+    os_check_graph(g, dir, "ids", 0, 0);
+    /* an id that does not fit i32 fails the run, naming the cast */
+    braid_compile_options o;
+    braid_compile_options_init(&o);
+    o.devices = "cpu";
+    braid_plan *p = NULL;
+    braid_exec *e = NULL;
+    cr_assert_eq(braid_compile(g, &o, &p), BRAID_OK, "%s", braid_last_error());
+    cr_assert_eq(braid_exec_new(p, &e), BRAID_OK);
+    int64_t ids[10] = {1, 2, 3, (int64_t)1 << 40, 5, 6, 7, 8, 9, 10};
+    int64_t out[10];
+    braid_input_binding in = {"ids", ids, sizeof ids};
+    braid_output_binding ob = {"next", out, sizeof out};
+    cr_assert_neq(braid_run(e, &in, 1, &ob, 1), BRAID_OK);
+    cr_assert(strstr(braid_last_error(), "does not fit"), "%s",
+              braid_last_error());
+    braid_exec_free(e);
+    braid_plan_free(p);
+    braid_graph_free(g);
+}
+
+Test(onnx, test_data_integers) {
+    /* an int64 TensorProto holding 2^40: exact, as i64 */
+    static const unsigned char pb[] = {0x08, 0x01, 0x10, 0x07, 0x3a, 0x06,
+                                       0x80, 0x80, 0x80, 0x80, 0x80, 0x20};
+    braid_dtype dt;
+    int rank;
+    int64_t dims[BRAID_MAX_RANK];
+    void *data = NULL;
+    cr_assert_eq(braid_onnx_tensor_decode(pb, sizeof pb, "big.pb", &dt, &rank,
+                                          dims, &data, NULL),
+                 BRAID_OK, "%s", braid_last_error());
+    cr_assert_eq(dt, BRAID_I64);
+    cr_assert_eq(((int64_t *)data)[0], (int64_t)1 << 40);
+    free(data);
+    /* a uint64 one: narrowed to i32, so 2^40 is an error, never a wrap */
+    static const unsigned char pb64[] = {0x08, 0x01, 0x10, 0x0d, 0x5a, 0x06,
+                                         0x80, 0x80, 0x80, 0x80, 0x80, 0x20};
+    data = (void *)1;
+    cr_assert_eq(braid_onnx_tensor_decode(pb64, sizeof pb64, "big.pb", &dt,
+                                          &rank, dims, &data, NULL),
+                 BRAID_ERR_UNSUPPORTED);
+    cr_assert_null(data);
+    cr_assert(strstr(braid_last_error(), "does not fit braid's i32"), "%s",
+              braid_last_error());
+}
+
+Test(onnx, external_data_inside_the_folder) {
+    braid_graph *g = import_ok("ext", NULL);
+    os_check_graph(g, dir, "ext", 0, 0);
+    braid_graph_free(g);
+}
+
+Test(onnx, external_data_leaving_the_folder_is_refused) {
+    import_fails("ext_dotdot", BRAID_ERR_INVALID_ARGUMENT, "../../etc/passwd",
+                 "leaves the model's folder", NULL);
+    import_fails("ext_abs", BRAID_ERR_INVALID_ARGUMENT, "/etc/passwd",
+                 "leaves the model's folder", NULL);
+    import_fails("ext_inner_dotdot", BRAID_ERR_INVALID_ARGUMENT,
+                 "leaves the model's folder", NULL);
+    import_fails("ext_symlink", BRAID_ERR_INVALID_ARGUMENT,
+                 "resolves outside the model's folder", NULL);
+    import_fails("ext_short", BRAID_ERR_INVALID_ARGUMENT, "is shorter", NULL);
+}
+
+Test(onnx, hostile_graphs_are_refused_with_a_message) {
+    import_fails("dangling", BRAID_ERR_INVALID_ARGUMENT, "\"nowhere\"",
+                 "dangling or cyclic", NULL);
+    import_fails("cyclic", BRAID_ERR_INVALID_ARGUMENT, "(Add, opset 17)",
+                 "dangling or cyclic", NULL);
+    import_fails("duplicate", BRAID_ERR_INVALID_ARGUMENT,
+                 "\"y\" is defined twice", NULL);
+    import_fails("missing_init", BRAID_ERR_INVALID_ARGUMENT, "\"w\"", NULL);
+    import_fails("unsupported", BRAID_ERR_UNSUPPORTED,
+                 "node \"nz\" (NonZero, opset 17): unsupported: ", NULL);
+    import_fails("no_output_node", BRAID_ERR_INVALID_ARGUMENT,
+                 "graph output \"y\"", NULL);
+    import_fails("unbound", BRAID_ERR_INVALID_ARGUMENT, "input \"x\" dim 0 (n)",
+                 NULL);
+    import_fails("huge_dims", BRAID_ERR_SHAPE, "w: dims", NULL);
+    import_fails("negative_dims", BRAID_ERR_SHAPE, "w: dims", NULL);
+    import_fails("short_data", BRAID_ERR_INVALID_ARGUMENT, "1 values for 3",
+                 NULL);
+    import_fails("reshape_dynamic", BRAID_ERR_UNSUPPORTED,
+                 "must be known at import time", NULL);
+    import_fails("deep", BRAID_ERR_PARSE, "nest more than", NULL);
+}
+
+Test(onnx, frozen_inputs_make_shapes_static) {
+    char *path = model("reshape_dynamic");
+    int64_t shape = 3, one = 1;
+    braid_onnx_constant c = {"s", BRAID_I32, 1, &one, (int32_t[]){3}};
+    (void)shape;
+    braid_onnx_options o;
+    braid_onnx_options_init(&o);
+    o.constants = &c;
+    o.nconstants = 1;
+    braid_graph *g = NULL;
+    cr_assert_eq(braid_onnx_import(path, &o, &g), BRAID_OK, "%s",
+                 braid_last_error());
+    cr_assert_eq(braid_graph_input_count(g), 1);
+    braid_graph_free(g);
+    free(path);
+}
+
+Test(onnx, shape_bindings_must_agree_with_the_model) {
+    char *path = model("mlp");
+    braid_onnx_options o;
+    braid_onnx_options_init(&o);
+    o.shapes = "x=99x99";
+    braid_graph *g = NULL;
+    cr_assert_eq(braid_onnx_import(path, &o, &g), BRAID_ERR_SHAPE);
+    cr_assert(strstr(braid_last_error(), "the binding gives 99"), "%s",
+                 braid_last_error());
+    o.shapes = "x=1xq";
+    cr_assert_eq(braid_onnx_import(path, &o, &g), BRAID_ERR_INVALID_ARGUMENT);
+    cr_assert(strstr(braid_last_error(), "malformed"), "%s", braid_last_error());
+    free(path);
+}
+
+/* Every prefix of a real model, and bytes changed in place: refused with a
+ * message or imported, never a crash or a leak (run under ASan). */
+Test(onnx, truncation_and_corruption_never_crash) {
+    char *path = model("mlp");
+    size_t len = 0;
+    unsigned char *buf = (unsigned char *)ts_read_file_len(path, &len);
+    cr_assert(buf);
+    int refused = 0;
+    for (size_t n = 0; n < len; n++) {
+        braid_graph *g = NULL;
+        if (braid_onnx_import_memory(buf, n, NULL, &g) != BRAID_OK) {
+            cr_assert(*braid_last_error(), "prefix %zu: no message", n);
+            refused++;
+        }
+        braid_graph_free(g);
+    }
+    cr_assert_gt(refused, (int)len / 2, "%d of %zu prefixes refused", refused,
+                 len);
+    for (size_t i = 0; i < len; i += 1 + len / 512) {
+        for (int v = 0; v < 4; v++) {
+            unsigned char save = buf[i];
+            buf[i] = (unsigned char)(v == 0   ? 0xff
+                                     : v == 1 ? save ^ 0x07 /* wire type */
+                                     : v == 2 ? 0x00
+                                              : save + 1);
+            braid_graph *g = NULL;
+            if (braid_onnx_import_memory(buf, len, NULL, &g) != BRAID_OK)
+                cr_assert(*braid_last_error());
+            braid_graph_free(g);
+            buf[i] = save;
+        }
+    }
+    free(buf);
+    free(path);
+}
+
+Test(onnx, lengths_past_the_end_and_bad_wire_types) {
+    static const unsigned char past[] = {0x08, 0x08, 0x3a, 0xff, 0xff, 0x03};
+    static const unsigned char group[] = {0x08, 0x08, 0x3b, 0x00};
+    static const unsigned char field0[] = {0x08, 0x08, 0x02, 0x00};
+    static const unsigned char varint[] = {0x08, 0xff, 0xff, 0xff, 0xff, 0xff,
+                                           0xff, 0xff, 0xff, 0xff, 0xff, 0x01};
+    const struct {
+        const unsigned char *p;
+        size_t n;
+        const char *want;
+    } cases[] = {{past, sizeof past, "past the end"},
+                 {group, sizeof group, "wire type"},
+                 {field0, sizeof field0, "field number 0"},
+                 {varint, sizeof varint, "varint"}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        braid_graph *g = NULL;
+        braid_onnx_options o;
+        braid_onnx_options_init(&o);
+        o.filename = "bad.onnx";
+        cr_assert_eq(braid_onnx_import_memory(cases[i].p, cases[i].n, &o, &g),
+                     BRAID_ERR_PARSE);
+        const char *msg = braid_last_error();
+        cr_assert(strstr(msg, "bad.onnx: ") && strstr(msg, cases[i].want),
+                  "case %zu: %s", i, msg);
+    }
+}
+
+Test(onnx, input_names_are_braid_identifiers) {
+    char buf[32];
+    cr_assert_eq(braid_onnx_input_name("input.1", buf, sizeof buf), 7);
+    cr_assert_str_eq(buf, "input.1");
+    braid_onnx_input_name("onnx::Add_3", buf, sizeof buf);
+    cr_assert_str_eq(buf, "onnx__Add_3");
+    braid_onnx_input_name("0x", buf, sizeof buf);
+    cr_assert_str_eq(buf, "_0x");
+    cr_assert_eq(braid_onnx_input_name("abcdef", buf, 4), 6);
+    cr_assert_str_eq(buf, "abc");
+}
+
+#endif /* BRAID_NO_ONNX */
