@@ -252,6 +252,49 @@ uint16_t bg_f32_to_bf16(float f);
 double bg_load(braid_dtype t, const void *buf, int64_t i);
 void bg_store(braid_dtype t, void *buf, int64_t i, double v);
 
+/* ---- conv ops (graph/conv.c) ------------------------------------------------
+ *
+ * conv and conv_transpose keep their attributes in bg_attrs fields the
+ * other ops already have, so the text format, plan files, cloning and
+ * equality carry them with no new fields: for spatial axis i (< 3)
+ *   step[i]      stride            step[3 + i]   dilation
+ *   start[i]     pad at the start  start[3 + i]  pad at the end
+ *   axis         groups
+ * conv_transpose's output_padding is folded into the end pad (end pad =
+ * pads_end - output_padding, so it may be negative): both say where the
+ * output stops in the full transposed result. Axes past the spatial rank
+ * are zero (bg_build normalises). */
+#define BG_CONV_MAX_SPATIAL 3
+
+/* A convolution's geometry with every spatial axis present: axes past the
+ * node's spatial rank have size 1, kernel 1, stride 1, dilation 1, no pad.
+ * For conv: x [N, C, in...], w [OC, C/G, k...], y [N, OC, out...],
+ * out = (in + pb + pe - ((k-1)·d + 1)) / s + 1.
+ * For conv_transpose: x [N, C, in...], w [C, OC/G, k...], y [N, OC, out...],
+ * out = s·(in - 1) + (k-1)·d + 1 - pb - pe. */
+typedef struct bg_conv_geom {
+    bool transpose;   /* conv_transpose */
+    bool bias;        /* a third input: bias [OC] */
+    int nspatial;     /* 1..3 */
+    int64_t N, C, OC, G; /* batch, input and output channels, groups */
+    int64_t in[BG_CONV_MAX_SPATIAL], k[BG_CONV_MAX_SPATIAL],
+        out[BG_CONV_MAX_SPATIAL];
+    int64_t stride[BG_CONV_MAX_SPATIAL], dil[BG_CONV_MAX_SPATIAL];
+    int64_t pb[BG_CONV_MAX_SPATIAL], pe[BG_CONV_MAX_SPATIAL];
+} bg_conv_geom;
+
+/* The geometry of conv node n of g. False (nothing recorded) when n is not
+ * a well-formed conv node: what the reference's and the executors' checks
+ * of a loaded plan ask. */
+bool bg_conv_geom_of(const braid_graph *g, const bg_node *n, bg_conv_geom *c);
+/* Multiply-adds of the convolution (the cost model's and profiler's
+ * count: N · OC · out-volume · C/G · kernel-volume, and for conv_transpose
+ * the same count over the input volume). */
+double bg_conv_macs(const bg_conv_geom *c);
+/* The tap (one index per spatial axis, into kk[3]) of flat kernel index k
+ * (C order over c->k). */
+void bg_conv_tap(const bg_conv_geom *c, int64_t k, int64_t *kk);
+
 /* ---- integer dtypes (graph/dtype.c; elemwise helper) ---------------------- */
 
 /* Whether t is an integer dtype (i32, i64; not bool). */
@@ -291,5 +334,33 @@ double bg_random_uniform_at(uint64_t seed, int64_t i, double low,
                             double high);
 double bg_random_normal_at(uint64_t seed, int64_t i, double mean,
                            double stddev);
+
+/* ---- state across runs (graph/state.c, docs/training.md) ----------------- */
+
+/* The builder's checks (bg_build) of a variable whose dtype and shape out
+ * already holds (its name, its initializer a, copied into out->attr) and
+ * of an assign (inputs: the variable, the value, then the ordering edges
+ * the compiler adds; same type; one assign per variable), which fills
+ * out's type. An error is recorded on g. */
+braid_status bg_check_variable(braid_graph *g, const bg_attrs *a,
+                               const char *name, bg_node *out);
+braid_status bg_check_assign(braid_graph *g, const uint32_t *in, uint32_t nin,
+                             bg_node *out);
+/* Writes a variable's initial value (its initializer) into dst, numel ×
+ * dtype size bytes. The one definition every executor and the reference
+ * evaluator use. */
+void bg_variable_init(const bg_node *n, void *dst);
+/* Element i of that value as a double, before rounding to n's dtype. */
+double bg_variable_init_at(const bg_node *n, int64_t i);
+/* The variable node called name, or BG_NONE. */
+uint32_t bg_find_variable(const braid_graph *g, const char *name);
+/* Whether g has an assign (a graph whose only effect is updating
+ * variables needs no output). */
+bool bg_has_assign(const braid_graph *g);
+/* Whether op's output lives as long as the executor (a variable; a
+ * constant when not read in place): the memory pass never reuses it. */
+static inline bool bg_op_persistent(braid_op op) {
+    return op == BRAID_OP_CONSTANT || op == BRAID_OP_VARIABLE;
+}
 
 #endif /* BRAID_GRAPH_GRAPH_H */

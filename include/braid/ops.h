@@ -95,10 +95,9 @@ enum {
  *          arithmetic 1, division and roots 4, transcendentals 8, pow 16,
  *          a uniform draw 16, a normal draw 48; matmul: per multiply-add;
  *          reductions: per input element; softmax: max, sub, exp, sum,
- *          div; windows (pooling): per tap of a window; 0: memory
- *          traffic only) */ \
- *          div; axis ops: per input element, topk a sort's compares;
- *          0: memory traffic only) */
+ *          div; windows (pooling): per tap of a window; axis ops: per
+ *          input element, topk a sort's compares; 0: memory traffic
+ *          only) */
 /* clang-format off */
 #define BRAID_OP_LIST(X) \
     X(INPUT, "input", 0, SOURCE, ANY, 0, 0) \
