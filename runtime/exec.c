@@ -364,7 +364,11 @@ static bool can_write_in_place(const braid_exec *e,
     uint32_t id = e->outs[j].node;
     const bg_node *n = bg_node_at(p->res.graph, id);
     if (p->res.info[id].place.storage != BP_STORAGE_ARENA ||
-        p->res.info[id].noop || /* a GPU constant's, a variable's bytes */
+        /* a GPU constant's, a variable's bytes persist across runs (a
+         * noop concat, whose inputs were computed into its bytes, is the
+         * chunked pipeline's output: written in place as before) */
+        (p->res.info[id].noop &&
+         (n->op == BRAID_OP_CONSTANT || n->op == BRAID_OP_VARIABLE)) ||
         e->ptr[id] != e->home[id] || out[j].bytes == 0 ||
         (uintptr_t)out[j].data % braid_dtype_size(n->dtype) != 0)
         return false;
