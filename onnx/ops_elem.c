@@ -89,51 +89,10 @@ static braid_status map_mean(ox_node *n) { return variadic(n, BRAID_OP_ADD, true
 
 /* ---- logic ------------------------------------------------------------------ */
 
-static braid_tensor bconst(ox_node *n, bool v) {
-    return ox_scalar(n, BRAID_BOOL, v);
-}
 
-static braid_status map_not(ox_node *n) {
-    ox_out(n, 0, braid_eq(n->g, ox_in(n, 0), bconst(n, false)), ELEM_BOOL);
-    return BRAID_OK;
-}
-static braid_status map_and(ox_node *n) {
-    braid_tensor a = ox_in(n, 0), b = ox_in(n, 1);
-    ox_out(n, 0, braid_where(n->g, a, b, bconst(n, false)), ELEM_BOOL);
-    return BRAID_OK;
-}
-static braid_status map_or(ox_node *n) {
-    braid_tensor a = ox_in(n, 0), b = ox_in(n, 1);
-    ox_out(n, 0, braid_where(n->g, a, bconst(n, true), b), ELEM_BOOL);
-    return BRAID_OK;
-}
-static braid_status map_xor(ox_node *n) {
-    ox_out(n, 0, braid_ne(n->g, ox_in(n, 0), ox_in(n, 1)), ELEM_BOOL);
-    return BRAID_OK;
-}
 static braid_status map_where(ox_node *n) {
     braid_tensor c = ox_in(n, 0), a = ox_in(n, 1), b = ox_in(n, 2);
     ox_out(n, 0, braid_where(n->g, c, a, b), ox_in_elem(n, 1));
-    return BRAID_OK;
-}
-static braid_status map_isnan(ox_node *n) {
-    braid_tensor x = ox_in(n, 0);
-    ox_out(n, 0, braid_ne(n->g, x, x), ELEM_BOOL);
-    return BRAID_OK;
-}
-static braid_status map_isinf(ox_node *n) {
-    braid_tensor x = ox_in(n, 0);
-    braid_dtype t = ox_tdtype(n, x);
-    bool pos = ox_attr_int(n, "detect_positive", 1);
-    bool neg = ox_attr_int(n, "detect_negative", 1);
-    braid_tensor p = braid_eq(n->g, x, ox_scalar(n, t, INFINITY));
-    braid_tensor m = braid_eq(n->g, x, ox_scalar(n, t, -INFINITY));
-    braid_tensor r = pos && neg ? braid_where(n->g, p, bconst(n, true), m)
-                     : pos      ? p
-                     : neg      ? m
-                                : braid_ne(n->g, x, x);
-    if (!pos && !neg) r = braid_where(n->g, r, bconst(n, false), r);
-    ox_out(n, 0, r, ELEM_BOOL);
     return BRAID_OK;
 }
 
@@ -285,14 +244,6 @@ static braid_status map_gelu(ox_node *n) {
     return out_like(n, braid_mul(g, braid_mul(g, x, t), sc(n, x, 0.5)));
 }
 
-static braid_status map_sign(ox_node *n) {
-    braid_graph *g = n->g;
-    braid_tensor x = ox_in(n, 0);
-    braid_tensor pos = braid_gt(g, x, sc(n, x, 0));
-    braid_tensor neg = braid_lt(g, x, sc(n, x, 0));
-    braid_tensor r = braid_where(g, neg, sc(n, x, -1), sc(n, x, 0));
-    return out_like(n, braid_where(g, pos, sc(n, x, 1), r));
-}
 
 static braid_status map_shrink(ox_node *n) {
     braid_graph *g = n->g;
@@ -320,76 +271,82 @@ static braid_status map_clip(ox_node *n) {
     return out_like(n, x);
 }
 
-/* Mod: fmod=1 is C's fmod (the sign of a); fmod=0 is Python's (the sign
- * of b), both computed in f64 (exact for every i32 and f32). */
+
+
+
+/* ---- braid's own elementwise ops (issue #13) ------------------------------- */
+
+UNARY(map_asin, ASIN)
+UNARY(map_acos, ACOS)
+UNARY(map_atan, ATAN)
+UNARY(map_sinh, SINH)
+UNARY(map_cosh, COSH)
+UNARY(map_asinh, ASINH)
+UNARY(map_acosh, ACOSH)
+UNARY(map_atanh, ATANH)
+UNARY(map_sign, SIGN)
+UNARY(map_round, ROUND)
+UNARY(map_bitwise_not, BITWISE_NOT)
+BINARY(map_bitwise_and, BITWISE_AND)
+BINARY(map_bitwise_or, BITWISE_OR)
+BINARY(map_bitwise_xor, BITWISE_XOR)
+
+/* Mod: fmod=1 is C's fmod (the sign of a), fmod=0 Python's (that of b). */
 static braid_status map_mod(ox_node *n) {
-    braid_graph *g = n->g;
     braid_tensor a = ox_in(n, 0), b = ox_in(n, 1);
-    braid_dtype t = ox_tdtype(n, a);
-    braid_tensor a64 = braid_cast(g, a, BRAID_F64), b64 = braid_cast(g, b, BRAID_F64);
-    braid_tensor q = braid_div(g, a64, b64);
-    if (ox_attr_int(n, "fmod", 0)) {
-        braid_tensor neg = braid_lt(g, q, ox_scalar(n, BRAID_F64, 0));
-        q = braid_where(g, neg, braid_ceil(g, q), braid_floor(g, q));
-    } else {
-        q = braid_floor(g, q);
-    }
-    braid_tensor r = braid_sub(g, a64, braid_mul(g, q, b64));
-    if (!braid_dtype_is_float(t)) { /* integer mod by zero: ONNX gives 0 */
-        braid_tensor z = braid_eq(g, b64, ox_scalar(n, BRAID_F64, 0));
-        r = braid_where(g, z, ox_scalar(n, BRAID_F64, 0), r);
-    }
-    ox_out(n, 0, braid_cast(g, r, t), ox_in_elem(n, 0));
+    braid_tensor r = ox_attr_int(n, "fmod", 0) ? braid_fmod(n->g, a, b)
+                                               : braid_mod(n->g, a, b);
+    ox_out(n, 0, r, ox_in_elem(n, 0));
     return BRAID_OK;
 }
 
-/* Hyperbolic functions from exp and log (braid has no op for them). */
-static braid_status map_sinh(ox_node *n) {
-    braid_graph *g = n->g;
-    braid_tensor x = ox_in(n, 0);
-    braid_tensor d = braid_sub(g, braid_exp(g, x), braid_exp(g, braid_neg(g, x)));
-    return out_like(n, braid_mul(g, d, sc(n, x, 0.5)));
-}
-static braid_status map_cosh(ox_node *n) {
-    braid_graph *g = n->g;
-    braid_tensor x = ox_in(n, 0);
-    braid_tensor s = braid_add(g, braid_exp(g, x), braid_exp(g, braid_neg(g, x)));
-    return out_like(n, braid_mul(g, s, sc(n, x, 0.5)));
-}
-static braid_tensor log_x_plus_root(ox_node *n, braid_tensor x, double c) {
-    braid_graph *g = n->g;
-    braid_tensor r = braid_sqrt(g, braid_add(g, braid_mul(g, x, x), sc(n, x, c)));
-    return braid_log(g, braid_add(g, x, r));
-}
-static braid_status map_asinh(ox_node *n) {
-    return out_like(n, log_x_plus_root(n, ox_in(n, 0), 1));
-}
-static braid_status map_acosh(ox_node *n) {
-    return out_like(n, log_x_plus_root(n, ox_in(n, 0), -1));
-}
-static braid_status map_atanh(ox_node *n) {
-    braid_graph *g = n->g;
-    braid_tensor x = ox_in(n, 0);
-    braid_tensor q = braid_div(g, braid_add(g, sc(n, x, 1), x),
-                               braid_sub(g, sc(n, x, 1), x));
-    return out_like(n, braid_mul(g, braid_log(g, q), sc(n, x, 0.5)));
+static braid_status map_bit_shift(ox_node *n) {
+    char dir[8];
+    ox_attr_str(n, "direction", dir, sizeof dir, "");
+    bool left = !strcmp(dir, "LEFT");
+    if (!left && strcmp(dir, "RIGHT"))
+        return ox_node_fail(n, BRAID_ERR_INVALID_ARGUMENT, "direction \"%s\"",
+                            dir);
+    braid_tensor a = ox_in(n, 0), b = ox_in(n, 1);
+    ox_out(n, 0, left ? braid_shift_left(n->g, a, b)
+                      : braid_shift_right(n->g, a, b), ox_in_elem(n, 0));
+    return BRAID_OK;
 }
 
-/* Round: half to even, from floor. */
-static braid_status map_round(ox_node *n) {
-    braid_graph *g = n->g;
-    braid_tensor x = ox_in(n, 0);
-    braid_tensor r = braid_floor(g, x), d = braid_sub(g, x, r);
-    braid_tensor half = braid_mul(g, r, sc(n, x, 0.5));
-    braid_tensor odd = braid_ne(g, braid_floor(g, half), half);
-    braid_tensor tie = braid_where(g, braid_eq(g, d, sc(n, x, 0.5)), odd,
-                                   ox_scalar(n, BRAID_BOOL, 0));
-    braid_tensor up = braid_where(g, braid_gt(g, d, sc(n, x, 0.5)),
-                                  ox_scalar(n, BRAID_BOOL, 1), tie);
-    return out_like(n, braid_where(g, up, braid_add(g, r, sc(n, x, 1)), r));
+static braid_status logic(ox_node *n, braid_tensor r) {
+    ox_out(n, 0, r, ELEM_BOOL);
+    return BRAID_OK;
+}
+static braid_status map_not(ox_node *n) {
+    return logic(n, braid_logical_not(n->g, ox_in(n, 0)));
+}
+static braid_status map_and(ox_node *n) {
+    return logic(n, braid_logical_and(n->g, ox_in(n, 0), ox_in(n, 1)));
+}
+static braid_status map_or(ox_node *n) {
+    return logic(n, braid_logical_or(n->g, ox_in(n, 0), ox_in(n, 1)));
+}
+static braid_status map_xor(ox_node *n) {
+    return logic(n, braid_logical_xor(n->g, ox_in(n, 0), ox_in(n, 1)));
+}
+static braid_status map_isnan(ox_node *n) {
+    return logic(n, braid_isnan(n->g, ox_in(n, 0)));
+}
+static braid_status map_isinf(ox_node *n) {
+    return logic(n, braid_isinf(n->g, ox_in(n, 0),
+                                ox_attr_int(n, "detect_positive", 1),
+                                ox_attr_int(n, "detect_negative", 1)));
 }
 
 const ox_op ox_ops_elem[] = {
+    {"Acos", 7, map_acos, 0},
+    {"Asin", 7, map_asin, 0},
+    {"Atan", 7, map_atan, 0},
+    {"BitShift", 11, map_bit_shift, 0},
+    {"BitwiseAnd", 18, map_bitwise_and, 0},
+    {"BitwiseNot", 18, map_bitwise_not, 0},
+    {"BitwiseOr", 18, map_bitwise_or, 0},
+    {"BitwiseXor", 18, map_bitwise_xor, 0},
     {"Abs", 1, map_abs, 0},
     {"Acosh", 9, map_acosh, 0},
     {"Asinh", 9, map_asinh, 0},

@@ -91,26 +91,6 @@ static braid_status map_log_softmax(ox_node *n) { return softmax(n, true); }
 typedef enum { R_SUM, R_MEAN, R_MAX, R_MIN, R_L1, R_L2, R_SQ, R_LOGSUM,
                R_LOGSUMEXP, R_PROD } red_kind;
 
-/* Product over axes in f64: exp(sum(log|x|)), negated when an odd number
- * of factors is negative, 0 when one is 0 (until braid has reduce_prod). */
-static braid_tensor reduce_prod(ox_node *n, braid_tensor x, int na,
-                                const int *axes, bool keep) {
-    braid_graph *g = n->g;
-    braid_dtype t = ox_tdtype(n, x);
-    braid_tensor y = braid_cast(g, x, BRAID_F64);
-    braid_tensor zero = ox_scalar(n, BRAID_F64, 0), one = ox_scalar(n, BRAID_F64, 1);
-    braid_tensor mag = braid_exp(g, braid_sum(g, braid_log(g, braid_abs(g, y)),
-                                              na, axes, keep));
-    braid_tensor negs = braid_sum(g, braid_where(g, braid_lt(g, y, zero), one,
-                                                 zero), na, axes, keep);
-    braid_tensor half = braid_mul(g, negs, ox_scalar(n, BRAID_F64, 0.5));
-    braid_tensor odd = braid_ne(g, braid_floor(g, half), half);
-    braid_tensor p = braid_where(g, odd, braid_neg(g, mag), mag);
-    if (!braid_dtype_is_float(t)) p = braid_floor(g, braid_add(g, p,
-                                        ox_scalar(n, BRAID_F64, 0.5)));
-    return braid_cast(g, p, t);
-}
-
 /* Axes: attribute (older opsets) or input 1 (ReduceSum 13+, others 18+);
  * none reduces everything unless noop_with_empty_axes. */
 static braid_status reduce(ox_node *n, red_kind k) {
@@ -157,14 +137,8 @@ static braid_status reduce(ox_node *n, red_kind k) {
         break;
     case R_SQ: y = braid_sum(g, braid_mul(g, x, x), na, axes, keep); break;
     case R_LOGSUM: y = braid_log(g, braid_sum(g, x, na, axes, keep)); break;
-    case R_PROD: y = reduce_prod(n, x, na, axes, keep); break;
-    default: { /* max + log(sum(exp(x - max))) */
-        braid_tensor m = braid_reduce_max(g, x, na, axes, true);
-        braid_tensor e = braid_exp(g, braid_sub(g, x, m));
-        braid_tensor l = braid_add(g, braid_log(g, braid_sum(g, e, na, axes,
-                                                            true)), m);
-        y = keep ? l : braid_sum(g, l, na, axes, false);
-    }
+    case R_PROD: y = braid_reduce_prod(g, x, na, axes, keep); break;
+    default: y = braid_reduce_logsumexp(g, x, na, axes, keep); break;
     }
     ox_out(n, 0, y, ox_in_elem(n, 0));
     return BRAID_OK;
@@ -343,19 +317,16 @@ static braid_status map_group_norm(ox_node *n) {
     return BRAID_OK;
 }
 
-/* RMSNormalization (23): x / sqrt(mean(x^2) + eps) * scale. */
+/* RMSNormalization (23): x / sqrt(mean(x^2 over [axis, rank)) + eps)
+ * times scale. */
 static braid_status map_rms_norm(ox_node *n) {
-    braid_graph *g = n->g;
     braid_tensor x = ox_in(n, 0);
-    int r = ox_rank(n, x, NULL), axis, axes[BRAID_MAX_RANK];
+    int r = ox_rank(n, x, NULL), axis;
     if (!ox_axis(n, ox_attr_int(n, "axis", -1), r, &axis)) return n->im->status;
-    for (int i = axis; i < r; i++) axes[i - axis] = i;
-    braid_tensor ms = braid_mean(g, braid_mul(g, x, x), r - axis, axes, true);
-    braid_tensor is = braid_rsqrt(g, braid_add(g, ms, sc(n, ms,
-                                          ox_attr_float(n, "epsilon", 1e-5))));
-    braid_tensor y = braid_mul(g, x, is);
-    if (ox_has(n, 1)) y = braid_mul(g, y, ox_in(n, 1));
-    ox_out(n, 0, y, ox_in_elem(n, 0));
+    braid_tensor s = ox_has(n, 1) ? ox_in(n, 1) : BRAID_NONE;
+    ox_out(n, 0, braid_rms_norm(n->g, x, s, axis,
+                                ox_attr_float(n, "epsilon", 1e-5)),
+           ox_in_elem(n, 0));
     return BRAID_OK;
 }
 
