@@ -286,7 +286,6 @@ UNARY(map_acosh, ACOSH)
 UNARY(map_atanh, ATANH)
 UNARY(map_sign, SIGN)
 UNARY(map_round, ROUND)
-UNARY(map_bitwise_not, BITWISE_NOT)
 BINARY(map_bitwise_and, BITWISE_AND)
 BINARY(map_bitwise_or, BITWISE_OR)
 BINARY(map_bitwise_xor, BITWISE_XOR)
@@ -300,6 +299,27 @@ static braid_status map_mod(ox_node *n) {
     return BRAID_OK;
 }
 
+/* ONNX's 8- and 16-bit integers compute as i32: a result that can leave
+ * their range (a shift, a complement) wraps back into it, as the type
+ * would: the low bits, sign-extended for the signed ones. */
+static braid_tensor wrap_narrow(ox_node *n, braid_tensor r, int elem) {
+    enum { U8 = 2, I8 = 3, U16 = 4, I16 = 5 };
+    if (elem != U8 && elem != I8 && elem != U16 && elem != I16) return r;
+    double bits = elem == U8 || elem == I8 ? 256 : 65536;
+    bool sign = elem == I8 || elem == I16;
+    braid_tensor mask = ox_scalar(n, BRAID_I32, bits - 1);
+    braid_tensor half = ox_scalar(n, BRAID_I32, bits / 2);
+    if (sign) r = braid_add(n->g, r, half);
+    r = braid_bitwise_and(n->g, r, mask);
+    return sign ? braid_sub(n->g, r, half) : r;
+}
+
+static braid_status map_bitwise_not(ox_node *n) {
+    braid_tensor r = braid_bitwise_not(n->g, ox_in(n, 0));
+    ox_out(n, 0, wrap_narrow(n, r, ox_in_elem(n, 0)), ox_in_elem(n, 0));
+    return BRAID_OK;
+}
+
 static braid_status map_bit_shift(ox_node *n) {
     char dir[8];
     ox_attr_str(n, "direction", dir, sizeof dir, "");
@@ -308,8 +328,9 @@ static braid_status map_bit_shift(ox_node *n) {
         return ox_node_fail(n, BRAID_ERR_INVALID_ARGUMENT, "direction \"%s\"",
                             dir);
     braid_tensor a = ox_in(n, 0), b = ox_in(n, 1);
-    ox_out(n, 0, left ? braid_shift_left(n->g, a, b)
-                      : braid_shift_right(n->g, a, b), ox_in_elem(n, 0));
+    braid_tensor r = left ? braid_shift_left(n->g, a, b)
+                          : braid_shift_right(n->g, a, b);
+    ox_out(n, 0, wrap_narrow(n, r, ox_in_elem(n, 0)), ox_in_elem(n, 0));
     return BRAID_OK;
 }
 

@@ -3,6 +3,7 @@
  * SpaceToDepth, Trilu, EyeLike, OneHot, Einsum (two operands or one). */
 #include "onnx/onnx_internal.h"
 
+#include <math.h>
 #include <string.h>
 
 #define ELEM_BOOL 9
@@ -102,6 +103,24 @@ bad:
     return false;
 }
 
+/* keep_aspect_ratio_policy not_larger / not_smaller: one scale for the
+ * axes given sizes (the smallest / largest of size / in), the sizes
+ * rounded from it (half up), as ONNX's reference does. */
+static void keep_aspect(int r, const int64_t *d, bool larger, int64_t *sizes,
+                        double *scales) {
+    double k = larger ? 0 : 1e300;
+    for (int i = 0; i < r; i++)
+        if (sizes[i] >= 0) {
+            double q = (double)sizes[i] / (double)d[i];
+            k = larger ? (q > k ? q : k) : (q < k ? q : k);
+        }
+    for (int i = 0; i < r; i++)
+        if (sizes[i] >= 0) {
+            sizes[i] = (int64_t)floor(k * (double)d[i] + 0.5);
+            scales[i] = k;
+        }
+}
+
 static braid_status resize(ox_node *n, int ks, int kz, const char *coord_dflt,
                            const char *nearest_dflt) {
     static const char *const modes[] = {"nearest", "linear"};
@@ -115,11 +134,12 @@ static braid_status resize(ox_node *n, int ks, int kz, const char *coord_dflt,
                      &coord) ||
         !resize_enum(n, "nearest_mode", nearest_dflt, nears, 4, &near))
         return n->im->status;
-    char pol[16];
-    ox_attr_str(n, "keep_aspect_ratio_policy", pol, sizeof pol, "stretch");
-    if (ox_attr_int(n, "antialias", 0) || strcmp(pol, "stretch"))
-        return ox_node_fail(n, BRAID_ERR_UNSUPPORTED, "antialias or "
-                            "keep_aspect_ratio_policy \"%s\"", pol);
+    static const char *const pols[] = {"stretch", "not_larger", "not_smaller"};
+    int pol;
+    if (!resize_enum(n, "keep_aspect_ratio_policy", "stretch", pols, 3, &pol))
+        return n->im->status;
+    if (ox_attr_int(n, "antialias", 0))
+        return ox_node_fail(n, BRAID_ERR_UNSUPPORTED, "antialias");
     braid_tensor x = ox_in(n, 0);
     int64_t d[BRAID_MAX_RANK], sizes[BRAID_MAX_RANK];
     double scales[BRAID_MAX_RANK];
@@ -127,6 +147,7 @@ static braid_status resize(ox_node *n, int ks, int kz, const char *coord_dflt,
     bool hs, hz;
     if (!resize_shape(n, r, ks, kz, scales, sizes, &hs, &hz))
         return n->im->status;
+    if (hz && pol) keep_aspect(r, d, pol == 2, sizes, scales), hs = true;
     for (int i = 0; hz && i < r; i++)
         if (sizes[i] < 0) sizes[i] = d[i];
     braid_tensor y = braid_resize(n->g, x, hz ? sizes : NULL,
