@@ -119,7 +119,38 @@ static braid_status map_cumsum(ox_node *n) {
     return BRAID_OK;
 }
 
+/* CumProd (26), from cumsums in f64 (braid has no running product): the
+ * magnitude as exp of the running sum of log|x|, the sign from the
+ * running count of negatives, 0 once a zero has been passed. Exact for
+ * small integers (rounded), within a few ulps of f64 for floats. */
+static braid_status map_cumprod(ox_node *n) {
+    braid_graph *g = n->g;
+    int64_t ax;
+    int cnt;
+    if (!ox_static_ints(n, 1, &ax, 1, &cnt)) return n->im->status;
+    braid_tensor x = ox_in(n, 0);
+    braid_dtype t = ox_tdtype(n, x);
+    bool ex = ox_attr_int(n, "exclusive", 0), rev = ox_attr_int(n, "reverse", 0);
+    int axis = (int)ax;
+    braid_tensor y = braid_cast(g, x, BRAID_F64);
+    braid_tensor zero = ox_scalar(n, BRAID_F64, 0), one = ox_scalar(n, BRAID_F64, 1);
+    braid_tensor isz = braid_eq(g, y, zero);
+    braid_tensor lg = braid_log(g, braid_where(g, isz, one, braid_abs(g, y)));
+    braid_tensor nz = braid_cumsum(g, braid_where(g, isz, one, zero), axis, ex, rev);
+    braid_tensor nn = braid_cumsum(g, braid_where(g, braid_lt(g, y, zero), one,
+                                                  zero), axis, ex, rev);
+    braid_tensor mag = braid_exp(g, braid_cumsum(g, lg, axis, ex, rev));
+    braid_tensor half = braid_mul(g, nn, ox_scalar(n, BRAID_F64, 0.5));
+    braid_tensor odd = braid_ne(g, braid_floor(g, half), half);
+    braid_tensor p = braid_where(g, odd, braid_neg(g, mag), mag);
+    p = braid_where(g, braid_gt(g, nz, zero), zero, p);
+    if (!braid_dtype_is_float(t)) p = braid_round(g, p);
+    ox_out(n, 0, braid_cast(g, p, t), ox_in_elem(n, 0));
+    return BRAID_OK;
+}
+
 const ox_op ox_ops_index[] = {
+    {"CumProd", 26, map_cumprod, 0},
     {"ArgMax", 1, map_argmax, 0},
     {"ArgMin", 1, map_argmin, 0},
     {"CumSum", 11, map_cumsum, 0},
