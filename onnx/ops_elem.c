@@ -230,6 +230,15 @@ static braid_status map_swish(ox_node *n) {
     return out_like(n, braid_mul(g, x, s));
 }
 
+/* SwiGLU (28): swish_alpha(a) · b, a and b of one shape. */
+static braid_status map_swiglu(ox_node *n) {
+    braid_graph *g = n->g;
+    braid_tensor a = ox_in(n, 0), b = ox_in(n, 1);
+    double al = ox_attr_float(n, "alpha", 1.0);
+    braid_tensor s = braid_sigmoid(g, braid_mul(g, a, sc(n, a, al)));
+    return out_like(n, braid_mul(g, braid_mul(g, a, s), b));
+}
+
 static braid_status map_gelu(ox_node *n) {
     char approx[16];
     ox_attr_str(n, "approximate", approx, sizeof approx, "none");
@@ -425,6 +434,7 @@ const ox_op ox_ops_elem[] = {
     {"Sub", 1, map_sub, 0},
     {"Sum", 1, map_sum, 0},
     {"Swish", 24, map_swish, 0},
+    {"SwiGLU", 28, map_swiglu, 0},
     {"Tan", 7, map_tan, 0},
     {"Tanh", 1, map_tanh, 0},
     {"ThresholdedRelu", 10, map_thresholded_relu, 0},
