@@ -5,8 +5,8 @@
  * a softmax whose fully masked rows give 0, and × V. 3-D inputs are split
  * into heads (q_num_heads, kv_num_heads); fewer K/V heads are repeated
  * (grouped-query attention); past_key/past_value are prepended and the
- * results returned as present_key/present_value. nonpad_kv_seqlen is not
- * supported. */
+ * results returned as present_key/present_value; nonpad_kv_seqlen masks
+ * each batch's padded keys and offsets its causal/window masks. */
 #include "onnx/onnx_internal.h"
 
 #include <math.h>
@@ -39,18 +39,19 @@ static braid_tensor bias_of(ox_node *n, braid_tensor allowed, braid_dtype t) {
                        ox_scalar(n, t, -INFINITY));
 }
 
-/* j - i - offset over [sq, skv], as i32. */
-static braid_tensor diag(ox_node *n, int64_t sq, int64_t skv, int64_t off) {
+/* j - i - offset over [sq, skv] (broadcast with off, an i32 scalar or a
+ * per-batch [B, 1, 1, 1]). */
+static braid_tensor diag(ox_node *n, int64_t sq, int64_t skv, braid_tensor off) {
     int64_t d[2] = {sq, skv};
     braid_tensor i = braid_iota(n->g, BRAID_I32, 2, d, 0);
     braid_tensor j = braid_iota(n->g, BRAID_I32, 2, d, 1);
     braid_tensor r = braid_sub(n->g, j, i);
-    return braid_sub(n->g, r, ox_scalar(n, BRAID_I32, (double)off));
+    return braid_sub(n->g, r, off);
 }
 
 /* The additive bias of the scores, or BRAID_NONE. */
 static braid_tensor attention_bias(ox_node *n, braid_dtype t, int64_t sq,
-                                   int64_t skv, int64_t past) {
+                                   int64_t skv, braid_tensor past) {
     braid_graph *g = n->g;
     braid_tensor bias = BRAID_NONE;
     if (ox_has(n, 3)) {
@@ -90,6 +91,21 @@ static braid_tensor attention_bias(ox_node *n, braid_dtype t, int64_t sq,
     return bias;
 }
 
+/* nonpad_kv_seqlen [B] (an external cache, no past): keys from
+ * nonpad[b] on are masked, and the causal and window masks align to
+ * offset nonpad[b] - sq; *off gets that offset as [B, 1, 1, 1]. */
+static braid_tensor nonpad_bias(ox_node *n, braid_dtype t, int64_t sq,
+                                int64_t skv, braid_tensor *off) {
+    braid_graph *g = n->g;
+    braid_tensor np = braid_cast(g, ox_in(n, 6), BRAID_I32);
+    int64_t nd[BRAID_MAX_RANK];
+    int64_t b = ox_numel(ox_rank(n, np, nd), nd);
+    np = braid_reshape(g, np, 4, (int64_t[]){b, 1, 1, 1});
+    *off = braid_sub(g, np, ox_scalar(n, BRAID_I32, (double)sq));
+    braid_tensor j = braid_iota(g, BRAID_I32, 4, (int64_t[]){1, 1, 1, skv}, 3);
+    return bias_of(n, braid_lt(g, j, np), t);
+}
+
 /* Softmax over the last axis whose fully masked rows (all -inf) give 0. */
 static braid_tensor masked_softmax(ox_node *n, braid_tensor x) {
     braid_graph *g = n->g;
@@ -105,8 +121,6 @@ static braid_tensor masked_softmax(ox_node *n, braid_tensor x) {
 
 static braid_status map_attention(ox_node *n) {
     braid_graph *g = n->g;
-    if (ox_has(n, 6))
-        return ox_node_fail(n, BRAID_ERR_UNSUPPORTED, "nonpad_kv_seqlen");
     braid_tensor q = ox_in(n, 0), k = ox_in(n, 1), v = ox_in(n, 2);
     int64_t qd[BRAID_MAX_RANK], kd[BRAID_MAX_RANK];
     int rank = ox_rank(n, q, qd);
@@ -148,7 +162,17 @@ static braid_status map_attention(ox_node *n) {
     if (cap > 0)
         qk = braid_mul(g, braid_tanh(g, braid_div(g, qk, sc(n, qk, cap))),
                        sc(n, qk, cap));
-    braid_tensor bias = attention_bias(n, ox_tdtype(n, q), qd[2], kd[2], past);
+    braid_dtype t = ox_tdtype(n, q);
+    braid_tensor off = ox_scalar(n, BRAID_I32, (double)past), pad = BRAID_NONE;
+    if (ox_has(n, 6)) {
+        if (past)
+            return ox_node_fail(n, BRAID_ERR_INVALID_ARGUMENT, "nonpad_kv_seqlen "
+                                "with past_key");
+        pad = nonpad_bias(n, t, qd[2], kd[2], &off);
+    }
+    braid_tensor bias = attention_bias(n, t, qd[2], kd[2], off);
+    if (braid_tensor_valid(pad))
+        bias = braid_tensor_valid(bias) ? braid_add(g, bias, pad) : pad;
     braid_tensor with = braid_tensor_valid(bias) ? braid_add(g, qk, bias) : qk;
     braid_tensor p = masked_softmax(n, with);
     int64_t mode = ox_attr_int(n, "qk_matmul_output_mode", 0);
