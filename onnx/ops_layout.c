@@ -34,7 +34,10 @@ static braid_status map_pad(ox_node *n) {
                          ox_static_ints(n, 3, ax, BRAID_MAX_RANK, &na));
     if (!ok) return n->im->status;
     double value = n->im->opset < 11 ? ox_attr_float(n, "value", 0) : 0;
-    if (n->im->opset >= 11 && ox_has(n, 2)) {
+    braid_tensor vt = BRAID_NONE; /* a constant_value known at run time */
+    if (n->im->opset >= 11 && ox_has(n, 2) && !n->in[2]->sv) {
+        vt = ox_in(n, 2);
+    } else if (n->im->opset >= 11 && ox_has(n, 2)) {
         int64_t k;
         const double *v = ox_static(n, 2, &k);
         if (!v) return n->im->status;
@@ -53,7 +56,14 @@ static braid_status map_pad(ox_node *n) {
         if (!ox_axis(n, ax[i], r, &a)) return n->im->status;
         lo[a] = pads[i], hi[a] = pads[i + na];
     }
-    ox_out(n, 0, braid_pad(n->g, x, lo, hi, m, value), ox_in_elem(n, 0));
+    braid_tensor y = braid_pad(n->g, x, lo, hi, m, value);
+    if (braid_tensor_valid(vt) && m == BRAID_PAD_CONSTANT) {
+        /* where the padding went, the run-time value */
+        braid_tensor in = braid_fill(n->g, BRAID_BOOL, r, d, 1);
+        in = braid_pad(n->g, in, lo, hi, BRAID_PAD_CONSTANT, 0);
+        y = braid_where(n->g, in, y, braid_reshape(n->g, vt, 0, NULL));
+    }
+    ox_out(n, 0, y, ox_in_elem(n, 0));
     return BRAID_OK;
 }
 
