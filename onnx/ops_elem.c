@@ -368,7 +368,116 @@ static braid_status map_isinf(ox_node *n) {
                                 ox_attr_int(n, "detect_negative", 1)));
 }
 
+/* ---- quantisation (integer types only; braid has no float8/4-bit) ---------- */
+
+/* Scale or zero point p broadcast against x [rank r, dims d]: a scalar as
+ * is, a vector along axis, or (block_size > 0) a blocked tensor whose
+ * axis dim is ceil(d / block) repeated block times and cut to d. */
+static braid_tensor per_axis(ox_node *n, braid_tensor p, int r,
+                             const int64_t *d, int axis, int64_t block) {
+    braid_graph *g = n->g;
+    int64_t pd[BRAID_MAX_RANK];
+    int pr = ox_rank(n, p, pd);
+    if (pr == 0 || ox_numel(pr, pd) == 1) return braid_reshape(g, p, 0, NULL);
+    if (block <= 0) {
+        int64_t s[BRAID_MAX_RANK];
+        for (int i = 0; i < r; i++) s[i] = i == axis ? pd[0] : 1;
+        return braid_reshape(g, p, r, s);
+    }
+    int64_t e[BRAID_MAX_RANK + 1], f[BRAID_MAX_RANK + 1], b[BRAID_MAX_RANK] = {0};
+    int k = 0;
+    for (int i = 0; i < pr; i++) {
+        e[k] = pd[i], f[k++] = pd[i];
+        if (i == axis) e[k] = 1, f[k++] = block;
+    }
+    p = braid_broadcast_to(g, braid_reshape(g, p, k, e), k, f);
+    for (int i = 0; i < pr; i++) e[i] = i == axis ? pd[i] * block : pd[i];
+    p = braid_reshape(g, p, pr, e);
+    return braid_slice(g, p, b, d, NULL);
+}
+
+/* axis matters only for a vector or blocked scale: checked then. */
+static bool quant_axis(ox_node *n, int r, int *axis, int64_t *block) {
+    *block = ox_attr_int(n, "block_size", 0);
+    int64_t pd[BRAID_MAX_RANK];
+    int pr = ox_rank(n, ox_in(n, 1), pd);
+    *axis = 0;
+    if (pr == 0 || ox_numel(pr, pd) == 1) return true;
+    return ox_axis(n, ox_attr_int(n, "axis", 1), r, axis);
+}
+
+/* DequantizeLinear: (x - zero_point) · scale, in the scale's type. */
+static braid_status map_dequantize(ox_node *n) {
+    braid_graph *g = n->g;
+    braid_tensor x = ox_in(n, 0), s = ox_in(n, 1);
+    int64_t d[BRAID_MAX_RANK], block;
+    int r = ox_rank(n, x, d), axis;
+    if (!quant_axis(n, r, &axis, &block)) return n->im->status;
+    braid_dtype t = ox_tdtype(n, s);
+    braid_tensor y = braid_cast(g, x, BRAID_F32);
+    if (ox_has(n, 2))
+        y = braid_sub(g, y, braid_cast(g, per_axis(n, ox_in(n, 2), r, d, axis,
+                                                   block), BRAID_F32));
+    y = braid_mul(g, y, braid_cast(g, per_axis(n, s, r, d, axis, block),
+                                   BRAID_F32));
+    ox_out(n, 0, braid_cast(g, y, t), ox_in_elem(n, 1));
+    return BRAID_OK;
+}
+
+/* QuantizeLinear: round(x / scale) (half to even) + zero_point,
+ * saturated to the output type (the zero point's, else output_dtype,
+ * else uint8). */
+static braid_status map_quantize(ox_node *n) {
+    braid_graph *g = n->g;
+    braid_tensor x = ox_in(n, 0), s = ox_in(n, 1);
+    int64_t d[BRAID_MAX_RANK], block;
+    int r = ox_rank(n, x, d), axis;
+    if (!quant_axis(n, r, &axis, &block)) return n->im->status;
+    int elem = ox_has(n, 2) ? ox_in_elem(n, 2)
+                            : (int)ox_attr_int(n, "output_dtype", 2);
+    static const double lo[] = {0, 0, 0, -128, 0, -32768, -2147483648.0};
+    static const double hi[] = {0, 0, 255, 127, 65535, 32767, 2147483647.0};
+    if (elem < 2 || elem > 6)
+        return ox_node_fail(n, BRAID_ERR_UNSUPPORTED, "output type %s",
+                            ox_elem_name(elem));
+    braid_tensor y = braid_div(g, braid_cast(g, x, BRAID_F32),
+                               braid_cast(g, per_axis(n, s, r, d, axis, block),
+                                          BRAID_F32));
+    y = braid_round(g, y);
+    if (ox_has(n, 2))
+        y = braid_add(g, y, braid_cast(g, per_axis(n, ox_in(n, 2), r, d, axis,
+                                                   block), BRAID_F32));
+    y = braid_max(g, y, ox_scalar(n, BRAID_F32, lo[elem]));
+    y = braid_min(g, y, ox_scalar(n, BRAID_F32, hi[elem]));
+    ox_out(n, 0, braid_cast(g, y, BRAID_I32), elem);
+    return BRAID_OK;
+}
+
+/* DynamicQuantizeLinear: uint8 with scale (max(0, x) - min(0, x)) / 255
+ * over all of x and zero point round(-min / scale), saturated. */
+static braid_status map_dyn_quantize(ox_node *n) {
+    braid_graph *g = n->g;
+    braid_tensor x = braid_cast(g, ox_in(n, 0), BRAID_F32);
+    braid_tensor z = ox_scalar(n, BRAID_F32, 0);
+    braid_tensor hi = braid_max(g, braid_reduce_max(g, x, 0, NULL, false), z);
+    braid_tensor lo = braid_min(g, braid_reduce_min(g, x, 0, NULL, false), z);
+    braid_tensor s = braid_div(g, braid_sub(g, hi, lo),
+                               ox_scalar(n, BRAID_F32, 255));
+    braid_tensor zp = braid_round(g, braid_div(g, braid_neg(g, lo), s));
+    braid_tensor c0 = ox_scalar(n, BRAID_F32, 0), c255 = ox_scalar(n, BRAID_F32, 255);
+    zp = braid_min(g, braid_max(g, zp, c0), c255);
+    braid_tensor y = braid_add(g, braid_round(g, braid_div(g, x, s)), zp);
+    y = braid_min(g, braid_max(g, y, c0), c255);
+    ox_out(n, 0, braid_cast(g, y, BRAID_I32), 2);
+    ox_out(n, 1, s, 1);
+    ox_out(n, 2, braid_cast(g, zp, BRAID_I32), 2);
+    return BRAID_OK;
+}
+
 const ox_op ox_ops_elem[] = {
+    {"DynamicQuantizeLinear", 11, map_dyn_quantize, 0},
+    {"DequantizeLinear", 10, map_dequantize, 0},
+    {"QuantizeLinear", 10, map_quantize, 0},
     {"Acos", 7, map_acos, 0},
     {"Asin", 7, map_asin, 0},
     {"Atan", 7, map_atan, 0},
