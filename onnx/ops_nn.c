@@ -330,7 +330,69 @@ static braid_status map_rms_norm(ox_node *n) {
     return BRAID_OK;
 }
 
+/* LRN: x / (bias + alpha / size · sum of x² over the channel window
+ * [c - floor((size-1)/2), c + ceil((size-1)/2)])^beta; the window sum is
+ * an average pool over channels (padding counted) times size. */
+static braid_status map_lrn(ox_node *n) {
+    braid_graph *g = n->g;
+    braid_tensor x = ox_in(n, 0);
+    int64_t d[BRAID_MAX_RANK], size = ox_attr_int(n, "size", 0);
+    int r = ox_rank(n, x, d);
+    if (r < 3 || size < 1)
+        return ox_node_fail(n, BRAID_ERR_INVALID_ARGUMENT, "rank %d or size "
+                            "%lld", r, (long long)size);
+    int64_t rest = ox_numel(r - 2, d + 2);
+    braid_tensor sq = braid_reshape(g, braid_mul(g, x, x), 4,
+                                    (int64_t[]){d[0], 1, d[1], rest});
+    braid_pool_params p = {.kernel = {size, 1}, .pads_lo = {(size - 1) / 2, 0},
+                           .pads_hi = {size / 2, 0}, .count_include_pad = true};
+    braid_tensor sum = braid_reshape(g, braid_avg_pool(g, sq, &p), r, d);
+    double a = ox_attr_float(n, "alpha", 1e-4), b = ox_attr_float(n, "beta", 0.75);
+    braid_tensor den = braid_add(g, braid_mul(g, sum, sc(n, x, a)),
+                                 sc(n, x, ox_attr_float(n, "bias", 1.0)));
+    ox_out(n, 0, braid_div(g, x, braid_pow(g, den, sc(n, x, b))),
+           ox_in_elem(n, 0));
+    return BRAID_OK;
+}
+
+/* Hann, Hamming and Blackman windows (17): sum of a_k cos(2πk·i / N),
+ * N = size (periodic) or size - 1, in the output_datatype. */
+static braid_status window(ox_node *n, double a0, double a1, double a2) {
+    braid_graph *g = n->g;
+    int64_t size;
+    int cnt;
+    if (!ox_static_ints(n, 0, &size, 1, &cnt)) return n->im->status;
+    int elem = (int)ox_attr_int(n, "output_datatype", 1);
+    braid_dtype t = ox_dtype(elem);
+    if (size < 1 || t == BRAID_DTYPE_COUNT_)
+        return ox_node_fail(n, BRAID_ERR_INVALID_ARGUMENT, "size %lld or "
+                            "output_datatype", (long long)size);
+    double N = (double)(ox_attr_int(n, "periodic", 1) ? size : size - 1);
+    braid_tensor i = braid_cast(g, braid_iota(g, BRAID_I32, 1, &size, 0),
+                                BRAID_F64);
+    braid_tensor ph = braid_mul(g, i, ox_scalar(n, BRAID_F64, 2 * 3.14159265358979323846 / N));
+    braid_tensor w = braid_sub(g, ox_scalar(n, BRAID_F64, a0),
+                               braid_mul(g, braid_cos(g, ph),
+                                         ox_scalar(n, BRAID_F64, a1)));
+    if (a2 != 0)
+        w = braid_add(g, w, braid_mul(g, braid_cos(g, braid_add(g, ph, ph)),
+                                      ox_scalar(n, BRAID_F64, a2)));
+    ox_out(n, 0, braid_cast(g, w, t), elem);
+    return BRAID_OK;
+}
+static braid_status map_hann(ox_node *n) { return window(n, 0.5, 0.5, 0); }
+static braid_status map_hamming(ox_node *n) {
+    return window(n, 25.0 / 46, 1 - 25.0 / 46, 0);
+}
+static braid_status map_blackman(ox_node *n) {
+    return window(n, 0.42, 0.5, 0.08);
+}
+
 const ox_op ox_ops_nn[] = {
+    {"BlackmanWindow", 17, map_blackman, 0},
+    {"HammingWindow", 17, map_hamming, 0},
+    {"HannWindow", 17, map_hann, 0},
+    {"LRN", 1, map_lrn, 0},
     {"BatchNormalization", 1, map_batch_norm, 0},
     {"Gemm", 1, map_gemm, 0},
     {"GroupNormalization", 18, map_group_norm, 0},
