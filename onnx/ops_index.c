@@ -149,7 +149,30 @@ static braid_status map_cumprod(ox_node *n) {
     return BRAID_OK;
 }
 
+/* ReverseSequence: along time_axis, the first seq_lens[b] elements of
+ * batch b reversed, the rest kept: a GatherElements with index
+ * where(t < len, len - 1 - t, t). */
+static braid_status map_reverse_sequence(ox_node *n) {
+    braid_graph *g = n->g;
+    braid_tensor x = ox_in(n, 0);
+    int64_t d[BRAID_MAX_RANK], ld[BRAID_MAX_RANK];
+    int r = ox_rank(n, x, d), ba, ta;
+    if (!ox_axis(n, ox_attr_int(n, "batch_axis", 1), r, &ba) ||
+        !ox_axis(n, ox_attr_int(n, "time_axis", 0), r, &ta))
+        return n->im->status;
+    for (int i = 0; i < r; i++) ld[i] = i == ba ? d[ba] : 1;
+    braid_tensor len = braid_reshape(g, braid_cast(g, ox_in(n, 1), BRAID_I32),
+                                     r, ld);
+    braid_tensor t = braid_iota(g, BRAID_I32, r, d, ta);
+    braid_tensor rev = braid_sub(g, braid_sub(g, len, ox_scalar(n, BRAID_I32, 1)),
+                                 t);
+    braid_tensor idx = braid_where(g, braid_lt(g, t, len), rev, t);
+    ox_out(n, 0, braid_gather_elements(g, x, idx, ta), ox_in_elem(n, 0));
+    return BRAID_OK;
+}
+
 const ox_op ox_ops_index[] = {
+    {"ReverseSequence", 10, map_reverse_sequence, 0},
     {"CumProd", 26, map_cumprod, 0},
     {"ArgMax", 1, map_argmax, 0},
     {"ArgMin", 1, map_argmin, 0},
