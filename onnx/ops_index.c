@@ -171,7 +171,35 @@ static braid_status map_reverse_sequence(ox_node *n) {
     return BRAID_OK;
 }
 
+/* TensorScatter (24), a KV-cache write: update's positions s along axis
+ * land at write_indices[b] + s (mod the cache length when circular) of
+ * batch b; a ScatterElements with those indices. */
+static braid_status map_tensor_scatter(ox_node *n) {
+    braid_graph *g = n->g;
+    braid_tensor c = ox_in(n, 0), u = ox_in(n, 1);
+    int64_t cd[BRAID_MAX_RANK], ud[BRAID_MAX_RANK], wd[BRAID_MAX_RANK];
+    int r = ox_rank(n, c, cd), axis;
+    ox_rank(n, u, ud);
+    if (!ox_axis(n, ox_attr_int(n, "axis", -2), r, &axis)) return n->im->status;
+    char mode[16];
+    ox_attr_str(n, "mode", mode, sizeof mode, "linear");
+    bool circ = !strcmp(mode, "circular");
+    if (!circ && strcmp(mode, "linear"))
+        return ox_node_fail(n, BRAID_ERR_UNSUPPORTED, "mode \"%s\"", mode);
+    braid_tensor idx = braid_iota(g, BRAID_I32, r, ud, axis);
+    if (ox_has(n, 2)) {
+        for (int i = 0; i < r; i++) wd[i] = i == 0 ? cd[0] : 1;
+        braid_tensor w = braid_cast(g, ox_in(n, 2), BRAID_I32);
+        idx = braid_add(g, idx, braid_reshape(g, w, r, wd));
+    }
+    if (circ) idx = braid_mod(g, idx, ox_scalar(n, BRAID_I32, (double)cd[axis]));
+    ox_out(n, 0, braid_scatter_elements(g, c, idx, u, axis, BRAID_SCATTER_NONE),
+           ox_in_elem(n, 0));
+    return BRAID_OK;
+}
+
 const ox_op ox_ops_index[] = {
+    {"TensorScatter", 24, map_tensor_scatter, 0},
     {"ReverseSequence", 10, map_reverse_sequence, 0},
     {"CumProd", 26, map_cumprod, 0},
     {"ArgMax", 1, map_argmax, 0},
