@@ -404,6 +404,12 @@ static const bg_grad_rule gr_rules[BRAID_OP_COUNT_] = {
     [BRAID_OP_TOPK_VALUES] = bg_grad_topk, /* index ops */
     [BRAID_OP_CUMSUM] = bg_grad_cumsum,
     [BRAID_OP_REDUCE_PROD] = bg_grad_reduce_prod,
+    /* pooling (issue #13) */
+    [BRAID_OP_MAX_POOL] = bg_grad_window,
+    [BRAID_OP_AVG_POOL] = bg_grad_window,
+    /* conv ops (issue #13) */
+    [BRAID_OP_CONV] = bg_grad_conv,
+    [BRAID_OP_CONV_TRANSPOSE] = bg_grad_conv,
 };
 
 bg_grad_rule bg_grad_rule_of(braid_op op) {

@@ -160,7 +160,21 @@ static void gpu_case_init(gpu_case *c, const bp_plan *p, uint32_t id,
         c->host[k] = malloc(c->bytes[k] ? c->bytes[k] : 1);
         cr_assert_not_null(c->host[k]);
         double r = x->dtype == BRAID_I32 ? 100.0 : 2.0;
-        ts_fill_random(x->dtype, c->host[k], bg_numel(x), seed + k, -r, r);
+        /* an index operand (gather, scatter) gets random values valid for
+         * every axis of the data, negative ones included: wider ones would
+         * be out of range (a run error, not a kernel to compare) */
+        if (bg_op(n->op)->kind == BRAID_KIND_INDEX && k == 1) {
+            const bg_node *d = bg_node_at(p->res.graph, n->inputs[0]);
+            int64_t m = d->rank ? d->dims[0] : 1;
+            for (int a = 1; a < d->rank; a++)
+                if (d->dims[a] < m) m = d->dims[a];
+            r = m > 0 ? (double)m : 1.0;
+            ts_fill_random(x->dtype, c->host[k], bg_numel(x), seed + k, -r,
+                           m > 0 ? r - 1 : 0);
+        } else {
+            ts_fill_random(x->dtype, c->host[k], bg_numel(x), seed + k, -r,
+                           r);
+        }
         snprintf(c->names[k], sizeof c->names[k], "in%u", (unsigned)k);
         c->bind[k] =
             (braid_input_binding){c->names[k], c->host[k], c->bytes[k]};

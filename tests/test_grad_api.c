@@ -210,6 +210,54 @@ Test(grad_api, rank_collective_on_the_path_is_named) {
     braid_graph_free(g);
 }
 
+/* x [n] seen as [1, 1, n] for the 1-D pools below. */
+static braid_tensor as_ncl(braid_graph *g, braid_tensor x) {
+    return braid_reshape(g, x, 3, DIMS(1, 1, braid_tensor_numel(g, x)));
+}
+
+/* windows of 2, stride 1: max of {1,3}, {3,3} (a tie), {3,2}. */
+static braid_tensor l_max_pool(braid_graph *g, braid_tensor x) {
+    braid_pool_params p = {.kernel = {2}};
+    return sum_all(g, braid_max_pool(g, as_ncl(g, x), &p));
+}
+
+/* windows of 2 over x padded by one on each side: the end windows hold
+ * one element of x, so it counts once or (count_include_pad) half. */
+static bool include_pad;
+static braid_tensor l_avg_pool(braid_graph *g, braid_tensor x) {
+    braid_pool_params p = {.kernel = {2}, .pads_lo = {1}, .pads_hi = {1}};
+    p.count_include_pad = include_pad;
+    return sum_all(g, braid_avg_pool(g, as_ncl(g, x), &p));
+}
+
+Test(grad_api, pools_share_ties_and_divide_by_the_window) {
+    double x[4] = {1, 3, 3, 2}, g[4];
+    grad_at(l_max_pool, x, 4, g);
+    expect_values(g, (double[]){0, 1.5, 1.5, 0}, 4, "max_pool");
+    include_pad = false;
+    grad_at(l_avg_pool, x, 3, g);
+    expect_values(g, (double[]){1.5, 1, 1.5}, 3, "avg_pool");
+    include_pad = true;
+    grad_at(l_avg_pool, x, 3, g);
+    expect_values(g, (double[]){1, 1, 1}, 3, "avg_pool count_include_pad");
+}
+
+Test(grad_api, resize_on_the_path_is_named) {
+    braid_graph *g = braid_graph_new(NULL);
+    braid_tensor x = braid_input(g, "x", BRAID_F32, 2, DIMS(2, 3));
+    braid_tensor r = braid_resize(g, x, DIMS(4, 6), NULL, BRAID_RESIZE_LINEAR,
+                                  BRAID_COORD_HALF_PIXEL,
+                                  BRAID_NEAREST_ROUND_PREFER_FLOOR);
+    braid_tensor loss = braid_sum(g, r, 0, NULL, false);
+    cr_assert(braid_tensor_valid(loss), "%s", braid_graph_error(g));
+    braid_tensor out = {0};
+    cr_expect_neq(braid_grad(g, loss, 1, &x, &out), BRAID_OK);
+    cr_expect(strstr(braid_graph_error(g), "resize"), "%s",
+              braid_graph_error(g));
+    cr_expect(!braid_tensor_valid(out));
+    braid_graph_free(g);
+}
+
 /* Comparisons and i32 casts end a path quietly: the gradient through them
  * is zero, not an error. */
 Test(grad_api, comparisons_and_integer_casts_pass_nothing) {

@@ -445,8 +445,8 @@ Test(misuse, copy_and_fused_are_not_buildable) {
 }
 
 Test(misuse, bg_build_call_checks) {
-    MISUSE(INV, "bg_build: unknown op 77",
-           bg_direct(g, (braid_op)77, x, 0, NULL, (bg_attrs){0}));
+    MISUSE(INV, "bg_build: unknown op 4000",
+           bg_direct(g, (braid_op)4000, x, 0, NULL, (bg_attrs){0}));
     MISUSE(INV, "add: got 1 inputs; expected 2",
            bg_direct(g, BRAID_OP_ADD, x, 0, NULL, (bg_attrs){0}));
     MISUSE(INV, "fill: got 1 inputs; expected 0",

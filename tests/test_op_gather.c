@@ -375,10 +375,10 @@ Test(op_gather, text_forms_and_errors) {
     const char *bad = "braid-graph 1\n"
                       "%0 = input f32[4] name=\"x\"\n"
                       "%1 = input i32[2] name=\"i\"\n"
-                      "%2 = gather %0, %1 mode=sideways\n";
+                      "%2 = gather %0, %1 form=sideways\n";
     g = braid_graph_parse(bad, strlen(bad), "bad.graph", NULL);
     cr_assert_eq(braid_graph_status(g), BRAID_ERR_PARSE);
-    cr_assert(strstr(braid_graph_error(g), "unknown mode"), "%s",
+    cr_assert(strstr(braid_graph_error(g), "unknown form"), "%s",
               braid_graph_error(g));
     braid_graph_free(g);
 }

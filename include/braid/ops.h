@@ -182,14 +182,14 @@ enum {
     /* gather, scatter (issue #13): docs/ops.md */ \
     X(GATHER, "gather", 2, INDEX, ANY, BRAID_OPF_DIFFERENTIABLE|BRAID_OPF_RUN_CHECK, 0) \
     X(SCATTER, "scatter", 3, INDEX, ANY, BRAID_OPF_DIFFERENTIABLE|BRAID_OPF_RUN_CHECK, 1) \
-    /* conv ops (flops: per multiply-add of the convolution; no gradient */ \
-    /* rule yet, so not flagged differentiable: grad refuses them by name) */ \
-    X(CONV, "conv", -1, CONV, FLOAT, 0, 2) \
-    X(CONV_TRANSPOSE, "conv_transpose", -1, CONV, FLOAT, 0, 2) \
-    /* pooling and resize (issue 13); no gradient rules yet: braid_grad \
-     * fails naming the node */ \
-    X(MAX_POOL, "max_pool", 1, WINDOW, NUMBER, BRAID_OPF_EXACT, 1) \
-    X(AVG_POOL, "avg_pool", 1, WINDOW, FLOAT, 0, 1) \
+    /* conv ops (flops: per multiply-add of the convolution; gradients: \
+     * graph/grad_conv.c) */ \
+    X(CONV, "conv", -1, CONV, FLOAT, BRAID_OPF_DIFFERENTIABLE, 2) \
+    X(CONV_TRANSPOSE, "conv_transpose", -1, CONV, FLOAT, BRAID_OPF_DIFFERENTIABLE, 2) \
+    /* pooling and resize (issue 13); pools' gradients: graph/grad_window.c; \
+     * resize has none (braid_grad fails naming the node) */ \
+    X(MAX_POOL, "max_pool", 1, WINDOW, NUMBER, BRAID_OPF_DIFFERENTIABLE|BRAID_OPF_EXACT, 1) \
+    X(AVG_POOL, "avg_pool", 1, WINDOW, FLOAT, BRAID_OPF_DIFFERENTIABLE, 1) \
     X(RESIZE, "resize", 1, WINDOW, FLOAT, 0, 2) \
     /* index ops: argmax/argmin, topk, cumsum, reduce_prod (docs/ops.md) */ \
     X(ARGMAX, "argmax", 1, AXIS, NUMBER, 0, 1) \

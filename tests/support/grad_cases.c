@@ -342,6 +342,77 @@ static braid_tensor gc_prod(gc_env *e, braid_op op) {
     return braid_reduce_prod(e->g, gc_input(e, &s, r), n, axes, keep);
 }
 
+/* ---- pooling: x [N, C, 1-3 spatial axes], random windows ----------------- */
+
+static braid_tensor gc_pool(gc_env *e, braid_op op) {
+    braid_pool_params p;
+    memset(&p, 0, sizeof p);
+    ts_shape x = {2, {gc_int(e, 1, 2), gc_int(e, 1, 2)}};
+    int k = gc_int(e, 1, 3);
+    for (int i = 0; i < k; i++) {
+        int64_t in = gc_int(e, 2, k == 3 ? 4 : 6);
+        x.dims[x.rank++] = in;
+        p.kernel[i] = gc_int(e, 1, 3);
+        p.strides[i] = gc_int(e, 1, 2);
+        p.dilations[i] = gc_int(e, 1, 2);
+        p.pads_lo[i] = gc_int(e, 0, (int)p.kernel[i] - 1);
+        p.pads_hi[i] = gc_int(e, 0, (int)p.kernel[i] - 1);
+        while (in + p.pads_lo[i] + p.pads_hi[i] <
+               p.dilations[i] * (p.kernel[i] - 1) + 1)
+            p.kernel[i]--; /* keep at least one window */
+    }
+    p.ceil_mode = gc_int(e, 0, 1);
+    p.count_include_pad = gc_int(e, 0, 1);
+    gc_note(e, "%s", p.ceil_mode ? " ceil" : "");
+    gc_note(e, "%s", p.count_include_pad ? " count_pad" : "");
+    braid_tensor xt = gc_input(e, &x, TS_RANGE(-2, 2));
+    return op == BRAID_OP_MAX_POOL ? braid_max_pool(e->g, xt, &p)
+                                   : braid_avg_pool(e->g, xt, &p);
+}
+
+/* ---- conv ops: x [N, C, 1-2 spatial axes], groups 1-2, random geometry --- */
+
+static braid_tensor gc_conv(gc_env *e, braid_op op) {
+    bool tr = op == BRAID_OP_CONV_TRANSPOSE;
+    int64_t G = gc_int(e, 1, 2), cg = gc_int(e, 1, 2), og = gc_int(e, 1, 2);
+    int ns = gc_int(e, 1, 2);
+    braid_conv_params p;
+    memset(&p, 0, sizeof p);
+    ts_shape x = {2, {gc_int(e, 1, 2), G * cg}};
+    ts_shape w = {2, {tr ? G * cg : G * og, tr ? og : cg}};
+    for (int i = 0; i < ns; i++) {
+        int64_t k = gc_int(e, 1, 3);
+        p.strides[i] = gc_int(e, 1, 2);
+        p.dilations[i] = gc_int(e, 1, 2);
+        p.pads[i] = gc_int(e, 0, (int)k - 1);
+        p.pads[ns + i] = gc_int(e, 0, (int)k - 1);
+        int64_t span = (k - 1) * p.dilations[i] + 1;
+        int64_t in = gc_int(e, 2, 5);
+        if (!tr && in + p.pads[i] + p.pads[ns + i] < span)
+            in = span; /* at least one output */
+        if (tr) {
+            int64_t most = p.strides[i] > p.dilations[i] ? p.strides[i]
+                                                          : p.dilations[i];
+            p.output_padding[i] = gc_int(e, 0, (int)most - 1);
+            int64_t out = p.strides[i] * (in - 1) + span - p.pads[i] -
+                          p.pads[ns + i] + p.output_padding[i];
+            if (out < 1) p.pads[i] = p.pads[ns + i] = 0;
+        }
+        x.dims[x.rank++] = in;
+        w.dims[w.rank++] = k;
+    }
+    p.groups = G;
+    gc_note(e, "%s", G > 1 ? " groups 2" : "");
+    braid_tensor xt = gc_input(e, &x, TS_RANGE(-1, 1));
+    braid_tensor wt = gc_input(e, &w, TS_RANGE(-1, 1)), bt = BRAID_NONE;
+    if (gc_int(e, 0, 1)) {
+        ts_shape b = {1, {G * og}};
+        bt = gc_input(e, &b, TS_RANGE(-1, 1));
+    }
+    return tr ? braid_conv_transpose(e->g, xt, wt, bt, &p)
+              : braid_conv(e->g, xt, wt, bt, &p);
+}
+
 /* ---- the table ---------------------------------------------------------- */
 
 typedef struct gc_kind {
@@ -417,6 +488,10 @@ static const gc_kind gc_kinds[] = {
     {BRAID_OP_TOPK_VALUES, gc_axis, NULL}, /* index ops */
     {BRAID_OP_CUMSUM, gc_axis, NULL},
     {BRAID_OP_REDUCE_PROD, gc_prod, NULL},
+    {BRAID_OP_MAX_POOL, gc_pool, NULL},
+    {BRAID_OP_AVG_POOL, gc_pool, NULL},
+    {BRAID_OP_CONV, gc_conv, NULL},
+    {BRAID_OP_CONV_TRANSPOSE, gc_conv, NULL},
 };
 
 int ts_grad_case_kinds(void) {

@@ -622,7 +622,6 @@ bool ts_gen_source(ts_gen *G) {
  * C/groups · taps products, padding taps adding 0. */
 bool ts_gen_conv(ts_gen *G) {
     unsigned fl = (1u << BRAID_F32) | (1u << BRAID_F64);
-    if (G->o.grad_ops_only) return false;
     int xi = ts_gen_pick(G, (ts_want){fl, false, 3, true});
     if (xi < 0 || G->vals[xi].rank > 5) return false;
     ts_val x = G->vals[xi];

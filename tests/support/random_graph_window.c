@@ -12,7 +12,6 @@
 #include <math.h>
 
 bool ts_gen_pool(ts_gen *G) {
-    if (G->o.grad_ops_only) return false;
     bool max = ts_gen_chance(G, 0.5);
     unsigned dts = max ? (TS_FLOATS | TS_DT(BRAID_I32)) : TS_FLOATS;
     int xi = ts_gen_pick(G, (ts_want){dts, false, 3, true});
@@ -46,7 +45,7 @@ bool ts_gen_pool(ts_gen *G) {
 }
 
 bool ts_gen_resize(ts_gen *G) {
-    if (G->o.grad_ops_only) return false;
+    if (G->o.grad_ops_only) return false; /* no gradient rule */
     int xi = ts_gen_pick(G, (ts_want){TS_FLOATS, false, 1, true});
     if (xi < 0) return false;
     ts_val x = G->vals[xi];

@@ -22,8 +22,8 @@ typedef struct ts_graph_options {
     int64_t max_dim;      /* largest dim (e.g. 6) */
     bool mixed_dtypes;    /* also f16, bf16, f64, i32, bool where legal */
     bool device_hints;    /* random hints "cpu" / "cuda:0" */
-    bool grad_ops_only;   /* only ops braid_grad has rules for (no conv,
-                             no pools, no resize) */
+    bool grad_ops_only;   /* only ops braid_grad has rules for (no
+                             resize) */
 } ts_graph_options;
 
 void ts_graph_options_default(ts_graph_options *o);
