@@ -5,8 +5,8 @@
  * a softmax whose fully masked rows give 0, and × V. 3-D inputs are split
  * into heads (q_num_heads, kv_num_heads); fewer K/V heads are repeated
  * (grouped-query attention); past_key/past_value are prepended and the
- * results returned as present_key/present_value. nonpad_kv_seqlen is not
- * supported. */
+ * results returned as present_key/present_value; nonpad_kv_seqlen masks
+ * each batch's padded keys and offsets its causal/window masks. */
 #include "onnx/onnx_internal.h"
 
 #include <math.h>
@@ -39,18 +39,19 @@ static braid_tensor bias_of(ox_node *n, braid_tensor allowed, braid_dtype t) {
                        ox_scalar(n, t, -INFINITY));
 }
 
-/* j - i - offset over [sq, skv], as i32. */
-static braid_tensor diag(ox_node *n, int64_t sq, int64_t skv, int64_t off) {
+/* j - i - offset over [sq, skv] (broadcast with off, an i32 scalar or a
+ * per-batch [B, 1, 1, 1]). */
+static braid_tensor diag(ox_node *n, int64_t sq, int64_t skv, braid_tensor off) {
     int64_t d[2] = {sq, skv};
     braid_tensor i = braid_iota(n->g, BRAID_I32, 2, d, 0);
     braid_tensor j = braid_iota(n->g, BRAID_I32, 2, d, 1);
     braid_tensor r = braid_sub(n->g, j, i);
-    return braid_sub(n->g, r, ox_scalar(n, BRAID_I32, (double)off));
+    return braid_sub(n->g, r, off);
 }
 
 /* The additive bias of the scores, or BRAID_NONE. */
 static braid_tensor attention_bias(ox_node *n, braid_dtype t, int64_t sq,
-                                   int64_t skv, int64_t past) {
+                                   int64_t skv, braid_tensor past) {
     braid_graph *g = n->g;
     braid_tensor bias = BRAID_NONE;
     if (ox_has(n, 3)) {
@@ -90,6 +91,21 @@ static braid_tensor attention_bias(ox_node *n, braid_dtype t, int64_t sq,
     return bias;
 }
 
+/* nonpad_kv_seqlen [B] (an external cache, no past): keys from
+ * nonpad[b] on are masked, and the causal and window masks align to
+ * offset nonpad[b] - sq; *off gets that offset as [B, 1, 1, 1]. */
+static braid_tensor nonpad_bias(ox_node *n, braid_dtype t, int64_t sq,
+                                int64_t skv, braid_tensor *off) {
+    braid_graph *g = n->g;
+    braid_tensor np = braid_cast(g, ox_in(n, 6), BRAID_I32);
+    int64_t nd[BRAID_MAX_RANK];
+    int64_t b = ox_numel(ox_rank(n, np, nd), nd);
+    np = braid_reshape(g, np, 4, (int64_t[]){b, 1, 1, 1});
+    *off = braid_sub(g, np, ox_scalar(n, BRAID_I32, (double)sq));
+    braid_tensor j = braid_iota(g, BRAID_I32, 4, (int64_t[]){1, 1, 1, skv}, 3);
+    return bias_of(n, braid_lt(g, j, np), t);
+}
+
 /* Softmax over the last axis whose fully masked rows (all -inf) give 0. */
 static braid_tensor masked_softmax(ox_node *n, braid_tensor x) {
     braid_graph *g = n->g;
@@ -105,8 +121,6 @@ static braid_tensor masked_softmax(ox_node *n, braid_tensor x) {
 
 static braid_status map_attention(ox_node *n) {
     braid_graph *g = n->g;
-    if (ox_has(n, 6))
-        return ox_node_fail(n, BRAID_ERR_UNSUPPORTED, "nonpad_kv_seqlen");
     braid_tensor q = ox_in(n, 0), k = ox_in(n, 1), v = ox_in(n, 2);
     int64_t qd[BRAID_MAX_RANK], kd[BRAID_MAX_RANK];
     int rank = ox_rank(n, q, qd);
@@ -148,7 +162,17 @@ static braid_status map_attention(ox_node *n) {
     if (cap > 0)
         qk = braid_mul(g, braid_tanh(g, braid_div(g, qk, sc(n, qk, cap))),
                        sc(n, qk, cap));
-    braid_tensor bias = attention_bias(n, ox_tdtype(n, q), qd[2], kd[2], past);
+    braid_dtype t = ox_tdtype(n, q);
+    braid_tensor off = ox_scalar(n, BRAID_I32, (double)past), pad = BRAID_NONE;
+    if (ox_has(n, 6)) {
+        if (past)
+            return ox_node_fail(n, BRAID_ERR_INVALID_ARGUMENT, "nonpad_kv_seqlen "
+                                "with past_key");
+        pad = nonpad_bias(n, t, qd[2], kd[2], &off);
+    }
+    braid_tensor bias = attention_bias(n, t, qd[2], kd[2], off);
+    if (braid_tensor_valid(pad))
+        bias = braid_tensor_valid(bias) ? braid_add(g, bias, pad) : pad;
     braid_tensor with = braid_tensor_valid(bias) ? braid_add(g, qk, bias) : qk;
     braid_tensor p = masked_softmax(n, with);
     int64_t mode = ox_attr_int(n, "qk_matmul_output_mode", 0);
@@ -164,7 +188,70 @@ static braid_status map_attention(ox_node *n) {
     return BRAID_OK;
 }
 
+/* Elements [lo, hi) by step along the last axis of x. */
+static braid_tensor last_axis(ox_node *n, braid_tensor x, int64_t lo,
+                              int64_t hi, int64_t step) {
+    int64_t d[BRAID_MAX_RANK], b[BRAID_MAX_RANK] = {0}, s[BRAID_MAX_RANK];
+    int r = ox_rank(n, x, d);
+    for (int i = 0; i < r; i++) s[i] = 1;
+    b[r - 1] = lo, d[r - 1] = hi, s[r - 1] = step;
+    return braid_slice(n->g, x, b, d, s);
+}
+
+/* RotaryEmbedding (23), as ONNX's reference: x [B, H, S, D] or [B, S,
+ * H·D] worked on as [B, S, H, D]; the first rotary_embedding_dim
+ * features rotate in halves (or even/odd pairs when interleaved) by the
+ * cos/sin caches, picked by position_ids when given. */
+static braid_status map_rotary(ox_node *n) {
+    braid_graph *g = n->g;
+    braid_tensor x = ox_in(n, 0), cs = ox_in(n, 1), sn = ox_in(n, 2);
+    int64_t d[BRAID_MAX_RANK], od[BRAID_MAX_RANK];
+    int r = ox_rank(n, x, od), perm[4] = {0, 2, 1, 3};
+    if (r != 3 && r != 4)
+        return ox_node_fail(n, BRAID_ERR_SHAPE, "input rank %d (3 or 4)", r);
+    if (r == 4) {
+        x = braid_permute(g, x, perm);
+    } else {
+        int64_t nh = ox_attr_int(n, "num_heads", 0);
+        if (nh <= 0 || od[2] % nh)
+            return ox_node_fail(n, BRAID_ERR_INVALID_ARGUMENT, "num_heads");
+        x = braid_reshape(g, x, 4, (int64_t[]){od[0], od[1], nh, od[2] / nh});
+    }
+    ox_rank(n, x, d);
+    int64_t rd = ox_attr_int(n, "rotary_embedding_dim", 0);
+    if (rd <= 0) rd = d[3];
+    int64_t h = rd / 2;
+    if (ox_has(n, 3)) {
+        braid_tensor pos = ox_in(n, 3);
+        cs = braid_gather(g, cs, pos, 0);
+        sn = braid_gather(g, sn, pos, 0);
+    }
+    int64_t cd[4] = {d[0], d[1], 1, h};
+    cs = braid_reshape(g, cs, 4, cd);
+    sn = braid_reshape(g, sn, 4, cd);
+    braid_tensor xr = last_axis(n, x, 0, rd, 1);
+    bool il = ox_attr_int(n, "interleaved", 0);
+    braid_tensor x1 = il ? last_axis(n, xr, 0, rd, 2) : last_axis(n, xr, 0, h, 1);
+    braid_tensor x2 = il ? last_axis(n, xr, 1, rd, 2) : last_axis(n, xr, h, rd, 1);
+    braid_tensor re = braid_sub(g, braid_mul(g, cs, x1), braid_mul(g, sn, x2));
+    braid_tensor im = braid_add(g, braid_mul(g, sn, x1), braid_mul(g, cs, x2));
+    if (il) {
+        int64_t e[5] = {d[0], d[1], d[2], h, 1};
+        braid_tensor p[2] = {braid_reshape(g, re, 5, e), braid_reshape(g, im, 5, e)};
+        xr = braid_reshape(g, braid_concat(g, 2, p, 4), 4,
+                           (int64_t[]){d[0], d[1], d[2], rd});
+    } else {
+        xr = braid_concat(g, 2, (braid_tensor[]){re, im}, 3);
+    }
+    if (rd < d[3])
+        xr = braid_concat(g, 2, (braid_tensor[]){xr, last_axis(n, x, rd, d[3], 1)}, 3);
+    xr = r == 4 ? braid_permute(g, xr, perm) : braid_reshape(g, xr, 3, od);
+    ox_out(n, 0, xr, ox_in_elem(n, 0));
+    return BRAID_OK;
+}
+
 const ox_op ox_ops_attention[] = {
     {"Attention", 23, map_attention, 0},
+    {"RotaryEmbedding", 23, map_rotary, 0},
     {NULL, 0, NULL, 0},
 };

@@ -1,175 +1,193 @@
-/* onnx/ops_conv.c — Conv and MaxPool over two spatial axes as composites
- * until braid's conv and pool ops (issue #13) land on main: the padded
- * input's kernel-offset slices (strided) are stacked, then Conv is one
- * matmul with the weights ([OC, C·KH·KW] × [N, C·KH·KW, OH·OW]),
- * MaxPool a max and AveragePool a mean over the stack. groups = 1 for Conv. auto_pad resolves to
- * explicit pads at import (static shapes). */
+/* onnx/ops_conv.c — ONNX's convolutions and pooling on braid's conv and
+ * pool ops (issue #13): Conv, ConvTranspose, MaxPool, AveragePool,
+ * LpPool over 1 to 3 spatial axes. auto_pad and ConvTranspose's
+ * output_shape resolve to explicit pads at import (static shapes). */
 #include "onnx/onnx_internal.h"
 
-#include <math.h>
 #include <string.h>
 
+/* Per spatial axis: kernel, strides, dilations, pads (starts, ends). */
 typedef struct cv_geom {
-    int64_t k[2], st[2], dl[2], lo[2], hi[2], out[2];
+    int s;
+    int64_t k[3], st[3], dl[3], lo[3], hi[3];
 } cv_geom;
 
-static bool geometry(ox_node *n, const int64_t *d, const int64_t *kern,
-                     cv_geom *gm) {
-    int64_t v[4];
-    int cnt;
-    for (int i = 0; i < 2; i++) {
-        gm->k[i] = kern[i];
-        gm->st[i] = gm->dl[i] = 1;
-        gm->lo[i] = gm->hi[i] = 0;
-    }
-    if (!ox_attr_ints(n, "strides", v, 2, &cnt)) return false;
-    for (int i = 0; i < cnt; i++) gm->st[i] = v[i];
-    if (!ox_attr_ints(n, "dilations", v, 2, &cnt)) return false;
-    for (int i = 0; i < cnt; i++) gm->dl[i] = v[i];
-    if (!ox_attr_ints(n, "pads", v, 4, &cnt)) return false;
-    for (int i = 0; cnt == 4 && i < 2; i++) gm->lo[i] = v[i], gm->hi[i] = v[i + 2];
-    char ap[16];
-    ox_attr_str(n, "auto_pad", ap, sizeof ap, "NOTSET");
-    bool upper = !strcmp(ap, "SAME_UPPER"), lower = !strcmp(ap, "SAME_LOWER");
-    for (int i = 0; i < 2; i++) {
-        if (gm->st[i] < 1 || gm->dl[i] < 1 || gm->k[i] < 1 || gm->lo[i] < 0 ||
+static bool bad_geometry(ox_node *n, const cv_geom *gm) {
+    for (int i = 0; i < gm->s; i++)
+        if (gm->k[i] < 1 || gm->st[i] < 1 || gm->dl[i] < 1 || gm->lo[i] < 0 ||
             gm->hi[i] < 0) {
             ox_node_fail(n, BRAID_ERR_INVALID_ARGUMENT, "bad kernel, stride, "
-                         "dilation or pad");
+                         "dilation or pad on spatial axis %d", i);
+            return true;
+        }
+    return false;
+}
+
+/* Attributes into gm for input dims d (rank r) and kernel kern; auto_pad
+ * SAME_* gives the pads of a convolution whose output is ceil(in /
+ * stride) (*same: 1 upper, -1 lower, 0 neither; ConvTranspose
+ * replaces those pads by its own rule). */
+static bool geometry(ox_node *n, const int64_t *d, int r, const int64_t *kern,
+                     cv_geom *gm, int *same) {
+    int cnt;
+    int64_t v[6];
+    gm->s = r - 2;
+    if (gm->s < 1 || gm->s > 3) {
+        ox_node_fail(n, BRAID_ERR_UNSUPPORTED, "%d spatial axes (1 to 3)",
+                     gm->s);
+        return false;
+    }
+    for (int i = 0; i < gm->s; i++)
+        gm->k[i] = kern[i], gm->st[i] = gm->dl[i] = 1, gm->lo[i] = gm->hi[i] = 0;
+    if (!ox_attr_ints(n, "strides", v, 3, &cnt)) return false;
+    for (int i = 0; i < cnt && i < gm->s; i++) gm->st[i] = v[i];
+    if (!ox_attr_ints(n, "dilations", v, 3, &cnt)) return false;
+    for (int i = 0; i < cnt && i < gm->s; i++) gm->dl[i] = v[i];
+    if (!ox_attr_ints(n, "pads", v, 6, &cnt)) return false;
+    for (int i = 0; cnt == 2 * gm->s && i < gm->s; i++)
+        gm->lo[i] = v[i], gm->hi[i] = v[i + gm->s];
+    char ap[16];
+    ox_attr_str(n, "auto_pad", ap, sizeof ap, "NOTSET");
+    *same = !strcmp(ap, "SAME_UPPER") ? 1 : !strcmp(ap, "SAME_LOWER") ? -1 : 0;
+    if (!strcmp(ap, "VALID"))
+        for (int i = 0; i < gm->s; i++) gm->lo[i] = gm->hi[i] = 0;
+    for (int i = 0; *same && i < gm->s; i++) {
+        int64_t in = d[i + 2], out = (in + gm->st[i] - 1) / gm->st[i];
+        int64_t need = (out - 1) * gm->st[i] + (gm->k[i] - 1) * gm->dl[i] + 1 - in;
+        if (need < 0) need = 0;
+        gm->lo[i] = *same > 0 ? need / 2 : need - need / 2;
+        gm->hi[i] = need - gm->lo[i];
+    }
+    return !bad_geometry(n, gm);
+}
+
+static void conv_params(const cv_geom *gm, int64_t groups,
+                        braid_conv_params *p) {
+    memset(p, 0, sizeof *p);
+    for (int i = 0; i < gm->s; i++) {
+        p->strides[i] = gm->st[i];
+        p->dilations[i] = gm->dl[i];
+        p->pads[i] = gm->lo[i];
+        p->pads[i + gm->s] = gm->hi[i];
+    }
+    p->groups = groups;
+}
+
+static braid_status map_conv(ox_node *n) {
+    braid_tensor x = ox_in(n, 0), w = ox_in(n, 1);
+    int64_t d[BRAID_MAX_RANK], wd[BRAID_MAX_RANK];
+    int r = ox_rank(n, x, d), same;
+    ox_rank(n, w, wd);
+    cv_geom gm;
+    if (!geometry(n, d, r, wd + 2, &gm, &same)) return n->im->status;
+    braid_conv_params p;
+    conv_params(&gm, ox_attr_int(n, "group", 1), &p);
+    braid_tensor b = ox_has(n, 2) ? ox_in(n, 2) : BRAID_NONE;
+    ox_out(n, 0, braid_conv(n->g, x, w, b, &p), ox_in_elem(n, 0));
+    return BRAID_OK;
+}
+
+/* ConvTranspose's pads from output_shape (or, with auto_pad SAME_*, an
+ * output of in · stride): total = stride·(in-1) + output_padding +
+ * span - out, split with the odd element at the end for SAME_UPPER (and
+ * at the start otherwise), as ONNX's reference does. */
+static bool transpose_pads(ox_node *n, const int64_t *d, int same,
+                           const int64_t *opad, cv_geom *gm) {
+    int64_t os[BRAID_MAX_RANK];
+    int cnt;
+    if (!ox_attr_ints(n, "output_shape", os, BRAID_MAX_RANK, &cnt)) return false;
+    if (cnt < 0 && !same) return true;
+    if (cnt >= 0 && cnt != gm->s && cnt != gm->s + 2) {
+        ox_node_fail(n, BRAID_ERR_INVALID_ARGUMENT, "output_shape has %d "
+                     "entries", cnt);
+        return false;
+    }
+    for (int i = 0; i < gm->s; i++) {
+        int64_t out = cnt >= 0 ? os[cnt - gm->s + i] : d[i + 2] * gm->st[i];
+        int64_t total = gm->st[i] * (d[i + 2] - 1) + opad[i] +
+                        (gm->k[i] - 1) * gm->dl[i] + 1 - out;
+        if (total < 0) {
+            ox_node_fail(n, BRAID_ERR_UNSUPPORTED, "output_shape %lld needs "
+                         "negative padding", (long long)out);
             return false;
         }
-        int64_t in = d[i + 2];
-        if (upper || lower) {
-            int64_t out = (in + gm->st[i] - 1) / gm->st[i];
-            int64_t need = (out - 1) * gm->st[i] + (gm->k[i] - 1) * gm->dl[i] + 1 - in;
-            if (need < 0) need = 0;
-            gm->lo[i] = upper ? need / 2 : need - need / 2;
-            gm->hi[i] = need - gm->lo[i];
-        }
-        int64_t span = (gm->k[i] - 1) * gm->dl[i] + 1;
-        int64_t padded = in + gm->lo[i] + gm->hi[i];
-        gm->out[i] = padded < span ? 0 : (padded - span) / gm->st[i] + 1;
-        if (gm->out[i] <= 0) {
-            ox_node_fail(n, BRAID_ERR_SHAPE, "the window does not fit");
-            return false;
-        }
+        gm->lo[i] = same > 0 ? total / 2 : total - total / 2;
+        gm->hi[i] = total - gm->lo[i];
     }
     return true;
 }
 
-/* x [N, C, H, W] padded with v, then stacked kernel-offset slices
- * [N, C, KH·KW, OH·OW]. */
-static braid_tensor patches(ox_node *n, braid_tensor x, const cv_geom *gm,
-                            double v) {
-    braid_graph *g = n->g;
-    int64_t d[BRAID_MAX_RANK];
-    ox_rank(n, x, d);
-    for (int a = 0; a < 2; a++) {
-        int64_t pd[4] = {d[0], d[1], d[2], d[3]};
-        braid_tensor parts[3];
-        int k = 0;
-        if (gm->lo[a]) {
-            pd[a + 2] = gm->lo[a];
-            parts[k++] = braid_fill(g, ox_tdtype(n, x), 4, pd, v);
-        }
-        parts[k++] = x;
-        if (gm->hi[a]) {
-            pd[a + 2] = gm->hi[a];
-            parts[k++] = braid_fill(g, ox_tdtype(n, x), 4, pd, v);
-        }
-        if (k > 1) x = braid_concat(g, k, parts, a + 2);
-        ox_rank(n, x, d);
-    }
-    int64_t kk = gm->k[0] * gm->k[1], oo = gm->out[0] * gm->out[1];
-    braid_tensor sl[256];
-    if (kk > 256) return BRAID_NONE;
-    for (int64_t i = 0; i < gm->k[0]; i++)
-        for (int64_t j = 0; j < gm->k[1]; j++) {
-            int64_t b[4] = {0, 0, i * gm->dl[0], j * gm->dl[1]};
-            int64_t e[4] = {d[0], d[1], b[2] + (gm->out[0] - 1) * gm->st[0] + 1,
-                            b[3] + (gm->out[1] - 1) * gm->st[1] + 1};
-            int64_t s[4] = {1, 1, gm->st[0], gm->st[1]};
-            braid_tensor t = braid_slice(g, x, b, e, s);
-            sl[i * gm->k[1] + j] =
-                braid_reshape(g, t, 4, (int64_t[]){d[0], d[1], 1, oo});
-        }
-    return kk == 1 ? sl[0] : braid_concat(g, (int)kk, sl, 2);
-}
-
-static braid_status map_conv(ox_node *n) {
-    braid_graph *g = n->g;
+static braid_status map_conv_transpose(ox_node *n) {
     braid_tensor x = ox_in(n, 0), w = ox_in(n, 1);
-    int64_t d[BRAID_MAX_RANK], wd[BRAID_MAX_RANK];
-    if (ox_rank(n, x, d) != 4 || ox_rank(n, w, wd) != 4)
-        return ox_node_fail(n, BRAID_ERR_UNSUPPORTED, "only 2-D convolutions "
-                            "until braid's conv op");
-    if (ox_attr_int(n, "group", 1) != 1 || wd[1] != d[1])
-        return ox_node_fail(n, BRAID_ERR_UNSUPPORTED, "group > 1 until braid's "
-                            "conv op");
+    int64_t d[BRAID_MAX_RANK], wd[BRAID_MAX_RANK], v[3], opad[3] = {0};
+    int r = ox_rank(n, x, d), cnt, same;
+    ox_rank(n, w, wd);
     cv_geom gm;
-    if (!geometry(n, d, wd + 2, &gm)) return n->im->status;
-    if (gm.k[0] * gm.k[1] > 256)
-        return ox_node_fail(n, BRAID_ERR_UNSUPPORTED, "a kernel over 256 taps");
-    int64_t ckk = d[1] * gm.k[0] * gm.k[1], oo = gm.out[0] * gm.out[1];
-    braid_tensor p = braid_reshape(g, patches(n, x, &gm, 0), 3,
-                                   (int64_t[]){d[0], ckk, oo});
-    braid_tensor wm = braid_reshape(g, w, 2, (int64_t[]){wd[0], ckk});
-    braid_tensor y = braid_matmul(g, wm, p, 0); /* [N, OC, OH·OW] */
-    if (ox_has(n, 2))
-        y = braid_add(g, y, braid_reshape(g, ox_in(n, 2), 2,
-                                          (int64_t[]){wd[0], 1}));
-    y = braid_reshape(g, y, 4, (int64_t[]){d[0], wd[0], gm.out[0], gm.out[1]});
-    ox_out(n, 0, y, ox_in_elem(n, 0));
+    if (!geometry(n, d, r, wd + 2, &gm, &same)) return n->im->status;
+    if (!ox_attr_ints(n, "output_padding", v, 3, &cnt)) return n->im->status;
+    for (int i = 0; i < cnt && i < gm.s; i++) opad[i] = v[i];
+    if (!transpose_pads(n, d, same, opad, &gm)) return n->im->status;
+    braid_conv_params p;
+    conv_params(&gm, ox_attr_int(n, "group", 1), &p);
+    memcpy(p.output_padding, opad, sizeof opad);
+    braid_tensor b = ox_has(n, 2) ? ox_in(n, 2) : BRAID_NONE;
+    ox_out(n, 0, braid_conv_transpose(n->g, x, w, b, &p), ox_in_elem(n, 0));
     return BRAID_OK;
 }
 
-/* MaxPool (max) and AveragePool (sum / count: the positions inside the
- * input, or the whole window with count_include_pad). */
-static braid_status pool(ox_node *n, bool max) {
-    braid_tensor x = ox_in(n, 0);
-    int64_t d[BRAID_MAX_RANK], k[2];
-    int cnt, axis = 2;
-    if (ox_rank(n, x, d) != 4)
-        return ox_node_fail(n, BRAID_ERR_UNSUPPORTED, "only 2-D pooling until "
-                            "braid's pool op");
-    if ((max && n->nout > 1) || ox_attr_int(n, "ceil_mode", 0) ||
-        ox_attr_int(n, "storage_order", 0))
-        return ox_node_fail(n, BRAID_ERR_UNSUPPORTED, "Indices, ceil_mode or "
-                            "storage_order until braid's pool op");
-    if (!ox_attr_ints(n, "kernel_shape", k, 2, &cnt)) return n->im->status;
-    if (cnt != 2)
-        return ox_node_fail(n, BRAID_ERR_INVALID_ARGUMENT, "kernel_shape");
-    cv_geom gm;
-    if (!geometry(n, d, k, &gm)) return n->im->status;
-    if (gm.k[0] * gm.k[1] > 256)
-        return ox_node_fail(n, BRAID_ERR_UNSUPPORTED, "a window over 256");
+typedef enum { P_MAX, P_AVG, P_LP } pool_kind;
+
+/* LpPool: (sum over the window of |x|^p)^(1/p), as an average pool of
+ * |x|^p counting the padding (zeros) times the window size. */
+static braid_tensor lp_pool(ox_node *n, braid_tensor x, braid_pool_params *p,
+                            int s) {
     braid_graph *g = n->g;
-    braid_tensor y;
-    if (max) {
-        y = braid_reduce_max(g, patches(n, x, &gm, -INFINITY), 1, &axis, false);
-    } else {
-        y = braid_sum(g, patches(n, x, &gm, 0), 1, &axis, false);
-        double all = (double)(gm.k[0] * gm.k[1]);
-        if (ox_attr_int(n, "count_include_pad", 0)) {
-            y = braid_div(g, y, ox_scalar(n, ox_tdtype(n, y), all));
-        } else {
-            int64_t od[4] = {1, 1, d[2], d[3]};
-            braid_tensor ones = braid_fill(g, ox_tdtype(n, x), 4, od, 1);
-            braid_tensor c = braid_sum(g, patches(n, ones, &gm, 0), 1, &axis,
-                                       false);
-            y = braid_div(g, y, c);
-        }
+    braid_dtype t = ox_tdtype(n, x);
+    double e = (double)ox_attr_int(n, "p", 2), win = 1;
+    for (int i = 0; i < s; i++) win *= (double)p->kernel[i];
+    p->count_include_pad = true;
+    braid_tensor a = braid_pow(g, braid_abs(g, x), ox_scalar(n, t, e));
+    braid_tensor sum = braid_mul(g, braid_avg_pool(g, a, p), ox_scalar(n, t, win));
+    return braid_pow(g, sum, ox_scalar(n, t, 1 / e));
+}
+
+static braid_status pool(ox_node *n, pool_kind kind) {
+    braid_tensor x = ox_in(n, 0);
+    int64_t d[BRAID_MAX_RANK], k[3];
+    int r = ox_rank(n, x, d), cnt, same;
+    if (!ox_attr_ints(n, "kernel_shape", k, 3, &cnt)) return n->im->status;
+    if (cnt != r - 2)
+        return ox_node_fail(n, BRAID_ERR_INVALID_ARGUMENT, "kernel_shape has "
+                            "%d entries for %d spatial axes", cnt, r - 2);
+    if (kind == P_MAX && n->nout > 1)
+        return ox_node_fail(n, BRAID_ERR_UNSUPPORTED, "the Indices output");
+    cv_geom gm;
+    if (!geometry(n, d, r, k, &gm, &same)) return n->im->status;
+    braid_pool_params p = {0};
+    for (int i = 0; i < gm.s; i++) {
+        p.kernel[i] = gm.k[i];
+        p.strides[i] = gm.st[i];
+        p.dilations[i] = gm.dl[i];
+        p.pads_lo[i] = gm.lo[i];
+        p.pads_hi[i] = gm.hi[i];
     }
-    y = braid_reshape(g, y, 4, (int64_t[]){d[0], d[1], gm.out[0], gm.out[1]});
+    p.ceil_mode = ox_attr_int(n, "ceil_mode", 0);
+    p.count_include_pad = ox_attr_int(n, "count_include_pad", 0);
+    braid_tensor y = kind == P_MAX   ? braid_max_pool(n->g, x, &p)
+                     : kind == P_AVG ? braid_avg_pool(n->g, x, &p)
+                                     : lp_pool(n, x, &p, gm.s);
     ox_out(n, 0, y, ox_in_elem(n, 0));
     return BRAID_OK;
 }
-static braid_status map_max_pool(ox_node *n) { return pool(n, true); }
-static braid_status map_avg_pool(ox_node *n) { return pool(n, false); }
+static braid_status map_max_pool(ox_node *n) { return pool(n, P_MAX); }
+static braid_status map_avg_pool(ox_node *n) { return pool(n, P_AVG); }
+static braid_status map_lp_pool(ox_node *n) { return pool(n, P_LP); }
 
 const ox_op ox_ops_conv[] = {
     {"AveragePool", 1, map_avg_pool, 0},
     {"Conv", 1, map_conv, 0},
+    {"ConvTranspose", 1, map_conv_transpose, 0},
+    {"LpPool", 1, map_lp_pool, 0},
     {"MaxPool", 1, map_max_pool, 0},
     {NULL, 0, NULL, 0},
 };

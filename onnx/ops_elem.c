@@ -89,51 +89,10 @@ static braid_status map_mean(ox_node *n) { return variadic(n, BRAID_OP_ADD, true
 
 /* ---- logic ------------------------------------------------------------------ */
 
-static braid_tensor bconst(ox_node *n, bool v) {
-    return ox_scalar(n, BRAID_BOOL, v);
-}
 
-static braid_status map_not(ox_node *n) {
-    ox_out(n, 0, braid_eq(n->g, ox_in(n, 0), bconst(n, false)), ELEM_BOOL);
-    return BRAID_OK;
-}
-static braid_status map_and(ox_node *n) {
-    braid_tensor a = ox_in(n, 0), b = ox_in(n, 1);
-    ox_out(n, 0, braid_where(n->g, a, b, bconst(n, false)), ELEM_BOOL);
-    return BRAID_OK;
-}
-static braid_status map_or(ox_node *n) {
-    braid_tensor a = ox_in(n, 0), b = ox_in(n, 1);
-    ox_out(n, 0, braid_where(n->g, a, bconst(n, true), b), ELEM_BOOL);
-    return BRAID_OK;
-}
-static braid_status map_xor(ox_node *n) {
-    ox_out(n, 0, braid_ne(n->g, ox_in(n, 0), ox_in(n, 1)), ELEM_BOOL);
-    return BRAID_OK;
-}
 static braid_status map_where(ox_node *n) {
     braid_tensor c = ox_in(n, 0), a = ox_in(n, 1), b = ox_in(n, 2);
     ox_out(n, 0, braid_where(n->g, c, a, b), ox_in_elem(n, 1));
-    return BRAID_OK;
-}
-static braid_status map_isnan(ox_node *n) {
-    braid_tensor x = ox_in(n, 0);
-    ox_out(n, 0, braid_ne(n->g, x, x), ELEM_BOOL);
-    return BRAID_OK;
-}
-static braid_status map_isinf(ox_node *n) {
-    braid_tensor x = ox_in(n, 0);
-    braid_dtype t = ox_tdtype(n, x);
-    bool pos = ox_attr_int(n, "detect_positive", 1);
-    bool neg = ox_attr_int(n, "detect_negative", 1);
-    braid_tensor p = braid_eq(n->g, x, ox_scalar(n, t, INFINITY));
-    braid_tensor m = braid_eq(n->g, x, ox_scalar(n, t, -INFINITY));
-    braid_tensor r = pos && neg ? braid_where(n->g, p, bconst(n, true), m)
-                     : pos      ? p
-                     : neg      ? m
-                                : braid_ne(n->g, x, x);
-    if (!pos && !neg) r = braid_where(n->g, r, bconst(n, false), r);
-    ox_out(n, 0, r, ELEM_BOOL);
     return BRAID_OK;
 }
 
@@ -271,6 +230,15 @@ static braid_status map_swish(ox_node *n) {
     return out_like(n, braid_mul(g, x, s));
 }
 
+/* SwiGLU (28): swish_alpha(a) · b, a and b of one shape. */
+static braid_status map_swiglu(ox_node *n) {
+    braid_graph *g = n->g;
+    braid_tensor a = ox_in(n, 0), b = ox_in(n, 1);
+    double al = ox_attr_float(n, "alpha", 1.0);
+    braid_tensor s = braid_sigmoid(g, braid_mul(g, a, sc(n, a, al)));
+    return out_like(n, braid_mul(g, braid_mul(g, a, s), b));
+}
+
 static braid_status map_gelu(ox_node *n) {
     char approx[16];
     ox_attr_str(n, "approximate", approx, sizeof approx, "none");
@@ -285,14 +253,6 @@ static braid_status map_gelu(ox_node *n) {
     return out_like(n, braid_mul(g, braid_mul(g, x, t), sc(n, x, 0.5)));
 }
 
-static braid_status map_sign(ox_node *n) {
-    braid_graph *g = n->g;
-    braid_tensor x = ox_in(n, 0);
-    braid_tensor pos = braid_gt(g, x, sc(n, x, 0));
-    braid_tensor neg = braid_lt(g, x, sc(n, x, 0));
-    braid_tensor r = braid_where(g, neg, sc(n, x, -1), sc(n, x, 0));
-    return out_like(n, braid_where(g, pos, sc(n, x, 1), r));
-}
 
 static braid_status map_shrink(ox_node *n) {
     braid_graph *g = n->g;
@@ -320,76 +280,212 @@ static braid_status map_clip(ox_node *n) {
     return out_like(n, x);
 }
 
-/* Mod: fmod=1 is C's fmod (the sign of a); fmod=0 is Python's (the sign
- * of b), both computed in f64 (exact for every i32 and f32). */
+
+
+
+/* ---- braid's own elementwise ops (issue #13) ------------------------------- */
+
+UNARY(map_asin, ASIN)
+UNARY(map_acos, ACOS)
+UNARY(map_atan, ATAN)
+UNARY(map_sinh, SINH)
+UNARY(map_cosh, COSH)
+UNARY(map_asinh, ASINH)
+UNARY(map_acosh, ACOSH)
+UNARY(map_atanh, ATANH)
+UNARY(map_sign, SIGN)
+UNARY(map_round, ROUND)
+BINARY(map_bitwise_and, BITWISE_AND)
+BINARY(map_bitwise_or, BITWISE_OR)
+BINARY(map_bitwise_xor, BITWISE_XOR)
+
+/* Mod: fmod=1 is C's fmod (the sign of a), fmod=0 Python's (that of b). */
 static braid_status map_mod(ox_node *n) {
-    braid_graph *g = n->g;
     braid_tensor a = ox_in(n, 0), b = ox_in(n, 1);
-    braid_dtype t = ox_tdtype(n, a);
-    braid_tensor a64 = braid_cast(g, a, BRAID_F64), b64 = braid_cast(g, b, BRAID_F64);
-    braid_tensor q = braid_div(g, a64, b64);
-    if (ox_attr_int(n, "fmod", 0)) {
-        braid_tensor neg = braid_lt(g, q, ox_scalar(n, BRAID_F64, 0));
-        q = braid_where(g, neg, braid_ceil(g, q), braid_floor(g, q));
-    } else {
-        q = braid_floor(g, q);
-    }
-    braid_tensor r = braid_sub(g, a64, braid_mul(g, q, b64));
-    if (!braid_dtype_is_float(t)) { /* integer mod by zero: ONNX gives 0 */
-        braid_tensor z = braid_eq(g, b64, ox_scalar(n, BRAID_F64, 0));
-        r = braid_where(g, z, ox_scalar(n, BRAID_F64, 0), r);
-    }
-    ox_out(n, 0, braid_cast(g, r, t), ox_in_elem(n, 0));
+    braid_tensor r = ox_attr_int(n, "fmod", 0) ? braid_fmod(n->g, a, b)
+                                               : braid_mod(n->g, a, b);
+    ox_out(n, 0, r, ox_in_elem(n, 0));
     return BRAID_OK;
 }
 
-/* Hyperbolic functions from exp and log (braid has no op for them). */
-static braid_status map_sinh(ox_node *n) {
-    braid_graph *g = n->g;
-    braid_tensor x = ox_in(n, 0);
-    braid_tensor d = braid_sub(g, braid_exp(g, x), braid_exp(g, braid_neg(g, x)));
-    return out_like(n, braid_mul(g, d, sc(n, x, 0.5)));
-}
-static braid_status map_cosh(ox_node *n) {
-    braid_graph *g = n->g;
-    braid_tensor x = ox_in(n, 0);
-    braid_tensor s = braid_add(g, braid_exp(g, x), braid_exp(g, braid_neg(g, x)));
-    return out_like(n, braid_mul(g, s, sc(n, x, 0.5)));
-}
-static braid_tensor log_x_plus_root(ox_node *n, braid_tensor x, double c) {
-    braid_graph *g = n->g;
-    braid_tensor r = braid_sqrt(g, braid_add(g, braid_mul(g, x, x), sc(n, x, c)));
-    return braid_log(g, braid_add(g, x, r));
-}
-static braid_status map_asinh(ox_node *n) {
-    return out_like(n, log_x_plus_root(n, ox_in(n, 0), 1));
-}
-static braid_status map_acosh(ox_node *n) {
-    return out_like(n, log_x_plus_root(n, ox_in(n, 0), -1));
-}
-static braid_status map_atanh(ox_node *n) {
-    braid_graph *g = n->g;
-    braid_tensor x = ox_in(n, 0);
-    braid_tensor q = braid_div(g, braid_add(g, sc(n, x, 1), x),
-                               braid_sub(g, sc(n, x, 1), x));
-    return out_like(n, braid_mul(g, braid_log(g, q), sc(n, x, 0.5)));
+/* ONNX's 8- and 16-bit integers compute as i32: a result that can leave
+ * their range (a shift, a complement) wraps back into it, as the type
+ * would: the low bits, sign-extended for the signed ones. */
+static braid_tensor wrap_narrow(ox_node *n, braid_tensor r, int elem) {
+    enum { U8 = 2, I8 = 3, U16 = 4, I16 = 5 };
+    if (elem != U8 && elem != I8 && elem != U16 && elem != I16) return r;
+    double bits = elem == U8 || elem == I8 ? 256 : 65536;
+    bool sign = elem == I8 || elem == I16;
+    braid_tensor mask = ox_scalar(n, BRAID_I32, bits - 1);
+    braid_tensor half = ox_scalar(n, BRAID_I32, bits / 2);
+    if (sign) r = braid_add(n->g, r, half);
+    r = braid_bitwise_and(n->g, r, mask);
+    return sign ? braid_sub(n->g, r, half) : r;
 }
 
-/* Round: half to even, from floor. */
-static braid_status map_round(ox_node *n) {
+static braid_status map_bitwise_not(ox_node *n) {
+    braid_tensor r = braid_bitwise_not(n->g, ox_in(n, 0));
+    ox_out(n, 0, wrap_narrow(n, r, ox_in_elem(n, 0)), ox_in_elem(n, 0));
+    return BRAID_OK;
+}
+
+static braid_status map_bit_shift(ox_node *n) {
+    char dir[8];
+    ox_attr_str(n, "direction", dir, sizeof dir, "");
+    bool left = !strcmp(dir, "LEFT");
+    if (!left && strcmp(dir, "RIGHT"))
+        return ox_node_fail(n, BRAID_ERR_INVALID_ARGUMENT, "direction \"%s\"",
+                            dir);
+    braid_tensor a = ox_in(n, 0), b = ox_in(n, 1);
+    braid_tensor r = left ? braid_shift_left(n->g, a, b)
+                          : braid_shift_right(n->g, a, b);
+    ox_out(n, 0, wrap_narrow(n, r, ox_in_elem(n, 0)), ox_in_elem(n, 0));
+    return BRAID_OK;
+}
+
+static braid_status logic(ox_node *n, braid_tensor r) {
+    ox_out(n, 0, r, ELEM_BOOL);
+    return BRAID_OK;
+}
+static braid_status map_not(ox_node *n) {
+    return logic(n, braid_logical_not(n->g, ox_in(n, 0)));
+}
+static braid_status map_and(ox_node *n) {
+    return logic(n, braid_logical_and(n->g, ox_in(n, 0), ox_in(n, 1)));
+}
+static braid_status map_or(ox_node *n) {
+    return logic(n, braid_logical_or(n->g, ox_in(n, 0), ox_in(n, 1)));
+}
+static braid_status map_xor(ox_node *n) {
+    return logic(n, braid_logical_xor(n->g, ox_in(n, 0), ox_in(n, 1)));
+}
+static braid_status map_isnan(ox_node *n) {
+    return logic(n, braid_isnan(n->g, ox_in(n, 0)));
+}
+static braid_status map_isinf(ox_node *n) {
+    return logic(n, braid_isinf(n->g, ox_in(n, 0),
+                                ox_attr_int(n, "detect_positive", 1),
+                                ox_attr_int(n, "detect_negative", 1)));
+}
+
+/* ---- quantisation (integer types only; braid has no float8/4-bit) ---------- */
+
+/* Scale or zero point p broadcast against x [rank r, dims d]: a scalar as
+ * is, a vector along axis, or (block_size > 0) a blocked tensor whose
+ * axis dim is ceil(d / block) repeated block times and cut to d. */
+static braid_tensor per_axis(ox_node *n, braid_tensor p, int r,
+                             const int64_t *d, int axis, int64_t block) {
     braid_graph *g = n->g;
-    braid_tensor x = ox_in(n, 0);
-    braid_tensor r = braid_floor(g, x), d = braid_sub(g, x, r);
-    braid_tensor half = braid_mul(g, r, sc(n, x, 0.5));
-    braid_tensor odd = braid_ne(g, braid_floor(g, half), half);
-    braid_tensor tie = braid_where(g, braid_eq(g, d, sc(n, x, 0.5)), odd,
-                                   ox_scalar(n, BRAID_BOOL, 0));
-    braid_tensor up = braid_where(g, braid_gt(g, d, sc(n, x, 0.5)),
-                                  ox_scalar(n, BRAID_BOOL, 1), tie);
-    return out_like(n, braid_where(g, up, braid_add(g, r, sc(n, x, 1)), r));
+    int64_t pd[BRAID_MAX_RANK];
+    int pr = ox_rank(n, p, pd);
+    if (pr == 0 || ox_numel(pr, pd) == 1) return braid_reshape(g, p, 0, NULL);
+    if (block <= 0) {
+        int64_t s[BRAID_MAX_RANK];
+        for (int i = 0; i < r; i++) s[i] = i == axis ? pd[0] : 1;
+        return braid_reshape(g, p, r, s);
+    }
+    int64_t e[BRAID_MAX_RANK + 1], f[BRAID_MAX_RANK + 1], b[BRAID_MAX_RANK] = {0};
+    int k = 0;
+    for (int i = 0; i < pr; i++) {
+        e[k] = pd[i], f[k++] = pd[i];
+        if (i == axis) e[k] = 1, f[k++] = block;
+    }
+    p = braid_broadcast_to(g, braid_reshape(g, p, k, e), k, f);
+    for (int i = 0; i < pr; i++) e[i] = i == axis ? pd[i] * block : pd[i];
+    p = braid_reshape(g, p, pr, e);
+    return braid_slice(g, p, b, d, NULL);
+}
+
+/* axis matters only for a vector or blocked scale: checked then. */
+static bool quant_axis(ox_node *n, int r, int *axis, int64_t *block) {
+    *block = ox_attr_int(n, "block_size", 0);
+    int64_t pd[BRAID_MAX_RANK];
+    int pr = ox_rank(n, ox_in(n, 1), pd);
+    *axis = 0;
+    if (pr == 0 || ox_numel(pr, pd) == 1) return true;
+    return ox_axis(n, ox_attr_int(n, "axis", 1), r, axis);
+}
+
+/* DequantizeLinear: (x - zero_point) · scale, in the scale's type. */
+static braid_status map_dequantize(ox_node *n) {
+    braid_graph *g = n->g;
+    braid_tensor x = ox_in(n, 0), s = ox_in(n, 1);
+    int64_t d[BRAID_MAX_RANK], block;
+    int r = ox_rank(n, x, d), axis;
+    if (!quant_axis(n, r, &axis, &block)) return n->im->status;
+    braid_dtype t = ox_tdtype(n, s);
+    braid_tensor y = braid_cast(g, x, BRAID_F32);
+    if (ox_has(n, 2))
+        y = braid_sub(g, y, braid_cast(g, per_axis(n, ox_in(n, 2), r, d, axis,
+                                                   block), BRAID_F32));
+    y = braid_mul(g, y, braid_cast(g, per_axis(n, s, r, d, axis, block),
+                                   BRAID_F32));
+    ox_out(n, 0, braid_cast(g, y, t), ox_in_elem(n, 1));
+    return BRAID_OK;
+}
+
+/* QuantizeLinear: round(x / scale) (half to even) + zero_point,
+ * saturated to the output type (the zero point's, else output_dtype,
+ * else uint8). */
+static braid_status map_quantize(ox_node *n) {
+    braid_graph *g = n->g;
+    braid_tensor x = ox_in(n, 0), s = ox_in(n, 1);
+    int64_t d[BRAID_MAX_RANK], block;
+    int r = ox_rank(n, x, d), axis;
+    if (!quant_axis(n, r, &axis, &block)) return n->im->status;
+    int elem = ox_has(n, 2) ? ox_in_elem(n, 2)
+                            : (int)ox_attr_int(n, "output_dtype", 2);
+    static const double lo[] = {0, 0, 0, -128, 0, -32768, -2147483648.0};
+    static const double hi[] = {0, 0, 255, 127, 65535, 32767, 2147483647.0};
+    if (elem < 2 || elem > 6)
+        return ox_node_fail(n, BRAID_ERR_UNSUPPORTED, "output type %s",
+                            ox_elem_name(elem));
+    braid_tensor y = braid_div(g, braid_cast(g, x, BRAID_F32),
+                               braid_cast(g, per_axis(n, s, r, d, axis, block),
+                                          BRAID_F32));
+    y = braid_round(g, y);
+    if (ox_has(n, 2))
+        y = braid_add(g, y, braid_cast(g, per_axis(n, ox_in(n, 2), r, d, axis,
+                                                   block), BRAID_F32));
+    y = braid_max(g, y, ox_scalar(n, BRAID_F32, lo[elem]));
+    y = braid_min(g, y, ox_scalar(n, BRAID_F32, hi[elem]));
+    ox_out(n, 0, braid_cast(g, y, BRAID_I32), elem);
+    return BRAID_OK;
+}
+
+/* DynamicQuantizeLinear: uint8 with scale (max(0, x) - min(0, x)) / 255
+ * over all of x and zero point round(-min / scale), saturated. */
+static braid_status map_dyn_quantize(ox_node *n) {
+    braid_graph *g = n->g;
+    braid_tensor x = braid_cast(g, ox_in(n, 0), BRAID_F32);
+    braid_tensor z = ox_scalar(n, BRAID_F32, 0);
+    braid_tensor hi = braid_max(g, braid_reduce_max(g, x, 0, NULL, false), z);
+    braid_tensor lo = braid_min(g, braid_reduce_min(g, x, 0, NULL, false), z);
+    braid_tensor s = braid_div(g, braid_sub(g, hi, lo),
+                               ox_scalar(n, BRAID_F32, 255));
+    braid_tensor zp = braid_round(g, braid_div(g, braid_neg(g, lo), s));
+    braid_tensor c0 = ox_scalar(n, BRAID_F32, 0), c255 = ox_scalar(n, BRAID_F32, 255);
+    zp = braid_min(g, braid_max(g, zp, c0), c255);
+    braid_tensor y = braid_add(g, braid_round(g, braid_div(g, x, s)), zp);
+    y = braid_min(g, braid_max(g, y, c0), c255);
+    ox_out(n, 0, braid_cast(g, y, BRAID_I32), 2);
+    ox_out(n, 1, s, 1);
+    ox_out(n, 2, braid_cast(g, zp, BRAID_I32), 2);
+    return BRAID_OK;
 }
 
 const ox_op ox_ops_elem[] = {
+    {"DynamicQuantizeLinear", 11, map_dyn_quantize, 0},
+    {"DequantizeLinear", 10, map_dequantize, 0},
+    {"QuantizeLinear", 10, map_quantize, 0},
+    {"Acos", 7, map_acos, 0},
+    {"Asin", 7, map_asin, 0},
+    {"Atan", 7, map_atan, 0},
+    {"BitShift", 11, map_bit_shift, 0},
+    {"BitwiseAnd", 18, map_bitwise_and, 0},
+    {"BitwiseNot", 18, map_bitwise_not, 0},
+    {"BitwiseOr", 18, map_bitwise_or, 0},
+    {"BitwiseXor", 18, map_bitwise_xor, 0},
     {"Abs", 1, map_abs, 0},
     {"Acosh", 9, map_acosh, 0},
     {"Asinh", 9, map_asinh, 0},
@@ -447,6 +543,7 @@ const ox_op ox_ops_elem[] = {
     {"Sub", 1, map_sub, 0},
     {"Sum", 1, map_sum, 0},
     {"Swish", 24, map_swish, 0},
+    {"SwiGLU", 28, map_swiglu, 0},
     {"Tan", 7, map_tan, 0},
     {"Tanh", 1, map_tanh, 0},
     {"ThresholdedRelu", 10, map_thresholded_relu, 0},

@@ -1,8 +1,9 @@
 /* onnx/ops_layout.c — ONNX ops that rearrange or generate data, as
- * composites of braid's shape ops: Pad (constant mode), DepthToSpace,
+ * composites of braid's shape ops: Pad, Resize, Upsample, DepthToSpace,
  * SpaceToDepth, Trilu, EyeLike, OneHot, Einsum (two operands or one). */
 #include "onnx/onnx_internal.h"
 
+#include <math.h>
 #include <string.h>
 
 #define ELEM_BOOL 9
@@ -12,13 +13,17 @@ static braid_tensor fill_like(ox_node *n, braid_tensor x, int r,
     return braid_fill(n->g, ox_tdtype(n, x), r, d, v);
 }
 
-/* Pad, constant mode: a concat of filled blocks around each axis. */
+/* Pad (constant, reflect, edge) on braid_pad: pads come from the
+ * attribute before opset 11, a static input after (with axes from 18). */
 static braid_status map_pad(ox_node *n) {
     char mode[16];
     ox_attr_str(n, "mode", mode, sizeof mode, "constant");
-    if (strcmp(mode, "constant"))
-        return ox_node_fail(n, BRAID_ERR_UNSUPPORTED, "mode \"%s\" (only "
-                            "constant padding)", mode);
+    braid_pad_mode m = !strcmp(mode, "constant") ? BRAID_PAD_CONSTANT
+                       : !strcmp(mode, "reflect") ? BRAID_PAD_REFLECT
+                       : !strcmp(mode, "edge")    ? BRAID_PAD_EDGE
+                                                  : (braid_pad_mode)-1;
+    if ((int)m < 0)
+        return ox_node_fail(n, BRAID_ERR_UNSUPPORTED, "mode \"%s\"", mode);
     braid_tensor x = ox_in(n, 0);
     int64_t d[BRAID_MAX_RANK], pads[2 * BRAID_MAX_RANK], ax[BRAID_MAX_RANK];
     int r = ox_rank(n, x, d), np, na = -1;
@@ -29,11 +34,14 @@ static braid_status map_pad(ox_node *n) {
                          ox_static_ints(n, 3, ax, BRAID_MAX_RANK, &na));
     if (!ok) return n->im->status;
     double value = n->im->opset < 11 ? ox_attr_float(n, "value", 0) : 0;
-    if (n->im->opset >= 11 && ox_has(n, 2)) {
-        int64_t m;
-        const double *v = ox_static(n, 2, &m);
+    braid_tensor vt = BRAID_NONE; /* a constant_value known at run time */
+    if (n->im->opset >= 11 && ox_has(n, 2) && !n->in[2]->sv) {
+        vt = ox_in(n, 2);
+    } else if (n->im->opset >= 11 && ox_has(n, 2)) {
+        int64_t k;
+        const double *v = ox_static(n, 2, &k);
         if (!v) return n->im->status;
-        value = m ? v[0] : 0;
+        value = k ? v[0] : 0;
     }
     if (na < 0) {
         na = np / 2;
@@ -42,32 +50,152 @@ static braid_status map_pad(ox_node *n) {
     if (np != 2 * na || na > r)
         return ox_node_fail(n, BRAID_ERR_INVALID_ARGUMENT, "%d pads for %d "
                             "axes", np, na);
+    int64_t lo[BRAID_MAX_RANK] = {0}, hi[BRAID_MAX_RANK] = {0};
     for (int i = 0; i < na; i++) {
         int a;
         if (!ox_axis(n, ax[i], r, &a)) return n->im->status;
-        int64_t lo = pads[i], hi = pads[i + na];
-        if (lo < 0 || hi < 0) { /* negative pads crop */
-            int64_t b[BRAID_MAX_RANK] = {0}, e[BRAID_MAX_RANK];
-            memcpy(e, d, sizeof e);
-            b[a] = lo < 0 ? -lo : 0;
-            e[a] = hi < 0 ? d[a] + hi : d[a];
-            if (e[a] < b[a]) e[a] = b[a];
-            x = braid_slice(n->g, x, b, e, NULL);
-            ox_rank(n, x, d);
-            lo = lo < 0 ? 0 : lo;
-            hi = hi < 0 ? 0 : hi;
-        }
-        braid_tensor parts[3];
-        int k = 0;
-        int64_t pd[BRAID_MAX_RANK];
-        memcpy(pd, d, sizeof pd);
-        if (lo) pd[a] = lo, parts[k++] = fill_like(n, x, r, pd, value);
-        parts[k++] = x;
-        if (hi) pd[a] = hi, parts[k++] = fill_like(n, x, r, pd, value);
-        if (k > 1) x = braid_concat(n->g, k, parts, a);
-        ox_rank(n, x, d);
+        lo[a] = pads[i], hi[a] = pads[i + na];
     }
-    ox_out(n, 0, x, ox_in_elem(n, 0));
+    braid_tensor y = braid_pad(n->g, x, lo, hi, m, value);
+    if (braid_tensor_valid(vt) && m == BRAID_PAD_CONSTANT) {
+        /* where the padding went, the run-time value */
+        braid_tensor in = braid_fill(n->g, BRAID_BOOL, r, d, 1);
+        in = braid_pad(n->g, in, lo, hi, BRAID_PAD_CONSTANT, 0);
+        y = braid_where(n->g, in, y, braid_reshape(n->g, vt, 0, NULL));
+    }
+    ox_out(n, 0, y, ox_in_elem(n, 0));
+    return BRAID_OK;
+}
+
+/* ---- Resize and Upsample on braid_resize ---------------------------------- */
+
+static bool resize_enum(ox_node *n, const char *attr, const char *dflt,
+                        const char *const *names, int count, int *out) {
+    char v[32];
+    ox_attr_str(n, attr, v, sizeof v, dflt);
+    for (int i = 0; i < count; i++)
+        if (!strcmp(v, names[i])) {
+            *out = i;
+            return true;
+        }
+    ox_node_fail(n, BRAID_ERR_UNSUPPORTED, "%s \"%s\"", attr, v);
+    return false;
+}
+
+/* Static scales (input ks) or sizes (input kz) spread over x's rank by
+ * the axes attribute (opset 18). */
+static bool resize_shape(ox_node *n, int r, int ks, int kz, double *scales,
+                         int64_t *sizes, bool *has_s, bool *has_z) {
+    int64_t ax[BRAID_MAX_RANK], v[BRAID_MAX_RANK], m;
+    int na, cnt;
+    if (!ox_attr_ints(n, "axes", ax, BRAID_MAX_RANK, &na)) return false;
+    *has_s = ks >= 0 && ox_has(n, ks) && n->in[ks]->rank == 1 &&
+             n->in[ks]->dims[0] > 0;
+    *has_z = kz >= 0 && ox_has(n, kz) && n->in[kz]->rank == 1 &&
+             n->in[kz]->dims[0] > 0;
+    for (int i = 0; i < r; i++) scales[i] = 1, sizes[i] = -1;
+    int k = na < 0 ? r : na;
+    if (*has_s) {
+        const double *sv = ox_static(n, ks, &m);
+        if (!sv) return false;
+        if (m != k) goto bad;
+        for (int i = 0; i < k; i++) scales[na < 0 ? i : (ax[i] + r) % r] = sv[i];
+    }
+    if (*has_z) {
+        if (!ox_static_ints(n, kz, v, BRAID_MAX_RANK, &cnt)) return false;
+        if (cnt != k) goto bad;
+        for (int i = 0; i < k; i++) sizes[na < 0 ? i : (ax[i] + r) % r] = v[i];
+    }
+    return true;
+bad:
+    ox_node_fail(n, BRAID_ERR_INVALID_ARGUMENT, "scales or sizes do not have "
+                 "one entry per axis");
+    return false;
+}
+
+/* keep_aspect_ratio_policy not_larger / not_smaller: one scale for the
+ * axes given sizes (the smallest / largest of size / in), the sizes
+ * rounded from it (half up), as ONNX's reference does. */
+static void keep_aspect(int r, const int64_t *d, bool larger, int64_t *sizes,
+                        double *scales) {
+    double k = larger ? 0 : 1e300;
+    for (int i = 0; i < r; i++)
+        if (sizes[i] >= 0) {
+            double q = (double)sizes[i] / (double)d[i];
+            k = larger ? (q > k ? q : k) : (q < k ? q : k);
+        }
+    for (int i = 0; i < r; i++)
+        if (sizes[i] >= 0) {
+            sizes[i] = (int64_t)floor(k * (double)d[i] + 0.5);
+            scales[i] = k;
+        }
+}
+
+static braid_status resize(ox_node *n, int ks, int kz, const char *coord_dflt,
+                           const char *nearest_dflt) {
+    static const char *const modes[] = {"nearest", "linear"};
+    static const char *const coords[] = {"half_pixel", "pytorch_half_pixel",
+                                         "align_corners", "asymmetric"};
+    static const char *const nears[] = {"round_prefer_floor",
+                                        "round_prefer_ceil", "floor", "ceil"};
+    int mode, coord, near;
+    if (!resize_enum(n, "mode", "nearest", modes, 2, &mode) ||
+        !resize_enum(n, "coordinate_transformation_mode", coord_dflt, coords, 4,
+                     &coord) ||
+        !resize_enum(n, "nearest_mode", nearest_dflt, nears, 4, &near))
+        return n->im->status;
+    static const char *const pols[] = {"stretch", "not_larger", "not_smaller"};
+    int pol;
+    if (!resize_enum(n, "keep_aspect_ratio_policy", "stretch", pols, 3, &pol))
+        return n->im->status;
+    if (ox_attr_int(n, "antialias", 0))
+        return ox_node_fail(n, BRAID_ERR_UNSUPPORTED, "antialias");
+    braid_tensor x = ox_in(n, 0);
+    int64_t d[BRAID_MAX_RANK], sizes[BRAID_MAX_RANK];
+    double scales[BRAID_MAX_RANK];
+    int r = ox_rank(n, x, d);
+    bool hs, hz;
+    if (!resize_shape(n, r, ks, kz, scales, sizes, &hs, &hz))
+        return n->im->status;
+    if (hz && pol) keep_aspect(r, d, pol == 2, sizes, scales), hs = true;
+    for (int i = 0; hz && i < r; i++)
+        if (sizes[i] < 0) sizes[i] = d[i];
+    braid_tensor y = braid_resize(n->g, x, hz ? sizes : NULL,
+                                  hs ? scales : NULL, (braid_resize_mode)mode,
+                                  (braid_resize_coord)coord,
+                                  (braid_resize_nearest)near);
+    ox_out(n, 0, y, ox_in_elem(n, 0));
+    return BRAID_OK;
+}
+
+/* Resize 10 has (X, scales) and asymmetric coordinates; 11+ (X, roi,
+ * scales, sizes). */
+static braid_status map_resize10(ox_node *n) {
+    return resize(n, 1, -1, "asymmetric", "round_prefer_floor");
+}
+static braid_status map_resize(ox_node *n) {
+    return resize(n, 2, 3, "half_pixel", "round_prefer_floor");
+}
+
+/* Upsample: scales as an attribute (7-8) or input 1 (9); asymmetric
+ * coordinates, nearest rounds down. */
+static braid_status map_upsample(ox_node *n) {
+    if (n->im->opset >= 9) return resize(n, 1, -1, "asymmetric", "floor");
+    braid_tensor x = ox_in(n, 0);
+    int r = ox_rank(n, x, NULL), cnt;
+    const Onnx__AttributeProto *a = ox_attr(n, "scales");
+    if (!a || (int)a->n_floats != r)
+        return ox_node_fail(n, BRAID_ERR_INVALID_ARGUMENT, "scales needs one "
+                            "entry per axis");
+    double sc[BRAID_MAX_RANK];
+    for (int i = 0; i < r; i++) sc[i] = a->floats[i];
+    (void)cnt;
+    char mode[16];
+    ox_attr_str(n, "mode", mode, sizeof mode, "nearest");
+    braid_resize_mode m = !strcmp(mode, "nearest") ? BRAID_RESIZE_NEAREST
+                                                   : BRAID_RESIZE_LINEAR;
+    ox_out(n, 0, braid_resize(n->g, x, NULL, sc, m, BRAID_COORD_ASYMMETRIC,
+                              BRAID_NEAREST_FLOOR), ox_in_elem(n, 0));
     return BRAID_OK;
 }
 
@@ -288,6 +416,9 @@ const ox_op ox_ops_layout[] = {
     {"EyeLike", 9, map_eye_like, 0},
     {"OneHot", 9, map_one_hot, 0},
     {"Pad", 1, map_pad, 0},
+    {"Resize", 10, map_resize10, 0},
+    {"Resize", 11, map_resize, 0},
+    {"Upsample", 7, map_upsample, 0},
     {"SpaceToDepth", 1, map_s2d, 0},
     {"Trilu", 14, map_trilu, 0},
     {NULL, 0, NULL, 0},

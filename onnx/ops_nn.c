@@ -91,26 +91,6 @@ static braid_status map_log_softmax(ox_node *n) { return softmax(n, true); }
 typedef enum { R_SUM, R_MEAN, R_MAX, R_MIN, R_L1, R_L2, R_SQ, R_LOGSUM,
                R_LOGSUMEXP, R_PROD } red_kind;
 
-/* Product over axes in f64: exp(sum(log|x|)), negated when an odd number
- * of factors is negative, 0 when one is 0 (until braid has reduce_prod). */
-static braid_tensor reduce_prod(ox_node *n, braid_tensor x, int na,
-                                const int *axes, bool keep) {
-    braid_graph *g = n->g;
-    braid_dtype t = ox_tdtype(n, x);
-    braid_tensor y = braid_cast(g, x, BRAID_F64);
-    braid_tensor zero = ox_scalar(n, BRAID_F64, 0), one = ox_scalar(n, BRAID_F64, 1);
-    braid_tensor mag = braid_exp(g, braid_sum(g, braid_log(g, braid_abs(g, y)),
-                                              na, axes, keep));
-    braid_tensor negs = braid_sum(g, braid_where(g, braid_lt(g, y, zero), one,
-                                                 zero), na, axes, keep);
-    braid_tensor half = braid_mul(g, negs, ox_scalar(n, BRAID_F64, 0.5));
-    braid_tensor odd = braid_ne(g, braid_floor(g, half), half);
-    braid_tensor p = braid_where(g, odd, braid_neg(g, mag), mag);
-    if (!braid_dtype_is_float(t)) p = braid_floor(g, braid_add(g, p,
-                                        ox_scalar(n, BRAID_F64, 0.5)));
-    return braid_cast(g, p, t);
-}
-
 /* Axes: attribute (older opsets) or input 1 (ReduceSum 13+, others 18+);
  * none reduces everything unless noop_with_empty_axes. */
 static braid_status reduce(ox_node *n, red_kind k) {
@@ -157,14 +137,8 @@ static braid_status reduce(ox_node *n, red_kind k) {
         break;
     case R_SQ: y = braid_sum(g, braid_mul(g, x, x), na, axes, keep); break;
     case R_LOGSUM: y = braid_log(g, braid_sum(g, x, na, axes, keep)); break;
-    case R_PROD: y = reduce_prod(n, x, na, axes, keep); break;
-    default: { /* max + log(sum(exp(x - max))) */
-        braid_tensor m = braid_reduce_max(g, x, na, axes, true);
-        braid_tensor e = braid_exp(g, braid_sub(g, x, m));
-        braid_tensor l = braid_add(g, braid_log(g, braid_sum(g, e, na, axes,
-                                                            true)), m);
-        y = keep ? l : braid_sum(g, l, na, axes, false);
-    }
+    case R_PROD: y = braid_reduce_prod(g, x, na, axes, keep); break;
+    default: y = braid_reduce_logsumexp(g, x, na, axes, keep); break;
     }
     ox_out(n, 0, y, ox_in_elem(n, 0));
     return BRAID_OK;
@@ -343,23 +317,82 @@ static braid_status map_group_norm(ox_node *n) {
     return BRAID_OK;
 }
 
-/* RMSNormalization (23): x / sqrt(mean(x^2) + eps) * scale. */
+/* RMSNormalization (23): x / sqrt(mean(x^2 over [axis, rank)) + eps)
+ * times scale. */
 static braid_status map_rms_norm(ox_node *n) {
-    braid_graph *g = n->g;
     braid_tensor x = ox_in(n, 0);
-    int r = ox_rank(n, x, NULL), axis, axes[BRAID_MAX_RANK];
+    int r = ox_rank(n, x, NULL), axis;
     if (!ox_axis(n, ox_attr_int(n, "axis", -1), r, &axis)) return n->im->status;
-    for (int i = axis; i < r; i++) axes[i - axis] = i;
-    braid_tensor ms = braid_mean(g, braid_mul(g, x, x), r - axis, axes, true);
-    braid_tensor is = braid_rsqrt(g, braid_add(g, ms, sc(n, ms,
-                                          ox_attr_float(n, "epsilon", 1e-5))));
-    braid_tensor y = braid_mul(g, x, is);
-    if (ox_has(n, 1)) y = braid_mul(g, y, ox_in(n, 1));
-    ox_out(n, 0, y, ox_in_elem(n, 0));
+    braid_tensor s = ox_has(n, 1) ? ox_in(n, 1) : BRAID_NONE;
+    ox_out(n, 0, braid_rms_norm(n->g, x, s, axis,
+                                ox_attr_float(n, "epsilon", 1e-5)),
+           ox_in_elem(n, 0));
     return BRAID_OK;
 }
 
+/* LRN: x / (bias + alpha / size · sum of x² over the channel window
+ * [c - floor((size-1)/2), c + ceil((size-1)/2)])^beta; the window sum is
+ * an average pool over channels (padding counted) times size. */
+static braid_status map_lrn(ox_node *n) {
+    braid_graph *g = n->g;
+    braid_tensor x = ox_in(n, 0);
+    int64_t d[BRAID_MAX_RANK], size = ox_attr_int(n, "size", 0);
+    int r = ox_rank(n, x, d);
+    if (r < 3 || size < 1)
+        return ox_node_fail(n, BRAID_ERR_INVALID_ARGUMENT, "rank %d or size "
+                            "%lld", r, (long long)size);
+    int64_t rest = ox_numel(r - 2, d + 2);
+    braid_tensor sq = braid_reshape(g, braid_mul(g, x, x), 4,
+                                    (int64_t[]){d[0], 1, d[1], rest});
+    braid_pool_params p = {.kernel = {size, 1}, .pads_lo = {(size - 1) / 2, 0},
+                           .pads_hi = {size / 2, 0}, .count_include_pad = true};
+    braid_tensor sum = braid_reshape(g, braid_avg_pool(g, sq, &p), r, d);
+    double a = ox_attr_float(n, "alpha", 1e-4), b = ox_attr_float(n, "beta", 0.75);
+    braid_tensor den = braid_add(g, braid_mul(g, sum, sc(n, x, a)),
+                                 sc(n, x, ox_attr_float(n, "bias", 1.0)));
+    ox_out(n, 0, braid_div(g, x, braid_pow(g, den, sc(n, x, b))),
+           ox_in_elem(n, 0));
+    return BRAID_OK;
+}
+
+/* Hann, Hamming and Blackman windows (17): sum of a_k cos(2πk·i / N),
+ * N = size (periodic) or size - 1, in the output_datatype. */
+static braid_status window(ox_node *n, double a0, double a1, double a2) {
+    braid_graph *g = n->g;
+    int64_t size;
+    int cnt;
+    if (!ox_static_ints(n, 0, &size, 1, &cnt)) return n->im->status;
+    int elem = (int)ox_attr_int(n, "output_datatype", 1);
+    braid_dtype t = ox_dtype(elem);
+    if (size < 1 || t == BRAID_DTYPE_COUNT_)
+        return ox_node_fail(n, BRAID_ERR_INVALID_ARGUMENT, "size %lld or "
+                            "output_datatype", (long long)size);
+    double N = (double)(ox_attr_int(n, "periodic", 1) ? size : size - 1);
+    braid_tensor i = braid_cast(g, braid_iota(g, BRAID_I32, 1, &size, 0),
+                                BRAID_F64);
+    braid_tensor ph = braid_mul(g, i, ox_scalar(n, BRAID_F64, 2 * 3.14159265358979323846 / N));
+    braid_tensor w = braid_sub(g, ox_scalar(n, BRAID_F64, a0),
+                               braid_mul(g, braid_cos(g, ph),
+                                         ox_scalar(n, BRAID_F64, a1)));
+    if (a2 != 0)
+        w = braid_add(g, w, braid_mul(g, braid_cos(g, braid_add(g, ph, ph)),
+                                      ox_scalar(n, BRAID_F64, a2)));
+    ox_out(n, 0, braid_cast(g, w, t), elem);
+    return BRAID_OK;
+}
+static braid_status map_hann(ox_node *n) { return window(n, 0.5, 0.5, 0); }
+static braid_status map_hamming(ox_node *n) {
+    return window(n, 25.0 / 46, 1 - 25.0 / 46, 0);
+}
+static braid_status map_blackman(ox_node *n) {
+    return window(n, 0.42, 0.5, 0.08);
+}
+
 const ox_op ox_ops_nn[] = {
+    {"BlackmanWindow", 17, map_blackman, 0},
+    {"HammingWindow", 17, map_hamming, 0},
+    {"HannWindow", 17, map_hann, 0},
+    {"LRN", 1, map_lrn, 0},
     {"BatchNormalization", 1, map_batch_norm, 0},
     {"Gemm", 1, map_gemm, 0},
     {"GroupNormalization", 18, map_group_norm, 0},

@@ -262,9 +262,15 @@ static braid_status map_slice(ox_node *n) {
         int a;
         if (!ox_axis(n, na >= 0 ? ax[i] : i, r, &a)) return n->im->status;
         int64_t step = nsp >= 0 ? sp[i] : 1;
-        if (step <= 0)
-            return ox_node_fail(n, BRAID_ERR_UNSUPPORTED, "step %lld (braid's "
-                                "slice takes steps >= 1)", (long long)step);
+        if (step == 0)
+            return ox_node_fail(n, BRAID_ERR_INVALID_ARGUMENT, "step 0");
+        if (step < 0) { /* braid_slice walks back with Python's rules,
+                           which ONNX's clamping matches */
+            b[a] = clamp64(st[i], -d[a] - 1, d[a]);
+            e[a] = clamp64(en[i], -d[a] - 1, d[a]);
+            s[a] = step;
+            continue;
+        }
         int64_t lo = st[i] < 0 ? (st[i] < -d[a] ? 0 : st[i] + d[a]) : st[i];
         int64_t hi = en[i] < 0 ? (en[i] < -d[a] ? 0 : en[i] + d[a]) : en[i];
         b[a] = clamp64(lo, 0, d[a]);
@@ -344,90 +350,6 @@ static braid_status map_expand(ox_node *n) {
     return BRAID_OK;
 }
 
-/* Gather with run-time indices as a one-hot matmul: x's axis moved first
- * and flattened to [A, rest], one-hot rows of the indices [n, A] times it
- * (float x; integers through f64, exact below 2^53), reshaped and the
- * axis moved back. Exact (a single 1 per row); O(n·A·rest) work. */
-static braid_status gather_onehot(ox_node *n, braid_tensor x, int axis) {
-    braid_graph *g = n->g;
-    int64_t d[BRAID_MAX_RANK], id[BRAID_MAX_RANK], od[BRAID_MAX_RANK];
-    int r = ox_rank(n, x, d);
-    braid_tensor ix = ox_in(n, 1);
-    int ir = ox_rank(n, ix, id);
-    if (r - 1 + ir > BRAID_MAX_RANK)
-        return ox_node_fail(n, BRAID_ERR_UNSUPPORTED, "result rank %d",
-                            r - 1 + ir);
-    braid_dtype t = ox_tdtype(n, x), ct = braid_dtype_is_float(t) ? t : BRAID_F64;
-    int perm[BRAID_MAX_RANK], k = 0;
-    perm[k++] = axis;
-    for (int i = 0; i < r; i++)
-        if (i != axis) perm[k++] = i;
-    int64_t a = d[axis], rest = ox_numel(r, d) / (a ? a : 1), cnt = ox_numel(ir, id);
-    braid_tensor xf = braid_reshape(g, braid_permute(g, braid_cast(g, x, ct), perm),
-                                    2, (int64_t[]){a, rest});
-    braid_tensor i = braid_reshape(g, braid_cast(g, ix, BRAID_I32), 2,
-                                   (int64_t[]){cnt, 1});
-    braid_tensor neg = braid_lt(g, i, ox_scalar(n, BRAID_I32, 0));
-    i = braid_where(g, neg, braid_add(g, i, ox_scalar(n, BRAID_I32, (double)a)), i);
-    braid_tensor io = braid_iota(g, BRAID_I32, 2, (int64_t[]){1, a}, 1);
-    braid_tensor oh = braid_cast(g, braid_eq(g, i, io), ct);
-    braid_tensor y = braid_matmul(g, oh, xf, 0); /* [cnt, rest] */
-    int ro = 0;
-    for (int j = 0; j < ir; j++) od[ro++] = id[j];
-    for (int j = 0; j < r; j++)
-        if (j != axis) od[ro++] = d[j];
-    y = braid_reshape(g, y, ro, od);
-    if (axis > 0) { /* indices' axes back to position axis */
-        int back[BRAID_MAX_RANK], q = 0;
-        for (int j = 0; j < axis; j++) back[q++] = ir + j;
-        for (int j = 0; j < ir; j++) back[q++] = j;
-        for (int j = ir + axis; j < ro; j++) back[q++] = j;
-        y = braid_permute(g, y, back);
-    }
-    ox_out(n, 0, braid_cast(g, y, t), ox_in_elem(n, 0));
-    return BRAID_OK;
-}
-
-/* Gather with static indices: a concat of one-element slices; with
- * run-time ones, the one-hot product above. */
-#define OX_GATHER_SLICES 4096
-static braid_status map_gather(ox_node *n) {
-    braid_tensor x = ox_in(n, 0);
-    int64_t d[BRAID_MAX_RANK], m;
-    int r = ox_rank(n, x, d), axis;
-    if (!ox_axis(n, ox_attr_int(n, "axis", 0), r, &axis)) return n->im->status;
-    if (!ox_has(n, 1) || !n->in[1]->sv) return gather_onehot(n, x, axis);
-    const double *idx = ox_static(n, 1, &m);
-    const ox_value *iv = n->in[1];
-    if (m > OX_GATHER_SLICES || r - 1 + iv->rank > BRAID_MAX_RANK)
-        return ox_node_fail(n, BRAID_ERR_UNSUPPORTED, "%lld static indices or "
-                            "a result of rank %d", (long long)m,
-                            r - 1 + iv->rank);
-    braid_tensor *parts = malloc((size_t)(m ? m : 1) * sizeof *parts);
-    if (!parts) return ox_node_fail(n, BRAID_ERR_OUT_OF_MEMORY, "out of memory");
-    for (int64_t i = 0; i < m; i++) {
-        int64_t k = (int64_t)idx[i];
-        if (k < 0) k += d[axis];
-        if (k < 0 || k >= d[axis]) {
-            free(parts);
-            return ox_node_fail(n, BRAID_ERR_INVALID_ARGUMENT, "index %lld is "
-                                "out of range for size %lld",
-                                (long long)idx[i], (long long)d[axis]);
-        }
-        parts[i] = slice_axis(n, x, axis, k, k + 1);
-    }
-    int64_t out[BRAID_MAX_RANK];
-    int ro = 0;
-    for (int i = 0; i < axis; i++) out[ro++] = d[i];
-    for (int i = 0; i < iv->rank; i++) out[ro++] = iv->dims[i];
-    for (int i = axis + 1; i < r; i++) out[ro++] = d[i];
-    braid_tensor c = m == 0   ? slice_axis(n, x, axis, 0, 0)
-                     : m == 1 ? parts[0]
-                              : braid_concat(n->g, (int)m, parts, axis);
-    free(parts);
-    ox_out(n, 0, braid_reshape(n->g, c, ro, out), ox_in_elem(n, 0));
-    return BRAID_OK;
-}
 
 static braid_status map_tile(ox_node *n) {
     int64_t reps[BRAID_MAX_RANK];
@@ -472,7 +394,6 @@ const ox_op ox_ops_shape[] = {
     {"Dropout", 1, map_dropout, 0},
     {"Expand", 8, map_expand, 0},
     {"Flatten", 1, map_flatten, 0},
-    {"Gather", 1, map_gather, 0},
     {"Range", 11, map_range, 0},
     {"Reshape", 1, map_reshape, 0},
     {"Shape", 1, map_shape, OX_NOFOLD},

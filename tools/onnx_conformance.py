@@ -69,16 +69,24 @@ def write_case(case, root):
         for i, (name, value) in enumerate(zip(in_names, inputs)):
             if isinstance(value, (np.generic, int, float, bool)):
                 value = np.asarray(value)
-            if not isinstance(value, np.ndarray):
+            if isinstance(value, onnx.TensorProto):  # the Cast tests' form
+                proto = onnx.TensorProto()
+                proto.CopyFrom(value)
+                proto.name = name
+            elif isinstance(value, np.ndarray):
+                proto = numpy_helper.from_array(value, name)
+            else:
                 return None, "input %s is not a tensor" % name
             path = os.path.join(sd, "input_%d.pb" % i)
             with open(path, "wb") as f:
-                f.write(numpy_helper.from_array(value, name).SerializeToString())
+                f.write(proto.SerializeToString())
             files.append((name, path))
         expected = []
         for name, value in zip(out_names, outputs):
             if isinstance(value, (np.generic, int, float, bool)):
                 value = np.asarray(value)
+            if isinstance(value, onnx.TensorProto):
+                value = numpy_helper.to_array(value)
             if not isinstance(value, np.ndarray):
                 return None, "output %s is not a tensor" % name
             expected.append((name, value))
