@@ -110,7 +110,9 @@ static braid_status two(ox_node *n, braid_tensor a, braid_tensor b,
     }
     for (int i = 0; i < tb->n; i++)
         if (!strchr(ta->lab, tb->lab[i])) own_b[nbo++] = tb->lab[i], pbo *= db[i];
-    char oa[9], ob[9], res[9];
+    /* each holds three of the 8-label strings above: sized for the worst
+     * case the compiler sees (a's labels fill oa exactly once in truth) */
+    char oa[3 * 8 + 1], ob[3 * 8 + 1], res[3 * 8 + 1];
     snprintf(oa, sizeof oa, "%s%s%s", batch, own_a, con);
     snprintf(ob, sizeof ob, "%s%s%s", batch, con, own_b);
     int rr = snprintf(res, sizeof res, "%s%s%s", batch, own_a, own_b);
