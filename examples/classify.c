@@ -92,7 +92,14 @@ static braid_graph *import(const char *path, const char *name,
     braid_onnx_options_init(&o);
     o.shapes = shapes;
     braid_graph *g = NULL;
-    if (braid_onnx_import(path, &o, &g) != BRAID_OK) fail("import");
+    braid_status s = braid_onnx_import(path, &o, &g);
+    if (s != BRAID_OK) fail("import");
+    /* a dim left unbound, or a binding the model disagrees with */
+    if (s == BRAID_ERR_INVALID_ARGUMENT || s == BRAID_ERR_SHAPE)
+        fprintf(stderr,
+                "classify: (the images' shape was bound to the "
+                "model's input \"%s\"; --input NAME names another)\n",
+                name);
     return g;
 }
 
@@ -215,8 +222,10 @@ static int classify(const braid_graph *g, const ex_tensor *x,
     size_t nscores = (size_t)(x->dims[0] * nclass);
     float *scores = malloc(nscores * sizeof *scores);
     int rc = e && scores ? 0 : 1;
+    if (e && !scores) fprintf(stderr, "classify: out of memory\n");
     if (!rc) {
-        braid_input_binding ib = {in, x->data, (size_t)x->numel * 4};
+        braid_input_binding ib = {in, x->data,
+                                  (size_t)x->numel * sizeof(float)};
         braid_output_binding ob = {out, scores, nscores * sizeof *scores};
         double t0 = now_s();
         rc = braid_run(e, &ib, 1, &ob, 1) != BRAID_OK ? fail("run") : 0;

@@ -224,6 +224,7 @@ static int predict(const braid_graph *g, const ex_tensor *ids) {
     braid_exec *e = compile(g, &plan);
     float *logits = malloc((size_t)(t * vocab) * sizeof *logits);
     int rc = e && logits ? 0 : 1;
+    if (e && !logits) fprintf(stderr, "next_token: out of memory\n");
     if (!rc) {
         braid_input_binding ib = {in, ids->data, (size_t)t * sizeof(int64_t)};
         braid_output_binding ob = {out, logits,
