@@ -65,13 +65,26 @@ bc_node_class bc_classify(const bp_plan *p, uint32_t node);
  * rest; the executor reads the records once the run is done (one 32-byte
  * device-to-host copy per GPU, only for plans with such kernels), turns a
  * claimed one into the run's error (runtime/run_check.c) and clears it.
- * The layout is also emitted as CUDA C (codegen/index.c), so it is
- * fixed: four 8-byte fields. */
+ * Generated kernels claim the record with one 64-bit compare-and-swap of
+ * kind and node together (the prelude's bc_check_fail), so a kernel can
+ * tell its own claim from another node's. Which nodes take the record:
+ * bg_node_run_check (graph/graph.h). The layout is also emitted as CUDA C
+ * (codegen/prelude.c), so it is fixed: four 8-byte fields. */
 typedef enum bc_check_kind {
-    BC_CHECK_NONE = 0, /* nothing recorded */
-    BC_CHECK_INDEX = 1 /* an index out of range: a = the index, b = its
-                          position in the indices operand, c = the length
-                          of the axis it indexes */
+    BC_CHECK_NONE = 0,  /* nothing recorded */
+    BC_CHECK_INDEX = 1, /* an index out of range: a = the index, b = its
+                           position in the indices operand, c = the length
+                           of the axis it indexes */
+    BC_CHECK_CAST = 2,  /* a range-checked cast's value that does not fit
+                           (bg_cast_checked): a = the value, b = its
+                           element (the first in C order), c = the target
+                           braid_dtype */
+    /* The GPU kernel of a checked cast while it runs (codegen/cast.c): the
+     * record is claimed for the node, c = INT64_MAX - the lowest failing
+     * element so far (an atomic max, so the first in C order wins); the
+     * kernel's "_final" launch reads that element's value and rewrites the
+     * record as BC_CHECK_CAST. Never seen by the host after a run. */
+    BC_CHECK_CAST_PENDING = 0x102
 } bc_check_kind;
 
 typedef struct bc_run_check {

@@ -187,6 +187,10 @@ braid_status bc_gen_conv(const bp_plan *p, uint32_t id, bc_buf *b,
  * record (k->run_check). */
 braid_status bc_gen_index(const bp_plan *p, uint32_t id, bc_buf *b,
                           bc_kernel *k);
+/* A range-checked cast (bg_node_run_check): its own kernel, taking the
+ * run check record, never fused (codegen/cast.c). */
+braid_status bc_gen_checked_cast(const bp_plan *p, uint32_t id, bc_buf *b,
+                                 bc_kernel *k);
 /* An elementwise op's CUDA spelling for compute dtype s, "$0" / "$1" the
  * operands (graph/scalar.h's rows); NULL when it has none. */
 const char *bc_op_template(braid_op op, braid_dtype s);

@@ -109,6 +109,12 @@ typedef struct bg_op_info {
 const bg_op_info *bg_op(braid_op op);
 /* Whether op's row has flag (a BRAID_OPF_* bit); false for a bad op. */
 bool bg_op_has(braid_op op, unsigned flag);
+/* Whether node id of g runs a run check (docs/architecture.md, "Run
+ * checks"): its op has BRAID_OPF_RUN_CHECK and, for a cast, it is
+ * range-checked (bg_cast_checked). Its kernels record failures in the run
+ * check record; its generated kernel takes the record (bc_kernel.run_check)
+ * and is never fused (passes/fuse.c). */
+bool bg_node_run_check(const braid_graph *g, uint32_t id);
 static inline bool bg_op_is_compare(braid_op op) {
     return bg_op_has(op, BRAID_OPF_COMPARE);
 }
@@ -311,14 +317,16 @@ void bg_store_int(braid_dtype t, void *buf, int64_t i, int64_t v);
 void bg_int_range(braid_dtype t, int64_t *lo, int64_t *hi);
 /* Whether a cast from `from` to `to` is range-checked at run time: an
  * integer narrowing from i64, which ONNX import relies on (a value that does
- * not fit fails the run instead of wrapping). Such casts run on the cpu. */
+ * not fit fails the run instead of wrapping), on any device, through the
+ * run check record (BC_CHECK_CAST). */
 bool bg_cast_checked(braid_dtype from, braid_dtype to);
 /* Whether value v (of a checked cast's source) fits in dtype to. */
 bool bg_int_fits(braid_dtype to, int64_t v);
 /* The run error of checked cast node id of g whose element `index` holds
  * `value`, which does not fit: BRAID_ERR_INVALID_ARGUMENT naming the node
  * (id and name), the dtypes, the element and the value. One message for
- * every executor and the reference. */
+ * every executor (the CPU kernel and the GPU's record both reach it through
+ * br_run_check_take) and the reference. */
 braid_status bg_cast_range_error(const braid_graph *g, uint32_t id,
                                  int64_t index, int64_t value);
 

@@ -31,6 +31,14 @@ bool bg_op_has(braid_op op, unsigned flag) {
     return i != NULL && (i->flags & flag) != 0;
 }
 
+bool bg_node_run_check(const braid_graph *g, uint32_t id) {
+    const bg_node *n = bg_node_at(g, id);
+    if (!bg_op_has(n->op, BRAID_OPF_RUN_CHECK)) return false;
+    if (n->op != BRAID_OP_CAST) return true;
+    return n->ninputs == 1 &&
+           bg_cast_checked(bg_node_at(g, n->inputs[0])->dtype, n->dtype);
+}
+
 bool bg_op_accepts(braid_op op, braid_dtype t) {
     const bg_op_info *i = bg_op(op);
     if (i == NULL || !bg_dtype(t)) return false;

@@ -112,10 +112,14 @@ static bool fusible_op(braid_op op) {
 /* A node a group may hold: a fusible op whose values and operands are all
  * exactly doubles. Programs hold constants as doubles and the CPU
  * interpreter's tiles know no i64; i64 nodes (data movement, eq/ne, where,
- * casts) run alone, by the unfused kernels. */
+ * casts) run alone, by the unfused kernels. A run-checked node (the
+ * range-checked cast, bg_node_run_check) runs alone too: programs carry no
+ * run check record (docs/fusion.md, rule 1). */
 static bool fusible(const fuse_state *s, uint32_t id) {
     const bg_node *nd = bg_node_at(s->g, id);
-    if (!fusible_op(nd->op) || !bg_dtype_f64_exact(nd->dtype)) return false;
+    if (!fusible_op(nd->op) || !bg_dtype_f64_exact(nd->dtype) ||
+        bg_node_run_check(s->g, id))
+        return false;
     for (uint32_t k = 0; k < nd->ninputs; k++)
         if (!bg_dtype_f64_exact(bg_node_at(s->g, nd->inputs[k])->dtype))
             return false;

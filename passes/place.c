@@ -395,15 +395,6 @@ static bool is_host_data(braid_op op) {
     return op == BRAID_OP_INPUT || op == BRAID_OP_CONSTANT;
 }
 
-/* A range-checked cast (bg_cast_checked) runs on the cpu, hint or not:
- * its kernel reports a value out of range as the run's error, which a GPU
- * kernel cannot do without a flag read back after the run. Its i64 operand
- * is usually a graph input, host memory already. */
-static bool is_checked_cast(const place_ctx *c, const bg_node *n) {
-    return n->op == BRAID_OP_CAST &&
-           bg_cast_checked(bg_node_at(c->g, n->inputs[0])->dtype, n->dtype);
-}
-
 /* Roles, hinted devices and host data; checks every hint. */
 static braid_status assign_roles(place_ctx *c) {
     for (uint32_t id = 0; id < c->n; id++) {
@@ -413,7 +404,7 @@ static braid_status assign_roles(place_ctx *c) {
         if (n->device && (hint = device_index(c->plan, n->device)) < 0)
             return bad_hint(c, id);
         c->dev[id] = DEV_UNSET;
-        if (is_host_data(n->op) || is_checked_cast(c, n)) {
+        if (is_host_data(n->op)) {
             c->role[id] = ROLE_FIXED;
             set_dev(c, id, c->host);
         } else if (kind == BRAID_KIND_STATE) {
@@ -521,7 +512,6 @@ static bp_place_reason reason_of(const place_ctx *c, uint32_t id) {
         return c->prefer_gpu ? BP_PLACE_PREFER_GPU : BP_PLACE_COST;
     default:
         if (is_host_data(n->op)) return BP_PLACE_HOST_DATA;
-        if (is_checked_cast(c, n)) return BP_PLACE_CHECKED_CAST;
         return n->device ? BP_PLACE_HINT : BP_PLACE_COLLECTIVE;
     }
 }

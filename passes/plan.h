@@ -224,7 +224,10 @@ typedef enum bp_place_reason {
     BP_PLACE_COST,            /* the cost model's cheapest device */
     BP_PLACE_PREFER_GPU,      /* the devices list named no cpu */
     BP_PLACE_COLLECTIVE,      /* a collective: with its own input */
-    BP_PLACE_CHECKED_CAST     /* a range-checked cast from i64: the cpu */
+    BP_PLACE_CHECKED_CAST     /* no longer given: a range-checked cast from
+                                 i64 is placed like any elementwise op (its
+                                 GPU kernel reports through the run check
+                                 record); kept so the numbers stay */
 } bp_place_reason;
 
 /* The place pass's decision for one node, kept for `braid info --verbose`

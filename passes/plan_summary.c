@@ -148,7 +148,7 @@ static const char *reason_words(bp_place_reason r) {
         [BP_PLACE_COST] = "cost model: cheapest device",
         [BP_PLACE_PREFER_GPU] = "--devices named no cpu: GPU preferred",
         [BP_PLACE_COLLECTIVE] = "collective: with its own input",
-        [BP_PLACE_CHECKED_CAST] = "range-checked cast from i64: on the cpu",
+        [BP_PLACE_CHECKED_CAST] = "range-checked cast from i64 (no longer given)",
     };
     return (unsigned)r < sizeof words / sizeof words[0] ? words[r] : "?";
 }

@@ -63,7 +63,11 @@ static braid_dtype arg_dtype(const pc *c, const bp_instr *in, int k) {
 static const char *elementwise_types(const pc *c, const bp_instr *in) {
     braid_dtype t = in->dtype, a = arg_dtype(c, in, 0);
     int arity = bg_op(in->op)->arity;
-    if (in->op == BRAID_OP_CAST) return NULL;
+    if (in->op == BRAID_OP_CAST) /* a checked one needs its run check */
+        return bg_cast_checked(a, t) ? "a range-checked cast (from i64) runs "
+                                       "as a node of its own, never in a "
+                                       "program"
+                                     : NULL;
     if (in->op == BRAID_OP_WHERE)
         return a == BRAID_BOOL && arg_dtype(c, in, 1) == t &&
                        arg_dtype(c, in, 2) == t

@@ -46,7 +46,8 @@ braid_status vp_check_assigns(const vp_state *st);
 uint32_t vp_assign_of_written(const vp_state *st, uint32_t id);
 
 /* The op writes element i of its output from element i of same-shaped
- * inputs only, so its output may be exactly one such input's bytes. */
+ * inputs only, so its output may be exactly one such input's bytes (never
+ * a range-checked cast's: its GPU kernel reads the input after writing). */
 bool vp_aliasing_ok(const bp_plan *p, uint32_t id);
 
 #endif /* BRAID_PASSES_VERIFY_PLAN_H */

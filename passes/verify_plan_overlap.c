@@ -90,6 +90,9 @@ braid_status vp_clocks(vp_state *st) {
 
 bool vp_aliasing_ok(const bp_plan *p, uint32_t id) {
     const bg_node *n = &p->res.graph->nodes[id];
+    /* a range-checked cast's GPU kernel reads the failing element back
+     * after writing its output (codegen/cast.c) */
+    if (bg_node_run_check(p->res.graph, id)) return false;
     if (n->op == BRAID_OP_CAST) /* same-dtype casts are memcpy */
         return p->res.graph->nodes[n->inputs[0]].dtype != n->dtype;
     if (bg_op(n->op)->kind == BRAID_KIND_ELEMENTWISE) return true;

@@ -27,6 +27,12 @@ braid_status br_run_check_take(const bp_plan *p, bc_run_check *rc) {
     *rc = (bc_run_check){0};
     const braid_graph *g = p->res.graph;
     const bg_node *n = r.node < g->nnodes ? bg_node_at(g, r.node) : NULL;
+    /* a checked cast: the words of its CPU kernel and the reference,
+     * which name the node their own way (bg_cast_range_error) */
+    if (r.kind == BC_CHECK_CAST && n && bg_node_run_check(g, r.node) &&
+        n->op == BRAID_OP_CAST && r.c == (int64_t)n->dtype && r.b >= 0 &&
+        r.b < bg_numel(n))
+        return bg_cast_range_error(g, r.node, r.b, r.a);
     char why[256];
     if (r.kind == BC_CHECK_INDEX) {
         bg_index_bad bad = {r.a, r.b, r.c};

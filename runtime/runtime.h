@@ -67,8 +67,10 @@ braid_status br_run_check_take(const bp_plan *p, bc_run_check *rc);
  * BRAID_ERR_UNSUPPORTED naming the node otherwise. */
 braid_status br_cpu_prepare(const braid_graph *g, uint32_t id, size_t *scratch);
 /* Computes one node. For a node br_cpu_prepare accepted (and, for a FUSED
- * node, br_fused_check) it fails only for a run error of the data: a
- * checked cast's value out of range (bg_cast_range_error's message). */
+ * node, br_fused_check) it does not fail: a run error of the data (an index
+ * out of range, a checked cast's value that does not fit) is recorded in
+ * a->check. Only without a record (a->check NULL) does a checked cast
+ * return its error (bg_cast_range_error's message) instead. */
 braid_status br_cpu_run(const br_kernel_args *a);
 /* For a FUSED node id, with br_cpu_prepare: checks that program (plan->
  * programs[info.program]) is one the CPU interpreter runs safely, which is

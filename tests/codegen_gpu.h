@@ -344,7 +344,23 @@ static void gpu_check_kernel(const bp_plan *p, cudaLibrary_t lib,
         ptr[1 + c.nin] = gpu_upload(mm, k->mm_bytes, shift[1 + c.nin]);
         free(mm);
     }
+    if (k->run_check) { /* the record, zeroed; the inputs are valid, so
+                           it must stay clear */
+        ptr[k->nparams - 1] = gpu_alloc(sizeof(bc_run_check), 0);
+        GPU_OK(cudaMemset(ptr[k->nparams - 1], 0, sizeof(bc_run_check)));
+    }
     gpu_launch(lib, k, ptr);
+    if (k->run_check) {
+        bc_run_check rec;
+        GPU_OK(cudaMemcpy(&rec, ptr[k->nparams - 1], sizeof rec,
+                          cudaMemcpyDeviceToHost));
+        if (rec.kind != BC_CHECK_NONE) {
+            cr_log_info("node %u (%s): run check %u recorded on valid data",
+                        (unsigned)k->node, bg_op(n->op)->name,
+                        (unsigned)rec.kind);
+            ++*failures;
+        }
+    }
     void *out = malloc(ob ? ob : 1);
     cr_assert_not_null(out);
     if (ob) GPU_OK(cudaMemcpy(out, ptr[0], ob, cudaMemcpyDeviceToHost));
@@ -408,6 +424,10 @@ static double gpu_bench_kernel(const bp_plan *p, const bc_source *src,
     }
     if (k->extra == BC_EXTRA_SCRATCH)
         ptr[1 + n->ninputs] = gpu_alloc(k->scratch_bytes, 0);
+    if (k->run_check) {
+        ptr[k->nparams - 1] = gpu_alloc(sizeof(bc_run_check), 0);
+        GPU_OK(cudaMemset(ptr[k->nparams - 1], 0, sizeof(bc_run_check)));
+    }
     cudaEvent_t e0, e1;
     GPU_OK(cudaEventCreate(&e0));
     GPU_OK(cudaEventCreate(&e1));

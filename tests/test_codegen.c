@@ -93,9 +93,7 @@ static uint32_t check_plan(const bp_plan *p, const char *what, uint64_t seed) {
         cr_assert_eq(k->nparams, 1 + bg_node_at(p->res.graph, id)->ninputs +
                                      (k->extra != BC_EXTRA_NONE) +
                                      k->run_check);
-        cr_assert_eq(k->run_check,
-                     bg_op_has(bg_node_at(p->res.graph, id)->op,
-                               BRAID_OPF_RUN_CHECK));
+        cr_assert_eq(k->run_check, bg_node_run_check(p->res.graph, id));
         cr_assert_leq(k->nlaunch, BC_MAX_LAUNCHES);
         for (uint32_t l = 0; l < k->nlaunch; l++) {
             const bc_launch *L = &k->launch[l];
@@ -502,6 +500,82 @@ Test(codegen, malformed_program_refused) {
     cr_assert(strstr(braid_last_error(), "node %1 (fused)"), "%s",
               braid_last_error());
     cr_assert(strstr(braid_last_error(), "instruction 1"), "%s",
+              braid_last_error());
+    braid_plan_free(p);
+}
+
+/* A range-checked cast (i64 -> i32) on the GPU: a kernel of its own that
+ * takes the run check record (two launches: the cast, then "_final" filling
+ * in the first failing element's value), the elementwise work after it
+ * fused apart; the module compiles for sm_90 (and on a GPU the kernel runs
+ * against the reference, the record staying clear). */
+Test(codegen, checked_cast_kernel, .init = setup) {
+    braid_graph *g = braid_graph_new(NULL);
+    int64_t d[2] = {37, 1001};
+    braid_tensor x = braid_input(g, "x", BRAID_I64, 2, d);
+    braid_tensor c = braid_cast(g, x, BRAID_I32);
+    braid_tensor y = braid_add(g, braid_mul(g, c, c), c);
+    cr_assert_eq(braid_output(g, "y", y), BRAID_OK, "%s", braid_graph_error(g));
+    braid_compile_options o;
+    braid_compile_options_init(&o);
+    o.devices = "cuda:0"; /* no hint: placement puts it there */
+    o.archs = "none";
+    braid_plan *p = NULL;
+    cr_assert_eq(braid_compile(g, &o, &p), BRAID_OK, "%s", braid_last_error());
+    uint32_t cast = BG_NONE, fused = 0;
+    for (uint32_t id = 0; id < p->res.graph->nnodes; id++) {
+        const bg_node *n = bg_node_at(p->res.graph, id);
+        if (n->op == BRAID_OP_CAST) cast = id;
+        if (n->op != BRAID_OP_FUSED) continue;
+        fused++;
+        const bp_program *pr = &p->res.programs[p->res.info[id].program];
+        for (uint32_t i = 0; i < pr->ninstr; i++)
+            cr_assert_neq(pr->instr[i].op, BRAID_OP_CAST, "cast fused");
+    }
+    cr_assert_neq(cast, BG_NONE);
+    cr_assert_eq(fused, 1, "mul and add fused after the cast");
+    cr_assert_eq(p->res.info[cast].device.kind, BP_DEVICE_CUDA);
+    cr_assert(bg_node_run_check(p->res.graph, cast));
+    cr_assert_eq(bc_classify(p, cast), BC_NODE_KERNEL);
+    bc_source src;
+    cr_assert_eq(bc_plan_source(p, &src), BRAID_OK, "%s", braid_last_error());
+    const bc_kernel *k = bc_source_kernel(&src, cast);
+    cr_assert_not_null(k);
+    cr_assert(k->run_check);
+    cr_assert_eq(k->nparams, 3);
+    cr_assert_eq(k->nlaunch, 2);
+    cr_assert(strstr(k->launch[1].entry, "_final"), "%s", k->launch[1].entry);
+    cr_assert_eq(k->launch[0].grid[0], (37 * 1001 + 1023) / 1024);
+    cr_assert(strstr(src.text, "bc_check_first(chk, "), "%s", src.text);
+    /* exact 64-bit comparisons, no double on the way */
+    cr_assert(strstr(src.text, "v < (-2147483647LL - 1) || v > 2147483647LL"),
+              "%s", src.text);
+    bc_source_free(&src);
+    check_plan(p, "checked cast", 5);
+    braid_plan_free(p);
+    braid_graph_free(g);
+}
+
+/* A checked cast inside a program is refused (programs carry no run check
+ * record): bp_program_check's rule, so codegen and the plan verifier both
+ * refuse it. */
+Test(codegen, checked_cast_in_a_program_refused) {
+    bp_plan *p = hand_new();
+    int64_t d[1] = {8};
+    braid_tensor x = hand_input(p, BRAID_I64, 1, d);
+    bp_instr *ins = calloc(2, sizeof *ins);
+    cr_assert_not_null(ins);
+    ins[0] = (bp_instr){.op = BP_INSTR_LOAD, .dtype = BRAID_I64, .input = 0};
+    ins[1] = (bp_instr){.op = BRAID_OP_CAST, .dtype = BRAID_I32, .arg = {0}};
+    bp_program prog = {.kind = BP_PROGRAM_ELEMENTWISE,
+                       .ninstr = 2,
+                       .instr = ins,
+                       .rank = 1,
+                       .dims = {8}};
+    uint32_t id = hand_fused(p, &x, 1, BRAID_I32, 1, d, &prog);
+    bc_source src;
+    cr_assert_eq(bc_kernel_source(p, id, &src), BRAID_ERR_INTERNAL);
+    cr_assert(strstr(braid_last_error(), "range-checked cast"), "%s",
               braid_last_error());
     braid_plan_free(p);
 }

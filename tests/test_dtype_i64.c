@@ -167,6 +167,36 @@ Test(dtype_i64, narrowing_cast_checked) {
     braid_graph_free(g);
 }
 
+/* The cpu kernel reports through the executor's run check record: the
+ * run fails, and the same executor then runs good data. */
+Test(dtype_i64, narrowing_cast_executor_recovers) {
+    braid_graph *g = cast_graph(4, BRAID_I64, BRAID_I32);
+    braid_compile_options o;
+    braid_compile_options_init(&o);
+    o.devices = "cpu";
+    braid_plan *p = NULL;
+    braid_exec *e = NULL;
+    cr_assert_eq(braid_compile(g, &o, &p), BRAID_OK, "%s", braid_last_error());
+    cr_assert_eq(braid_exec_new(p, &e), BRAID_OK, "%s", braid_last_error());
+    int64_t x[4] = {1, -BIG, 3, BIG};
+    int32_t y[4];
+    braid_input_binding in = {"x", x, sizeof x};
+    braid_output_binding ob = {"y", y, sizeof y};
+    cr_assert_eq(braid_run(e, &in, 1, &ob, 1), BRAID_ERR_INVALID_ARGUMENT);
+    cr_expect(strstr(braid_last_error(), "element 1 is"), "%s",
+              braid_last_error());
+    x[1] = -2, x[3] = 4;
+    for (int r = 0; r < 2; r++) {
+        cr_assert_eq(braid_run(e, &in, 1, &ob, 1), BRAID_OK, "%s",
+                     braid_last_error());
+        for (int k = 0; k < 4; k++)
+            cr_expect_eq(y[k], (int32_t)x[k]);
+    }
+    braid_exec_free(e);
+    braid_plan_free(p);
+    braid_graph_free(g);
+}
+
 /* Many elements, several out of range: the first one is reported, whatever
  * the threads' order. */
 Test(dtype_i64, narrowing_cast_first_bad_parallel) {
@@ -299,19 +329,12 @@ Test(dtype_i64, plan_file) {
     braid_graph_free(g);
 }
 
-/* With a GPU listed, and even hinted onto it, a checked cast runs on the
- * cpu; the verifier refuses one placed on a GPU. A widening cast may go
- * anywhere. */
-Test(dtype_i64, checked_cast_placed_on_cpu) {
-    braid_graph *g = braid_graph_new(NULL);
-    braid_tensor x = braid_input(g, "x", BRAID_I64, 1, (int64_t[]){1 << 20});
-    braid_tensor c = braid_cast(g, x, BRAID_I32);
-    cr_assert_eq(braid_set_device(g, c, "cuda:0"), BRAID_OK);
-    braid_tensor y = braid_exp(g, braid_cast(g, c, BRAID_F32));
-    cr_assert_eq(braid_output(g, "y", y), BRAID_OK, "%s", braid_graph_error(g));
+/* The placement of user node 1 (the cast) compiled for `devices`. */
+static void cast_placement(braid_graph *g, const char *devices,
+                           braid_node_placement *out) {
     braid_compile_options o;
     braid_compile_options_init(&o);
-    o.devices = "cpu,cuda:0";
+    o.devices = devices;
     o.archs = "none";
     braid_plan *p = NULL;
     cr_assert_eq(braid_compile(g, &o, &p), BRAID_OK, "%s", braid_last_error());
@@ -321,10 +344,36 @@ Test(dtype_i64, checked_cast_placed_on_cpu) {
         cr_assert_eq(braid_plan_placement_get(p, i, &pl), BRAID_OK);
         if (pl.node != 1) continue;
         seen = true;
-        cr_expect_str_eq(pl.device, "cpu");
-        cr_expect_eq(pl.reason, BRAID_PLACE_CHECKED_CAST);
+        *out = pl;
     }
-    cr_expect(seen);
+    cr_assert(seen);
+    /* the verifier passed it (braid_compile runs it) */
     braid_plan_free(p);
+}
+
+/* A checked cast is placed like any elementwise op: it reports a value out
+ * of range through the run check record on every device. Hinted to a GPU
+ * it goes there; with only a GPU listed, the GPU; with the cpu listed and
+ * no hint, the cost model decides. */
+Test(dtype_i64, checked_cast_placed_like_elementwise) {
+    braid_graph *g = braid_graph_new(NULL);
+    braid_tensor x = braid_input(g, "x", BRAID_I64, 1, (int64_t[]){1 << 20});
+    braid_tensor c = braid_cast(g, x, BRAID_I32);
+    braid_tensor y = braid_exp(g, braid_cast(g, c, BRAID_F32));
+    cr_assert_eq(braid_output(g, "y", y), BRAID_OK, "%s", braid_graph_error(g));
+    braid_node_placement pl;
+    cast_placement(g, "cuda:0", &pl);
+    cr_expect_str_eq(pl.device, "cuda:0");
+    cr_expect_eq(pl.reason, BRAID_PLACE_PREFER_GPU);
+    cast_placement(g, "cpu,cuda:0", &pl);
+    cr_expect_eq(pl.reason, BRAID_PLACE_COST_MODEL);
+    cr_assert_eq(braid_set_device(g, c, "cuda:0"), BRAID_OK);
+    cast_placement(g, "cpu,cuda:0", &pl);
+    cr_expect_str_eq(pl.device, "cuda:0");
+    cr_expect_eq(pl.reason, BRAID_PLACE_HINT);
+    cr_assert_eq(braid_set_device(g, c, "cpu"), BRAID_OK);
+    cast_placement(g, "cpu,cuda:0", &pl);
+    cr_expect_str_eq(pl.device, "cpu");
+    cr_expect_eq(pl.reason, BRAID_PLACE_HINT);
     braid_graph_free(g);
 }

@@ -244,6 +244,16 @@ Test(place, shape_ops_go_with_their_input) {
     braid_plan_free(p);
 }
 
+/* A range-checked cast from i64 is placed like any elementwise op: with
+ * only the GPU listed, on it, its i64 input copied there (docs/placement.md). */
+Test(place, checked_cast_goes_to_the_gpu) {
+    braid_plan *p = golden("checked_cast");
+    cr_assert(on(p, 1, "cuda:0"), "the checked cast on the GPU");
+    cr_assert_eq(copies_of(p, 0), 1, "the i64 ids cross once");
+    cr_assert_eq(copies_of(p, 1), 0, "the i32 ids do not cross");
+    braid_plan_free(p);
+}
+
 Test(place, generator_with_consumers_on_both_sides) {
     braid_plan *p = golden("generator_split");
     /* The weight feeds a GPU matmul and a small cpu reduction: made on the

@@ -1159,8 +1159,10 @@ typedef enum braid_place_reason {
     BRAID_PLACE_PREFER_GPU,      /* the devices list named no cpu: a GPU
                                     whenever one can run it */
     BRAID_PLACE_COLLECTIVE,      /* a collective: with its own input */
-    BRAID_PLACE_CHECKED_CAST     /* a range-checked cast from i64 (docs/ops.md,
-                                    "Integer dtypes"): the cpu */
+    BRAID_PLACE_CHECKED_CAST     /* no longer given (kept for the numbering):
+                                    a range-checked cast from i64 is placed
+                                    like any elementwise op (docs/ops.md,
+                                    "Integer dtypes") */
 } braid_place_reason;
 
 /* The place pass's decision for one node of the optimised graph (after

@@ -79,9 +79,11 @@ enum {
      * through it by convention (docs/training.md) instead of failing. */
     BRAID_OPF_ZERO_GRAD = 1u << 5,
     /* Its kernels may find a value that makes the run fail (an index out
-     * of range): they record it in the executor's run check instead of
-     * touching memory outside their operands (docs/architecture.md, "Run
-     * checks"). */
+     * of range, a value a range-checked cast cannot hold): they record it
+     * in the executor's run check instead of touching memory outside their
+     * operands or wrapping (docs/architecture.md, "Run checks"). For cast
+     * only the narrowing casts from i64 check (bg_cast_checked);
+     * bg_node_run_check says which nodes do. */
     BRAID_OPF_RUN_CHECK = 1u << 6,
 };
 
@@ -139,7 +141,7 @@ enum {
     X(GT, "gt", 2, ELEMENTWISE, NUMBER, BRAID_OPF_COMPARE|BRAID_OPF_EXACT, 1) \
     X(GE, "ge", 2, ELEMENTWISE, NUMBER, BRAID_OPF_COMPARE|BRAID_OPF_EXACT, 1) \
     X(WHERE, "where", 3, ELEMENTWISE, ANY, BRAID_OPF_DIFFERENTIABLE|BRAID_OPF_EXACT, 1) \
-    X(CAST, "cast", 1, ELEMENTWISE, ANY, BRAID_OPF_DIFFERENTIABLE|BRAID_OPF_EXACT, 1) \
+    X(CAST, "cast", 1, ELEMENTWISE, ANY, BRAID_OPF_DIFFERENTIABLE|BRAID_OPF_EXACT|BRAID_OPF_RUN_CHECK, 1) \
     X(MATMUL, "matmul", 2, MATMUL, FLOAT, BRAID_OPF_DIFFERENTIABLE, 2) \
     X(SUM, "sum", 1, REDUCE, NUMBER, BRAID_OPF_DIFFERENTIABLE, 1) \
     X(MEAN, "mean", 1, REDUCE, FLOAT, BRAID_OPF_DIFFERENTIABLE, 1) \

@@ -337,7 +337,9 @@ static void cast_range(void *ctx, int64_t b, int64_t e) {
 }
 
 /* A checked narrowing from i64 (bg_cast_checked): exact integers; the
- * first element out of the target's range is recorded, never wrapped. */
+ * first element out of the target's range is noted, never wrapped, and
+ * written as 0 (what the GPU kernel writes), so later kernels of the run
+ * read defined values. */
 static void cast_checked_range(void *ctx, int64_t b, int64_t e) {
     cast_ctx *c = ctx;
     const int64_t *x = (const int64_t *)c->in;
@@ -348,9 +350,10 @@ static void cast_checked_range(void *ctx, int64_t b, int64_t e) {
             int64_t seen = atomic_load(&c->bad);
             while (i < seen && !atomic_compare_exchange_weak(&c->bad, &seen, i))
                 ;
-            return;
+            bg_store_int(c->to, c->out, i, 0);
+            continue;
         }
-        bg_store(c->to, c->out, i, (double)x[i]); /* exact: it fits */
+        bg_store_int(c->to, c->out, i, x[i]); /* exact: it fits */
     }
 }
 
@@ -373,6 +376,11 @@ braid_status br_cast_run(const br_kernel_args *a) {
                     &c);
     int64_t bad = atomic_load(&c.bad);
     if (bad == INT64_MAX) return BRAID_OK;
-    return bg_cast_range_error(a->g, a->id, bad,
-                               bg_load_int(c.from, a->in[0], bad));
+    int64_t v = bg_load_int(c.from, a->in[0], bad);
+    if (!a->check) return bg_cast_range_error(a->g, a->id, bad, v);
+    /* the run's error once the run is done (br_run_check_take), in the
+     * same words, as the GPU kernel's */
+    br_run_check_record(a->check, a->id, BC_CHECK_CAST, v, bad,
+                        (int64_t)c.to);
+    return BRAID_OK;
 }

@@ -725,7 +725,7 @@ cudaError_t cudaLaunchKernel(const void *func, dim3 grid, dim3 block,
     o->ptrs = calloc(o->nptrs, sizeof *o->ptrs);
     for (uint32_t i = 0; i < o->nptrs; i++)
         o->ptrs[i] = *(void **)args[i];
-    if (bg_op_has(n->op, BRAID_OPF_RUN_CHECK)) /* the last parameter */
+    if (bg_node_run_check(plan->res.graph, id)) /* the last parameter */
         o->check = *(void **)args[1 + n->ninputs];
     enqueue(s, o);
     return cudaSuccess;
