@@ -23,13 +23,14 @@
 #            as <stem>.skel.onnx in $OUT/skel.tgz, for timing on a machine
 #            without PyTorch (bench/fill_skeleton.py puts weights back)
 # MODELS_ONLY=regex limits the model stems; MODELS_DURATION (default 3)
-# is the seconds per benchmark. Builds into build-models (kept on a warm
-# machine); models in build-models/models. Logs in $OUT/models-logs.tgz
+# is the seconds per benchmark. Builds braid into build-models (kept on a
+# warm machine; MODELS_BUILD=DIR: another build folder, configured there
+# already or here with the tests off); models in DIR/models. Logs in $OUT/models-logs.tgz
 # (else build-models/logs), the summary in $OUT/models.txt.
 set -u
 cd "$(dirname "$0")/.." || exit 2
 ROOT=$PWD
-BUILD=$ROOT/build-models
+BUILD=$(realpath -m "${MODELS_BUILD:-$ROOT/build-models}")
 LOGS=$BUILD/logs
 SUMMARY=${OUT:-$BUILD}/models.txt
 mkdir -p "$LOGS" "$BUILD/models"
@@ -50,8 +51,9 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
 t0=$(date +%s)
 GEN=()
 command -v ninja >/dev/null && GEN=(-G Ninja)
-{ cmake -S "$ROOT" -B "$BUILD" "${GEN[@]}" -DBRAID_CUDA=ON -DBRAID_ONNX=ON \
-      -DBRAID_TESTS=OFF -DBRAID_WERROR=OFF -DCMAKE_BUILD_TYPE=Release &&
+{ { [ -f "$BUILD/CMakeCache.txt" ] ||
+    cmake -S "$ROOT" -B "$BUILD" "${GEN[@]}" -DBRAID_CUDA=ON -DBRAID_ONNX=ON \
+      -DBRAID_TESTS=OFF -DBRAID_WERROR=OFF -DCMAKE_BUILD_TYPE=Release; } &&
   cmake --build "$BUILD" -j "$(nproc)" --target braid; } >"$LOGS/build.log" 2>&1 ||
     { tail -30 "$LOGS/build.log"; exit 1; }
 echo "build: $(( $(date +%s) - t0 )) s"
