@@ -98,6 +98,27 @@ static uint64_t mix_bytes(uint64_t h, const void *p, size_t n) {
     return mix(h, f);
 }
 
+/* Constant bytes (weights: hundreds of MB in an imported model), hashed
+ * eight bytes at a time in four independent lanes so that the multiplies
+ * overlap: memory-bound, where the byte loop above costs about a second
+ * per 600 MB. Equal bytes hash equal; node_same compares them in full. */
+static uint64_t mix_data(uint64_t h, const void *p, size_t n) {
+    const unsigned char *b = p;
+    uint64_t lane[4] = {0x243F6A8885A308D3ull, 0x13198A2E03707344ull,
+                        0xA4093822299F31D0ull, 0x082EFA98EC4E6C89ull};
+    size_t i = 0;
+    for (; i + 32 <= n; i += 32)
+        for (int k = 0; k < 4; k++) {
+            uint64_t w;
+            memcpy(&w, b + i + 8 * k, sizeof w);
+            lane[k] = (lane[k] ^ w) * 0x9E3779B97F4A7C15ull;
+            lane[k] ^= lane[k] >> 29;
+        }
+    for (int k = 0; k < 4; k++)
+        h = mix(h, lane[k]);
+    return mix_bytes(mix(h, n), b + i, n - i);
+}
+
 static uint64_t mix_double(uint64_t h, double v) {
     uint64_t bits;
     memcpy(&bits, &v, sizeof bits);
@@ -118,7 +139,7 @@ static uint64_t node_hash(const bg_node *n) {
     h = mix_bytes(h, a->perm, sizeof a->perm);
     h = mix_bytes(h, a->start, sizeof a->start);
     h = mix_bytes(h, a->step, sizeof a->step);
-    if (a->data) h = mix_bytes(h, a->data, bg_nbytes(n));
+    if (a->data) h = mix_data(h, a->data, bg_nbytes(n));
     if (n->device) h = mix_bytes(h, n->device, strlen(n->device));
     return h;
 }

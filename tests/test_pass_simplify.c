@@ -218,6 +218,42 @@ Test(simplify, folding_concat_sum_max_i32) {
     braid_graph_free(g);
 }
 
+/* Constants merge by their bytes, hashed in 32-byte blocks and a tail:
+ * a constant equal to the first merges with it, and one differing from it
+ * in a single byte (in each lane of a block, and in the tail) does not.
+ * Every constant feeds its own output, so the merge is all simplify does. */
+Test(simplify, cse_constants_by_every_byte) {
+    enum { E = 131, N = 4 * E }; /* 16 blocks of 32 bytes, a 12-byte tail */
+    int64_t d = E;
+    uint8_t base[N];
+    for (int i = 0; i < N; i++)
+        base[i] = (uint8_t)(i * 37 + 11);
+    braid_graph *g = braid_graph_new(NULL);
+    const int flips[] = {-1, 0, 8, 16, 24, 31, 200, N - 4, N - 1};
+    const int nflips = (int)(sizeof flips / sizeof flips[0]);
+    for (int k = 0; k < nflips; k++) {
+        uint8_t v[N];
+        memcpy(v, base, N);
+        if (flips[k] >= 0) v[flips[k]] ^= 0x40;
+        char name[16];
+        snprintf(name, sizeof name, "c%d", k);
+        braid_output(g, name, braid_constant(g, BRAID_I32, 1, &d, v));
+    }
+    /* an exact duplicate of the unchanged one, made last */
+    braid_output(g, "dup", braid_constant(g, BRAID_I32, 1, &d, base));
+    bp_plan *p = simplified(g);
+    const braid_graph *pg = p->res.graph;
+    cr_assert_eq(pg->nnodes, (uint32_t)nflips,
+                 "%u nodes: the duplicate merges, every changed byte keeps "
+                 "its constant apart", pg->nnodes);
+    cr_assert_eq(pg->outputs[0].node, pg->outputs[nflips].node,
+                 "dup reads the first constant");
+    for (int k = 1; k < nflips; k++)
+        cr_assert_neq(pg->outputs[k].node, pg->outputs[0].node, "c%d", k);
+    braid_plan_free(p);
+    braid_graph_free(g);
+}
+
 /* Each folded node rounds to f16 like the executor's node would (computed
  * in f32, rounded on store), not once at the end. */
 Test(simplify, folding_rounds_f16_per_node) {

@@ -54,7 +54,7 @@ command -v ninja >/dev/null && GEN=(-G Ninja)
 { { [ -f "$BUILD/CMakeCache.txt" ] ||
     cmake -S "$ROOT" -B "$BUILD" "${GEN[@]}" -DBRAID_CUDA=ON -DBRAID_ONNX=ON \
       -DBRAID_TESTS=OFF -DBRAID_WERROR=OFF -DCMAKE_BUILD_TYPE=Release; } &&
-  cmake --build "$BUILD" -j "$(nproc)" --target braid; } >"$LOGS/build.log" 2>&1 ||
+  cmake --build "$BUILD" -j "$(nproc)" --target braid_cli; } >"$LOGS/build.log" 2>&1 ||
     { tail -30 "$LOGS/build.log"; exit 1; }
 echo "build: $(( $(date +%s) - t0 )) s"
 BRAID=$BUILD/braid
