@@ -39,6 +39,10 @@ typedef struct bp_mem_hb {
     uint32_t *xnext;   /* per added wait: the next older one of xdst */
     uint32_t nx;       /* added waits (the memory pass's reuse events) */
     uint32_t xcap;     /* entries allocated in xsrc / xdst / xnext */
+    uint32_t valid;    /* clocks are up to date at schedule positions below
+                          this (an added wait lowers it to its waiter's;
+                          bp_mem_hb_need raises it) */
+    uint64_t cells;    /* clock cells computed so far (nodes × nq) */
 } bp_mem_hb;
 
 /* One buffer group: the bytes a set of tensors shares over time. */
@@ -89,11 +93,17 @@ braid_status bp_mem_hb_init(bp_mem_hb *hb, const bp_plan *plan);
 void bp_mem_hb_free(bp_mem_hb *hb);
 /* Recomputes every clock from queue order and the event lists. */
 void bp_mem_hb_clocks(bp_mem_hb *hb, const bp_plan *plan);
+/* Brings the clocks up to date at schedule positions ≤ pos (only those
+ * from hb->valid on are recomputed). Call before reading the clock of a
+ * node at pos once waits have been added or dropped. */
+void bp_mem_hb_need(bp_mem_hb *hb, const bp_plan *plan, uint32_t pos);
 /* Adds a wait of node b on node a (a reuse event, a earlier in the
- * schedule) and recomputes the clocks. */
+ * schedule). The clocks from b's position on are recomputed lazily, by
+ * bp_mem_hb_need: a run of waits added in schedule order costs the span
+ * they cover, not the rest of the plan each. */
 braid_status bp_mem_hb_add_wait(bp_mem_hb *hb, const bp_plan *plan,
                                 uint32_t a, uint32_t b);
-/* Drops the added waits after the first nx and recomputes the clocks. */
+/* Drops the added waits after the first nx (clocks recomputed lazily). */
 void bp_mem_hb_truncate(bp_mem_hb *hb, const bp_plan *plan, uint32_t nx);
 
 /* ---- memory_views.c -------------------------------------------------------- */

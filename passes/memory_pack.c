@@ -140,9 +140,12 @@ static braid_status summarise(bp_mem *m) {
 }
 
 void bp_mem_known(bp_mem *m, uint32_t g) {
-    const bp_mem_hb *hb = &m->hb;
+    bp_mem_hb *hb = &m->hb;
     bp_mem_group *gr = &m->group[g];
     int32_t *kn = m->known + (size_t)g * hb->nq;
+    if (gr->nwriters > 0) /* writers are listed in schedule order */
+        bp_mem_hb_need(hb, m->plan,
+                       hb->pos[m->writer[gr->wstart + gr->nwriters - 1]]);
     for (uint32_t j = 0; j < hb->nq; j++)
         kn[j] = INT32_MAX;
     for (uint32_t w = 0; w < gr->nwriters; w++) {
@@ -263,6 +266,7 @@ braid_status bp_mem_order(bp_mem *m, const int32_t *acc, uint32_t b, bool add,
         uint32_t src = hb->qnode[hb->qstart[j] + (uint32_t)acc[j]];
         for (uint32_t w = 0; w < gb->nwriters; w++) {
             uint32_t dst = m->writer[gb->wstart + w];
+            bp_mem_hb_need(hb, m->plan, hb->pos[dst]); /* earlier waits */
             if (hb->clock[(size_t)dst * hb->nq + j] >= acc[j]) continue;
             ++*count;
             if (!add) continue;

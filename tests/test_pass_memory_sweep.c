@@ -73,3 +73,74 @@ Test(memory_sweep, cpu_arenas_near_lower_bound, .init = force_sweep,
         braid_graph_free(g);
     }
 }
+
+/* ---- lazily recomputed clocks (memory_hb.c) ------------------------------ */
+
+static uint64_t lcg(uint64_t *s) {
+    *s = *s * 6364136223846793005u + 1442695040888963407u;
+    return *s >> 33;
+}
+
+/* Waits added one by one with bp_mem_hb_need at random positions give,
+ * below hb.valid, exactly the clocks of a full recomputation with the same
+ * waits, and at or above it clocks never ahead of them (a stale clock
+ * knows less, never more: what the sweep relies on past its horizon);
+ * truncating gives the clocks of the waits kept. */
+Test(memory_hb, lazy_clocks_match_full_recomputation) {
+    ts_graph_options go;
+    ts_graph_options_default(&go);
+    go.max_nodes = 60;
+    go.device_hints = true;
+    int checked = 0;
+    for (int seed = 1; seed <= 40; seed++) {
+        braid_graph *g = ts_random_graph((uint64_t)seed, &go);
+        braid_compile_options o = ts_compile_options("cpu,cuda:0", 0);
+        o.max_streams = 3;
+        o.archs = "none";
+        bp_plan *p = ts_compile_ok(g, &o);
+        bp_mem_hb lazy, full;
+        cr_assert_eq(bp_mem_hb_init(&lazy, p), BRAID_OK);
+        cr_assert_eq(bp_mem_hb_init(&full, p), BRAID_OK);
+        uint32_t ns = p->res.nschedule, nq = lazy.nq;
+        uint64_t s = (uint64_t)seed * 7919;
+        for (int k = 0; k < 40 && ns > 1 && nq > 1; k++) {
+            uint32_t i = (uint32_t)(lcg(&s) % ns), j = (uint32_t)(lcg(&s) % ns);
+            if (i == j) continue;
+            uint32_t a = p->res.schedule[i < j ? i : j];
+            uint32_t b = p->res.schedule[i < j ? j : i];
+            if (lazy.queue[a] == lazy.queue[b]) continue;
+            cr_assert_eq(bp_mem_hb_add_wait(&lazy, p, a, b), BRAID_OK);
+            cr_assert_eq(bp_mem_hb_add_wait(&full, p, a, b), BRAID_OK);
+            if (lcg(&s) % 2) bp_mem_hb_need(&lazy, p, (uint32_t)(lcg(&s) % ns));
+            if (k == 30) { /* drop the newest few */
+                bp_mem_hb_truncate(&lazy, p, lazy.nx > 3 ? lazy.nx - 3 : 0);
+                bp_mem_hb_truncate(&full, p, full.nx > 3 ? full.nx - 3 : 0);
+            }
+            bp_mem_hb_clocks(&full, p);
+            for (uint32_t x = 0; x < ns; x++) {
+                uint32_t id = p->res.schedule[x];
+                for (uint32_t q = 0; q < nq; q++) {
+                    int32_t l = lazy.clock[(size_t)id * nq + q];
+                    int32_t f = full.clock[(size_t)id * nq + q];
+                    if (x < lazy.valid)
+                        cr_assert_eq(l, f, "seed %d: node %u queue %u", seed,
+                                     id, q);
+                    else if (k < 30) /* only waits added so far */
+                        cr_assert_leq(l, f, "seed %d: node %u queue %u", seed,
+                                      id, q);
+                }
+            }
+            checked++;
+        }
+        bp_mem_hb_need(&lazy, p, ns);
+        bp_mem_hb_clocks(&full, p);
+        cr_assert_eq(lazy.valid, ns);
+        for (size_t c = 0; c < (size_t)lazy.n * nq; c++)
+            cr_assert_eq(lazy.clock[c], full.clock[c]);
+        bp_mem_hb_free(&lazy);
+        bp_mem_hb_free(&full);
+        braid_plan_free(p);
+        braid_graph_free(g);
+    }
+    cr_assert_gt(checked, 100, "only %d waits checked", checked);
+}
