@@ -32,6 +32,23 @@ static uint32_t event_budget(const bp_plan *p, uint32_t nq) {
     return (uint32_t)(budget < cap ? budget : cap);
 }
 
+/* The sweep's reuse events (memory_sweep.c). It adds them in schedule
+ * order, each to a writer of the group being placed, so the clocks they
+ * change are recomputed lazily over about the span of schedule they cover
+ * (bp_mem_hb_need), not the rest of the plan each: the budget can grow
+ * with the plan. Up to one event per scheduled node (where streams do not
+ * know each other's work, a byte-sharing pair needs one or two), and the
+ * clock cells recomputed stay within BP_MEM_SWEEP_CELLS × nodes × queues
+ * (plus 2^22 for small plans), so the pass stays linear in the plan even
+ * where groups' writers span much of the schedule. */
+static void sweep_budget(bp_mem *m) {
+    uint64_t cells =
+        (uint64_t)m->plan->res.nschedule * (m->hb.nq ? m->hb.nq : 1);
+    m->sweep_events = m->reuse ? 16 + m->plan->res.nschedule : 0;
+    m->sweep_cells =
+        m->hb.cells + BP_MEM_SWEEP_CELLS * cells + ((uint64_t)1 << 22);
+}
+
 /* Reuse events from an earlier run of this pass are stale. */
 static void drop_reuse_events(bp_plan *p) {
     uint32_t k = 0;
@@ -198,6 +215,7 @@ static braid_status run(bp_mem *m) {
     s = bp_mem_groups(m);
     if (s != BRAID_OK) return s;
     m->event_budget = m->reuse ? event_budget(p, m->hb.nq) : 0;
+    sweep_budget(m);
     uint32_t arena_of[BP_MAX_DEVICES];
     s = make_arenas(m, arena_of);
     if (s != BRAID_OK) return s;
@@ -217,6 +235,7 @@ braid_status bp_memory(bp_plan *plan) {
     memset(&m, 0, sizeof m);
     m.plan = plan;
     m.reuse = !(plan->in.settings.disabled & BRAID_PASS_REUSE);
+    m.horizon = UINT32_MAX;
     braid_status s = run(&m);
     free_tables(&m);
     return s;

@@ -83,7 +83,15 @@ typedef struct bp_mem {
     int32_t *known;      /* ngroups × nq: min over writers of their clock:
                             what is complete before any writer starts */
     bool reuse;          /* BRAID_PASS_REUSE not disabled */
-    uint32_t event_budget; /* reuse events the packer may still add */
+    uint32_t event_budget; /* reuse events the greedy may still add */
+    uint32_t sweep_events; /* reuse events the sweep may still add */
+    uint64_t sweep_cells;  /* clock cells (hb.cells) past which the sweep
+                              adds no more reuse events */
+    uint32_t horizon;      /* bp_mem_known and bp_mem_order bring clocks up
+                              to date up to this schedule position only
+                              (UINT32_MAX: all); later clocks may lack
+                              recent waits, which only makes them smaller:
+                              "known" errs on the safe side */
 } bp_mem;
 
 /* ---- memory_hb.c --------------------------------------------------------- */
@@ -155,6 +163,10 @@ extern uint64_t bp_mem_greedy_pairs;
 
 /* ---- memory_sweep.c
  * ---------------------------------------------------------- */
+
+/* Clock cells the sweep may recompute for its reuse events, per node and
+ * queue of the plan (memory.c, sweep_budget). */
+#define BP_MEM_SWEEP_CELLS 16u
 
 /* Packs groups order[0..n) in schedule order, first fit, releasing a
  * group's bytes once every later group may reuse them without an event;

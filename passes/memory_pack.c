@@ -143,9 +143,10 @@ void bp_mem_known(bp_mem *m, uint32_t g) {
     bp_mem_hb *hb = &m->hb;
     bp_mem_group *gr = &m->group[g];
     int32_t *kn = m->known + (size_t)g * hb->nq;
-    if (gr->nwriters > 0) /* writers are listed in schedule order */
-        bp_mem_hb_need(hb, m->plan,
-                       hb->pos[m->writer[gr->wstart + gr->nwriters - 1]]);
+    if (gr->nwriters > 0) { /* writers are listed in schedule order */
+        uint32_t last = hb->pos[m->writer[gr->wstart + gr->nwriters - 1]];
+        bp_mem_hb_need(hb, m->plan, last < m->horizon ? last : m->horizon);
+    }
     for (uint32_t j = 0; j < hb->nq; j++)
         kn[j] = INT32_MAX;
     for (uint32_t w = 0; w < gr->nwriters; w++) {
@@ -266,7 +267,9 @@ braid_status bp_mem_order(bp_mem *m, const int32_t *acc, uint32_t b, bool add,
         uint32_t src = hb->qnode[hb->qstart[j] + (uint32_t)acc[j]];
         for (uint32_t w = 0; w < gb->nwriters; w++) {
             uint32_t dst = m->writer[gb->wstart + w];
-            bp_mem_hb_need(hb, m->plan, hb->pos[dst]); /* earlier waits */
+            bp_mem_hb_need(hb, m->plan, /* earlier waits */
+                           hb->pos[dst] < m->horizon ? hb->pos[dst]
+                                                     : m->horizon);
             if (hb->clock[(size_t)dst * hb->nq + j] >= acc[j]) continue;
             ++*count;
             if (!add) continue;

@@ -74,6 +74,67 @@ Test(memory_sweep, cpu_arenas_near_lower_bound, .init = force_sweep,
     }
 }
 
+/* ---- multi-stream plans -------------------------------------------------- */
+
+/* A scaling shape with every node but the inputs hinted to cuda:0, as
+ * bench/compile_scaling does for GPU plans. */
+static braid_graph *gpu_shape(sg_shape shape, uint32_t n) {
+    braid_graph *g = sg_build(shape, n);
+    cr_assert_eq(braid_graph_status(g), BRAID_OK, "%s", braid_graph_error(g));
+    for (uint32_t id = 0; id < braid_graph_node_count(g); id++)
+        braid_set_device(g, (braid_tensor){id}, "cuda:0"); /* inputs refuse */
+    return g;
+}
+
+static void gpu_arenas_within(uint32_t n, double ratio) {
+    for (int shape = 0; shape < SG_NSHAPES; shape++) {
+        braid_graph *g = gpu_shape((sg_shape)shape, n);
+        braid_compile_options o = ts_compile_options("cpu,cuda:0", 0);
+        o.archs = "none";
+        bp_plan *p = ts_compile_ok(g, &o); /* verify_plan runs last */
+        for (uint32_t a = 0; a < p->res.narenas; a++) {
+            const bp_arena *ar = &p->res.arenas[a];
+            cr_log_info("%s %u: arena %u: %llu bytes, lower bound %llu",
+                        sg_names[shape], n, a, (unsigned long long)ar->bytes,
+                        (unsigned long long)ar->lower_bound);
+            cr_assert_leq((double)ar->bytes, ratio * (double)ar->lower_bound,
+                          "%s %u: arena %u of %llu bytes, lower bound %llu",
+                          sg_names[shape], n, a, (unsigned long long)ar->bytes,
+                          (unsigned long long)ar->lower_bound);
+        }
+        braid_plan_free(p);
+        braid_graph_free(g);
+    }
+}
+
+/* Where streams do not know each other's work, the sweep shares bytes
+ * through reuse events; with enough of them (its budget grows with the
+ * plan: the clocks they change are recomputed lazily) the GPU plans of the
+ * scaling shapes stay near their lower bound too. */
+Test(memory_sweep, gpu_arenas_near_lower_bound, .init = force_sweep,
+     .fini = restore) {
+    gpu_arenas_within(3000, 1.05);
+}
+
+/* Small GPU plans of the shapes, run under the emulated executor's random
+ * interleavings: the reuse events order what shares bytes. */
+Test(memory_sweep, gpu_shapes_run_under_interleavings, .init = force_sweep,
+     .fini = restore) {
+    for (int shape = 0; shape < SG_NSHAPES; shape++) {
+        braid_graph *g = gpu_shape((sg_shape)shape, 300);
+        braid_compile_options o = ts_compile_options("cpu,cuda:0", 0);
+        o.archs = "none";
+        bp_plan *p = ts_compile_ok(g, &o);
+        uint32_t reuse = 0;
+        for (uint32_t k = 0; k < p->res.nevents; k++)
+            reuse += p->res.events[k].reuse;
+        cr_log_info("%s 300: %u reuse events", sg_names[shape], reuse);
+        ts_check_plan(g, p, 3, (uint64_t)shape + 1);
+        braid_plan_free(p);
+        braid_graph_free(g);
+    }
+}
+
 /* ---- lazily recomputed clocks (memory_hb.c) ------------------------------ */
 
 static uint64_t lcg(uint64_t *s) {
