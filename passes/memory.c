@@ -19,14 +19,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Reuse events the packer may add: a few, growing with the plan (each
- * one can make a stream wait, so they stay rare). Each one also recomputes
- * the clocks after its waiting node (up to nodes × queues cells), so a
- * big plan gets fewer: at most about 2^26 cells of recomputation in all,
- * which keeps the pass linear in the plan. */
+/* Reuse events the greedy (memory_pack.c) may add: up to one per
+ * scheduled node, like the sweep (where streams do not know each other's
+ * work, a byte-sharing pair needs one or two). Each one makes the greedy
+ * recompute every group's clocks (up to nodes × queues cells), so a big
+ * plan gets fewer: at most about 2^26 cells of recomputation in all,
+ * which keeps the pass linear in the plan; an arena with more groups than
+ * that allows is packed by the sweep first (memory_pack.c,
+ * sweep_then_greedy). */
 static uint32_t event_budget(const bp_plan *p, uint32_t nq) {
-    uint32_t extra = p->res.nschedule / 4;
-    uint64_t budget = 16 + (extra < 512 ? extra : 512);
+    uint64_t budget = 16 + (uint64_t)p->res.nschedule;
     uint64_t cells = (uint64_t)p->res.nschedule * (nq ? nq : 1);
     uint64_t cap = ((uint64_t)1 << 26) / (cells ? cells : 1);
     return (uint32_t)(budget < cap ? budget : cap);

@@ -160,6 +160,13 @@ uint64_t bp_mem_align(const bp_plan *p, uint32_t d);
 /* The limit in force (BP_MEM_GREEDY_PAIRS; tests set 0 to send small
  * plans through the sweep). Not for concurrent change. */
 extern uint64_t bp_mem_greedy_pairs;
+/* Tests set this to 1 to pack every arena of a plan with several queues
+ * by the sweep first and the greedy after (memory_pack.c,
+ * sweep_then_greedy), as arenas whose groups outnumber the greedy's event
+ * budget are; 2 also keeps the sweep's arena where the greedy's is smaller
+ * (so the way back to the sweep's placement and events is taken). 0 by
+ * default. Not for concurrent change. */
+extern int bp_mem_sweep_first;
 
 /* ---- memory_sweep.c
  * ---------------------------------------------------------- */

@@ -30,6 +30,7 @@
 #define END UINT32_MAX /* "until the end of the run" */
 
 uint64_t bp_mem_greedy_pairs = BP_MEM_GREEDY_PAIRS;
+int bp_mem_sweep_first = 0;
 
 uint64_t bp_mem_align(const bp_plan *p, uint32_t d) {
     return p->in.devs.devices[d].kind == BP_DEVICE_CPU ? BP_MEM_ALIGN_CPU
@@ -458,16 +459,71 @@ static braid_status pack_best(bp_mem *m, pk_index *ix, uint32_t *order,
                     bytes);
 }
 
+/* The sweep first, for an arena where the greedy may run short of reuse
+ * events (its budget, capped by the cost of its clock updates, is below
+ * the number of groups): an arena at the lower bound cannot be beaten, so
+ * it stands. Otherwise the greedy tries too, and the smaller arena is kept
+ * (ties: the sweep's), with its events. */
+static braid_status sweep_then_greedy(bp_mem *m, uint32_t d, pk_index *ix,
+                                      uint32_t *order, uint32_t n,
+                                      pk_span *sp, uint64_t *bytes) {
+    uint32_t nx0 = m->hb.nx, sweep0 = m->sweep_events,
+             budget0 = m->event_budget;
+    uint64_t swept = 0, greedy = 0;
+    braid_status s = bp_mem_pack_sweep(m, order, n, &swept);
+    *bytes = swept;
+    if (s != BRAID_OK || swept <= bp_mem_lower_bound(m, d)) return s;
+    uint32_t nsw = m->hb.nx - nx0;
+    uint64_t *off = bp_calloc(n ? n : 1, sizeof *off, "memory sweep copy");
+    uint32_t *ev = bp_calloc(2 * (size_t)nsw + 1, sizeof *ev,
+                             "memory sweep copy");
+    if (!off || !ev) {
+        free(off);
+        free(ev);
+        return BRAID_ERR_OUT_OF_MEMORY;
+    }
+    for (uint32_t i = 0; i < n; i++) off[i] = m->group[order[i]].offset;
+    for (uint32_t k = 0; k < nsw; k++) {
+        ev[2 * k] = m->hb.xsrc[nx0 + k];
+        ev[2 * k + 1] = m->hb.xdst[nx0 + k];
+    }
+    uint32_t *was = bp_calloc(n ? n : 1, sizeof *was, "memory sweep copy");
+    if (!was) s = BRAID_ERR_OUT_OF_MEMORY;
+    for (uint32_t i = 0; was && i < n; i++) was[i] = order[i];
+    if (s == BRAID_OK) {
+        undo_try(m, nx0, budget0);
+        m->sweep_events = sweep0;
+        s = pack_best(m, ix, order, n, sp, &greedy);
+    }
+    if (s == BRAID_OK && greedy < swept && bp_mem_sweep_first < 2) {
+        *bytes = greedy;
+    } else if (s == BRAID_OK) { /* the sweep's placement and events back */
+        undo_try(m, nx0, budget0);
+        for (uint32_t i = 0; i < n; i++) m->group[was[i]].offset = off[i];
+        for (uint32_t k = 0; k < nsw && s == BRAID_OK; k++)
+            s = bp_mem_hb_add_wait(&m->hb, m->plan, ev[2 * k], ev[2 * k + 1]);
+        m->sweep_events = sweep0 - nsw;
+        compute_known(m);
+    }
+    free(off);
+    free(ev);
+    free(was);
+    return s;
+}
+
 /* The greedy when its conflicting pairs stay within the budget, else the
- * sweep (memory_sweep.c). */
-static braid_status pack_reuse(bp_mem *m, uint32_t *order, uint32_t n,
-                               uint64_t *bytes) {
+ * sweep (memory_sweep.c); both where the greedy may run short of events. */
+static braid_status pack_reuse(bp_mem *m, uint32_t d, uint32_t *order,
+                               uint32_t n, uint64_t *bytes) {
     pk_index ix;
     pk_span *sp = bp_calloc(n ? n : 1, sizeof *sp, "memory spans");
     braid_status s =
         sp ? pk_index_init(m, &ix, order, n) : BRAID_ERR_OUT_OF_MEMORY;
     if (s == BRAID_OK && pk_pairs(&ix) > bp_mem_greedy_pairs)
         s = bp_mem_pack_sweep(m, order, n, bytes);
+    else if (s == BRAID_OK && m->hb.nq > 1 &&
+             (m->event_budget < n || bp_mem_sweep_first > 0))
+        s = sweep_then_greedy(m, d, &ix, order, n, sp, bytes);
     else if (s == BRAID_OK)
         s = pack_best(m, &ix, order, n, sp, bytes);
     pk_index_free(&ix);
@@ -489,7 +545,7 @@ braid_status bp_mem_pack(bp_mem *m, uint32_t d, uint64_t *bytes) {
     if (s == BRAID_OK && !m->reuse) {
         *bytes = pack_apart(m, order, n);
     } else if (s == BRAID_OK) {
-        s = pack_reuse(m, order, n, bytes);
+        s = pack_reuse(m, d, order, n, bytes);
     }
     free(order);
     return s;
