@@ -64,6 +64,8 @@ typedef struct fb_tree {
     uint32_t nfree, used, root;
     uint64_t seed;
     uint64_t shared; /* tries left in the shared budget */
+    uint64_t floor;  /* the arena's lower bound: bytes below it are no
+                        loss, since no placement uses fewer */
 } fb_tree;
 
 static uint64_t fb_max(const fb_tree *t, uint32_t k) {
@@ -310,9 +312,9 @@ static braid_status with_events(bp_mem *m, fb_tree *t, uint32_t g,
     return s;
 }
 
-/* Where group g goes: a free block its writers know done; else the lowest
- * fitting block made known by reuse events, when the budget allows (the
- * arena would grow otherwise); else the top. */
+/* Where group g goes: a free block its writers know done; else, when the
+ * top would pass the arena's lower bound, a fitting block made known by
+ * reuse events, if the budget allows; else the top. */
 static braid_status take(bp_mem *m, fb_tree *t, uint32_t g, uint64_t *top) {
     bp_mem_group *gr = &m->group[g];
     if (gr->nwriters == 0) { /* nothing waits for a former access */
@@ -325,7 +327,12 @@ static braid_status take(bp_mem *m, fb_tree *t, uint32_t g, uint64_t *top) {
     bp_mem_known(m, g);
     const int32_t *known = m->known + (size_t)g * t->nq;
     uint32_t k = fit_known(t, gr->bytes, known);
-    if (k == FB_NIL && m->sweep_events > 0 && m->hb.cells < m->sweep_cells) {
+    /* events only where the arena would otherwise grow past its lower
+     * bound: below it, fresh bytes cost nothing the arena will not hold
+     * anyway, and keep the streams from waiting for each other */
+    bool below = *top + gr->bytes <= t->floor;
+    if (k == FB_NIL && !below && m->sweep_events > 0 &&
+        m->hb.cells < m->sweep_cells) {
         braid_status s = with_events(m, t, g, &k);
         if (s != BRAID_OK) return s;
     }
@@ -383,7 +390,8 @@ braid_status bp_mem_pack_sweep(bp_mem *m, const uint32_t *order, uint32_t n,
         .free = bp_calloc(cap, sizeof *t.free, "memory sweep"),
         .root = FB_NIL,
         .seed = 0x2545f4914f6cdd1du,
-        .shared = (uint64_t)FB_SHARED * n};
+        .shared = (uint64_t)FB_SHARED * n,
+        .floor = n ? bp_mem_lower_bound(m, m->group[order[0]].device) : 0};
     braid_status s = BRAID_ERR_OUT_OF_MEMORY;
     if (byfirst && bylast && t.node && t.acc && t.free) {
         s = sweep(m, order, n, byfirst, bylast, &t, bytes);
