@@ -105,8 +105,10 @@ static braid_status alloc_tables(bp_mem *m) {
     m->parent = bp_calloc(n, sizeof *m->parent, "memory tables");
     m->gid = bp_calloc(n, sizeof *m->gid, "memory tables");
     m->lastacc = bp_calloc(cells, sizeof *m->lastacc, "memory tables");
+    m->qscratch = bp_calloc(2 * (size_t)(m->hb.nq ? m->hb.nq : 1),
+                            sizeof *m->qscratch, "memory tables");
     if (!m->output || !m->to_end || !m->base || !m->voff || !m->parent ||
-        !m->gid || !m->lastacc)
+        !m->gid || !m->lastacc || !m->qscratch)
         return BRAID_ERR_OUT_OF_MEMORY;
     for (uint32_t id = 0; id < n; id++) m->parent[id] = id;
     return list_users(m);
@@ -126,6 +128,7 @@ static void free_tables(bp_mem *m) {
     free(m->writer);
     free(m->lastacc);
     free(m->known);
+    free(m->qscratch);
 }
 
 /* One DEVICE arena per device holding arena tensors, in plan->devices

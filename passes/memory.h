@@ -82,6 +82,7 @@ typedef struct bp_mem {
                             per queue (-1: none) */
     int32_t *known;      /* ngroups × nq: min over writers of their clock:
                             what is complete before any writer starts */
+    uint32_t *qscratch;  /* 2 × nq: bp_mem_order's scratch */
     bool reuse;          /* BRAID_PASS_REUSE not disabled */
     uint32_t event_budget; /* reuse events the greedy may still add */
     uint32_t sweep_events; /* reuse events the sweep may still add */
@@ -139,9 +140,10 @@ braid_status bp_mem_groups(bp_mem *m);
 /* Recomputes known[g] and group g's safe position from the clocks. */
 void bp_mem_known(bp_mem *m, uint32_t g);
 /* Events that let group b's writers know every access in acc (per queue,
- * the last position accessed; -1: none) complete: from each such access
- * to each writer of b not yet knowing it. Counts them into *count and,
- * when add is set, adds them (m->hb, recomputing the clocks). */
+ * the last position accessed; -1: none) complete: from such accesses to
+ * each writer of b not yet knowing them, latest first, none from an access
+ * that one already chosen for that writer follows (happens-before it).
+ * Counts them into *count and, when add is set, adds them (m->hb). */
 braid_status bp_mem_order(bp_mem *m, const int32_t *acc, uint32_t b, bool add,
                           uint32_t *count);
 /* Lower bound of device d's arena: the largest sum of the (aligned) sizes

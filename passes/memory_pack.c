@@ -263,18 +263,32 @@ braid_status bp_mem_order(bp_mem *m, const int32_t *acc, uint32_t b, bool add,
                           uint32_t *count) {
     bp_mem_hb *hb = &m->hb;
     const bp_mem_group *gb = &m->group[b];
-    for (uint32_t j = 0; j < hb->nq; j++) {
-        if (acc[j] < 0) continue;
-        uint32_t src = hb->qnode[hb->qstart[j] + (uint32_t)acc[j]];
-        for (uint32_t w = 0; w < gb->nwriters; w++) {
-            uint32_t dst = m->writer[gb->wstart + w];
-            bp_mem_hb_need(hb, m->plan, /* earlier waits */
-                           hb->pos[dst] < m->horizon ? hb->pos[dst]
-                                                     : m->horizon);
-            if (hb->clock[(size_t)dst * hb->nq + j] >= acc[j]) continue;
+    uint32_t *q = m->qscratch, *src = m->qscratch + hb->nq;
+    for (uint32_t w = 0; w < gb->nwriters; w++) {
+        uint32_t dst = m->writer[gb->wstart + w], nj = 0, nchosen = 0;
+        bp_mem_hb_need(hb, m->plan, /* earlier waits */
+                       hb->pos[dst] < m->horizon ? hb->pos[dst] : m->horizon);
+        const int32_t *cd = hb->clock + (size_t)dst * hb->nq;
+        /* the accesses dst does not know complete, latest first: an event
+         * from a later one often covers an earlier one on another queue
+         * (a download covers the compute it copies) */
+        for (uint32_t j = 0; j < hb->nq; j++) {
+            if (acc[j] < 0 || cd[j] >= acc[j]) continue;
+            uint32_t a = hb->qnode[hb->qstart[j] + (uint32_t)acc[j]], k = nj++;
+            for (; k > 0 && hb->pos[src[k - 1]] < hb->pos[a]; k--)
+                q[k] = q[k - 1], src[k] = src[k - 1];
+            q[k] = j, src[k] = a;
+        }
+        for (uint32_t i = 0; i < nj; i++) {
+            bool covered = false; /* by a source chosen before */
+            for (uint32_t c = 0; c < nchosen && !covered; c++)
+                covered = hb->clock[(size_t)src[c] * hb->nq + q[i]] >=
+                          acc[q[i]];
+            if (covered) continue;
+            q[nchosen] = q[i], src[nchosen++] = src[i];
             ++*count;
             if (!add) continue;
-            braid_status s = bp_mem_hb_add_wait(hb, m->plan, src, dst);
+            braid_status s = bp_mem_hb_add_wait(hb, m->plan, src[i], dst);
             if (s != BRAID_OK) return s;
         }
     }
