@@ -6,7 +6,10 @@
  * Per (shape, nodes) it prints the time of every pass (the compile
  * report, passes/report.c), braid_compile in all, braid_plan_save_memory,
  * braid_plan_load_memory, the plan file's size and the peak resident
- * memory, and one "RESULT compile_scaling_<shape> ..." line. Times are the
+ * memory, the memory pass's reuse events and the plan's span (the most
+ * nodes on one chain of queue order and events, with and without the
+ * reuse events: what sharing bytes across streams costs in overlap), and
+ * one "RESULT compile_scaling_<shape> ..." line. Times are the
  * best of --reps compiles and loads: wall and process CPU time (CPU time
  * is what the check uses; it moves least when other processes share the
  * cores).
@@ -67,6 +70,10 @@ typedef struct point {
     double load_s, load_cpu_s;       /* best braid_plan_load_memory */
     uint64_t file_bytes;             /* plan file size */
     double arena_ratio;              /* arenas / their lower bound */
+    uint32_t span, span_data;        /* longest chain of nodes through
+                                        queue order and events, with the
+                                        reuse events and without them */
+    uint32_t reuse_events;           /* the memory pass's events */
     long maxrss_kib;                 /* peak resident memory */
     uint32_t npasses;
     char pass_name[MAX_PASSES][16];
@@ -130,6 +137,44 @@ static void load_best(const void *data, size_t size, const opts *o, point *pt) {
     }
 }
 
+/* The most nodes on one chain of queue order and events (with the memory
+ * pass's reuse events or without): what the plan must run one after
+ * another however many streams it has. The schedule lists every event's
+ * source before its waiter, so one pass in schedule order does. */
+static uint32_t plan_span(const bp_plan *p, bool reuse) {
+    uint32_t n = p->res.graph->nnodes, best = 0;
+    uint32_t *depth = calloc(n ? n : 1, sizeof *depth);
+    uint32_t *last = calloc(p->res.nqueues + 1, sizeof *last);
+    uint32_t *estart = calloc((size_t)n + 1, sizeof *estart);
+    uint32_t *esrc = calloc(p->res.nevents + 1, sizeof *esrc);
+    if (!depth || !last || !estart || !esrc) die("out of memory");
+    for (uint32_t k = 0; k < p->res.nevents; k++)
+        if (reuse || !p->res.events[k].reuse)
+            estart[p->res.events[k].before + 1]++;
+    for (uint32_t i = 0; i < n; i++) estart[i + 1] += estart[i];
+    for (uint32_t k = 0; k < p->res.nevents; k++)
+        if (reuse || !p->res.events[k].reuse) {
+            uint32_t b = p->res.events[k].before;
+            esrc[estart[b]++] = p->res.events[k].after;
+        }
+    for (uint32_t i = n; i > 0; i--) estart[i] = estart[i - 1];
+    estart[0] = 0;
+    for (uint32_t i = 0; i < p->res.nschedule; i++) {
+        uint32_t id = p->res.schedule[i], q = p->res.info[id].queue;
+        if (q > p->res.nqueues) q = p->res.nqueues;
+        uint32_t d = last[q];
+        for (uint32_t k = estart[id]; k < estart[id + 1]; k++)
+            if (depth[esrc[k]] > d) d = depth[esrc[k]];
+        depth[id] = last[q] = d + 1;
+        if (d + 1 > best) best = d + 1;
+    }
+    free(depth);
+    free(last);
+    free(estart);
+    free(esrc);
+    return best;
+}
+
 /* The child's work: one (shape, n) point. */
 static void measure(sg_shape shape, uint32_t n, const opts *o, point *pt) {
     memset(pt, 0, sizeof *pt);
@@ -156,6 +201,10 @@ static void measure(sg_shape shape, uint32_t n, const opts *o, point *pt) {
                 ? (double)sum.arena_bytes / (double)sum.lower_bound_bytes
                 : 1.0;
     }
+    pt->span = plan_span(p, true);
+    pt->span_data = plan_span(p, false);
+    for (uint32_t k = 0; k < p->res.nevents; k++)
+        pt->reuse_events += p->res.events[k].reuse;
     void *data = NULL;
     size_t size = 0;
     t0 = wall_now();
@@ -204,17 +253,20 @@ static void print_point(sg_shape shape, const point *pt) {
            pt->compile_cpu_s, pt->load_s, pt->load_cpu_s, pt->save_s,
            (double)pt->file_bytes / 1024, (double)pt->maxrss_kib / 1024,
            pt->arena_ratio);
+    printf("         reuse events %u, span %u nodes (%u without them)\n",
+           pt->reuse_events, pt->span, pt->span_data);
     printf("         passes:");
     for (uint32_t i = 0; i < pt->npasses; i++)
         printf(" %s=%.4f", pt->pass_name[i], pt->pass_s[i]);
     printf("\n");
     printf("RESULT compile_scaling_%s nodes=%u plan_nodes=%u compile_s=%.4f "
            "compile_cpu_s=%.4f load_s=%.5f load_cpu_s=%.5f save_s=%.5f "
-           "file_bytes=%llu peak_mib=%.1f arena_ratio=%.4f\n",
+           "file_bytes=%llu peak_mib=%.1f arena_ratio=%.4f reuse_events=%u "
+           "span=%u span_without_reuse=%u\n",
            sg_names[shape], pt->nodes, pt->plan_nodes, pt->compile_s,
            pt->compile_cpu_s, pt->load_s, pt->load_cpu_s, pt->save_s,
            (unsigned long long)pt->file_bytes, (double)pt->maxrss_kib / 1024,
-           pt->arena_ratio);
+           pt->arena_ratio, pt->reuse_events, pt->span, pt->span_data);
 }
 
 /* One ratio of the check; false when above the bound (bound 0: only

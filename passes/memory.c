@@ -19,17 +19,36 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Reuse events the packer may add: a few, growing with the plan (each
- * one can make a stream wait, so they stay rare). Each one also recomputes
- * the clocks after its waiting node (up to nodes × queues cells), so a
- * big plan gets fewer: at most about 2^26 cells of recomputation in all,
- * which keeps the pass linear in the plan. */
+/* Reuse events the greedy (memory_pack.c) may add: up to one per
+ * scheduled node, like the sweep (where streams do not know each other's
+ * work, a byte-sharing pair needs one or two). Each one makes the greedy
+ * recompute every group's clocks (up to nodes × queues cells), so a big
+ * plan gets fewer: at most about 2^26 cells of recomputation in all,
+ * which keeps the pass linear in the plan; an arena with more groups than
+ * that allows is packed by the sweep first (memory_pack.c,
+ * sweep_then_greedy). */
 static uint32_t event_budget(const bp_plan *p, uint32_t nq) {
-    uint32_t extra = p->res.nschedule / 4;
-    uint64_t budget = 16 + (extra < 512 ? extra : 512);
+    uint64_t budget = 16 + (uint64_t)p->res.nschedule;
     uint64_t cells = (uint64_t)p->res.nschedule * (nq ? nq : 1);
     uint64_t cap = ((uint64_t)1 << 26) / (cells ? cells : 1);
     return (uint32_t)(budget < cap ? budget : cap);
+}
+
+/* The sweep's reuse events (memory_sweep.c). It adds them in schedule
+ * order, each to a writer of the group being placed, so the clocks they
+ * change are recomputed lazily over about the span of schedule they cover
+ * (bp_mem_hb_need), not the rest of the plan each: the budget can grow
+ * with the plan. Up to one event per scheduled node (where streams do not
+ * know each other's work, a byte-sharing pair needs one or two), and the
+ * clock cells recomputed stay within BP_MEM_SWEEP_CELLS × nodes × queues
+ * (plus 2^22 for small plans), so the pass stays linear in the plan even
+ * where groups' writers span much of the schedule. */
+static void sweep_budget(bp_mem *m) {
+    uint64_t cells =
+        (uint64_t)m->plan->res.nschedule * (m->hb.nq ? m->hb.nq : 1);
+    m->sweep_events = m->reuse ? 16 + m->plan->res.nschedule : 0;
+    m->sweep_cells =
+        m->hb.cells + BP_MEM_SWEEP_CELLS * cells + ((uint64_t)1 << 22);
 }
 
 /* Reuse events from an earlier run of this pass are stale. */
@@ -86,8 +105,10 @@ static braid_status alloc_tables(bp_mem *m) {
     m->parent = bp_calloc(n, sizeof *m->parent, "memory tables");
     m->gid = bp_calloc(n, sizeof *m->gid, "memory tables");
     m->lastacc = bp_calloc(cells, sizeof *m->lastacc, "memory tables");
+    m->qscratch = bp_calloc(2 * (size_t)(m->hb.nq ? m->hb.nq : 1),
+                            sizeof *m->qscratch, "memory tables");
     if (!m->output || !m->to_end || !m->base || !m->voff || !m->parent ||
-        !m->gid || !m->lastacc)
+        !m->gid || !m->lastacc || !m->qscratch)
         return BRAID_ERR_OUT_OF_MEMORY;
     for (uint32_t id = 0; id < n; id++) m->parent[id] = id;
     return list_users(m);
@@ -107,6 +128,7 @@ static void free_tables(bp_mem *m) {
     free(m->writer);
     free(m->lastacc);
     free(m->known);
+    free(m->qscratch);
 }
 
 /* One DEVICE arena per device holding arena tensors, in plan->devices
@@ -198,6 +220,7 @@ static braid_status run(bp_mem *m) {
     s = bp_mem_groups(m);
     if (s != BRAID_OK) return s;
     m->event_budget = m->reuse ? event_budget(p, m->hb.nq) : 0;
+    sweep_budget(m);
     uint32_t arena_of[BP_MAX_DEVICES];
     s = make_arenas(m, arena_of);
     if (s != BRAID_OK) return s;
@@ -217,6 +240,7 @@ braid_status bp_memory(bp_plan *plan) {
     memset(&m, 0, sizeof m);
     m.plan = plan;
     m.reuse = !(plan->in.settings.disabled & BRAID_PASS_REUSE);
+    m.horizon = UINT32_MAX;
     braid_status s = run(&m);
     free_tables(&m);
     return s;

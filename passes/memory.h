@@ -39,6 +39,10 @@ typedef struct bp_mem_hb {
     uint32_t *xnext;   /* per added wait: the next older one of xdst */
     uint32_t nx;       /* added waits (the memory pass's reuse events) */
     uint32_t xcap;     /* entries allocated in xsrc / xdst / xnext */
+    uint32_t valid;    /* clocks are up to date at schedule positions below
+                          this (an added wait lowers it to its waiter's;
+                          bp_mem_hb_need raises it) */
+    uint64_t cells;    /* clock cells computed so far (nodes × nq) */
 } bp_mem_hb;
 
 /* One buffer group: the bytes a set of tensors shares over time. */
@@ -78,8 +82,17 @@ typedef struct bp_mem {
                             per queue (-1: none) */
     int32_t *known;      /* ngroups × nq: min over writers of their clock:
                             what is complete before any writer starts */
+    uint32_t *qscratch;  /* 2 × nq: bp_mem_order's scratch */
     bool reuse;          /* BRAID_PASS_REUSE not disabled */
-    uint32_t event_budget; /* reuse events the packer may still add */
+    uint32_t event_budget; /* reuse events the greedy may still add */
+    uint32_t sweep_events; /* reuse events the sweep may still add */
+    uint64_t sweep_cells;  /* clock cells (hb.cells) past which the sweep
+                              adds no more reuse events */
+    uint32_t horizon;      /* bp_mem_known and bp_mem_order bring clocks up
+                              to date up to this schedule position only
+                              (UINT32_MAX: all); later clocks may lack
+                              recent waits, which only makes them smaller:
+                              "known" errs on the safe side */
 } bp_mem;
 
 /* ---- memory_hb.c --------------------------------------------------------- */
@@ -89,11 +102,17 @@ braid_status bp_mem_hb_init(bp_mem_hb *hb, const bp_plan *plan);
 void bp_mem_hb_free(bp_mem_hb *hb);
 /* Recomputes every clock from queue order and the event lists. */
 void bp_mem_hb_clocks(bp_mem_hb *hb, const bp_plan *plan);
+/* Brings the clocks up to date at schedule positions ≤ pos (only those
+ * from hb->valid on are recomputed). Call before reading the clock of a
+ * node at pos once waits have been added or dropped. */
+void bp_mem_hb_need(bp_mem_hb *hb, const bp_plan *plan, uint32_t pos);
 /* Adds a wait of node b on node a (a reuse event, a earlier in the
- * schedule) and recomputes the clocks. */
+ * schedule). The clocks from b's position on are recomputed lazily, by
+ * bp_mem_hb_need: a run of waits added in schedule order costs the span
+ * they cover, not the rest of the plan each. */
 braid_status bp_mem_hb_add_wait(bp_mem_hb *hb, const bp_plan *plan,
                                 uint32_t a, uint32_t b);
-/* Drops the added waits after the first nx and recomputes the clocks. */
+/* Drops the added waits after the first nx (clocks recomputed lazily). */
 void bp_mem_hb_truncate(bp_mem_hb *hb, const bp_plan *plan, uint32_t nx);
 
 /* ---- memory_views.c -------------------------------------------------------- */
@@ -121,9 +140,10 @@ braid_status bp_mem_groups(bp_mem *m);
 /* Recomputes known[g] and group g's safe position from the clocks. */
 void bp_mem_known(bp_mem *m, uint32_t g);
 /* Events that let group b's writers know every access in acc (per queue,
- * the last position accessed; -1: none) complete: from each such access
- * to each writer of b not yet knowing it. Counts them into *count and,
- * when add is set, adds them (m->hb, recomputing the clocks). */
+ * the last position accessed; -1: none) complete: from such accesses to
+ * each writer of b not yet knowing them, latest first, none from an access
+ * that one already chosen for that writer follows (happens-before it).
+ * Counts them into *count and, when add is set, adds them (m->hb). */
 braid_status bp_mem_order(bp_mem *m, const int32_t *acc, uint32_t b, bool add,
                           uint32_t *count);
 /* Lower bound of device d's arena: the largest sum of the (aligned) sizes
@@ -142,9 +162,20 @@ uint64_t bp_mem_align(const bp_plan *p, uint32_t d);
 /* The limit in force (BP_MEM_GREEDY_PAIRS; tests set 0 to send small
  * plans through the sweep). Not for concurrent change. */
 extern uint64_t bp_mem_greedy_pairs;
+/* Tests set this to 1 to pack every arena of a plan with several queues
+ * by the sweep first and the greedy after (memory_pack.c,
+ * sweep_then_greedy), as arenas whose groups outnumber the greedy's event
+ * budget are; 2 also keeps the sweep's arena where the greedy's is smaller
+ * (so the way back to the sweep's placement and events is taken). 0 by
+ * default. Not for concurrent change. */
+extern int bp_mem_sweep_first;
 
 /* ---- memory_sweep.c
  * ---------------------------------------------------------- */
+
+/* Clock cells the sweep may recompute for its reuse events, per node and
+ * queue of the plan (memory.c, sweep_budget). */
+#define BP_MEM_SWEEP_CELLS 16u
 
 /* Packs groups order[0..n) in schedule order, first fit, releasing a
  * group's bytes once every later group may reuse them without an event;

@@ -136,9 +136,12 @@ static void join_done(const bp_mem_hb *hb, int32_t *c, uint32_t a) {
         c[hb->queue[a]] = (int32_t)hb->qpos[a];
 }
 
-/* Clocks of the scheduled nodes at positions ≥ from. */
-static void clocks_from(bp_mem_hb *hb, const bp_plan *p, uint32_t from) {
-    for (uint32_t i = from; i < p->res.nschedule; i++) {
+/* Clocks of the scheduled nodes at positions [from, to). */
+static void clocks_range(bp_mem_hb *hb, const bp_plan *p, uint32_t from,
+                         uint32_t to) {
+    if (to > p->res.nschedule) to = p->res.nschedule;
+    if (from < to) hb->cells += (uint64_t)(to - from) * hb->nq;
+    for (uint32_t i = from; i < to; i++) {
         uint32_t id = p->res.schedule[i];
         if (id >= hb->n || hb->pos[id] != i) continue;
         int32_t *c = hb->clock + (size_t)id * hb->nq;
@@ -154,7 +157,15 @@ static void clocks_from(bp_mem_hb *hb, const bp_plan *p, uint32_t from) {
 }
 
 void bp_mem_hb_clocks(bp_mem_hb *hb, const bp_plan *p) {
-    clocks_from(hb, p, 0);
+    clocks_range(hb, p, 0, p->res.nschedule);
+    hb->valid = p->res.nschedule;
+}
+
+void bp_mem_hb_need(bp_mem_hb *hb, const bp_plan *p, uint32_t pos) {
+    if (pos < hb->valid || hb->valid >= p->res.nschedule) return;
+    uint32_t to = pos < p->res.nschedule ? pos + 1 : p->res.nschedule;
+    clocks_range(hb, p, hb->valid, to);
+    hb->valid = to;
 }
 
 braid_status bp_mem_hb_add_wait(bp_mem_hb *hb, const bp_plan *p, uint32_t a,
@@ -174,7 +185,12 @@ braid_status bp_mem_hb_add_wait(bp_mem_hb *hb, const bp_plan *p, uint32_t a,
     hb->xdst[hb->nx] = b;
     hb->xnext[hb->nx] = hb->xhead[b];
     hb->xhead[b] = hb->nx++;
-    clocks_from(hb, p, hb->pos[b]);
+    if (hb->pos[b] < hb->valid) hb->valid = hb->pos[b];
+    /* b's clock knows a at once, even while it is not recomputed (a stale
+     * clock joined with a stale clock is still never ahead of the truth):
+     * no later wait repeats this one */
+    join_done(hb, hb->clock + (size_t)b * hb->nq, a);
+    (void)p;
     return BRAID_OK;
 }
 
@@ -186,5 +202,6 @@ void bp_mem_hb_truncate(bp_mem_hb *hb, const bp_plan *p, uint32_t nx) {
         hb->xhead[b] = hb->xnext[k];
         if (hb->pos[b] < from) from = hb->pos[b];
     }
-    clocks_from(hb, p, from);
+    if (from < hb->valid) hb->valid = from;
+    (void)p;
 }

@@ -30,6 +30,7 @@
 #define END UINT32_MAX /* "until the end of the run" */
 
 uint64_t bp_mem_greedy_pairs = BP_MEM_GREEDY_PAIRS;
+int bp_mem_sweep_first = 0;
 
 uint64_t bp_mem_align(const bp_plan *p, uint32_t d) {
     return p->in.devs.devices[d].kind == BP_DEVICE_CPU ? BP_MEM_ALIGN_CPU
@@ -140,9 +141,13 @@ static braid_status summarise(bp_mem *m) {
 }
 
 void bp_mem_known(bp_mem *m, uint32_t g) {
-    const bp_mem_hb *hb = &m->hb;
+    bp_mem_hb *hb = &m->hb;
     bp_mem_group *gr = &m->group[g];
     int32_t *kn = m->known + (size_t)g * hb->nq;
+    if (gr->nwriters > 0) { /* writers are listed in schedule order */
+        uint32_t last = hb->pos[m->writer[gr->wstart + gr->nwriters - 1]];
+        bp_mem_hb_need(hb, m->plan, last < m->horizon ? last : m->horizon);
+    }
     for (uint32_t j = 0; j < hb->nq; j++)
         kn[j] = INT32_MAX;
     for (uint32_t w = 0; w < gr->nwriters; w++) {
@@ -258,15 +263,32 @@ braid_status bp_mem_order(bp_mem *m, const int32_t *acc, uint32_t b, bool add,
                           uint32_t *count) {
     bp_mem_hb *hb = &m->hb;
     const bp_mem_group *gb = &m->group[b];
-    for (uint32_t j = 0; j < hb->nq; j++) {
-        if (acc[j] < 0) continue;
-        uint32_t src = hb->qnode[hb->qstart[j] + (uint32_t)acc[j]];
-        for (uint32_t w = 0; w < gb->nwriters; w++) {
-            uint32_t dst = m->writer[gb->wstart + w];
-            if (hb->clock[(size_t)dst * hb->nq + j] >= acc[j]) continue;
+    uint32_t *q = m->qscratch, *src = m->qscratch + hb->nq;
+    for (uint32_t w = 0; w < gb->nwriters; w++) {
+        uint32_t dst = m->writer[gb->wstart + w], nj = 0, nchosen = 0;
+        bp_mem_hb_need(hb, m->plan, /* earlier waits */
+                       hb->pos[dst] < m->horizon ? hb->pos[dst] : m->horizon);
+        const int32_t *cd = hb->clock + (size_t)dst * hb->nq;
+        /* the accesses dst does not know complete, latest first: an event
+         * from a later one often covers an earlier one on another queue
+         * (a download covers the compute it copies) */
+        for (uint32_t j = 0; j < hb->nq; j++) {
+            if (acc[j] < 0 || cd[j] >= acc[j]) continue;
+            uint32_t a = hb->qnode[hb->qstart[j] + (uint32_t)acc[j]], k = nj++;
+            for (; k > 0 && hb->pos[src[k - 1]] < hb->pos[a]; k--)
+                q[k] = q[k - 1], src[k] = src[k - 1];
+            q[k] = j, src[k] = a;
+        }
+        for (uint32_t i = 0; i < nj; i++) {
+            bool covered = false; /* by a source chosen before */
+            for (uint32_t c = 0; c < nchosen && !covered; c++)
+                covered = hb->clock[(size_t)src[c] * hb->nq + q[i]] >=
+                          acc[q[i]];
+            if (covered) continue;
+            q[nchosen] = q[i], src[nchosen++] = src[i];
             ++*count;
             if (!add) continue;
-            braid_status s = bp_mem_hb_add_wait(hb, m->plan, src, dst);
+            braid_status s = bp_mem_hb_add_wait(hb, m->plan, src[i], dst);
             if (s != BRAID_OK) return s;
         }
     }
@@ -451,16 +473,71 @@ static braid_status pack_best(bp_mem *m, pk_index *ix, uint32_t *order,
                     bytes);
 }
 
+/* The sweep first, for an arena where the greedy may run short of reuse
+ * events (its budget, capped by the cost of its clock updates, is below
+ * the number of groups): an arena at the lower bound cannot be beaten, so
+ * it stands. Otherwise the greedy tries too, and the smaller arena is kept
+ * (ties: the sweep's), with its events. */
+static braid_status sweep_then_greedy(bp_mem *m, uint32_t d, pk_index *ix,
+                                      uint32_t *order, uint32_t n,
+                                      pk_span *sp, uint64_t *bytes) {
+    uint32_t nx0 = m->hb.nx, sweep0 = m->sweep_events,
+             budget0 = m->event_budget;
+    uint64_t swept = 0, greedy = 0;
+    braid_status s = bp_mem_pack_sweep(m, order, n, &swept);
+    *bytes = swept;
+    if (s != BRAID_OK || swept <= bp_mem_lower_bound(m, d)) return s;
+    uint32_t nsw = m->hb.nx - nx0;
+    uint64_t *off = bp_calloc(n ? n : 1, sizeof *off, "memory sweep copy");
+    uint32_t *ev = bp_calloc(2 * (size_t)nsw + 1, sizeof *ev,
+                             "memory sweep copy");
+    if (!off || !ev) {
+        free(off);
+        free(ev);
+        return BRAID_ERR_OUT_OF_MEMORY;
+    }
+    for (uint32_t i = 0; i < n; i++) off[i] = m->group[order[i]].offset;
+    for (uint32_t k = 0; k < nsw; k++) {
+        ev[2 * k] = m->hb.xsrc[nx0 + k];
+        ev[2 * k + 1] = m->hb.xdst[nx0 + k];
+    }
+    uint32_t *was = bp_calloc(n ? n : 1, sizeof *was, "memory sweep copy");
+    if (!was) s = BRAID_ERR_OUT_OF_MEMORY;
+    for (uint32_t i = 0; was && i < n; i++) was[i] = order[i];
+    if (s == BRAID_OK) {
+        undo_try(m, nx0, budget0);
+        m->sweep_events = sweep0;
+        s = pack_best(m, ix, order, n, sp, &greedy);
+    }
+    if (s == BRAID_OK && greedy < swept && bp_mem_sweep_first < 2) {
+        *bytes = greedy;
+    } else if (s == BRAID_OK) { /* the sweep's placement and events back */
+        undo_try(m, nx0, budget0);
+        for (uint32_t i = 0; i < n; i++) m->group[was[i]].offset = off[i];
+        for (uint32_t k = 0; k < nsw && s == BRAID_OK; k++)
+            s = bp_mem_hb_add_wait(&m->hb, m->plan, ev[2 * k], ev[2 * k + 1]);
+        m->sweep_events = sweep0 - nsw;
+        compute_known(m);
+    }
+    free(off);
+    free(ev);
+    free(was);
+    return s;
+}
+
 /* The greedy when its conflicting pairs stay within the budget, else the
- * sweep (memory_sweep.c). */
-static braid_status pack_reuse(bp_mem *m, uint32_t *order, uint32_t n,
-                               uint64_t *bytes) {
+ * sweep (memory_sweep.c); both where the greedy may run short of events. */
+static braid_status pack_reuse(bp_mem *m, uint32_t d, uint32_t *order,
+                               uint32_t n, uint64_t *bytes) {
     pk_index ix;
     pk_span *sp = bp_calloc(n ? n : 1, sizeof *sp, "memory spans");
     braid_status s =
         sp ? pk_index_init(m, &ix, order, n) : BRAID_ERR_OUT_OF_MEMORY;
     if (s == BRAID_OK && pk_pairs(&ix) > bp_mem_greedy_pairs)
         s = bp_mem_pack_sweep(m, order, n, bytes);
+    else if (s == BRAID_OK && m->hb.nq > 1 &&
+             (m->event_budget < n || bp_mem_sweep_first > 0))
+        s = sweep_then_greedy(m, d, &ix, order, n, sp, bytes);
     else if (s == BRAID_OK)
         s = pack_best(m, &ix, order, n, sp, bytes);
     pk_index_free(&ix);
@@ -482,7 +559,7 @@ braid_status bp_mem_pack(bp_mem *m, uint32_t d, uint64_t *bytes) {
     if (s == BRAID_OK && !m->reuse) {
         *bytes = pack_apart(m, order, n);
     } else if (s == BRAID_OK) {
-        s = pack_reuse(m, order, n, bytes);
+        s = pack_reuse(m, d, order, n, bytes);
     }
     free(order);
     return s;

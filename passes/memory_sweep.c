@@ -15,13 +15,16 @@
  * last access. Each free block carries what its former groups accessed:
  * per queue, the last position (the largest of their lastacc). Group g
  * may take a block only when g's writers know all of that complete (per
- * queue, at most g's `known`), as the greedy's `ordered` test asks, so
- * sharing needs no event (this packer adds none; the greedy adds them
- * where they pay). That is transitive: once g holds the bytes, its own
- * accesses stand for the former groups'. On one queue every free block
- * qualifies; across streams fitting blocks are tried lowest first, up to
- * a budget (FB_TRIES), then the top. Outputs, GPU constants and groups without
- * writers are never released. */
+ * queue, at most g's `known`), as the greedy's `ordered` test asks.
+ * That is transitive: once g holds the bytes, its own accesses stand for
+ * the former groups'. On one queue every free block qualifies; across
+ * streams fitting blocks are tried lowest first, up to a budget
+ * (FB_TRIES); when none is known free, reuse events from the former
+ * accesses to g's writers make one of the lowest fitting blocks usable
+ * (within the sweep's event and clock-cell budgets, memory.c); else the
+ * top grows. Events are added in schedule order, so the clocks they change
+ * are recomputed over about the span they cover (memory_hb.c). Outputs,
+ * GPU constants and groups without writers are never released. */
 #include "passes/memory.h"
 
 #include <stdlib.h>
@@ -44,6 +47,12 @@ typedef struct fb_node {
 #define FB_SHARED 64
 /* Fitting blocks weighed when reuse events are to be added. */
 #define FB_EVENT_TRIES 8
+/* Schedule positions past a group's first access up to which its writers'
+ * clocks are brought up to date before it is placed (beyond, a clock may
+ * miss the latest reuse events: it knows less, never more). Bounds the
+ * clock recomputation one reuse event causes when groups have writers far
+ * apart (in place over long chains). */
+#define BP_MEM_SWEEP_AHEAD 256u
 
 typedef struct fb_tree {
     fb_node *node;  /* pool */
@@ -55,6 +64,8 @@ typedef struct fb_tree {
     uint32_t nfree, used, root;
     uint64_t seed;
     uint64_t shared; /* tries left in the shared budget */
+    uint64_t floor;  /* the arena's lower bound: bytes below it are no
+                        loss, since no placement uses fewer */
 } fb_tree;
 
 static uint64_t fb_max(const fb_tree *t, uint32_t k) {
@@ -259,41 +270,69 @@ static uint32_t fit_known(fb_tree *t, uint64_t size, const int32_t *known) {
     return k;
 }
 
+/* The latest schedule position among the former accesses of block k that
+ * g's writers do not know complete (what the reuse events would wait
+ * for); 0 when none. */
+static uint32_t newest_wait(const bp_mem *m, const fb_tree *t, uint32_t k,
+                            uint32_t g) {
+    const bp_mem_hb *hb = &m->hb;
+    const int32_t *a = t->acc + (size_t)k * t->nq;
+    const int32_t *kn = m->known + (size_t)g * t->nq;
+    uint32_t newest = 0;
+    for (uint32_t j = 0; j < t->nq; j++) {
+        if (a[j] <= kn[j]) continue;
+        uint32_t pos = hb->pos[hb->qnode[hb->qstart[j] + (uint32_t)a[j]]];
+        if (pos > newest) newest = pos;
+    }
+    return newest;
+}
+
 /* Of the lowest FB_EVENT_TRIES fitting blocks, the one needing the
- * fewest reuse events (within the budget) into *k, events added; FB_NIL
- * when none. */
+ * fewest reuse events (within the budget; ties: the one whose events wait
+ * for the earliest work, which is likelier done, so the wait costs less
+ * overlap) into *k, events added; FB_NIL when none. */
 static braid_status with_events(bp_mem *m, fb_tree *t, uint32_t g,
                                 uint32_t *k) {
-    uint32_t cand[FB_EVENT_TRIES], n = 0, best = UINT32_MAX;
+    uint32_t cand[FB_EVENT_TRIES], n = 0, best = UINT32_MAX, newest = 0;
     fb_collect(t, t->root, m->group[g].bytes, cand, &n, FB_EVENT_TRIES);
     *k = FB_NIL;
     for (uint32_t i = 0; i < n; i++) {
         uint32_t need = 0;
         bp_mem_order(m, t->acc + (size_t)cand[i] * t->nq, g, false, &need);
-        if (need <= m->event_budget && need < best) best = need, *k = cand[i];
+        if (need > m->sweep_events || need > best) continue;
+        uint32_t w = newest_wait(m, t, cand[i], g);
+        if (need < best || w < newest) best = need, newest = w, *k = cand[i];
     }
     if (*k == FB_NIL) return BRAID_OK;
     uint32_t added = 0;
     braid_status s =
         bp_mem_order(m, t->acc + (size_t)*k * t->nq, g, true, &added);
-    m->event_budget -= added < m->event_budget ? added : m->event_budget;
+    m->sweep_events -= added < m->sweep_events ? added : m->sweep_events;
     bp_mem_known(m, g);
     return s;
 }
 
-/* Where group g goes: a free block its writers know done; else the lowest
- * fitting block made known by reuse events, when the budget allows (the
- * arena would grow otherwise); else the top. */
+/* Where group g goes: a free block its writers know done; else, when the
+ * top would pass the arena's lower bound, a fitting block made known by
+ * reuse events, if the budget allows; else the top. */
 static braid_status take(bp_mem *m, fb_tree *t, uint32_t g, uint64_t *top) {
     bp_mem_group *gr = &m->group[g];
     if (gr->nwriters == 0) { /* nothing waits for a former access */
         gr->offset = fb_top(t, gr->bytes, NULL, top);
         return BRAID_OK;
     }
-    bp_mem_known(m, g); /* the clocks may have gained events */
+    /* the clocks may have gained events: brought up to date a little past
+     * g's first access (BP_MEM_SWEEP_AHEAD), stale (smaller) beyond */
+    m->horizon = gr->first + BP_MEM_SWEEP_AHEAD;
+    bp_mem_known(m, g);
     const int32_t *known = m->known + (size_t)g * t->nq;
     uint32_t k = fit_known(t, gr->bytes, known);
-    if (k == FB_NIL && m->event_budget > 0) {
+    /* events only where the arena would otherwise grow past its lower
+     * bound: below it, fresh bytes cost nothing the arena will not hold
+     * anyway, and keep the streams from waiting for each other */
+    bool below = *top + gr->bytes <= t->floor;
+    if (k == FB_NIL && !below && m->sweep_events > 0 &&
+        m->hb.cells < m->sweep_cells) {
         braid_status s = with_events(m, t, g, &k);
         if (s != BRAID_OK) return s;
     }
@@ -315,7 +354,7 @@ static braid_status sweep(bp_mem *m, const uint32_t *order, uint32_t n,
     qsort(byfirst, n, sizeof *byfirst, by_at);
     qsort(bylast, nlast, sizeof *bylast, by_at);
     uint64_t top = 0;
-    uint32_t next = 0, nq = t->nq, budget0 = m->event_budget;
+    uint32_t next = 0, nq = t->nq, nx0 = m->hb.nx;
     int32_t *acc = t->acc + (size_t)t->cap * nq; /* scratch row */
     braid_status s = BRAID_OK;
     for (uint32_t i = 0; i < n && s == BRAID_OK; i++) {
@@ -328,7 +367,8 @@ static braid_status sweep(bp_mem *m, const uint32_t *order, uint32_t n,
         }
         s = take(m, t, g, &top);
     }
-    if (m->event_budget != budget0) /* other devices' groups see them */
+    m->horizon = UINT32_MAX;
+    if (m->hb.nx != nx0) /* other devices' groups see them */
         for (uint32_t g = 0; g < m->ngroups; g++)
             bp_mem_known(m, g);
     *bytes = top;
@@ -350,7 +390,8 @@ braid_status bp_mem_pack_sweep(bp_mem *m, const uint32_t *order, uint32_t n,
         .free = bp_calloc(cap, sizeof *t.free, "memory sweep"),
         .root = FB_NIL,
         .seed = 0x2545f4914f6cdd1du,
-        .shared = (uint64_t)FB_SHARED * n};
+        .shared = (uint64_t)FB_SHARED * n,
+        .floor = n ? bp_mem_lower_bound(m, m->group[order[0]].device) : 0};
     braid_status s = BRAID_ERR_OUT_OF_MEMORY;
     if (byfirst && bylast && t.node && t.acc && t.free) {
         s = sweep(m, order, n, byfirst, bylast, &t, bytes);
