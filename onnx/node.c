@@ -156,7 +156,7 @@ braid_status ox_out_static(ox_node *n, int k, int elem, int rank,
     n->out_sv[k] = c;
     n->out_elem[k] = elem;
     n->out_rank[k] = rank;
-    memcpy(n->out_dims[k], dims, (size_t)rank * sizeof *dims);
+    if (rank) memcpy(n->out_dims[k], dims, (size_t)rank * sizeof *dims);
     return BRAID_OK;
 }
 
