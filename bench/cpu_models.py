@@ -27,6 +27,9 @@ value| for scale). The table (markdown) gives model, braid ms, ORT ms,
 braid/ORT, the max abs diff and the 1-minute load average before and after
 the model's rounds. Everything is also written to WORKDIR/results.json.
 
+OpenBLAS: see openblas_env (--openblas-core); the header line says which
+kernels braid's GEMMs ran.
+
 onnxruntime is installed with `python3 -m pip install onnxruntime` when it is
 missing (the script says so; pass --no-install to only print the command).
 """
@@ -124,13 +127,59 @@ def fill(skel, workdir):
     return name, out
 
 
+OLD_CORES = {"Prescott", "Katmai", "Coppermine", "Northwood", "Core2", "Penryn", "Dunnington",
+             "Nehalem", "Atom", "Banias", "Generic"}
+
+
+def openblas_env(args):
+    """The environment braid runs in, and a note on OpenBLAS's kernels.
+
+    OpenBLAS picks its kernels from the CPU model at load time; a release
+    older than the CPU (Debian's 0.3.21 on model 207, Emerald Rapids) falls
+    back to Prescott (SSE3) kernels. With --openblas-core auto (default) the
+    kernels for the CPU's best instruction set are asked for through
+    OPENBLAS_CORETYPE when that happens (SkylakeX for AVX-512, Haswell for
+    AVX2); 'default' leaves OpenBLAS alone; any other value is passed as is."""
+    env = dict(os.environ)
+    p = subprocess.run([args.braid, "version"], capture_output=True, text=True,
+                       env=dict(env, OPENBLAS_VERBOSE="2"))
+    detected = "?"
+    for line in (p.stdout + p.stderr).splitlines():
+        if line.startswith("Core:"):
+            detected = line.split(":", 1)[1].strip()
+    if args.openblas_core == "default" or "OPENBLAS_CORETYPE" in os.environ:
+        return env, f"OpenBLAS core {detected}" + (" (OPENBLAS_CORETYPE from the environment)"
+                                                  if "OPENBLAS_CORETYPE" in os.environ else "")
+    want = args.openblas_core
+    if want == "auto":
+        flags = set()
+        try:
+            with open("/proc/cpuinfo") as f:
+                for line in f:
+                    if line.startswith("flags"):
+                        flags = set(line.split(":", 1)[1].split())
+                        break
+        except OSError:
+            pass
+        if detected not in OLD_CORES:
+            return env, f"OpenBLAS core {detected}"
+        if {"avx512f", "avx512bw", "avx512vl", "avx512dq"} <= flags:
+            want = "SkylakeX"
+        elif "avx2" in flags and "fma" in flags:
+            want = "Haswell"
+        else:
+            return env, f"OpenBLAS core {detected}"
+    env["OPENBLAS_CORETYPE"] = want
+    return env, f"OpenBLAS core {want} (OPENBLAS_CORETYPE; detected {detected})"
+
+
 def run_braid(args, model, files, outdir):
     cmd = [args.braid, "run", model, "--devices", "cpu", "--threads", str(args.threads),
            "--warmup", str(args.warmup), "--duration", str(args.duration), "--json",
            "--output-dir", outdir]
     for name, f in files.items():
         cmd += ["--input", f"{name}={f}"]
-    p = subprocess.run(cmd, capture_output=True, text=True)
+    p = subprocess.run(cmd, capture_output=True, text=True, env=args.env)
     if p.returncode != 0:
         sys.exit(f"cpu_models: braid failed ({p.returncode}): {' '.join(cmd)}\n{p.stderr[-3000:]}")
     res = json.loads(p.stdout)
@@ -215,6 +264,8 @@ def main(argv=None):
     ap.add_argument("--braid", default=os.path.join(ROOT, "build", "braid"))
     ap.add_argument("--workdir", default=os.path.join("/tmp", "braid_cpu_models"))
     ap.add_argument("--only", action="append", default=[], help="run only models whose name contains this")
+    ap.add_argument("--openblas-core", default="auto",
+                    help="auto (default: fix a misdetected OpenBLAS core), default, or an OPENBLAS_CORETYPE value")
     ap.add_argument("--no-install", action="store_true", help="do not pip install onnxruntime when missing")
     args = ap.parse_args(argv)
     if not os.access(args.braid, os.X_OK):
@@ -234,8 +285,9 @@ def main(argv=None):
                   if not args.only or any(o in os.path.basename(p) for o in args.only)]
 
     ver = subprocess.run([args.braid, "version"], capture_output=True, text=True).stdout.splitlines()
+    args.env, blas_note = openblas_env(args)
     print(f"date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; cores: {os.cpu_count()}; "
-          f"threads: {args.threads}; {ver[0] if ver else 'braid ?'}; onnxruntime {ort.__version__}; "
+          f"threads: {args.threads}; {ver[0] if ver else 'braid ?'}; {blas_note}; onnxruntime {ort.__version__}; "
           f"rounds {args.rounds} x {args.duration} s per side, warm-up {args.warmup}")
     results = []
     for name, path in models:
@@ -249,7 +301,7 @@ def main(argv=None):
               f"{r['braid_compile_ms'] if r['braid_compile_ms'] is not None else float('nan'):.1f} | "
               f"{r['ort_session_ms']:.0f} | {r['load_before']:.2f} / {r['load_after']:.2f} |")
     with open(os.path.join(args.workdir, "results.json"), "w") as f:
-        json.dump({"onnxruntime": ort.__version__, "braid": ver, "results": results}, f, indent=1)
+        json.dump({"onnxruntime": ort.__version__, "braid": ver, "openblas": blas_note, "results": results}, f, indent=1)
     return 0
 
 
