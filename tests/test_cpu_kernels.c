@@ -415,6 +415,15 @@ Test(cpu_kernels, shape_ops_every_element_size) {
         braid_output(g, "perm2",
                      braid_permute(g, x, (const int[]){0, 1, 3, 2}));
         braid_output(g, "t", braid_transpose(g, y));
+        /* permutes moving the innermost axis, long enough for the tiled
+         * copy (tiles 32 x 64; sizes not multiples of them) */
+        braid_tensor w = braid_input(g, "w", t, 2, DIMS(67, 130));
+        braid_tensor z = braid_input(g, "z", t, 3, DIMS(2, 37, 70));
+        braid_tensor h = braid_input(g, "h", t, 4, DIMS(1, 20, 3, 16));
+        braid_output(g, "tw", braid_transpose(g, w));
+        braid_output(g, "pz", braid_permute(g, z, (const int[]){2, 0, 1}));
+        braid_output(g, "pz2", braid_permute(g, z, (const int[]){0, 2, 1}));
+        braid_output(g, "ph", braid_permute(g, h, (const int[]){0, 2, 3, 1}));
         braid_output(g, "slice",
                      braid_slice(g, x, DIMS(1, 0, 1, 3), DIMS(3, 4, 5, 60),
                                  DIMS(1, 2, 3, 7)));

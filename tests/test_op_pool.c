@@ -75,8 +75,8 @@ static void literal(bool max, int rank, const int64_t *dims,
                          "%s", braid_last_error());
         for (int64_t i = 0; i < n; i++)
             cr_assert(out[i] == want[i] || fabs(out[i] - want[i]) < 1e-6,
-                      "round %d element %lld: %g, want %g", round,
-                      (long long)i, out[i], want[i]);
+                      "round %d element %lld: %g, want %g", round, (long long)i,
+                      out[i], want[i]);
     }
     free(file);
     braid_plan_free(q);
@@ -105,7 +105,8 @@ Test(op_pool, literal_1d) {
     literal(true, 3, DIMS(1, 1, 6), &pp, 3, (const double[]){2, 4, 6});
     /* asymmetric: pad 2 before, 0 after, window 2 */
     pp = (braid_pool_params){.kernel = {2}, .pads_lo = {2}};
-    literal(true, 3, DIMS(1, 1, 3), &pp, 4, (const double[]){-INFINITY, 1, 2, 3});
+    literal(true, 3, DIMS(1, 1, 3), &pp, 4,
+            (const double[]){-INFINITY, 1, 2, 3});
 }
 
 /* x [1, 1, 4, 5] = 1..20 (row r, column c: 5r + c + 1); a 2 x 2 window at
@@ -154,7 +155,8 @@ static void random_case(uint64_t *st, braid_dtype dt, bool max, int k,
     braid_pool_params pp = random_params(st, k, dims);
     braid_graph *g = braid_graph_new(NULL);
     braid_tensor x = braid_input(g, "x", dt, 2 + k, dims);
-    braid_tensor y = max ? braid_max_pool(g, x, &pp) : braid_avg_pool(g, x, &pp);
+    braid_tensor y =
+        max ? braid_max_pool(g, x, &pp) : braid_avg_pool(g, x, &pp);
     cr_assert(braid_tensor_valid(y), "%s", braid_graph_error(g));
     braid_output(g, "y", y);
     bool gpu = strstr(devices, "cuda") != NULL;
@@ -168,13 +170,13 @@ static void random_case(uint64_t *st, braid_dtype dt, bool max, int k,
     ts_fill_input(one, 0, dt, r, seed);
     cr_assert_eq(pf_run(p3, io, gpu, 3), BRAID_OK, "%s", braid_last_error());
     cr_assert_eq(pf_run(p1, one, gpu, 5), BRAID_OK, "%s", braid_last_error());
-    cr_assert_eq(braid_reference_run(g, io->in, 1, io->ref, 1), BRAID_OK,
-                 "%s", braid_last_error());
+    cr_assert_eq(braid_reference_run(g, io->in, 1, io->ref, 1), BRAID_OK, "%s",
+                 braid_last_error());
     char msg[512];
     bool ok = ts_io_compare(io, msg, sizeof msg);
     if (!ok) ts_log_graph(g);
-    cr_assert(ok, "%s %s %d-D: %s", braid_dtype_name(dt),
-              max ? "max" : "avg", k, msg);
+    cr_assert(ok, "%s %s %d-D: %s", braid_dtype_name(dt), max ? "max" : "avg",
+              k, msg);
     cr_assert(pf_same_outputs(io, one), "1 and 3 threads differ");
     ts_io_free(io);
     ts_io_free(one);
@@ -191,6 +193,48 @@ Test(op_pool, cpu_random_shapes, .timeout = 120) {
             random_case(&st, dt, true, k, "cpu");
             if (dt != BRAID_I32) random_case(&st, dt, false, k, "cpu");
         }
+    }
+}
+
+/* max_pool f32 has its own row loop (max_rows_f32): ResNet's stem shape
+ * (3x3, stride 2, pad 1, widths even and odd) against the reference, and
+ * NaN: a window holding one gives NaN, the others their max. */
+Test(op_pool, cpu_max_f32_rows) {
+    const int64_t widths[] = {112, 13};
+    for (int t = 0; t < 2; t++) {
+        int64_t dims[4] = {2, 3, widths[t], widths[t] + 1};
+        braid_pool_params pp = {.kernel = {3, 3},
+                                .strides = {2, 2},
+                                .pads_lo = {1, 1},
+                                .pads_hi = {1, 1}};
+        braid_graph *g = braid_graph_new(NULL);
+        braid_tensor x = braid_input(g, "x", BRAID_F32, 4, dims);
+        braid_tensor y = braid_max_pool(g, x, &pp);
+        cr_assert(braid_tensor_valid(y), "%s", braid_graph_error(g));
+        braid_output(g, "y", y);
+        braid_plan *p = compile_for(g, "cpu", 2);
+        ts_io *io = ts_io_new(g, 7 + t);
+        ts_fill_input(io, 0, BRAID_F32, TS_RANGE(-4, 4), 7 + t);
+        float *in = (float *)io->in[0].data;
+        in[dims[3] + 2] = NAN; /* plane 0, row 1, column 2 */
+        cr_assert_eq(pf_run(p, io, false, 0), BRAID_OK, "%s",
+                     braid_last_error());
+        cr_assert_eq(braid_reference_run(g, io->in, 1, io->ref, 1), BRAID_OK,
+                     "%s", braid_last_error());
+        char msg[512];
+        cr_assert(ts_io_compare(io, msg, sizeof msg), "width %lld: %s",
+                  (long long)widths[t], msg);
+        /* output rows 0 and 1 read input row 1 (windows [-1, 2), [1, 4));
+         * of their columns only column 1 reads input column 2 */
+        const float *out = io->out[0].data;
+        int64_t ow = (dims[3] + 2 - 3) / 2 + 1;
+        cr_assert(isnan(out[1]) && isnan(out[ow + 1]), "NaN not propagated");
+        cr_assert(!isnan(out[0]) && !isnan(out[2]) && !isnan(out[ow]) &&
+                      !isnan(out[2 * ow + 1]),
+                  "NaN spread too far");
+        ts_io_free(io);
+        braid_plan_free(p);
+        braid_graph_free(g);
     }
 }
 
@@ -215,8 +259,8 @@ Test(op_pool, global_pools) {
         for (int a = 0; a < rank; a++)
             dims[a] = ts_rand_int(&st, 1, 6);
         braid_tensor x = braid_input(g, "x", BRAID_F32, rank, dims);
-        braid_tensor y = i % 2 ? braid_global_max_pool(g, x)
-                               : braid_global_avg_pool(g, x);
+        braid_tensor y =
+            i % 2 ? braid_global_max_pool(g, x) : braid_global_avg_pool(g, x);
         int orank = 0;
         int64_t od[BRAID_MAX_RANK];
         braid_tensor_info(g, y, NULL, &orank, od);
@@ -252,8 +296,8 @@ Test(op_pool, text_round_trip) {
     braid_output(g, "a", braid_avg_pool(g, x, &pp));
     braid_output(g, "m", braid_max_pool(g, x, &pp));
     braid_tensor x1 = braid_input(g, "x1", BRAID_I32, 3, DIMS(1, 2, 9));
-    braid_output(g, "b", braid_max_pool(g, x1,
-                                        &(braid_pool_params){.kernel = {4}}));
+    braid_output(g, "b",
+                 braid_max_pool(g, x1, &(braid_pool_params){.kernel = {4}}));
     cr_assert_eq(braid_graph_status(g), BRAID_OK, "%s", braid_graph_error(g));
     char *text = NULL;
     size_t len = 0;
@@ -295,15 +339,31 @@ Test(op_pool, builder_errors) {
         const char *msg;
     } cases[] = {
         {BRAID_F32, 2, {2, 3}, {.kernel = {1}}, true, "expected [N, C]"},
-        {BRAID_F32, 6, {1, 1, 2, 2, 2, 2}, {.kernel = {1, 1, 1}}, true,
+        {BRAID_F32,
+         6,
+         {1, 1, 2, 2, 2, 2},
+         {.kernel = {1, 1, 1}},
+         true,
          "1 to 3 spatial"},
         {BRAID_F32, 3, {1, 1, 4}, {.kernel = {0}}, true, "kernel 0"},
-        {BRAID_F32, 3, {1, 1, 4}, {.kernel = {2}, .strides = {-1}}, false,
+        {BRAID_F32,
+         3,
+         {1, 1, 4},
+         {.kernel = {2}, .strides = {-1}},
+         false,
          "stride -1"},
-        {BRAID_F32, 3, {1, 1, 4}, {.kernel = {2}, .pads_lo = {-1}}, false,
+        {BRAID_F32,
+         3,
+         {1, 1, 4},
+         {.kernel = {2}, .pads_lo = {-1}},
+         false,
          "pad_lo -1"},
         {BRAID_F32, 3, {1, 1, 4}, {.kernel = {6}}, true, "does not fit"},
-        {BRAID_F32, 3, {1, 1, 4}, {.kernel = {3}, .dilations = {2}}, true,
+        {BRAID_F32,
+         3,
+         {1, 1, 4},
+         {.kernel = {3}, .dilations = {2}},
+         true,
          "dilation 2"},
         {BRAID_I32, 3, {1, 1, 4}, {.kernel = {2}}, false, "avg_pool"},
         {BRAID_BOOL, 3, {1, 1, 4}, {.kernel = {2}}, true, "max_pool"},
@@ -354,8 +414,8 @@ Test(op_pool, kernels_compile_for_sm90, .timeout = 300) {
                                     .count_include_pad = k != 1};
             snprintf(name, sizeof name, "x%d", n);
             braid_tensor x = braid_input(g, name, dt, 2 + k, dims);
-            braid_tensor y = max ? braid_max_pool(g, x, &pp)
-                                 : braid_avg_pool(g, x, &pp);
+            braid_tensor y =
+                max ? braid_max_pool(g, x, &pp) : braid_avg_pool(g, x, &pp);
             braid_set_device(g, y, "cuda:0");
             snprintf(name, sizeof name, "y%d", n++);
             braid_output(g, name, y);

@@ -30,6 +30,7 @@
 
 typedef struct conv_ctx {
     bg_conv_geom c;
+    bg_conv_geom ra; /* c with its spatial axes moved last (im2col) */
     bool f64;
     size_t esz;
     int64_t Cg, OCg, kv, iv, ov; /* channels per group, volumes */
@@ -44,9 +45,29 @@ typedef struct conv_ctx {
     int64_t item;  /* the item the split loops work on */
 } conv_ctx;
 
+/* r = c with its nspatial axes moved to the end and the unused ones (size
+ * 1, kernel 1, stride 1, no pad) in front: the same flat positions, taps
+ * and volumes, but a 2-D conv's innermost axis is its width, not a size-1
+ * axis, so im2col's inner loop runs along rows of the image. */
+static void right_align(const bg_conv_geom *c, bg_conv_geom *r) {
+    *r = *c;
+    int sh = BG_CONV_MAX_SPATIAL - c->nspatial;
+    for (int i = BG_CONV_MAX_SPATIAL - 1; i >= 0; i--) {
+        int j = i - sh;
+        r->in[i] = j >= 0 ? c->in[j] : 1;
+        r->out[i] = j >= 0 ? c->out[j] : 1;
+        r->k[i] = j >= 0 ? c->k[j] : 1;
+        r->stride[i] = j >= 0 ? c->stride[j] : 1;
+        r->dil[i] = j >= 0 ? c->dil[j] : 1;
+        r->pb[i] = j >= 0 ? c->pb[j] : 0;
+        r->pe[i] = j >= 0 ? c->pe[j] : 0;
+    }
+}
+
 static void conv_analyze(const braid_graph *g, const bg_node *n, conv_ctx *x) {
     memset(x, 0, sizeof *x);
     bg_conv_geom_of(g, n, &x->c); /* prepare checked it */
+    right_align(&x->c, &x->ra);
     const bg_conv_geom *c = &x->c;
     x->f64 = n->dtype == BRAID_F64;
     x->esz = braid_dtype_size(n->dtype);
@@ -83,12 +104,21 @@ static void conv_analyze(const braid_graph *g, const bg_node *n, conv_ctx *x) {
 #define CONV_IM2COL(T)                                                         \
     static void im2col_##T(const conv_ctx *x, const T *xg, T *col, int64_t r0, \
                            int64_t r1) {                                       \
-        const bg_conv_geom *c = &x->c;                                         \
+        const bg_conv_geom *c = &x->ra;                                        \
         for (int64_t r = r0; r < r1; r++) {                                    \
             int64_t kk[3];                                                     \
             bg_conv_tap(c, r % x->kv, kk);                                     \
             const T *xc = xg + (r / x->kv) * x->iv;                            \
             T *row = col + r * x->ov;                                          \
+            /* innermost axis: o2 reads p2 = o2·s2 + b2, inside the input     \
+             * for o2 in [lo2, hi2) (zeros outside), the same every row */     \
+            int64_t s2 = c->stride[2], b2 = kk[2] * c->dil[2] - c->pb[2];      \
+            int64_t lo2 = b2 >= 0 ? 0 : (-b2 + s2 - 1) / s2;                   \
+            int64_t hi2 =                                                      \
+                c->in[2] - b2 <= 0 ? 0 : (c->in[2] - b2 + s2 - 1) / s2;        \
+            if (lo2 > c->out[2]) lo2 = c->out[2];                              \
+            if (hi2 > c->out[2]) hi2 = c->out[2];                              \
+            if (hi2 < lo2) hi2 = lo2;                                          \
             for (int64_t o0 = 0; o0 < c->out[0]; o0++) {                       \
                 int64_t p0 = o0 * c->stride[0] - c->pb[0] + kk[0] * c->dil[0]; \
                 for (int64_t o1 = 0; o1 < c->out[1]; o1++) {                   \
@@ -101,12 +131,16 @@ static void conv_analyze(const braid_graph *g, const bg_node *n, conv_ctx *x) {
                         continue;                                              \
                     }                                                          \
                     const T *src = xc + (p0 * c->in[1] + p1) * c->in[2];       \
-                    int64_t s2 = c->stride[2],                                 \
-                            b2 = kk[2] * c->dil[2] - c->pb[2];                 \
-                    for (int64_t o2 = 0; o2 < c->out[2]; o2++) {               \
-                        int64_t p2 = o2 * s2 + b2;                             \
-                        dst[o2] = p2 >= 0 && p2 < c->in[2] ? src[p2] : (T)0;   \
-                    }                                                          \
+                    for (int64_t o2 = 0; o2 < lo2; o2++)                       \
+                        dst[o2] = (T)0;                                        \
+                    if (s2 == 1)                                               \
+                        memcpy(dst + lo2, src + lo2 + b2,                      \
+                               (size_t)(hi2 - lo2) * sizeof(T));               \
+                    else                                                       \
+                        for (int64_t o2 = lo2; o2 < hi2; o2++)                 \
+                            dst[o2] = src[o2 * s2 + b2];                       \
+                    for (int64_t o2 = hi2; o2 < c->out[2]; o2++)               \
+                        dst[o2] = (T)0;                                        \
                 }                                                              \
             }                                                                  \
         }                                                                      \

@@ -7,18 +7,20 @@
  * input (padding reads nothing), in float64: max is exact in any dtype and
  * an average's sum in double divided once and rounded by the store gives
  * the reference's bits (graph/window.c computes the same sum in the same
- * order). f32 and f64 are read directly, f16/bf16/i32 through bg_load. */
+ * order). f32 and f64 are read directly, f16/bf16/i32 through bg_load.
+ * max_pool on f32 (ResNet's stem) has its own row loop, max_rows_f32:
+ * whole rows per tap instead of a window walk per element. */
 #include "graph/window.h"
 #include "runtime/cpu/cpu_kernels.h"
 
 #include <math.h>
 
 typedef struct pool_ctx {
-    bg_window w;      /* the geometry */
-    braid_dtype t;    /* dtype of x and the output */
-    bool max;         /* max_pool, else avg_pool */
-    const void *x;    /* the input */
-    void *out;        /* the output */
+    bg_window w;   /* the geometry */
+    braid_dtype t; /* dtype of x and the output */
+    bool max;      /* max_pool, else avg_pool */
+    const void *x; /* the input */
+    void *out;     /* the output */
 } pool_ctx;
 
 /* Window sum or max over taps [j0, j1) per axis starting at input element
@@ -89,12 +91,56 @@ static void pool_rows(void *ctx, int64_t b, int64_t e) {
     }
 }
 
+/* max_pool on f32, rows [b, e) (as pool_rows): the window's taps on the
+ * outer two axes are clipped once per row, and each tap of the inner axis
+ * is applied to the whole row at once, over the output positions where it
+ * reads inside the input, so the inner loop has no bounds tests. Max does
+ * not depend on the taps' order; a NaN tap makes the element NaN, as in
+ * pool_one (v > acc fails for every v once acc is NaN). */
+static void max_rows_f32(void *ctx, int64_t b, int64_t e) {
+    const pool_ctx *c = ctx;
+    const bg_window *w = &c->w;
+    const float *x = c->x;
+    int64_t len = w->out[2], s2 = w->stride[2];
+    for (int64_t r = b; r < e; r++) {
+        int64_t o[2] = {(r / w->out[1]) % w->out[0], r % w->out[1]};
+        int64_t pl = r / (w->out[0] * w->out[1]);
+        int64_t j0[2], j1[2], pad;
+        for (int a = 0; a < 2; a++)
+            bg_window_taps(w, a, o[a], &j0[a], &j1[a], &pad);
+        float *y = (float *)c->out + r * len;
+        for (int64_t k = 0; k < len; k++)
+            y[k] = -INFINITY;
+        for (int64_t i = j0[0]; i < j1[0]; i++)
+            for (int64_t j = j0[1]; j < j1[1]; j++) {
+                int64_t p0 =
+                    o[0] * w->stride[0] - w->pad_lo[0] + i * w->dilation[0];
+                int64_t p1 =
+                    o[1] * w->stride[1] - w->pad_lo[1] + j * w->dilation[1];
+                const float *src =
+                    x + ((pl * w->in[0] + p0) * w->in[1] + p1) * w->in[2];
+                for (int64_t t = 0; t < w->kernel[2]; t++) {
+                    /* output k reads src[k·s2 + b2], inside for k in
+                     * [lo, hi) */
+                    int64_t b2 = t * w->dilation[2] - w->pad_lo[2];
+                    int64_t lo = b2 >= 0 ? 0 : (-b2 + s2 - 1) / s2;
+                    int64_t hi =
+                        w->in[2] - b2 <= 0 ? 0 : (w->in[2] - b2 + s2 - 1) / s2;
+                    if (hi > len) hi = len;
+                    for (int64_t k = lo; k < hi; k++) {
+                        float v = src[k * s2 + b2];
+                        y[k] = v > y[k] || v != v ? v : y[k];
+                    }
+                }
+            }
+    }
+}
+
 braid_status br_pool_prepare(const braid_graph *g, uint32_t id) {
     const bg_node *n = bg_node_at(g, id);
     const bg_node *x = bg_node_at(g, n->inputs[0]);
     bool ok = n->ninputs == 1 && x->dtype == n->dtype && x->rank == n->rank &&
-              x->rank >= 3 && x->rank <= 5 &&
-              bg_op_accepts(n->op, n->dtype);
+              x->rank >= 3 && x->rank <= 5 && bg_op_accepts(n->op, n->dtype);
     if (ok) return BRAID_OK;
     return bg_set_last_error(BRAID_ERR_UNSUPPORTED,
                              "braid_exec_new: node %u: %s of a %s value has "
@@ -115,5 +161,5 @@ void br_pool_run(const br_kernel_args *a) {
     int64_t taps = c.w.kernel[0] * c.w.kernel[1] * c.w.kernel[2];
     int64_t work = c.w.out[2] * (taps > 0 ? taps : 1);
     br_parallel_for(a->pool, rows, work >= BR_GRAIN ? 1 : BR_GRAIN / work,
-                    pool_rows, &c);
+                    c.max && c.t == BRAID_F32 ? max_rows_f32 : pool_rows, &c);
 }

@@ -3,7 +3,9 @@
  *
  * Every output is dense; permute, slice and broadcast_to read their input
  * through strides (runtime/cpu/cpu_kernels.c's n-d walk), so the innermost
- * dimension is one tight loop; reshape, copy and concat are plain memcpy.
+ * dimension is one tight loop (a permute that moves the input's innermost
+ * axis is copied in tiles instead, permute_tiled); reshape, copy and concat
+ * are plain memcpy.
  * Views that skip the copy are a later pass's decision. */
 #include "runtime/cpu/cpu_kernels.h"
 
@@ -91,11 +93,118 @@ static void strided_copy(const br_kernel_args *a, const char *in,
     br_nd_parallel(a->pool, &it, strided_seg, &c);
 }
 
+/* ---- transposing permutes ------------------------------------------------
+ *
+ * When the input's innermost axis is not the output's, the strided copy
+ * reads one element per cache line (the dense output's inner loop walks the
+ * input with a large stride): a [50257, 768] -> [768, 50257] transpose ran
+ * at 0.5-0.9 GB/s. Instead the two axes are copied in tiles: axis j of the
+ * output (the input's innermost, stride 1 there) and the output's innermost
+ * axis (stride sb in the input). A tile of PT_A × PT_B elements writes
+ * PT_A runs of PT_B contiguous outputs and reads PT_B runs of PT_A
+ * contiguous inputs, all of it in L1. The other axes are walked per item. */
+#define PT_A 32 /* elements along output axis j (input-contiguous) */
+#define PT_B 64 /* elements along the output's innermost axis */
+
+typedef struct ptile_ctx {
+    size_t esz;
+    char *out;
+    const char *in;
+    int no;                      /* other axes */
+    int64_t od[BRAID_MAX_RANK];  /* their sizes */
+    int64_t ois[BRAID_MAX_RANK]; /* their input strides (elements) */
+    int64_t oos[BRAID_MAX_RANK]; /* their output strides (elements) */
+    int64_t A, B;                /* sizes of axis j and the innermost */
+    int64_t sa_out;              /* output stride of axis j */
+    int64_t sb_in;               /* input stride of the innermost */
+    int64_t ntiles;              /* tiles of A per outer index */
+} ptile_ctx;
+
+#define PTILE_LOOP(T)                                                          \
+    do {                                                                       \
+        const T *restrict in = (const T *)c->in + ib;                          \
+        T *restrict out = (T *)c->out + ob;                                    \
+        for (int64_t b0 = 0; b0 < c->B; b0 += PT_B) {                          \
+            int64_t b1 = b0 + PT_B < c->B ? b0 + PT_B : c->B;                  \
+            for (int64_t i = a0; i < a1; i++) {                                \
+                T *o = out + i * c->sa_out;                                    \
+                const T *src = in + i;                                         \
+                for (int64_t k = b0; k < b1; k++)                              \
+                    o[k] = src[k * c->sb_in];                                  \
+            }                                                                  \
+        }                                                                      \
+    } while (0)
+
+static void ptile_range(void *ctx, int64_t b, int64_t e) {
+    const ptile_ctx *c = ctx;
+    for (int64_t item = b; item < e; item++) {
+        int64_t outer = item / c->ntiles, t = item % c->ntiles;
+        int64_t ib = 0, ob = 0;
+        for (int d = c->no - 1; d >= 0; d--) {
+            int64_t k = outer % c->od[d];
+            outer /= c->od[d];
+            ib += k * c->ois[d];
+            ob += k * c->oos[d];
+        }
+        int64_t a0 = t * PT_A, a1 = a0 + PT_A < c->A ? a0 + PT_A : c->A;
+        switch (c->esz) {
+        case 1:
+            PTILE_LOOP(uint8_t);
+            break;
+        case 2:
+            PTILE_LOOP(uint16_t);
+            break;
+        case 4:
+            PTILE_LOOP(uint32_t);
+            break;
+        default:
+            PTILE_LOOP(uint64_t);
+            break;
+        }
+    }
+}
+
+/* The tiled copy of permute node n of x when it transposes the innermost
+ * axis away and both axes are long enough for tiles to pay; else false. */
+static bool permute_tiled(const br_kernel_args *a, const bg_node *x,
+                          const int64_t *st) {
+    const bg_node *n = a->node;
+    int r = n->rank, j = -1;
+    size_t esz = braid_dtype_size(n->dtype);
+    if (r < 2 || (esz != 1 && esz != 2 && esz != 4 && esz != 8)) return false;
+    for (int i = 0; i < r; i++)
+        if (n->attr.perm[i] == x->rank - 1) j = i;
+    if (j < 0 || j == r - 1 || n->dims[j] < 8 || n->dims[r - 1] < 8)
+        return false;
+    ptile_ctx c = {.esz = esz, .out = a->out, .in = a->in[0]};
+    int64_t os[BRAID_MAX_RANK];
+    br_dense_strides(r, n->dims, os);
+    for (int i = 0; i < r - 1; i++) {
+        if (i == j) continue;
+        c.od[c.no] = n->dims[i];
+        c.ois[c.no] = st[i];
+        c.oos[c.no++] = os[i];
+    }
+    c.A = n->dims[j];
+    c.B = n->dims[r - 1];
+    c.sa_out = os[j];
+    c.sb_in = st[r - 1];
+    c.ntiles = (c.A + PT_A - 1) / PT_A;
+    int64_t outer = bg_numel(n) / (c.A * c.B);
+    if (outer == 0) return true;
+    int64_t per_item = PT_A * c.B; /* elements an item copies */
+    br_parallel_for(a->pool, outer * c.ntiles,
+                    per_item >= BR_GRAIN ? 1 : BR_GRAIN / per_item, ptile_range,
+                    &c);
+    return true;
+}
+
 static void permute_run(const br_kernel_args *a, const bg_node *x) {
     int64_t s[BRAID_MAX_RANK], st[BRAID_MAX_RANK];
     br_dense_strides(x->rank, x->dims, s);
     for (int i = 0; i < a->node->rank; i++)
         st[i] = s[a->node->attr.perm[i]];
+    if (permute_tiled(a, x, st)) return;
     strided_copy(a, a->in[0], st, false, x);
 }
 
@@ -159,8 +268,7 @@ static void concat_run(const br_kernel_args *a) {
         for (uint32_t k = 0; k < n->ninputs; k++) {
             const bg_node *x = bg_node_at(a->g, n->inputs[k]);
             int64_t chunk = x->dims[axis] * c.inner;
-            if (chunk == 0)
-                continue;
+            if (chunk == 0) continue;
             copy_bytes(a->pool, dst, (const char *)a->in[k] + o * chunk, chunk);
             dst += chunk;
         }
