@@ -17,13 +17,35 @@ static braid_tensor reshape(ox_node *n, braid_tensor x, int r,
 /* ---- matrix products ---------------------------------------------------------- */
 
 /* numpy.matmul: a rank-1 operand gains a unit axis that the result drops. */
+/* t itself, or, when t is a permute that swaps only its last two axes,
+ * the permute's operand with *flags |= flag: a MatMul of a Transpose
+ * (PyTorch's exporters write `x @ w.T` so, GPT-2's tied lm_head among
+ * them) reads the operand in place through the matmul's transpose flag
+ * rather than materialising the transposed copy on every run. */
+static braid_tensor untransposed(ox_node *n, braid_tensor t, unsigned flag,
+                                 unsigned *flags) {
+    if (t.id == BRAID_INVALID_ID) return t;
+    const bg_node *p = bg_node_at(n->g, t.id);
+    if (p->op != BRAID_OP_PERMUTE || p->rank < 2) return t;
+    for (int i = 0; i < p->rank - 2; i++)
+        if (p->attr.perm[i] != i) return t;
+    if (p->attr.perm[p->rank - 2] != p->rank - 1 ||
+        p->attr.perm[p->rank - 1] != p->rank - 2)
+        return t;
+    *flags |= flag;
+    return (braid_tensor){p->inputs[0]};
+}
+
 static braid_status map_matmul(ox_node *n) {
     braid_tensor a = ox_in(n, 0), b = ox_in(n, 1);
     int64_t da[BRAID_MAX_RANK], db[BRAID_MAX_RANK], dr[BRAID_MAX_RANK];
     int ra = ox_rank(n, a, da), rb = ox_rank(n, b, db);
+    unsigned f = 0;
     if (ra == 1) a = reshape(n, a, 2, (int64_t[]){1, da[0]});
+    else if (ra > 1) a = untransposed(n, a, BRAID_TRANSPOSE_A, &f);
     if (rb == 1) b = reshape(n, b, 2, (int64_t[]){db[0], 1});
-    braid_tensor r = braid_matmul(n->g, a, b, 0);
+    else if (rb > 1) b = untransposed(n, b, BRAID_TRANSPOSE_B, &f);
+    braid_tensor r = braid_matmul(n->g, a, b, f);
     int rr = ox_rank(n, r, dr);
     if (ra == 1 || rb == 1) {
         int k = rr;

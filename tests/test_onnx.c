@@ -78,6 +78,28 @@ Test(onnx, mlp_matches_onnx_reference) {
     braid_graph_free(g);
 }
 
+/* MatMul(Transpose(a), Transpose(w)) with only the last two axes swapped
+ * reads a and w in place through the matmul's transpose flags; the
+ * Transposes become dead permutes, which compiling drops. */
+Test(onnx, matmul_of_transposes_uses_the_flags) {
+    braid_graph *g = import_ok("matmul_transposed", NULL);
+    os_check_graph(g, dir, "matmul_transposed", 1e-5, 1e-6);
+    int matmuls = 0;
+    for (uint32_t id = 0; id < braid_graph_node_count(g); id++) {
+        const bg_node *nd = bg_node_at(g, id);
+        if (nd->op != BRAID_OP_MATMUL) continue;
+        matmuls++;
+        cr_expect_eq(nd->attr.flags & (BRAID_TRANSPOSE_A | BRAID_TRANSPOSE_B),
+                     BRAID_TRANSPOSE_A | BRAID_TRANSPOSE_B,
+                     "matmul flags %u", (unsigned)nd->attr.flags);
+        for (uint32_t k = 0; k < nd->ninputs; k++)
+            cr_expect_neq(bg_node_at(g, nd->inputs[k])->op, BRAID_OP_PERMUTE,
+                          "operand %u is a permute", k);
+    }
+    cr_assert_eq(matmuls, 1);
+    braid_graph_free(g);
+}
+
 Test(onnx, shape_arithmetic_is_folded) {
     char path[1024], shapes[64];
     snprintf(path, sizeof path, "%s/fold.batch", dir);

@@ -61,6 +61,23 @@ good("mlp", helper.make_graph(nodes, "mlp", [vi("x", TensorProto.FLOAT, [b, k])]
                               [vi("probs", TensorProto.FLOAT, [b, c])],
                               [w1, bias1, w2]), [f32(b, k)])
 
+# MatMul of Transposes swapping the last two axes (x @ w.T, as PyTorch's
+# exporters write a tied lm_head, and a batched a.T @ b): the importer reads
+# both operands in place through the matmul's transpose flags; a Transpose
+# of other axes stays a permute.
+bt, mt, kt, nt = (int(x) for x in rng.integers(1, 7, 4))
+nodes = [
+    helper.make_node("Transpose", ["a"], ["at"], perm=[0, 2, 1]),
+    helper.make_node("Transpose", ["wt"], ["w"], perm=[1, 0]),
+    helper.make_node("MatMul", ["at", "w"], ["y"], name="mm"),
+    helper.make_node("Transpose", ["y"], ["z"], perm=[1, 0, 2]),
+]
+# (wt is an input: a small initializer's Transpose would fold at import)
+good("matmul_transposed", helper.make_graph(
+    nodes, "matmul_transposed", [vi("a", TensorProto.FLOAT, [bt, kt, mt]),
+                                 vi("wt", TensorProto.FLOAT, [nt, kt])],
+    [vi("z", TensorProto.FLOAT, [mt, bt, nt])]), [f32(bt, kt, mt), f32(nt, kt)])
+
 # Shape arithmetic folded at import: Shape -> Gather -> Mul -> Concat ->
 # Reshape, plus Range/ConstantOfShape; the symbolic dim comes from a binding.
 n = int(rng.integers(2, 6))
