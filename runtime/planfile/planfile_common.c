@@ -21,10 +21,18 @@ const char *br_pf_section_name(uint32_t type) {
     return type < BR_PF_SECTION_COUNT_ ? names[type] : "?";
 }
 
-/* ---- CRC-32C, eight bytes per step ------------------------------------------
- * table[0] is the classic byte-at-a-time table of the reflected polynomial;
- * table[k][b] is the CRC of byte b followed by k zero bytes, so eight table
- * lookups advance the CRC over eight input bytes at once. */
+/* ---- CRC-32C -------------------------------------------------------------------
+ * Two implementations of the same function: the SSE4.2 `crc32` instruction
+ * (x86-64, chosen at run time when the CPU has it: ~10+ GB/s, so checking a
+ * GPT-2-sized CONSTANTS section costs tens of milliseconds) and a portable
+ * slicing-by-8 table walk (~1 GB/s) for other CPUs. Both compute CRC-32C
+ * with the reflected polynomial 0x82F63B78; tests/test_planfile.c checks
+ * that they agree.
+ *
+ * Portable path: table[0] is the classic byte-at-a-time table of the
+ * reflected polynomial; table[k][b] is the CRC of byte b followed by k zero
+ * bytes, so eight table lookups advance the CRC over eight input bytes at
+ * once. */
 
 static uint32_t crc_table[8][256];
 static pthread_once_t crc_once = PTHREAD_ONCE_INIT;
@@ -43,7 +51,7 @@ static void crc_init(void) {
         }
 }
 
-uint32_t br_pf_crc32c(uint32_t crc, const void *data, size_t n) {
+uint32_t br_pf_crc32c_sw(uint32_t crc, const void *data, size_t n) {
     pthread_once(&crc_once, crc_init);
     const unsigned char *p = data;
     uint32_t c = ~crc;
@@ -59,6 +67,69 @@ uint32_t br_pf_crc32c(uint32_t crc, const void *data, size_t n) {
     }
     while (n--) c = (c >> 8) ^ crc_table[0][(c ^ *p++) & 0xFF];
     return ~c;
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define BR_PF_CRC_HW 1
+
+/* The crc32 instruction: 8 bytes per step, unaligned loads through memcpy
+ * (one mov), the tail a byte at a time. */
+__attribute__((target("sse4.2"))) static uint32_t
+crc32c_sse42(uint32_t crc, const void *data, size_t n) {
+    const unsigned char *p = data;
+    uint64_t c = (uint32_t)~crc;
+    while (n >= 32) { /* unrolled: the loop overhead, not the CRC, is what
+                         costs at these speeds */
+        uint64_t w[4];
+        memcpy(w, p, sizeof w);
+        c = __builtin_ia32_crc32di(c, w[0]);
+        c = __builtin_ia32_crc32di(c, w[1]);
+        c = __builtin_ia32_crc32di(c, w[2]);
+        c = __builtin_ia32_crc32di(c, w[3]);
+        p += 32;
+        n -= 32;
+    }
+    while (n >= 8) {
+        uint64_t w;
+        memcpy(&w, p, sizeof w);
+        c = __builtin_ia32_crc32di(c, w);
+        p += 8;
+        n -= 8;
+    }
+    uint32_t c32 = (uint32_t)c;
+    while (n--) c32 = __builtin_ia32_crc32qi(c32, *p++);
+    return ~c32;
+}
+
+static bool crc_hw;
+static pthread_once_t hw_once = PTHREAD_ONCE_INIT;
+
+static void hw_init(void) {
+    __builtin_cpu_init();
+    crc_hw = __builtin_cpu_supports("sse4.2") != 0;
+}
+#else
+#define BR_PF_CRC_HW 0
+#endif
+
+bool br_pf_crc32c_hw_available(void) {
+#if BR_PF_CRC_HW
+    pthread_once(&hw_once, hw_init);
+    return crc_hw;
+#else
+    return false;
+#endif
+}
+
+uint32_t br_pf_crc32c_hw(uint32_t crc, const void *data, size_t n) {
+#if BR_PF_CRC_HW
+    if (br_pf_crc32c_hw_available()) return crc32c_sse42(crc, data, n);
+#endif
+    return br_pf_crc32c_sw(crc, data, n);
+}
+
+uint32_t br_pf_crc32c(uint32_t crc, const void *data, size_t n) {
+    return br_pf_crc32c_hw(crc, data, n);
 }
 
 /* ---- the write buffer -------------------------------------------------------- */
