@@ -82,8 +82,6 @@ void br_pf_i64(br_pf_buf *b, int64_t v);
 void br_pf_f64(br_pf_buf *b, double v);
 /* str: u32 length + bytes; NULL writes the absent marker. */
 void br_pf_str(br_pf_buf *b, const char *s);
-/* Zero bytes up to a multiple of BR_PF_ALIGN. */
-void br_pf_pad(br_pf_buf *b);
 
 /* Patches a little-endian u32/u64 at offset at (already written). */
 void br_pf_patch_u32(br_pf_buf *b, size_t at, uint32_t v);

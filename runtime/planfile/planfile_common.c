@@ -189,12 +189,6 @@ void br_pf_str(br_pf_buf *b, const char *s) {
     br_pf_put(b, s, n);
 }
 
-void br_pf_pad(br_pf_buf *b) {
-    static const unsigned char zero[BR_PF_ALIGN];
-    size_t r = b->len % BR_PF_ALIGN;
-    if (r) br_pf_put(b, zero, BR_PF_ALIGN - r);
-}
-
 void br_pf_patch_u32(br_pf_buf *b, size_t at, uint32_t v) {
     if (!b->failed && at + 4 <= b->len) le_bytes(b->data + at, v, 4);
 }
