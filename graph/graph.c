@@ -273,3 +273,7 @@ bg_shared *bg_shared_copy(const void *data, size_t n, void **bytes) {
     if (n) memcpy(*bytes, data, n);
     return s;
 }
+
+bool bg_default_allocator(const braid_graph *g) {
+    return g->alloc == bg_default_alloc;
+}

@@ -63,6 +63,16 @@ struct bg_shared {
     void (*destroy)(bg_shared *s);     /* frees the holder and its bytes */
 };
 
+/* Whether g allocates through braid's default hook (malloc), not a
+ * caller's: only then may its constants live in shared holders. */
+bool bg_default_allocator(const braid_graph *g);
+/* braid_constant, with the bytes copied once into a shared holder rather
+ * than through the graph's allocator (a graph with a caller's allocator
+ * hook gets plain braid_constant): braid_compile then shares them instead
+ * of copying them. For importers of large weights (onnx/load.c). */
+braid_tensor bg_constant_shared(braid_graph *g, braid_dtype dtype, int rank,
+                                const int64_t *dims, const void *data);
+
 /* One more reference to s. */
 void bg_shared_ref(bg_shared *s);
 /* One reference less; the last one destroys s. NULL is ignored. */
