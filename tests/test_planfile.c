@@ -576,7 +576,9 @@ Test(planfile, compiled_plan_shares_constants_between_its_graphs) {
 }
 
 /* A plan loaded from a file: the constants of both graphs point into one
- * buffer read from the file (the two equal constants into one blob); the
+ * buffer (the two equal constants into one blob's bytes, 64-byte aligned;
+ * for this small plan a copy of the CONSTANTS section, for GPT-2 the
+ * bytes read from the file); the
  * plan runs the same after the file is truncated and removed (the bytes
  * are braid's, not a mapping of the file); and after braid_plan_load_memory
  * the caller's buffer may be freed. */

@@ -532,14 +532,17 @@ static image *image_new(size_t n) {
 }
 
 /* L's image: a reference to `given` (which holds the whole file), or a copy
- * of the CONSTANTS section the graphs' constants can borrow from. */
+ * of the CONSTANTS section the graphs' constants can borrow from. The
+ * whole file is kept only where the constants are most of it: a plan whose
+ * bulk is elsewhere (CUBINs, a large graph) copies its few constant bytes
+ * rather than keep the file alive. */
 static braid_status take_image(br_pf_load *L, bg_shared *given) {
-    if (given) {
+    br_pf_sec *c = &L->sec[BR_PF_CONSTANTS];
+    if (given && c->size >= L->file_size / 2) {
         bg_shared_ref(given);
         L->image = given;
         return BRAID_OK;
     }
-    br_pf_sec *c = &L->sec[BR_PF_CONSTANTS];
     image *im = image_new((size_t)c->size);
     if (!im)
         return bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY,
