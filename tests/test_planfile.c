@@ -528,6 +528,38 @@ Test(planfile_crc, hardware_equals_portable_on_random_buffers) {
     free(buf);
 }
 
+/* Long buffers take the three-stripe path (rounds of 3 x 8 KiB combined):
+ * lengths around its boundaries and a few MB, misaligned, chained. */
+Test(planfile_crc, three_stripe_path_equals_portable) {
+    const size_t max = (size_t)3 << 20;
+    unsigned char *buf = malloc(max + 16);
+    cr_assert(buf);
+    uint64_t x = 0x243F6A8885A308D3ull;
+    for (size_t i = 0; i < max + 16; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        buf[i] = (unsigned char)(x >> 24);
+    }
+    const size_t round = 3 * 8192;
+    const size_t lens[] = {round - 1, round,         round + 1,
+                           round + 7, 2 * round - 8, 2 * round + 31,
+                           100000,    max - 3,       max};
+    for (size_t k = 0; k < sizeof lens / sizeof lens[0]; k++)
+        for (size_t off = 0; off < 16; off += 5) {
+            size_t n = lens[k] - (off && lens[k] == max ? off : 0);
+            uint32_t a = br_pf_crc32c_sw(0x1234567u * (uint32_t)k, buf + off,
+                                         n);
+            uint32_t b = br_pf_crc32c_hw(0x1234567u * (uint32_t)k, buf + off,
+                                         n);
+            cr_assert_eq(a, b, "length %zu offset %zu: 0x%08x vs 0x%08x", n,
+                         off, a, b);
+        }
+    /* a zero buffer of one round: the CRC of zeros only shifts */
+    memset(buf, 0, round);
+    cr_assert_eq(br_pf_crc32c_hw(0, buf, round),
+                 br_pf_crc32c_sw(0, buf, round));
+    free(buf);
+}
+
 /* ---- constants shared, not copied (issue 14) ------------------------------ */
 
 /* The constant nodes of g with bytes, in id order: their data pointers. */
