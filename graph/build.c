@@ -28,6 +28,7 @@ typedef struct bg_ctx {
     const bg_attrs *a;   /* caller's attributes (never NULL here) */
     const char *name;    /* input name */
     bg_node *out;        /* the node being filled in */
+    bg_shared *shared;   /* holder of a->data to borrow from, or NULL */
 } bg_ctx;
 
 static const bg_node *bg_in(const bg_ctx *c, uint32_t i) {
@@ -552,15 +553,22 @@ static uint32_t bg_append(bg_ctx *c) {
     bool owns_data = n->op == BRAID_OP_CONSTANT ||
                      (n->op == BRAID_OP_VARIABLE &&
                       n->attr.init == BRAID_OP_CONSTANT);
-    if (ok && owns_data && nbytes &&
-        (ok = (n->attr.data = bg_alloc(g, nbytes)) != NULL))
+    bool borrow = owns_data && nbytes && c->shared;
+    if (borrow)
+        n->attr.data = (void *)c->a->data; /* shared: never written */
+    else if (ok && owns_data && nbytes &&
+             (ok = (n->attr.data = bg_alloc(g, nbytes)) != NULL))
         memcpy(n->attr.data, c->a->data, nbytes);
     if (ok && (n->op == BRAID_OP_INPUT || n->op == BRAID_OP_VARIABLE))
         ok = (n->name = bg_strdup(g, c->name)) != NULL;
     if (!ok) {
         bg_free(g, n->inputs, (size_t)n->ninputs * sizeof *n->inputs);
-        bg_free(g, n->attr.data, n->attr.data ? nbytes : 0);
+        if (!borrow) bg_free(g, n->attr.data, n->attr.data ? nbytes : 0);
         return BG_NONE;
+    }
+    if (borrow) {
+        n->shared = c->shared;
+        bg_shared_ref(c->shared);
     }
     g->nodes[g->nnodes] = *n;
     uint32_t id = g->nnodes++;
@@ -658,6 +666,14 @@ static braid_status bg_infer(bg_ctx *c, braid_op_kind kind) {
 uint32_t bg_build(braid_graph *g, braid_op op, const uint32_t *inputs,
                   uint32_t ninputs, braid_dtype dtype, int rank,
                   const int64_t *dims, const bg_attrs *attr, const char *name) {
+    return bg_build_shared(g, op, inputs, ninputs, dtype, rank, dims, attr,
+                           name, NULL);
+}
+
+uint32_t bg_build_shared(braid_graph *g, braid_op op, const uint32_t *inputs,
+                         uint32_t ninputs, braid_dtype dtype, int rank,
+                         const int64_t *dims, const bg_attrs *attr,
+                         const char *name, bg_shared *shared) {
     if (g == NULL) {
         bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
                           "bg_build: graph is NULL");
@@ -671,7 +687,7 @@ uint32_t bg_build(braid_graph *g, braid_op op, const uint32_t *inputs,
     bg_ctx c = {g,      op,      "?",
                 inputs, ninputs, dtype,
                 rank,   dims,    attr ? attr : &zero_attrs,
-                name,   &node};
+                name,   &node,   shared};
     const bg_op_info *info = bg_op(op);
     if (!bg_check_call(&c, info)) return BG_NONE;
     c.opname = info->name;

@@ -78,6 +78,29 @@ braid_tensor braid_constant(braid_graph *g, braid_dtype dtype, int rank,
     return bb_source(g, BRAID_OP_CONSTANT, dtype, rank, dims, &a, NULL);
 }
 
+braid_tensor bg_constant_shared(braid_graph *g, braid_dtype dtype, int rank,
+                                const int64_t *dims, const void *data) {
+    int64_t numel = 0;
+    bg_shared *h = NULL;
+    void *copy = NULL;
+    if (!g || !bg_default_allocator(g) || !data || rank < 0 ||
+        rank > BRAID_MAX_RANK || (rank > 0 && !dims) ||
+        (unsigned)dtype >= (unsigned)BRAID_DTYPE_COUNT_ ||
+        !bg_shape_fits(rank, dims, braid_dtype_size(dtype), &numel) ||
+        numel <= 0 ||
+        !(h = bg_shared_copy(data, (size_t)numel * braid_dtype_size(dtype),
+                             &copy)))
+        return braid_constant(g, dtype, rank, dims, data); /* its checks */
+    bg_attrs a = {0};
+    a.data = copy; /* borrowed from h: one reference taken */
+    braid_tensor t = BRAID_NONE;
+    if (bb_ready(g, "constant"))
+        t = bb_tensor(bg_build_shared(g, BRAID_OP_CONSTANT, NULL, 0, dtype,
+                                      rank, dims, &a, NULL, h));
+    bg_shared_unref(h); /* the node holds its own */
+    return t;
+}
+
 braid_tensor braid_fill(braid_graph *g, braid_dtype dtype, int rank,
                         const int64_t *dims, double value) {
     bg_attrs a = {0};

@@ -40,11 +40,15 @@ braid_graph *braid_graph_new(const braid_graph_options *opts) {
  * built nodes as long as unset pointers are NULL. */
 void bg_node_release(braid_graph *g, bg_node *n) {
     bg_free(g, n->inputs, (size_t)n->ninputs * sizeof *n->inputs);
-    bg_free(g, n->attr.data, bg_nbytes(n));
+    if (n->shared)
+        bg_shared_unref(n->shared);
+    else
+        bg_free(g, n->attr.data, bg_nbytes(n));
     bg_free_str(g, n->name);
     bg_free_str(g, n->device);
     n->inputs = NULL;
     n->attr.data = NULL;
+    n->shared = NULL;
     n->name = NULL;
     n->device = NULL;
 }
@@ -243,4 +247,33 @@ const char *braid_version(void) {
 #else
     return BRAID_VERSION_STRING " (cpu only)";
 #endif
+}
+
+/* ---- shared constant bytes ------------------------------------------------ */
+
+void bg_shared_ref(bg_shared *s) {
+    __atomic_add_fetch(&s->refs, 1, __ATOMIC_RELAXED);
+}
+
+void bg_shared_unref(bg_shared *s) {
+    if (s && __atomic_sub_fetch(&s->refs, 1, __ATOMIC_ACQ_REL) == 0)
+        s->destroy(s);
+}
+
+static void bg_shared_free(bg_shared *s) { free(s); }
+
+bg_shared *bg_shared_copy(const void *data, size_t n, void **bytes) {
+    enum { HEAD = 64 }; /* the bytes start 64-byte aligned */
+    if (n > SIZE_MAX - HEAD) return NULL;
+    bg_shared *s = aligned_alloc(HEAD, (HEAD + n + HEAD - 1) / HEAD * HEAD);
+    if (s == NULL) return NULL;
+    s->refs = 1;
+    s->destroy = bg_shared_free;
+    *bytes = (char *)s + HEAD;
+    if (n) memcpy(*bytes, data, n);
+    return s;
+}
+
+bool bg_default_allocator(const braid_graph *g) {
+    return g->alloc == bg_default_alloc;
 }

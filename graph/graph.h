@@ -50,6 +50,37 @@ typedef struct bg_attrs {
                          (seed, value[0..1]) */
 } bg_attrs;
 
+/* Constant bytes shared by reference counting instead of copied: by the
+ * two graphs of a compiled plan (the user's graph as compiled and the
+ * working graph), and by a loaded plan's graphs, whose constants point into
+ * the bytes read from the plan file. A node whose `shared` is set borrows
+ * attr.data from the holder and holds one reference; the bytes are never
+ * written once shared. Holders are allocated with malloc (or mmap), not
+ * through a graph's allocator hook, since they outlive any one graph. */
+typedef struct bg_shared bg_shared;
+struct bg_shared {
+    size_t refs;                       /* references; atomic updates */
+    void (*destroy)(bg_shared *s);     /* frees the holder and its bytes */
+};
+
+/* Whether g allocates through braid's default hook (malloc), not a
+ * caller's: only then may its constants live in shared holders. */
+bool bg_default_allocator(const braid_graph *g);
+/* braid_constant, with the bytes copied once into a shared holder rather
+ * than through the graph's allocator (a graph with a caller's allocator
+ * hook gets plain braid_constant): braid_compile then shares them instead
+ * of copying them. For importers of large weights (onnx/load.c). */
+braid_tensor bg_constant_shared(braid_graph *g, braid_dtype dtype, int rank,
+                                const int64_t *dims, const void *data);
+
+/* One more reference to s. */
+void bg_shared_ref(bg_shared *s);
+/* One reference less; the last one destroys s. NULL is ignored. */
+void bg_shared_unref(bg_shared *s);
+/* A holder (one reference) of a copy of n bytes of data, 64-byte aligned;
+ * *bytes gets where they are. NULL when out of memory. */
+bg_shared *bg_shared_copy(const void *data, size_t n, void **bytes);
+
 typedef struct bg_node {
     braid_op op;                   /* what the node computes */
     braid_dtype dtype;             /* element type of the output */
@@ -61,6 +92,9 @@ typedef struct bg_node {
     char *name;                    /* input name (required) or node name;
                                       NULL when unnamed; owned */
     char *device;                  /* placement hint or NULL; owned */
+    bg_shared *shared;             /* non-NULL: attr.data is borrowed from
+                                      this holder (one reference held), not
+                                      owned through the allocator */
 } bg_node;
 
 typedef struct bg_output {
@@ -230,6 +264,13 @@ uint32_t bg_build(braid_graph *g, braid_op op, const uint32_t *inputs,
                   uint32_t ninputs, braid_dtype dtype, int rank,
                   const int64_t *dims, const bg_attrs *attr,
                   const char *name);
+/* bg_build, except that a constant's (or data-initialised variable's)
+ * attr->data, which must lie inside holder `shared`, is borrowed (one
+ * reference taken) instead of copied. shared NULL: bg_build. */
+uint32_t bg_build_shared(braid_graph *g, braid_op op, const uint32_t *inputs,
+                         uint32_t ninputs, braid_dtype dtype, int rank,
+                         const int64_t *dims, const bg_attrs *attr,
+                         const char *name, bg_shared *shared);
 
 static inline const bg_node *bg_node_at(const braid_graph *g, uint32_t id) {
     return &g->nodes[id];
@@ -238,6 +279,10 @@ static inline const bg_node *bg_node_at(const braid_graph *g, uint32_t id) {
 /* A deep copy of g (same ids, attributes, names, outputs, error state),
  * allocated with g's allocator. NULL when out of memory. */
 braid_graph *bg_graph_clone(const braid_graph *g);
+/* bg_graph_clone, except that the clone's constant bytes are moved into
+ * shared holders (copied once): a bg_graph_clone of the result then shares
+ * them instead of copying them again. */
+braid_graph *bg_graph_clone_shared(const braid_graph *g);
 
 /* Structural equality (ops, types, attributes, constant bytes, names, hints,
  * outputs). Used by round-trip tests. */

@@ -148,15 +148,26 @@ braid_status braid_set_device(braid_graph *g, braid_tensor t,
 /* ---- clone
  * --------------------------------------------------------------------- */
 
-/* Copies what src owns into dst (whose pointers start NULL). */
-static bool bg_node_copy(braid_graph *c, bg_node *dst, const bg_node *src) {
+/* Copies what src owns into dst (whose pointers start NULL). Shared
+ * constant bytes are shared again (one more reference), not copied; with
+ * into_shared, owned ones are copied into a new holder. */
+static bool bg_node_copy(braid_graph *c, bg_node *dst, const bg_node *src,
+                         bool into_shared) {
     size_t in_bytes = (size_t)src->ninputs * sizeof *src->inputs;
     if (in_bytes) {
         if ((dst->inputs = bg_alloc(c, in_bytes)) == NULL) return false;
         memcpy(dst->inputs, src->inputs, in_bytes);
     }
     size_t data_bytes = src->attr.data ? bg_nbytes(src) : 0;
-    if (data_bytes) {
+    if (data_bytes && src->shared) {
+        dst->attr.data = src->attr.data;
+        dst->shared = src->shared;
+        bg_shared_ref(src->shared);
+    } else if (data_bytes && into_shared) {
+        if ((dst->shared = bg_shared_copy(src->attr.data, data_bytes,
+                                          &dst->attr.data)) == NULL)
+            return false;
+    } else if (data_bytes) {
         if ((dst->attr.data = bg_alloc(c, data_bytes)) == NULL) return false;
         memcpy(dst->attr.data, src->attr.data, data_bytes);
     }
@@ -181,7 +192,7 @@ static bool bg_clone_outputs(braid_graph *c, const braid_graph *g) {
     return true;
 }
 
-braid_graph *bg_graph_clone(const braid_graph *g) {
+static braid_graph *clone(const braid_graph *g, bool into_shared) {
     if (g == NULL) return NULL;
     braid_graph_options o = {g->alloc, g->alloc_user};
     braid_graph *c = braid_graph_new(&o);
@@ -199,8 +210,9 @@ braid_graph *bg_graph_clone(const braid_graph *g) {
         dst->attr.data = NULL;
         dst->name = NULL;
         dst->device = NULL;
+        dst->shared = NULL;
         c->nnodes++;
-        ok = bg_node_copy(c, dst, &g->nodes[i]);
+        ok = bg_node_copy(c, dst, &g->nodes[i], into_shared);
     }
     ok = ok && bg_clone_outputs(c, g);
     if (!ok) {
@@ -212,6 +224,12 @@ braid_graph *bg_graph_clone(const braid_graph *g) {
     c->status = g->status;
     memcpy(c->error, g->error, sizeof c->error);
     return c;
+}
+
+braid_graph *bg_graph_clone(const braid_graph *g) { return clone(g, false); }
+
+braid_graph *bg_graph_clone_shared(const braid_graph *g) {
+    return clone(g, true);
 }
 
 /* ---- equality

@@ -197,7 +197,9 @@ static braid_status to_constant(ox_import *im, const char *what, ox_value *v,
     bool same = raw && raw_elem_size(v->elem) == braid_dtype_size(t) &&
                 v->elem != 9 && v->elem != 12 && v->elem != 4 && v->elem != 2;
     if (same) {
-        v->t = braid_constant(im->g, t, v->rank, v->dims, raw);
+        /* copied once, into a holder braid_compile shares rather than
+         * copies again (graph/graph.h, bg_shared) */
+        v->t = bg_constant_shared(im->g, t, v->rank, v->dims, raw);
     } else {
         double *sv = malloc((size_t)n * sizeof *sv + 1);
         if (!sv) return ox_fail(im, BRAID_ERR_OUT_OF_MEMORY, "%s: out of memory",

@@ -159,7 +159,8 @@ braid_tensor ox_constant_as(ox_import *im, braid_graph *g, const char *what,
         }
         bg_store(t, buf, i, sv[i]);
     }
-    braid_tensor c = braid_constant(g, t, rank, dims, buf);
+    /* in a holder braid_compile shares (graph/graph.h, bg_shared) */
+    braid_tensor c = bg_constant_shared(g, t, rank, dims, buf);
     free(buf);
     return c;
 }

@@ -204,8 +204,11 @@ braid_status bp_plan_new(const braid_graph *g,
                                      "the archs string");
         p->in.opts.archs = p->in.archs_text;
     }
-    p->res.graph = bg_graph_clone(g);
-    p->prov.source = p->res.graph ? bg_graph_clone(g) : NULL;
+    /* The user's constants are copied once, into shared holders; the
+     * working graph shares them (the user's graph is never touched, and
+     * nothing writes constant bytes). */
+    p->prov.source = bg_graph_clone_shared(g);
+    p->res.graph = p->prov.source ? bg_graph_clone(p->prov.source) : NULL;
     if (!p->res.graph || !p->prov.source)
         return bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY,
                                  "braid_compile: out of memory copying the "

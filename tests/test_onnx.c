@@ -323,4 +323,66 @@ Test(onnx, input_names_are_braid_identifiers) {
     cr_assert_str_eq(buf, "abc");
 }
 
+/* An imported model's weights are copied once, into shared holders, and
+ * braid_compile shares them instead of copying them again (issue 14); the
+ * plan outlives the imported graph. With a caller's allocator hook the
+ * graph's constants stay the hook's (not shared). */
+static void *counting_alloc(void *user, void *ptr, size_t old_size,
+                            size_t new_size) {
+    (void)old_size;
+    if (new_size == 0) {
+        free(ptr);
+        return NULL;
+    }
+    ++*(size_t *)user;
+    return realloc(ptr, new_size);
+}
+
+Test(onnx_weights, imported_weights_are_shared_by_the_compiled_plan) {
+    const char *path =
+        BRAID_SOURCE_DIR "/tests/models/tiny/tiny_gpt2_b1_s16_ts.onnx";
+    braid_graph *g = NULL;
+    cr_assert_eq(braid_onnx_import(path, NULL, &g), BRAID_OK, "%s",
+                 braid_last_error());
+    braid_compile_options co;
+    braid_compile_options_init(&co);
+    co.devices = "cpu";
+    braid_plan *p = NULL;
+    cr_assert_eq(braid_compile(g, &co, &p), BRAID_OK, "%s",
+                 braid_last_error());
+    const braid_graph *s = braid_plan_graph(p);
+    cr_assert_eq(s->nnodes, g->nnodes);
+    uint64_t all = 0, in_holders = 0;
+    for (uint32_t i = 0; i < g->nnodes; i++) {
+        const bg_node *n = &g->nodes[i];
+        if (n->op != BRAID_OP_CONSTANT || !n->attr.data) continue;
+        all += bg_nbytes(n);
+        if (!n->shared) continue; /* converted (int64) or folded ones */
+        in_holders += bg_nbytes(n);
+        cr_assert(s->nodes[i].attr.data == n->attr.data,
+                  "node %u: braid_compile copied a shared weight", i);
+    }
+    cr_assert(in_holders >= all * 9 / 10,
+              "%llu of %llu constant bytes shared: the weights are copied",
+              (unsigned long long)in_holders, (unsigned long long)all);
+    braid_graph_free(g); /* the plan keeps the weights alive */
+    size_t size;
+    void *bytes = NULL;
+    cr_assert_eq(braid_plan_save_memory(p, &bytes, &size), BRAID_OK);
+    free(bytes);
+    braid_plan_free(p);
+
+    size_t calls = 0;
+    braid_graph_options go = {counting_alloc, &calls};
+    braid_onnx_options o;
+    braid_onnx_options_init(&o);
+    o.graph = &go;
+    cr_assert_eq(braid_onnx_import(path, &o, &g), BRAID_OK, "%s",
+                 braid_last_error());
+    for (uint32_t i = 0; i < g->nnodes; i++)
+        cr_assert_null(g->nodes[i].shared, "node %u bypasses the hook", i);
+    cr_assert_gt(calls, 0);
+    braid_graph_free(g);
+}
+
 #endif /* BRAID_NO_ONNX */

@@ -476,3 +476,208 @@ Test(planfile, sharded_plan_round_trips) {
     braid_plan_free(q);
     braid_graph_free(g);
 }
+
+/* ---- CRC-32C: the hardware and portable paths agree ---------------------- */
+
+Test(planfile_crc, known_vectors) {
+    static const struct {
+        const char *s;
+        uint32_t crc;
+    } v[] = {{"", 0x00000000u},
+             {"a", 0xC1D04330u},
+             {"123456789", 0xE3069283u},
+             {"The quick brown fox jumps over the lazy dog", 0x22620404u}};
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
+        size_t n = strlen(v[i].s);
+        cr_assert_eq(br_pf_crc32c_sw(0, v[i].s, n), v[i].crc,
+                     "portable CRC of \"%s\"", v[i].s);
+        cr_assert_eq(br_pf_crc32c_hw(0, v[i].s, n), v[i].crc,
+                     "hardware CRC of \"%s\"", v[i].s);
+        cr_assert_eq(br_pf_crc32c(0, v[i].s, n), v[i].crc);
+    }
+    /* 32 zero bytes (RFC 3720, B.4) */
+    unsigned char z[32] = {0};
+    cr_assert_eq(br_pf_crc32c_sw(0, z, 32), 0x8A9136AAu);
+    cr_assert_eq(br_pf_crc32c_hw(0, z, 32), 0x8A9136AAu);
+}
+
+Test(planfile_crc, hardware_equals_portable_on_random_buffers) {
+    enum { MAX = 4096 + 77 };
+    unsigned char *buf = malloc(MAX + 16);
+    cr_assert(buf);
+    uint64_t x = 0x9E3779B97F4A7C15ull;
+    for (size_t i = 0; i < MAX + 16; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        buf[i] = (unsigned char)x;
+    }
+    /* every length up to 300 and some large ones, at every misalignment,
+     * chained from arbitrary starting CRCs as the writer chains pieces */
+    for (size_t n = 0; n < MAX; n += n < 300 ? 1 : 257)
+        for (size_t off = 0; off < 16; off += n < 300 ? 1 : 5) {
+            uint32_t seed = (uint32_t)(n * 2654435761u + off);
+            uint32_t a = br_pf_crc32c_sw(seed, buf + off, n);
+            uint32_t b = br_pf_crc32c_hw(seed, buf + off, n);
+            cr_assert_eq(a, b, "length %zu offset %zu: 0x%08x vs 0x%08x", n,
+                         off, a, b);
+            /* in two pieces equals in one */
+            size_t k = n / 3;
+            cr_assert_eq(br_pf_crc32c(br_pf_crc32c(seed, buf + off, k),
+                                      buf + off + k, n - k),
+                         a);
+        }
+    free(buf);
+}
+
+/* Long buffers take the three-stripe path (rounds of 3 x 8 KiB combined):
+ * lengths around its boundaries and a few MB, misaligned, chained. */
+Test(planfile_crc, three_stripe_path_equals_portable) {
+    const size_t max = (size_t)3 << 20;
+    unsigned char *buf = malloc(max + 16);
+    cr_assert(buf);
+    uint64_t x = 0x243F6A8885A308D3ull;
+    for (size_t i = 0; i < max + 16; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        buf[i] = (unsigned char)(x >> 24);
+    }
+    const size_t round = 3 * 8192;
+    const size_t lens[] = {round - 1, round,         round + 1,
+                           round + 7, 2 * round - 8, 2 * round + 31,
+                           100000,    max - 3,       max};
+    for (size_t k = 0; k < sizeof lens / sizeof lens[0]; k++)
+        for (size_t off = 0; off < 16; off += 5) {
+            size_t n = lens[k] - (off && lens[k] == max ? off : 0);
+            uint32_t a = br_pf_crc32c_sw(0x1234567u * (uint32_t)k, buf + off,
+                                         n);
+            uint32_t b = br_pf_crc32c_hw(0x1234567u * (uint32_t)k, buf + off,
+                                         n);
+            cr_assert_eq(a, b, "length %zu offset %zu: 0x%08x vs 0x%08x", n,
+                         off, a, b);
+        }
+    /* a zero buffer of one round: the CRC of zeros only shifts */
+    memset(buf, 0, round);
+    cr_assert_eq(br_pf_crc32c_hw(0, buf, round),
+                 br_pf_crc32c_sw(0, buf, round));
+    free(buf);
+}
+
+/* ---- constants shared, not copied (issue 14) ------------------------------ */
+
+/* The constant nodes of g with bytes, in id order: their data pointers. */
+static uint32_t constant_data(const braid_graph *g, const void **out,
+                              uint32_t max) {
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < g->nnodes && n < max; i++)
+        if (g->nodes[i].op == BRAID_OP_CONSTANT && g->nodes[i].attr.data)
+            out[n++] = g->nodes[i].attr.data;
+    return n;
+}
+
+/* braid_compile copies the user's constants once: the plan's user graph
+ * and its working graph share the bytes, the user's graph is untouched
+ * (its own bytes, not shared), and the plan outlives the user's graph. */
+Test(planfile, compiled_plan_shares_constants_between_its_graphs) {
+    braid_graph *g = small_graph();
+    const void *user[4], *src[4], *work[4];
+    uint32_t nu = constant_data(g, user, 4);
+    braid_compile_options co;
+    braid_compile_options_init(&co);
+    co.devices = "cpu";
+    co.disable_passes = BRAID_PASS_SIMPLIFY; /* keep both constants */
+    braid_plan *p = NULL;
+    cr_assert_eq(braid_compile(g, &co, &p), BRAID_OK, "%s",
+                 braid_last_error());
+    const braid_graph *s = braid_plan_graph(p);
+    cr_assert_eq(constant_data(s, src, 4), nu);
+    cr_assert_eq(constant_data(p->res.graph, work, 4), nu);
+    for (uint32_t i = 0; i < nu; i++) {
+        cr_assert(src[i] != user[i], "the plan borrows the user's bytes");
+        cr_assert(work[i] == src[i], "constant %u copied twice", i);
+        cr_assert(g->nodes[i].shared == NULL);
+    }
+    ts_io *x = ts_io_new(g, 3), *y = ts_io_new(g, 3);
+    cr_assert(x && y);
+    cr_assert_eq(pf_run(p, x, false, 0), BRAID_OK, "%s", braid_last_error());
+    braid_graph *g2 = small_graph(); /* the same graph, to compare against */
+    braid_graph_free(g);             /* the plan keeps its own bytes */
+    cr_assert_eq(pf_run(p, y, false, 0), BRAID_OK, "%s", braid_last_error());
+    cr_assert(pf_same_outputs(x, y));
+    ts_io_free(x);
+    ts_io_free(y);
+    braid_graph_free(g2);
+    braid_plan_free(p);
+}
+
+/* A plan loaded from a file: the constants of both graphs point into one
+ * buffer (the two equal constants into one blob's bytes, 64-byte aligned;
+ * for this small plan a copy of the CONSTANTS section, for GPT-2 the
+ * bytes read from the file); the
+ * plan runs the same after the file is truncated and removed (the bytes
+ * are braid's, not a mapping of the file); and after braid_plan_load_memory
+ * the caller's buffer may be freed. */
+Test(planfile, loaded_plan_constants_share_the_read_bytes) {
+    braid_graph *g = small_graph();
+    braid_compile_options co;
+    braid_compile_options_init(&co);
+    co.devices = "cpu";
+    co.disable_passes = BRAID_PASS_SIMPLIFY;
+    braid_plan *p = NULL;
+    cr_assert_eq(braid_compile(g, &co, &p), BRAID_OK, "%s",
+                 braid_last_error());
+    char *dir = tf_mkdtemp();
+    char *path = tf_path(dir, "shared.plan");
+    cr_assert_eq(braid_plan_save(p, path), BRAID_OK, "%s", braid_last_error());
+    braid_plan *q = NULL;
+    cr_assert_eq(braid_plan_load(path, NULL, &q), BRAID_OK, "%s",
+                 braid_last_error());
+    const void *src[4], *work[4];
+    uint32_t n = constant_data(braid_plan_graph(q), src, 4);
+    cr_assert_eq(n, 2);
+    cr_assert_eq(constant_data(q->res.graph, work, 4), 2);
+    cr_assert(src[0] == src[1] && work[0] == src[0] && work[1] == src[0],
+              "equal constants of a loaded plan are not one blob's bytes");
+    cr_assert_eq((uintptr_t)src[0] % 64, 0, "a blob is not 64-byte aligned");
+    const braid_graph *qs = braid_plan_graph(q);
+    for (uint32_t i = 0; i < qs->nnodes; i++)
+        if (qs->nodes[i].attr.data) cr_assert(qs->nodes[i].shared);
+    ts_io *x = ts_io_new(g, 5), *y = ts_io_new(g, 5);
+    cr_assert(x && y);
+    cr_assert_eq(pf_run(p, x, false, 0), BRAID_OK, "%s", braid_last_error());
+    FILE *f = fopen(path, "wb"); /* truncate it, then remove it */
+    cr_assert(f);
+    fclose(f);
+    cr_assert_eq(remove(path), 0);
+    cr_assert_eq(pf_run(q, y, false, 0), BRAID_OK, "%s", braid_last_error());
+    cr_assert(pf_same_outputs(x, y), "the loaded plan computes otherwise");
+    /* from memory: the caller's bytes are freed before the run */
+    size_t size;
+    unsigned char *data = pf_save(p, &size);
+    braid_plan *m = NULL;
+    cr_assert_eq(braid_plan_load_memory(data, size, NULL, &m), BRAID_OK, "%s",
+                 braid_last_error());
+    memset(data, 0xAB, size);
+    free(data);
+    ts_io *z = ts_io_new(g, 5);
+    cr_assert(z);
+    cr_assert_eq(pf_run(m, z, false, 0), BRAID_OK, "%s", braid_last_error());
+    cr_assert(pf_same_outputs(x, z));
+    /* a plan compiled from a loaded plan's graph shares its bytes too */
+    braid_plan *r = NULL;
+    cr_assert_eq(braid_compile(braid_plan_graph(q), &co, &r), BRAID_OK, "%s",
+                 braid_last_error());
+    braid_plan_free(q); /* r keeps the bytes it shares alive */
+    ts_io *w = ts_io_new(g, 5);
+    cr_assert(w);
+    cr_assert_eq(pf_run(r, w, false, 0), BRAID_OK, "%s", braid_last_error());
+    cr_assert(pf_same_outputs(x, w));
+    ts_io_free(x);
+    ts_io_free(y);
+    ts_io_free(z);
+    ts_io_free(w);
+    braid_plan_free(m);
+    braid_plan_free(r);
+    braid_plan_free(p);
+    free(path);
+    tf_rmtree(dir);
+    free(dir);
+    braid_graph_free(g);
+}

@@ -55,6 +55,12 @@ bool br_pf_init_op(uint32_t code, braid_op *init);
 /* CRC-32C (Castagnoli, reflected 0x82F63B78) of n bytes, continuing from
  * crc (start with 0). */
 uint32_t br_pf_crc32c(uint32_t crc, const void *data, size_t n);
+/* The two implementations br_pf_crc32c chooses between (tests compare
+ * them): the portable table walk, and the SSE4.2 crc32 instruction, which
+ * is br_pf_crc32c_sw where br_pf_crc32c_hw_available() is false. */
+uint32_t br_pf_crc32c_sw(uint32_t crc, const void *data, size_t n);
+uint32_t br_pf_crc32c_hw(uint32_t crc, const void *data, size_t n);
+bool br_pf_crc32c_hw_available(void);
 
 /* ---- writing ------------------------------------------------------------ */
 
@@ -76,8 +82,6 @@ void br_pf_i64(br_pf_buf *b, int64_t v);
 void br_pf_f64(br_pf_buf *b, double v);
 /* str: u32 length + bytes; NULL writes the absent marker. */
 void br_pf_str(br_pf_buf *b, const char *s);
-/* Zero bytes up to a multiple of BR_PF_ALIGN. */
-void br_pf_pad(br_pf_buf *b);
 
 /* Patches a little-endian u32/u64 at offset at (already written). */
 void br_pf_patch_u32(br_pf_buf *b, size_t at, uint32_t v);

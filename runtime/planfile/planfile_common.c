@@ -21,10 +21,18 @@ const char *br_pf_section_name(uint32_t type) {
     return type < BR_PF_SECTION_COUNT_ ? names[type] : "?";
 }
 
-/* ---- CRC-32C, eight bytes per step ------------------------------------------
- * table[0] is the classic byte-at-a-time table of the reflected polynomial;
- * table[k][b] is the CRC of byte b followed by k zero bytes, so eight table
- * lookups advance the CRC over eight input bytes at once. */
+/* ---- CRC-32C -------------------------------------------------------------------
+ * Two implementations of the same function: the SSE4.2 `crc32` instruction
+ * (x86-64, chosen at run time when the CPU has it: ~9 GB/s here, so checking a
+ * GPT-2-sized CONSTANTS section costs tens of milliseconds) and a portable
+ * slicing-by-8 table walk (~1.8 GB/s) for other CPUs. Both compute CRC-32C
+ * with the reflected polynomial 0x82F63B78; tests/test_planfile.c checks
+ * that they agree.
+ *
+ * Portable path: table[0] is the classic byte-at-a-time table of the
+ * reflected polynomial; table[k][b] is the CRC of byte b followed by k zero
+ * bytes, so eight table lookups advance the CRC over eight input bytes at
+ * once. */
 
 static uint32_t crc_table[8][256];
 static pthread_once_t crc_once = PTHREAD_ONCE_INIT;
@@ -43,7 +51,7 @@ static void crc_init(void) {
         }
 }
 
-uint32_t br_pf_crc32c(uint32_t crc, const void *data, size_t n) {
+uint32_t br_pf_crc32c_sw(uint32_t crc, const void *data, size_t n) {
     pthread_once(&crc_once, crc_init);
     const unsigned char *p = data;
     uint32_t c = ~crc;
@@ -59,6 +67,126 @@ uint32_t br_pf_crc32c(uint32_t crc, const void *data, size_t n) {
     }
     while (n--) c = (c >> 8) ^ crc_table[0][(c ^ *p++) & 0xFF];
     return ~c;
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define BR_PF_CRC_HW 1
+
+/* ---- three streams at once
+ * The crc32 instruction takes 3 cycles but can start one per cycle, so one
+ * dependency chain runs at a third of its speed. Long buffers are cut into
+ * rounds of three STRIPE-byte stripes whose CRC registers advance
+ * independently, then are combined: the register after stripe A then B is
+ * shift(A, |B|) ^ B, where shift(r, m) multiplies r by x^(8m) modulo the
+ * polynomial (the register is linear in its start value). Registers here
+ * are reflected: bit 31 holds the coefficient of x^0, bit 0 that of x^31. */
+
+#define STRIPE 8192u
+
+/* a * b modulo the CRC polynomial, both reflected. */
+static uint32_t gf_mul(uint32_t a, uint32_t b) {
+    uint32_t prod = 0;
+    for (int k = 0; k < 32; k++) { /* b holds the input b times x^k */
+        prod ^= b & (0u - ((a >> (31 - k)) & 1u));
+        b = (b >> 1) ^ (0x82F63B78u & (0u - (b & 1u)));
+    }
+    return prod;
+}
+
+/* x^(8 * STRIPE) and x^(16 * STRIPE) modulo the polynomial. */
+static uint32_t shift1, shift2;
+static pthread_once_t shift_once = PTHREAD_ONCE_INIT;
+
+static void shift_init(void) {
+    uint32_t x = 1u << 30; /* x^1 */
+    uint32_t pw = 1u << 31; /* x^0 */
+    /* x^(8 * STRIPE) by squaring: bits of the exponent from the lowest */
+    for (uint64_t e = 8ull * STRIPE; e; e >>= 1) {
+        if (e & 1) pw = gf_mul(pw, x);
+        x = gf_mul(x, x);
+    }
+    shift1 = pw;
+    shift2 = gf_mul(pw, pw);
+}
+
+/* The crc32 instruction: 8 bytes per step, unaligned loads through memcpy
+ * (one mov), the tail a byte at a time. */
+__attribute__((target("sse4.2"))) static uint32_t
+crc32c_sse42(uint32_t crc, const void *data, size_t n) {
+    const unsigned char *p = data;
+    uint64_t c = (uint32_t)~crc;
+    if (n >= 3 * STRIPE) {
+        pthread_once(&shift_once, shift_init);
+        while (n >= 3 * STRIPE) {
+            uint64_t a = c, b = 0, d = 0;
+            const unsigned char *pa = p, *pb = p + STRIPE, *pd = p + 2 * STRIPE;
+            for (size_t i = 0; i < STRIPE; i += 8) {
+                uint64_t wa, wb, wd;
+                memcpy(&wa, pa + i, 8);
+                memcpy(&wb, pb + i, 8);
+                memcpy(&wd, pd + i, 8);
+                a = __builtin_ia32_crc32di(a, wa);
+                b = __builtin_ia32_crc32di(b, wb);
+                d = __builtin_ia32_crc32di(d, wd);
+            }
+            c = gf_mul((uint32_t)a, shift2) ^ gf_mul((uint32_t)b, shift1) ^
+                (uint32_t)d;
+            p += 3 * STRIPE;
+            n -= 3 * STRIPE;
+        }
+    }
+    while (n >= 32) { /* unrolled: the loop overhead, not the CRC, is what
+                         costs at these speeds */
+        uint64_t w[4];
+        memcpy(w, p, sizeof w);
+        c = __builtin_ia32_crc32di(c, w[0]);
+        c = __builtin_ia32_crc32di(c, w[1]);
+        c = __builtin_ia32_crc32di(c, w[2]);
+        c = __builtin_ia32_crc32di(c, w[3]);
+        p += 32;
+        n -= 32;
+    }
+    while (n >= 8) {
+        uint64_t w;
+        memcpy(&w, p, sizeof w);
+        c = __builtin_ia32_crc32di(c, w);
+        p += 8;
+        n -= 8;
+    }
+    uint32_t c32 = (uint32_t)c;
+    while (n--) c32 = __builtin_ia32_crc32qi(c32, *p++);
+    return ~c32;
+}
+
+static bool crc_hw;
+static pthread_once_t hw_once = PTHREAD_ONCE_INIT;
+
+static void hw_init(void) {
+    __builtin_cpu_init();
+    crc_hw = __builtin_cpu_supports("sse4.2") != 0;
+}
+#else
+#define BR_PF_CRC_HW 0
+#endif
+
+bool br_pf_crc32c_hw_available(void) {
+#if BR_PF_CRC_HW
+    pthread_once(&hw_once, hw_init);
+    return crc_hw;
+#else
+    return false;
+#endif
+}
+
+uint32_t br_pf_crc32c_hw(uint32_t crc, const void *data, size_t n) {
+#if BR_PF_CRC_HW
+    if (br_pf_crc32c_hw_available()) return crc32c_sse42(crc, data, n);
+#endif
+    return br_pf_crc32c_sw(crc, data, n);
+}
+
+uint32_t br_pf_crc32c(uint32_t crc, const void *data, size_t n) {
+    return br_pf_crc32c_hw(crc, data, n);
 }
 
 /* ---- the write buffer -------------------------------------------------------- */
@@ -116,12 +244,6 @@ void br_pf_str(br_pf_buf *b, const char *s) {
     size_t n = strlen(s);
     br_pf_u32(b, (uint32_t)n);
     br_pf_put(b, s, n);
-}
-
-void br_pf_pad(br_pf_buf *b) {
-    static const unsigned char zero[BR_PF_ALIGN];
-    size_t r = b->len % BR_PF_ALIGN;
-    if (r) br_pf_put(b, zero, BR_PF_ALIGN - r);
 }
 
 void br_pf_patch_u32(br_pf_buf *b, size_t at, uint32_t v) {

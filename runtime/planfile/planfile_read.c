@@ -9,12 +9,15 @@
 #include "passes/passes.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 void braid_load_options_init(braid_load_options *o) {
     if (!o) return;
@@ -495,9 +498,68 @@ static braid_status read_sections(br_pf_load *L) {
     return s;
 }
 
-braid_status br_planfile_load(const void *data, size_t size,
+/* ---- the bytes constants borrow ---------------------------------------------------
+ * A loaded plan's constants point into one buffer that the graphs share by
+ * reference counting (bg_shared): the whole file as braid_plan_load read it,
+ * or a copy of the CONSTANTS section when the bytes are the caller's
+ * (braid_plan_load_memory: they may be freed after the load). */
+
+typedef struct image {
+    bg_shared sh;          /* first: the graphs hold references to it */
+    unsigned char *bytes;  /* aligned_alloc'd (64 bytes) */
+} image;
+
+static void image_destroy(bg_shared *s) {
+    free(((image *)s)->bytes);
+    free(s);
+}
+
+/* A holder (one reference) of n uninitialised bytes, 64-byte aligned.
+ * (Asking for transparent huge pages here, to save the ~160 000 page
+ * faults of filling 622 MB, made loads slower and erratic on a busy
+ * machine: zeroing and compacting huge pages cost more.) */
+static image *image_new(size_t n) {
+    image *im = malloc(sizeof *im);
+    size_t cap = (n + 63) / 64 * 64;
+    if (!im || n > SIZE_MAX - 64 ||
+        !(im->bytes = aligned_alloc(64, cap ? cap : 64))) {
+        free(im);
+        return NULL;
+    }
+    im->sh.refs = 1;
+    im->sh.destroy = image_destroy;
+    return im;
+}
+
+/* L's image: a reference to `given` (which holds the whole file), or a copy
+ * of the CONSTANTS section the graphs' constants can borrow from. The
+ * whole file is kept only where the constants are most of it: a plan whose
+ * bulk is elsewhere (CUBINs, a large graph) copies its few constant bytes
+ * rather than keep the file alive. */
+static braid_status take_image(br_pf_load *L, bg_shared *given) {
+    br_pf_sec *c = &L->sec[BR_PF_CONSTANTS];
+    if (given && c->size >= L->file_size / 2) {
+        bg_shared_ref(given);
+        L->image = given;
+        return BRAID_OK;
+    }
+    image *im = image_new((size_t)c->size);
+    if (!im)
+        return bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY,
+                                 "%s: out of memory (%llu bytes of constants)",
+                                 L->prefix, (unsigned long long)c->size);
+    memcpy(im->bytes, c->p, (size_t)c->size);
+    c->p = im->bytes;
+    L->image = &im->sh;
+    return BRAID_OK;
+}
+
+/* br_planfile_load, the bytes held by `held` (NULL: the caller's, copied
+ * as needed). */
+static braid_status load_held(const void *data, size_t size,
                               const braid_load_options *opts,
-                              const char *prefix, braid_plan **plan) {
+                              const char *prefix, bg_shared *held,
+                              braid_plan **plan) {
     double t0 = now_ms();
     if (!plan)
         return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
@@ -515,7 +577,6 @@ braid_status br_planfile_load(const void *data, size_t size,
     br_pf_load L;
     memset(&L, 0, sizeof L);
     L.prefix = prefix;
-    L.const_budget = 16 * (uint64_t)size + ((uint64_t)16 << 20);
     L.name = malloc(BR_PF_MAX_STRING + 1);
     L.plan = bp_calloc(1, sizeof *L.plan, "plan");
     braid_status s = L.name && L.plan
@@ -523,7 +584,9 @@ braid_status br_planfile_load(const void *data, size_t size,
                          : bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY,
                                              "%s: out of memory", prefix);
     if (s == BRAID_OK) s = read_table(&L, data, size);
+    if (s == BRAID_OK) s = take_image(&L, held);
     if (s == BRAID_OK) s = read_sections(&L);
+    bg_shared_unref(L.image); /* the graphs' constants hold their own */
     free(L.name);
     free(L.ids);
     free(L.blob);
@@ -541,6 +604,12 @@ braid_status br_planfile_load(const void *data, size_t size,
     p->report.total_ms = now_ms() - t0;
     *plan = p;
     return BRAID_OK;
+}
+
+braid_status br_planfile_load(const void *data, size_t size,
+                              const braid_load_options *opts,
+                              const char *prefix, braid_plan **plan) {
+    return load_held(data, size, opts, prefix, NULL, plan);
 }
 
 /* ---- placement: GPUs the machine lacks ---------------------------------------- */
@@ -602,12 +671,13 @@ static braid_status recompile_for_cpu(bp_plan *p, const braid_load_options *o,
 
 static braid_status load_and_place(const void *data, size_t size,
                                    const braid_load_options *opts,
-                                   const char *prefix, braid_plan **plan) {
+                                   const char *prefix, bg_shared *held,
+                                   braid_plan **plan) {
     double t0 = now_ms();
     braid_load_options defaults;
     braid_load_options_init(&defaults);
     if (!opts) opts = &defaults;
-    braid_status s = br_planfile_load(data, size, opts, prefix, plan);
+    braid_status s = load_held(data, size, opts, prefix, held, plan);
     if (s != BRAID_OK) return s;
     bp_plan *p = *plan;
     int d = missing_gpu(p);
@@ -638,7 +708,62 @@ static braid_status load_and_place(const void *data, size_t size,
 braid_status braid_plan_load_memory(const void *data, size_t size,
                                     const braid_load_options *opts,
                                     braid_plan **plan) {
-    return load_and_place(data, size, opts, "plan file", plan);
+    return load_and_place(data, size, opts, "plan file", NULL, plan);
+}
+
+/* The file's bytes, read whole into a holder: from a regular file with one
+ * read() per chunk into a buffer of its size, from anything else (a pipe)
+ * growing the buffer. The bytes are braid's own memory, not a mapping of
+ * the file: a file truncated or rewritten after the load cannot fault the
+ * caller (SIGBUS) or change a loaded plan behind the checksums' back. */
+static braid_status read_file(const char *path, image **out, size_t *len) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return bg_set_last_error(BRAID_ERR_IO, "plan file %s: cannot open: %s",
+                                 path, strerror(errno));
+    struct stat st;
+    bool regular = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+                   (uint64_t)st.st_size < SIZE_MAX / 2;
+    size_t cap = regular ? (size_t)st.st_size : (size_t)1 << 16, n = 0;
+    image *im = image_new(cap);
+    braid_status s = BRAID_OK;
+    for (;;) {
+        if (!im) {
+            s = bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY,
+                                  "plan file %s: out of memory (%zu bytes)",
+                                  path, cap);
+            break;
+        }
+        if (n == cap) {
+            if (regular) break; /* all of it (a file grown since is cut) */
+            image *bigger = cap < SIZE_MAX / 4 ? image_new(2 * cap) : NULL;
+            if (bigger) memcpy(bigger->bytes, im->bytes, n);
+            bg_shared_unref(&im->sh);
+            im = bigger;
+            cap *= 2;
+            continue;
+        }
+        size_t want = cap - n < ((size_t)1 << 30) ? cap - n : (size_t)1 << 30;
+        ssize_t got = read(fd, im->bytes + n, want);
+        if (got < 0 && errno == EINTR) continue;
+        if (got < 0) {
+            s = bg_set_last_error(BRAID_ERR_IO,
+                                  "plan file %s: cannot read: %s", path,
+                                  strerror(errno));
+            break;
+        }
+        if (got == 0) break; /* the end (shrunk since fstat: the header's
+                                file_size check reports it) */
+        n += (size_t)got;
+    }
+    close(fd);
+    if (s != BRAID_OK) {
+        if (im) bg_shared_unref(&im->sh);
+        return s;
+    }
+    *out = im;
+    *len = n;
+    return BRAID_OK;
 }
 
 braid_status braid_plan_load(const char *path, const braid_load_options *opts,
@@ -648,48 +773,20 @@ braid_status braid_plan_load(const char *path, const braid_load_options *opts,
         return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
                                  "braid_plan_load: %s is NULL",
                                  !path ? "path" : "plan");
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return bg_set_last_error(BRAID_ERR_IO, "plan file %s: cannot open: %s",
-                                 path, strerror(errno));
-    unsigned char *buf = NULL;
-    size_t len = 0, cap = 0;
-    braid_status s = BRAID_OK;
-    for (;;) {
-        if (len == cap) {
-            size_t ncap = cap ? 2 * cap : 1 << 16;
-            unsigned char *nb = ncap > cap ? realloc(buf, ncap) : NULL;
-            if (!nb) {
-                s = bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY,
-                                      "plan file %s: out of memory", path);
-                break;
-            }
-            buf = nb;
-            cap = ncap;
-        }
-        size_t got = fread(buf + len, 1, cap - len, f);
-        len += got;
-        if (got == 0) {
-            if (ferror(f))
-                s = bg_set_last_error(BRAID_ERR_IO,
-                                      "plan file %s: cannot read: %s", path,
-                                      strerror(errno));
-            break;
-        }
+    image *im = NULL;
+    size_t len = 0;
+    braid_status s = read_file(path, &im, &len);
+    if (s != BRAID_OK) return s;
+    size_t plen = strlen(path) + 16;
+    char *prefix = malloc(plen);
+    if (!prefix) {
+        s = bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY,
+                              "plan file %s: out of memory", path);
+    } else {
+        snprintf(prefix, plen, "plan file %s", path);
+        s = load_and_place(im->bytes, len, opts, prefix, &im->sh, plan);
+        free(prefix);
     }
-    fclose(f);
-    if (s == BRAID_OK) {
-        size_t plen = strlen(path) + 16;
-        char *prefix = malloc(plen);
-        if (!prefix) {
-            s = bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY,
-                                  "plan file %s: out of memory", path);
-        } else {
-            snprintf(prefix, plen, "plan file %s", path);
-            s = load_and_place(buf, len, opts, prefix, plan);
-            free(prefix);
-        }
-    }
-    free(buf);
+    bg_shared_unref(&im->sh); /* the plan's constants keep what they use */
     return s;
 }

@@ -21,7 +21,9 @@ typedef struct br_pf_load {
     uint32_t nblobs;        /* CONSTANTS entries */
     const unsigned char **blob; /* per blob: its bytes in the file; owned */
     uint64_t *blob_size;    /* per blob: its size; owned */
-    uint64_t const_budget;  /* constant bytes the graphs may still copy */
+    bg_shared *image;       /* holds the CONSTANTS section's bytes: the
+                               graphs' constants borrow from it; one
+                               reference owned by the load */
     char *name;             /* scratch for NUL-terminating strings; owned */
     uint32_t *ids;          /* scratch for a node's inputs; owned */
     uint32_t ids_cap;       /* entries allocated in ids */

@@ -131,7 +131,7 @@ static bool read_attrs(br_pf_rd *r, bg_attrs *a) {
     return true;
 }
 
-/* The constant's bytes from its blob (size checked, budget charged). */
+/* The constant's bytes from its blob (size checked). */
 static bool read_blob(br_pf_load *L, br_pf_rd *r, rec *x) {
     if (!br_pf_get_u32(r, "blob", &x->blob)) return false;
     uint64_t bytes = br_pf_node_bytes(x->dtype, (int)x->rank, x->dims);
@@ -163,13 +163,7 @@ static bool read_blob(br_pf_load *L, br_pf_rd *r, rec *x) {
                           x->blob, (unsigned long long)L->blob_size[x->blob],
                           (unsigned long long)bytes),
                false;
-    if (bytes > L->const_budget)
-        return br_pf_fail(r, "blob", "constants would copy more bytes than "
-                                     "the file justifies (16 x its size + "
-                                     "16 MiB)"),
-               false;
-    L->const_budget -= bytes;
-    x->attr.data = (void *)L->blob[x->blob];
+    x->attr.data = (void *)L->blob[x->blob]; /* borrowed, not copied */
     return true;
 }
 
@@ -248,8 +242,11 @@ static bool build_node(br_pf_load *L, br_pf_rd *r, braid_graph *g,
                        false;
             iname = br_pf_cstr(L, x->name, x->name_len);
         }
-        uint32_t got = bg_build(g, x->op, L->ids, x->ninputs, x->dtype,
-                                (int)x->rank, x->dims, &x->attr, iname);
+        /* constants borrow their bytes from the loaded CONSTANTS section
+         * (shared by both graphs, freed with the last of them) */
+        uint32_t got =
+            bg_build_shared(g, x->op, L->ids, x->ninputs, x->dtype,
+                            (int)x->rank, x->dims, &x->attr, iname, L->image);
         if (got == BG_NONE) return graph_fail(r, g, NULL);
         if (got != id) return br_pf_fail(r, NULL, "built as node %u", got), false;
         if (!same_type(&g->nodes[id], x)) {

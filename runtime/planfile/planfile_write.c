@@ -26,6 +26,9 @@ typedef struct blobs {
 /* Index of the blob with these bytes, added when new; NONE when out of
  * memory. */
 static uint32_t blob_index(blobs *bs, const void *data, uint64_t size) {
+    /* the same bytes (the two graphs of a plan share them): no CRC pass */
+    for (uint32_t i = 0; i < bs->n; i++)
+        if (bs->b[i].data == data && bs->b[i].size == size) return i;
     uint32_t crc = br_pf_crc32c(0, data, (size_t)size);
     for (uint32_t i = 0; i < bs->n; i++)
         if (bs->b[i].size == size && bs->b[i].crc == crc &&
@@ -223,7 +226,10 @@ static void put_memory(br_pf_buf *b, const bp_plan *p) {
     }
 }
 
-static void put_constants(br_pf_buf *b, const blobs *bs) {
+/* The CONSTANTS section's head (count and blob table) into b; the blobs'
+ * bytes are not copied into any buffer: the file's pieces point at them
+ * (below). Returns the section's size. */
+static uint64_t put_constants_head(br_pf_buf *b, const blobs *bs) {
     br_pf_u32(b, bs->n);
     br_pf_u32(b, 0);
     uint64_t at = 8 + 16 * (uint64_t)bs->n;
@@ -233,10 +239,7 @@ static void put_constants(br_pf_buf *b, const blobs *bs) {
         br_pf_u64(b, bs->b[i].size);
         at += bs->b[i].size;
     }
-    for (uint32_t i = 0; i < bs->n; i++) {
-        br_pf_pad(b); /* the section starts aligned, so offsets match */
-        br_pf_put(b, bs->b[i].data, (size_t)bs->b[i].size);
-    }
+    return at;
 }
 
 static void put_kernels(br_pf_buf *b, const bp_kernels *k) {
@@ -260,12 +263,79 @@ static void put_kernels(br_pf_buf *b, const bp_kernels *k) {
     }
 }
 
-/* ---- the container ---------------------------------------------------------------- */
+/* ---- the container ----------------------------------------------------------------
+ * The file is a list of pieces: the header and table, each section's bytes
+ * (buffers the writer filled), zero padding, and the constants' bytes where
+ * the plan's graphs hold them. Writing a file writes the pieces in order;
+ * saving to memory copies them once into a buffer of the file's exact size.
+ * So GPT-2 small's 622 MB of weights are read twice (a CRC to find equal
+ * constants, the section CRC) and written once, never gathered into an
+ * intermediate buffer. */
 
 #define NSECTIONS 7
 
-/* Header, table, then each section at an aligned offset. */
-static void assemble(br_pf_buf *out, br_pf_buf *sec, const uint32_t *types) {
+typedef struct piece {
+    const void *p; /* bytes, or NULL for n zero bytes */
+    size_t n;
+} piece;
+
+typedef struct pieces {
+    piece *v;     /* owned */
+    size_t n, cap;
+    uint64_t len; /* bytes so far */
+    bool failed;  /* out of memory */
+} pieces;
+
+static void add(pieces *l, const void *p, size_t n) {
+    if (l->failed || n == 0) return;
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? 2 * l->cap : 64;
+        piece *v = realloc(l->v, cap * sizeof *v);
+        if (!v) {
+            l->failed = true;
+            return;
+        }
+        l->v = v;
+        l->cap = cap;
+    }
+    l->v[l->n++] = (piece){p, n};
+    l->len += n;
+}
+
+/* Zero bytes up to a multiple of BR_PF_ALIGN. */
+static void add_pad(pieces *l) {
+    uint64_t r = l->len % BR_PF_ALIGN;
+    if (r) add(l, NULL, (size_t)(BR_PF_ALIGN - r));
+}
+
+static const unsigned char zeros[BR_PF_ALIGN];
+
+/* CRC of the CONSTANTS section: its head, then each blob after its
+ * padding, as add_constants lays them out. */
+static uint32_t constants_crc(const br_pf_buf *head, const blobs *bs) {
+    uint32_t crc = br_pf_crc32c(0, head->data, head->len);
+    uint64_t at = head->len;
+    for (uint32_t i = 0; i < bs->n; i++) {
+        uint64_t r = at % BR_PF_ALIGN;
+        if (r) crc = br_pf_crc32c(crc, zeros, (size_t)(BR_PF_ALIGN - r));
+        at = (at + BR_PF_ALIGN - 1) / BR_PF_ALIGN * BR_PF_ALIGN;
+        crc = br_pf_crc32c(crc, bs->b[i].data, (size_t)bs->b[i].size);
+        at += bs->b[i].size;
+    }
+    return crc;
+}
+
+static void add_constants(pieces *l, const br_pf_buf *head, const blobs *bs) {
+    add(l, head->data, head->len);
+    for (uint32_t i = 0; i < bs->n; i++) {
+        add_pad(l); /* the section starts aligned, so offsets match */
+        add(l, bs->b[i].data, (size_t)bs->b[i].size);
+    }
+}
+
+/* Header and table into out; sizes and CRCs of the sections given. */
+static void put_header(br_pf_buf *out, const uint32_t *types,
+                       const uint64_t *size, const uint32_t *crc) {
     static const char magic[] = BR_PLANFILE_MAGIC;
     br_pf_put(out, magic, BR_PLANFILE_MAGIC_LEN);
     br_pf_u16(out, BR_PF_MAJOR);
@@ -275,59 +345,103 @@ static void assemble(br_pf_buf *out, br_pf_buf *sec, const uint32_t *types) {
     br_pf_u32(out, NSECTIONS);
     br_pf_u64(out, 0); /* file size, patched below */
     br_pf_u32(out, 0); /* flags */
-    static const unsigned char zero[28];
-    br_pf_put(out, zero, 28); /* reserved, then the CRC patched below */
+    br_pf_put(out, zeros, 28); /* reserved, then the CRC patched below */
     uint64_t at = BR_PF_HEADER_SIZE + NSECTIONS * BR_PF_ENTRY_SIZE;
     for (int i = 0; i < NSECTIONS; i++) {
         at = (at + BR_PF_ALIGN - 1) / BR_PF_ALIGN * BR_PF_ALIGN;
         br_pf_u32(out, types[i]);
         br_pf_u32(out, BR_PF_REQUIRED);
         br_pf_u64(out, at);
-        br_pf_u64(out, sec[i].len);
-        br_pf_u32(out, br_pf_crc32c(0, sec[i].data, sec[i].len));
+        br_pf_u64(out, size[i]);
+        br_pf_u32(out, crc[i]);
         br_pf_u32(out, 0);
-        at += sec[i].len;
+        at += size[i];
     }
-    for (int i = 0; i < NSECTIONS; i++) {
-        br_pf_pad(out);
-        br_pf_put(out, sec[i].data, sec[i].len);
-        out->failed |= sec[i].failed;
-    }
-    br_pf_patch_u64(out, 24, out->len);
+    br_pf_patch_u64(out, 24, at);
     if (!out->failed) {
-        uint32_t crc = br_pf_crc32c(0, out->data, 60);
-        crc = br_pf_crc32c(crc, out->data + BR_PF_HEADER_SIZE,
-                           NSECTIONS * BR_PF_ENTRY_SIZE);
-        br_pf_patch_u32(out, 60, crc);
+        uint32_t c = br_pf_crc32c(0, out->data, 60);
+        c = br_pf_crc32c(c, out->data + BR_PF_HEADER_SIZE,
+                         NSECTIONS * BR_PF_ENTRY_SIZE);
+        br_pf_patch_u32(out, 60, c);
     }
 }
 
-braid_status br_pf_write(const bp_plan *p, unsigned char **out, size_t *size) {
+/* What a plan file is made of while it is written; freed by
+ * file_free. */
+typedef struct file {
+    br_pf_buf sec[NSECTIONS]; /* section bytes (CONSTANTS: its head) */
+    br_pf_buf head;           /* header and table */
+    blobs bs;                 /* the constants' bytes, borrowed */
+    pieces l;                 /* the file in order */
+} file;
+
+static void file_free(file *f) {
+    for (int i = 0; i < NSECTIONS; i++) free(f->sec[i].data);
+    free(f->head.data);
+    free(f->bs.b);
+    free(f->l.v);
+}
+
+static braid_status file_build(const bp_plan *p, file *f) {
     static const uint32_t types[NSECTIONS] = {
         BR_PF_META,   BR_PF_GRAPH,  BR_PF_PLAN_GRAPH, BR_PF_PLAN,
         BR_PF_MEMORY, BR_PF_CONSTANTS, BR_PF_KERNELS};
-    br_pf_buf sec[NSECTIONS], file = {0};
-    memset(sec, 0, sizeof sec);
-    blobs bs = {0};
+    enum { CONSTANTS = 5 };
+    memset(f, 0, sizeof *f);
     bool oom = false;
-    put_meta(&sec[0], p);
-    put_graph(&sec[1], p->prov.source, &bs, &oom);
-    put_graph(&sec[2], p->res.graph, &bs, &oom);
-    put_plan(&sec[3], p);
-    put_memory(&sec[4], p);
-    put_constants(&sec[5], &bs);
-    put_kernels(&sec[6], &p->kernels);
-    assemble(&file, sec, types);
-    for (int i = 0; i < NSECTIONS; i++) free(sec[i].data);
-    free(bs.b);
-    if (oom || file.failed) {
-        free(file.data);
+    put_meta(&f->sec[0], p);
+    put_graph(&f->sec[1], p->prov.source, &f->bs, &oom);
+    put_graph(&f->sec[2], p->res.graph, &f->bs, &oom);
+    put_plan(&f->sec[3], p);
+    put_memory(&f->sec[4], p);
+    uint64_t csize = put_constants_head(&f->sec[CONSTANTS], &f->bs);
+    put_kernels(&f->sec[6], &p->kernels);
+    uint64_t size[NSECTIONS];
+    uint32_t crc[NSECTIONS];
+    for (int i = 0; i < NSECTIONS; i++) {
+        oom |= f->sec[i].failed;
+        size[i] = i == CONSTANTS ? csize : f->sec[i].len;
+        crc[i] = i == CONSTANTS
+                     ? constants_crc(&f->sec[i], &f->bs)
+                     : br_pf_crc32c(0, f->sec[i].data, f->sec[i].len);
+    }
+    put_header(&f->head, types, size, crc);
+    add(&f->l, f->head.data, f->head.len);
+    for (int i = 0; i < NSECTIONS; i++) {
+        add_pad(&f->l);
+        if (i == CONSTANTS)
+            add_constants(&f->l, &f->sec[i], &f->bs);
+        else
+            add(&f->l, f->sec[i].data, f->sec[i].len);
+    }
+    if (oom || f->head.failed || f->l.failed || f->l.len > SIZE_MAX / 2)
         return bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY,
                                  "braid_plan_save: out of memory");
-    }
-    *out = file.data;
-    *size = file.len;
     return BRAID_OK;
+}
+
+braid_status br_pf_write(const bp_plan *p, unsigned char **out, size_t *size) {
+    file f;
+    braid_status s = file_build(p, &f);
+    unsigned char *d = NULL;
+    if (s == BRAID_OK && !(d = malloc(f.l.len ? (size_t)f.l.len : 1)))
+        s = bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY,
+                              "braid_plan_save: out of memory (%llu bytes)",
+                              (unsigned long long)f.l.len);
+    if (s == BRAID_OK) {
+        size_t at = 0;
+        for (size_t i = 0; i < f.l.n; i++) {
+            if (f.l.v[i].p)
+                memcpy(d + at, f.l.v[i].p, f.l.v[i].n);
+            else
+                memset(d + at, 0, f.l.v[i].n);
+            at += f.l.v[i].n;
+        }
+        *out = d;
+        *size = at;
+    }
+    file_free(&f);
+    return s;
 }
 
 /* The saver's own sanity checks: a plan that went through braid_compile
@@ -366,14 +480,18 @@ braid_status braid_plan_save(const braid_plan *p, const char *path) {
                                  path ? "empty" : "NULL");
     braid_status s = check_plan(p, "braid_plan_save");
     if (s != BRAID_OK) return s;
-    unsigned char *bytes;
-    size_t n;
-    if ((s = br_pf_write(p, &bytes, &n)) != BRAID_OK) return s;
+    file f;
+    if ((s = file_build(p, &f)) != BRAID_OK) {
+        file_free(&f);
+        return s;
+    }
     bg_outfile o;
     if ((s = bg_outfile_open(&o, path, "braid_plan_save", 0)) == BRAID_OK) {
-        bg_outfile_write(&o, bytes, n);
+        for (size_t i = 0; i < f.l.n; i++) /* straight from the graphs */
+            bg_outfile_write(&o, f.l.v[i].p ? f.l.v[i].p : zeros,
+                             f.l.v[i].n);
         s = bg_outfile_commit(&o, "braid_plan_save");
     }
-    free(bytes);
+    file_free(&f);
     return s;
 }
