@@ -43,8 +43,8 @@ static const char *const lost_reason[] = {
     "slices along the split dim 0",
     "concatenates along the split dim 0",
     "reshapes to a leading dim that does not divide by the shard count",
-    "contracts over (or transposes) the split dim of a matmul operand, so "
-    "each GPU would hold a partial product",
+    ("contracts over (or transposes) the split dim of a matmul operand, so "
+     "each GPU would hold a partial product"),
 };
 
 enum {
