@@ -308,13 +308,12 @@ static braid_status bg_infer_layer_norm(bg_ctx *c, const bg_node *x) {
         const bg_node *p = bg_in(c, i);
         if (p->rank != 1 || p->dims[0] != x->dims[x->rank - 1] ||
             p->dtype != x->dtype)
-            return bg_fail(c->g,
-                           p->dtype != x->dtype ? BRAID_ERR_DTYPE
-                                                : BRAID_ERR_SHAPE,
-                           "%s: %s %s; expected %s[%lld] for operand %s",
-                           c->opname, i == 1 ? "gamma" : "beta",
-                           bg_in_str(c, i, t), braid_dtype_name(x->dtype),
-                           (long long)x->dims[x->rank - 1], bg_in_str(c, 0, tx));
+            return bg_fail(
+                c->g, p->dtype != x->dtype ? BRAID_ERR_DTYPE : BRAID_ERR_SHAPE,
+                "%s: %s %s; expected %s[%lld] for operand %s", c->opname,
+                i == 1 ? "gamma" : "beta", bg_in_str(c, i, t),
+                braid_dtype_name(x->dtype), (long long)x->dims[x->rank - 1],
+                bg_in_str(c, 0, tx));
     }
     double eps = c->a->value[0];
     if (!isfinite(eps) || eps < 0)

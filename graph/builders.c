@@ -379,8 +379,7 @@ braid_tensor braid_layer_norm(braid_graph *g, braid_tensor x,
     braid_tensor gr = has_g ? bb_ln_row(g, n, gamma) : BRAID_NONE;
     /* beta goes in only after a gamma that went in (or none) */
     bool g_in = !has_g || braid_tensor_valid(gr);
-    braid_tensor br =
-        has_b && g_in ? bb_ln_row(g, n, beta) : BRAID_NONE;
+    braid_tensor br = has_b && g_in ? bb_ln_row(g, n, beta) : BRAID_NONE;
     bool b_in = !has_b || braid_tensor_valid(br);
     if (!has_g || !g_in) gr = braid_fill(g, dt, 1, &C, 1);
     if (!has_b || !b_in) br = braid_fill(g, dt, 1, &C, 0);

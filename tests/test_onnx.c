@@ -303,8 +303,8 @@ Test(onnx, layer_normalization_as_one_op) {
         uint32_t n = 0;
         for (uint32_t id = 0; id < braid_graph_node_count(g); id++)
             n += g->nodes[id].op == BRAID_OP_LAYER_NORM;
-        cr_assert_eq(n, cases[i].ops, "%s: %u layer_norm nodes",
-                     cases[i].name, (unsigned)n);
+        cr_assert_eq(n, cases[i].ops, "%s: %u layer_norm nodes", cases[i].name,
+                     (unsigned)n);
         os_check_graph(g, dir, cases[i].name, 1e-4, 1e-5);
         braid_graph_free(g);
     }

@@ -116,7 +116,8 @@ static void run_check(const braid_graph *g, const braid_plan *p, ts_io *io,
     cr_assert(ts_io_compare(io, msg, sizeof msg), "%s: %s", what, msg);
 }
 
-/* ---- the builder ----------------------------------------------------------- */
+/* ---- the builder -----------------------------------------------------------
+ */
 
 Test(op_layernorm, one_node_with_fills_for_absent_operands) {
     braid_graph *g = braid_graph_new(NULL);
@@ -171,22 +172,28 @@ Test(op_layernorm, one_node_with_fills_for_absent_operands) {
  * them): gamma/beta of the row length and x's dtype, eps finite >= 0. */
 Test(op_layernorm, node_rules) {
     static const char *bad[] = {
-        "braid-graph 1\n%0 = input f32[2,3] name=\"x\"\n%1 = input f32[4] name=\"g\"\n"
+        "braid-graph 1\n%0 = input f32[2,3] name=\"x\"\n%1 = input f32[4] "
+        "name=\"g\"\n"
         "%2 = input f32[3] name=\"b\"\n%3 = layer_norm %0, %1, %2 eps=0\n",
-        "braid-graph 1\n%0 = input f32[2,3] name=\"x\"\n%1 = input f64[3] name=\"g\"\n"
+        "braid-graph 1\n%0 = input f32[2,3] name=\"x\"\n%1 = input f64[3] "
+        "name=\"g\"\n"
         "%2 = input f32[3] name=\"b\"\n%3 = layer_norm %0, %1, %2 eps=0\n",
-        "braid-graph 1\n%0 = input f32[2,3] name=\"x\"\n%1 = input f32[3] name=\"g\"\n"
+        "braid-graph 1\n%0 = input f32[2,3] name=\"x\"\n%1 = input f32[3] "
+        "name=\"g\"\n"
         "%2 = input f32[1,3] name=\"b\"\n%3 = layer_norm %0, %1, %2 eps=0\n",
-        "braid-graph 1\n%0 = input f32[2,3] name=\"x\"\n%1 = input f32[3] name=\"g\"\n"
+        "braid-graph 1\n%0 = input f32[2,3] name=\"x\"\n%1 = input f32[3] "
+        "name=\"g\"\n"
         "%2 = input f32[3] name=\"b\"\n%3 = layer_norm %0, %1, %2 eps=-1\n",
-        "braid-graph 1\n%0 = input f32[2,3] name=\"x\"\n%1 = input f32[3] name=\"g\"\n"
+        "braid-graph 1\n%0 = input f32[2,3] name=\"x\"\n%1 = input f32[3] "
+        "name=\"g\"\n"
         "%2 = input f32[3] name=\"b\"\n%3 = layer_norm %0, %1, %2\n",
-        "braid-graph 1\n%0 = input i32[2,3] name=\"x\"\n%1 = input i32[3] name=\"g\"\n"
+        "braid-graph 1\n%0 = input i32[2,3] name=\"x\"\n%1 = input i32[3] "
+        "name=\"g\"\n"
         "%2 = input i32[3] name=\"b\"\n%3 = layer_norm %0, %1, %2 eps=0\n",
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
-        braid_graph *g = braid_graph_parse(bad[i], strlen(bad[i]), "t.graph",
-                                           NULL);
+        braid_graph *g =
+            braid_graph_parse(bad[i], strlen(bad[i]), "t.graph", NULL);
         cr_assert(g == NULL || braid_graph_status(g) != BRAID_OK,
                   "case %zu accepted", i);
         braid_graph_free(g);
@@ -221,7 +228,8 @@ Test(op_layernorm, builder_errors) {
     braid_graph_free(g);
 }
 
-/* ---- the reference: exact cases --------------------------------------------- */
+/* ---- the reference: exact cases ---------------------------------------------
+ */
 
 /* x = [1, 3] per row: mean 2, var 1, x̂ = [-1, 1]; with eps 0, gamma
  * [2, 3] and beta [0.5, -0.5]: [-1.5, 2.5]; every dtype holds these, and
@@ -252,9 +260,8 @@ Test(op_layernorm, exact_small_cases) {
         const double want[4] = {-1.5, 2.5, -1.5, 2.5};
         for (int k = 0; k < 4; k++)
             cr_assert_eq(bg_load(dt, io->out[0].data, k), want[k],
-                         "%s executor %d element %d: %g",
-                         braid_dtype_name(dt), ex, k,
-                         bg_load(dt, io->out[0].data, k));
+                         "%s executor %d element %d: %g", braid_dtype_name(dt),
+                         ex, k, bg_load(dt, io->out[0].data, k));
         ts_io_free(io);
         braid_plan_free(p);
         braid_graph_free(g);
@@ -266,9 +273,9 @@ Test(op_layernorm, exact_small_cases) {
         bg_store(BRAID_F64, (void *)io->in[1].data, k, 2);
         bg_store(BRAID_F64, (void *)io->in[2].data, k, k);
     }
-    cr_assert_eq(braid_reference_run(g, io->in, io->ninputs, io->out,
-                                     io->noutputs),
-                 BRAID_OK);
+    cr_assert_eq(
+        braid_reference_run(g, io->in, io->ninputs, io->out, io->noutputs),
+        BRAID_OK);
     for (int k = 0; k < 4; k++)
         cr_assert_eq(bg_load(BRAID_F64, io->out[0].data, k), (double)k);
     ts_io_free(io);
@@ -281,19 +288,19 @@ Test(op_layernorm, reference_formula) {
     ts_io *io = ts_io_new(g, 1);
     for (int k = 0; k < 4; k++)
         bg_store(BRAID_F64, (void *)io->in[0].data, k, k + 1);
-    cr_assert_eq(braid_reference_run(g, io->in, io->ninputs, io->out,
-                                     io->noutputs),
-                 BRAID_OK);
+    cr_assert_eq(
+        braid_reference_run(g, io->in, io->ninputs, io->out, io->noutputs),
+        BRAID_OK);
     for (int k = 0; k < 4; k++) {
         double want = (k + 1 - 2.5) / sqrt(1.25 + 1e-3);
-        cr_assert_float_eq(bg_load(BRAID_F64, io->out[0].data, k), want,
-                           1e-15);
+        cr_assert_float_eq(bg_load(BRAID_F64, io->out[0].data, k), want, 1e-15);
     }
     ts_io_free(io);
     braid_graph_free(g);
 }
 
-/* ---- CPU results ------------------------------------------------------------ */
+/* ---- CPU results ------------------------------------------------------------
+ */
 
 static void cpu_case(braid_dtype dt, int64_t rows, int64_t C, bool affine,
                      ts_range r, uint64_t seed) {
@@ -351,8 +358,8 @@ Test(op_layernorm, cpu_random_shapes, .timeout = 120) {
         braid_plan *p = compile_for(g, "cpu", 2);
         ts_io *io = make_io(g, TS_RANGE(-8, 8), 200 + (uint64_t)i);
         char what[96];
-        snprintf(what, sizeof what, "random %d: %s rank %d rows %lld C %lld",
-                 i, braid_dtype_name(dt), rank, (long long)rows, (long long)C);
+        snprintf(what, sizeof what, "random %d: %s rank %d rows %lld C %lld", i,
+                 braid_dtype_name(dt), rank, (long long)rows, (long long)C);
         run_check(g, p, io, false, what);
         ts_io_free(io);
         braid_plan_free(p);
@@ -379,7 +386,8 @@ Test(op_layernorm, producer_fused_apart) {
     braid_graph_free(g);
 }
 
-/* ---- GPU plans ---------------------------------------------------------------- */
+/* ---- GPU plans
+ * ---------------------------------------------------------------- */
 
 /* Independent layer norms on cuda:0 covering the kernel's shapes: groups
  * of 1..32 lanes, a warp, blocks, the long-row path, every dtype, with and
@@ -478,7 +486,8 @@ Test(op_layernorm, kernels_compile_for_sm90, .timeout = 300) {
 }
 #endif
 
-/* ---- plan files, text, DOT -------------------------------------------------- */
+/* ---- plan files, text, DOT --------------------------------------------------
+ */
 
 static bool holds(const unsigned char *data, size_t size, const char *s) {
     size_t n = strlen(s);

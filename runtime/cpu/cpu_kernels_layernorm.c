@@ -26,14 +26,14 @@
 #define LN_LANES 8
 
 typedef struct ln {
-    braid_dtype t;      /* the dtype of x, gamma, beta and the output */
-    bool half;          /* f16/bf16: steps rounded to the dtype */
-    const char *x;      /* x */
-    const char *gam;    /* gamma [C] */
-    const char *bet;    /* beta [C] */
-    char *out;          /* the output */
-    int64_t C;          /* the row length (≥ 1) */
-    double eps;         /* attr.value[0] */
+    braid_dtype t;   /* the dtype of x, gamma, beta and the output */
+    bool half;       /* f16/bf16: steps rounded to the dtype */
+    const char *x;   /* x */
+    const char *gam; /* gamma [C] */
+    const char *bet; /* beta [C] */
+    char *out;       /* the output */
+    int64_t C;       /* the row length (≥ 1) */
+    double eps;      /* attr.value[0] */
 } ln;
 
 /* ---- f32 rows ---------------------------------------------------------- */
@@ -83,7 +83,8 @@ static void row_f32(const ln *c, int64_t r) {
         o[k] = (x[k] - mu) * rs * g[k] + b[k];
 }
 
-/* ---- f16 / bf16 rows ------------------------------------------------------ */
+/* ---- f16 / bf16 rows ------------------------------------------------------
+ */
 
 /* p[j, j + m) of a row of dtype t as floats in buf. */
 static const float *load(braid_dtype t, const char *p, int64_t j, int64_t m,
@@ -130,7 +131,8 @@ static void row_half(const ln *c, int64_t r) {
         s += sum_f32(buf, m);
     }
     float var = round1(t, (float)(s / (double)C));
-    float rs = round1(t, 1.0f / sqrtf(round1(t, var + round1(t, (float)c->eps))));
+    float rs =
+        round1(t, 1.0f / sqrtf(round1(t, var + round1(t, (float)c->eps))));
     for (int64_t j = 0; j < C; j += LN_CHUNK) {
         int64_t m = C - j < LN_CHUNK ? C - j : LN_CHUNK;
         load(t, x, j, m, buf);
@@ -183,7 +185,8 @@ static void row_f64(const ln *c, int64_t r) {
         o[k] = (x[k] - mu) * rs * g[k] + b[k];
 }
 
-/* ---- the run -------------------------------------------------------------- */
+/* ---- the run --------------------------------------------------------------
+ */
 
 static void rows(void *ctx, int64_t b, int64_t e) {
     const ln *c = ctx;
