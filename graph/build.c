@@ -298,10 +298,34 @@ static braid_status bg_infer_matmul(bg_ctx *c) {
     return BRAID_OK;
 }
 
-/* ---- row ops (softmax)
+/* ---- row ops (softmax, layer_norm)
  * -------------------------------------------------------------------- */
 
-/* A float operand of rank >= 1; the output has its shape and dtype. */
+/* layer_norm's gamma (input 1) and beta (input 2): rank 1, x's row length
+ * and dtype; eps (attr.value[0]) finite and >= 0. */
+static braid_status bg_infer_layer_norm(bg_ctx *c, const bg_node *x) {
+    char t[BG_TYPE_BUF], tx[BG_TYPE_BUF];
+    for (uint32_t i = 1; i < 3; i++) {
+        const bg_node *p = bg_in(c, i);
+        if (p->rank != 1 || p->dims[0] != x->dims[x->rank - 1] ||
+            p->dtype != x->dtype)
+            return bg_fail(
+                c->g, p->dtype != x->dtype ? BRAID_ERR_DTYPE : BRAID_ERR_SHAPE,
+                "%s: %s %s; expected %s[%lld] for operand %s", c->opname,
+                i == 1 ? "gamma" : "beta", bg_in_str(c, i, t),
+                braid_dtype_name(x->dtype), (long long)x->dims[x->rank - 1],
+                bg_in_str(c, 0, tx));
+    }
+    double eps = c->a->value[0];
+    if (!isfinite(eps) || eps < 0)
+        return bg_fail(c->g, BRAID_ERR_INVALID_ARGUMENT,
+                       "%s: eps %g; expected a finite eps >= 0", c->opname,
+                       eps);
+    c->out->attr.value[0] = eps;
+    return BRAID_OK;
+}
+
+/* A float operand x of rank >= 1; the output has its shape and dtype. */
 static braid_status bg_infer_row(bg_ctx *c) {
     const bg_node *x = bg_in(c, 0);
     char t[BG_TYPE_BUF];
@@ -309,6 +333,10 @@ static braid_status bg_infer_row(bg_ctx *c) {
         return bg_fail(c->g, BRAID_ERR_DTYPE,
                        "%s: operand %s; expected a float dtype and rank >= 1",
                        c->opname, bg_in_str(c, 0, t));
+    if (c->op == BRAID_OP_LAYER_NORM) {
+        braid_status s = bg_infer_layer_norm(c, x);
+        if (s != BRAID_OK) return s;
+    }
     bg_node *n = c->out;
     n->rank = x->rank;
     memcpy(n->dims, x->dims, sizeof n->dims);

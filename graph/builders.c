@@ -363,6 +363,24 @@ bool bb_affine_ok(braid_graph *g, const bg_node *x, braid_tensor p,
     return ok;
 }
 
+/* p as layer_norm's row operand ([C], x's dtype) when it holds exactly a
+ * row: x's dtype, last dim C and every other dim 1 (reshaped to [C]);
+ * BRAID_NONE when it does not (it broadcasts otherwise: applied after). */
+static braid_tensor bb_ln_row(braid_graph *g, const bg_node *x,
+                              braid_tensor p) {
+    const bg_node *n = bg_node_at(g, p.id);
+    int64_t C = x->dims[x->rank - 1];
+    if (n->dtype != x->dtype || n->rank == 0 || n->dims[n->rank - 1] != C)
+        return BRAID_NONE;
+    for (int i = 0; i + 1 < n->rank; i++)
+        if (n->dims[i] != 1) return BRAID_NONE;
+    return n->rank == 1 ? p : braid_reshape(g, p, 1, &C);
+}
+
+/* One layer_norm node over the last axis, x's normalised rows × gamma +
+ * beta; a gamma or beta absent is a fill of 1 or 0 (exact: y·1 + 0 = y).
+ * A gamma or beta that broadcasts to x without being one row (a scalar,
+ * a [N, C] table) is applied after the node by mul / add, as before. */
 braid_tensor braid_layer_norm(braid_graph *g, braid_tensor x,
                               braid_tensor gamma, braid_tensor beta,
                               double eps) {
@@ -376,17 +394,26 @@ braid_tensor braid_layer_norm(braid_graph *g, braid_tensor x,
         return BRAID_NONE;
     }
     braid_dtype dt = n->dtype;
-    int last = n->rank - 1;
+    int64_t C = n->dims[n->rank - 1];
     if (!bb_affine_ok(g, n, gamma, "gamma", "layer_norm") ||
         !bb_affine_ok(g, n, beta, "beta", "layer_norm"))
         return BRAID_NONE;
-    braid_tensor mu = braid_mean(g, x, 1, &last, true);
-    braid_tensor d = braid_sub(g, x, mu);
-    braid_tensor var = braid_mean(g, braid_square(g, d), 1, &last, true);
-    braid_tensor e = braid_fill(g, dt, 0, NULL, eps);
-    braid_tensor y = braid_mul(g, d, braid_rsqrt(g, braid_add(g, var, e)));
-    if (braid_tensor_valid(gamma)) y = braid_mul(g, y, gamma);
-    if (braid_tensor_valid(beta)) y = braid_add(g, y, beta);
+    bool has_g = braid_tensor_valid(gamma), has_b = braid_tensor_valid(beta);
+    braid_tensor gr = has_g ? bb_ln_row(g, n, gamma) : BRAID_NONE;
+    /* beta goes in only after a gamma that went in (or none) */
+    bool g_in = !has_g || braid_tensor_valid(gr);
+    braid_tensor br = has_b && g_in ? bb_ln_row(g, n, beta) : BRAID_NONE;
+    bool b_in = !has_b || braid_tensor_valid(br);
+    if (!has_g || !g_in) gr = braid_fill(g, dt, 1, &C, 1);
+    if (!has_b || !b_in) br = braid_fill(g, dt, 1, &C, 0);
+    if (!bb_ready(g, "layer_norm")) return BRAID_NONE;
+    bg_attrs a = {0};
+    a.value[0] = eps;
+    uint32_t in[3] = {x.id, gr.id, br.id};
+    braid_tensor y = bb_tensor(
+        bg_build(g, BRAID_OP_LAYER_NORM, in, 3, BRAID_F32, 0, NULL, &a, NULL));
+    if (has_g && !g_in) y = braid_mul(g, y, gamma);
+    if (has_b && !b_in) y = braid_add(g, y, beta);
     return y;
 }
 

@@ -279,6 +279,29 @@ static void eval_softmax(const bg_node *n, const double *x, double *out,
     }
 }
 
+/* layer_norm over the last axis, per row (the rows that start in [lo, hi),
+ * as eval_softmax): mean, then the variance as the mean of (x - mean)²
+ * (two passes: no cancellation), y = (x - mean) · (1 / sqrt(var + eps)) ·
+ * gamma + beta, rounded once to the dtype. */
+static void eval_layer_norm(const bg_node *n, const double *const *in,
+                            double *out, int64_t lo, int64_t hi) {
+    int64_t C = n->dims[n->rank - 1];
+    if (C <= 0) return;
+    const double *gam = in[1], *bet = in[2];
+    for (int64_t r = (lo + C - 1) / C; r * C < hi; r++) {
+        const double *xr = in[0] + r * C;
+        double *o = out + r * C, sum = 0, sq = 0;
+        for (int64_t k = 0; k < C; k++)
+            sum += xr[k];
+        double mu = sum / (double)C;
+        for (int64_t k = 0; k < C; k++)
+            sq += (xr[k] - mu) * (xr[k] - mu);
+        double rs = 1.0 / sqrt(sq / (double)C + n->attr.value[0]);
+        for (int64_t k = 0; k < C; k++)
+            o[k] = bg_round(n->dtype, (xr[k] - mu) * rs * gam[k] + bet[k]);
+    }
+}
+
 /* ---- dispatch ------------------------------------------------------------ */
 
 bool bg_eval_node_range(const braid_graph *g, uint32_t id,
@@ -303,7 +326,10 @@ bool bg_eval_node_range(const braid_graph *g, uint32_t id,
         eval_matmul(g, n, in, out, lo, hi);
         break;
     case BRAID_KIND_ROW:
-        eval_softmax(n, in[0], out, lo, hi);
+        if (n->op == BRAID_OP_LAYER_NORM)
+            eval_layer_norm(n, in, out, lo, hi);
+        else
+            eval_softmax(n, in[0], out, lo, hi);
         break;
     case BRAID_KIND_WINDOW:
         bg_eval_window(n, input_node(g, n, 0), in[0], out, lo, hi);
@@ -336,7 +362,7 @@ bool bg_eval_node_range(const braid_graph *g, uint32_t id,
     default:
         return false; /* collectives, fused nodes: the caller's business */
     }
-    /* rows reach past hi and start after lo: eval_softmax rounds its own */
+    /* rows reach past hi and start after lo: the row ops round their own */
     if (bg_op(n->op)->kind == BRAID_KIND_ROW) return true;
     for (int64_t i = lo; i < hi; i++)
         out[i] = bg_round(n->dtype, out[i]);

@@ -273,6 +273,30 @@ static void gr_softmax(bg_grad_ctx *c, const bg_grad_node *n, braid_tensor gy) {
     bg_grad_acc(c, n, 0, MUL(r->y, SUB(gy, s)));
 }
 
+/* ---- layer_norm (last axis) ---------------------------------------------
+ * With x̂ = (x - mean)·r, r = rsqrt(var + eps) recomputed from x, and
+ * g = gy·gamma: dx = r·(g - mean(g) - x̂·mean(g·x̂)) (means over the row),
+ * dgamma = Σ gy·x̂ and dbeta = Σ gy over every axis but the last. */
+
+static void gr_layer_norm(bg_grad_ctx *c, const bg_grad_node *n,
+                          braid_tensor gy) {
+    gr rr = gr_begin(c, n, gy), *r = &rr;
+    int last = n->rank - 1;
+    braid_tensor mu = braid_mean(r->g, r->x, 1, &last, true);
+    braid_tensor d = SUB(r->x, mu);
+    braid_tensor var = braid_mean(r->g, braid_square(r->g, d), 1, &last, true);
+    braid_tensor rs = braid_rsqrt(r->g, ADD(var, K(n->attr.value[0])));
+    braid_tensor xh = MUL(d, rs);
+    if (bg_grad_wants(r->c, r->n, 0)) {
+        braid_tensor g = MUL(gy, gr_in(r, 1));
+        braid_tensor mg = braid_mean(r->g, g, 1, &last, true);
+        braid_tensor mgx = braid_mean(r->g, MUL(g, xh), 1, &last, true);
+        gr_acc(r, 0, MUL(rs, SUB(SUB(g, mg), MUL(xh, mgx))));
+    }
+    gr_acc(r, 1, MUL(gy, xh));
+    gr_acc(r, 2, gy);
+}
+
 /* ---- shape ops ---------------------------------------------------------- */
 
 static void gr_reshape(bg_grad_ctx *c, const bg_grad_node *n, braid_tensor gy) {
@@ -378,6 +402,7 @@ static const bg_grad_rule gr_rules[BRAID_OP_COUNT_] = {
     [BRAID_OP_REDUCE_MAX] = gr_reduce_select,
     [BRAID_OP_REDUCE_MIN] = gr_reduce_select,
     [BRAID_OP_SOFTMAX] = gr_softmax,
+    [BRAID_OP_LAYER_NORM] = gr_layer_norm,
     [BRAID_OP_RESHAPE] = gr_reshape,
     [BRAID_OP_PERMUTE] = gr_permute,
     [BRAID_OP_SLICE] = gr_slice,

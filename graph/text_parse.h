@@ -132,6 +132,7 @@ typedef enum bg_attr_key {
     BG_ATTR_SMALLEST,
     BG_ATTR_EXCLUSIVE,
     BG_ATTR_REVERSE,
+    BG_ATTR_EPS, /* layer_norm */
     BG_ATTR_COUNT
 } bg_attr_key;
 

@@ -71,6 +71,7 @@ static const struct {
     [BG_ATTR_SMALLEST] = {"smallest", A_FLAG},
     [BG_ATTR_EXCLUSIVE] = {"exclusive", A_FLAG},
     [BG_ATTR_REVERSE] = {"reverse", A_FLAG},
+    [BG_ATTR_EPS] = {"eps", A_F64},
 };
 
 #define B(key) BG_ATTR_BIT(BG_ATTR_##key)
@@ -170,6 +171,9 @@ static void op_attrs(braid_op op, uint64_t *allowed, uint64_t *required) {
     case BRAID_OP_TOPK_INDICES:
         req = B(AXIS) | B(K);
         opt |= B(SMALLEST);
+        break;
+    case BRAID_OP_LAYER_NORM:
+        req = B(EPS);
         break;
     case BRAID_OP_CUMSUM:
         req = B(AXIS);
@@ -504,6 +508,7 @@ bool bg_parse_translate(bg_parser *p, braid_op op, const bg_pattrs *a,
                         int *rank, int64_t *dims) {
     out->value[0] = a->num[op == BRAID_OP_FILL            ? BG_ATTR_VALUE
                            : op == BRAID_OP_RANDOM_NORMAL ? BG_ATTR_MEAN
+                           : op == BRAID_OP_LAYER_NORM    ? BG_ATTR_EPS
                                                           : BG_ATTR_LOW];
     out->value[1] =
         a->num[op == BRAID_OP_RANDOM_NORMAL ? BG_ATTR_STDDEV : BG_ATTR_HIGH];

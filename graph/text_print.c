@@ -450,6 +450,10 @@ static void put_op_attrs(pbuf *b, const braid_graph *g, const bg_node *n) {
     case BRAID_OP_CONCAT:
         putf(b, " axis=%ld", (long)a->axis);
         break;
+    case BRAID_OP_LAYER_NORM:
+        puts_(b, " eps=");
+        put_f64(b, a->value[0]);
+        break;
     case BRAID_OP_ALL_REDUCE:
     case BRAID_OP_ALL_GATHER:
     case BRAID_OP_BROADCAST:

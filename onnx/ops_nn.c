@@ -209,15 +209,33 @@ static braid_tensor normalize(ox_node *n, braid_tensor x, int na,
     return braid_mul(g, c, is);
 }
 
+/* Whether the node names output k (Mean, InvStdDev: optional). */
+static bool out_named(const ox_node *n, int k) {
+    return k < n->nout && n->np->output[k] && n->np->output[k][0];
+}
+
+/* Over the last axis with only Y named: one layer_norm op (scale and bias
+ * of the row's length go in, others broadcast after it: braid_layer_norm).
+ * Otherwise the composite, which also gives Mean and InvStdDev. */
 static braid_status map_layer_norm(ox_node *n) {
     braid_graph *g = n->g;
     braid_tensor x = ox_in(n, 0);
     int r = ox_rank(n, x, NULL), axis, axes[BRAID_MAX_RANK];
     if (!ox_axis(n, ox_attr_int(n, "axis", -1), r, &axis)) return n->im->status;
+    double eps = ox_attr_float(n, "epsilon", 1e-5);
+    if (axis == r - 1 && !out_named(n, 1) && !out_named(n, 2)) {
+        braid_tensor y = braid_layer_norm(g, x,
+                                          ox_has(n, 1) ? ox_in(n, 1)
+                                                       : BRAID_NONE,
+                                          ox_has(n, 2) ? ox_in(n, 2)
+                                                       : BRAID_NONE,
+                                          eps);
+        ox_out(n, 0, y, ox_in_elem(n, 0));
+        return BRAID_OK;
+    }
     for (int i = axis; i < r; i++) axes[i - axis] = i;
     braid_tensor mean, inv;
-    braid_tensor y = normalize(n, x, r - axis, axes,
-                               ox_attr_float(n, "epsilon", 1e-5), &mean, &inv);
+    braid_tensor y = normalize(n, x, r - axis, axes, eps, &mean, &inv);
     if (ox_has(n, 1)) y = braid_mul(g, y, ox_in(n, 1));
     if (ox_has(n, 2)) y = braid_add(g, y, ox_in(n, 2));
     ox_out(n, 0, y, ox_in_elem(n, 0));

@@ -298,9 +298,13 @@ static void classify_node(sh_ctx *c, uint32_t id) {
         else
             c->cls[id] = SH_BATCHED;
         break;
-    case BRAID_KIND_ROW: /* over the last axis: rows split along axis 0 */
+    case BRAID_KIND_ROW: /* over the last axis: rows split along axis 0
+                            (layer_norm's gamma and beta rows whole) */
         if (n->rank < 2)
             lose(c, id, LOST_REDUCE);
+        else if (n->ninputs > 1 && (c->cls[n->inputs[1]] == SH_BATCHED ||
+                                    c->cls[n->inputs[2]] == SH_BATCHED))
+            lose(c, id, LOST_MOVED);
         else
             c->cls[id] = SH_BATCHED;
         break;

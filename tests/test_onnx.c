@@ -311,6 +311,27 @@ Test(onnx, lengths_past_the_end_and_bad_wire_types) {
     }
 }
 
+/* LayerNormalization over the last axis with only Y named imports as one
+ * layer_norm op; over two axes, or with Mean / InvStdDev named, as the
+ * composite (no layer_norm node). Every form matches onnx.reference. */
+Test(onnx, layer_normalization_as_one_op) {
+    static const struct {
+        const char *name;
+        uint32_t ops;
+    } cases[] = {
+        {"ln_op", 1}, {"ln_op_nobias", 1}, {"ln_axes", 0}, {"ln_stats", 0}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        braid_graph *g = import_ok(cases[i].name, NULL);
+        uint32_t n = 0;
+        for (uint32_t id = 0; id < braid_graph_node_count(g); id++)
+            n += g->nodes[id].op == BRAID_OP_LAYER_NORM;
+        cr_assert_eq(n, cases[i].ops, "%s: %u layer_norm nodes", cases[i].name,
+                     (unsigned)n);
+        os_check_graph(g, dir, cases[i].name, 1e-4, 1e-5);
+        braid_graph_free(g);
+    }
+}
+
 Test(onnx, input_names_are_braid_identifiers) {
     char buf[32];
     cr_assert_eq(braid_onnx_input_name("input.1", buf, sizeof buf), 7);

@@ -20,8 +20,9 @@ typedef enum braid_op_kind {
     BRAID_KIND_REDUCE,      /* reductions over a set of axes */
     BRAID_KIND_MATMUL,      /* (batched) matrix product */
     BRAID_KIND_ROW,         /* each row along the last axis from the same
-                               row of the one input; output shape = input
-                               shape (softmax) */
+                               row of the input x; output shape = x's
+                               shape (softmax; layer_norm, whose gamma and
+                               beta operands are rows of x's length) */
     BRAID_KIND_SHAPE,       /* reshape, permute, slice, concat */
     BRAID_KIND_COPY,        /* inserted by the compiler between devices */
     BRAID_KIND_FUSED,       /* inserted by the compiler: a fused group */
@@ -97,7 +98,8 @@ enum {
  *          arithmetic 1, division and roots 4, transcendentals 8, pow 16,
  *          a uniform draw 16, a normal draw 48; matmul: per multiply-add;
  *          reductions: per input element; softmax: max, sub, exp, sum,
- *          div; windows (pooling): per tap of a window; axis ops: per
+ *          div; layer_norm: sum, sub, square, sum, sub, mul, mul, add;
+ *          windows (pooling): per tap of a window; axis ops: per
  *          input element, topk a sort's compares; 0: memory traffic
  *          only) */
 /* clang-format off */
@@ -199,7 +201,10 @@ enum {
     X(TOPK_VALUES, "topk_values", 1, AXIS, NUMBER, BRAID_OPF_DIFFERENTIABLE, 8) \
     X(TOPK_INDICES, "topk_indices", 1, AXIS, NUMBER, 0, 8) \
     X(CUMSUM, "cumsum", 1, AXIS, NUMBER, BRAID_OPF_DIFFERENTIABLE, 1) \
-    X(REDUCE_PROD, "reduce_prod", 1, REDUCE, NUMBER, BRAID_OPF_DIFFERENTIABLE, 1)
+    X(REDUCE_PROD, "reduce_prod", 1, REDUCE, NUMBER, BRAID_OPF_DIFFERENTIABLE, 1) \
+    /* layer normalisation over the last axis (issue 14): x, gamma, beta; \
+     * eps in attr.value[0] (docs/ops.md) */ \
+    X(LAYER_NORM, "layer_norm", 3, ROW, FLOAT, BRAID_OPF_DIFFERENTIABLE, 8)
 /* clang-format on */
 
 typedef enum braid_op {

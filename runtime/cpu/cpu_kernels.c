@@ -28,7 +28,8 @@ braid_status br_cpu_prepare(const braid_graph *g, uint32_t id,
     case BRAID_KIND_REDUCE:
         return br_reduce_prepare(g, id, scratch);
     case BRAID_KIND_ROW:
-        return br_softmax_prepare(g, id);
+        return n->op == BRAID_OP_LAYER_NORM ? br_layer_norm_prepare(g, id)
+                                            : br_softmax_prepare(g, id);
     case BRAID_KIND_MATMUL:
         return br_matmul_prepare(g, id, scratch);
     case BRAID_KIND_FUSED:
@@ -68,7 +69,10 @@ braid_status br_cpu_run(const br_kernel_args *a) {
         br_reduce_run(a);
         return BRAID_OK;
     case BRAID_KIND_ROW:
-        br_softmax_run(a);
+        if (a->node->op == BRAID_OP_LAYER_NORM)
+            br_layer_norm_run(a);
+        else
+            br_softmax_run(a);
         return BRAID_OK;
     case BRAID_KIND_MATMUL:
         br_matmul_run(a);

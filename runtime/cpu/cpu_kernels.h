@@ -79,6 +79,8 @@ braid_status br_reduce_prepare(const braid_graph *g, uint32_t id,
 void br_reduce_run(const br_kernel_args *a);
 braid_status br_softmax_prepare(const braid_graph *g, uint32_t id);
 void br_softmax_run(const br_kernel_args *a);
+braid_status br_layer_norm_prepare(const braid_graph *g, uint32_t id);
+void br_layer_norm_run(const br_kernel_args *a);
 /* max_pool, avg_pool (kind WINDOW): cpu_kernels_pool.c */
 braid_status br_pool_prepare(const braid_graph *g, uint32_t id);
 void br_pool_run(const br_kernel_args *a);

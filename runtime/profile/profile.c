@@ -102,8 +102,10 @@ static double flops_of(const bp_plan *p, uint32_t id) {
                    : 0;
     case BRAID_KIND_MATMUL:
         return 2 * out * matmul_k(p->res.graph, n, n->attr.flags);
-    case BRAID_KIND_ROW: /* softmax per element: max, sub, exp, add, div */
-        return 5 * out;
+    case BRAID_KIND_ROW: /* softmax per element: max, sub, exp, add, div;
+                            layer_norm: add, sub, mul, add, sub, mul, mul,
+                            add */
+        return (n->op == BRAID_OP_LAYER_NORM ? 8 : 5) * out;
     case BRAID_KIND_CONV: { /* conv ops: 2 per multiply-add */
         bg_conv_geom c;
         return bg_conv_geom_of(p->res.graph, n, &c) ? 2 * bg_conv_macs(&c) : 0;

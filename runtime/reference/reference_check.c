@@ -81,7 +81,8 @@ static braid_status check_reduce(const braid_graph *g, uint32_t id,
     return BRAID_OK;
 }
 
-/* Row ops (softmax): one float input of rank >= 1 and its shape. */
+/* Row ops (softmax, layer_norm): a float input x of rank >= 1 and its
+ * shape; layer_norm's gamma and beta rows [C] of x's dtype. */
 static braid_status check_row(const braid_graph *g, uint32_t id,
                               const bg_node *n) {
     const bg_node *x = bg_node_at(g, n->inputs[0]);
@@ -90,6 +91,12 @@ static braid_status check_row(const braid_graph *g, uint32_t id,
     if (x->rank != n->rank || x->dtype != n->dtype ||
         memcmp(x->dims, n->dims, (size_t)n->rank * sizeof *n->dims) != 0)
         return BR_BAD(id, n, "result shape or dtype");
+    for (uint32_t i = 1; i < n->ninputs; i++) {
+        const bg_node *p = bg_node_at(g, n->inputs[i]);
+        if (p->rank != 1 || p->dims[0] != n->dims[n->rank - 1] ||
+            p->dtype != n->dtype)
+            return BR_BAD(id, n, "gamma or beta shape or dtype");
+    }
     return BRAID_OK;
 }
 

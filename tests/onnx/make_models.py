@@ -122,6 +122,26 @@ good("ids", helper.make_graph(nodes, "ids", [vi("ids", TensorProto.INT64, [2, 5]
                               [numpy_helper.from_array(np.array(1, np.int64), "one")]),
      [ids])
 
+# LayerNormalization (issue 14): over the last axis with only Y named, one
+# layer_norm op ("ln_op": scale and bias [C]; "ln_op_nobias": no bias);
+# over the last two axes, or with Mean / InvStdDev named, the composite.
+t, c = (int(x) for x in rng.integers(2, 40, 2))
+for name, axis, outs, ins in (("ln_op", -1, ["y"], ["x", "s", "b"]),
+                              ("ln_op_nobias", -1, ["y"], ["x", "s"]),
+                              ("ln_axes", -2, ["y"], ["x", "s2", "b2"]),
+                              ("ln_stats", -1, ["y", "mean", "inv"], ["x", "s", "b"])):
+    inits = [numpy_helper.from_array(f32(c), "s"), numpy_helper.from_array(f32(c), "b"),
+             numpy_helper.from_array(f32(3, c), "s2"),
+             numpy_helper.from_array(f32(3, c), "b2")]
+    inits = [i for i in inits if i.name in ins]
+    node = helper.make_node("LayerNormalization", ins, outs, axis=axis, epsilon=1e-3)
+    so = [1, 3, 1] if axis == -2 else [2, 3, 1]
+    outv = [vi("y", TensorProto.FLOAT, [2, 3, c])] + (
+        [vi("mean", TensorProto.FLOAT, so), vi("inv", TensorProto.FLOAT, so)]
+        if len(outs) > 1 else [])
+    good(name, helper.make_graph([node], name, [vi("x", TensorProto.FLOAT, [2, 3, c])],
+                                 outv, inits), [3 * f32(2, 3, c) + 1])
+
 # Weights in an external-data file beside the model (and variants that
 # try to leave the folder).
 def ext_model(name, location, w):

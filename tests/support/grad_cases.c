@@ -473,7 +473,7 @@ static const gc_kind gc_kinds[] = {
     {BRAID_OP_REDUCE_MAX, gc_reduce, NULL},
     {BRAID_OP_REDUCE_MIN, gc_reduce, NULL},
     {BRAID_OP_SOFTMAX, gc_softmax, NULL},
-    {BRAID_OP_COUNT_, gc_layer_norm, "layer_norm"},
+    {BRAID_OP_LAYER_NORM, gc_layer_norm, NULL},
     {BRAID_OP_RESHAPE, gc_reshape, NULL},
     {BRAID_OP_PERMUTE, gc_permute, NULL},
     {BRAID_OP_SLICE, gc_slice, NULL},
