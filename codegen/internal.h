@@ -218,4 +218,13 @@ static inline int64_t bc_cdiv(int64_t a, int64_t b) {
     return (a + b - 1) / b;
 }
 
+/* The least power of two >= n, at most 1024 (a block's threads): the
+ * threads of a row group in the row kernels (softmax, layer_norm). */
+static inline int bc_pow2_at_least(int64_t n) {
+    int p = 1;
+    while (p < n && p < 1024)
+        p *= 2;
+    return p;
+}
+
 #endif /* BRAID_CODEGEN_INTERNAL_H */

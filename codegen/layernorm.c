@@ -42,22 +42,15 @@ typedef struct ln_plan {
     const char *e;  /* the entry name (helpers' prefix) */
 } ln_plan;
 
-static int pow2_at_least(int64_t n) {
-    int p = 1;
-    while (p < n && p < 1024)
-        p *= 2;
-    return p;
-}
-
 static void choose(ln_plan *s) {
     if (s->C <= 32) {
-        s->T = pow2_at_least(s->C > 0 ? s->C : 1);
+        s->T = bc_pow2_at_least(s->C > 0 ? s->C : 1);
         s->nv = 1;
     } else if (s->C <= 32 * LN_MAX_REGS) {
         s->T = 32;
         s->nv = (int)bc_cdiv(s->C, 32);
     } else {
-        s->T = pow2_at_least(bc_cdiv(s->C, LN_TARGET));
+        s->T = bc_pow2_at_least(bc_cdiv(s->C, LN_TARGET));
         if (s->T < 64) s->T = 64;
         int64_t nv = bc_cdiv(s->C, s->T);
         if (nv > LN_MAX_REGS || (s->T == 1024 && nv > LN_MAX_REGS_1024)) {

@@ -55,23 +55,16 @@ typedef struct sm_plan {
     const char *expf; /* expf or exp */
 } sm_plan;
 
-static int pow2_at_least(int64_t n) {
-    int p = 1;
-    while (p < n && p < 1024)
-        p *= 2;
-    return p;
-}
-
 static void choose(sm_plan *s) {
     s->nvec = bc_cdiv(s->C, s->vec);
     s->nv = 1;
     if (s->nvec <= 32) {
-        s->T = pow2_at_least(s->nvec > 0 ? s->nvec : 1);
+        s->T = bc_pow2_at_least(s->nvec > 0 ? s->nvec : 1);
     } else if (s->C <= 32 * SM_MAX_REGS) {
         s->T = 32;
         s->nv = (int)bc_cdiv(s->nvec, 32);
     } else {
-        s->T = pow2_at_least(bc_cdiv(s->C, SM_TARGET));
+        s->T = bc_pow2_at_least(bc_cdiv(s->C, SM_TARGET));
         if (s->T < 64) s->T = 64;
         int64_t nv = bc_cdiv(s->nvec, s->T);
         int64_t regs = nv * s->vec;
