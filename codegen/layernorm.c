@@ -6,7 +6,8 @@
  * A group of T threads owns a row of C elements (T a power of two), as in
  * codegen/softmax.c: a sub-warp group or a warp per row for rows up to
  * 32·32 elements (several rows per 256-thread block), else a block of up
- * to 1024 threads. Thread t handles elements t, t + T, t + 2T, ... of the
+ * to 1024 threads; when the rows are too few to fill the GPU, a row's group
+ * is widened (up to a block) so that more warps share the work. Thread t handles elements t, t + T, t + 2T, ... of the
  * row, so a warp's accesses are contiguous:
  *   register path (at most LN_MAX_REGS elements per thread, 16 with
  *     1024-thread blocks): the row is read once into registers; the mean
@@ -31,6 +32,11 @@
 #define LN_MAX_REGS_1024 16
 /* Elements per thread the block size aims for on long rows. */
 #define LN_TARGET 16
+/* Warps a launch aims for before widening a row's group (about 8 per
+ * SM of a 132-SM H100/H200), and the fewest elements a widened group's
+ * threads keep each. */
+#define LN_WARPS_WANTED 1024
+#define LN_MIN_PER_THREAD 2
 
 typedef struct ln_plan {
     int64_t R, C;   /* rows, row length */
@@ -59,6 +65,16 @@ static void choose(ln_plan *s) {
         } else {
             s->nv = (int)nv;
         }
+    }
+    /* Few rows (GPT-2's 128 tokens of 768): a warp per row would leave
+     * most of the GPU idle, each warp walking 24 elements. Widen the group
+     * (block sums through shared memory) until about LN_WARPS_WANTED warps
+     * run or each thread holds LN_MIN_PER_THREAD elements. */
+    while (s->nv > 0 && s->T >= 32 && s->T < 1024 &&
+           s->R * (s->T / 32) < LN_WARPS_WANTED &&
+           bc_cdiv(s->C, 2 * s->T) >= LN_MIN_PER_THREAD) {
+        s->T *= 2;
+        s->nv = (int)bc_cdiv(s->C, s->T);
     }
     s->rpb = s->T < 64 ? BC_BLOCK / s->T : 1;
 }
