@@ -17,7 +17,7 @@ def main(log_path, torch_path):
     tj = json.load(open(torch_path))
     ts = tj["shapes"]
     print(f"GPU {tj['device']}, torch {tj['torch']}, torch's cuDNN {tj['cudnn']}")
-    print("| shape | n | braid cuDNN ms | braid kernel ms | torch ms | torch bench ms "
+    print("| shape | n | braid ms (default: cuDNN or own kernel) | braid kernel ms | torch ms | torch bench ms "
           "| ratio | ratio (bench) | kernel/cuDNN |")
     print("|---|---|---|---|---|---|---|---|---|")
     tot = {"b": 0.0, "k": 0.0, "t": 0.0, "tb": 0.0}

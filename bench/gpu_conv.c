@@ -1,6 +1,8 @@
 /* bench/gpu_conv.c — every convolution shape of ResNet-18 at batch 8, f32
- * without TF32, on the GPU: braid's conv node through cuDNN and through
- * braid's own kernel (BRAID_CONV=braid), against PyTorch's cuDNN
+ * without TF32, on the GPU: braid's conv node as braid runs it by default
+ * (cuDNN's algorithm, or braid's own kernel where the executor's timing
+ * found it faster: runtime/cuda/cuda_conv.c) and always through braid's
+ * own kernel (BRAID_CONV=braid), against PyTorch's cuDNN
  * convolution measured in the same run by bench/conv_torch.py (the table:
  * bench/conv_table.py).
  *

@@ -209,73 +209,91 @@ static braid_status describe(const br_cuda *c, br_conv *cv, const conv_key *k,
  * convolution is noisy: on an H100 it ranked an algorithm first for
  * ResNet-18's 1x1 stride-2 256->512 convolution that ran 1.7x slower than
  * braid's own direct kernel. So the usable candidates within
- * REFINE_WITHIN of Find's best are timed again here, REFINE_RUNS times
- * each, interleaved, on buffers of the node's sizes, and the lowest median
- * wins. When those buffers cannot be had, Find's ranking stands. */
+ * REFINE_WITHIN of Find's best are timed again here, together with braid's
+ * own kernel for the node, REFINE_RUNS times each, interleaved, on buffers
+ * of the node's sizes (the bias add included), and the lowest median wins;
+ * when braid's kernel wins the node stays on it. When those buffers cannot
+ * be had, Find's ranking stands. The choice is cached per process like
+ * Find's (BRAID_KERNEL_ALGO: braid's kernel). */
 
 /* Candidates timed again: at most REFINE_MAX, within REFINE_WITHIN of the
  * best time Find measured. */
 #define REFINE_MAX 4
 #define REFINE_WITHIN 2.0f
 #define REFINE_RUNS 7
+/* The cached "algorithm" meaning braid's own kernel. */
+#define BRAID_KERNEL_ALGO (-1)
 
 typedef struct conv_bufs {
-    void *x, *w, *y, *ws;
+    void *x, *w, *y, *b, *ws;
 } conv_bufs;
 
 static void bufs_free(conv_bufs *b) {
     cudaFree(b->x);
     cudaFree(b->w);
     cudaFree(b->y);
+    cudaFree(b->b);
     cudaFree(b->ws);
     memset(b, 0, sizeof *b);
 }
 
-/* Device buffers for one run of node n's convolution with workspace ws;
- * false (nothing held, the CUDA error cleared) when memory is short. */
+/* Zeroed device buffers for one run of node n's convolution (operands,
+ * output, bias when it has one) and a workspace of ws bytes; false
+ * (nothing held, the CUDA error cleared) when memory is short. Zeros:
+ * timing must not run on whatever bytes were there (NaN patterns,
+ * denormals). */
 static bool bufs_alloc(const br_cuda *c, const bg_node *n, size_t ws,
                        conv_bufs *b) {
     const braid_graph *g = c->plan->res.graph;
-    size_t es = braid_dtype_size(n->dtype);
-    size_t nx = (size_t)bg_numel(bg_node_at(g, n->inputs[0])) * es;
-    size_t nw = (size_t)bg_numel(bg_node_at(g, n->inputs[1])) * es;
-    size_t ny = (size_t)bg_numel(n) * es;
+    size_t es = braid_dtype_size(n->dtype), sz[4] = {0, 0, 0, 0};
+    void **p[4] = {&b->x, &b->w, &b->b, &b->y};
+    for (uint32_t i = 0; i < n->ninputs && i < 3; i++)
+        sz[i] = (size_t)bg_numel(bg_node_at(g, n->inputs[i])) * es;
+    sz[3] = (size_t)bg_numel(n) * es;
     memset(b, 0, sizeof *b);
-    if (cudaMalloc(&b->x, nx ? nx : 1) != cudaSuccess ||
-        cudaMalloc(&b->w, nw ? nw : 1) != cudaSuccess ||
-        cudaMalloc(&b->y, ny ? ny : 1) != cudaSuccess ||
-        (ws && cudaMalloc(&b->ws, ws) != cudaSuccess)) {
+    bool ok = true;
+    for (int i = 0; ok && i < 4; i++)
+        if (i != 2 || n->ninputs > 2)
+            ok = cudaMalloc(p[i], sz[i] ? sz[i] : 1) == cudaSuccess &&
+                 cudaMemsetAsync(*p[i], 0, sz[i], 0) == cudaSuccess;
+    ok = ok && (!ws || cudaMalloc(&b->ws, ws) == cudaSuccess) &&
+         cudaStreamSynchronize(0) == cudaSuccess;
+    if (!ok) {
         bufs_free(b);
         (void)cudaGetLastError();
-        return false;
     }
-    /* zeros: timing must not run on whatever bytes were there (NaN
-     * patterns, denormals) */
-    if (cudaMemsetAsync(b->x, 0, nx, 0) != cudaSuccess ||
-        cudaMemsetAsync(b->w, 0, nw, 0) != cudaSuccess ||
-        cudaStreamSynchronize(0) != cudaSuccess) {
-        bufs_free(b);
-        (void)cudaGetLastError();
-        return false;
-    }
-    return true;
+    return ok;
 }
 
-static br_cudnn_status run_algo(const br_cuda *c, const br_conv *cv,
-                                br_cudnn_handle h, int algo, size_t ws,
-                                const conv_bufs *b) {
+/* One run of cuDNN algorithm algo (bias add included) on b. */
+static bool run_algo(const br_cuda *c, const br_conv *cv, br_cudnn_handle h,
+                     int algo, size_t ws, const conv_bufs *b) {
     const br_cudnn_api *a = c->conv.api;
     float one_f = 1, zero_f = 0;
     double one_d = 1, zero_d = 0;
     const void *one = cv->f64 ? (const void *)&one_d : (const void *)&one_f;
     const void *zero = cv->f64 ? (const void *)&zero_d : (const void *)&zero_f;
-    return cv->transpose
-               ? a->ConvolutionBackwardData(h, one, cv->w, b->w, cv->x, b->x,
-                                            cv->conv, algo, b->ws, ws, zero,
-                                            cv->y, b->y)
-               : a->ConvolutionForward(h, one, cv->x, b->x, cv->w, b->w,
-                                       cv->conv, algo, b->ws, ws, zero, cv->y,
-                                       b->y);
+    br_cudnn_status st =
+        cv->transpose
+            ? a->ConvolutionBackwardData(h, one, cv->w, b->w, cv->x, b->x,
+                                         cv->conv, algo, b->ws, ws, zero,
+                                         cv->y, b->y)
+            : a->ConvolutionForward(h, one, cv->x, b->x, cv->w, b->w, cv->conv,
+                                    algo, b->ws, ws, zero, cv->y, b->y);
+    if (st == 0 && cv->bias)
+        st = a->AddTensor(h, one, cv->b, b->b, one, cv->y, b->y);
+    return st == 0;
+}
+
+/* One run of braid's own kernel for the node on b, through the executor's
+ * launch path with a run-argument table that points at b. */
+static bool run_braid(br_cuda *c, const br_conv *cv, void **ptr,
+                      cudaStream_t st) {
+    br_cuda_run_args args = {.ptr = ptr};
+    c->run.args = &args;
+    braid_status s = br_cuda_launch(c, cv->node, st);
+    c->run.args = NULL;
+    return s == BRAID_OK;
 }
 
 static int cmp_float(const void *a, const void *b) {
@@ -284,53 +302,75 @@ static int cmp_float(const void *a, const void *b) {
 }
 
 /* Index in cand (n of them) of the candidate with the lowest median time
- * over REFINE_RUNS interleaved runs; 0 when timing is not possible. */
-static int refine(const br_cuda *c, const br_conv *cv, br_cudnn_handle h,
+ * over REFINE_RUNS interleaved runs, n when braid's kernel beat them all;
+ * 0 when timing is not possible. */
+static int refine(br_cuda *c, const br_conv *cv, br_cudnn_handle h,
                   const br_cudnn_perf *cand, int n) {
-    if (n < 2) return 0;
     size_t ws = 0;
     for (int i = 0; i < n; i++)
         if (cand[i].memory > ws) ws = cand[i].memory;
-    const bg_node *node = bg_node_at(c->plan->res.graph, cv->node);
+    const braid_graph *g = c->plan->res.graph;
+    const bg_node *node = bg_node_at(g, cv->node);
     conv_bufs b;
-    if (!bufs_alloc(c, node, ws, &b)) return 0;
+    void **ptr = calloc(g->nnodes ? g->nnodes : 1, sizeof *ptr);
+    if (!ptr) return 0;
+    if (!bufs_alloc(c, node, ws, &b)) {
+        free(ptr);
+        return 0;
+    }
+    ptr[cv->node] = b.y;
+    ptr[node->inputs[0]] = b.x;
+    ptr[node->inputs[1]] = b.w;
+    if (node->ninputs > 2) ptr[node->inputs[2]] = b.b;
+    int m = n + 1; /* the last: braid's kernel */
     cudaStream_t st = br_cuda_stream(c, c->node[cv->node].queue);
     cudaEvent_t ev[2] = {0, 0};
-    float t[REFINE_MAX][REFINE_RUNS];
+    float t[REFINE_MAX + 1][REFINE_RUNS];
     bool ok =
         cudaEventCreateWithFlags(&ev[0], cudaEventDefault) == cudaSuccess &&
         cudaEventCreateWithFlags(&ev[1], cudaEventDefault) == cudaSuccess;
-    for (int i = 0; ok && i < n; i++) /* warm-up */
-        ok = run_algo(c, cv, h, cand[i].algo, cand[i].memory, &b) == 0;
-    for (int r = 0; ok && r < REFINE_RUNS; r++)
-        for (int i = 0; ok && i < n; i++) {
+    for (int r = -1; ok && r < REFINE_RUNS; r++) /* r = -1: warm-up */
+        for (int i = 0; ok && i < m; i++) {
+            float ms = 0;
             ok = cudaEventRecord(ev[0], st) == cudaSuccess &&
-                 run_algo(c, cv, h, cand[i].algo, cand[i].memory, &b) == 0 &&
+                 (i < n ? run_algo(c, cv, h, cand[i].algo, cand[i].memory, &b)
+                        : run_braid(c, cv, ptr, st)) &&
                  cudaEventRecord(ev[1], st) == cudaSuccess &&
                  cudaEventSynchronize(ev[1]) == cudaSuccess &&
-                 cudaEventElapsedTime(&t[i][r], ev[0], ev[1]) == cudaSuccess;
+                 cudaEventElapsedTime(&ms, ev[0], ev[1]) == cudaSuccess;
+            if (r >= 0) t[i][r] = ms;
         }
     int best = 0;
     float best_t = 0;
-    for (int i = 0; ok && i < n; i++) {
+    for (int i = 0; ok && i < m; i++) {
         qsort(t[i], REFINE_RUNS, sizeof t[i][0], cmp_float);
         float med = t[i][REFINE_RUNS / 2];
         if (i == 0 || med < best_t) best = i, best_t = med;
     }
+    if (ok)
+        br_cuda_logf(c, "conv node %u: timed %d cuDNN candidates and braid's "
+                        "kernel: fastest %s (median %.4f ms)",
+                     cv->node, n, best < n ? "cuDNN" : "braid's kernel",
+                     (double)best_t);
     if (ev[0]) cudaEventDestroy(ev[0]);
     if (ev[1]) cudaEventDestroy(ev[1]);
     cudaStreamSynchronize(st);
     bufs_free(&b);
+    free(ptr);
     (void)cudaGetLastError(); /* a failed timing leaves Find's choice */
     return ok ? best : 0;
 }
 
 /* The fastest usable algorithm (succeeded within the workspace limit and
  * the math mode asked for — FMA: no tensor ops), by cudnnFind* and then
- * refine(). */
-static braid_status choose(const br_cuda *c, br_conv *cv, const conv_key *k,
-                           br_cudnn_handle h) {
-    if (cache_get(k, &cv->algo, &cv->ws)) return BRAID_OK;
+ * refine(); *braid true when braid's own kernel was faster still. */
+static braid_status choose(br_cuda *c, br_conv *cv, const conv_key *k,
+                           br_cudnn_handle h, bool *braid) {
+    *braid = false;
+    if (cache_get(k, &cv->algo, &cv->ws)) {
+        *braid = cv->algo == BRAID_KERNEL_ALGO;
+        return BRAID_OK;
+    }
     const br_cudnn_api *a = c->conv.api;
     br_cudnn_perf perf[16];
     int got = 0;
@@ -362,8 +402,9 @@ static braid_status choose(const br_cuda *c, br_conv *cv, const conv_key *k,
                                  "%s: node %u: cuDNN found no usable algorithm",
                                  WHERE, cv->node);
     int best = refine(c, cv, h, cand, n);
-    cv->algo = cand[best].algo;
-    cv->ws = cand[best].memory;
+    *braid = best == n;
+    cv->algo = *braid ? BRAID_KERNEL_ALGO : cand[best].algo;
+    cv->ws = *braid ? 0 : cand[best].memory;
     cache_put(k, cv->algo, cv->ws);
     return BRAID_OK;
 }
@@ -413,11 +454,13 @@ static braid_status adopt(br_cuda *c, uint32_t id, br_conv *cv, bool *moved) {
     braid_status s = br_cuda_use(c, WHERE, id, cn->dev);
     if (s != BRAID_OK) return s;
     s = handle_of(c, cn->queue, id, &h);
+    bool braid = false;
     if (s == BRAID_OK) s = describe(c, cv, &k, n);
-    if (s == BRAID_OK) s = choose(c, cv, &k, h);
-    if (s != BRAID_OK) { /* cuDNN refused the node: braid's kernel runs it */
+    if (s == BRAID_OK) s = choose(c, cv, &k, h, &braid);
+    if (s != BRAID_OK || braid) { /* braid's kernel runs it */
         br_cuda_logf(c, "conv node %u: braid's kernel (%s)", id,
-                     braid_last_error());
+                     s != BRAID_OK ? braid_last_error()
+                                   : "faster than cuDNN's algorithms here");
         destroy(c->conv.api, cv);
         (void)cudaGetLastError();
         return BRAID_OK;
