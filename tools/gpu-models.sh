@@ -16,8 +16,11 @@
 #   torch    bench/models_torch.py in the same run: eager, torch.compile,
 #            reduce-overhead, TF32 off and on (MODELS_TORCH_ARGS: its args)
 #   profile  braid run --profile of the _ts models: the per-op table
-#   planload GPT-2 compiled to a plan file, then `braid run` of the file in a
-#            fresh process: load, first run, and the process's wall time
+#   planload GPT-2 compiled to a plan file with the GPU hidden (as on the
+#            GPU-less build machine), then `braid run` of the file in a
+#            fresh process: load, first run, the process's wall time, the
+#            output against PyTorch's; and bench/plan_first_result's steps
+#            (load, executor, first run; context cold and made beforehand)
 #   skel     each model without its large float weights (initializers of
 #            4096 elements or more lose their data; name, dims and type stay)
 #            as <stem>.skel.onnx in $OUT/skel.tgz, for timing on a machine
@@ -54,7 +57,7 @@ command -v ninja >/dev/null && GEN=(-G Ninja)
 { { [ -f "$BUILD/CMakeCache.txt" ] ||
     cmake -S "$ROOT" -B "$BUILD" "${GEN[@]}" -DBRAID_CUDA=ON -DBRAID_ONNX=ON \
       -DBRAID_TESTS=OFF -DBRAID_WERROR=OFF -DCMAKE_BUILD_TYPE=Release; } &&
-  cmake --build "$BUILD" -j "$(nproc)" --target braid_cli; } >"$LOGS/build.log" 2>&1 ||
+  cmake --build "$BUILD" -j "$(nproc)" --target braid_cli bench_plan_first_result; } >"$LOGS/build.log" 2>&1 ||
     { tail -30 "$LOGS/build.log"; exit 1; }
 echo "build: $(( $(date +%s) - t0 )) s"
 BRAID=$BUILD/braid
@@ -124,8 +127,9 @@ if step planload; then
     for stem in "${STEMS[@]}"; do
         case $stem in gpt2*_ts) ;; *) continue ;; esac
         ds=$M/$stem/test_data_set_0
-        "$BRAID" compile "$M/$stem.onnx" --devices cuda:0 -o "$BUILD/$stem.plan" --report \
-            >"$LOGS/compile_$stem.log" 2>&1
+        # compiled with the GPU hidden, as on the GPU-less build machine
+        CUDA_VISIBLE_DEVICES= "$BRAID" compile "$M/$stem.onnx" --devices cuda:0 \
+            -o "$BUILD/$stem.plan" --report >"$LOGS/compile_$stem.log" 2>&1
         echo "compile $stem: $(grep -m1 '^wrote' "$LOGS/compile_$stem.log")"
         grep -E '^compile report|^  pass (simplify|memory|fuse)|passes in all|kernels:' \
             "$LOGS/compile_$stem.log"
@@ -136,6 +140,13 @@ if step planload; then
         echo "plan file $stem: $(grep -E '^(load|run):' "$LOGS/planrun_$stem.log" | tr '\n' ' ')" \
              "process wall $(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.3f", b-a}') s;" \
              "$(python3 -c "$cmp_py" "$BUILD/out/plan_$stem/logits.npy" "$ds/output_0.pb" 1e-4 2>&1)"
+        # load → executor → first result, step by step, in fresh processes:
+        # the CUDA context made by the steps, then made beforehand
+        for w in "" --warm-context; do
+            r=$("$BUILD/bench/plan_first_result" "$BUILD/$stem.plan" $w --runs 5 \
+                  2>&1 | tee "$LOGS/first_result_$stem$w.log" | grep '^RESULT')
+            echo "first result $stem${w:+ ($w)}: ${r:-FAILED: $(tail -2 "$LOGS/first_result_$stem$w.log")}"
+        done
     done
 fi
 
