@@ -15,11 +15,13 @@
  * it the context's creation falls into whichever step first touches the
  * GPU. Host clock (CLOCK_MONOTONIC) around each call.
  *
- * Prints the steps and, last, "RESULT plan_first_result context_ms=…
+ * Prints the steps (and on a GPU the executor log's line of its creation
+ * steps) and, last, "RESULT plan_first_result context_ms=…
  * load_ms=… exec_ms=… first_run_ms=… total_ms=… run_ms=…" (total: load +
  * executor + first run). Exit status 1 on any error. */
 #define _POSIX_C_SOURCE 200809L
 #include "bench/bench.h"
+#include "runtime/exec_impl.h"
 
 #include <string.h>
 
@@ -124,6 +126,14 @@ int main(int argc, char **argv) {
     printf("braid_plan_load: %.3f ms\nbraid_exec_new: %.3f ms\n"
            "first braid_run: %.3f ms\nmedian of %d more runs: %.3f ms\n",
            load, ex, first, runs, bn_median(rt, runs));
+#ifdef BRAID_HAVE_CUDA
+    { /* the executor's own account of its creation, step by step */
+        const br_cuda *c = br_exec_cuda(e);
+        const char *log = c ? br_cuda_log(c) : NULL, *l;
+        if (log && (l = strstr(log, "created in")) != NULL)
+            printf("executor log: %.*s\n", (int)strcspn(l, "\n"), l);
+    }
+#endif
     printf("RESULT plan_first_result context_ms=%.3f load_ms=%.3f exec_ms=%.3f "
            "first_run_ms=%.3f total_ms=%.3f run_ms=%.3f\n",
            ctx_ms, load, ex, first, load + ex + first, bn_median(rt, runs));
