@@ -45,6 +45,18 @@ braid_status vp_check_assigns(const vp_state *st);
  * bytes), else BG_NONE. */
 uint32_t vp_assign_of_written(const vp_state *st, uint32_t id);
 
+/* Strided views (verify_plan_layout.c): the layout table, extents, and
+ * that every node computing from a strided view is a matmul taking it. */
+braid_status vp_check_layouts(const vp_state *st);
+/* Skipped node id as a strided view (or a permute a matmul computes
+ * into): *handled false when id is neither (the contiguous checks apply);
+ * else BRAID_OK or the failure. */
+braid_status vp_check_strided_noop(const vp_state *st, uint32_t id,
+                                   bool *handled);
+/* Node id, a VIEW that computes, is a matmul writing the bytes of the
+ * permute reading it. */
+bool vp_writes_permute(const vp_state *st, uint32_t id);
+
 /* The op writes element i of its output from element i of same-shaped
  * inputs only, so its output may be exactly one such input's bytes (never
  * a range-checked cast's: its GPU kernel reads the input after writing). */
