@@ -358,7 +358,8 @@ static braid_status check_noop(const vp_state *st, uint32_t id) {
             !vp_writes_permute(st, id))
             return vp_fail("place: node %u (%s) is a view of node %u that "
                            "writes into it, but no concat is assembled "
-                           "there",
+                           "there, nor is it a matmul writing the strided "
+                           "layout of the permute reading it",
                            id, op_name(p, id), in->place.base);
         return BRAID_OK;
     }
