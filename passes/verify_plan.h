@@ -1,7 +1,9 @@
 /* passes/verify_plan.h — internals of the plan checker (passes/verify_plan*.c).
  *
  * The checker re-derives everything from the plan's raw tables (schedule,
- * queues, events, places) and shares no code with the passes it checks. */
+ * queues, events, places) and shares no code with the passes it checks,
+ * except the definitions of what a program (bp_program_check) and a
+ * strided layout (passes/layout.h) are. */
 #ifndef BRAID_PASSES_VERIFY_PLAN_H
 #define BRAID_PASSES_VERIFY_PLAN_H
 
