@@ -379,3 +379,21 @@ Test(strided, plan_file_keeps_layouts) {
     braid_plan_free(p);
     braid_graph_free(g);
 }
+
+/* DOT and the plan listing show strided views with their strides. */
+Test(strided, dot_shows_layouts) {
+    braid_graph *g = braid_graph_new(NULL);
+    attention(g, BRAID_F32, 1, 4, 2, 3, false);
+    bp_plan *p = compile(g, "cpu", OFF);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    cr_assert_eq(braid_plan_to_dot(p, f), BRAID_OK);
+    fclose(f);
+    /* q of qkv [1, 4, 18]: strides (0, 3, 18, 1), 0 along the length-1 B */
+    cr_assert(strstr(text, "strided view of %"), "%s", text);
+    cr_assert(strstr(text, "[0,3,18,1]"), "q's strides missing");
+    free(text);
+    braid_plan_free(p);
+    braid_graph_free(g);
+}
