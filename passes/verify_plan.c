@@ -524,14 +524,16 @@ static braid_status check_places(vp_state *st) {
         if (s != BRAID_OK) return s;
     }
     resolve_roots(st);
-    for (uint32_t id = 0; id < st->n; id++) {
+    for (uint32_t id = 0; id < st->n; id++)
         if (p->res.info[st->root[id]].place.storage == BP_STORAGE_VIEW)
             return vp_fail("view: node %u's chain of views has a cycle", id);
+    /* layouts inside their roots before any arithmetic on their strides */
+    braid_status ls = vp_check_layouts(st);
+    if (ls != BRAID_OK) return ls;
+    for (uint32_t id = 0; id < st->n; id++) {
         braid_status s = check_noop(st, id);
         if (s != BRAID_OK) return s;
     }
-    braid_status s = vp_check_layouts(st);
-    if (s != BRAID_OK) return s;
     for (uint32_t a = 0; a < p->res.narenas; a++) {
         const bp_arena *ar = &p->res.arenas[a];
         if (!device_listed(p, ar->device) ||

@@ -118,16 +118,24 @@ static braid_status check_extent(const vp_state *st, uint32_t id) {
     const bp_plan *p = st->plan;
     const bg_node *n = &p->res.graph->nodes[id];
     const int64_t *s = bp_layout_of(p, id);
-    uint64_t last = 0, es = braid_dtype_size(n->dtype);
+    uint64_t es = braid_dtype_size(n->dtype);
+    uint64_t rb = p->res.info[st->root[id]].place.bytes;
+    /* elements from the view's first to the root's end, without overflow */
+    uint64_t room = st->roff[id] <= rb ? (rb - st->roff[id]) / es : 0;
+    uint64_t last = 0;
+    bool over = st->roff[id] > rb || (bg_numel(n) > 0 && room == 0);
     for (int d = 0; d < n->rank; d++) {
         if (s[d] < 0)
             return vp_fail("layout: node %u has stride %lld on axis %d", id,
                            (long long)s[d], d);
-        if (n->dims[d] > 1) last += (uint64_t)(n->dims[d] - 1) * (uint64_t)s[d];
+        if (n->dims[d] <= 1 || s[d] == 0 || over) continue;
+        uint64_t k = (uint64_t)(n->dims[d] - 1), sd = (uint64_t)s[d];
+        if (k > (room - 1 - last) / sd)
+            over = true; /* last + k·sd would reach past room - 1 */
+        else
+            last += k * sd;
     }
-    uint64_t rb = p->res.info[st->root[id]].place.bytes;
-    if (bg_numel(n) > 0 &&
-        (st->roff[id] > rb || (last + 1) * es > rb - st->roff[id]))
+    if (bg_numel(n) > 0 && over)
         return vp_fail("layout: node %u's elements (byte %llu, last element "
                        "%llu) run past its root node %u (%llu bytes)",
                        id, (unsigned long long)st->roff[id],

@@ -15,6 +15,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -343,6 +344,12 @@ Test(strided, verifier_rejects_a_wrong_stride) {
                       strstr(braid_last_error(), "strided"),
                   "%s", braid_last_error());
         l->stride[r - 2] -= 1;
+        int64_t keep = l->stride[r - 1];
+        l->stride[r - 1] = INT64_MAX / 3; /* a crafted file's: no overflow */
+        cr_assert_neq(bp_verify_plan(p), BRAID_OK, "layout %u", k);
+        l->stride[r - 1] = -1;
+        cr_assert_neq(bp_verify_plan(p), BRAID_OK, "layout %u", k);
+        l->stride[r - 1] = keep;
     }
     /* a slice's place without its layout: the bytes are not contiguous */
     uint32_t id = p->res.layouts[0].node;
