@@ -157,7 +157,6 @@ static braid_status commit(sv_state *sv) {
 }
 
 static braid_status input_side(bp_mem *m, uint32_t nc) {
-    const bp_plan *p = m->plan;
     uint32_t n = m->hb.n;
     sv_state sv = {.m = m, .nc = nc};
     sv.slot = bp_calloc(n, sizeof *sv.slot, "strided views");
@@ -176,7 +175,6 @@ static braid_status input_side(bp_mem *m, uint32_t nc) {
                 sv.slot[id] = k++;
             }
         }
-        (void)p;
         do forward(&sv);
         while (backward(&sv));
         s = commit(&sv);
