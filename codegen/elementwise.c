@@ -29,7 +29,8 @@ static void classify_operands(const bc_node *c, uint32_t mm_instr,
     bc_operands_used(c, c->prog->ninstr - 1, mm_instr, mode);
     for (uint32_t k = 0; k < c->n->ninputs; k++)
         if (mode[k] == BC_OPERAND_POINTER &&
-            bg_numel(bc_input(c, k)) == c->numel && c->numel > 1)
+            bg_numel(bc_input(c, k)) == c->numel && c->numel > 1 &&
+            !bp_layout_of(c->plan, c->n->inputs[k])) /* strided: by index */
             mode[k] = BC_OPERAND_VALUE;
 }
 

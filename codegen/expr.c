@@ -177,10 +177,17 @@ void bc_operands_used(const bc_node *c, uint32_t root, uint32_t mm_instr,
 static void emit_load(bc_buf *b, const bc_node *c, const bp_instr *in) {
     const bp_program *pr = c->prog;
     const bg_node *x = bc_input(c, in->input);
+    const int64_t *xs = bp_layout_of(c->plan, c->n->inputs[in->input]);
     int64_t xn = bg_numel(x);
     char ptr[64];
     bc_buf tmp = {0};
-    if (xn == c->numel) {
+    if (xs && x->rank == pr->rank) { /* a strided view at the space's shape */
+        int64_t st[BRAID_MAX_RANK];
+        bc_term t[BRAID_MAX_RANK];
+        for (int d = 0; d < pr->rank; d++) st[d] = pr->dims[d] > 1 ? xs[d] : 0;
+        int nt = bc_terms(pr->rank, pr->dims, st, t);
+        bc_emit_terms(&tmp, t, nt, "i", c->idx);
+    } else if (xn == c->numel) {
         bc_buf_puts(&tmp, "i");
     } else if (xn <= 1) {
         bc_buf_puts(&tmp, "0");

@@ -8,6 +8,7 @@
 #define BRAID_CODEGEN_INTERNAL_H
 
 #include "codegen/codegen.h"
+#include "passes/layout.h"
 
 #include <stdarg.h>
 

@@ -213,6 +213,14 @@ braid_status bc_node_init(bc_node *c, const bp_plan *p, uint32_t id) {
     for (int d = 0; d < c->prog->rank; d++)
         c->numel *= c->prog->dims[d];
     int64_t big = c->numel > bg_numel(c->n) ? c->numel : bg_numel(c->n);
+    for (uint32_t k = 0; k < c->n->ninputs; k++) { /* a strided view's reach */
+        const bg_node *x = bc_input(c, k);
+        const int64_t *s = bp_layout_of(p, c->n->inputs[k]);
+        int64_t last = 0;
+        for (int d = 0; s && d < x->rank; d++)
+            if (x->dims[d] > 1) last += (x->dims[d] - 1) * s[d];
+        if (last + 1 > big) big = last + 1;
+    }
     c->idx64 = big >= ((int64_t)1 << 32) - ((int64_t)1 << 16);
     c->idx = c->idx64 ? "unsigned long long" : "unsigned";
     snprintf(c->entry, sizeof c->entry, "%s", BC_ENTRY);

@@ -5,6 +5,7 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include "passes/dot.h"
+#include "passes/layout.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
@@ -93,10 +94,16 @@ static void put_place(plan_dot *d, uint32_t id) {
     case BP_STORAGE_CONSTANT:
         bp_text_printf(t, "constant data");
         break;
-    case BP_STORAGE_VIEW:
-        bp_text_printf(t, "view of %%%" PRIu32 " @ %" PRIu64, pl->base,
-                       pl->offset);
+    case BP_STORAGE_VIEW: {
+        const int64_t *s = bp_layout_of(d->p, id);
+        bp_text_printf(t, "%sview of %%%" PRIu32 " @ %" PRIu64,
+                       s ? "strided " : "", pl->base, pl->offset);
+        for (int a = 0; s && a < d->p->res.graph->nodes[id].rank; a++)
+            bp_text_printf(t, "%s%" PRId64 "%s", a ? "," : " [", s[a],
+                           a + 1 == d->p->res.graph->nodes[id].rank ? "]"
+                                                                    : "");
         break;
+    }
     default:
         bp_text_printf(t, "no storage");
         break;

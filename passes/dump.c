@@ -34,7 +34,8 @@ static void put_annotation(const bp_plan *p, uint32_t id, FILE *out) {
         fprintf(out, " arena%" PRIu32 "+%" PRIu64 "/%" PRIu64, pl->arena,
                 pl->offset, pl->bytes);
     else if (pl->storage == BP_STORAGE_VIEW)
-        fprintf(out, " view(%%%" PRIu32 "+%" PRIu64 ")", pl->base, pl->offset);
+        fprintf(out, " %sview(%%%" PRIu32 "+%" PRIu64 ")",
+                pl->layout ? "strided " : "", pl->base, pl->offset);
     if (in->program < p->res.nprograms)
         put_program(p, &p->res.programs[in->program], out);
     if (in->chunk) fputs(" chunk", out);

@@ -128,6 +128,11 @@ braid_status bp_mem_assigns(bp_mem *m);
 /* Node y's kernel stays correct when its output is exactly the bytes of a
  * same-shaped input (memory_views.c). */
 bool bp_mem_kernel_allows_alias(const bp_plan *p, uint32_t y);
+/* Strided views (memory_strided.c): view ops only matmuls read become
+ * VIEWs with a layout, a matmul read only by a permute computes into the
+ * permute's bytes; resets plan->res.layouts. After the contiguous views
+ * are classified, before concats and bases are resolved. */
+braid_status bp_mem_strided(bp_mem *m);
 /* In-place elementwise: unions a node with a dead input's buffer. */
 void bp_mem_in_place(bp_mem *m);
 /* Union-find root of node id. */

@@ -195,12 +195,14 @@ braid_status bp_mem_views(bp_mem *m) {
     bp_plan *p = m->plan;
     for (uint32_t i = 0; i < p->res.nschedule; i++)
         if (p->res.schedule[i] < m->hb.n) classify(m, p->res.schedule[i]);
+    braid_status s = bp_mem_strided(m);
+    if (s != BRAID_OK) return s;
     for (uint32_t i = 0; i < p->res.nschedule; i++) {
         uint32_t id = p->res.schedule[i];
         if (id < m->hb.n && p->res.graph->nodes[id].op == BRAID_OP_CONCAT)
             concat_in_place(m, id);
     }
-    braid_status s = bp_mem_assigns(m);
+    s = bp_mem_assigns(m);
     resolve_roots(m);
     return s;
 }

@@ -147,7 +147,8 @@ braid_status bp_compile_check(const braid_graph *g,
                                  opts->chunks, BRAID_MAX_CHUNKS);
     if (opts && (opts->disable_passes &
                  ~(unsigned)(BRAID_PASS_SIMPLIFY | BRAID_PASS_FUSE |
-                             BRAID_PASS_CHUNK | BRAID_PASS_REUSE)))
+                             BRAID_PASS_CHUNK | BRAID_PASS_REUSE |
+                             BRAID_PASS_STRIDED)))
         return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
                                  "braid_compile: disable_passes has unknown "
                                  "bits 0x%x",

@@ -38,6 +38,7 @@ static void result_free(bp_result *r) {
         free(r->programs[i].instr);
     free(r->programs);
     free(r->arenas);
+    free(r->layouts);
     free(r->inputs);
     free(r->outputs);
 }
@@ -157,7 +158,8 @@ static void print_node(const bp_plan *p, uint32_t id, FILE *out) {
     if (pl->storage == BP_STORAGE_ARENA)
         fprintf(out, " %" PRIu32 "+%" PRIu64, pl->arena, pl->offset);
     if (pl->storage == BP_STORAGE_VIEW)
-        fprintf(out, " %%%" PRIu32 "+%" PRIu64, pl->base, pl->offset);
+        fprintf(out, " %%%" PRIu32 "+%" PRIu64 "%s", pl->base, pl->offset,
+                pl->layout ? " strided" : "");
     if (n->name) fprintf(out, "  \"%s\"", n->name);
     fputc('\n', out);
 }

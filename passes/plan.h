@@ -108,7 +108,21 @@ typedef struct bp_tensor_place {
     uint32_t base;      /* VIEW: node id whose bytes this tensor shares */
     uint64_t offset;    /* ARENA: byte offset in the arena; VIEW: in base */
     uint64_t bytes;     /* numel × dtype size (0 for an empty tensor) */
+    uint32_t layout;    /* VIEW: 0 when the view's elements are dense
+                           (C order from offset); k > 0 when they are a
+                           strided view of base: plan->res.layouts[k - 1]
+                           holds their element strides (passes/layout.h) */
 } bp_tensor_place;
+
+/* Where a strided view's elements lie in its base: element (i0, .., ir-1)
+ * at byte offset + Σ i_d·stride[d]·dtype size. Only matmuls read such a
+ * view (as an operand, through leading dimensions and batch strides), and
+ * only a matmul writes through one (its result laid out as the permute
+ * reading it wants): docs/memory.md, "Strided views". */
+typedef struct bp_layout {
+    uint32_t node;                  /* the node whose place names it */
+    int64_t stride[BRAID_MAX_RANK]; /* element strides per dim (≥ 0) */
+} bp_layout;
 
 /* One block of memory an executor allocates, once, at creation. */
 typedef struct bp_arena {
@@ -286,6 +300,9 @@ typedef struct bp_result {
     uint32_t nprograms;         /* entries in programs */
     bp_arena *arenas;           /* memory to allocate; owned */
     uint32_t narenas;           /* entries in arenas */
+    bp_layout *layouts;         /* strided views' strides (memory pass);
+                                   owned */
+    uint32_t nlayouts;          /* entries in layouts */
     bp_io *inputs;              /* every graph input, in id order; owned */
     uint32_t ninputs;           /* entries in inputs */
     bp_io *outputs;             /* every named output, in the order added;

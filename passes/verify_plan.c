@@ -354,10 +354,12 @@ static braid_status check_noop(const vp_state *st, uint32_t id) {
     const bp_node_info *in = &p->res.info[id];
     if (!in->noop) {
         if (in->place.storage == BP_STORAGE_VIEW && !feeds_noop_concat(st, id) &&
-            vp_assign_of_written(st, id) == BG_NONE)
+            vp_assign_of_written(st, id) == BG_NONE &&
+            !vp_writes_permute(st, id))
             return vp_fail("place: node %u (%s) is a view of node %u that "
                            "writes into it, but no concat is assembled "
-                           "there",
+                           "there, nor is it a matmul writing the strided "
+                           "layout of the permute reading it",
                            id, op_name(p, id), in->place.base);
         return BRAID_OK;
     }
@@ -369,6 +371,9 @@ static braid_status check_noop(const vp_state *st, uint32_t id) {
     if (n->op == BRAID_OP_CONCAT && in->place.storage != BP_STORAGE_INPUT &&
         in->place.storage != BP_STORAGE_CONSTANT)
         return check_noop_concat(st, id);
+    bool handled;
+    braid_status s = vp_check_strided_noop(st, id, &handled);
+    if (handled) return s;
     uint64_t want = 0;
     if (in->place.storage != BP_STORAGE_VIEW || n->ninputs != 1 ||
         st->root[id] != st->root[n->inputs[0]] || !view_expected(st, id, &want))
@@ -396,7 +401,8 @@ static braid_status check_view(vp_state *st, uint32_t id) {
         return vp_fail("view: node %u is a view of node %u, a view scheduled "
                        "after it",
                        id, b);
-    if (pl->offset > bp->bytes || pl->bytes > bp->bytes - pl->offset)
+    if (pl->layout == 0 && /* a strided view: vp_check_layouts */
+        (pl->offset > bp->bytes || pl->bytes > bp->bytes - pl->offset))
         return vp_fail("view: node %u (bytes %llu..%llu) lies outside its "
                        "base node %u (%llu bytes)",
                        id, (unsigned long long)pl->offset,
@@ -518,9 +524,13 @@ static braid_status check_places(vp_state *st) {
         if (s != BRAID_OK) return s;
     }
     resolve_roots(st);
-    for (uint32_t id = 0; id < st->n; id++) {
+    for (uint32_t id = 0; id < st->n; id++)
         if (p->res.info[st->root[id]].place.storage == BP_STORAGE_VIEW)
             return vp_fail("view: node %u's chain of views has a cycle", id);
+    /* layouts inside their roots before any arithmetic on their strides */
+    braid_status ls = vp_check_layouts(st);
+    if (ls != BRAID_OK) return ls;
+    for (uint32_t id = 0; id < st->n; id++) {
         braid_status s = check_noop(st, id);
         if (s != BRAID_OK) return s;
     }

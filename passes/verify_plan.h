@@ -1,7 +1,9 @@
 /* passes/verify_plan.h — internals of the plan checker (passes/verify_plan*.c).
  *
  * The checker re-derives everything from the plan's raw tables (schedule,
- * queues, events, places) and shares no code with the passes it checks. */
+ * queues, events, places) and shares no code with the passes it checks,
+ * except the definitions of what a program (bp_program_check) and a
+ * strided layout (passes/layout.h) are. */
 #ifndef BRAID_PASSES_VERIFY_PLAN_H
 #define BRAID_PASSES_VERIFY_PLAN_H
 
@@ -44,6 +46,18 @@ braid_status vp_check_assigns(const vp_state *st);
  * assign itself, or the assign's value computed into the variable's
  * bytes), else BG_NONE. */
 uint32_t vp_assign_of_written(const vp_state *st, uint32_t id);
+
+/* Strided views (verify_plan_layout.c): the layout table, extents, and
+ * that every node computing from a strided view is a matmul taking it. */
+braid_status vp_check_layouts(const vp_state *st);
+/* Skipped node id as a strided view (or a permute a matmul computes
+ * into): *handled false when id is neither (the contiguous checks apply);
+ * else BRAID_OK or the failure. */
+braid_status vp_check_strided_noop(const vp_state *st, uint32_t id,
+                                   bool *handled);
+/* Node id, a VIEW that computes, is a matmul writing the bytes of the
+ * permute reading it. */
+bool vp_writes_permute(const vp_state *st, uint32_t id);
 
 /* The op writes element i of its output from element i of same-shaped
  * inputs only, so its output may be exactly one such input's bytes (never

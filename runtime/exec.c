@@ -19,6 +19,7 @@
  * emulated queues' last nodes, deferred copies, outputs copied out).
  * braid_run is the two in a row. */
 #define _POSIX_C_SOURCE 200809L
+#include "passes/layout.h"
 #include "runtime/cuda/cuda.h"
 #include "runtime/dispatch.h"
 #include "runtime/profile/profile.h"
@@ -100,13 +101,14 @@ static braid_status alloc_tables(braid_exec *e) {
     e->home = calloc(p->res.ninfo ? p->res.ninfo : 1, sizeof *e->home);
     e->ptr = calloc(p->res.ninfo ? p->res.ninfo : 1, sizeof *e->ptr);
     e->args = calloc(e->max_inputs ? e->max_inputs : 1, sizeof *e->args);
+    e->sargs = calloc(e->max_inputs ? e->max_inputs : 1, sizeof *e->sargs);
     e->staging =
         calloc(p->res.ninputs ? p->res.ninputs : 1, sizeof *e->staging);
     e->in_binding =
         calloc(p->res.ninputs ? p->res.ninputs : 1, sizeof *e->in_binding);
     e->out_binding = calloc(p->res.noutputs, sizeof *e->out_binding);
     e->cpu_done = calloc(p->res.ninfo ? p->res.ninfo : 1, sizeof *e->cpu_done);
-    if (!e->arena || !e->home || !e->ptr || !e->args || !e->staging ||
+    if (!e->arena || !e->home || !e->ptr || !e->args || !e->sargs || !e->staging ||
         !e->in_binding || !e->out_binding || !e->cpu_done)
         return bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY,
                                  "braid_exec_new: out of memory for the "
@@ -222,6 +224,7 @@ void braid_exec_free(braid_exec *e) {
     free(e->home);
     free(e->ptr);
     free(e->args);
+    free(e->sargs);
     free(e->scratch);
     free(e->staging);
     free(e->in_binding);
@@ -440,8 +443,11 @@ static braid_status run_node(braid_exec *e, br_kernel_args *a, uint32_t id) {
     if (n->op == BRAID_OP_INPUT || n->op == BRAID_OP_CONSTANT ||
         p->res.info[id].noop)
         return BRAID_OK;
-    for (uint32_t k = 0; k < n->ninputs; k++)
+    for (uint32_t k = 0; k < n->ninputs; k++) {
         e->args[k] = e->ptr[n->inputs[k]];
+        e->sargs[k] = bp_layout_of(p, n->inputs[k]);
+    }
+    a->out_strides = bp_layout_of(p, id);
     a->id = id;
     a->node = n;
     a->out = e->ptr[id];
@@ -475,6 +481,7 @@ static braid_status start_schedule(braid_exec *e, const braid_input_binding *in,
     const bp_plan *p = e->plan;
     e->run.kargs = (br_kernel_args){.g = p->res.graph,
                                     .in = e->args,
+                                    .in_strides = e->sargs,
                                     .pool = e->pool,
                                     .scratch = e->scratch,
                                     .scratch_bytes = e->scratch_bytes,

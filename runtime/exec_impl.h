@@ -39,6 +39,7 @@ struct braid_exec {
                                buffer, constant data, NULL for inputs) */
     void **ptr;             /* per node: its data during a run */
     const void **args;      /* a node's input pointers, max_inputs */
+    const int64_t **sargs;  /* their strides (bp_layout_of), max_inputs */
     uint32_t max_inputs;    /* entries in args */
     void *scratch;          /* kernel scratch; owned */
     size_t scratch_bytes;   /* its size */

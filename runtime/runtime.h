@@ -43,6 +43,13 @@ typedef struct br_kernel_args {
     const bp_program *program; /* FUSED: its program; else NULL */
     void *out;             /* its output, bg_nbytes(node) bytes */
     const void *const *in; /* its inputs' data, node->ninputs pointers */
+    const int64_t *const *in_strides; /* per input: element strides when it
+                                         is a strided view (bp_layout_of),
+                                         else NULL (dense); only matmuls
+                                         see strided inputs. NULL: all
+                                         dense */
+    const int64_t *out_strides; /* the output's, when a matmul computes
+                                   into a permute's bytes; else NULL */
     br_pool *pool;         /* threads to split the work over */
     void *scratch;         /* executor scratch, at least what
                               br_cpu_prepare asked for, 64-byte aligned */

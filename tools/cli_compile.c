@@ -23,6 +23,7 @@ static const struct {
     {"--no-fuse", BRAID_PASS_FUSE},
     {"--no-chunk", BRAID_PASS_CHUNK},
     {"--no-reuse", BRAID_PASS_REUSE},
+    {"--no-strided", BRAID_PASS_STRIDED},
 };
 
 /* Compile flags that take a value. */
@@ -53,7 +54,7 @@ void cli_print_compile_help(FILE *out) {
           "                            place, copies, fuse, chunk, streams, "
           "schedule,\n"
           "                            memory, verify_plan)\n"
-          "  --no-simplify, --no-fuse, --no-chunk, --no-reuse\n"
+          "  --no-simplify, --no-fuse, --no-chunk, --no-reuse, --no-strided\n"
           "                            turn an optional pass off\n"
           "  --streams N               compute streams per GPU, 1..64 "
           "(default 4)\n"

@@ -592,6 +592,8 @@ typedef struct braid_device_profile {
 #define BRAID_PASS_FUSE 2u     /* elementwise fusion */
 #define BRAID_PASS_CHUNK 4u    /* copy/compute pipelining */
 #define BRAID_PASS_REUSE 8u    /* memory reuse (each tensor its own bytes) */
+#define BRAID_PASS_STRIDED 16u /* strided views: every slice / permute a
+                                  matmul reads is materialised */
 
 typedef struct braid_compile_options {
     const char *devices;   /* "cpu", "cpu,cuda:0", ...: names as

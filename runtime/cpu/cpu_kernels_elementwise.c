@@ -280,7 +280,10 @@ void br_elementwise_run(const br_kernel_args *a) {
         const bg_node *in = bg_node_at(a->g, n->inputs[k]);
         c.in[k] = a->in[k];
         c.isz[k] = braid_dtype_size(in->dtype);
-        br_nd_add_broadcast(&it, in->rank, in->dims);
+        if (a->in_strides && a->in_strides[k]) /* a strided view */
+            br_nd_add_strided(&it, a->in_strides[k]);
+        else
+            br_nd_add_broadcast(&it, in->rank, in->dims);
     }
     c.t = bg_node_at(a->g, n->inputs[n->ninputs - 1])->dtype;
     br_nd_collapse(&it);

@@ -2,10 +2,15 @@
  *
  * Each batch is one cblas_sgemm / cblas_dgemm on row-major matrices; the
  * transpose flags become CblasTrans instead of copies. Broadcast batch dims
- * read the same matrix through a zero stride. f16/bf16 matrices are widened
+ * read the same matrix through a zero stride. An operand that is a strided
+ * view (a slice / permute of another tensor's bytes, passes/layout.h) is
+ * read in place through its leading dimension, batch strides and, where
+ * its rows are its memory's columns, CblasTrans; a result the memory pass
+ * lays out as the permute reading it wants is written through ldc. f16/bf16 matrices are widened
  * to f32 in scratch, multiplied, and rounded back. Large products run one
  * after another on OpenBLAS's own threads; many small ones (which OpenBLAS
  * runs single-threaded anyway) are spread over the pool instead. */
+#include "passes/layout.h"
 #include "runtime/cpu/cpu_kernels.h"
 
 #include <cblas.h>
@@ -19,93 +24,104 @@
 typedef struct mm_ctx {
     braid_dtype t;              /* dtype of a, b and the output */
     size_t esz;                 /* its size */
-    bool ta, tb;                /* operands stored transposed */
     int64_t M, N, K;            /* product dims */
     int nb;                     /* batch dims of the output */
     int64_t bd[BRAID_MAX_RANK]; /* their sizes */
-    int64_t as[BRAID_MAX_RANK]; /* a's element stride per batch dim */
-    int64_t bs[BRAID_MAX_RANK]; /* b's element stride per batch dim */
+    bp_gemm_operand oa, ob, oc; /* a, b and the output as BLAS sees them:
+                                   leading dims, transposes, batch strides */
     int64_t nbatch;             /* product of bd */
     const char *a, *b;          /* operands */
     char *c;                    /* output */
     float *scratch;             /* f16/bf16: A, B and C as f32 */
 } mm_ctx;
 
-/* Batch strides of an operand of shape (rank, dims) whose matrices hold
- * msize elements, aligned right to the output's batch dims. */
-static void batch_strides(const mm_ctx *m, int rank, const int64_t *dims,
-                          int64_t msize, int64_t *out) {
-    int nb = rank - 2;
-    int64_t s = msize;
-    for (int i = m->nb - 1; i >= 0; i--) {
-        int j = i - (m->nb - nb);
-        out[i] = (j < 0 || dims[j] == 1) ? 0 : s;
-        if (j >= 0) s *= dims[j];
+/* Operand k of n (strides s, NULL: dense) against the output's batch. */
+static void mm_operand(const mm_ctx *m, const bg_node *x, const int64_t *s,
+                       bool t, bp_gemm_operand *o) {
+    int64_t dense[BRAID_MAX_RANK];
+    if (!s) {
+        bp_layout_dense(x->rank, x->dims, dense);
+        s = dense;
     }
+    bp_layout_gemm_operand(x->rank, x->dims, s, t, m->nb, m->bd, o);
 }
 
-static void mm_analyze(const braid_graph *g, const bg_node *n, mm_ctx *m) {
+static void mm_analyze(const braid_graph *g, const bg_node *n,
+                       const int64_t *const *is, const int64_t *os,
+                       mm_ctx *m) {
     const bg_node *a = bg_node_at(g, n->inputs[0]);
     const bg_node *b = bg_node_at(g, n->inputs[1]);
+    bool ta = (n->attr.flags & BRAID_TRANSPOSE_A) != 0;
+    bool tb = (n->attr.flags & BRAID_TRANSPOSE_B) != 0;
     m->t = n->dtype;
     m->esz = braid_dtype_size(n->dtype);
-    m->ta = (n->attr.flags & BRAID_TRANSPOSE_A) != 0;
-    m->tb = (n->attr.flags & BRAID_TRANSPOSE_B) != 0;
     m->M = n->dims[n->rank - 2];
     m->N = n->dims[n->rank - 1];
-    m->K = m->ta ? a->dims[a->rank - 2] : a->dims[a->rank - 1];
+    m->K = ta ? a->dims[a->rank - 2] : a->dims[a->rank - 1];
     m->nb = n->rank - 2;
     m->nbatch = 1;
     for (int i = 0; i < m->nb; i++) {
         m->bd[i] = n->dims[i];
         m->nbatch *= n->dims[i];
     }
-    batch_strides(m, a->rank, a->dims, m->M * m->K, m->as);
-    batch_strides(m, b->rank, b->dims, m->K * m->N, m->bs);
+    mm_operand(m, a, is ? is[0] : NULL, ta, &m->oa);
+    mm_operand(m, b, is ? is[1] : NULL, tb, &m->ob);
+    mm_operand(m, n, os, false, &m->oc);
 }
 
+/* Element offsets of batch i in a, b and the output. */
 static void batch_offsets(const mm_ctx *m, int64_t i, int64_t *ao,
-                          int64_t *bo) {
-    *ao = *bo = 0;
+                          int64_t *bo, int64_t *co) {
+    *ao = *bo = *co = 0;
     for (int d = m->nb - 1; d >= 0; d--) {
         int64_t k = i % m->bd[d];
         i /= m->bd[d];
-        *ao += k * m->as[d];
-        *bo += k * m->bs[d];
+        *ao += k * m->oa.batch[d];
+        *bo += k * m->ob.batch[d];
+        *co += k * m->oc.batch[d];
     }
 }
 
-/* C = op(A) · op(B), row-major, all three dense. */
-static void gemm(const mm_ctx *m, const void *A, const void *B, void *C,
-                 bool f64) {
+/* C = op(A) · op(B), row-major with leading dims lda, ldb, ldc. */
+static void gemm(const mm_ctx *m, const void *A, int64_t lda, const void *B,
+                 int64_t ldb, void *C, int64_t ldc, bool f64) {
     int M = (int)m->M, N = (int)m->N, K = (int)m->K;
-    int lda = m->ta ? M : K, ldb = m->tb ? K : N;
-    enum CBLAS_TRANSPOSE ta = m->ta ? CblasTrans : CblasNoTrans;
-    enum CBLAS_TRANSPOSE tb = m->tb ? CblasTrans : CblasNoTrans;
-    lda = lda > 0 ? lda : 1;
-    ldb = ldb > 0 ? ldb : 1;
+    enum CBLAS_TRANSPOSE ta = m->oa.trans ? CblasTrans : CblasNoTrans;
+    enum CBLAS_TRANSPOSE tb = m->ob.trans ? CblasTrans : CblasNoTrans;
     if (f64)
-        cblas_dgemm(CblasRowMajor, ta, tb, M, N, K, 1.0, A, lda, B, ldb, 0.0, C,
-                    N > 0 ? N : 1);
+        cblas_dgemm(CblasRowMajor, ta, tb, M, N, K, 1.0, A, (int)lda, B,
+                    (int)ldb, 0.0, C, (int)ldc);
     else
-        cblas_sgemm(CblasRowMajor, ta, tb, M, N, K, 1.0f, A, lda, B, ldb, 0.0f,
-                    C, N > 0 ? N : 1);
+        cblas_sgemm(CblasRowMajor, ta, tb, M, N, K, 1.0f, A, (int)lda, B,
+                    (int)ldb, 0.0f, C, (int)ldc);
+}
+
+/* The stored rows × cols matrix at src (leading dim ld) widened densely. */
+static void widen(const mm_ctx *m, const char *src, int64_t rows,
+                  int64_t cols, int64_t ld, float *dst) {
+    for (int64_t r = 0; r < rows; r++)
+        br_load_f32(m->t, src + (size_t)(r * ld) * m->esz, 1, cols,
+                    dst + r * cols);
 }
 
 static void run_batch(const mm_ctx *m, int64_t i) {
-    int64_t ao, bo;
-    batch_offsets(m, i, &ao, &bo);
+    int64_t ao, bo, co;
+    batch_offsets(m, i, &ao, &bo, &co);
     const char *A = m->a + ao * m->esz, *B = m->b + bo * m->esz;
-    char *C = m->c + i * m->M * m->N * m->esz;
+    char *C = m->c + co * m->esz;
     if (m->t == BRAID_F32 || m->t == BRAID_F64) {
-        gemm(m, A, B, C, m->t == BRAID_F64);
+        gemm(m, A, m->oa.ld, B, m->ob.ld, C, m->oc.ld, m->t == BRAID_F64);
         return;
     }
     float *fa = m->scratch, *fb = fa + m->M * m->K, *fc = fb + m->K * m->N;
-    br_load_f32(m->t, A, 1, m->M * m->K, fa);
-    br_load_f32(m->t, B, 1, m->K * m->N, fb);
-    gemm(m, fa, fb, fc, false);
-    br_store_f32(m->t, C, m->M * m->N, fc);
+    int64_t ar = m->oa.trans ? m->K : m->M, ac = m->oa.trans ? m->M : m->K;
+    int64_t br = m->ob.trans ? m->N : m->K, bc = m->ob.trans ? m->K : m->N;
+    widen(m, A, ar, ac, m->oa.ld, fa);
+    widen(m, B, br, bc, m->ob.ld, fb);
+    gemm(m, fa, ac > 0 ? ac : 1, fb, bc > 0 ? bc : 1, fc, m->N, false);
+    for (int64_t r = 0; r < m->M; r++)
+        br_store_f32(m->t, C + (size_t)(r * m->oc.ld) * m->esz, m->N,
+                     fc + r * m->N);
 }
 
 static void batch_range(void *ctx, int64_t b, int64_t e) {
@@ -113,16 +129,28 @@ static void batch_range(void *ctx, int64_t b, int64_t e) {
         run_batch(ctx, i);
 }
 
+/* An empty sum (K = 0): zeros in every row of every batch (BLAS rejects
+ * lda = 0). */
+static void zero_rows(const mm_ctx *m) {
+    for (int64_t i = 0; i < m->nbatch; i++) {
+        int64_t ao, bo, co;
+        batch_offsets(m, i, &ao, &bo, &co);
+        for (int64_t r = 0; r < m->M; r++)
+            memset(m->c + (size_t)(co + r * m->oc.ld) * m->esz, 0,
+                   (size_t)m->N * m->esz);
+    }
+}
+
 void br_matmul_run(const br_kernel_args *a) {
     mm_ctx m = {0};
-    mm_analyze(a->g, a->node, &m);
+    mm_analyze(a->g, a->node, a->in_strides, a->out_strides, &m);
     m.a = a->in[0];
     m.b = a->in[1];
     m.c = a->out;
     m.scratch = a->scratch;
     if (m.nbatch == 0 || m.M == 0 || m.N == 0) return;
-    if (m.K == 0) { /* an empty sum: zeros (BLAS rejects lda = 0) */
-        memset(m.c, 0, (size_t)(m.nbatch * m.M * m.N) * m.esz);
+    if (m.K == 0) {
+        zero_rows(&m);
         return;
     }
     int64_t work = m.M * m.N * m.K;
@@ -142,7 +170,7 @@ braid_status br_matmul_prepare(const braid_graph *g, uint32_t id,
                                  "%s",
                                  id, braid_dtype_name(n->dtype));
     mm_ctx m = {0};
-    mm_analyze(g, n, &m);
+    mm_analyze(g, n, NULL, NULL, &m);
     if (m.M > INT_MAX || m.N > INT_MAX || m.K > INT_MAX)
         return bg_set_last_error(BRAID_ERR_UNSUPPORTED,
                                  "braid_exec_new: node %u: matmul dims M=%lld "

@@ -8,8 +8,15 @@
  * movement; BRAID_TRANSPOSE_A/B become the op flags and the leading
  * dimensions.
  *
+ * Strided views (passes/layout.h): an operand that is a slice / permute
+ * of another tensor's bytes is read in place through its leading
+ * dimension, its batch strides and, where its rows are its memory's
+ * columns, the opposite op flag; a result laid out as the permute reading
+ * it (the memory pass's output side) is written through ldc and its batch
+ * strides. cublasGemmStridedBatchedEx takes all of them as they are.
+ *
  * Batch dims broadcast: each batch dim of the result gets strides (in
- * matrices) for a, b and c, zero where an operand is broadcast; adjacent
+ * elements) for a, b and c, zero where an operand is broadcast; adjacent
  * dims whose strides compose are merged; the innermost group is one
  * strided-batched call and the remaining outer groups (rare: broadcasting
  * both ways) are a loop of calls.
@@ -22,48 +29,45 @@
 
 #ifdef BRAID_HAVE_CUDA
 
+#include "passes/layout.h"
+
 #include <string.h>
 
 typedef br_gemm_shape gemm_shape;
 
-/* Stride (in matrices) of each of x's batch dims aligned to the result's
- * rank-2 batch dims rb; zero where x is broadcast. */
-static void batch_strides(const bg_node *x, int rb, const int64_t *odims,
-                          int64_t *stride) {
-    int xb = x->rank - 2;
-    int64_t s = 1;
-    for (int i = rb - 1; i >= 0; i--) {
-        int xi = i - (rb - xb);
-        int64_t d = xi >= 0 ? x->dims[xi] : 1;
-        stride[i] = (d == odims[i] && d != 1) ? s : 0;
-        s *= d;
-    }
-}
-
-/* Drops size-1 batch dims and merges neighbours whose strides compose. */
+/* Drops size-1 batch dims and merges neighbours whose strides (in
+ * elements) compose. */
 static void merge_batch(gemm_shape *g, int rb, const int64_t *odims,
                         const int64_t *sa, const int64_t *sb,
                         const int64_t *sc) {
-    int64_t ma = g->m * g->k, mb = g->k * g->n, mc = g->m * g->n;
     g->nb = 0;
     for (int i = 0; i < rb; i++) {
         if (odims[i] == 1) continue;
         int j = g->nb - 1;
-        if (j >= 0 && g->sa[j] == sa[i] * ma * odims[i] &&
-            g->sb[j] == sb[i] * mb * odims[i] &&
-            g->sc[j] == sc[i] * mc * odims[i]) {
+        if (j >= 0 && g->sa[j] == sa[i] * odims[i] &&
+            g->sb[j] == sb[i] * odims[i] && g->sc[j] == sc[i] * odims[i]) {
             g->bdim[j] *= odims[i];
-            g->sa[j] = sa[i] * ma;
-            g->sb[j] = sb[i] * mb;
-            g->sc[j] = sc[i] * mc;
+            g->sa[j] = sa[i];
+            g->sb[j] = sb[i];
+            g->sc[j] = sc[i];
             continue;
         }
         g->bdim[g->nb] = odims[i];
-        g->sa[g->nb] = sa[i] * ma;
-        g->sb[g->nb] = sb[i] * mb;
-        g->sc[g->nb] = sc[i] * mc;
+        g->sa[g->nb] = sa[i];
+        g->sb[g->nb] = sb[i];
+        g->sc[g->nb] = sc[i];
         g->nb++;
     }
+}
+
+/* Operand x (node id x) of the product as cuBLAS reads it: its layout's
+ * strides when a strided view, else dense. */
+static void operand(const bp_plan *p, uint32_t x, bool t, int rb,
+                    const int64_t *odims, bp_gemm_operand *o) {
+    const bg_node *xn = bg_node_at(p->res.graph, x);
+    int64_t s[BRAID_MAX_RANK];
+    bp_layout_strides(p, x, s);
+    bp_layout_gemm_operand(xn->rank, xn->dims, s, t, rb, odims, o);
 }
 
 bool br_gemm_shape_of(const bp_plan *p, uint32_t id, gemm_shape *g) {
@@ -101,21 +105,30 @@ bool br_gemm_shape_of(const bp_plan *p, uint32_t id, gemm_shape *g) {
     const bg_node *a = bg_node_at(p->res.graph, g->a),
                   *b = bg_node_at(p->res.graph, g->b);
     if (rank < 2 || a->rank < 2 || b->rank < 2) return false;
-    g->ta = (flags & BRAID_TRANSPOSE_A) != 0;
-    g->tb = (flags & BRAID_TRANSPOSE_B) != 0;
+    bool ta = (flags & BRAID_TRANSPOSE_A) != 0;
+    bool tb = (flags & BRAID_TRANSPOSE_B) != 0;
     g->m = odims[rank - 2];
     g->n = odims[rank - 1];
-    g->k = a->dims[a->rank - (g->ta ? 2 : 1)];
-    int64_t sa[BRAID_MAX_RANK], sb[BRAID_MAX_RANK], sc[BRAID_MAX_RANK];
+    g->k = a->dims[a->rank - (ta ? 2 : 1)];
     int rb = rank - 2;
-    batch_strides(a, rb, odims, sa);
-    batch_strides(b, rb, odims, sb);
-    int64_t s = 1;
-    for (int i = rb - 1; i >= 0; i--) {
-        sc[i] = s;
-        s *= odims[i];
+    bp_gemm_operand oa, ob, oc;
+    operand(p, g->a, ta, rb, odims, &oa);
+    operand(p, g->b, tb, rb, odims, &ob);
+    const int64_t *cs = bp_layout_of(p, id);
+    int64_t dense[BRAID_MAX_RANK];
+    if (!cs || n->rank != rank) { /* a fused result is never strided */
+        bp_layout_dense(rank, odims, dense);
+        cs = dense;
     }
-    merge_batch(g, rb, odims, sa, sb, sc);
+    bp_layout_gemm_operand(rank, odims, cs, false, rb, odims, &oc);
+    g->ta = oa.trans;
+    g->tb = ob.trans;
+    g->lda = oa.ld;
+    g->ldb = ob.ld;
+    g->ldc = oc.ld;
+    g->strided = bp_layout_of(p, g->a) || bp_layout_of(p, g->b) ||
+                 bp_layout_of(p, id);
+    merge_batch(g, rb, odims, oa.batch, ob.batch, oc.batch);
     return true;
 }
 
@@ -190,20 +203,42 @@ static braid_status gemm_call(br_cuda *c, uint32_t id, const gemm_shape *g,
         g->dtype == BRAID_F64 ? (const void *)&zero64 : (const void *)&zero32;
     cublasOperation_t opa = g->tb ? CUBLAS_OP_T : CUBLAS_OP_N; /* on B */
     cublasOperation_t opb = g->ta ? CUBLAS_OP_T : CUBLAS_OP_N; /* on A */
-    int64_t ldb = g->tb ? g->k : g->n, lda = g->ta ? g->m : g->k;
+    int64_t ldb = g->ldb, lda = g->lda;
     int last = g->nb - 1;
     int64_t sa = last >= 0 ? g->sa[last] : 0, sb = last >= 0 ? g->sb[last] : 0;
     int64_t sc = last >= 0 ? g->sc[last] : g->m * g->n;
     if (count == 1)
         return br_blas(c, "braid_run", id, "cublasGemmEx",
                        cublasGemmEx_64(h, opa, opb, g->n, g->m, g->k, alpha, b,
-                                       dt, ldb, a, dt, lda, beta, out, dt, g->n,
-                                       ct, CUBLAS_GEMM_DEFAULT));
+                                       dt, ldb, a, dt, lda, beta, out, dt,
+                                       g->ldc, ct, CUBLAS_GEMM_DEFAULT));
     return br_blas(c, "braid_run", id, "cublasGemmStridedBatchedEx",
                    cublasGemmStridedBatchedEx_64(
                        h, opa, opb, g->n, g->m, g->k, alpha, b, dt, ldb, sb, a,
-                       dt, lda, sa, beta, out, dt, g->n, sc, count, ct,
+                       dt, lda, sa, beta, out, dt, g->ldc, sc, count, ct,
                        CUBLAS_GEMM_DEFAULT));
+}
+
+/* Zeros every row of every batch of a result at leading dim ldc. */
+static braid_status zero_strided(br_cuda *c, uint32_t id, const gemm_shape *g,
+                                 void *out) {
+    size_t es = braid_dtype_size(g->dtype);
+    int64_t total = 1;
+    for (int i = 0; i < g->nb; i++) total *= g->bdim[i];
+    braid_status s = BRAID_OK;
+    for (int64_t t = 0; s == BRAID_OK && t < total; t++) {
+        int64_t rest = t, oc = 0;
+        for (int i = g->nb - 1; i >= 0; i--) {
+            oc += rest % g->bdim[i] * g->sc[i];
+            rest /= g->bdim[i];
+        }
+        s = br_cu(c, "braid_run", id, "cudaMemset2DAsync",
+                  cudaMemset2DAsync((char *)out + (size_t)oc * es,
+                                    (size_t)g->ldc * es, 0,
+                                    (size_t)g->n * es, (size_t)g->m,
+                                    br_cuda_stream(c, c->node[id].queue)));
+    }
+    return s;
 }
 
 braid_status br_cuda_gemm(br_cuda *c, uint32_t id, void *out) {
@@ -217,6 +252,8 @@ braid_status br_cuda_gemm(br_cuda *c, uint32_t id, void *out) {
     for (int i = 0; i + 1 < g.nb; i++)
         outer *= g.bdim[i];
     if (g.m == 0 || g.n == 0 || inner == 0 || outer == 0) return BRAID_OK;
+    if (g.k == 0 && g.strided) /* an empty sum into a strided result */
+        return zero_strided(c, id, &g, out);
     if (g.k == 0) { /* an empty sum: zeros */
         uint64_t bytes = (uint64_t)g.m * (uint64_t)g.n * es * (uint64_t)inner *
                          (uint64_t)outer;

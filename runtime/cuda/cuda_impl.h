@@ -402,8 +402,13 @@ void *br_cuda_matmul_target(const br_cuda *c, uint32_t id);
 typedef struct br_gemm_shape {
     uint32_t a, b;                /* operand node ids */
     braid_dtype dtype;            /* operands' and result's dtype */
-    bool ta, tb;                  /* BRAID_TRANSPOSE_A / _B */
+    bool ta, tb;                  /* op(a), op(b) transposed: the
+                                     BRAID_TRANSPOSE_A / _B flags, flipped
+                                     for a strided view stored by columns */
     int64_t m, n, k;              /* C is m×n, contraction k */
+    int64_t lda, ldb, ldc;        /* row-major leading dims (elements) */
+    bool strided;                 /* an operand or the result is a strided
+                                     view (passes/layout.h) */
     int nb;                       /* batch dims after merging */
     int64_t bdim[BRAID_MAX_RANK]; /* their sizes, outermost first */
     int64_t sa[BRAID_MAX_RANK];   /* a's stride per batch dim (elements) */

@@ -99,6 +99,9 @@ static const char *why_not(const br_cuda *c, uint32_t id, lt_match *m,
     if (!br_gemm_shape_of(p, id, &m->g) ||
         p->res.info[id].program >= p->res.nprograms)
         return "not a matmul program";
+    if (m->g.strided)
+        return "an operand is a strided view (cuBLASLt layouts here are "
+               "dense)";
     const char *why = epilogue_kind(p, id, m, buf, size);
     if (why) return why;
     braid_dtype t = m->g.dtype;

@@ -16,7 +16,7 @@
 #define BR_PLANFILE_MAGIC_LEN 8
 
 #define BR_PF_MAJOR 1
-#define BR_PF_MINOR 0
+#define BR_PF_MINOR 1 /* 1.1: MEMORY ends with the strided views' layouts */
 #define BR_PF_BYTE_ORDER 0x01020304u
 #define BR_PF_HEADER_SIZE 64u
 #define BR_PF_ENTRY_SIZE 32u

@@ -131,6 +131,7 @@ static braid_status read_header(br_pf_load *L, const unsigned char *d,
         return header_fail(L, BRAID_ERR_PARSE, "version: %u.%u is unknown",
                            major, minor);
     L->newer_minor = minor > BR_PF_MINOR;
+    L->minor = minor;
     *hsize = (uint32_t)le(d + 16, 4);
     *count = (uint32_t)le(d + 20, 4);
     uint64_t fsize = le(d + 24, 8);

@@ -17,6 +17,7 @@ typedef struct br_pf_load {
     const char *prefix;     /* "plan file" or "plan file <path>" */
     uint64_t file_size;     /* bytes of the whole file */
     bool newer_minor;       /* the file's minor is newer than ours */
+    uint32_t minor;         /* the file's minor version */
     br_pf_sec sec[BR_PF_SECTION_COUNT_]; /* by type */
     uint32_t nblobs;        /* CONSTANTS entries */
     const unsigned char **blob; /* per blob: its bytes in the file; owned */

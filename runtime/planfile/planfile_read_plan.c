@@ -78,7 +78,8 @@ static bool read_settings(br_pf_rd *r, bp_plan *p) {
         !br_pf_get_u32(r, "settings.chunks", &st->chunks))
         return false;
     if (st->disabled & ~(uint32_t)(BRAID_PASS_SIMPLIFY | BRAID_PASS_FUSE |
-                                   BRAID_PASS_CHUNK | BRAID_PASS_REUSE))
+                                   BRAID_PASS_CHUNK | BRAID_PASS_REUSE |
+                                   BRAID_PASS_STRIDED))
         return br_pf_fail(r, "settings.disabled", "unknown bits 0x%x",
                           st->disabled),
                false;
@@ -567,8 +568,8 @@ static bool check_views(br_pf_rd *r, bp_plan *p) {
     r->array = "places";
     for (uint32_t id = 0; id < p->res.ninfo; id++) {
         const bp_tensor_place *pl = &p->res.info[id].place;
-        if (pl->storage != BP_STORAGE_VIEW) continue;
-        r->index = id;
+        if (pl->storage != BP_STORAGE_VIEW || pl->layout != 0) continue;
+        r->index = id; /* a strided view's extent: bp_verify_plan */
         const bp_tensor_place *b = &p->res.info[pl->base].place;
         if (b->storage == BP_STORAGE_VIEW)
             return br_pf_fail(r, "base", "node %u is itself a view", pl->base),
@@ -597,6 +598,37 @@ static bool check_views(br_pf_rd *r, bp_plan *p) {
     return true;
 }
 
+/* Strided views (1.1): each names a distinct VIEW node; its strides are
+ * checked against the ops by bp_verify_plan. */
+static bool read_layouts(br_pf_rd *r, bp_plan *p) {
+    uint32_t n;
+    r->array = NULL;
+    if (!br_pf_get_count(r, "nlayouts", 4, &n)) return false;
+    p->res.layouts = bp_calloc(n, sizeof *p->res.layouts, "layouts");
+    if (!p->res.layouts) return br_pf_fail(r, "layouts", "out of memory"), false;
+    r->array = "layouts";
+    for (uint32_t k = 0; k < n; k++) {
+        r->index = k;
+        bp_layout *l = &p->res.layouts[k];
+        if (!br_pf_get_u32(r, "node", &l->node)) return false;
+        if (l->node >= p->res.ninfo ||
+            p->res.info[l->node].place.storage != BP_STORAGE_VIEW ||
+            p->res.info[l->node].place.layout != 0)
+            return br_pf_fail(r, "node",
+                              "%u is not a view without a layout (the plan "
+                              "has %u nodes)",
+                              l->node, p->res.ninfo),
+                   false;
+        for (int a = 0; a < p->res.graph->nodes[l->node].rank; a++)
+            if (!br_pf_get_i64(r, "stride", &l->stride[a])) return false;
+        p->res.layouts[k].node = l->node;
+        p->res.info[l->node].place.layout = k + 1;
+        p->res.nlayouts = k + 1;
+    }
+    r->array = NULL;
+    return true;
+}
+
 braid_status br_pf_read_memory(br_pf_load *L) {
     bp_plan *p = L->plan;
     br_pf_rd r = br_pf_reader(L, BR_PF_MEMORY);
@@ -608,6 +640,7 @@ braid_status br_pf_read_memory(br_pf_load *L) {
         r.index = id;
         if (!read_place(&r, p, id)) return r.status;
     }
+    if (L->minor >= 1 && !read_layouts(&r, p)) return r.status;
     if (check_views(&r, p)) br_pf_end(&r);
     return r.status;
 }

@@ -224,6 +224,13 @@ static void put_memory(br_pf_buf *b, const bp_plan *p) {
         br_pf_u64(b, pl->offset);
         br_pf_u64(b, pl->bytes);
     }
+    br_pf_u32(b, p->res.nlayouts); /* since 1.1 */
+    for (uint32_t k = 0; k < p->res.nlayouts; k++) {
+        const bp_layout *l = &p->res.layouts[k];
+        br_pf_u32(b, l->node);
+        for (int a = 0; a < p->res.graph->nodes[l->node].rank; a++)
+            br_pf_i64(b, l->stride[a]);
+    }
 }
 
 /* The CONSTANTS section's head (count and blob table) into b; the blobs'

@@ -39,6 +39,7 @@
 #include <time.h>
 
 #include "graph/graph.h"
+#include "passes/layout.h"
 #include "runtime/runtime.h"
 #include "tests/cuda_mock/mock.h"
 
@@ -302,6 +303,10 @@ static void run_kernel(op *o) {
         abort();
     }
     void *sbuf = scratch ? aligned_alloc(64, (scratch + 63) / 64 * 64) : NULL;
+    const int64_t **strides = calloc(n->ninputs + 1, sizeof *strides);
+    if (!strides) abort();
+    for (uint32_t k = 0; k < n->ninputs; k++)
+        strides[k] = bp_layout_of(p, n->inputs[k]); /* strided views */
     br_kernel_args a = {.g = p->res.graph,
                         .id = o->node,
                         .node = n,
@@ -310,12 +315,15 @@ static void run_kernel(op *o) {
                                        : NULL,
                         .out = o->ptrs[0],
                         .in = (const void *const *)(o->ptrs + 1),
+                        .in_strides = strides,
+                        .out_strides = bp_layout_of(p, o->node),
                         .pool = NULL,
                         .scratch = sbuf,
                         .scratch_bytes = scratch,
                         .check = o->check};
     br_cpu_run(&a);
     free(sbuf);
+    free(strides);
 }
 
 /* ---- gemm ---------------------------------------------------------------- */
@@ -555,6 +563,14 @@ cudaError_t cudaMemsetAsync(void *dst, int v, size_t n, cudaStream_t s) {
     o->value = v;
     o->n = n;
     enqueue(s, o);
+    return cudaSuccess;
+}
+
+/* One memset per row, in stream order like the real call. */
+cudaError_t cudaMemset2DAsync(void *dst, size_t pitch, int v, size_t width,
+                              size_t height, cudaStream_t s) {
+    for (size_t r = 0; r < height; r++)
+        cudaMemsetAsync((char *)dst + r * pitch, v, width, s);
     return cudaSuccess;
 }
 
