@@ -80,14 +80,19 @@ static void emit_head(bc_buf *b, const bp_plan *p, uint32_t id,
     bc_from_storage_str(s->t, "in0[qo + d]", ld, sizeof ld);
     bc_buf_printf(b,
                   ";\n"
-                  "    %s q[%d], acc[%d], m = (%s)(-INFINITY), l = (%s)0;\n"
+                  "    const %s ninf = %s;\n"
+                  "    %s q[%d], acc[%d], m = ninf, l = (%s)0;\n"
                   "#pragma unroll\n"
                   "    for (int e = 0; e < %d; e++) {\n"
                   "        const long long d = g + %d * e;\n"
                   "        q[e] = live && d < D ? (%s)%s * scale : (%s)0;\n"
                   "        acc[e] = (%s)0;\n"
                   "    }\n",
-                  ct, s->E, s->E, ct, ct, s->E, s->G, ct, ld, ct, ct);
+                  ct,
+                  s->t == BRAID_F64
+                      ? "__longlong_as_double(0xfff0000000000000ULL)"
+                      : "__int_as_float(0xff800000)",
+                  ct, s->E, s->E, ct, s->E, s->G, ct, ld, ct, ct);
     if (a->causal)
         bc_buf_printf(b,
                       "    long long jend = (long long)blockIdx.x * %d + %d;\n"
@@ -135,8 +140,8 @@ static void emit_score(bc_buf *b, const at_plan *s) {
                   "                    p += __shfl_xor_sync(0xffffffffu, p, "
                   "o);\n"
                   "                const long long j = j0 + jj;\n"
-                  "                if (j >= T) p = (%s)(-INFINITY);\n",
-                  s->ct, s->ct, s->E, s->G, s->G / 2, s->ct);
+                  "                if (j >= T) p = ninf;\n",
+                  s->ct, s->ct, s->E, s->G, s->G / 2);
     if (a->has_mask) {
         char at[160], ld[224];
         snprintf(at, sizeof at,
@@ -148,8 +153,7 @@ static void emit_score(bc_buf *b, const at_plan *s) {
         bc_buf_printf(b, "                else p += (%s)%s;\n", s->ct, ld);
     }
     if (a->causal)
-        bc_buf_printf(b, "                if (j > i) p = (%s)(-INFINITY);\n",
-                      s->ct);
+        bc_buf_puts(b, "                if (j > i) p = ninf;\n");
 }
 
 static void emit_body(bc_buf *b, const at_plan *s) {
@@ -160,19 +164,19 @@ static void emit_body(bc_buf *b, const at_plan *s) {
     bc_buf_printf(b,
                   "        for (int c0 = 0; c0 < %d && j0 + c0 < jend; c0 += "
                   "%d) {\n"
-                  "            %s sc[%d], mt = (%s)(-INFINITY);\n"
+                  "            %s sc[%d], mt = ninf;\n"
                   "#pragma unroll\n"
                   "            for (int u = 0; u < %d; u++) {\n"
                   "                const int jj = c0 + u;\n",
-                  s->KT, AT_CH, ct, AT_CH, ct, AT_CH);
+                  s->KT, AT_CH, ct, AT_CH, AT_CH);
     emit_score(b, s);
     bc_buf_printf(b,
                   "                sc[u] = p;\n"
                   "                mt = p > mt ? p : mt;\n"
                   "            }\n"
-                  "            if (mt == (%s)(-INFINITY)) continue;\n"
+                  "            if (mt == ninf) continue;\n"
                   "            const %s mn = m > mt ? m : mt;\n"
-                  "            const %s al = m == (%s)(-INFINITY) ? (%s)0 : "
+                  "            const %s al = m == ninf ? (%s)0 : "
                   "exp(m - mn);\n"
                   "            l *= al;\n"
                   "#pragma unroll\n"
@@ -189,7 +193,7 @@ static void emit_body(bc_buf *b, const at_plan *s) {
                   "            m = mn;\n"
                   "        }\n"
                   "    }\n",
-                  ct, ct, ct, ct, ct, s->E, AT_CH, ct, s->E, s->G);
+                  ct, ct, ct, s->E, AT_CH, ct, s->E, s->G);
     bc_buf_printf(b,
                   "    if (!live) return;\n"
                   "    const %s inv = l > (%s)0 ? (%s)1 / l : (%s)0;\n"

@@ -26,8 +26,11 @@ static bool mask_strides(const bg_node *m, const int64_t want[4],
     return true;
 }
 
+/* Set in *bad by geom_of when the operand's dtype is what is wrong. */
+#define ATTN_BAD_DTYPE 0x100u
+
 /* Geometry of operands in[0..nin) (no attribute checks); false with the
- * offending operand in *bad. */
+ * offending operand in *bad (| ATTN_BAD_DTYPE for a dtype failure). */
 static bool geom_of(const braid_graph *g, const uint32_t *in, uint32_t nin,
                     bg_attn_geom *a, uint32_t *bad) {
     memset(a, 0, sizeof *a);
@@ -37,8 +40,10 @@ static bool geom_of(const braid_graph *g, const uint32_t *in, uint32_t nin,
     for (uint32_t i = 0; i < nin; i++) {
         const bg_node *x = bg_node_at(g, in[i]);
         *bad = i;
-        if (x->dtype != q->dtype || !braid_dtype_is_float(x->dtype))
+        if (x->dtype != q->dtype || !braid_dtype_is_float(x->dtype)) {
+            *bad |= ATTN_BAD_DTYPE;
             return false;
+        }
         if (i < 3 && x->rank != 4) return false;
     }
     const bg_node *k = bg_node_at(g, in[1]), *v = bg_node_at(g, in[2]);
@@ -85,11 +90,9 @@ braid_status bg_infer_attention(braid_graph *g, const uint32_t *in,
     if (!geom_of(g, in, nin, &geo, &bad)) {
         for (uint32_t i = 0; i < nin; i++)
             bg_type_str(bg_node_at(g, in[i]), t[i], sizeof t[i]);
-        return bg_fail(g,
-                       bg_node_at(g, in[bad])->dtype !=
-                               bg_node_at(g, in[0])->dtype
-                           ? BRAID_ERR_DTYPE
-                           : BRAID_ERR_SHAPE,
+        bool dtype = (bad & ATTN_BAD_DTYPE) != 0;
+        bad &= ~ATTN_BAD_DTYPE;
+        return bg_fail(g, dtype ? BRAID_ERR_DTYPE : BRAID_ERR_SHAPE,
                        "attention: %s %s (q %s, k %s, v %s%s%s); expected "
                        "float q [B,S,H,D], k and v [B,T,H,D] with D <= %d, "
                        "a mask broadcastable to [B,H,S,T], one dtype",
