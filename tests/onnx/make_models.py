@@ -201,6 +201,22 @@ sdpa("sdpa_nomask", False, False, False, True)
 sdpa("sdpa_probs", True, True, True, False)
 sdpa("sdpa_noguard", True, False, False, False)
 
+# ONNX's own Attention (opset 23): 4-D, a float mask and is_causal, goes
+# through the attention op ("attn_op"); with softcap it stays the
+# composite ("attn_softcap").
+for name, extra in (("attn_op", {}), ("attn_softcap", {"softcap": 2.0})):
+    B, S, T, H, D = 2, 5, 6, 3, 8
+    node = helper.make_node("Attention", ["q", "k", "v", "m"], ["y"], is_causal=1,
+                            **extra)
+    ins = [vi("q", TensorProto.FLOAT, [B, H, S, D]),
+           vi("k", TensorProto.FLOAT, [B, H, T, D]),
+           vi("v", TensorProto.FLOAT, [B, H, T, D]),
+           vi("m", TensorProto.FLOAT, [S, T])]
+    good(name, helper.make_graph([node], name, ins,
+                                 [vi("y", TensorProto.FLOAT, [B, H, S, D])]),
+         [f32(B, H, S, D), f32(B, H, T, D), f32(B, H, T, D), f32(S, T)],
+         opset=[helper.make_opsetid("", 23)])
+
 # Weights in an external-data file beside the model (and variants that
 # try to leave the folder).
 def ext_model(name, location, w):
