@@ -33,10 +33,10 @@
 typedef struct at_plan {
     bg_attn_geom a;
     braid_dtype t;
-    const char *ct;      /* compute type */
-    int G, E, QT, KT;    /* lanes per row, elements per lane, rows and keys
-                            per block */
-    int64_t qblocks;     /* ceil(S / QT) */
+    const char *ct;   /* compute type */
+    int G, E, QT, KT; /* lanes per row, elements per lane, rows and keys
+                         per block */
+    int64_t qblocks;  /* ceil(S / QT) */
 } at_plan;
 
 static void choose(at_plan *s) {
@@ -48,8 +48,7 @@ static void choose(at_plan *s) {
     while (s->KT > AT_CH && s->KT > kt)
         s->KT /= 2;
     s->QT = 32;
-    while (s->QT > 4 &&
-           s->a.B * s->a.H * bc_cdiv(s->a.S, s->QT) < AT_BLOCKS)
+    while (s->QT > 4 && s->a.B * s->a.H * bc_cdiv(s->a.S, s->QT) < AT_BLOCKS)
         s->QT /= 2;
     s->qblocks = bc_cdiv(s->a.S, s->QT);
 }
@@ -152,8 +151,7 @@ static void emit_score(bc_buf *b, const at_plan *s) {
         bc_from_storage_str(s->t, at, ld, sizeof ld);
         bc_buf_printf(b, "                else p += (%s)%s;\n", s->ct, ld);
     }
-    if (a->causal)
-        bc_buf_puts(b, "                if (j > i) p = ninf;\n");
+    if (a->causal) bc_buf_puts(b, "                if (j > i) p = ninf;\n");
 }
 
 static void emit_body(bc_buf *b, const at_plan *s) {

@@ -62,11 +62,10 @@ static bool geom_of(const braid_graph *g, const uint32_t *in, uint32_t nin,
     return !a->has_mask || mask_strides(bg_node_at(g, in[3]), want, a->mst);
 }
 
-bool bg_attn_geom_of(const braid_graph *g, const bg_node *n,
-                     bg_attn_geom *a) {
+bool bg_attn_geom_of(const braid_graph *g, const bg_node *n, bg_attn_geom *a) {
     uint32_t bad;
-    if (n->op != BRAID_OP_ATTENTION || !geom_of(g, n->inputs, n->ninputs, a,
-                                                &bad))
+    if (n->op != BRAID_OP_ATTENTION ||
+        !geom_of(g, n->inputs, n->ninputs, a, &bad))
         return false;
     const bg_node *q = bg_node_at(g, n->inputs[0]);
     a->scale = n->attr.value[0];
@@ -77,8 +76,7 @@ bool bg_attn_geom_of(const braid_graph *g, const bg_node *n,
 }
 
 braid_status bg_infer_attention(braid_graph *g, const uint32_t *in,
-                                uint32_t nin, const bg_attrs *a,
-                                bg_node *out) {
+                                uint32_t nin, const bg_attrs *a, bg_node *out) {
     bg_attn_geom geo;
     uint32_t bad;
     char t[4][BG_ERROR_MAX / 8];
@@ -120,8 +118,8 @@ double bg_attn_macs(const bg_attn_geom *a) {
 }
 
 /* One output row (b, i, h) in double: scores into s[T]. */
-static void eval_row(const bg_attn_geom *a, const double *const *in,
-                     double *o, double *s, int64_t b, int64_t i, int64_t h) {
+static void eval_row(const bg_attn_geom *a, const double *const *in, double *o,
+                     double *s, int64_t b, int64_t i, int64_t h) {
     const double *q = in[0] + bg_attn_q_at(a, b, i, h);
     double m = -INFINITY;
     for (int64_t j = 0; j < a->T; j++) {

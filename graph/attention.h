@@ -48,12 +48,12 @@ void bg_eval_attention(const braid_graph *g, const bg_node *n,
 
 /* Flat offsets of q/out row (b, i, h), of k/v row (b, j, h), and of the
  * mask element (b, h, i, j). */
-static inline int64_t bg_attn_q_at(const bg_attn_geom *a, int64_t b,
-                                   int64_t i, int64_t h) {
+static inline int64_t bg_attn_q_at(const bg_attn_geom *a, int64_t b, int64_t i,
+                                   int64_t h) {
     return ((b * a->S + i) * a->H + h) * a->D;
 }
-static inline int64_t bg_attn_kv_at(const bg_attn_geom *a, int64_t b,
-                                    int64_t j, int64_t h) {
+static inline int64_t bg_attn_kv_at(const bg_attn_geom *a, int64_t b, int64_t j,
+                                    int64_t h) {
     return ((b * a->T + j) * a->H + h) * a->D;
 }
 static inline int64_t bg_attn_mask_at(const bg_attn_geom *a, int64_t b,

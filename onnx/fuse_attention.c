@@ -24,7 +24,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- producers and uses of ONNX values -------------------------------------- */
+/* ---- producers and uses of ONNX values --------------------------------------
+ */
 
 typedef struct ox_use {
     const char *name; /* a value produced by a node (borrowed) */
@@ -136,7 +137,8 @@ static const char *unscaled(ox_import *im, const char *name, double *f) {
     return name;
 }
 
-/* ---- back to the sequence-major tensors --------------------------------------- */
+/* ---- back to the sequence-major tensors
+ * --------------------------------------- */
 
 /* A tensor as a view of a base node: the base's flat index space split
  * into atoms (size, stride), each dim of the tensor a run of consecutive
@@ -211,7 +213,8 @@ static bool view_reshape(ox_view *v, int rank, const int64_t *dims) {
 static bool view_of(const braid_graph *g, uint32_t t, ox_view *v,
                     uint32_t *base, int depth) {
     const bg_node *n = bg_node_at(g, t);
-    if (depth < 16 && (n->op == BRAID_OP_PERMUTE || n->op == BRAID_OP_RESHAPE) &&
+    if (depth < 16 &&
+        (n->op == BRAID_OP_PERMUTE || n->op == BRAID_OP_RESHAPE) &&
         view_of(g, n->inputs[0], v, base, depth + 1)) {
         if (n->op == BRAID_OP_PERMUTE) {
             view_permute(v, n->attr.perm);
@@ -241,8 +244,7 @@ static braid_tensor seq_major(ox_node *n, braid_tensor t, const int *perm) {
     ox_view v;
     uint32_t base = BG_NONE;
     view_of(g, t.id, &v, &base, 0);
-    bool ok = base != t.id && v.rank == 4 &&
-              bg_numel(bg_node_at(g, base)) == s;
+    bool ok = base != t.id && v.rank == 4 && bg_numel(bg_node_at(g, base)) == s;
     for (int d = 0; ok && d < 4; d++) {
         if (x->dims[d] == 1) continue;
         for (int a = v.first[d]; ok && a + 1 < v.first[d + 1]; a++)
@@ -254,7 +256,8 @@ static braid_tensor seq_major(ox_node *n, braid_tensor t, const int *perm) {
     return braid_permute(n->g, t, perm);
 }
 
-/* ---- the match ------------------------------------------------------------------ */
+/* ---- the match
+ * ------------------------------------------------------------------ */
 
 typedef struct ox_attn {
     const char *q, *k, *v, *mask; /* ONNX names (mask NULL: none) */
@@ -324,8 +327,8 @@ static bool tensor_of(ox_node *n, const char *name, braid_tensor *t) {
     if (!v || v->elem < 0) return false;
     if (!braid_tensor_valid(v->t)) {
         if (!v->sv) return false;
-        v->t = ox_constant(n->im, n->g, v->name, v->elem, v->rank, v->dims,
-                           v->sv);
+        v->t =
+            ox_constant(n->im, n->g, v->name, v->elem, v->rank, v->dims, v->sv);
         if (!braid_tensor_valid(v->t)) return false;
     }
     *t = v->t;
@@ -368,10 +371,9 @@ bool ox_try_attention(ox_node *n) {
         !shapes_fit(n, q, k, v, mask))
         return false;
     static const int qv_perm[4] = {0, 2, 1, 3}, k_perm[4] = {0, 3, 1, 2};
-    braid_tensor a = braid_attention(n->g, seq_major(n, q, qv_perm),
-                                     seq_major(n, k, k_perm),
-                                     seq_major(n, v, qv_perm), mask, m.scale,
-                                     0);
+    braid_tensor a =
+        braid_attention(n->g, seq_major(n, q, qv_perm), seq_major(n, k, k_perm),
+                        seq_major(n, v, qv_perm), mask, m.scale, 0);
     ox_out(n, 0, braid_permute(n->g, a, qv_perm), ox_in_elem(n, 0));
     return true;
 }

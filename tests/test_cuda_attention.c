@@ -64,9 +64,8 @@ static braid_tensor make_mask(braid_graph *g, braid_dtype dt, int kind,
     return m;
 }
 
-static void one_case(braid_dtype dt, int64_t B, int64_t S, int64_t T,
-                     int64_t H, int64_t D, int mask, bool causal,
-                     uint64_t seed) {
+static void one_case(braid_dtype dt, int64_t B, int64_t S, int64_t T, int64_t H,
+                     int64_t D, int mask, bool causal, uint64_t seed) {
     char what[160];
     snprintf(what, sizeof what,
              "attention %s B%lld S%lld T%lld H%lld D%lld mask %d%s",

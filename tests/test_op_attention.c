@@ -36,8 +36,8 @@
 
 typedef struct at_case {
     int64_t B, S, T, H, D;
-    int mrank;          /* mask rank (0: no mask) */
-    int64_t mdims[4];   /* mask dims */
+    int mrank;        /* mask rank (0: no mask) */
+    int64_t mdims[4]; /* mask dims */
     bool causal;
 } at_case;
 
@@ -49,8 +49,8 @@ static braid_graph *at_graph(braid_dtype dt, const at_case *c) {
     braid_tensor q = braid_input(g, "q", dt, 4, DIMS(c->B, c->S, c->H, c->D));
     braid_tensor k = braid_input(g, "k", dt, 4, DIMS(c->B, c->T, c->H, c->D));
     braid_tensor v = braid_input(g, "v", dt, 4, DIMS(c->B, c->T, c->H, c->D));
-    braid_tensor m = c->mrank ? braid_input(g, "mask", dt, c->mrank, c->mdims)
-                              : BRAID_NONE;
+    braid_tensor m =
+        c->mrank ? braid_input(g, "mask", dt, c->mrank, c->mdims) : BRAID_NONE;
     double scale = 1 / sqrt((double)(c->D > 0 ? c->D : 1));
     braid_output(g, "y",
                  braid_attention(g, q, k, v, m, scale,
@@ -149,10 +149,10 @@ static const at_case cases[] = {
 #define NCASES (sizeof cases / sizeof *cases)
 
 static void case_name(char *buf, size_t n, braid_dtype dt, const at_case *c) {
-    snprintf(buf, n, "attention %s B%lld S%lld T%lld H%lld D%lld mask rank %d%s",
-             braid_dtype_name(dt), (long long)c->B, (long long)c->S,
-             (long long)c->T, (long long)c->H, (long long)c->D, c->mrank,
-             c->causal ? " causal" : "");
+    snprintf(
+        buf, n, "attention %s B%lld S%lld T%lld H%lld D%lld mask rank %d%s",
+        braid_dtype_name(dt), (long long)c->B, (long long)c->S, (long long)c->T,
+        (long long)c->H, (long long)c->D, c->mrank, c->causal ? " causal" : "");
 }
 
 /* ---- the builder and the node's rules --------------------------------------
@@ -188,26 +188,106 @@ Test(op_attention, builder_errors) {
         unsigned flags;
         braid_status want;
     } bad[] = {
-        {BRAID_I32, BRAID_I32, {1, 2, 1, 4}, {1, 3, 1, 4}, {1, 3, 1, 4}, 0,
-         {0}, 1, 0, BRAID_ERR_DTYPE},
-        {BRAID_F32, BRAID_F32, {1, 2, 1, 4}, {1, 3, 1, 5}, {1, 3, 1, 5}, 0,
-         {0}, 1, 0, BRAID_ERR_SHAPE},
-        {BRAID_F32, BRAID_F32, {1, 2, 1, 4}, {1, 3, 1, 4}, {1, 4, 1, 4}, 0,
-         {0}, 1, 0, BRAID_ERR_SHAPE},
-        {BRAID_F32, BRAID_F32, {1, 2, 1, 4}, {1, 3, 2, 4}, {1, 3, 2, 4}, 0,
-         {0}, 1, 0, BRAID_ERR_SHAPE},
-        {BRAID_F32, BRAID_F32, {1, 2, 1, 4}, {1, 3, 1, 4}, {1, 3, 1, 4}, 2,
-         {3, 3}, 1, 0, BRAID_ERR_SHAPE},
-        {BRAID_F32, BRAID_F32, {1, 2, 1, 4}, {1, 3, 1, 4}, {1, 3, 1, 4}, 5,
-         {1, 1, 1, 2, 3}, 1, 0, BRAID_ERR_SHAPE},
-        {BRAID_F32, BRAID_F64, {1, 2, 1, 4}, {1, 3, 1, 4}, {1, 3, 1, 4}, 2,
-         {2, 3}, 1, 0, BRAID_ERR_DTYPE},
-        {BRAID_F32, BRAID_F32, {1, 2, 1, 300}, {1, 3, 1, 300},
-         {1, 3, 1, 300}, 0, {0}, 1, 0, BRAID_ERR_SHAPE},
-        {BRAID_F32, BRAID_F32, {1, 2, 1, 4}, {1, 3, 1, 4}, {1, 3, 1, 4}, 0,
-         {0}, NAN, 0, BRAID_ERR_INVALID_ARGUMENT},
-        {BRAID_F32, BRAID_F32, {1, 2, 1, 4}, {1, 3, 1, 4}, {1, 3, 1, 4}, 0,
-         {0}, 1, 4, BRAID_ERR_INVALID_ARGUMENT},
+        {BRAID_I32,
+         BRAID_I32,
+         {1, 2, 1, 4},
+         {1, 3, 1, 4},
+         {1, 3, 1, 4},
+         0,
+         {0},
+         1,
+         0,
+         BRAID_ERR_DTYPE},
+        {BRAID_F32,
+         BRAID_F32,
+         {1, 2, 1, 4},
+         {1, 3, 1, 5},
+         {1, 3, 1, 5},
+         0,
+         {0},
+         1,
+         0,
+         BRAID_ERR_SHAPE},
+        {BRAID_F32,
+         BRAID_F32,
+         {1, 2, 1, 4},
+         {1, 3, 1, 4},
+         {1, 4, 1, 4},
+         0,
+         {0},
+         1,
+         0,
+         BRAID_ERR_SHAPE},
+        {BRAID_F32,
+         BRAID_F32,
+         {1, 2, 1, 4},
+         {1, 3, 2, 4},
+         {1, 3, 2, 4},
+         0,
+         {0},
+         1,
+         0,
+         BRAID_ERR_SHAPE},
+        {BRAID_F32,
+         BRAID_F32,
+         {1, 2, 1, 4},
+         {1, 3, 1, 4},
+         {1, 3, 1, 4},
+         2,
+         {3, 3},
+         1,
+         0,
+         BRAID_ERR_SHAPE},
+        {BRAID_F32,
+         BRAID_F32,
+         {1, 2, 1, 4},
+         {1, 3, 1, 4},
+         {1, 3, 1, 4},
+         5,
+         {1, 1, 1, 2, 3},
+         1,
+         0,
+         BRAID_ERR_SHAPE},
+        {BRAID_F32,
+         BRAID_F64,
+         {1, 2, 1, 4},
+         {1, 3, 1, 4},
+         {1, 3, 1, 4},
+         2,
+         {2, 3},
+         1,
+         0,
+         BRAID_ERR_DTYPE},
+        {BRAID_F32,
+         BRAID_F32,
+         {1, 2, 1, 300},
+         {1, 3, 1, 300},
+         {1, 3, 1, 300},
+         0,
+         {0},
+         1,
+         0,
+         BRAID_ERR_SHAPE},
+        {BRAID_F32,
+         BRAID_F32,
+         {1, 2, 1, 4},
+         {1, 3, 1, 4},
+         {1, 3, 1, 4},
+         0,
+         {0},
+         NAN,
+         0,
+         BRAID_ERR_INVALID_ARGUMENT},
+        {BRAID_F32,
+         BRAID_F32,
+         {1, 2, 1, 4},
+         {1, 3, 1, 4},
+         {1, 3, 1, 4},
+         0,
+         {0},
+         1,
+         4,
+         BRAID_ERR_INVALID_ARGUMENT},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         braid_graph *g = braid_graph_new(NULL);
@@ -222,8 +302,8 @@ Test(op_attention, builder_errors) {
         cr_assert_eq(y.id, BRAID_NONE.id, "case %zu accepted", i);
         cr_assert_eq(braid_graph_status(g), bad[i].want, "case %zu: %s", i,
                      braid_graph_error(g));
-        cr_assert(strstr(braid_graph_error(g), "attention"), "case %zu: %s",
-                  i, braid_graph_error(g));
+        cr_assert(strstr(braid_graph_error(g), "attention"), "case %zu: %s", i,
+                  braid_graph_error(g));
         /* sticky: a good call now stays invalid */
         cr_assert_eq(braid_attention(g, q, q, q, BRAID_NONE, 1, 0).id,
                      BRAID_NONE.id);
@@ -359,7 +439,8 @@ Test(op_attention, thread_count_independent) {
     braid_graph_free(g);
 }
 
-/* ---- GPU plans: emulated, and NVRTC -------------------------------------------
+/* ---- GPU plans: emulated, and NVRTC
+ * -------------------------------------------
  */
 
 Test(op_attention, gpu_plans_emulated, .timeout = 300) {
@@ -371,8 +452,8 @@ Test(op_attention, gpu_plans_emulated, .timeout = 300) {
         braid_graph *g = at_graph(dt, &cases[i]);
         hint_gpu(g);
         braid_plan *p = compile_for(g, "cpu,cuda:0", 2);
-        cr_assert_eq(p->res.info[at_node(p)].device.kind, BP_DEVICE_CUDA,
-                     "%s", what);
+        cr_assert_eq(p->res.info[at_node(p)].device.kind, BP_DEVICE_CUDA, "%s",
+                     what);
         ts_io *io = make_io(g, seed++);
         run_check(g, p, io, true, what);
         ts_io_free(io);
@@ -430,7 +511,8 @@ Test(op_attention, kernels_compile_for_sm90, .timeout = 300) {
         uint32_t threads = L->block[0] * L->block[1] * L->block[2];
         cr_assert(threads >= 32 && threads <= 1024 && threads % 32 == 0);
         cr_assert_eq(L->grid[1], (uint32_t)n->dims[2], "a block row per head");
-        cr_assert_eq(L->grid[2], (uint32_t)n->dims[0], "a block plane per batch");
+        cr_assert_eq(L->grid[2], (uint32_t)n->dims[0],
+                     "a block plane per batch");
     }
     cr_assert_eq(ats, 4 * NCASES);
     const char *dump = getenv("BRAID_CODEGEN_DUMP"); /* for reading */
@@ -455,7 +537,8 @@ Test(op_attention, kernels_compile_for_sm90, .timeout = 300) {
 }
 #endif
 
-/* ---- plan files, DOT, gradients -----------------------------------------------
+/* ---- plan files, DOT, gradients
+ * -----------------------------------------------
  */
 
 static bool holds(const unsigned char *data, size_t size, const char *s) {

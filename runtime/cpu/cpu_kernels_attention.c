@@ -144,13 +144,13 @@ void br_attention_run(const br_kernel_args *a) {
                 .k = a->in[1],
                 .v = a->in[2],
                 .out = a->out};
-    if (!bg_attn_geom_of(a->g, a->node, &c.a) || bg_numel(a->node) == 0)
-        return;
+    if (!bg_attn_geom_of(a->g, a->node, &c.a) || bg_numel(a->node) == 0) return;
     c.mask = c.a.has_mask ? a->in[3] : NULL;
     c.qtiles = (c.a.S + AT_QB - 1) / AT_QB;
     int64_t ntasks = c.a.B * c.a.H * c.qtiles;
     /* a task's work is about AT_QB·T·D multiply-adds twice */
     double work = 2.0 * AT_QB * (double)(c.a.T + 1) * (double)c.a.D;
-    int64_t grain = work >= BR_GRAIN * 4.0 ? 1 : (int64_t)(BR_GRAIN * 4.0 / work);
+    int64_t grain =
+        work >= BR_GRAIN * 4.0 ? 1 : (int64_t)(BR_GRAIN * 4.0 / work);
     br_parallel_for(a->pool, ntasks, grain, tasks, &c);
 }
