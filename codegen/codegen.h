@@ -114,8 +114,10 @@ typedef enum bc_kernel_kind {
     BC_KERNEL_POOL,            /* max_pool, avg_pool (codegen/pool.c) */
     BC_KERNEL_RESIZE,          /* resize (codegen/resize.c) */
     BC_KERNEL_AXIS,            /* argmax, argmin, topk_*, cumsum */
-    BC_KERNEL_LAYER_NORM       /* the layer_norm op, over rows
+    BC_KERNEL_LAYER_NORM,      /* the layer_norm op, over rows
                                   (codegen/layernorm.c) */
+    BC_KERNEL_ATTENTION        /* the attention op, one kernel
+                                  (codegen/attention.c) */
 } bc_kernel_kind;
 
 /* The pointer a kernel takes after its inputs, if any. */

@@ -161,6 +161,8 @@ braid_status bc_gen_reduce(const bc_node *c, bc_buf *b, bc_kernel *k);
 braid_status bc_gen_softmax(const bc_node *c, bc_buf *b, bc_kernel *k);
 braid_status bc_gen_layer_norm(const bp_plan *p, uint32_t id, bc_buf *b,
                                bc_kernel *k);
+braid_status bc_gen_attention(const bp_plan *p, uint32_t id, bc_buf *b,
+                              bc_kernel *k); /* codegen/attention.c */
 /* max_pool, avg_pool: one thread per output element (codegen/pool.c). */
 braid_status bc_gen_pool(const bp_plan *p, uint32_t id, bc_buf *b,
                          bc_kernel *k);

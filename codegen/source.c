@@ -258,6 +258,8 @@ static braid_status gen_node(const bp_plan *p, uint32_t id, bc_buf *b,
                                      : bc_gen_pool(p, id, b, k);
     } else if (kind == BRAID_KIND_AXIS) {
         s = bc_gen_axis(p, id, b, k);
+    } else if (kind == BRAID_KIND_ATTENTION) {
+        s = bc_gen_attention(p, id, b, k);
     } else if (n->op == BRAID_OP_LAYER_NORM) {
         s = bc_gen_layer_norm(p, id, b, k);
     } else if (n->op == BRAID_OP_CAST && bg_node_run_check(p->res.graph, id)) {

@@ -4,6 +4,7 @@
  * parser and the passes all come through this function, so a graph that
  * exists is valid. bg_build also normalises attributes (fields an op does
  * not use are zero), which makes structural equality a plain comparison. */
+#include "graph/attention.h"
 #include "graph/axis.h"
 #include "graph/collective.h"
 #include "graph/index.h"
@@ -686,6 +687,8 @@ static braid_status bg_infer(bg_ctx *c, braid_op_kind kind) {
                                c->dims, c->out);
     case BRAID_KIND_AXIS: /* argmax, argmin, topk_*, cumsum */
         return bg_infer_axis(c->g, c->op, bg_in(c, 0), c->a, c->out);
+    case BRAID_KIND_ATTENTION:
+        return bg_infer_attention(c->g, c->in, c->nin, c->a, c->out);
     default:
         return BRAID_ERR_INTERNAL;
     }

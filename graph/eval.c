@@ -8,6 +8,7 @@
  * doubles; elementwise ops and reductions follow the one statement of their
  * meaning in graph/scalar.h (float rules in double, i32 rules wrapping),
  * shared with the CPU kernels. */
+#include "graph/attention.h"
 #include "graph/eval.h"
 #include "graph/index.h"
 #include "graph/internal.h"
@@ -359,6 +360,9 @@ bool bg_eval_node_range(const braid_graph *g, uint32_t id,
     case BRAID_KIND_CONV: /* conv ops */
         bg_eval_conv(g, n, in, out, lo, hi);
         break;
+    case BRAID_KIND_ATTENTION: /* rows of D, rounded by it */
+        bg_eval_attention(g, n, in, out, lo, hi);
+        return true;
     default:
         return false; /* collectives, fused nodes: the caller's business */
     }

@@ -133,6 +133,8 @@ typedef enum bg_attr_key {
     BG_ATTR_EXCLUSIVE,
     BG_ATTR_REVERSE,
     BG_ATTR_EPS, /* layer_norm */
+    BG_ATTR_SCALE,  /* attention */
+    BG_ATTR_CAUSAL, /* attention */
     BG_ATTR_COUNT
 } bg_attr_key;
 

@@ -72,6 +72,8 @@ static const struct {
     [BG_ATTR_EXCLUSIVE] = {"exclusive", A_FLAG},
     [BG_ATTR_REVERSE] = {"reverse", A_FLAG},
     [BG_ATTR_EPS] = {"eps", A_F64},
+    [BG_ATTR_SCALE] = {"scale", A_F64},
+    [BG_ATTR_CAUSAL] = {"causal", A_FLAG},
 };
 
 #define B(key) BG_ATTR_BIT(BG_ATTR_##key)
@@ -174,6 +176,10 @@ static void op_attrs(braid_op op, uint64_t *allowed, uint64_t *required) {
         break;
     case BRAID_OP_LAYER_NORM:
         req = B(EPS);
+        break;
+    case BRAID_OP_ATTENTION:
+        req = B(SCALE);
+        opt |= B(CAUSAL);
         break;
     case BRAID_OP_CUMSUM:
         req = B(AXIS);
@@ -509,6 +515,7 @@ bool bg_parse_translate(bg_parser *p, braid_op op, const bg_pattrs *a,
     out->value[0] = a->num[op == BRAID_OP_FILL            ? BG_ATTR_VALUE
                            : op == BRAID_OP_RANDOM_NORMAL ? BG_ATTR_MEAN
                            : op == BRAID_OP_LAYER_NORM    ? BG_ATTR_EPS
+                           : op == BRAID_OP_ATTENTION     ? BG_ATTR_SCALE
                                                           : BG_ATTR_LOW];
     out->value[1] =
         a->num[op == BRAID_OP_RANDOM_NORMAL ? BG_ATTR_STDDEV : BG_ATTR_HIGH];
@@ -521,6 +528,7 @@ bool bg_parse_translate(bg_parser *p, braid_op op, const bg_pattrs *a,
     if (a->seen & B(SMALLEST)) out->flags |= BG_SMALLEST;
     if (a->seen & B(EXCLUSIVE)) out->flags |= BG_EXCLUSIVE;
     if (a->seen & B(REVERSE)) out->flags |= BG_REVERSE;
+    if (a->seen & B(CAUSAL)) out->flags |= BRAID_ATTENTION_CAUSAL;
     if (op == BRAID_OP_CAST) *dtype = a->to;
     if (a->seen & B(SHAPE)) {
         *rank = a->nlist[BG_ATTR_SHAPE];

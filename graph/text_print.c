@@ -454,6 +454,11 @@ static void put_op_attrs(pbuf *b, const braid_graph *g, const bg_node *n) {
         puts_(b, " eps=");
         put_f64(b, a->value[0]);
         break;
+    case BRAID_OP_ATTENTION:
+        puts_(b, " scale=");
+        put_f64(b, a->value[0]);
+        if (a->flags & BRAID_ATTENTION_CAUSAL) puts_(b, " causal");
+        break;
     case BRAID_OP_ALL_REDUCE:
     case BRAID_OP_ALL_GATHER:
     case BRAID_OP_BROADCAST:

@@ -297,6 +297,7 @@ static void read_opset(ox_import *im, const Onnx__ModelProto *m) {
 static braid_status import_graph(ox_import *im, const ox_parsed *p,
                                  const char *shapes) {
     const Onnx__GraphProto *gp = p->model->graph;
+    im->graph = gp;
     read_opset(im, p->model);
     for (size_t i = 0; i < p->ninits; i++)
         if (load_initializer(im, p->inits[i], i) != BRAID_OK) return im->status;
@@ -328,6 +329,7 @@ static braid_status import_bytes(const uint8_t *buf, size_t len,
     if (im.status == BRAID_OK && braid_graph_status(im.g) != BRAID_OK)
         ox_fail(&im, braid_graph_status(im.g), "%s", braid_graph_error(im.g));
     ox_values_free(&im);
+    ox_uses_free(&im);
     free(p.inits);
     if (p.model) onnx__model_proto__free_unpacked(p.model, NULL);
     if (im.status != BRAID_OK) {

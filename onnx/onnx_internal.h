@@ -79,6 +79,9 @@ typedef struct ox_import {
     size_t map_len;
     char err[1024];         /* first error */
     braid_status status;
+    const Onnx__GraphProto *graph; /* the main graph (fuse_attention.c) */
+    struct ox_uses *uses;   /* its values' producers and consumer counts,
+                               built on demand; owned */
 } ox_import;
 
 /* Records the first error (file prefix added) and returns its status. */
@@ -184,6 +187,16 @@ braid_dtype ox_tdtype(const ox_node *n, braid_tensor t);
 braid_tensor ox_scalar(ox_node *n, braid_dtype t, double v);
 /* Normalises axis into [0, rank); false (error recorded) when out of range. */
 bool ox_axis(ox_node *n, int64_t axis, int rank, int *out);
+
+/* ---- fuse_attention.c ---------------------------------------------------------- */
+
+/* At a MatMul: when it ends PyTorch's exported attention subgraph (the
+ * file's comment) and nothing else uses the intermediates, builds the
+ * attention op as output 0 and returns true; else false, nothing built,
+ * no error. */
+bool ox_try_attention(ox_node *n);
+/* Frees im->uses. */
+void ox_uses_free(ox_import *im);
 
 /* ---- the op table (ops.c) ---------------------------------------------------- */
 

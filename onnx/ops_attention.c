@@ -6,7 +6,15 @@
  * into heads (q_num_heads, kv_num_heads); fewer K/V heads are repeated
  * (grouped-query attention); past_key/past_value are prepended and the
  * results returned as present_key/present_value; nonpad_kv_seqlen masks
- * each batch's padded keys and offsets its causal/window masks. */
+ * each batch's padded keys and offsets its causal/window masks.
+ *
+ * Without softcap and without the qk_matmul_output output, and with V's
+ * head size Q's (≤ 256), the scores, softmax and product are one attention
+ * op (issue 14; fully masked rows give 0 there too) fed by the same bias:
+ * q, k, v permuted to sequence-major, the result permuted back. Not for
+ * bf16: onnx.reference rounds its bf16 intermediates, which the composite
+ * follows (ONNX's bf16 node tests: 2 of 10 pass fused, all but the 8
+ * known ones unfused). */
 #include "onnx/onnx_internal.h"
 
 #include <math.h>
@@ -155,10 +163,19 @@ static braid_status map_attention(ox_node *n) {
     braid_tensor kr = repeat_heads(n, k, qd[1] / kd[1]);
     braid_tensor vr = repeat_heads(n, v, qd[1] / kd[1]);
     double scale = ox_attr_float(n, "scale", 1.0 / sqrt((double)qd[3]));
-    braid_tensor s2 = sc(n, q, sqrt(scale));
-    braid_tensor qk = braid_matmul(g, braid_mul(g, q, s2), braid_mul(g, kr, s2),
-                                   BRAID_TRANSPOSE_B);
     double cap = ox_attr_float(n, "softcap", 0);
+    int64_t vd[BRAID_MAX_RANK];
+    ox_rank(n, vr, vd);
+    bool want_qk = n->nout > 3 && n->np->output[3] && n->np->output[3][0];
+    bool fused = cap == 0 && !want_qk && vd[3] == qd[3] && qd[3] <= 256 &&
+                 isfinite(scale) && braid_dtype_is_float(ox_tdtype(n, q)) &&
+                 ox_tdtype(n, q) != BRAID_BF16;
+    braid_tensor qk = BRAID_NONE;
+    if (!fused) {
+        braid_tensor s2 = sc(n, q, sqrt(scale));
+        qk = braid_matmul(g, braid_mul(g, q, s2), braid_mul(g, kr, s2),
+                          BRAID_TRANSPOSE_B);
+    }
     if (cap > 0)
         qk = braid_mul(g, braid_tanh(g, braid_div(g, qk, sc(n, qk, cap))),
                        sc(n, qk, cap));
@@ -173,11 +190,23 @@ static braid_status map_attention(ox_node *n) {
     braid_tensor bias = attention_bias(n, t, qd[2], kd[2], off);
     if (braid_tensor_valid(pad))
         bias = braid_tensor_valid(bias) ? braid_add(g, bias, pad) : pad;
-    braid_tensor with = braid_tensor_valid(bias) ? braid_add(g, qk, bias) : qk;
-    braid_tensor p = masked_softmax(n, with);
-    int64_t mode = ox_attr_int(n, "qk_matmul_output_mode", 0);
-    ox_out(n, 3, mode == 3 ? p : mode == 2 ? with : qk, ox_in_elem(n, 0));
-    braid_tensor y = braid_matmul(g, p, vr, 0);
+    braid_tensor y;
+    if (fused) {
+        static const int sm[4] = {0, 2, 1, 3};
+        y = braid_permute(g,
+                          braid_attention(g, braid_permute(g, q, sm),
+                                          braid_permute(g, kr, sm),
+                                          braid_permute(g, vr, sm), bias,
+                                          scale, 0),
+                          sm);
+    } else {
+        braid_tensor with =
+            braid_tensor_valid(bias) ? braid_add(g, qk, bias) : qk;
+        braid_tensor p = masked_softmax(n, with);
+        int64_t mode = ox_attr_int(n, "qk_matmul_output_mode", 0);
+        ox_out(n, 3, mode == 3 ? p : mode == 2 ? with : qk, ox_in_elem(n, 0));
+        y = braid_matmul(g, p, vr, 0);
+    }
     if (rank == 3) {
         int64_t yd[BRAID_MAX_RANK];
         ox_rank(n, y, yd);

@@ -37,6 +37,7 @@ static braid_tensor untransposed(ox_node *n, braid_tensor t, unsigned flag,
 }
 
 static braid_status map_matmul(ox_node *n) {
+    if (ox_try_attention(n)) return BRAID_OK;
     braid_tensor a = ox_in(n, 0), b = ox_in(n, 1);
     int64_t da[BRAID_MAX_RANK], db[BRAID_MAX_RANK], dr[BRAID_MAX_RANK];
     int ra = ox_rank(n, a, da), rb = ox_rank(n, b, db);

@@ -285,6 +285,10 @@ static void put_attrs(bp_text *t, const bg_node *n) {
                        (long long)a->start[4], (long long)a->start[5],
                        (int)a->axis);
         return;
+    case BRAID_KIND_ATTENTION:
+        bp_text_printf(t, "\\nscale=%g%s", a->value[0],
+                       (a->flags & BRAID_ATTENTION_CAUSAL) ? " causal" : "");
+        return;
     case BRAID_KIND_AXIS: /* argmax, argmin, topk_*, cumsum */
         bp_text_printf(t, "\\naxis=%d", (int)a->axis);
         if (n->op == BRAID_OP_TOPK_VALUES || n->op == BRAID_OP_TOPK_INDICES)

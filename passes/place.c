@@ -23,6 +23,7 @@
  *      move when the plan's total modelled time drops. The cost of a move
  *      is computed exactly: compute times plus one copy per (tensor,
  *      destination), as the copies pass will insert them. */
+#include "graph/attention.h"
 #include "graph/collective.h"
 #include "graph/window.h"
 #include "passes/collectives.h"
@@ -178,6 +179,13 @@ static double node_time(const place_ctx *c, uint32_t id, uint32_t d) {
                         : in + out,
                     p->mem_bytes_per_s);
         break;
+    case BRAID_KIND_ATTENTION: { /* its two products' multiply-adds */
+        bg_attn_geom ag;
+        double macs = bg_attn_geom_of(c->g, n, &ag) ? bg_attn_macs(&ag) : 0;
+        t = roofline(bg_op(n->op)->flops * macs, p->flops[n->dtype], in + out,
+                     p);
+        break;
+    }
     case BRAID_KIND_CONV: { /* conv ops: their multiply-adds, like matmul */
         bg_conv_geom cg;
         double macs = bg_conv_geom_of(c->g, n, &cg) ? bg_conv_macs(&cg) : 0;

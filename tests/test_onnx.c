@@ -332,6 +332,45 @@ Test(onnx, layer_normalization_as_one_op) {
     }
 }
 
+/* PyTorch's exported attention subgraph becomes one attention op when
+ * nothing else uses its intermediates (tests/onnx/make_models.py, sdpa_*),
+ * and so does ONNX's Attention without softcap (attn_*): the fused graph
+ * still matches onnx.reference, fully masked row included. */
+Test(onnx, sdpa_subgraph_as_one_op) {
+    static const struct {
+        const char *name;
+        uint32_t ops;
+    } cases[] = {{"sdpa_ts", 1},
+                 {"sdpa_nomask", 1},
+                 {"sdpa_probs", 0},
+                 {"sdpa_noguard", 0},
+                 {"attn_op", 1},
+                 {"attn_softcap", 0}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        braid_graph *g = import_ok(cases[i].name, NULL);
+        uint32_t n = 0, sm = 0;
+        for (uint32_t id = 0; id < braid_graph_node_count(g); id++) {
+            n += g->nodes[id].op == BRAID_OP_ATTENTION;
+            sm += g->nodes[id].op == BRAID_OP_SOFTMAX;
+        }
+        cr_assert_eq(n, cases[i].ops, "%s: %u attention nodes",
+                     cases[i].name, (unsigned)n);
+        /* fused: q, k, v reach it as reshapes of the inputs, no permute */
+        bool onnx_op = !strncmp(cases[i].name, "attn_", 5);
+        for (uint32_t id = 0; n && !onnx_op && id < braid_graph_node_count(g);
+             id++)
+            if (g->nodes[id].op == BRAID_OP_ATTENTION)
+                for (uint32_t k = 0; k < 3; k++)
+                    cr_assert_eq(
+                        g->nodes[g->nodes[id].inputs[k]].op, BRAID_OP_RESHAPE,
+                        "%s: operand %u", cases[i].name, (unsigned)k);
+        cr_assert(n || sm || onnx_op, "%s: unfused keeps its softmax",
+                  cases[i].name);
+        os_check_graph(g, dir, cases[i].name, 1e-4, 1e-5);
+        braid_graph_free(g);
+    }
+}
+
 Test(onnx, input_names_are_braid_identifiers) {
     char buf[32];
     cr_assert_eq(braid_onnx_input_name("input.1", buf, sizeof buf), 7);

@@ -5,7 +5,9 @@
  *
  * A model whose ops braid lacks yet must fail at import naming the op
  * (the `missing` column); when the op lands, its row's `missing` becomes
- * NULL and the model must match. */
+ * NULL and the model must match. The imported graph holds `attention`
+ * attention nodes: the exporters' attention subgraph, one op per block
+ * (onnx/fuse_attention.c). */
 #define _POSIX_C_SOURCE 200809L
 #include "tests/onnx_support.h"
 
@@ -16,13 +18,14 @@ OS_STUB_TEST(onnx_models)
 typedef struct model_case {
     const char *name;    /* tests/models/tiny/<name>.onnx */
     const char *missing; /* "(Op," the import still refuses, or NULL */
+    uint32_t attention;  /* attention nodes of the imported graph */
 } model_case;
 
 static const model_case cases[] = {
-    {"tiny_gpt2_b1_s16_dynamo", NULL},
-    {"tiny_gpt2_b1_s16_ts", NULL},
-    {"tiny_resnet_b2_dynamo", NULL},
-    {"tiny_resnet_b2_ts", NULL},
+    {"tiny_gpt2_b1_s16_dynamo", NULL, 2},
+    {"tiny_gpt2_b1_s16_ts", NULL, 2},
+    {"tiny_resnet_b2_dynamo", NULL, 0},
+    {"tiny_resnet_b2_ts", NULL, 0},
 };
 
 static void check_model(const model_case *c) {
@@ -42,6 +45,11 @@ static void check_model(const model_case *c) {
         return;
     }
     cr_assert_eq(s, BRAID_OK, "%s: %s", c->name, braid_last_error());
+    uint32_t att = 0;
+    for (uint32_t id = 0; id < g->nnodes; id++)
+        att += g->nodes[id].op == BRAID_OP_ATTENTION;
+    cr_assert_eq(att, c->attention, "%s: %u attention nodes", c->name,
+                 (unsigned)att);
     os_check_graph(g, dir, c->name, 1e-3, 1e-4);
     /* the same plan through a plan file */
     braid_compile_options o;

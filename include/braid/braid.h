@@ -273,6 +273,20 @@ braid_tensor braid_layer_norm(braid_graph *g, braid_tensor x,
                               braid_tensor gamma, braid_tensor beta,
                               double eps);
 
+/* Attention (one op, issue 14): per batch b and head h,
+ *   out[b,:,h,:] = softmax(q[b,:,h,:]·k[b,:,h,:]ᵀ·scale + mask[b,h]) ·
+ *                  v[b,:,h,:]
+ * q [B,S,H,D], k and v [B,T,H,D] (sequence-major, as projections produce
+ * them; D ≤ 256), mask additive, of q's dtype, broadcastable to [B,H,S,T]
+ * (BRAID_NONE: none); the result is [B,S,H,D]. A row whose scores are all
+ * -inf (fully masked) gives 0. scale must be finite (1/sqrt(D) is the usual
+ * one). flags: BRAID_ATTENTION_CAUSAL also masks key j > query i. Float
+ * dtypes; no gradient rule (braid_grad fails naming the node). */
+#define BRAID_ATTENTION_CAUSAL 1u
+braid_tensor braid_attention(braid_graph *g, braid_tensor q, braid_tensor k,
+                             braid_tensor v, braid_tensor mask, double scale,
+                             unsigned flags);
+
 /* ---- builder: shape ops ------------------------------------------------- */
 
 /* One dim may be -1 (inferred). Element count must match. */

@@ -45,6 +45,10 @@ typedef enum braid_op_kind {
      * of the one input gives the same line of the output (argmax, argmin:
      * one element; topk: k; cumsum: all of it) */
     BRAID_KIND_AXIS,
+    /* attention (issue 14): softmax(q·kᵀ·scale + mask)·v per batch and head,
+     * q [B,S,H,D], k and v [B,T,H,D], an optional additive mask
+     * (graph/attention.h) */
+    BRAID_KIND_ATTENTION,
     BRAID_KIND_COUNT_
 } braid_op_kind;
 
@@ -99,6 +103,7 @@ enum {
  *          a uniform draw 16, a normal draw 48; matmul: per multiply-add;
  *          reductions: per input element; softmax: max, sub, exp, sum,
  *          div; layer_norm: sum, sub, square, sum, sub, mul, mul, add;
+ *          attention: per multiply-add of its two products, like matmul;
  *          windows (pooling): per tap of a window; axis ops: per
  *          input element, topk a sort's compares; 0: memory traffic
  *          only) */
@@ -204,7 +209,10 @@ enum {
     X(REDUCE_PROD, "reduce_prod", 1, REDUCE, NUMBER, BRAID_OPF_DIFFERENTIABLE, 1) \
     /* layer normalisation over the last axis (issue 14): x, gamma, beta; \
      * eps in attr.value[0] (docs/ops.md) */ \
-    X(LAYER_NORM, "layer_norm", 3, ROW, FLOAT, BRAID_OPF_DIFFERENTIABLE, 8)
+    X(LAYER_NORM, "layer_norm", 3, ROW, FLOAT, BRAID_OPF_DIFFERENTIABLE, 8) \
+    /* fused attention (issue 14): q, k, v[, mask]; scale in attr.value[0], \
+     * BRAID_ATTENTION_* in attr.flags (docs/ops.md); no gradient rule yet */ \
+    X(ATTENTION, "attention", -1, ATTENTION, FLOAT, 0, 2)
 /* clang-format on */
 
 typedef enum braid_op {

@@ -47,6 +47,8 @@ braid_status br_cpu_prepare(const braid_graph *g, uint32_t id,
                                         : br_pool_prepare(g, id);
     case BRAID_KIND_AXIS:
         return br_axis_prepare(g, id, scratch);
+    case BRAID_KIND_ATTENTION:
+        return br_attention_prepare(g, id);
     case BRAID_KIND_COUNT_:
         break;
     }
@@ -105,6 +107,9 @@ braid_status br_cpu_run(const br_kernel_args *a) {
         return BRAID_OK;
     case BRAID_KIND_AXIS:
         br_axis_run(a);
+        return BRAID_OK;
+    case BRAID_KIND_ATTENTION:
+        br_attention_run(a);
         return BRAID_OK;
     case BRAID_KIND_COUNT_:
         break;

@@ -4,6 +4,7 @@
  * See runtime/profile/profile.h for the model and docs/profiler.md for what the
  * figures mean. */
 #define _POSIX_C_SOURCE 200809L
+#include "graph/attention.h"
 #include "graph/window.h"
 #include "runtime/profile/profile.h"
 
@@ -109,6 +110,10 @@ static double flops_of(const bp_plan *p, uint32_t id) {
     case BRAID_KIND_CONV: { /* conv ops: 2 per multiply-add */
         bg_conv_geom c;
         return bg_conv_geom_of(p->res.graph, n, &c) ? 2 * bg_conv_macs(&c) : 0;
+    }
+    case BRAID_KIND_ATTENTION: { /* 2 per multiply-add of its products */
+        bg_attn_geom a;
+        return bg_attn_geom_of(p->res.graph, n, &a) ? 2 * bg_attn_macs(&a) : 0;
     }
     case BRAID_KIND_WINDOW: /* pooling: a max or an add per tap */
         return out * bg_window_volume(n);

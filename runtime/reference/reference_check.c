@@ -5,6 +5,7 @@
  * ever fail for a graph corrupted behind the builder's back (or by a bug in
  * a loader). They exist because the oracle must never read out of bounds:
  * each check below guards an index computed in graph/eval.c. */
+#include "graph/attention.h"
 #include "graph/index.h"
 #include "graph/axis.h"
 #include "runtime/collective_host.h"
@@ -280,6 +281,12 @@ braid_status br_ref_check(const braid_graph *g, uint32_t id) {
     }
     case BRAID_KIND_WINDOW:
         return check_window(g, id, n);
+    case BRAID_KIND_ATTENTION: {
+        bg_attn_geom a;
+        return bg_attn_geom_of(g, n, &a)
+                   ? BRAID_OK
+                   : BR_BAD(id, n, "attention shapes, dtypes or attributes");
+    }
     case BRAID_KIND_AXIS:
         return bg_axis_well_formed(n, bg_node_at(g, n->inputs[0]))
                    ? BRAID_OK

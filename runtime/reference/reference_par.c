@@ -2,6 +2,7 @@
  * the thread pool. Every output element is computed by the same naive code
  * whatever the split (br_ref_eval_range), so the values do not depend on
  * the number of threads; only the wall time does. */
+#include "graph/attention.h"
 #include "graph/window.h"
 #include "runtime/reference/reference.h"
 #include "runtime/runtime.h"
@@ -38,6 +39,10 @@ double br_ref_work(const braid_graph *g, uint32_t id) {
         return (double)bg_numel(bg_node_at(g, n->inputs[0]));
     case BRAID_KIND_WINDOW:
         return numel * bg_window_volume(n);
+    case BRAID_KIND_ATTENTION: { /* per output element: 2·T·D of a row */
+        bg_attn_geom a;
+        return bg_attn_geom_of(g, n, &a) ? bg_attn_macs(&a) : numel;
+    }
     default:
         return numel;
     }

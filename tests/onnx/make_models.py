@@ -142,6 +142,81 @@ for name, axis, outs, ins in (("ln_op", -1, ["y"], ["x", "s", "b"]),
     good(name, helper.make_graph([node], name, [vi("x", TensorProto.FLOAT, [2, 3, c])],
                                  outv, inits), [3 * f32(2, 3, c) + 1])
 
+# Scaled dot-product attention as PyTorch exports it (issue 14): head
+# reshapes and transposes, q and k each times D^-1/4, MatMul, + a 0/-inf
+# mask (query row 0 fully masked), Softmax, Where(IsNaN(p), 0, p), MatMul
+# by v, back to [B, S, H*D]: one attention op ("sdpa_ts"); without mask
+# and Where, q divided by sqrt(D) ("sdpa_nomask"): one op too; the
+# probabilities also a graph output ("sdpa_probs") or a mask without the
+# Where guard ("sdpa_noguard"): left unfused.
+def sdpa(name, mask, guard, probs, scale_div):
+    B, S, T, H, D = 2, 5, 7, 2, 6
+    inits = [numpy_helper.from_array(np.array([B, S, H, D], np.int64), "qs"),
+             numpy_helper.from_array(np.array([B, T, H, D], np.int64), "ks"),
+             numpy_helper.from_array(np.array([B, S, H * D], np.int64), "os"),
+             numpy_helper.from_array(np.array(D ** -0.25, np.float32), "c"),
+             numpy_helper.from_array(np.array(D ** 0.5, np.float32), "sd"),
+             numpy_helper.from_array(np.array([0], np.float32), "zero")]
+    m = np.where(rng.random((1, 1, S, T)) < 0.3, -np.inf, 0).astype(np.float32)
+    m[0, 0, 0, :] = -np.inf
+    inits.append(numpy_helper.from_array(m, "mask"))
+    nodes = [helper.make_node("Reshape", ["q", "qs"], ["q4"]),
+             helper.make_node("Reshape", ["k", "ks"], ["k4"]),
+             helper.make_node("Reshape", ["v", "ks"], ["v4"]),
+             helper.make_node("Transpose", ["q4"], ["qt"], perm=[0, 2, 1, 3]),
+             helper.make_node("Transpose", ["k4"], ["kt"], perm=[0, 2, 3, 1]),
+             helper.make_node("Transpose", ["v4"], ["vt"], perm=[0, 2, 1, 3])]
+    if scale_div:
+        nodes += [helper.make_node("Div", ["qt", "sd"], ["qm"]),
+                  helper.make_node("MatMul", ["qm", "kt"], ["sc"])]
+    else:
+        nodes += [helper.make_node("Mul", ["qt", "c"], ["qm"]),
+                  helper.make_node("Mul", ["kt", "c"], ["km"]),
+                  helper.make_node("MatMul", ["qm", "km"], ["sc"])]
+    x = "sc"
+    if mask:
+        nodes.append(helper.make_node("Add", ["sc", "mask"], ["sm"]))
+        x = "sm"
+    nodes.append(helper.make_node("Softmax", [x], ["p"], axis=-1))
+    pv = "p"
+    if guard:
+        nodes += [helper.make_node("IsNaN", ["p"], ["nan"]),
+                  helper.make_node("Where", ["nan", "zero", "p"], ["pg"])]
+        pv = "pg"
+    nodes += [helper.make_node("MatMul", [pv, "vt"], ["a"]),
+              helper.make_node("Transpose", ["a"], ["at"], perm=[0, 2, 1, 3]),
+              helper.make_node("Reshape", ["at", "os"], ["y"])]
+    outs = [vi("y", TensorProto.FLOAT, [B, S, H * D])]
+    if probs:
+        outs.append(vi("p", TensorProto.FLOAT, [B, H, S, T]))
+    ins = [vi("q", TensorProto.FLOAT, [B, S, H * D]),
+           vi("k", TensorProto.FLOAT, [B, T, H * D]),
+           vi("v", TensorProto.FLOAT, [B, T, H * D])]
+    good(name, helper.make_graph(nodes, name, ins, outs, inits),
+         [f32(B, S, H * D), f32(B, T, H * D), f32(B, T, H * D)])
+
+
+sdpa("sdpa_ts", True, True, False, False)
+sdpa("sdpa_nomask", False, False, False, True)
+sdpa("sdpa_probs", True, True, True, False)
+sdpa("sdpa_noguard", True, False, False, False)
+
+# ONNX's own Attention (opset 23): 4-D, a float mask and is_causal, goes
+# through the attention op ("attn_op"); with softcap it stays the
+# composite ("attn_softcap").
+for name, extra in (("attn_op", {}), ("attn_softcap", {"softcap": 2.0})):
+    B, S, T, H, D = 2, 5, 6, 3, 8
+    node = helper.make_node("Attention", ["q", "k", "v", "m"], ["y"], is_causal=1,
+                            **extra)
+    ins = [vi("q", TensorProto.FLOAT, [B, H, S, D]),
+           vi("k", TensorProto.FLOAT, [B, H, T, D]),
+           vi("v", TensorProto.FLOAT, [B, H, T, D]),
+           vi("m", TensorProto.FLOAT, [S, T])]
+    good(name, helper.make_graph([node], name, ins,
+                                 [vi("y", TensorProto.FLOAT, [B, H, S, D])]),
+         [f32(B, H, S, D), f32(B, H, T, D), f32(B, H, T, D), f32(S, T)],
+         opset=[helper.make_opsetid("", 23)])
+
 # Weights in an external-data file beside the model (and variants that
 # try to leave the folder).
 def ext_model(name, location, w):

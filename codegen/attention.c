@@ -1,0 +1,233 @@
+/* codegen/attention.c — the attention op (BRAID_KIND_ATTENTION,
+ * graph/attention.h) as one kernel, flash-attention style: the S×T scores
+ * never reach memory. Inputs: in0 = q [B,S,H,D], in1 = k, in2 = v
+ * [B,T,H,D], in3 = the additive mask (broadcast strides over [B,H,S,T]
+ * baked in as constants), when present.
+ *
+ * Grid (ceil(S / QT), H, B): a block owns QT query rows of one (b, h);
+ * a group of G lanes (a power of two inside a warp) owns one query row,
+ * lane g holding elements g, g + G, ... of q (scaled by scale) and of
+ * the unnormalised output acc in registers (E = ceil(D / G) each). The
+ * block walks the keys in tiles of KT rows: k and v tiles are staged in
+ * shared memory in the compute type (width E·G, zero-padded past D), then
+ * each group takes the tile in chunks of AT_CH keys: a score is the
+ * lanes' partial dot products summed by xor-shuffles (every lane gets it),
+ * plus the mask, -inf past T or (causal) past the diagonal; the chunk's
+ * max m' rescales the running sum l and acc by exp(m - m'), then p =
+ * exp(s - m') adds to l and p·v to acc (the online softmax). The output
+ * is acc / l, or 0 when l is 0 (a fully masked row). Causal blocks stop
+ * at the tile holding their last row's diagonal.
+ *
+ * Compute type: float for f32/f16/bf16, double for f64; f16/bf16 round
+ * once, at the store. Shared memory is static (≤ AT_SMEM bytes), as
+ * codegen.h requires. */
+#include "codegen/internal.h"
+#include "graph/attention.h"
+
+#include <stdio.h>
+
+#define AT_SMEM 40960 /* bytes of the two staged tiles at most */
+#define AT_CH 8       /* keys per online-softmax step */
+#define AT_BLOCKS 264 /* blocks a launch aims for (two per SM of an H100) */
+
+typedef struct at_plan {
+    bg_attn_geom a;
+    braid_dtype t;
+    const char *ct;   /* compute type */
+    int G, E, QT, KT; /* lanes per row, elements per lane, rows and keys
+                         per block */
+    int64_t qblocks;  /* ceil(S / QT) */
+} at_plan;
+
+static void choose(at_plan *s) {
+    s->G = s->a.D > 128 ? 16 : 8;
+    s->E = (int)bc_cdiv(s->a.D > 0 ? s->a.D : 1, s->G);
+    size_t csz = s->t == BRAID_F64 ? 8 : 4;
+    int64_t kt = AT_SMEM / (2 * (int64_t)csz * s->E * s->G);
+    s->KT = 64;
+    while (s->KT > AT_CH && s->KT > kt)
+        s->KT /= 2;
+    s->QT = 32;
+    while (s->QT > 4 && s->a.B * s->a.H * bc_cdiv(s->a.S, s->QT) < AT_BLOCKS)
+        s->QT /= 2;
+    s->qblocks = bc_cdiv(s->a.S, s->QT);
+}
+
+static void emit_head(bc_buf *b, const bp_plan *p, uint32_t id,
+                      const at_plan *s) {
+    const bg_attn_geom *a = &s->a;
+    const char *ct = s->ct;
+    int W = s->E * s->G;
+    char ld[96];
+    bc_emit_signature(b, p, id, BC_ENTRY, (unsigned)(s->QT * s->G), NULL);
+    bc_buf_printf(b,
+                  "    const long long S = %lldLL, T = %lldLL, H = %lldLL, "
+                  "D = %lldLL;\n"
+                  "    __shared__ %s ks[%d][%d], vs[%d][%d];\n"
+                  "    const int tid = threadIdx.x, g = tid & %d;\n"
+                  "    const long long h = blockIdx.y, b = blockIdx.z;\n"
+                  "    const long long i = (long long)blockIdx.x * %d + tid / "
+                  "%d;\n"
+                  "    const bool live = i < S;\n"
+                  "    const long long qo = ((b * S + (live ? i : 0)) * H + h) "
+                  "* D;\n"
+                  "    const %s scale = (%s)",
+                  (long long)a->S, (long long)a->T, (long long)a->H,
+                  (long long)a->D, ct, s->KT, W, s->KT, W, s->G - 1, s->QT,
+                  s->G, ct, ct);
+    bc_emit_literal(b, s->t == BRAID_F64 ? BRAID_F64 : BRAID_F32, a->scale);
+    bc_from_storage_str(s->t, "in0[qo + d]", ld, sizeof ld);
+    bc_buf_printf(b,
+                  ";\n"
+                  "    const %s ninf = %s;\n"
+                  "    %s q[%d], acc[%d], m = ninf, l = (%s)0;\n"
+                  "#pragma unroll\n"
+                  "    for (int e = 0; e < %d; e++) {\n"
+                  "        const long long d = g + %d * e;\n"
+                  "        q[e] = live && d < D ? (%s)%s * scale : (%s)0;\n"
+                  "        acc[e] = (%s)0;\n"
+                  "    }\n",
+                  ct,
+                  s->t == BRAID_F64
+                      ? "__longlong_as_double(0xfff0000000000000ULL)"
+                      : "__int_as_float(0xff800000)",
+                  ct, s->E, s->E, ct, s->E, s->G, ct, ld, ct, ct);
+    if (a->causal)
+        bc_buf_printf(b,
+                      "    long long jend = (long long)blockIdx.x * %d + %d;\n"
+                      "    if (jend > T) jend = T;\n",
+                      s->QT, s->QT);
+    else
+        bc_buf_puts(b, "    const long long jend = T;\n");
+}
+
+/* Staging of the k and v tile starting at key j0. */
+static void emit_stage(bc_buf *b, const at_plan *s) {
+    int W = s->E * s->G, NT = s->QT * s->G;
+    char lk[96], lv[96];
+    bc_from_storage_str(s->t, "in1[o]", lk, sizeof lk);
+    bc_from_storage_str(s->t, "in2[o]", lv, sizeof lv);
+    bc_buf_printf(b,
+                  "        __syncthreads();\n"
+                  "        for (int x = tid; x < %d; x += %d) {\n"
+                  "            const int jj = x / %d, d = x %% %d;\n"
+                  "            const long long j = j0 + jj;\n"
+                  "            %s kv = (%s)0, vv = (%s)0;\n"
+                  "            if (j < T && d < D) {\n"
+                  "                const long long o = ((b * T + j) * H + h) * "
+                  "D + d;\n"
+                  "                kv = %s;\n"
+                  "                vv = %s;\n"
+                  "            }\n"
+                  "            ks[jj][d] = kv;\n"
+                  "            vs[jj][d] = vv;\n"
+                  "        }\n"
+                  "        __syncthreads();\n",
+                  s->KT * W, NT, W, W, s->ct, s->ct, s->ct, lk, lv);
+}
+
+/* The score of key jj of the tile into p (every lane of the group). */
+static void emit_score(bc_buf *b, const at_plan *s) {
+    const bg_attn_geom *a = &s->a;
+    bc_buf_printf(b,
+                  "                %s p = (%s)0;\n"
+                  "#pragma unroll\n"
+                  "                for (int e = 0; e < %d; e++)\n"
+                  "                    p += q[e] * ks[jj][g + %d * e];\n"
+                  "#pragma unroll\n"
+                  "                for (int o = %d; o > 0; o >>= 1)\n"
+                  "                    p += __shfl_xor_sync(0xffffffffu, p, "
+                  "o);\n"
+                  "                const long long j = j0 + jj;\n"
+                  "                if (j >= T) p = ninf;\n",
+                  s->ct, s->ct, s->E, s->G, s->G / 2);
+    if (a->has_mask) {
+        char at[160], ld[224];
+        snprintf(at, sizeof at,
+                 "in3[b * %lldLL + h * %lldLL + (live ? i : 0) * %lldLL + j * "
+                 "%lldLL]",
+                 (long long)a->mst[0], (long long)a->mst[1],
+                 (long long)a->mst[2], (long long)a->mst[3]);
+        bc_from_storage_str(s->t, at, ld, sizeof ld);
+        bc_buf_printf(b, "                else p += (%s)%s;\n", s->ct, ld);
+    }
+    if (a->causal) bc_buf_puts(b, "                if (j > i) p = ninf;\n");
+}
+
+static void emit_body(bc_buf *b, const at_plan *s) {
+    const char *ct = s->ct;
+    bc_buf_printf(b, "    for (long long j0 = 0; j0 < jend; j0 += %d) {\n",
+                  s->KT);
+    emit_stage(b, s);
+    bc_buf_printf(b,
+                  "        for (int c0 = 0; c0 < %d && j0 + c0 < jend; c0 += "
+                  "%d) {\n"
+                  "            %s sc[%d], mt = ninf;\n"
+                  "#pragma unroll\n"
+                  "            for (int u = 0; u < %d; u++) {\n"
+                  "                const int jj = c0 + u;\n",
+                  s->KT, AT_CH, ct, AT_CH, AT_CH);
+    emit_score(b, s);
+    bc_buf_printf(b,
+                  "                sc[u] = p;\n"
+                  "                mt = p > mt ? p : mt;\n"
+                  "            }\n"
+                  "            if (mt == ninf) continue;\n"
+                  "            const %s mn = m > mt ? m : mt;\n"
+                  "            const %s al = m == ninf ? (%s)0 : "
+                  "exp(m - mn);\n"
+                  "            l *= al;\n"
+                  "#pragma unroll\n"
+                  "            for (int e = 0; e < %d; e++)\n"
+                  "                acc[e] *= al;\n"
+                  "#pragma unroll\n"
+                  "            for (int u = 0; u < %d; u++) {\n"
+                  "                const %s pu = exp(sc[u] - mn);\n"
+                  "                l += pu;\n"
+                  "#pragma unroll\n"
+                  "                for (int e = 0; e < %d; e++)\n"
+                  "                    acc[e] += pu * vs[c0 + u][g + %d * e];\n"
+                  "            }\n"
+                  "            m = mn;\n"
+                  "        }\n"
+                  "    }\n",
+                  ct, ct, ct, s->E, AT_CH, ct, s->E, s->G);
+    bc_buf_printf(b,
+                  "    if (!live) return;\n"
+                  "    const %s inv = l > (%s)0 ? (%s)1 / l : (%s)0;\n"
+                  "#pragma unroll\n"
+                  "    for (int e = 0; e < %d; e++) {\n"
+                  "        const long long d = g + %d * e;\n"
+                  "        if (d < D) out[qo + d] = ",
+                  ct, ct, ct, ct, s->E, s->G);
+    bc_emit_to_storage(b, s->t, "acc[e] * inv");
+    bc_buf_puts(b, ";\n    }\n}\n\n");
+}
+
+braid_status bc_gen_attention(const bp_plan *p, uint32_t id, bc_buf *b,
+                              bc_kernel *k) {
+    const bg_node *n = bg_node_at(p->res.graph, id);
+    k->kind = BC_KERNEL_ATTENTION;
+    at_plan s = {0};
+    if (!bg_attn_geom_of(p->res.graph, n, &s.a))
+        return bc_fail(p, id, BRAID_ERR_INTERNAL, "malformed attention");
+    s.t = n->dtype;
+    s.ct = s.t == BRAID_F64 ? "double" : "float";
+    choose(&s);
+    if (s.qblocks > (int64_t)BC_GRID_X_MAX || s.a.H > 65535 || s.a.B > 65535)
+        return bc_fail(p, id, BRAID_ERR_UNSUPPORTED,
+                       "%lld query blocks, %lld heads, %lld batches are too "
+                       "many for one launch (at most 2^31-1, 65535, 65535)",
+                       (long long)s.qblocks, (long long)s.a.H,
+                       (long long)s.a.B);
+    emit_head(b, p, id, &s);
+    emit_body(b, &s);
+    k->nlaunch = bg_numel(n) > 0 ? 1 : 0;
+    snprintf(k->launch[0].entry, BC_NAME_MAX, "%s", BC_ENTRY);
+    k->launch[0].grid[0] = (uint32_t)(s.qblocks > 0 ? s.qblocks : 1);
+    k->launch[0].grid[1] = (uint32_t)(s.a.H > 0 ? s.a.H : 1);
+    k->launch[0].grid[2] = (uint32_t)(s.a.B > 0 ? s.a.B : 1);
+    k->launch[0].block[0] = (uint32_t)(s.QT * s.G);
+    k->launch[0].block[1] = k->launch[0].block[2] = 1;
+    return BRAID_OK;
+}

@@ -1,0 +1,156 @@
+/* runtime/cpu/cpu_kernels_attention.c — the attention op (graph/attention.h):
+ * out[b,i,h,:] = softmax(scale·q·kᵀ + mask)·v, a fully masked row giving 0.
+ *
+ * Work is split over the pool by tasks of AT_QB query rows of one (b, h),
+ * so results do not depend on the thread count. A task walks the keys in
+ * tiles of AT_KT rows, staged (with the task's q rows) in stack buffers in
+ * the compute type — float for f32/f16/bf16, double for f64 — and keeps
+ * each query row's running max m, sum l and unnormalised output acc (an
+ * online softmax, as the GPU kernel): per tile, m' = max(m, tile max),
+ * l and acc are rescaled by exp(m - m'), then p = exp(s - m') adds to l
+ * and p·v to acc; the output is acc / l, or 0 when l is 0 (every score
+ * -inf). q is multiplied by scale when staged, so scores round differently
+ * from the reference's (q·k)·scale; f16/bf16 are rounded once, at the
+ * output (the reference also rounds once). The output never aliases an
+ * operand (the memory pass aliases only elementwise nodes). */
+#include "graph/attention.h"
+#include "runtime/cpu/cpu_kernels.h"
+
+#include <math.h>
+#include <string.h>
+
+#define AT_QB 8  /* query rows per task */
+#define AT_KT 32 /* key rows per tile */
+
+typedef struct at_ctx {
+    bg_attn_geom a;
+    braid_dtype t;
+    const char *q, *k, *v, *mask; /* operands (mask NULL when absent) */
+    char *out;
+    int64_t qtiles; /* ceil(S / AT_QB) */
+} at_ctx;
+
+/* Element offset → byte pointer of dtype t. */
+static const char *at_ptr(const char *base, braid_dtype t, int64_t e) {
+    return base + e * (int64_t)braid_dtype_size(t);
+}
+
+/* One task in compute type CT (float or double), loads through LOAD
+ * (br_load_f32 / br_load_f64), stores through STORE, exp EXP. */
+#define AT_TASK(NAME, CT, LOAD, STORE, EXP)                                    \
+    static void NAME(const at_ctx *c, int64_t task) {                          \
+        const bg_attn_geom *a = &c->a;                                         \
+        int64_t D = a->D, qt = task % c->qtiles, h = task / c->qtiles % a->H;  \
+        int64_t b = task / c->qtiles / a->H, i0 = qt * AT_QB;                  \
+        int64_t nq = a->S - i0 < AT_QB ? a->S - i0 : AT_QB;                    \
+        CT q[AT_QB][BG_ATTN_MAX_D], acc[AT_QB][BG_ATTN_MAX_D];                 \
+        CT kt[AT_KT][BG_ATTN_MAX_D], vt[AT_KT][BG_ATTN_MAX_D];                 \
+        CT m[AT_QB], l[AT_QB], s[AT_KT], mk[AT_KT];                            \
+        for (int64_t r = 0; r < nq; r++) {                                     \
+            LOAD(c->t, at_ptr(c->q, c->t, bg_attn_q_at(a, b, i0 + r, h)), 1,   \
+                 D, q[r]);                                                     \
+            for (int64_t d = 0; d < D; d++) {                                  \
+                q[r][d] *= (CT)a->scale;                                       \
+                acc[r][d] = 0;                                                 \
+            }                                                                  \
+            m[r] = -(CT)INFINITY;                                              \
+            l[r] = 0;                                                          \
+        }                                                                      \
+        for (int64_t j0 = 0; j0 < a->T; j0 += AT_KT) {                         \
+            int64_t nk = a->T - j0 < AT_KT ? a->T - j0 : AT_KT;                \
+            if (a->causal && j0 > i0 + nq - 1) break;                          \
+            for (int64_t j = 0; j < nk; j++) {                                 \
+                int64_t at = bg_attn_kv_at(a, b, j0 + j, h);                   \
+                LOAD(c->t, at_ptr(c->k, c->t, at), 1, D, kt[j]);               \
+                LOAD(c->t, at_ptr(c->v, c->t, at), 1, D, vt[j]);               \
+            }                                                                  \
+            for (int64_t r = 0; r < nq; r++) {                                 \
+                int64_t i = i0 + r;                                            \
+                if (c->mask)                                                   \
+                    LOAD(c->t,                                                 \
+                         at_ptr(c->mask, c->t,                                 \
+                                bg_attn_mask_at(a, b, h, i, j0)),              \
+                         a->mst[3], nk, mk);                                   \
+                CT mt = -(CT)INFINITY;                                         \
+                for (int64_t j = 0; j < nk; j++) {                             \
+                    CT dot[8] = {0};                                           \
+                    int64_t d = 0;                                             \
+                    for (; d + 8 <= D; d += 8)                                 \
+                        for (int u = 0; u < 8; u++)                            \
+                            dot[u] += q[r][d + u] * kt[j][d + u];              \
+                    CT sj = 0;                                                 \
+                    for (; d < D; d++)                                         \
+                        sj += q[r][d] * kt[j][d];                              \
+                    for (int u = 0; u < 8; u++)                                \
+                        sj += dot[u];                                          \
+                    if (c->mask) sj += mk[j];                                  \
+                    if (a->causal && j0 + j > i) sj = -(CT)INFINITY;           \
+                    s[j] = sj;                                                 \
+                    if (!(sj <= mt)) mt = sj;                                  \
+                }                                                              \
+                if (mt == -(CT)INFINITY) continue; /* nothing new */           \
+                CT mn = m[r] > mt ? m[r] : mt;                                 \
+                CT alpha = m[r] == -(CT)INFINITY ? 0 : EXP(m[r] - mn);         \
+                CT *o = acc[r];                                                \
+                if (alpha != 1)                                                \
+                    for (int64_t d = 0; d < D; d++)                            \
+                        o[d] *= alpha;                                         \
+                CT lr = l[r] * alpha;                                          \
+                for (int64_t j = 0; j < nk; j++) {                             \
+                    CT p = EXP(s[j] - mn);                                     \
+                    lr += p;                                                   \
+                    for (int64_t d = 0; d < D; d++)                            \
+                        o[d] += p * vt[j][d];                                  \
+                }                                                              \
+                l[r] = lr;                                                     \
+                m[r] = mn;                                                     \
+            }                                                                  \
+        }                                                                      \
+        for (int64_t r = 0; r < nq; r++) {                                     \
+            CT inv = l[r] > 0 ? (CT)1 / l[r] : 0;                              \
+            for (int64_t d = 0; d < D; d++)                                    \
+                acc[r][d] = l[r] > 0 ? acc[r][d] * inv : 0;                    \
+            STORE(c->t,                                                        \
+                  c->out + bg_attn_q_at(a, b, i0 + r, h) *                     \
+                               (int64_t)braid_dtype_size(c->t),                \
+                  D, acc[r]);                                                  \
+        }                                                                      \
+    }
+
+AT_TASK(task_f32, float, br_load_f32, br_store_f32, expf)
+AT_TASK(task_f64, double, br_load_f64, br_store_f64, exp)
+
+static void tasks(void *ctx, int64_t lo, int64_t hi) {
+    const at_ctx *c = ctx;
+    for (int64_t t = lo; t < hi; t++)
+        if (c->t == BRAID_F64)
+            task_f64(c, t);
+        else
+            task_f32(c, t);
+}
+
+braid_status br_attention_prepare(const braid_graph *g, uint32_t id) {
+    bg_attn_geom a;
+    const bg_node *n = bg_node_at(g, id);
+    if (bg_attn_geom_of(g, n, &a)) return BRAID_OK;
+    return bg_set_last_error(BRAID_ERR_UNSUPPORTED,
+                             "braid_exec_new: node %u: malformed %s node", id,
+                             bg_op(n->op)->name);
+}
+
+void br_attention_run(const br_kernel_args *a) {
+    at_ctx c = {.t = a->node->dtype,
+                .q = a->in[0],
+                .k = a->in[1],
+                .v = a->in[2],
+                .out = a->out};
+    if (!bg_attn_geom_of(a->g, a->node, &c.a) || bg_numel(a->node) == 0) return;
+    c.mask = c.a.has_mask ? a->in[3] : NULL;
+    c.qtiles = (c.a.S + AT_QB - 1) / AT_QB;
+    int64_t ntasks = c.a.B * c.a.H * c.qtiles;
+    /* a task's work is about AT_QB·T·D multiply-adds twice */
+    double work = 2.0 * AT_QB * (double)(c.a.T + 1) * (double)c.a.D;
+    int64_t grain =
+        work >= BR_GRAIN * 4.0 ? 1 : (int64_t)(BR_GRAIN * 4.0 / work);
+    br_parallel_for(a->pool, ntasks, grain, tasks, &c);
+}
