@@ -81,8 +81,9 @@ static bool same_shape(const bg_node *a, const bg_node *b) {
 
 /* An elementwise GPU node, or a FUSED one whose ELEMENTWISE program
  * iterates over exactly its output shape. Not a run-checked one (the
- * range-checked cast): its run error names an element of its whole
- * output, which a chunk's slice would misnumber. */
+ * range-checked cast), nor a program with a gather: their run errors name
+ * an element of the whole output or indices, which a chunk's slice would
+ * misnumber (and a gather's data rows are not sliced with its rows). */
 static bool is_candidate(const ck_state *st, uint32_t id) {
     const bp_plan *p = st->plan;
     const bg_node *n = &p->res.graph->nodes[id];
@@ -95,7 +96,8 @@ static bool is_candidate(const ck_state *st, uint32_t id) {
     if (kind != BRAID_KIND_FUSED || p->res.info[id].program >= p->res.nprograms)
         return false;
     const bp_program *prog = &p->res.programs[p->res.info[id].program];
-    if (prog->kind != BP_PROGRAM_ELEMENTWISE || prog->rank != n->rank)
+    if (prog->kind != BP_PROGRAM_ELEMENTWISE || prog->rank != n->rank ||
+        bp_program_has_gather(prog))
         return false;
     for (int i = 0; i < n->rank; i++)
         if (prog->dims[i] != n->dims[i]) return false;

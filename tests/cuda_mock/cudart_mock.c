@@ -301,6 +301,11 @@ static void run_kernel(op *o) {
                 braid_last_error());
         abort();
     }
+    if (n->op == BRAID_OP_FUSED &&
+        p->res.info[o->node].program < p->res.nprograms)
+        br_fused_scratch(p->res.graph, o->node,
+                         &p->res.programs[p->res.info[o->node].program],
+                         &scratch);
     void *sbuf = scratch ? aligned_alloc(64, (scratch + 63) / 64 * 64) : NULL;
     br_kernel_args a = {.g = p->res.graph,
                         .id = o->node,
