@@ -89,15 +89,14 @@ static bool is_candidate(const ck_state *st, uint32_t id) {
     const bg_node *n = &p->res.graph->nodes[id];
     if (gpu_index(p, p->res.info[id].device) < 0 || p->res.info[id].chunk ||
         n->rank == 0 || bg_numel(n) == 0 || st->is_output[id] ||
-        bg_node_run_check(p->res.graph, id))
+        bp_node_run_check(p, id))
         return false;
     braid_op_kind kind = bg_op(n->op)->kind;
     if (kind == BRAID_KIND_ELEMENTWISE) return true;
     if (kind != BRAID_KIND_FUSED || p->res.info[id].program >= p->res.nprograms)
         return false;
     const bp_program *prog = &p->res.programs[p->res.info[id].program];
-    if (prog->kind != BP_PROGRAM_ELEMENTWISE || prog->rank != n->rank ||
-        bp_program_has_gather(prog))
+    if (prog->kind != BP_PROGRAM_ELEMENTWISE || prog->rank != n->rank)
         return false;
     for (int i = 0; i < n->rank; i++)
         if (prog->dims[i] != n->dims[i]) return false;

@@ -142,7 +142,9 @@ static uint32_t gather_indices(prog_build *b, uint32_t gid) {
                                   rank, dims, NULL);
     if (r == BG_NONE) return BG_NONE;
     plan->res.info[r].device = plan->res.info[gid].device;
-    plan->res.info[r].origin = plan->res.info[gid].origin;
+    /* the indices' view: it comes from them, not from the gather (whose
+     * origin now names the fused node's instruction) */
+    plan->res.info[r].origin = plan->res.info[ix].origin;
     return r;
 }
 

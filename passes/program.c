@@ -198,7 +198,7 @@ static bool check_gather(const pc *c, uint32_t i, const bp_instr *in) {
         return fail(c, "instruction %u: gather dtype %s of input %u's %s "
                        "(expected the same, not i64)",
                     i, dt(in->dtype), in->input, dt(x->dtype));
-    int t = (int)x->rank - (int)in->axis - 1; /* trailing data dims */
+    int t = in->axis < x->rank ? (int)x->rank - (int)in->axis - 1 : 0;
     if (in->axis >= x->rank || p->rank < (int)in->axis + t)
         return fail(c, "instruction %u: gather axis %u of input %u (rank "
                        "%d) in a space of rank %d", i, in->axis, in->input,

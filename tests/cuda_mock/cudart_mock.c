@@ -39,6 +39,7 @@
 #include <time.h>
 
 #include "graph/graph.h"
+#include "passes/passes.h"
 #include "runtime/runtime.h"
 #include "tests/cuda_mock/mock.h"
 
@@ -730,7 +731,7 @@ cudaError_t cudaLaunchKernel(const void *func, dim3 grid, dim3 block,
     o->ptrs = calloc(o->nptrs, sizeof *o->ptrs);
     for (uint32_t i = 0; i < o->nptrs; i++)
         o->ptrs[i] = *(void **)args[i];
-    if (bg_node_run_check(plan->res.graph, id)) /* the last parameter */
+    if (bp_node_run_check(plan, id)) /* the last parameter */
         o->check = *(void **)args[1 + n->ninputs];
     enqueue(s, o);
     return cudaSuccess;
