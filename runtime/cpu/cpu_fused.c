@@ -38,6 +38,11 @@ static void init_gathers(br_fz *z, const br_kernel_args *a) {
             gt->inner *= x->dims[d];
         for (int d = (int)in->axis; d < p->rank - trail; d++)
             gt->nidx *= p->dims[d];
+        /* before collapse(): the strides are per space dim */
+        const bp_instr *ix = &p->instr[in->arg[0]];
+        gt->rows = ix->op == BP_INSTR_LOAD;
+        for (int d = p->rank - trail; gt->rows && d < p->rank; d++)
+            gt->rows = z->in[ix->input].st[d] == 0 || p->dims[d] == 1;
     }
 }
 

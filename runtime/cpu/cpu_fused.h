@@ -93,6 +93,8 @@ typedef struct br_fz_gat {
     int64_t bound; /* the data's gathered axis length */
     int64_t nidx;  /* positions of the indices (space dims they span) */
     int64_t inner; /* data elements after the axis */
+    bool rows;     /* the index is a load constant along a data row (the
+                      pass's programs): no per-element test */
 } br_fz_gat;
 
 /* A program ready to evaluate over a tile space: a C-order space of numel

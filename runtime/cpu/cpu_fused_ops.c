@@ -211,7 +211,7 @@ void br_fz_gather_rows(const br_fz *z, uint32_t i, int64_t s, int64_t m,
         int64_t pos = s + k, r = pos % g->inner;
         int64_t run = g->inner - r < m - k ? g->inner - r : m - k;
         int32_t v = iv[k * ix.step];
-        int64_t same = 1;
+        int64_t same = g->rows ? run : 1;
         while (same < run && iv[(k + same) * ix.step] == v)
             same++;
         int64_t w = bg_index_norm(v, g->bound);

@@ -57,7 +57,8 @@ static void prologue_tiles(void *ctx, int64_t tb, int64_t te) {
         int64_t k = t * z->tile;
         int64_t m = c->len - k < z->tile ? c->len - k : z->tile;
         char *dst = c->buf + k * (int64_t)esz;
-        br_fz_ref r = br_fz_eval(z, &mem, c->s0 + k, m, NULL);
+        br_fz_ref r = br_fz_eval(z, &mem, c->s0 + k, m,
+                                 br_fz_storage(ct) == c->t ? dst : NULL);
         br_fz_store(c->t, ct, r, m, dst);
     }
 }
