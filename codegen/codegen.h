@@ -87,6 +87,11 @@ typedef enum bc_check_kind {
     BC_CHECK_CAST_PENDING = 0x102
 } bc_check_kind;
 
+/* BC_CHECK_INDEX from GATHER instruction i of a fused node's program
+ * (passes/program.h): the instruction rides in the kind's upper half, so
+ * the message names the gather the fused node absorbed. */
+#define BC_CHECK_INDEX_AT(i) (BC_CHECK_INDEX | (((uint32_t)(i) + 1u) << 16))
+
 typedef struct bc_run_check {
     uint32_t kind;   /* bc_check_kind; 0 until the first failure */
     uint32_t node;   /* plan node id of the kernel that recorded it */

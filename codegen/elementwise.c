@@ -30,7 +30,8 @@ static void classify_operands(const bc_node *c, uint32_t mm_instr,
     for (uint32_t k = 0; k < c->n->ninputs; k++)
         if (mode[k] == BC_OPERAND_POINTER &&
             bg_numel(bc_input(c, k)) == c->numel && c->numel > 1 &&
-            !bp_layout_of(c->plan, c->n->inputs[k])) /* strided: by index */
+            !bp_layout_of(c->plan, c->n->inputs[k]) && /* strided: by index */
+            !bc_gather_data(c, k))
             mode[k] = BC_OPERAND_VALUE;
 }
 
@@ -131,8 +132,14 @@ static braid_status gen(const bc_node *c, bc_buf *b, bc_kernel *k,
     if (mm != BG_NONE)
         snprintf(extra, sizeof extra, "const %s *mm",
                  bc_stype(pr->instr[mm].dtype));
+    /* a gather's bad index claims the run check record (the last
+     * parameter); MATMUL programs hold no gather */
+    if (bp_program_has_gather(pr)) {
+        snprintf(extra, sizeof extra, "bc_check *chk");
+        k->run_check = true;
+    }
     bc_emit_signature(b, c->plan, c->id, c->entry, BC_BLOCK,
-                      mm != BG_NONE ? extra : NULL);
+                      extra[0] ? extra : NULL);
     bc_buf_printf(b,
                   "    const %s n = %lld;\n"
                   "    const %s base = ((%s)blockIdx.x * %d + threadIdx.x) "

@@ -148,7 +148,7 @@ static bool *needed_instrs(const bp_program *pr, uint32_t root,
         if (!need[i] || i == mm_instr) continue;
         const bp_instr *in = &pr->instr[i];
         if (in->op == BP_INSTR_LOAD || in->op == BP_INSTR_CONST) continue;
-        int arity = bg_op(in->op)->arity;
+        int arity = in->op == BP_INSTR_GATHER ? 1 : bg_op(in->op)->arity;
         for (int a = 0; a < arity && a < 3; a++)
             need[in->arg[a]] = true;
     }
@@ -163,7 +163,8 @@ void bc_operands_used(const bc_node *c, uint32_t root, uint32_t mm_instr,
     bool *need = needed_instrs(pr, root, mm_instr);
     for (uint32_t i = 0; i <= root; i++) {
         const bp_instr *in = &pr->instr[i];
-        if ((!need || need[i]) && in->op == BP_INSTR_LOAD &&
+        if ((!need || need[i]) &&
+            (in->op == BP_INSTR_LOAD || in->op == BP_INSTR_GATHER) &&
             in->input < c->n->ninputs)
             mode[in->input] = BC_OPERAND_POINTER;
     }
@@ -211,6 +212,52 @@ static void emit_load(bc_buf *b, const bc_node *c, const bp_instr *in) {
     bc_buf_free(&e);
 }
 
+bool bc_gather_data(const bc_node *c, uint32_t k) {
+    for (uint32_t i = 0; i < c->prog->ninstr; i++)
+        if (c->prog->instr[i].op == BP_INSTR_GATHER &&
+            c->prog->instr[i].input == k)
+            return true;
+    return false;
+}
+
+/* GATHER instruction i (passes/program.h) at flat index i of the space:
+ * the index read, normalised and compared with the axis as an unsigned
+ * value; a bad one gives 0 and claims the run check record for this node
+ * (BC_CHECK_INDEX_AT: the message names the gather), so no access leaves
+ * the data. */
+static void emit_gather(bc_buf *b, const bc_node *c, uint32_t i) {
+    const bp_instr *in = &c->prog->instr[i];
+    const bg_node *x = bc_input(c, in->input);
+    int trail = x->rank - (int)in->axis - 1;
+    long long bound = (long long)x->dims[in->axis], inner = 1, nidx = 1;
+    for (int d = (int)in->axis + 1; d < x->rank; d++)
+        inner *= x->dims[d];
+    for (int d = (int)in->axis; d < c->prog->rank - trail; d++)
+        nidx *= c->prog->dims[d];
+    bc_buf_printf(b,
+                  "    %s v%u;\n"
+                  "    {\n"
+                  "        const long long x = (long long)v%u, p = (long "
+                  "long)i;\n"
+                  "        const long long w = x < 0 ? x + %lldLL : x;\n"
+                  "        if ((unsigned long long)w >= %lluULL) {\n"
+                  "            bc_check_fail(chk, %uu, %uu, x, (p / %lldLL) %% "
+                  "%lldLL, %lldLL);\n"
+                  "            v%u = 0;\n"
+                  "        } else {\n"
+                  "            v%u = ",
+                  bc_ctype(in->dtype), (unsigned)i, (unsigned)in->arg[0], bound,
+                  (unsigned long long)bound, (unsigned)BC_CHECK_INDEX_AT(i),
+                  (unsigned)c->id, inner, nidx, bound, (unsigned)i,
+                  (unsigned)i);
+    char e[192];
+    snprintf(e, sizeof e,
+             "in%u[((p / %lldLL) * %lldLL + w) * %lldLL + p %% %lldLL]",
+             (unsigned)in->input, nidx * inner, bound, inner, inner);
+    bc_emit_from_storage(b, x->dtype, e);
+    bc_buf_puts(b, ";\n        }\n    }\n");
+}
+
 void bc_emit_expr_fn(bc_buf *b, const bc_node *c, const char *fn, uint32_t root,
                      const bc_operand *mode, uint32_t mm_instr,
                      bool root_stored) {
@@ -227,6 +274,7 @@ void bc_emit_expr_fn(bc_buf *b, const bc_node *c, const char *fn, uint32_t root,
     }
     if (mm_instr != BG_NONE)
         bc_buf_printf(b, ", %s fmm", bc_ctype(pr->instr[mm_instr].dtype));
+    if (bp_program_has_gather(pr)) bc_buf_puts(b, ", bc_check *chk");
     bc_buf_puts(b, ") {\n");
     bool *need = needed_instrs(pr, root, mm_instr);
     if (!need) {
@@ -236,6 +284,10 @@ void bc_emit_expr_fn(bc_buf *b, const bc_node *c, const char *fn, uint32_t root,
     for (uint32_t i = 0; i <= root; i++) {
         if (!need[i]) continue;
         const bp_instr *in = &pr->instr[i];
+        if (in->op == BP_INSTR_GATHER) {
+            emit_gather(b, c, i);
+            continue;
+        }
         bc_buf_printf(b, "    const %s v%u = ", bc_ctype(in->dtype),
                       (unsigned)i);
         if (i == mm_instr)
@@ -265,4 +317,5 @@ void bc_emit_expr_args(bc_buf *b, const bc_node *c, const char *ix,
             bc_buf_printf(b, ", in%u", (unsigned)k);
     }
     if (mm_instr != BG_NONE) bc_buf_printf(b, ", %s", mm);
+    if (bp_program_has_gather(c->prog)) bc_buf_puts(b, ", chk");
 }

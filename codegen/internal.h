@@ -133,7 +133,8 @@ typedef enum bc_operand {
  * program's iteration space. Parameters, in input order: `<ctype> f<k>`
  * for VALUE operands, `const <stype> *in<k>` for POINTER ones; then
  * `<ctype> fmm` when mm_instr != BG_NONE (that instruction's value is the
- * parameter: a matmul result). root_stored: the caller stores the result
+ * parameter: a matmul result), then `bc_check *chk` when the program has a
+ * GATHER (the kernel's run check record). root_stored: the caller stores the result
  * as root's dtype, which rounds an f16/bf16 root (so it is not rounded
  * twice); otherwise the result is rounded like every instruction. */
 void bc_emit_expr_fn(bc_buf *b, const bc_node *c, const char *fn, uint32_t root,
@@ -145,6 +146,9 @@ void bc_emit_expr_fn(bc_buf *b, const bc_node *c, const char *fn, uint32_t root,
 void bc_emit_expr_args(bc_buf *b, const bc_node *c, const char *ix,
                        const bc_operand *mode, const char *const *values,
                        uint32_t mm_instr, const char *mm);
+/* Whether input k is the data of a GATHER instruction (read at gathered
+ * rows: always a pointer, never a value at the output's index). */
+bool bc_gather_data(const bc_node *c, uint32_t k);
 /* Marks which inputs instructions up to root read (BC_OPERAND_POINTER),
  * skipping loads only the matmul instruction reads. */
 void bc_operands_used(const bc_node *c, uint32_t root, uint32_t mm_instr,
@@ -166,6 +170,9 @@ braid_status bc_gen_attention(const bp_plan *p, uint32_t id, bc_buf *b,
 /* max_pool, avg_pool: one thread per output element (codegen/pool.c). */
 braid_status bc_gen_pool(const bp_plan *p, uint32_t id, bc_buf *b,
                          bc_kernel *k);
+/* A fused POOL program: the pool kernel reading each tap through the
+ * prologue's expression (codegen/pool.c). */
+braid_status bc_gen_pool_program(const bc_node *c, bc_buf *b, bc_kernel *k);
 /* Window kernels (pool, resize: one thread per output element of a
  * [planes, out0, out1, out2] space): the signature, the thread's flat
  * index i (returning past numel) and its split into plane, o0, o1, o2;

@@ -44,8 +44,24 @@ static void emit_tap_tests(bc_buf *b, const bg_window *w) {
     bc_buf_puts(b, ";\n    (void)in_pad;\n");
 }
 
+/* The value of input element `at`: the input read (c NULL), or a POOL
+ * program's prologue evaluated there (its function KNAME_e). */
+static void emit_tap_value(bc_buf *b, const bc_node *c, braid_dtype t) {
+    if (!c) {
+        bc_emit_from_storage(b, t, "in0[at]");
+        return;
+    }
+    bc_operand mode[BC_MAX_PARAMS];
+    uint32_t root = c->prog->instr[c->prog->ninstr - 1].arg[0];
+    bc_operands_used(c, root, BG_NONE, mode);
+    bc_buf_printf(b, "%s_e(", c->entry);
+    bc_emit_expr_args(b, c, "at", mode, NULL, BG_NONE, NULL);
+    bc_buf_puts(b, ")");
+}
+
 /* The loop body: one tap into acc (and the counts). */
-static void emit_tap(bc_buf *b, const bg_window *w, braid_dtype t, bool max) {
+static void emit_tap(bc_buf *b, const bg_window *w, braid_dtype t, bool max,
+                     const bc_node *c) {
     emit_tap_tests(b, w);
     bc_buf_printf(b,
                   "    if (in_x) {\n"
@@ -54,7 +70,7 @@ static void emit_tap(bc_buf *b, const bg_window *w, braid_dtype t, bool max) {
                   "        const %s v = ",
                   (long long)w->in[0], (long long)w->in[1],
                   (long long)w->in[2], max ? bc_ctype(t) : "double");
-    bc_emit_from_storage(b, t, "in0[at]");
+    emit_tap_value(b, c, t);
     bc_buf_puts(b, ";\n");
     if (max)
         bc_buf_puts(b, "        if (v > acc || v != v) acc = v;\n");
@@ -100,7 +116,7 @@ braid_status bc_window_launch(const bp_plan *p, uint32_t id, int64_t numel,
 }
 
 static void emit_body(bc_buf *b, const bg_window *w, braid_dtype t, bool max,
-                      bool count_pad) {
+                      bool count_pad, const bc_node *c) {
     if (max) {
         bc_buf_printf(b, "    %s acc = ", bc_ctype(t));
         bc_buf_puts(b, t == BRAID_I32 ? "(int)0x80000000"
@@ -114,7 +130,7 @@ static void emit_body(bc_buf *b, const bg_window *w, braid_dtype t, bool max,
     }
     for (int a = 0; a < 3; a++)
         emit_axis_loop(b, w, a);
-    emit_tap(b, w, t, max);
+    emit_tap(b, w, t, max, c);
     bc_buf_puts(b, "    }\n    }\n    }\n");
     if (!max)
         bc_buf_printf(b, "    const double r = acc / (double)%s;\n",
@@ -145,6 +161,30 @@ braid_status bc_gen_pool(const bp_plan *p, uint32_t id, bc_buf *b,
     k->kind = BC_KERNEL_POOL;
     bc_emit_window_head(b, p, id, numel, w.out);
     emit_body(b, &w, n->dtype, n->op == BRAID_OP_MAX_POOL,
-              (w.flags & BG_POOL_COUNT_PAD) != 0);
+              (w.flags & BG_POOL_COUNT_PAD) != 0, NULL);
+    return BRAID_OK;
+}
+
+/* A POOL program: the same kernel, each tap's value the prologue's
+ * expression at that input element (recomputed per tap: an activation
+ * costs less than writing and re-reading its result). The prologue's
+ * loads broadcast against the pool's input shape (the program's space). */
+braid_status bc_gen_pool_program(const bc_node *c, bc_buf *b, bc_kernel *k) {
+    const bp_program *pr = c->prog;
+    const bp_instr *pool = &pr->instr[pr->ninstr - 1];
+    int64_t numel = bg_numel(c->n);
+    braid_status s = bc_window_launch(c->plan, c->id, numel, k);
+    if (s != BRAID_OK) return s;
+    bg_window w;
+    bp_program_window(pr, c->n->dims, &w);
+    bc_operand mode[BC_MAX_PARAMS];
+    bc_operands_used(c, pool->arg[0], BG_NONE, mode);
+    char fn[BC_NAME_MAX + 4];
+    snprintf(fn, sizeof fn, "%s_e", c->entry);
+    bc_emit_expr_fn(b, c, fn, pool->arg[0], mode, BG_NONE, false);
+    k->kind = BC_KERNEL_POOL;
+    bc_emit_window_head(b, c->plan, c->id, numel, w.out);
+    emit_body(b, &w, c->n->dtype, pool->op == BRAID_OP_MAX_POOL,
+              (w.flags & BG_POOL_COUNT_PAD) != 0, c);
     return BRAID_OK;
 }

@@ -273,6 +273,8 @@ static braid_status gen_node(const bp_plan *p, uint32_t id, bc_buf *b,
         if (s == BRAID_OK) {
             if (c->prog->kind == BP_PROGRAM_REDUCE)
                 s = bc_gen_reduce(c, b, k);
+            else if (c->prog->kind == BP_PROGRAM_POOL)
+                s = bc_gen_pool_program(c, b, k);
             else if (c->prog->kind == BP_PROGRAM_MATMUL)
                 s = bc_gen_epilogue(c, b, k);
             else if (n->op == BRAID_OP_SOFTMAX)

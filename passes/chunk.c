@@ -81,14 +81,15 @@ static bool same_shape(const bg_node *a, const bg_node *b) {
 
 /* An elementwise GPU node, or a FUSED one whose ELEMENTWISE program
  * iterates over exactly its output shape. Not a run-checked one (the
- * range-checked cast): its run error names an element of its whole
- * output, which a chunk's slice would misnumber. */
+ * range-checked cast), nor a program with a gather: their run errors name
+ * an element of the whole output or indices, which a chunk's slice would
+ * misnumber (and a gather's data rows are not sliced with its rows). */
 static bool is_candidate(const ck_state *st, uint32_t id) {
     const bp_plan *p = st->plan;
     const bg_node *n = &p->res.graph->nodes[id];
     if (gpu_index(p, p->res.info[id].device) < 0 || p->res.info[id].chunk ||
         n->rank == 0 || bg_numel(n) == 0 || st->is_output[id] ||
-        bg_node_run_check(p->res.graph, id))
+        bp_node_run_check(p, id))
         return false;
     braid_op_kind kind = bg_op(n->op)->kind;
     if (kind == BRAID_KIND_ELEMENTWISE) return true;

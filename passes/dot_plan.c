@@ -5,6 +5,7 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include "passes/dot.h"
+#include "graph/window.h"
 #include "passes/layout.h"
 
 #include <inttypes.h>
@@ -69,6 +70,7 @@ static const char *copy_direction(bp_device from, bp_device to) {
 static const char *instr_name(braid_op op) {
     if (op == BP_INSTR_LOAD) return "load";
     if (op == BP_INSTR_CONST) return "const";
+    if (op == BP_INSTR_GATHER) return "gather";
     if ((unsigned)op < (unsigned)BRAID_OP_COUNT_) return bg_op(op)->name;
     return "?";
 }
@@ -178,6 +180,19 @@ static void put_instr_attrs(bp_text *t, const bp_program *prog, braid_op op) {
     } else if (kind == BRAID_KIND_MATMUL) {
         if (prog->flags & BRAID_TRANSPOSE_A) bp_text_printf(t, " transpose_a");
         if (prog->flags & BRAID_TRANSPOSE_B) bp_text_printf(t, " transpose_b");
+    } else if (kind == BRAID_KIND_WINDOW) {
+        static const char *const par[5] = {"kernel", "strides", "dilations",
+                                           "pads_begin", "pads_end"};
+        for (int q = 0; q < 5; q++) {
+            bp_text_printf(t, " %s=[", par[q]);
+            for (int i = 0; i + 2 < prog->rank && i < 3; i++)
+                bp_text_printf(t, "%s%lld", i ? "," : "",
+                               (long long)prog->window[q][i]);
+            bp_text_printf(t, "]");
+        }
+        if (prog->flags & BG_POOL_CEIL) bp_text_printf(t, " ceil_mode");
+        if (prog->flags & BG_POOL_COUNT_PAD)
+            bp_text_printf(t, " count_include_pad");
     }
 }
 
@@ -192,6 +207,12 @@ static void put_instr(plan_dot *d, const bp_program *prog, const bg_node *n,
             bp_text_printf(t, " (%%%" PRIu32 ")", n->inputs[in->input]);
     } else if (in->op == BP_INSTR_CONST) {
         bp_text_printf(t, "%.9g", in->value);
+    } else if (in->op == BP_INSTR_GATHER) {
+        bp_text_printf(t, "gather in%" PRIu32, in->input);
+        if (in->input < n->ninputs)
+            bp_text_printf(t, " (%%%" PRIu32 ")", n->inputs[in->input]);
+        bp_text_printf(t, " at t%" PRIu32 " axis=%" PRIu32, in->arg[0],
+                       in->axis);
     } else {
         int arity = 1;
         if ((unsigned)in->op < (unsigned)BRAID_OP_COUNT_)

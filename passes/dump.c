@@ -16,7 +16,8 @@ static void put_program(const bp_plan *p, const bp_program *prog, FILE *out) {
     for (uint32_t i = 0; i < prog->ninstr; i++) {
         braid_op op = prog->instr[i].op;
         if (op == BP_INSTR_LOAD || op == BP_INSTR_CONST) continue;
-        fprintf(out, "%s%s", first ? "" : ",", bg_op(op)->name);
+        fprintf(out, "%s%s", first ? "" : ",",
+                op == BP_INSTR_GATHER ? "gather" : bg_op(op)->name);
         first = 0;
     }
     (void)p;

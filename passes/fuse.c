@@ -15,6 +15,7 @@
  * becomes a fused node (passes/fuse_program.c), and bp_plan_compact drops
  * what it replaced. */
 #include "passes/fuse.h"
+#include "graph/index.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -39,6 +40,9 @@ typedef struct fuse_state {
     uint32_t nmembers;     /* entries in members */
     bp_fuse_group *groups; /* the groups found */
     uint32_t ngroups;      /* entries in groups */
+    bool gathers;          /* the group being grown may hold gathers
+                              (ELEMENTWISE groups only) */
+    uint32_t max_members;  /* the group being grown holds at most this */
 } fuse_state;
 
 static braid_status oom(void) {
@@ -126,6 +130,22 @@ static bool fusible(const fuse_state *s, uint32_t id) {
     return true;
 }
 
+/* A gather an ELEMENTWISE group may hold as a member (never its root): the
+ * axis form (ONNX Gather), i32 indices, data of a dtype programs hold. Its
+ * indices are a full-size operand like any member's; its data is read at
+ * the gathered rows, so it stays outside the group (an input of the fused
+ * node, never a member: add_member does not queue it). */
+static bool gather_member(const fuse_state *s, uint32_t id) {
+    const bg_node *nd = bg_node_at(s->g, id);
+    if (nd->op != BRAID_OP_GATHER || nd->ninputs != 2 ||
+        bg_index_mode_of(&nd->attr) != BG_INDEX_AXIS)
+        return false;
+    const bg_node *x = bg_node_at(s->g, nd->inputs[0]);
+    const bg_node *ix = bg_node_at(s->g, nd->inputs[1]);
+    return ix->dtype == BRAID_I32 && bg_dtype_f64_exact(x->dtype) &&
+           x->dtype != BRAID_I64 && nd->dtype == x->dtype;
+}
+
 static bool same_shape(const bg_node *a, const bg_node *b) {
     if (a->rank != b->rank) return false;
     for (int i = 0; i < a->rank; i++)
@@ -173,7 +193,10 @@ static void add_member(fuse_state *s, uint32_t id) {
         s->touched[s->ntouched++] = id;
     }
     const bg_node *nd = node(s, id);
-    for (uint32_t k = 0; k < nd->ninputs; k++) {
+    /* a gather's data (input 0) is never a member: not counted as a use
+     * from the group, so it never joins */
+    uint32_t k0 = nd->op == BRAID_OP_GATHER ? 1 : 0;
+    for (uint32_t k = k0; k < nd->ninputs; k++) {
         s->inref[nd->inputs[k]]++;
         heap_push(s, nd->inputs[k]);
     }
@@ -186,8 +209,10 @@ static void add_member(fuse_state *s, uint32_t id) {
 static bool joinable(const fuse_state *s, uint32_t p, uint32_t root,
                      int64_t numel, uint32_t count) {
     const bg_node *nd = node(s, p);
-    return count < BP_FUSE_MAX_MEMBERS && !s->taken[p] && !s->member[p] &&
-           fusible(s, p) && same_device(s, p, root) && !s->is_output[p] &&
+    return count < s->max_members && !s->taken[p] && !s->member[p] &&
+           (fusible(s, p) || (s->gathers && gather_member(s, p) &&
+                                same_shape(nd, node(s, root)))) &&
+           same_device(s, p, root) && !s->is_output[p] &&
            s->inref[p] == s->nuse[p] && bg_numel(nd) == numel;
 }
 
@@ -276,18 +301,36 @@ static void try_epilogue(fuse_state *s, uint32_t mm) {
 
 /* ---- phase 2: reductions and elementwise groups ------------------------- */
 
-static void try_reduce(fuse_state *s, uint32_t r) {
+/* A reduction (REDUCE) or a pool (POOL) absorbs the group producing its
+ * input: its prologue, evaluated where the reduction or each tap of the
+ * pool reads. A pool's prologue is recomputed at every tap on the GPU
+ * (kernel-volume times), so it holds at most BP_FUSE_POOL_MAX_MEMBERS. */
+static void try_prologue(fuse_state *s, uint32_t r, bp_program_kind kind) {
     uint32_t p = node(s, r)->inputs[0];
     if (s->taken[p] || !fusible(s, p) || !same_device(s, p, r) ||
         sole_user(s, p) != r)
         return;
+    s->gathers = false;
+    s->max_members = kind == BP_PROGRAM_POOL ? BP_FUSE_POOL_MAX_MEMBERS
+                                             : BP_FUSE_MAX_MEMBERS;
     uint32_t first = s->nmembers, count = grow(s, p);
     reset_scratch(s);
-    keep_group(s, BP_PROGRAM_REDUCE, r, p, first, count);
+    keep_group(s, kind, r, p, first, count);
+}
+
+/* A pool that may take a prologue: max_pool or avg_pool of a value of a
+ * dtype programs hold. */
+static bool pool_node(const fuse_state *s, uint32_t id) {
+    const bg_node *nd = node(s, id);
+    return (nd->op == BRAID_OP_MAX_POOL || nd->op == BRAID_OP_AVG_POOL) &&
+           nd->ninputs == 1 && nd->rank >= 3 && nd->rank <= 5 &&
+           bg_dtype_f64_exact(nd->dtype);
 }
 
 /* A group of one op gains nothing from fusion: left as it is. */
 static void try_elementwise(fuse_state *s, uint32_t root) {
+    s->gathers = true;
+    s->max_members = BP_FUSE_MAX_MEMBERS;
     uint32_t first = s->nmembers, count = grow(s, root);
     reset_scratch(s);
     if (count < 2) {
@@ -305,7 +348,9 @@ static void find_groups(fuse_state *s) {
         if (s->taken[id]) continue;
         braid_op_kind k = bg_op(node(s, id)->op)->kind;
         if (k == BRAID_KIND_REDUCE)
-            try_reduce(s, id);
+            try_prologue(s, id, BP_PROGRAM_REDUCE);
+        else if (pool_node(s, id))
+            try_prologue(s, id, BP_PROGRAM_POOL);
         else if (fusible(s, id))
             try_elementwise(s, id);
     }

@@ -13,6 +13,9 @@
  * 4 · BP_FUSE_MAX_MEMBERS + 4 instructions (the limit of any program,
  * BP_PROGRAM_MAX_INSTR, is above that). */
 #define BP_FUSE_MAX_MEMBERS 60
+/* Most members of a pool's prologue (recomputed at every tap on the GPU:
+ * an activation or a short chain, not a long expression). */
+#define BP_FUSE_POOL_MAX_MEMBERS 8
 
 /* One group found by the pass. */
 typedef struct bp_fuse_group {
@@ -20,15 +23,16 @@ typedef struct bp_fuse_group {
     uint32_t out;         /* the node the fused node replaces: the group's
                              root, its reduction or its epilogue's last
                              op */
-    uint32_t root;        /* ELEMENTWISE: = out; REDUCE: the reduction's
-                             input (the prologue's result); MATMUL: the
-                             matmul node */
+    uint32_t root;        /* ELEMENTWISE: = out; REDUCE, POOL: the
+                             reduction's or pool's input (the prologue's
+                             result); MATMUL: the matmul node */
     uint32_t first;       /* index of its first member in the pass's member
                              list */
-    uint32_t nmembers;    /* members: elementwise and broadcast_to nodes in
-                             ascending id (MATMUL: the bias add and the
-                             activation); the reduction and the matmul are
-                             not members */
+    uint32_t nmembers;    /* members: elementwise, broadcast_to and (in
+                             ELEMENTWISE groups) gather nodes in ascending
+                             id (MATMUL: the bias add and the activation);
+                             the reduction, pool and matmul are not
+                             members */
 } bp_fuse_group;
 
 /* The pass's arrays bp_fuse_build works in, one entry per node id below

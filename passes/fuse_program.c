@@ -8,6 +8,7 @@
  * broadcast_to is its operand's value. MATMUL programs start with
  * LOAD 0, LOAD 1, MATMUL(0, 1): the operands read whole as matrices. */
 #include "passes/fuse.h"
+#include "graph/window.h"
 
 #include <assert.h>
 #include <stdlib.h>
@@ -28,6 +29,7 @@ typedef struct prog_build {
     uint32_t *vmap;      /* per member: its instruction (the pass's
                             scratch, one entry per node id below n) */
     uint32_t n;          /* nodes when the pass started */
+    bool failed;         /* out of memory adding a node */
 } prog_build;
 
 static braid_status oom(uint32_t id) {
@@ -119,9 +121,55 @@ static uint32_t operand(prog_build *b, uint32_t id) {
     return k;
 }
 
+/* The node a gather's GATHER instruction loads its indices from: the
+ * indices themselves, or (when the data has dims after the axis, which
+ * end the space) a reshape of them with that many trailing 1s, so the
+ * load broadcasts against the space like any other (a view: no work).
+ * BG_NONE when out of memory. */
+static uint32_t gather_indices(prog_build *b, uint32_t gid) {
+    bp_plan *plan = b->plan;
+    const bg_node *nd = bg_node_at(plan->res.graph, gid);
+    uint32_t ix = nd->inputs[1];
+    const bg_node *x = bg_node_at(plan->res.graph, nd->inputs[0]);
+    const bg_node *in = bg_node_at(plan->res.graph, ix);
+    int trail = x->rank - nd->attr.axis - 1;
+    if (trail == 0 || (ix < b->n && b->member[ix])) return ix;
+    int64_t dims[BRAID_MAX_RANK];
+    int rank = in->rank + trail;
+    for (int d = 0; d < rank; d++)
+        dims[d] = d < in->rank ? in->dims[d] : 1;
+    uint32_t r = bp_plan_add_node(plan, BRAID_OP_RESHAPE, &ix, 1, in->dtype,
+                                  rank, dims, NULL);
+    if (r == BG_NONE) return BG_NONE;
+    plan->res.info[r].device = plan->res.info[gid].device;
+    /* the indices' view: it comes from them, not from the gather (whose
+     * origin now names the fused node's instruction) */
+    plan->res.info[r].origin = plan->res.info[ix].origin;
+    return r;
+}
+
+/* GATHER of member gather gid: its data an input, its indices (reshaped
+ * to broadcast) an operand. */
+static uint32_t compute_gather(prog_build *b, uint32_t gid) {
+    uint32_t ix = gather_indices(b, gid);
+    if (ix == BG_NONE) {
+        b->failed = true;
+        ix = bg_node_at(b->plan->res.graph, gid)->inputs[1];
+    }
+    const bg_node *nd = bg_node_at(b->plan->res.graph, gid);
+    bp_instr in = {.op = BP_INSTR_GATHER,
+                   .dtype = nd->dtype,
+                   .arg = {operand(b, ix), BG_NONE, BG_NONE},
+                   .axis = (uint32_t)nd->attr.axis,
+                   .source = b->plan->res.info[gid].origin};
+    in.input = add_input(b, bg_node_at(b->plan->res.graph, gid)->inputs[0]);
+    return emit(b, in);
+}
+
 /* The instruction computing member or extra node id from its operands. */
 static uint32_t compute(prog_build *b, uint32_t id) {
     const bg_node *nd = bg_node_at(b->plan->res.graph, id);
+    if (nd->op == BRAID_OP_GATHER) return compute_gather(b, id);
     uint32_t arg[3] = {BG_NONE, BG_NONE, BG_NONE};
     for (uint32_t k = 0; k < nd->ninputs && k < 3; k++)
         arg[k] = operand(b, nd->inputs[k]);
@@ -166,7 +214,7 @@ static void fill_program(prog_build *b, const bp_fuse_group *g,
         uint32_t id = members[g->first + i];
         b->vmap[id] = compute(b, id);
     }
-    if (g->kind == BP_PROGRAM_REDUCE) {
+    if (g->kind == BP_PROGRAM_REDUCE || g->kind == BP_PROGRAM_POOL) {
         const bg_node *r = bg_node_at(gr, g->out);
         bp_instr in = {.op = r->op,
                        .dtype = r->dtype,
@@ -224,11 +272,16 @@ braid_status bp_fuse_build(bp_plan *plan, const bp_fuse_group *g,
         if (g->kind == BP_PROGRAM_REDUCE) {
             prog.axes = out->attr.axes;
             prog.flags = out->attr.flags & BG_KEEPDIMS;
+        } else if (g->kind == BP_PROGRAM_POOL) {
+            prog.flags = out->attr.flags;
+            for (int q = 0; q < 5; q++)
+                for (int i = 0; i + 2 < out->rank; i++)
+                    prog.window[q][i] = bg_window_param(&out->attr, q, i);
         } else if (g->kind == BP_PROGRAM_MATMUL) {
             prog.flags =
                 space->attr.flags & (BRAID_TRANSPOSE_A | BRAID_TRANSPOSE_B);
         }
-        s = add_fused(&b, g, &prog, sc->rep);
+        s = b.failed ? oom(g->out) : add_fused(&b, g, &prog, sc->rep);
     }
     for (uint32_t i = 0; i < g->nmembers; i++)
         member[members[g->first + i]] = false;

@@ -228,8 +228,9 @@ bool bp_mem_kernel_allows_alias(const bp_plan *p, uint32_t y) {
     if (bg_op(n->op)->kind == BRAID_KIND_ELEMENTWISE) return true;
     if (n->op != BRAID_OP_FUSED || p->res.info[y].program >= p->res.nprograms)
         return false;
-    return p->res.programs[p->res.info[y].program].kind ==
-           BP_PROGRAM_ELEMENTWISE;
+    /* a gather reads its data at other positions than the one it writes */
+    const bp_program *pr = &p->res.programs[p->res.info[y].program];
+    return pr->kind == BP_PROGRAM_ELEMENTWISE && !bp_program_has_gather(pr);
 }
 
 /* The root whose bytes node id uses, or BG_NONE (caller or graph memory). */

@@ -79,6 +79,11 @@ braid_status bp_verify_plan(bp_plan *plan);
 
 /* ---- plan helpers (passes/plan.c, passes/plan_edit.c) ------------------------ */
 
+/* Whether plan node id's kernel takes the run check record: a node
+ * bg_node_run_check names (gather, scatter, a range-checked cast), or a
+ * fused node whose program holds a GATHER (docs/fusion.md, rule 13). */
+bool bp_node_run_check(const bp_plan *p, uint32_t id);
+
 /* ---- compiling (passes/pipeline.c) and devices (passes/devices.c) -------- */
 
 /* braid_compile's argument checks (NULL plan or graph, a graph with an

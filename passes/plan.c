@@ -191,3 +191,11 @@ braid_status braid_plan_print(const braid_plan *p, FILE *out) {
                                            "braid_plan_print: write failed")
                        : BRAID_OK;
 }
+
+bool bp_node_run_check(const bp_plan *p, uint32_t id) {
+    if (bg_node_run_check(p->res.graph, id)) return true;
+    uint32_t pi = id < p->res.ninfo ? p->res.info[id].program : BG_NONE;
+    return p->res.graph->nodes[id].op == BRAID_OP_FUSED &&
+           pi < p->res.nprograms &&
+           bp_program_has_gather(&p->res.programs[pi]);
+}

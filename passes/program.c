@@ -16,8 +16,10 @@
  *                shape (REDUCE: reducing it gives the node's shape;
  *                MATMUL: the matmul of inputs 0 and 1 gives it). */
 #include "passes/program.h"
+#include "graph/window.h"
 
 #include <limits.h>
+#include <string.h>
 #include <stdarg.h>
 #include <stdio.h>
 
@@ -45,8 +47,9 @@ static const char *dt(braid_dtype t) {
     return (unsigned)t < BRAID_DTYPE_COUNT_ ? braid_dtype_name(t) : "?";
 }
 
+/* NULL: a number that is no kind (3, the old softmax program) */
 static const char *const kind_names[BP_PROGRAM_KIND_COUNT] = {
-    "elementwise", "reduce", "matmul"};
+    "elementwise", "reduce", "matmul", NULL, "pool"};
 
 static const bg_node *input(const pc *c, uint32_t k) {
     return bg_node_at(c->g, c->n->inputs[k]);
@@ -173,6 +176,65 @@ static bool check_reduction(const pc *c, uint32_t i, const bp_instr *in) {
     return true;
 }
 
+/* GATHER: the data is an input of the instruction's dtype (not i64: the
+ * CPU tiles hold none), gathered along `axis` by arg[0], an earlier i32
+ * value, into the space: the data's dims before the axis lead the space,
+ * its dims after the axis end it, and the indices' dims fill the middle.
+ * Only in ELEMENTWISE programs (the CPU and GPU walk their positions in
+ * the space's C order). */
+static bool check_gather(const pc *c, uint32_t i, const bp_instr *in) {
+    const bp_program *p = c->p;
+    if (p->kind != BP_PROGRAM_ELEMENTWISE)
+        return fail(c, "instruction %u: a gather outside an elementwise "
+                       "program", i);
+    if (in->input >= c->n->ninputs)
+        return fail(c, "instruction %u: gather of input %u; the node has %u",
+                    i, in->input, c->n->ninputs);
+    if (in->arg[0] >= i || p->instr[in->arg[0]].dtype != BRAID_I32)
+        return fail(c, "instruction %u: the indices (operand 0, %u) are not "
+                       "an earlier i32 instruction", i, in->arg[0]);
+    const bg_node *x = input(c, in->input);
+    if (x->dtype != in->dtype || in->dtype == BRAID_I64)
+        return fail(c, "instruction %u: gather dtype %s of input %u's %s "
+                       "(expected the same, not i64)",
+                    i, dt(in->dtype), in->input, dt(x->dtype));
+    int t = in->axis < x->rank ? (int)x->rank - (int)in->axis - 1 : 0;
+    if (in->axis >= x->rank || p->rank < (int)in->axis + t)
+        return fail(c, "instruction %u: gather axis %u of input %u (rank "
+                       "%d) in a space of rank %d", i, in->axis, in->input,
+                    (int)x->rank, (int)p->rank);
+    bool ok = true;
+    for (uint32_t d = 0; d < in->axis; d++)
+        ok &= x->dims[d] == p->dims[d];
+    for (int d = 0; d < t; d++)
+        ok &= x->dims[in->axis + 1 + d] == p->dims[p->rank - t + d];
+    if (!ok) {
+        char a[96], b[96];
+        return fail(c, "instruction %u: gathering input %u (%s) along axis "
+                       "%u cannot give the iteration space %s", i, in->input,
+                    bg_type_str(x, a, sizeof a), in->axis,
+                    bg_shape_str(p->rank, p->dims, b, sizeof b));
+    }
+    return true;
+}
+
+/* max_pool / avg_pool: a POOL program's last instruction, operand and
+ * result of one dtype the op accepts. */
+static bool check_pool_instr(const pc *c, uint32_t i, const bp_instr *in) {
+    if (c->p->kind != BP_PROGRAM_POOL || i + 1 != c->p->ninstr ||
+        (in->op != BRAID_OP_MAX_POOL && in->op != BRAID_OP_AVG_POOL))
+        return fail(c, "instruction %u: %s is not a pool program's last "
+                       "instruction", i, bg_op(in->op)->name);
+    braid_dtype a = arg_dtype(c, in, 0);
+    if (a != in->dtype || !bg_op_accepts(in->op, a))
+        return fail(c, "instruction %u: %s of %s into %s", i,
+                    bg_op(in->op)->name, dt(a), dt(in->dtype));
+    if (in->op == BRAID_OP_MAX_POOL && (c->p->flags & BG_POOL_COUNT_PAD))
+        return fail(c, "flags 0x%x: count_include_pad on a max_pool",
+                    c->p->flags);
+    return true;
+}
+
 static bool check_operands(const pc *c, uint32_t i, const bp_instr *in) {
     int arity = bg_op(in->op)->arity;
     if (arity < 1 || arity > 3)
@@ -196,12 +258,14 @@ static bool check_instr(const pc *c, uint32_t i) {
         return false;
     if (in->op == BP_INSTR_LOAD) return check_load(c, i, in);
     if (in->op == BP_INSTR_CONST) return true;
+    if (in->op == BP_INSTR_GATHER) return check_gather(c, i, in);
     if ((unsigned)in->op >= BRAID_OP_COUNT_)
         return fail(c, "instruction %u: op %u unknown", i, (unsigned)in->op);
     if (!check_operands(c, i, in)) return false;
     braid_op_kind kind = bg_op(in->op)->kind;
     if (in->op == BRAID_OP_MATMUL) return check_matmul(c, i, in);
     if (kind == BRAID_KIND_REDUCE) return check_reduction(c, i, in);
+    if (kind == BRAID_KIND_WINDOW) return check_pool_instr(c, i, in);
     if (kind != BRAID_KIND_ELEMENTWISE)
         return fail(c, "instruction %u: %s cannot be in a program", i,
                     bg_op(in->op)->name);
@@ -228,6 +292,7 @@ static const char *axes_expected(const bp_program *p) {
 static uint32_t flags_allowed(bp_program_kind k) {
     return k == BP_PROGRAM_REDUCE   ? BG_KEEPDIMS
            : k == BP_PROGRAM_MATMUL ? BRAID_TRANSPOSE_A | BRAID_TRANSPOSE_B
+           : k == BP_PROGRAM_POOL   ? BG_POOL_CEIL | BG_POOL_COUNT_PAD
                                     : 0;
 }
 
@@ -240,6 +305,20 @@ static bool check_attrs(const pc *c) {
     if (want)
         return fail(c, "axes 0x%x; %s programs of rank %u expect %s",
                     (unsigned)p->axes, k, (unsigned)p->rank, want);
+    int spatial = p->kind == BP_PROGRAM_POOL ? p->rank - 2 : 0;
+    if (p->kind == BP_PROGRAM_POOL && (spatial < 1 || spatial > 3))
+        return fail(c, "a pool program of rank %u (3..5)", (unsigned)p->rank);
+    for (int q = 0; q < 5; q++)
+        for (int i = 0; i < 3; i++) {
+            int64_t v = p->window[q][i], lo = q < 3 ? 1 : 0;
+            if (i >= spatial ? v != 0 : v < lo || v > (1LL << 30))
+                return fail(c,
+                            "window[%d][%d] = %lld; expected %s", q, i,
+                            (long long)v,
+                            i >= spatial ? "0"
+                            : q < 3      ? "1 to 2^30"
+                                         : "0 to 2^30");
+        }
     return true;
 }
 
@@ -248,7 +327,7 @@ static bool check_header(const pc *c) {
     if (!p->instr || p->ninstr < 1 || p->ninstr > BP_PROGRAM_MAX_INSTR)
         return fail(c, "ninstr %u (1..%d)", p->instr ? p->ninstr : 0,
                     BP_PROGRAM_MAX_INSTR);
-    if ((unsigned)p->kind >= BP_PROGRAM_KIND_COUNT)
+    if ((unsigned)p->kind >= BP_PROGRAM_KIND_COUNT || !kind_names[p->kind])
         return fail(c, "kind %u unknown", (unsigned)p->kind);
     if (p->rank > BRAID_MAX_RANK)
         return fail(c, "rank %u (0..%d)", (unsigned)p->rank, BRAID_MAX_RANK);
@@ -311,6 +390,22 @@ static bool matmul_fits(const pc *c) {
     return true;
 }
 
+/* The pool of the space (its input) by the program's window gives n's
+ * shape: N and C kept, each spatial dim bg_window_out_dim (≥ 1). */
+static bool pooled_shape_is(const bp_program *p, const bg_node *n) {
+    if (n->rank != p->rank || n->dims[0] != p->dims[0] ||
+        n->dims[1] != p->dims[1])
+        return false;
+    for (int i = 0; i + 2 < p->rank; i++) {
+        const int64_t *w = &p->window[0][0];
+        int64_t o = bg_window_out_dim(p->dims[2 + i], w[i], w[3 + i],
+                                      w[6 + i], w[9 + i], w[12 + i],
+                                      p->flags & BG_POOL_CEIL);
+        if (o < 1 || o != n->dims[2 + i]) return false;
+    }
+    return true;
+}
+
 static bool same_shape(const bp_program *p, const bg_node *n) {
     if (p->rank != n->rank) return false;
     for (int i = 0; i < p->rank; i++)
@@ -334,7 +429,14 @@ static bool check_space(const pc *c) {
                     "instruction %u: a reduce program must end with a "
                     "reduction",
                     p->ninstr - 1);
+    if (p->kind == BP_PROGRAM_POOL &&
+        last->op != BRAID_OP_MAX_POOL && last->op != BRAID_OP_AVG_POOL)
+        return fail(c,
+                    "instruction %u: a pool program must end with a "
+                    "pool",
+                    p->ninstr - 1);
     if (p->kind == BP_PROGRAM_REDUCE ? !reduced_shape_is(p, n)
+        : p->kind == BP_PROGRAM_POOL ? !pooled_shape_is(p, n)
                                      : !same_shape(p, n)) {
         char a[96], b[96];
         return fail(c,
@@ -364,5 +466,27 @@ bool bp_program_check(const bp_program *p, const braid_graph *g, uint32_t node,
 }
 
 const char *bp_program_kind_name(bp_program_kind k) {
-    return (unsigned)k < BP_PROGRAM_KIND_COUNT ? kind_names[k] : "invalid";
+    return (unsigned)k < BP_PROGRAM_KIND_COUNT && kind_names[k] ? kind_names[k]
+                                                                : "invalid";
+}
+
+void bp_program_window(const bp_program *p, const int64_t *out_dims,
+                       bg_window *w) {
+    bg_node x, n;
+    memset(&x, 0, sizeof x);
+    memset(&n, 0, sizeof n);
+    x.rank = n.rank = p->rank;
+    memcpy(x.dims, p->dims, sizeof x.dims);
+    memcpy(n.dims, out_dims, (size_t)p->rank * sizeof *n.dims);
+    n.attr.flags = p->flags;
+    for (int q = 0; q < 5; q++)
+        for (int i = 0; i + 2 < p->rank && i < 3; i++)
+            bg_window_set_param(&n.attr, q, i, p->window[q][i]);
+    bg_window_get(&n, &x, w);
+}
+
+bool bp_program_has_gather(const bp_program *p) {
+    for (uint32_t i = 0; p && i < p->ninstr; i++)
+        if (p->instr[i].op == BP_INSTR_GATHER) return true;
+    return false;
 }

@@ -21,6 +21,15 @@
  * broadcasting them), or one of the two below. */
 #define BP_INSTR_LOAD ((braid_op)(BRAID_OP_COUNT_ + 0))  /* read input k */
 #define BP_INSTR_CONST ((braid_op)(BRAID_OP_COUNT_ + 1)) /* a scalar value */
+/* A gather along an axis (ONNX Gather) inside a program: the value at
+ * space position c is input[c[0..axis), w, c[rank-t..rank)] of the fused
+ * node's input `input` (the data, rank r, t = r - axis - 1 trailing dims),
+ * w = arg[0]'s i32 value at c, normalised (negative counts from the end);
+ * the positions c[axis..rank-t) are the indices' own, in C order. An index
+ * out of range gives 0 and a run check record naming the instruction
+ * (BC_CHECK_INDEX_AT). ELEMENTWISE programs only, whose flat positions are
+ * the space's C order. */
+#define BP_INSTR_GATHER ((braid_op)(BRAID_OP_COUNT_ + 2))
 
 /* Longest program any consumer accepts. The fuse pass stays far below it
  * (4 · BP_FUSE_MAX_MEMBERS + 4); the CPU interpreter sizes its per-
@@ -33,8 +42,9 @@ typedef struct bp_instr {
     braid_dtype dtype; /* the value's dtype (what the graph node had) */
     uint32_t arg[3];   /* operand instruction indices (< this index); entries
                           beyond the op's arity are never read */
-    uint32_t input;    /* LOAD: index into the fused node's inputs; never
-                          read for other ops */
+    uint32_t input;    /* LOAD, GATHER: index into the fused node's inputs
+                          (GATHER: the data); never read for other ops */
+    uint32_t axis;     /* GATHER: the data's gathered axis; 0 otherwise */
     double value;      /* CONST: the value (already rounded to dtype) */
     uint32_t source;   /* graph node this came from (for dumps / errors),
                           BG_NONE for LOADs */
@@ -44,13 +54,16 @@ typedef enum bp_program_kind {
     BP_PROGRAM_ELEMENTWISE = 0, /* out[i] = expr(inputs broadcast to out) */
     BP_PROGRAM_REDUCE,          /* out = reduce(expr over the reduce
                                    input's shape); last instr reduces */
-    BP_PROGRAM_MATMUL           /* out = epilogue(matmul(load, load)) */
+    BP_PROGRAM_MATMUL,          /* out = epilogue(matmul(load, load)) */
     /* 3 was SOFTMAX (softmax is the op BRAID_OP_SOFTMAX now): plan files
-       store kinds as numbers, so a new kind takes 4 and 3 stays refused */
+       store kinds as numbers, so 3 stays refused */
+    BP_PROGRAM_POOL = 4         /* out = pool(expr over the pool's input
+                                   shape): the prologue evaluated at each
+                                   tap; last instr max_pool / avg_pool */
 } bp_program_kind;
 
 /* Program kinds there are (the largest kind + 1). */
-#define BP_PROGRAM_KIND_COUNT 3
+#define BP_PROGRAM_KIND_COUNT 5
 
 /* A fused node's expression: instr[ninstr-1] is the result. Loads read the
  * fused node's inputs with NumPy broadcasting against `shape` (the output
@@ -65,8 +78,13 @@ typedef struct bp_program {
     uint8_t axes;                 /* REDUCE: reduced axes of dims;
                                      0 for the other kinds */
     uint32_t flags;               /* REDUCE: BG_KEEPDIMS; MATMUL:
-                                     BRAID_TRANSPOSE_A|B; 0 for the
-                                     other kinds */
+                                     BRAID_TRANSPOSE_A|B; POOL: BG_POOL_*
+                                     (graph/window.h); 0 for the other
+                                     kinds */
+    int64_t window[5][3];         /* POOL: parameter p (kernel, stride,
+                                     dilation, pad_lo, pad_hi) of spatial
+                                     axis i < rank - 2, as the pool node
+                                     had them; all 0 otherwise */
 } bp_program;
 
 /* Whether p is a program node `node` of g may compute: every rule of
@@ -82,8 +100,17 @@ typedef struct bp_program {
 bool bp_program_check(const bp_program *p, const braid_graph *g, uint32_t node,
                       char *err, size_t n);
 
-/* "elementwise", "reduce", "matmul"; "invalid" otherwise (for
+/* "elementwise", "reduce", "matmul", "pool"; "invalid" otherwise (for
  * dumps, DOT and messages). */
 const char *bp_program_kind_name(bp_program_kind k);
+
+/* A POOL program's geometry (graph/window.h's view: three spatial axes):
+ * its space is the pool's input, out_dims the node's shape. */
+struct bg_window;
+void bp_program_window(const bp_program *p, const int64_t *out_dims,
+                       struct bg_window *w);
+
+/* Whether p holds a GATHER instruction. */
+bool bp_program_has_gather(const bp_program *p);
 
 #endif /* BRAID_PASSES_PROGRAM_H */

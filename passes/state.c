@@ -100,6 +100,7 @@ static uint32_t edge_target(st_ctx *c, const bp_plan *p, uint32_t a,
     uint32_t pi = p->res.info[x].program;
     bool ok = xn->op == BRAID_OP_FUSED && pi < p->res.nprograms &&
               p->res.programs[pi].kind == BP_PROGRAM_ELEMENTWISE &&
+              !bp_program_has_gather(&p->res.programs[pi]) &&
               bp_device_equal(p->res.info[x].device, p->res.info[var].device) &&
               xn->ninputs + nadd <= ST_MAX_INPUTS;
     return ok && !reaches_reader(c, a, x, nadd) ? x : a;

@@ -93,6 +93,8 @@ bool vp_aliasing_ok(const bp_plan *p, uint32_t id) {
     /* a range-checked cast's GPU kernel reads the failing element back
      * after writing its output (codegen/cast.c) */
     if (bg_node_run_check(p->res.graph, id)) return false;
+    /* a fused gather reads rows other than the element it writes */
+    if (bp_node_run_check(p, id)) return false;
     if (n->op == BRAID_OP_CAST) /* same-dtype casts are memcpy */
         return p->res.graph->nodes[n->inputs[0]].dtype != n->dtype;
     if (bg_op(n->op)->kind == BRAID_KIND_ELEMENTWISE) return true;

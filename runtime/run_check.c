@@ -21,6 +21,24 @@ void br_run_check_record(bc_run_check *rc, uint32_t node, bc_check_kind kind,
     rc->c = c;
 }
 
+/* "its gather (node 3 'emb' of the graph): " for GATHER instruction i of
+ * fused node id's program into buf; its length. */
+static int fused_gather(const bp_plan *p, uint32_t id, uint32_t i, char *buf,
+                        size_t size) {
+    uint32_t pi = id < p->res.ninfo ? p->res.info[id].program : BG_NONE;
+    const bp_program *pr = pi < p->res.nprograms ? &p->res.programs[pi] : NULL;
+    uint32_t src = pr && i < pr->ninstr ? pr->instr[i].source : BG_NONE;
+    const braid_graph *ug = p->prov.source;
+    const char *name = ug && src < ug->nnodes ? ug->nodes[src].name : NULL;
+    int n = src == BG_NONE
+                ? snprintf(buf, size, "its gather: ")
+                : snprintf(buf, size, "its gather (node %u%s%s%s of the "
+                                      "graph): ",
+                           (unsigned)src, name ? " '" : "", name ? name : "",
+                           name ? "'" : "");
+    return n < 0 ? 0 : n >= (int)size ? (int)size - 1 : n;
+}
+
 braid_status br_run_check_take(const bp_plan *p, bc_run_check *rc) {
     if (!rc || rc->kind == BC_CHECK_NONE) return BRAID_OK;
     bc_run_check r = *rc;
@@ -33,10 +51,14 @@ braid_status br_run_check_take(const bp_plan *p, bc_run_check *rc) {
         n->op == BRAID_OP_CAST && r.c == (int64_t)n->dtype && r.b >= 0 &&
         r.b < bg_numel(n))
         return bg_cast_range_error(g, r.node, r.b, r.a);
-    char why[256];
-    if (r.kind == BC_CHECK_INDEX) {
+    char why[320];
+    if ((r.kind & 0xFFFFu) == BC_CHECK_INDEX) {
         bg_index_bad bad = {r.a, r.b, r.c};
-        bg_index_bad_text(&bad, why, sizeof why);
+        size_t at = 0;
+        if (r.kind >> 16) /* a gather inside a fused node (BC_CHECK_INDEX_AT) */
+            at = (size_t)fused_gather(p, r.node, (r.kind >> 16) - 1, why,
+                                      sizeof why);
+        bg_index_bad_text(&bad, why + at, sizeof why - at);
     } else {
         snprintf(why, sizeof why, "run check %u failed", (unsigned)r.kind);
     }

@@ -87,6 +87,12 @@ braid_status br_cpu_run(const br_kernel_args *a);
 braid_status br_fused_check(const braid_graph *g, uint32_t id,
                             const bp_program *program);
 
+/* After br_fused_check: adds what the program needs beyond what
+ * br_cpu_prepare asked for (a POOL program's batch of prologue values) to
+ * *scratch (max). */
+void br_fused_scratch(const braid_graph *g, uint32_t id,
+                      const bp_program *program, size_t *scratch);
+
 /* ---- executors -------------------------------------------------------------- */
 
 /* A test executor that runs ANY plan on the host: every device's arenas are

@@ -93,7 +93,7 @@ static uint32_t check_plan(const bp_plan *p, const char *what, uint64_t seed) {
         cr_assert_eq(k->nparams, 1 + bg_node_at(p->res.graph, id)->ninputs +
                                      (k->extra != BC_EXTRA_NONE) +
                                      k->run_check);
-        cr_assert_eq(k->run_check, bg_node_run_check(p->res.graph, id));
+        cr_assert_eq(k->run_check, bp_node_run_check(p, id));
         cr_assert_leq(k->nlaunch, BC_MAX_LAUNCHES);
         for (uint32_t l = 0; l < k->nlaunch; l++) {
             const bc_launch *L = &k->launch[l];

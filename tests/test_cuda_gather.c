@@ -40,7 +40,12 @@ static braid_status gpu_case(ix_case *c, uint64_t seed, int64_t bad, int runs,
     uint32_t on_gpu = 0;
     for (uint32_t id = 0; id < p->res.graph->nnodes; id++) {
         braid_op op = p->res.graph->nodes[id].op;
-        if ((op == BRAID_OP_GATHER || op == BRAID_OP_SCATTER) &&
+        /* a gather feeding elementwise work runs inside their fused
+         * kernel (docs/fusion.md, rule 12) */
+        bool fused_gather =
+            op == BRAID_OP_FUSED &&
+            bp_program_has_gather(&p->res.programs[p->res.info[id].program]);
+        if ((op == BRAID_OP_GATHER || op == BRAID_OP_SCATTER || fused_gather) &&
             p->res.info[id].device.kind == BP_DEVICE_CUDA)
             on_gpu++;
     }

@@ -434,6 +434,12 @@ Test(op_gather, kernels_compile_for_sm90, .timeout = 300) {
         for (uint32_t k = 0; k < src.nkernels; k++) {
             const bc_kernel *bk = &src.kernels[k];
             braid_op op = p->res.graph->nodes[bk->node].op;
+            /* a gather feeding elementwise work is inside their fused
+             * kernel (docs/fusion.md, rule 12): one launch, the record */
+            if (op == BRAID_OP_FUSED &&
+                bp_program_has_gather(
+                    &p->res.programs[p->res.info[bk->node].program]))
+                op = BRAID_OP_GATHER;
             if (op != BRAID_OP_GATHER && op != BRAID_OP_SCATTER) continue;
             cases++;
             cr_assert(bk->run_check, "%s", c.what);

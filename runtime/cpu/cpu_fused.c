@@ -23,6 +23,29 @@ static void broadcast_strides(const bg_node *x, const bp_program *p,
         st[i] = it[perm ? perm[i] : i];
 }
 
+/* Each GATHER instruction's geometry (bp_program_check has checked it). */
+static void init_gathers(br_fz *z, const br_kernel_args *a) {
+    const bp_program *p = z->prog;
+    for (uint32_t i = z->first; i <= z->last; i++) {
+        const bp_instr *in = &p->instr[i];
+        if (in->op != BP_INSTR_GATHER) continue;
+        const bg_node *x = bg_node_at(a->g, a->node->inputs[in->input]);
+        br_fz_gat *gt = &z->gat[i];
+        int trail = x->rank - (int)in->axis - 1;
+        gt->bound = x->dims[in->axis];
+        gt->inner = gt->nidx = 1;
+        for (int d = (int)in->axis + 1; d < x->rank; d++)
+            gt->inner *= x->dims[d];
+        for (int d = (int)in->axis; d < p->rank - trail; d++)
+            gt->nidx *= p->dims[d];
+        /* before collapse(): the strides are per space dim */
+        const bp_instr *ix = &p->instr[in->arg[0]];
+        gt->rows = ix->op == BP_INSTR_LOAD;
+        for (int d = p->rank - trail; gt->rows && d < p->rank; d++)
+            gt->rows = z->in[ix->input].st[d] == 0 || p->dims[d] == 1;
+    }
+}
+
 static void init_space(br_fz *z, const br_kernel_args *a, const int *perm) {
     const bp_program *p = z->prog;
     const bg_node *n = a->node;
@@ -105,6 +128,7 @@ static void collapse(br_fz *z) {
 
 static int arity(const bp_instr *in) {
     if (in->op == BP_INSTR_LOAD || in->op == BP_INSTR_CONST) return 0;
+    if (in->op == BP_INSTR_GATHER) return 1;
     return bg_op(in->op)->arity;
 }
 
@@ -112,7 +136,8 @@ static bool rounds(const bp_instr *in) {
     if (in->dtype != BRAID_F16 && in->dtype != BRAID_BF16) return false;
     braid_op op = in->op;
     return op != BP_INSTR_LOAD && op != BP_INSTR_CONST && op != BRAID_OP_CAST &&
-           op != BRAID_OP_WHERE && op != BRAID_OP_MATMUL;
+           op != BRAID_OP_WHERE && op != BRAID_OP_MATMUL &&
+           op != BP_INSTR_GATHER; /* data values: already of the dtype */
 }
 
 static br_fz_cell const_cell(br_fz_ct ct, double v) {
@@ -156,6 +181,9 @@ static void classify(br_fz *z) {
         } else if (src) {
             v->how = src->dense && src->t == br_fz_storage(v->ct) ? BR_FZ_DIRECT
                                                                   : BR_FZ_SLOT;
+        } else if (in->op == BP_INSTR_GATHER) {
+            v->how = BR_FZ_SLOT; /* varies with the position, whatever its
+                                    indices do */
         } else {
             v->how = BR_FZ_UNIFORM;
             for (int k = 0; k < arity(in); k++)
@@ -241,7 +269,10 @@ void br_fz_setup(br_fz *z, const br_kernel_args *a, uint32_t first,
     z->last = last;
     z->out = a->out;
     z->out_t = a->node->dtype;
+    z->check = a->check;
+    z->id = a->id;
     init_space(z, a, perm);
+    init_gathers(z, a);
     for (uint32_t i = first; i <= last; i++) {
         const br_fz_input *in = load_input(z, i);
         if (in) z->in[in - z->in].used = true;
@@ -273,6 +304,9 @@ br_fz_ref br_fz_eval(const br_fz *z, br_fz_mem *mem, int64_t s, int64_t m,
         void *o = mem->slots + v->slot * z->slot_bytes;
         if (in) {
             br_fz_gather(z, in, (br_fz_ct)v->ct, s, m, o);
+        } else if (z->prog->instr[i].op == BP_INSTR_GATHER) {
+            if (i == z->last && dst) o = dst;
+            br_fz_gather_rows(z, i, s, m, o, refs);
         } else {
             if (i == z->last && dst) o = dst;
             br_fz_exec(z, i, m, o, refs);
@@ -349,6 +383,9 @@ void br_fused_run(const br_kernel_args *a) {
     case BP_PROGRAM_MATMUL:
         run_matmul(a);
         return;
+    case BP_PROGRAM_POOL:
+        br_fz_run_pool(a);
+        return;
     }
 }
 
@@ -399,4 +436,11 @@ braid_status br_fused_check(const braid_graph *g, uint32_t id,
                              "braid_exec_new: fused node %u: its program "
                              "cannot run on the cpu: %s",
                              (unsigned)id, why);
+}
+
+void br_fused_scratch(const braid_graph *g, uint32_t id,
+                      const bp_program *program, size_t *scratch) {
+    if (!program || program->kind != BP_PROGRAM_POOL) return;
+    size_t need = br_fz_pool_scratch(program, bg_node_at(g, id));
+    if (need > *scratch) *scratch = need;
 }

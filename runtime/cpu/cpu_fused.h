@@ -26,6 +26,7 @@
 #define BRAID_RUNTIME_CPU_FUSED_H
 
 #include "runtime/cpu/cpu_kernels.h"
+#include "codegen/codegen.h"
 
 /* Longest program the interpreter runs: any program bp_program_check
  * accepts (the interpreter has no limit of its own). */
@@ -84,6 +85,18 @@ typedef union br_fz_cell {
     uint8_t b; /* BR_FZ_BOOL */
 } br_fz_cell;
 
+/* A GATHER instruction's geometry over the space (passes/program.h): flat
+ * position s reads data row (s / (nidx·inner)) · bound + w, element
+ * s % inner, w the index at s; (s / inner) % nidx is the index's position
+ * in the indices. */
+typedef struct br_fz_gat {
+    int64_t bound; /* the data's gathered axis length */
+    int64_t nidx;  /* positions of the indices (space dims they span) */
+    int64_t inner; /* data elements after the axis */
+    bool rows;     /* the index is a load constant along a data row (the
+                      pass's programs): no per-element test */
+} br_fz_gat;
+
 /* A program ready to evaluate over a tile space: a C-order space of numel
  * positions whose flat index s names one element of every value. Set up
  * once per run in executor scratch, read-only while tiles run. */
@@ -104,6 +117,9 @@ typedef struct br_fz {
     br_fz_input in[BR_FZ_MAX_INSTR + 1]; /* inputs (+ the MATMUL result) */
     br_fz_val v[BR_FZ_MAX_INSTR];        /* per instruction */
     br_fz_cell u[BR_FZ_MAX_INSTR];       /* uniform values */
+    br_fz_gat gat[BR_FZ_MAX_INSTR];      /* GATHER instructions' geometry */
+    bc_run_check *check;                 /* the run check record (GATHER) */
+    uint32_t id;                         /* the node, for the record */
 } br_fz;
 
 /* Per-thread tile memory (on the thread's stack). */
@@ -138,6 +154,10 @@ br_fz_ct br_fz_ct_of(braid_dtype t);    /* the compute type of dtype t */
  * instruction index). out overlaps no operand. */
 void br_fz_exec(const br_fz *z, uint32_t i, int64_t n, void *out,
                 const br_fz_ref *refs);
+/* GATHER instruction i at positions [s, s + m) into out (compute type),
+ * its indices in refs; a bad index gives 0 and a run check record. */
+void br_fz_gather_rows(const br_fz *z, uint32_t i, int64_t s, int64_t m,
+                       void *out, const br_fz_ref *refs);
 /* Positions [s, s + m) of input in, as compute type ct, into dst. */
 void br_fz_gather(const br_fz *z, const br_fz_input *in, br_fz_ct ct, int64_t s,
                   int64_t m, void *dst);
@@ -151,6 +171,10 @@ void br_fz_store(braid_dtype t, br_fz_ct ct, br_fz_ref r, int64_t n, void *dst);
  * ------------------------------ */
 
 void br_fz_run_reduce(const br_kernel_args *a);
+/* POOL programs (cpu_fused_pool.c); scratch: what they need beyond the
+ * set-up (br_fused_pool_scratch). */
+void br_fz_run_pool(const br_kernel_args *a);
+size_t br_fz_pool_scratch(const bp_program *p, const bg_node *n);
 
 /* Scratch a fused node needs (the set-up, plus f16/bf16 matmul widening
  * when its inputs could be a matmul's). */

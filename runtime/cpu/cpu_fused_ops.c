@@ -4,6 +4,7 @@
  * and tiles of a compute type. */
 #include "runtime/cpu/cpu_ew.h"
 #include "runtime/cpu/cpu_fused.h"
+#include "graph/index.h"
 
 #include <string.h>
 
@@ -188,4 +189,41 @@ void br_fz_store(braid_dtype t, br_fz_ct ct, br_fz_ref r, int64_t n,
         memmove(dst, r.p, (size_t)n * osz);
     else /* f32 tile into f16 / bf16, already rounded: exact */
         br_store_f32(t, dst, n, r.p);
+}
+
+/* ---- GATHER ---------------------------------------------------------------- */
+
+/* Positions [s, s + m) of GATHER instruction i, walked in runs of the
+ * data's trailing elements (one row): a run whose index is the same at
+ * every position (the pass's programs: the indices broadcast along the
+ * row) is one load_run of the row; otherwise element by element. */
+void br_fz_gather_rows(const br_fz *z, uint32_t i, int64_t s, int64_t m,
+                       void *out, const br_fz_ref *refs) {
+    const bp_instr *in = &z->prog->instr[i];
+    const br_fz_gat *g = &z->gat[i];
+    const br_fz_input *x = &z->in[in->input];
+    br_fz_ct ct = (br_fz_ct)z->v[i].ct;
+    br_fz_ref ix = refs[in->arg[0]];
+    const int32_t *iv = ix.p;
+    size_t isz = braid_dtype_size(x->t), osz = br_fz_size(ct);
+    char *o = out;
+    for (int64_t k = 0; k < m;) {
+        int64_t pos = s + k, r = pos % g->inner;
+        int64_t run = g->inner - r < m - k ? g->inner - r : m - k;
+        int32_t v = iv[k * ix.step];
+        int64_t same = g->rows ? run : 1;
+        while (same < run && iv[(k + same) * ix.step] == v)
+            same++;
+        int64_t w = bg_index_norm(v, g->bound);
+        if (w < 0) {
+            br_run_check_record(z->check, z->id, (bc_check_kind)BC_CHECK_INDEX_AT(i), v,
+                                (pos / g->inner) % g->nidx, g->bound);
+            memset(o + k * (int64_t)osz, 0, (size_t)same * osz);
+        } else {
+            int64_t row = (pos / (g->nidx * g->inner)) * g->bound + w;
+            load_run(x->t, ct, x->base + (row * g->inner + r) * (int64_t)isz,
+                     1, same, o + k * (int64_t)osz);
+        }
+        k += same;
+    }
 }

@@ -84,6 +84,11 @@ void br_layer_norm_run(const br_kernel_args *a);
 /* max_pool, avg_pool (kind WINDOW): cpu_kernels_pool.c */
 braid_status br_pool_prepare(const braid_graph *g, uint32_t id);
 void br_pool_run(const br_kernel_args *a);
+/* The pool of geometry w (w->planes planes of x, dtype t) into out: what
+ * br_pool_run does, for a fused POOL program's prologue values too. */
+struct bg_window;
+void br_pool_window_run(br_pool *pool, const struct bg_window *w,
+                        braid_dtype t, bool max, const void *x, void *out);
 /* resize (kind WINDOW): cpu_kernels_resize.c */
 braid_status br_resize_prepare(const braid_graph *g, uint32_t id,
                                size_t *scratch);

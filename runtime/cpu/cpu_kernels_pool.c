@@ -149,17 +149,21 @@ braid_status br_pool_prepare(const braid_graph *g, uint32_t id) {
                              braid_dtype_name(n->dtype));
 }
 
-void br_pool_run(const br_kernel_args *a) {
-    const bg_node *n = a->node;
-    if (bg_numel(n) == 0) return;
-    pool_ctx c = {.t = n->dtype,
-                  .max = n->op == BRAID_OP_MAX_POOL,
-                  .x = a->in[0],
-                  .out = a->out};
-    bg_window_get(n, bg_node_at(a->g, n->inputs[0]), &c.w);
+void br_pool_window_run(br_pool *pool, const bg_window *w, braid_dtype t,
+                        bool max, const void *x, void *out) {
+    pool_ctx c = {.w = *w, .t = t, .max = max, .x = x, .out = out};
     int64_t rows = c.w.planes * c.w.out[0] * c.w.out[1];
     int64_t taps = c.w.kernel[0] * c.w.kernel[1] * c.w.kernel[2];
     int64_t work = c.w.out[2] * (taps > 0 ? taps : 1);
-    br_parallel_for(a->pool, rows, work >= BR_GRAIN ? 1 : BR_GRAIN / work,
+    br_parallel_for(pool, rows, work >= BR_GRAIN ? 1 : BR_GRAIN / work,
                     c.max && c.t == BRAID_F32 ? max_rows_f32 : pool_rows, &c);
+}
+
+void br_pool_run(const br_kernel_args *a) {
+    const bg_node *n = a->node;
+    if (bg_numel(n) == 0) return;
+    bg_window w;
+    bg_window_get(n, bg_node_at(a->g, n->inputs[0]), &w);
+    br_pool_window_run(a->pool, &w, n->dtype, n->op == BRAID_OP_MAX_POOL,
+                       a->in[0], a->out);
 }

@@ -11,6 +11,7 @@
 const char *br_pf_op_name(braid_op op) {
     if (op == BP_INSTR_LOAD) return "load";
     if (op == BP_INSTR_CONST) return "const";
+    if (op == BP_INSTR_GATHER) return "gather";
     return (unsigned)op < BRAID_OP_COUNT_ ? bg_op(op)->name : "?";
 }
 
@@ -388,6 +389,12 @@ bool br_pf_get_op(br_pf_rd *r, const char *field, bool instr, braid_op *op) {
     }
     if (instr && n == 5 && memcmp(s, "const", 5) == 0) {
         *op = BP_INSTR_CONST;
+        return true;
+    }
+    /* the graph op gather is never an instruction: in a program the name
+     * is the GATHER instruction's */
+    if (instr && n == 6 && memcmp(s, "gather", 6) == 0) {
+        *op = BP_INSTR_GATHER;
         return true;
     }
     braid_op o = bg_op_lookup(s, n);

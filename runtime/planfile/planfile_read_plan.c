@@ -291,7 +291,11 @@ static bool read_instr(br_pf_rd *r, bp_instr *in, uint32_t k,
         return false;
     in->op = op;
     in->dtype = dt;
-    int arity = op < BRAID_OP_COUNT_ ? bg_op(in->op)->arity : 0;
+    if (op == BP_INSTR_GATHER && !br_pf_get_u32(r, "instr.axis", &in->axis))
+        return false;
+    int arity = op < BRAID_OP_COUNT_    ? bg_op(in->op)->arity
+                : op == BP_INSTR_GATHER ? 1
+                                        : 0;
     for (int j = arity < 0 ? 0 : arity; j < 3; j++)
         if (in->arg[j] != BG_NONE)
             return br_pf_fail(r, "instr.arg",
@@ -299,7 +303,8 @@ static bool read_instr(br_pf_rd *r, bp_instr *in, uint32_t k,
                               "%d is %u (expected NONE)",
                               k, j, in->arg[j]),
                    false;
-    if ((in->op == BP_INSTR_LOAD) != (in->input != BG_NONE))
+    if ((in->op == BP_INSTR_LOAD || in->op == BP_INSTR_GATHER) !=
+        (in->input != BG_NONE))
         return br_pf_fail(r, "instr.input", "instruction %u: input %u (only "
                                             "loads have one)",
                           k, in->input),
@@ -333,9 +338,12 @@ static bool read_program(br_pf_rd *r, bp_program *pr, uint32_t nsource) {
     if (br_pf_node_bytes(BRAID_F64, (int)rank, pr->dims) == UINT64_MAX)
         return br_pf_fail(r, "dims", "iteration space beyond 2^50"), false;
     if (!br_pf_get_u32(r, "axes", &axes) ||
-        !br_pf_get_u32(r, "flags", &pr->flags) ||
-        !br_pf_get_count(r, "ninstr", 36, &n))
+        !br_pf_get_u32(r, "flags", &pr->flags))
         return false;
+    for (int q = 0; q < 5 && pr->kind == BP_PROGRAM_POOL; q++)
+        for (int i = 0; i < 3; i++)
+            if (!br_pf_get_i64(r, "window", &pr->window[q][i])) return false;
+    if (!br_pf_get_count(r, "ninstr", 36, &n)) return false;
     if (axes > 0xFF || n < 1 || n > BP_PROGRAM_MAX_INSTR)
         return br_pf_fail(r, NULL, "axes 0x%x (< 0x100), ninstr %u (1..%d)",
                           axes, n, BP_PROGRAM_MAX_INSTR),

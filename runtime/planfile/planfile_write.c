@@ -141,6 +141,9 @@ static void put_program(br_pf_buf *b, const bp_program *pr) {
     for (int i = 0; i < pr->rank; i++) br_pf_i64(b, pr->dims[i]);
     br_pf_u32(b, pr->axes);
     br_pf_u32(b, pr->flags);
+    if (pr->kind == BP_PROGRAM_POOL)
+        for (int q = 0; q < 5; q++)
+            for (int i = 0; i < 3; i++) br_pf_i64(b, pr->window[q][i]);
     br_pf_u32(b, pr->ninstr);
     for (uint32_t k = 0; k < pr->ninstr; k++) {
         const bp_instr *in = &pr->instr[k];
@@ -150,6 +153,7 @@ static void put_program(br_pf_buf *b, const bp_program *pr) {
         br_pf_u32(b, in->input);
         br_pf_f64(b, in->value);
         br_pf_u32(b, in->source);
+        if (in->op == BP_INSTR_GATHER) br_pf_u32(b, in->axis);
     }
 }
 

@@ -127,6 +127,12 @@ static double flops_of(const bp_plan *p, uint32_t id) {
         double f = space * computing_instrs(pr);
         if (pr->kind == BP_PROGRAM_MATMUL)
             f += 2 * out * matmul_k(p->res.graph, n, pr->flags);
+        if (pr->kind == BP_PROGRAM_POOL) { /* a max or an add per tap */
+            double taps = 1;
+            for (int i = 0; i + 2 < pr->rank && i < 3; i++)
+                taps *= (double)pr->window[0][i];
+            f += out * taps - out;
+        }
         return f;
     }
     default: /* sources, shape ops, broadcasts, copies: data movement */
@@ -153,6 +159,7 @@ static void op_of(const bp_plan *p, uint32_t id, char *buf, size_t size) {
         snprintf(buf, size, "%s",
                  k == BP_PROGRAM_REDUCE   ? "fused reduce"
                  : k == BP_PROGRAM_MATMUL ? "fused matmul"
+                 : k == BP_PROGRAM_POOL   ? "fused pool"
                                           : "fused");
     } else {
         snprintf(buf, size, "%s", bg_op(n->op)->name);

@@ -40,6 +40,7 @@
 
 #include "graph/graph.h"
 #include "passes/layout.h"
+#include "passes/passes.h"
 #include "runtime/runtime.h"
 #include "tests/cuda_mock/mock.h"
 
@@ -302,6 +303,11 @@ static void run_kernel(op *o) {
                 braid_last_error());
         abort();
     }
+    if (n->op == BRAID_OP_FUSED &&
+        p->res.info[o->node].program < p->res.nprograms)
+        br_fused_scratch(p->res.graph, o->node,
+                         &p->res.programs[p->res.info[o->node].program],
+                         &scratch);
     void *sbuf = scratch ? aligned_alloc(64, (scratch + 63) / 64 * 64) : NULL;
     const int64_t **strides = calloc(n->ninputs + 1, sizeof *strides);
     if (!strides) abort();
@@ -741,7 +747,7 @@ cudaError_t cudaLaunchKernel(const void *func, dim3 grid, dim3 block,
     o->ptrs = calloc(o->nptrs, sizeof *o->ptrs);
     for (uint32_t i = 0; i < o->nptrs; i++)
         o->ptrs[i] = *(void **)args[i];
-    if (bg_node_run_check(plan->res.graph, id)) /* the last parameter */
+    if (bp_node_run_check(plan, id)) /* the last parameter */
         o->check = *(void **)args[1 + n->ninputs];
     enqueue(s, o);
     return cudaSuccess;
