@@ -11,9 +11,10 @@
  * parameters (GPT-2's init) and AdamW's moments and step counter are
  * variables updated in place every run; the loss mean(out²) is the one
  * output. TF32 off. Host clock around braid_run, median of 10 after 3 (the
- * very first run, which loads kernels, reported apart); the plan's kernel count
- * and copying assigns as in gpu_train_step. `--small` runs batch 2, 16 tokens,
- * width 64, 4 heads on whatever devices exist (a smoke test without a GPU).
+ * very first run, which loads kernels, reported apart); the plan's kernel
+ * count and copying assigns as in gpu_train_step, and the kernels by op.
+ * `--small` runs batch 2, 16 tokens, width 64, 4 heads on whatever devices
+ * exist (a smoke test without a GPU).
  *
  * Prints "RESULT train_gpt2 braid_ms=… first_ms=… kernels=… copies=…". */
 #define _POSIX_C_SOURCE 200809L
@@ -45,6 +46,8 @@ int main(int argc, char **argv) {
     double compile_s = bn_now() - t0;
     int kernels, copies;
     bn_plan_counts(p, &kernels, &copies);
+    char ops[512];
+    bn_plan_ops(p, ops, sizeof ops);
     braid_exec *e = NULL;
     BN_OK(braid_exec_new(p, &e));
     float loss = 0, loss0 = 0;
@@ -62,6 +65,7 @@ int main(int argc, char **argv) {
            (long long)d.batch, (long long)d.seq, (long long)d.width,
            (long long)d.heads, gpu ? "cuda:0" : "cpu", t * 1e3, first * 1e3,
            compile_s, kernels, copies, loss, loss0);
+    printf("kernels by op: %s\n", ops);
     printf("RESULT train_gpt2 braid_ms=%.4f first_ms=%.2f kernels=%d "
            "copies=%d check=%s\n",
            t * 1e3, first * 1e3, kernels, copies, ok ? "ok" : "FAIL");

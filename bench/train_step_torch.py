@@ -86,7 +86,7 @@ def gpt2_model(torch):
         else:
             p = torch.empty(shp, device="cuda").normal_(0, 0.02, generator=g)
         ps.append(p.requires_grad_())
-    mask = torch.ones(GT, GT, device="cuda", dtype=torch.bool).tril()
+    mask = torch.tril(torch.ones(GT, GT, dtype=torch.bool)).to("cuda")
     return x, ps, mask
 
 
@@ -101,7 +101,8 @@ def make_gpt2_step(torch, x, ps, mask, opt):
         x2 = x.reshape(GB * GT, GC)
         h = F.layer_norm(x2, (GC,), ps[0], ps[1], 1e-5)
         qkv = h @ ps[2] + ps[3]
-        q, k, v = (heads(t) for t in qkv.split(GC, dim=1))
+        q, k, v = qkv.split(GC, dim=1)
+        q, k, v = heads(q), heads(k), heads(v)
         att = (q @ k.transpose(-2, -1)) * (1 / math.sqrt(D))
         att = att.masked_fill(~mask, float("-inf"))
         att = F.softmax(att, dim=-1)
