@@ -476,4 +476,46 @@ static inline void bn_kernels_free(bn_kernels *k) {
 
 #endif /* BRAID_HAVE_CUDA */
 
+/* Kernels a run of p launches (nodes that do work, copies aside) and
+ * assigns that copy (0 when every update is computed in place); both 0
+ * without the CUDA toolkit, where the plan's internals are not shown. */
+static inline void bn_plan_counts(const braid_plan *p, int *kernels,
+                                  int *copies) {
+    *kernels = *copies = 0;
+#ifdef BRAID_HAVE_CUDA
+    const bp_plan *bp = (const bp_plan *)p;
+    for (uint32_t id = 0; id < bp->res.graph->nnodes; id++) {
+        const bp_node_info *in = &bp->res.info[id];
+        braid_op op = bp->res.graph->nodes[id].op;
+        *kernels += !in->noop && op != BRAID_OP_COPY;
+        *copies += op == BRAID_OP_ASSIGN && !in->noop;
+    }
+#else
+    (void)p;
+#endif
+}
+
+/* The kernels of bn_plan_counts by op, "matmul 14, fused 57, ..." (ops in
+ * the op table's order) into buf; "?" without the CUDA toolkit. */
+static inline void bn_plan_ops(const braid_plan *p, char *buf, size_t size) {
+    snprintf(buf, size, "?");
+#ifdef BRAID_HAVE_CUDA
+    const bp_plan *bp = (const bp_plan *)p;
+    uint32_t count[BRAID_OP_COUNT_] = {0};
+    for (uint32_t id = 0; id < bp->res.graph->nnodes; id++) {
+        braid_op op = bp->res.graph->nodes[id].op;
+        if (!bp->res.info[id].noop && op != BRAID_OP_COPY) count[op]++;
+    }
+    size_t len = 0;
+    buf[0] = 0;
+    for (int op = 0; op < BRAID_OP_COUNT_ && len < size; op++)
+        if (count[op])
+            len += (size_t)snprintf(buf + len, size - len, "%s%s %u",
+                                    len ? ", " : "", bg_op(op)->name,
+                                    (unsigned)count[op]);
+#else
+    (void)p;
+#endif
+}
+
 #endif /* BRAID_BENCH_BENCH_H */

@@ -4,18 +4,24 @@
 #
 # Run from the repository root there, e.g. with the device tool:
 #   run(command="bench/gpu.sh", carry=[".devdeps", ".anchors"], timeout_s=600)
+# `bench/gpu.sh train` runs only the training steps of issue 15 (builds
+# the two programs, runs them and bench/train_step_torch.py for each, and
+# prints both ratios): the full run may leave too little time for them.
 # Steps: configure + build braid (Release, BRAID_CUDA=ON, no tests) into
 # build-bench; run every bench program (each with a time limit; logs in
 # $OUT/bench/<program>.log); run torch_anchors.py (../shared/bench/ or
 # .anchors/) with ANCHORS_DIR=$OUT/bench; run bench/train_step_torch.py
-# (the training step's PyTorch side, BENCH_TRAIN_TIMEOUT default 150 s)
-# and print braid's step time against it; print the table (bench/table.py),
+# for each training step (the MLP's, then the GPT-2 block's: PyTorch's
+# side, BENCH_TRAIN_TIMEOUT default 150 s each) and print braid's step
+# time against it; print the table (bench/table.py),
 # also written to $OUT/bench/table.md. Never stops at a failing program.
 # BENCH_TORCH_TIMEOUT (default 240 s) limits the PyTorch script; when the
 # full script does not finish, its --quick mode runs instead (no
 # torch.compile, MLP or softmax figures).
 set -u
 START=$(date +%s)
+MODE=${1:-all}
+case $MODE in all | train) ;; *) echo "usage: bench/gpu.sh [train]" >&2; exit 2 ;; esac
 cd "$(dirname "$0")/.." || exit 2
 ROOT=$PWD
 BUILD=${BENCH_BUILD:-$ROOT/build-bench} # BENCH_BUILD: another build folder
@@ -46,13 +52,16 @@ command -v ninja >/dev/null && GEN=(-G Ninja)
 t0=$(date +%s)
 { cmake -S "$ROOT" -B "$BUILD" "${GEN[@]}" -DBRAID_CUDA=ON -DBRAID_TESTS=OFF \
       -DBRAID_WERROR=OFF -DCMAKE_BUILD_TYPE=Release &&
-  cmake --build "$BUILD" -j "$(nproc)"; } >"$LOGS/build.log" 2>&1
+  if [ "$MODE" = train ]; then
+      cmake --build "$BUILD" -j "$(nproc)" --target bench_gpu_train_step bench_gpu_train_gpt2
+  else cmake --build "$BUILD" -j "$(nproc)"; fi; } >"$LOGS/build.log" 2>&1
 rc=$?
 echo "build rc=$rc in $(( $(date +%s) - t0 )) s"
 [ $rc -ne 0 ] && tail -30 "$LOGS/build.log"
 
 # program, time limit (s): the GPU ones first, the host-heavy ones last
-PROGS="arena:60 compile_time:60 gpu_chain:90 gpu_softmax:90 gpu_gather:60 gpu_tiny:60 gpu_matmul:120 gpu_mlp:90 gpu_train_step:120 gpu_copies:120 gpu_seed001:120 plan_load:90"
+PROGS="arena:60 compile_time:60 gpu_chain:90 gpu_softmax:90 gpu_gather:60 gpu_tiny:60 gpu_matmul:120 gpu_mlp:90 gpu_train_step:120 gpu_train_gpt2:120 gpu_copies:120 gpu_seed001:120 plan_load:90"
+[ "$MODE" = train ] && PROGS="gpu_train_step:120 gpu_train_gpt2:120"
 declare -A STATUS
 for pl in $PROGS; do
     p=${pl%%:*} lim=${pl##*:}
@@ -78,7 +87,9 @@ rm -f "$LOGS/torch_anchors.json"
 left=$(( 500 - ($(date +%s) - START) ))
 lim=${BENCH_TORCH_TIMEOUT:-240}
 [ $lim -gt $left ] && lim=$left
-if [ -f "$TA" ] && [ "$lim" -gt 30 ]; then
+if [ "$MODE" = train ]; then
+    echo "skipped (bench/gpu.sh train)"
+elif [ -f "$TA" ] && [ "$lim" -gt 30 ]; then
     ANCHORS_DIR=$LOGS timeout "$lim" python3 "$TA" >"$LOGS/torch.log" 2>&1
     echo "torch_anchors.py: rc $? (limit $lim s)"
     left=$(( 520 - ($(date +%s) - START) ))
@@ -90,22 +101,35 @@ else
     echo "torch_anchors.py not found or no time left ($lim s)"
 fi
 
-# The training step (issue 15): torch.compile of forward, backward and
-# AdamW (bench/train_step_torch.py) against bench/gpu_train_step, same run.
-echo "== PyTorch training step (train_step_torch.py; log: torch_train_step.log)"
-left=$(( 580 - ($(date +%s) - START) ))
-lim=${BENCH_TRAIN_TIMEOUT:-150}
-[ $lim -gt $left ] && lim=$left
-if [ "$lim" -gt 20 ]; then
-    timeout "$lim" python3 bench/train_step_torch.py >"$LOGS/torch_train_step.log" 2>&1
-    echo "train_step_torch.py: rc $? (limit $lim s)"
-    grep -h '^RESULT' "$LOGS/gpu_train_step.log" "$LOGS/torch_train_step.log" 2>/dev/null |
-        awk '/^RESULT train_step /{for(i=3;i<=NF;i++){split($i,a,"=");if(a[1]=="braid_ms")b=a[2]}}
-             /^RESULT torch_train_step /{for(i=3;i<=NF;i++){split($i,a,"=");if(a[1]=="compile_ms")t=a[2]}}
-             END{if(b!=""&&t!=""&&t+0>0)printf "training step: braid %.3f ms, torch.compile %.3f ms: %.3fx (target <= 1.0)\n",b,t,b/t;
-                 else print "training step: no comparison (see the logs)"}'
-else
-    echo "no time left for train_step_torch.py"
+# The training steps (issue 15): torch.compile of forward, backward and
+# AdamW (bench/train_step_torch.py --only mlp / gpt2) against
+# bench/gpu_train_step and bench/gpu_train_gpt2, same run.
+# train_ratio WHICH BRAID_PROGRAM BRAID_WORKLOAD TORCH_WORKLOAD LABEL
+train_ratio() {
+    local log=$LOGS/torch_train_$1.log left lim
+    echo "== PyTorch $5 (train_step_torch.py --only $1; log: torch_train_$1.log)"
+    left=$(( 590 - ($(date +%s) - START) ))
+    lim=${BENCH_TRAIN_TIMEOUT:-150}
+    [ $lim -gt $left ] && lim=$left
+    if [ "$lim" -le 20 ]; then
+        echo "no time left for it: run bench/gpu.sh train"
+        return
+    fi
+    timeout "$lim" python3 bench/train_step_torch.py --only "$1" >"$log" 2>&1
+    echo "train_step_torch.py --only $1: rc $? (limit $lim s)"
+    grep -h '^RESULT' "$LOGS/$2.log" "$log" 2>/dev/null |
+        awk -v bw="$3" -v tw="$4" -v what="$5" '
+             $1=="RESULT"&&$2==bw{for(i=3;i<=NF;i++){split($i,a,"=");if(a[1]=="braid_ms")b=a[2]}}
+             $1=="RESULT"&&$2==tw{for(i=3;i<=NF;i++){split($i,a,"=");if(a[1]=="compile_ms")t=a[2]}}
+             END{if(b!=""&&t!=""&&t+0>0)printf "%s: braid %.3f ms, torch.compile %.3f ms: %.3fx (target <= 1.0)\n",what,b,t,b/t;
+                 else print what ": no comparison (see the logs)"}'
+}
+train_ratio mlp gpu_train_step train_step torch_train_step "training step (MLP)"
+train_ratio gpt2 gpu_train_gpt2 train_gpt2 torch_train_gpt2 "training step (GPT-2 block)"
+if [ "$MODE" = train ]; then
+    for pl in $PROGS; do echo "  ${pl%%:*}: ${STATUS[${pl%%:*}]}"; done
+    echo "total $(( $(date +%s) - START )) s; logs in $LOGS"
+    exit 0
 fi
 
 echo

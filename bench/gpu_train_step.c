@@ -43,22 +43,6 @@ static braid_graph *train_step(int64_t batch, int64_t width, const float *x) {
     return g;
 }
 
-/* Kernels a run launches (GPU nodes that do work) and assigns that copy. */
-static void plan_counts(const braid_plan *p, int *kernels, int *copies) {
-    *kernels = *copies = 0;
-#ifdef BRAID_HAVE_CUDA /* bench.h shows the plan's internals only then */
-    const bp_plan *bp = (const bp_plan *)p;
-    for (uint32_t id = 0; id < bp->res.graph->nnodes; id++) {
-        const bp_node_info *in = &bp->res.info[id];
-        braid_op op = bp->res.graph->nodes[id].op;
-        *kernels += !in->noop && op != BRAID_OP_COPY;
-        *copies += op == BRAID_OP_ASSIGN && !in->noop;
-    }
-#else
-    (void)p;
-#endif
-}
-
 int main(int argc, char **argv) {
     bn_prog = "gpu_train_step";
     bool small = argc > 1 && strcmp(argv[1], "--small") == 0;
@@ -74,7 +58,7 @@ int main(int argc, char **argv) {
         small && braid_cuda_device_count() == 0 ? "cpu" : "cpu,cuda:0");
     braid_plan *p = bn_compile(g, &o);
     int kernels, copies;
-    plan_counts(p, &kernels, &copies);
+    bn_plan_counts(p, &kernels, &copies);
     braid_exec *e = NULL;
     BN_OK(braid_exec_new(p, &e));
     float loss = 0, loss0 = 0;
