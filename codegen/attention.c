@@ -5,7 +5,8 @@
  * baked in as constants), when present.
  *
  * Grid (ceil(S / QT), H, B): a block owns QT query rows of one (b, h);
- * a group of G lanes (a power of two inside a warp) owns one query row,
+ * a group of G lanes (a power of two inside a warp: 8, 16 past D = 128,
+ * a whole warp when the rows are too few to fill the GPU) owns one query row,
  * lane g holding elements g, g + G, ... of q (scaled by scale) and of
  * the unnormalised output acc in registers (E = ceil(D / G) each). The
  * block walks the keys in tiles of KT rows: k and v tiles are staged in
@@ -29,6 +30,9 @@
 #define AT_SMEM 40960 /* bytes of the two staged tiles at most */
 #define AT_CH 8       /* keys per online-softmax step */
 #define AT_BLOCKS 264 /* blocks a launch aims for (two per SM of an H100) */
+/* Lanes (at 8 per row) below which a row gets a whole warp: 4 warps of
+ * 8-lane groups per SM of a 132-SM GPU or fewer. */
+#define AT_FEW_LANES (132 * 4 * 32 * 8)
 
 typedef struct at_plan {
     bg_attn_geom a;
@@ -41,6 +45,13 @@ typedef struct at_plan {
 
 static void choose(at_plan *s) {
     s->G = s->a.D > 128 ? 16 : 8;
+    /* Few rows (GPT-2 small's prefill: 12 heads x 128 rows = 1536): with 8
+     * lanes a row that is 384 warps for 132 SMs, each warp walking every
+     * key of its 4 rows — 75 us per attention on the H200. A whole warp
+     * per row gives 4x the warps in flight (5 shuffles per score instead
+     * of 3). */
+    if (s->a.D <= 128 && s->a.B * s->a.H * s->a.S * 8 < AT_FEW_LANES)
+        s->G = 32;
     s->E = (int)bc_cdiv(s->a.D > 0 ? s->a.D : 1, s->G);
     size_t csz = s->t == BRAID_F64 ? 8 : 4;
     int64_t kt = AT_SMEM / (2 * (int64_t)csz * s->E * s->G);
