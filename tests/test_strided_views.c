@@ -404,3 +404,24 @@ Test(strided, dot_shows_layouts) {
     braid_plan_free(p);
     braid_graph_free(g);
 }
+
+/* Unary, binary and where kernels walking a strided view: a permute, and
+ * a broadcast_to whose every stride is 0 (found by test_cpu_fused's
+ * random graphs: the unary kernel assumed a contiguous input). */
+Test(strided, elementwise_readers) {
+    static const int perm[] = {2, 0, 1};
+    braid_graph *g = braid_graph_new(NULL);
+    braid_tensor x = input(g, "x", BRAID_F16, 3, DIMS(3, 4, 5));
+    braid_tensor t = braid_permute(g, x, perm); /* [5, 3, 4] */
+    braid_tensor b = braid_broadcast_to(
+        g, input(g, "b", BRAID_F16, 1, DIMS(1)), 3, DIMS(5, 3, 4));
+    braid_output(g, "u", braid_relu(g, b));
+    braid_output(g, "e", braid_exp(g, t));
+    braid_output(g, "s", braid_sub(g, t, b));
+    braid_output(g, "w", braid_where(g, braid_gt(g, t, b), t, b));
+    bp_plan *p = compile(g, "cpu", OFF | BRAID_PASS_FUSE); /* unfused readers */
+    cr_assert_eq(copies(p) + working(p, BRAID_OP_BROADCAST_TO), 0);
+    ts_check_plan(g, p, 0, 8);
+    braid_plan_free(p);
+    braid_graph_free(g);
+}

@@ -84,10 +84,33 @@ bool br_ew_unary(braid_dtype t, braid_op op, int64_t n, void *o,
     return false;
 }
 
-/* Unary inputs have the output's shape, so a is always contiguous. */
+static void ew_unary(const ew_ctx *c, int64_t n, void *o, const void *a,
+                     int64_t sa, const void *b, int64_t sb);
+
+/* A unary input read through a stride (a strided view, docs/memory.md):
+ * gathered a block at a time, then the contiguous kernel. */
+static void ew_unary_strided(const ew_ctx *c, int64_t n, void *o,
+                             const void *a, int64_t sa) {
+    size_t es = braid_dtype_size(c->t);
+    _Alignas(16) unsigned char buf[BR_BLOCK * sizeof(double)];
+    for (int64_t i = 0; i < n; i += BR_BLOCK) {
+        int64_t m = n - i < BR_BLOCK ? n - i : BR_BLOCK;
+        for (int64_t j = 0; j < m; j++)
+            memcpy(buf + (size_t)j * es,
+                   (const char *)a + (size_t)((i + j) * sa) * es, es);
+        ew_unary(c, m, (char *)o + (size_t)i * c->osz, buf, 1, NULL, 0);
+    }
+}
+
+/* A unary input has the output's shape: contiguous unless it is a strided
+ * view. */
 static void ew_unary(const ew_ctx *c, int64_t n, void *o, const void *a,
                      int64_t sa, const void *b, int64_t sb) {
-    (void)sa, (void)b, (void)sb;
+    (void)b, (void)sb;
+    if (sa != 1) {
+        ew_unary_strided(c, n, o, a, sa);
+        return;
+    }
     if (br_ew_unary(c->t, c->op, n, o, a)) return;
     float x[BR_BLOCK], y[BR_BLOCK]; /* f16 / bf16 staged through f32 */
     for (int64_t i = 0; i < n; i += BR_BLOCK) {
