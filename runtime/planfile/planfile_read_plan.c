@@ -322,9 +322,11 @@ static bool read_program(br_pf_rd *r, bp_program *pr, uint32_t nsource) {
     uint32_t kind, rank, axes, n;
     if (!br_pf_get_u32(r, "kind", &kind) || !br_pf_get_u32(r, "rank", &rank))
         return false;
-    if (kind >= BP_PROGRAM_KIND_COUNT || rank > BRAID_MAX_RANK)
-        return br_pf_fail(r, NULL, "kind %u (0..%d), rank %u (0..8)", kind,
-                          BP_PROGRAM_KIND_COUNT - 1, rank),
+    /* 3 was a fused softmax (passes/program.h): refused like an unknown
+     * kind */
+    if (kind >= BP_PROGRAM_KIND_COUNT || kind == 3 || rank > BRAID_MAX_RANK)
+        return br_pf_fail(r, NULL, "kind %u (0..2, 4), rank %u (0..8)", kind,
+                          rank),
                false;
     pr->kind = (bp_program_kind)kind;
     pr->rank = (uint8_t)rank;
