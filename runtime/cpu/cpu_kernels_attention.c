@@ -30,9 +30,9 @@
 #include <math.h>
 #include <string.h>
 
-#define AT_QB 8  /* query rows per task (online path) */
-#define AT_KT 32 /* key rows per tile (online path) */
-#define AT_QG 32 /* query rows per task (gemm path) */
+#define AT_QB 8     /* query rows per task (online path) */
+#define AT_KT 32    /* key rows per tile (online path) */
+#define AT_QG 32    /* query rows per task (gemm path) */
 #define AT_SLOTS 16 /* score buffers (gemm path) */
 #define AT_SCRATCH_MAX ((int64_t)64 << 20) /* their bytes at most */
 
@@ -144,7 +144,36 @@ typedef struct at_gemm {
 
 /* Softmax of one score row in place, with the mask and the causal -inf;
  * all -inf gives a row of 0. */
-#define AT_ROW(NAME, CT, EXP)                                                      static void NAME(const at_ctx *c, CT *s, int64_t b, int64_t h,                                  int64_t i) {                                                      const bg_attn_geom *a = &c->a;                                                 int64_t T = a->T;                                                              if (c->mask) {                                                                     const CT *m = (const CT *)c->mask + bg_attn_mask_at(a, b, h, i, 0);            for (int64_t j = 0; j < T; j++)                                                    s[j] += m[j * a->mst[3]];                                              }                                                                              if (a->causal)                                                                     for (int64_t j = i + 1; j < T; j++)                                                s[j] = -(CT)INFINITY;                                                  CT mx = -(CT)INFINITY;                                                         for (int64_t j = 0; j < T; j++)                                                    mx = s[j] > mx ? s[j] : mx;                                                if (mx == -(CT)INFINITY) {                                                         memset(s, 0, sizeof *s * (size_t)T);                                           return;                                                                    }                                                                              CT sum = 0;                                                                    for (int64_t j = 0; j < T; j++) {                                                  s[j] = EXP(s[j] - mx);                                                         sum += s[j];                                                               }                                                                              CT inv = (CT)1 / sum;                                                          for (int64_t j = 0; j < T; j++)                                                    s[j] *= inv;                                                           }
+#define AT_ROW(NAME, CT, EXP)                                                  \
+    static void NAME(const at_ctx *c, CT *s, int64_t b, int64_t h,             \
+                     int64_t i) {                                              \
+        const bg_attn_geom *a = &c->a;                                         \
+        int64_t T = a->T;                                                      \
+        if (c->mask) {                                                         \
+            const CT *m =                                                      \
+                (const CT *)c->mask + bg_attn_mask_at(a, b, h, i, 0);          \
+            for (int64_t j = 0; j < T; j++)                                    \
+                s[j] += m[j * a->mst[3]];                                      \
+        }                                                                      \
+        if (a->causal)                                                         \
+            for (int64_t j = i + 1; j < T; j++)                                \
+                s[j] = -(CT)INFINITY;                                          \
+        CT mx = -(CT)INFINITY;                                                 \
+        for (int64_t j = 0; j < T; j++)                                        \
+            mx = s[j] > mx ? s[j] : mx;                                        \
+        if (mx == -(CT)INFINITY) {                                             \
+            memset(s, 0, sizeof *s *(size_t)T);                                \
+            return;                                                            \
+        }                                                                      \
+        CT sum = 0;                                                            \
+        for (int64_t j = 0; j < T; j++) {                                      \
+            s[j] = EXP(s[j] - mx);                                             \
+            sum += s[j];                                                       \
+        }                                                                      \
+        CT inv = (CT)1 / sum;                                                  \
+        for (int64_t j = 0; j < T; j++)                                        \
+            s[j] *= inv;                                                       \
+    }
 AT_ROW(row_f32, float, expf)
 AT_ROW(row_f64, double, exp)
 
@@ -172,9 +201,9 @@ static void gemm_task(const at_ctx *c, void *buf, int64_t task) {
                     (const float *)c->k + ko, ld, 0.0f, s, T);
         for (int r = 0; r < M; r++)
             row_f32(c, s + (int64_t)r * T, b, h, i0 + r);
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, D, T, 1.0f,
-                    s, T, (const float *)c->v + ko, ld, 0.0f,
-                    (float *)c->out + qo, ld);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, D, T, 1.0f, s,
+                    T, (const float *)c->v + ko, ld, 0.0f, (float *)c->out + qo,
+                    ld);
     }
 }
 
