@@ -48,7 +48,7 @@ braid_status br_cpu_prepare(const braid_graph *g, uint32_t id,
     case BRAID_KIND_AXIS:
         return br_axis_prepare(g, id, scratch);
     case BRAID_KIND_ATTENTION:
-        return br_attention_prepare(g, id);
+        return br_attention_prepare(g, id, scratch);
     case BRAID_KIND_COUNT_:
         break;
     }

@@ -110,7 +110,8 @@ braid_status br_axis_prepare(const braid_graph *g, uint32_t id,
                              size_t *scratch);
 void br_axis_run(const br_kernel_args *a);
 /* attention (cpu_kernels_attention.c) */
-braid_status br_attention_prepare(const braid_graph *g, uint32_t id);
+braid_status br_attention_prepare(const braid_graph *g, uint32_t id,
+                                  size_t *scratch);
 void br_attention_run(const br_kernel_args *a);
 
 #endif /* BRAID_RUNTIME_CPU_KERNELS_H */

@@ -1,8 +1,18 @@
 /* runtime/cpu/cpu_kernels_attention.c — the attention op (graph/attention.h):
  * out[b,i,h,:] = softmax(scale·q·kᵀ + mask)·v, a fully masked row giving 0.
  *
- * Work is split over the pool by tasks of AT_QB query rows of one (b, h),
- * so results do not depend on the thread count. A task walks the keys in
+ * f32 and f64 (when the scores of AT_SLOTS tasks fit AT_SCRATCH_MAX bytes
+ * of executor scratch): a task is AT_QG query rows of one (b, h); its
+ * scores [AT_QG, T] are one cblas gemm straight from the strided q and k
+ * rows (scale folded into alpha), then each row gets the mask, the causal
+ * -inf, its max, exp(s - max) and 1/sum in the row (0 for a row whose
+ * scores are all -inf), and the output rows are a second gemm with v,
+ * written in place into out's strided rows. Tasks go to AT_SLOTS slots
+ * over the pool, slot c taking tasks c, c + AT_SLOTS, ... with its own
+ * score buffer, so results do not depend on the thread count.
+ *
+ * f16/bf16 (and scores too large for scratch): tasks of AT_QB query rows
+ * of one (b, h) over the pool. A task walks the keys in
  * tiles of AT_KT rows, staged (with the task's q rows) in stack buffers in
  * the compute type — float for f32/f16/bf16, double for f64 — and keeps
  * each query row's running max m, sum l and unnormalised output acc (an
@@ -16,11 +26,15 @@
 #include "graph/attention.h"
 #include "runtime/cpu/cpu_kernels.h"
 
+#include <cblas.h>
 #include <math.h>
 #include <string.h>
 
-#define AT_QB 8  /* query rows per task */
-#define AT_KT 32 /* key rows per tile */
+#define AT_QB 8     /* query rows per task (online path) */
+#define AT_KT 32    /* key rows per tile (online path) */
+#define AT_QG 32    /* query rows per task (gemm path) */
+#define AT_SLOTS 16 /* score buffers (gemm path) */
+#define AT_SCRATCH_MAX ((int64_t)64 << 20) /* their bytes at most */
 
 typedef struct at_ctx {
     bg_attn_geom a;
@@ -120,6 +134,88 @@ static const char *at_ptr(const char *base, braid_dtype t, int64_t e) {
 AT_TASK(task_f32, float, br_load_f32, br_store_f32, expf)
 AT_TASK(task_f64, double, br_load_f64, br_store_f64, exp)
 
+/* ---- the gemm path (f32, f64) ------------------------------------------- */
+
+typedef struct at_gemm {
+    const at_ctx *c;
+    char *scratch; /* AT_SLOTS buffers of AT_QG × T values */
+    int64_t ntasks, slots;
+} at_gemm;
+
+/* Softmax of one score row in place, with the mask and the causal -inf;
+ * all -inf gives a row of 0. */
+#define AT_ROW(NAME, CT, EXP)                                                  \
+    static void NAME(const at_ctx *c, CT *s, int64_t b, int64_t h,             \
+                     int64_t i) {                                              \
+        const bg_attn_geom *a = &c->a;                                         \
+        int64_t T = a->T;                                                      \
+        if (c->mask) {                                                         \
+            const CT *m =                                                      \
+                (const CT *)c->mask + bg_attn_mask_at(a, b, h, i, 0);          \
+            for (int64_t j = 0; j < T; j++)                                    \
+                s[j] += m[j * a->mst[3]];                                      \
+        }                                                                      \
+        if (a->causal)                                                         \
+            for (int64_t j = i + 1; j < T; j++)                                \
+                s[j] = -(CT)INFINITY;                                          \
+        CT mx = -(CT)INFINITY;                                                 \
+        for (int64_t j = 0; j < T; j++)                                        \
+            mx = s[j] > mx ? s[j] : mx;                                        \
+        if (mx == -(CT)INFINITY) {                                             \
+            memset(s, 0, sizeof *s *(size_t)T);                                \
+            return;                                                            \
+        }                                                                      \
+        CT sum = 0;                                                            \
+        for (int64_t j = 0; j < T; j++) {                                      \
+            s[j] = EXP(s[j] - mx);                                             \
+            sum += s[j];                                                       \
+        }                                                                      \
+        CT inv = (CT)1 / sum;                                                  \
+        for (int64_t j = 0; j < T; j++)                                        \
+            s[j] *= inv;                                                       \
+    }
+AT_ROW(row_f32, float, expf)
+AT_ROW(row_f64, double, exp)
+
+static void gemm_task(const at_ctx *c, void *buf, int64_t task) {
+    const bg_attn_geom *a = &c->a;
+    int64_t qt = (a->S + AT_QG - 1) / AT_QG;
+    int64_t h = task / qt % a->H, b = task / qt / a->H, i0 = task % qt * AT_QG;
+    int M = (int)(a->S - i0 < AT_QG ? a->S - i0 : AT_QG);
+    int T = (int)a->T, D = (int)a->D, ld = (int)(a->H * a->D);
+    int64_t qo = bg_attn_q_at(a, b, i0, h), ko = bg_attn_kv_at(a, b, 0, h);
+    if (c->t == BRAID_F64) {
+        double *s = buf;
+        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, T, D, a->scale,
+                    (const double *)c->q + qo, ld, (const double *)c->k + ko,
+                    ld, 0.0, s, T);
+        for (int r = 0; r < M; r++)
+            row_f64(c, s + (int64_t)r * T, b, h, i0 + r);
+        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, D, T, 1.0, s,
+                    T, (const double *)c->v + ko, ld, 0.0,
+                    (double *)c->out + qo, ld);
+    } else {
+        float *s = buf;
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, T, D,
+                    (float)a->scale, (const float *)c->q + qo, ld,
+                    (const float *)c->k + ko, ld, 0.0f, s, T);
+        for (int r = 0; r < M; r++)
+            row_f32(c, s + (int64_t)r * T, b, h, i0 + r);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, D, T, 1.0f, s,
+                    T, (const float *)c->v + ko, ld, 0.0f, (float *)c->out + qo,
+                    ld);
+    }
+}
+
+static void gemm_slots(void *ctx, int64_t lo, int64_t hi) {
+    const at_gemm *x = ctx;
+    int64_t rows = x->c->a.S < AT_QG ? x->c->a.S : AT_QG; /* gemm_scratch */
+    int64_t per = rows * x->c->a.T * (int64_t)braid_dtype_size(x->c->t);
+    for (int64_t slot = lo; slot < hi; slot++)
+        for (int64_t t = slot; t < x->ntasks; t += x->slots)
+            gemm_task(x->c, x->scratch + slot * per, t);
+}
+
 static void tasks(void *ctx, int64_t lo, int64_t hi) {
     const at_ctx *c = ctx;
     for (int64_t t = lo; t < hi; t++)
@@ -129,10 +225,23 @@ static void tasks(void *ctx, int64_t lo, int64_t hi) {
             task_f32(c, t);
 }
 
-braid_status br_attention_prepare(const braid_graph *g, uint32_t id) {
+/* Bytes of the gemm path's score buffers, or 0 for the online path. */
+static int64_t gemm_scratch(const bg_attn_geom *a, braid_dtype t) {
+    if (t != BRAID_F32 && t != BRAID_F64) return 0;
+    int64_t rows = a->S < AT_QG ? a->S : AT_QG, T = a->T > 0 ? a->T : 1;
+    if (T > AT_SCRATCH_MAX / AT_SLOTS / 8 / (rows > 0 ? rows : 1)) return 0;
+    return AT_SLOTS * rows * T * (int64_t)braid_dtype_size(t);
+}
+
+braid_status br_attention_prepare(const braid_graph *g, uint32_t id,
+                                  size_t *scratch) {
     bg_attn_geom a;
     const bg_node *n = bg_node_at(g, id);
-    if (bg_attn_geom_of(g, n, &a)) return BRAID_OK;
+    if (bg_attn_geom_of(g, n, &a)) {
+        size_t need = (size_t)gemm_scratch(&a, n->dtype);
+        if (need > *scratch) *scratch = need;
+        return BRAID_OK;
+    }
     return bg_set_last_error(BRAID_ERR_UNSUPPORTED,
                              "braid_exec_new: node %u: malformed %s node", id,
                              bg_op(n->op)->name);
@@ -146,6 +255,18 @@ void br_attention_run(const br_kernel_args *a) {
                 .out = a->out};
     if (!bg_attn_geom_of(a->g, a->node, &c.a) || bg_numel(a->node) == 0) return;
     c.mask = c.a.has_mask ? a->in[3] : NULL;
+    if (c.a.T == 0) { /* every row fully masked */
+        memset(a->out, 0, bg_nbytes(a->node));
+        return;
+    }
+    int64_t need = gemm_scratch(&c.a, c.t);
+    if (need > 0 && (size_t)need <= a->scratch_bytes) {
+        at_gemm x = {.c = &c, .scratch = a->scratch};
+        x.ntasks = c.a.B * c.a.H * ((c.a.S + AT_QG - 1) / AT_QG);
+        x.slots = x.ntasks < AT_SLOTS ? x.ntasks : AT_SLOTS;
+        br_parallel_for(a->pool, x.slots, 1, gemm_slots, &x);
+        return;
+    }
     c.qtiles = (c.a.S + AT_QB - 1) / AT_QB;
     int64_t ntasks = c.a.B * c.a.H * c.qtiles;
     /* a task's work is about AT_QB·T·D multiply-adds twice */
