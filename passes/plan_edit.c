@@ -212,21 +212,36 @@ static uint32_t live_ids(const bool *live, uint32_t n, uint32_t *order) {
     return k;
 }
 
-/* Moves every live node into its slot in place: tgt[pos] is the new id of
- * the node now at pos, BG_NONE for a released one (whose slot is free).
- * Each swap puts one node in its final slot, so at most n swaps; no new
- * node array (at 150k nodes of 312 bytes that would be ~47 MB of fresh
- * pages per compaction, faulted in and cache-cold). */
-static void permute(bg_node *nodes, bp_node_info *info, uint32_t *tgt,
-                    uint32_t n) {
-    for (uint32_t i = 0; i < n; i++)
-        while (tgt[i] != BG_NONE && tgt[i] != i) {
-            uint32_t t = tgt[i];
-            bg_node nd = nodes[t];
-            bp_node_info in = info[t];
-            nodes[t] = nodes[i], info[t] = info[i], tgt[i] = tgt[t];
-            nodes[i] = nd, info[i] = in, tgt[t] = t;
+/* Moves node order[k] into slot k (k < norder) in place, each node copied
+ * once: no new node array (at 150k nodes of 312 bytes that would be ~47 MB
+ * of fresh pages per compaction, faulted in and cache-cold). Slot p pulls
+ * from order[p]; the slots form paths, which start at a released slot
+ * (newid BG_NONE: free to overwrite) and end at a slot >= norder, and
+ * cycles, which go round through one saved node. done: n bytes, zero. */
+static void permute(bg_node *nodes, bp_node_info *info, const uint32_t *order,
+                    uint32_t norder, uint32_t *newid, uint8_t *done) {
+    for (uint32_t p = 0; p < norder; p++) {
+        if (newid[p] != BG_NONE) continue;
+        for (uint32_t d = p, s;; d = s) {
+            s = order[d];
+            nodes[d] = nodes[s], info[d] = info[s], done[d] = 1;
+            if (s >= norder) break;
         }
+    }
+    for (uint32_t p = 0; p < norder; p++) {
+        if (done[p] || order[p] == p) continue;
+        bg_node nd = nodes[p];
+        bp_node_info in = info[p];
+        for (uint32_t d = p, s;; d = s) {
+            s = order[d];
+            done[d] = 1;
+            if (s == p) {
+                nodes[d] = nd, info[d] = in;
+                break;
+            }
+            nodes[d] = nodes[s], info[d] = info[s];
+        }
+    }
 }
 
 /* Gives back the slots of a graph left with less than half of them used
@@ -244,17 +259,17 @@ static void shrink(bp_plan *plan) {
 }
 
 /* Moves the nodes into their new order (newid[old] = new id or BG_NONE),
- * in place; order (no longer needed) is overwritten. */
-static braid_status renumber(bp_plan *plan, uint32_t *order, uint32_t norder,
-                             uint32_t *newid) {
+ * in place. done: n bytes of scratch. */
+static braid_status renumber(bp_plan *plan, const uint32_t *order,
+                             uint32_t norder, uint32_t *newid, uint8_t *done) {
     braid_graph *g = plan->res.graph;
     uint32_t n = g->nnodes;
     for (uint32_t i = 0; i < n; i++) newid[i] = BG_NONE;
     for (uint32_t k = 0; k < norder; k++) newid[order[k]] = k;
     for (uint32_t i = 0; i < n; i++)
         if (newid[i] == BG_NONE) bg_node_release(g, &g->nodes[i]);
-    memcpy(order, newid, (size_t)n * sizeof *order);
-    permute(g->nodes, plan->res.info, order, n);
+    memset(done, 0, n);
+    permute(g->nodes, plan->res.info, order, norder, newid, done);
     for (uint32_t k = 0; k < norder; k++) {
         bg_node *nd = &g->nodes[k];
         for (uint32_t j = 0; j < nd->ninputs; j++)
@@ -304,7 +319,7 @@ braid_status bp_plan_compact(bp_plan *plan) {
         norder = live_ids(live, n, order);
     else if (s == BRAID_OK)
         s = topo_order(g, live, state, stack, kid, order, &norder);
-    if (s == BRAID_OK) s = renumber(plan, order, norder, newid);
+    if (s == BRAID_OK) s = renumber(plan, order, norder, newid, state);
     free(wstack);
     free(live);
     free(state);
