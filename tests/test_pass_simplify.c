@@ -317,6 +317,32 @@ Test(simplify, folded_node_keeps_origin_name_and_hint) {
     braid_graph_free(g);
 }
 
+/* bp_verify (run before simplify) re-infers each node from the types its
+ * inputs claim: a node whose claim is wrong is named, and a wrong input
+ * claim is caught at its first consumer whose inference disagrees. */
+Test(simplify, verify_names_a_node_whose_type_is_wrong) {
+    int64_t d = 4;
+    braid_graph *g = braid_graph_new(NULL);
+    braid_tensor x = braid_input(g, "x", BRAID_F32, 1, &d);
+    braid_tensor y = braid_tanh(g, x);
+    braid_output(g, "z", braid_add(g, y, x));
+    cr_assert_eq(braid_graph_status(g), BRAID_OK);
+    for (int c = 0; c < 3; c++) {
+        bp_plan *p = plan_for(g);
+        cr_assert_eq(bp_verify(p), BRAID_OK, "%s", braid_last_error());
+        uint32_t bad = c == 0 ? 2 : c == 1 ? y.id : x.id;
+        p->res.graph->nodes[bad].dims[0] = 5;
+        cr_assert_eq(bp_verify(p), BRAID_ERR_SHAPE);
+        const char *want[3] = {"node 2 (add) says f32[5] but infers f32[4]",
+                               "node 1 (tanh) says f32[5] but infers f32[4]",
+                               "node 1 (tanh) says f32[4] but infers f32[5]"};
+        cr_assert(strstr(braid_last_error(), want[c]), "case %d: %s", c,
+                  braid_last_error());
+        braid_plan_free(p);
+    }
+    braid_graph_free(g);
+}
+
 /* The pass is linear: a long chain of duplicated work (3n+1 nodes) and
  * many rewritten outputs simplify quickly. */
 Test(simplify, long_chains_and_many_outputs, .timeout = 60) {
