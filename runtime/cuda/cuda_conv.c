@@ -210,8 +210,8 @@ static braid_status describe(const br_cuda *c, br_conv *cv, const conv_key *k,
  * ResNet-18's 1x1 stride-2 256->512 convolution that ran 1.7x slower than
  * braid's own direct kernel. So the usable candidates within
  * REFINE_WITHIN of Find's best are timed again here, together with braid's
- * own kernel for the node, REFINE_RUNS times each, interleaved, on buffers
- * of the node's sizes (the bias add included), and the lowest median wins;
+ * own kernel for the node, as CUDA-graph replays (refine()) on buffers of
+ * the node's sizes (the bias add included), and the lowest median wins;
  * when braid's kernel wins the node stays on it. When those buffers cannot
  * be had, Find's ranking stands. The choice is cached per process like
  * Find's (BRAID_KERNEL_ALGO: braid's kernel). */
@@ -221,6 +221,10 @@ static braid_status describe(const br_cuda *c, br_conv *cv, const conv_key *k,
 #define REFINE_MAX 4
 #define REFINE_WITHIN 2.0f
 #define REFINE_RUNS 7
+/* Runs per captured graph, and untimed replays of each graph first (the
+ * GPU's clocks rise, caches fill). */
+#define REFINE_REPS 5
+#define REFINE_WARM 3
 /* The cached "algorithm" meaning braid's own kernel. */
 #define BRAID_KERNEL_ALGO (-1)
 
@@ -301,9 +305,35 @@ static int cmp_float(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-/* Index in cand (n of them) of the candidate with the lowest median time
- * over REFINE_RUNS interleaved runs, n when braid's kernel beat them all;
- * 0 when timing is not possible. */
+/* One candidate (i < n: cuDNN's cand[i], i == n: braid's kernel) run
+ * REFINE_REPS times, captured on stream st into *exec. */
+static bool capture(br_cuda *c, const br_conv *cv, br_cudnn_handle h,
+                    const br_cudnn_perf *cand, int n, int i, void **ptr,
+                    const conv_bufs *b, cudaStream_t st, cudaGraphExec_t *exec) {
+    cudaGraph_t graph = NULL;
+    *exec = NULL;
+    if (cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal) !=
+        cudaSuccess)
+        return false;
+    bool ok = true;
+    for (int k = 0; ok && k < REFINE_REPS; k++)
+        ok = i < n ? run_algo(c, cv, h, cand[i].algo, cand[i].memory, b)
+                   : run_braid(c, cv, ptr, st);
+    cudaError_t e = cudaStreamEndCapture(st, &graph);
+    ok = ok && e == cudaSuccess && graph &&
+         cudaGraphInstantiate(exec, graph, 0) == cudaSuccess;
+    if (graph) cudaGraphDestroy(graph);
+    return ok;
+}
+
+/* Index in cand (n of them) of the candidate with the lowest median time,
+ * n when braid's kernel beat them all; 0 when timing is not possible.
+ * Each candidate is REFINE_REPS back-to-back runs captured in a CUDA
+ * graph, as braid replays a plan: timing calls one by one between events
+ * would count cuDNN's host-side work per call (tens of microseconds in
+ * cuDNN 9's legacy API) as GPU time, and for 15-50 us convolutions rank
+ * by it. The graphs are replayed REFINE_WARM times, then REFINE_RUNS times
+ * each, interleaved. */
 static int refine(br_cuda *c, const br_conv *cv, br_cudnn_handle h,
                   const br_cudnn_perf *cand, int n) {
     size_t ws = 0;
@@ -325,20 +355,22 @@ static int refine(br_cuda *c, const br_conv *cv, br_cudnn_handle h,
     int m = n + 1; /* the last: braid's kernel */
     cudaStream_t st = br_cuda_stream(c, c->node[cv->node].queue);
     cudaEvent_t ev[2] = {0, 0};
+    cudaGraphExec_t exec[REFINE_MAX + 1] = {0};
     float t[REFINE_MAX + 1][REFINE_RUNS];
     bool ok =
         cudaEventCreateWithFlags(&ev[0], cudaEventDefault) == cudaSuccess &&
         cudaEventCreateWithFlags(&ev[1], cudaEventDefault) == cudaSuccess;
-    for (int r = -1; ok && r < REFINE_RUNS; r++) /* r = -1: warm-up */
+    for (int i = 0; ok && i < m; i++)
+        ok = capture(c, cv, h, cand, n, i, ptr, &b, st, &exec[i]);
+    for (int r = -REFINE_WARM; ok && r < REFINE_RUNS; r++)
         for (int i = 0; ok && i < m; i++) {
             float ms = 0;
             ok = cudaEventRecord(ev[0], st) == cudaSuccess &&
-                 (i < n ? run_algo(c, cv, h, cand[i].algo, cand[i].memory, &b)
-                        : run_braid(c, cv, ptr, st)) &&
+                 cudaGraphLaunch(exec[i], st) == cudaSuccess &&
                  cudaEventRecord(ev[1], st) == cudaSuccess &&
                  cudaEventSynchronize(ev[1]) == cudaSuccess &&
                  cudaEventElapsedTime(&ms, ev[0], ev[1]) == cudaSuccess;
-            if (r >= 0) t[i][r] = ms;
+            if (r >= 0) t[i][r] = ms / REFINE_REPS;
         }
     int best = 0;
     float best_t = 0;
@@ -352,9 +384,11 @@ static int refine(br_cuda *c, const br_conv *cv, br_cudnn_handle h,
                         "kernel: fastest %s (median %.4f ms)",
                      cv->node, n, best < n ? "cuDNN" : "braid's kernel",
                      (double)best_t);
+    cudaStreamSynchronize(st);
+    for (int i = 0; i < m; i++)
+        if (exec[i]) cudaGraphExecDestroy(exec[i]);
     if (ev[0]) cudaEventDestroy(ev[0]);
     if (ev[1]) cudaEventDestroy(ev[1]);
-    cudaStreamSynchronize(st);
     bufs_free(&b);
     free(ptr);
     (void)cudaGetLastError(); /* a failed timing leaves Find's choice */
