@@ -1,20 +1,19 @@
-/* runtime/cpu/cpu_kernels_matmul.c — batched matmul through OpenBLAS.
+/* runtime/cpu/cpu_kernels_matmul.c — batched matmul through br_gemm
+ * (OpenBLAS, cpu_gemm.c).
  *
- * Each batch is one cblas_sgemm / cblas_dgemm on row-major matrices; the
- * transpose flags become CblasTrans instead of copies. Broadcast batch dims
- * read the same matrix through a zero stride. f16/bf16 matrices are widened
- * to f32 in scratch, multiplied, and rounded back. Large products run one
- * after another on OpenBLAS's own threads; many small ones (which OpenBLAS
- * runs single-threaded anyway) are spread over the pool instead. */
+ * Each batch is one GEMM on row-major matrices; the transpose flags become
+ * BLAS transposes instead of copies. Broadcast batch dims read the same
+ * matrix through a zero stride. f16/bf16 matrices are widened to f32 in
+ * scratch, multiplied, and rounded back. Small products, or many of them
+ * (at least four per thread), are spread over the pool one product per
+ * call; otherwise products run one after another, each split over the
+ * pool by br_gemm. */
 #include "runtime/cpu/cpu_kernels.h"
 
-#include <cblas.h>
 #include <limits.h>
 #include <string.h>
 
-/* Products of at most this many multiply-adds are one OpenBLAS thread's
- * work (its own threshold is 4 × 65536). */
-#define MM_SMALL ((int64_t)1 << 18)
+#define MM_SMALL BR_GEMM_SMALL
 
 typedef struct mm_ctx {
     braid_dtype t;              /* dtype of a, b and the output */
@@ -75,42 +74,35 @@ static void batch_offsets(const mm_ctx *m, int64_t i, int64_t *ao,
     }
 }
 
-/* C = op(A) · op(B), row-major, all three dense. */
-static void gemm(const mm_ctx *m, const void *A, const void *B, void *C,
-                 bool f64) {
+/* C = op(A) · op(B), row-major, all three dense; split over pool (NULL:
+ * on this thread alone). */
+static void gemm(const mm_ctx *m, br_pool *pool, const void *A, const void *B,
+                 void *C, bool f64) {
     int M = (int)m->M, N = (int)m->N, K = (int)m->K;
-    int lda = m->ta ? M : K, ldb = m->tb ? K : N;
-    enum CBLAS_TRANSPOSE ta = m->ta ? CblasTrans : CblasNoTrans;
-    enum CBLAS_TRANSPOSE tb = m->tb ? CblasTrans : CblasNoTrans;
-    lda = lda > 0 ? lda : 1;
-    ldb = ldb > 0 ? ldb : 1;
-    if (f64)
-        cblas_dgemm(CblasRowMajor, ta, tb, M, N, K, 1.0, A, lda, B, ldb, 0.0, C,
-                    N > 0 ? N : 1);
-    else
-        cblas_sgemm(CblasRowMajor, ta, tb, M, N, K, 1.0f, A, lda, B, ldb, 0.0f,
-                    C, N > 0 ? N : 1);
+    br_gemm(pool, f64, m->ta, m->tb, M, N, K, A, m->ta ? M : K, B,
+            m->tb ? K : N, C, N);
 }
 
-static void run_batch(const mm_ctx *m, int64_t i) {
+static void run_batch(const mm_ctx *m, br_pool *pool, int64_t i) {
     int64_t ao, bo;
     batch_offsets(m, i, &ao, &bo);
     const char *A = m->a + ao * m->esz, *B = m->b + bo * m->esz;
     char *C = m->c + i * m->M * m->N * m->esz;
     if (m->t == BRAID_F32 || m->t == BRAID_F64) {
-        gemm(m, A, B, C, m->t == BRAID_F64);
+        gemm(m, pool, A, B, C, m->t == BRAID_F64);
         return;
     }
     float *fa = m->scratch, *fb = fa + m->M * m->K, *fc = fb + m->K * m->N;
     br_load_f32(m->t, A, 1, m->M * m->K, fa);
     br_load_f32(m->t, B, 1, m->K * m->N, fb);
-    gemm(m, fa, fb, fc, false);
+    gemm(m, pool, fa, fb, fc, false);
     br_store_f32(m->t, C, m->M * m->N, fc);
 }
 
+/* Whole products [b, e), each on the calling pool thread. */
 static void batch_range(void *ctx, int64_t b, int64_t e) {
     for (int64_t i = b; i < e; i++)
-        run_batch(ctx, i);
+        run_batch(ctx, NULL, i);
 }
 
 void br_matmul_run(const br_kernel_args *a) {
@@ -127,10 +119,15 @@ void br_matmul_run(const br_kernel_args *a) {
     }
     int64_t work = m.M * m.N * m.K;
     bool widen = m.t == BRAID_F16 || m.t == BRAID_BF16;
-    if (!widen && work <= MM_SMALL && m.nbatch > 1)
-        br_parallel_for(a->pool, m.nbatch, MM_SMALL / work, batch_range, &m);
+    int64_t threads = br_pool_threads(a->pool);
+    if (!widen && m.nbatch > 1 &&
+        (work <= MM_SMALL || m.nbatch >= 4 * threads))
+        br_parallel_for(a->pool, m.nbatch,
+                        work <= MM_SMALL ? MM_SMALL / work : 1, batch_range,
+                        &m);
     else
-        batch_range(&m, 0, m.nbatch);
+        for (int64_t i = 0; i < m.nbatch; i++)
+            run_batch(&m, a->pool, i);
 }
 
 braid_status br_matmul_prepare(const braid_graph *g, uint32_t id,
