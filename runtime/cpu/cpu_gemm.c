@@ -56,17 +56,17 @@ static void gemm_call(const gemm_job *j, int M, int N, const char *A,
  * columns (rows) [i·block, +block). */
 static void gemm_blocks(void *ctx, int64_t b, int64_t e) {
     const gemm_job *j = ctx;
-    int D = j->split_n ? j->N : j->M;
+    int64_t D = j->split_n ? j->N : j->M;
     for (int64_t i = b; i < e; i++) {
-        int lo = (int)i * j->block;
-        int hi = lo + j->block < D ? lo + j->block : D;
+        int64_t lo = i * j->block;
+        int64_t hi = lo + j->block < D ? lo + j->block : D;
         if (j->split_n) { /* columns lo..hi of op(B) and C */
             size_t bo = (size_t)lo * (j->tb ? (size_t)j->ldb : 1);
-            gemm_call(j, j->M, hi - lo, j->A, j->B + bo * j->esz,
+            gemm_call(j, j->M, (int)(hi - lo), j->A, j->B + bo * j->esz,
                       j->C + (size_t)lo * j->esz);
         } else { /* rows lo..hi of op(A) and C */
             size_t ao = (size_t)lo * (j->ta ? 1 : (size_t)j->lda);
-            gemm_call(j, hi - lo, j->N, j->A + ao * j->esz, j->B,
+            gemm_call(j, (int)(hi - lo), j->N, j->A + ao * j->esz, j->B,
                       j->C + (size_t)lo * (size_t)j->ldc * j->esz);
         }
     }
@@ -90,7 +90,7 @@ void br_gemm(br_pool *pool, bool f64, bool ta, bool tb, int M, int N, int K,
      * is in, so the same blocks on 1 or 8 threads (or, pool NULL, one
      * after another here) keep results identical for every num_threads.
      * About GEMM_BLOCK_N columns (GEMM_BLOCK_M rows) each, multiples of 16
-     * (the kernels' register tiles): wide enough that repacking the other
+     * (whole AVX-512 vectors of f32): wide enough that repacking the other
      * operand per block costs little, narrow enough that GPT-2's 768
      * columns make two blocks and the long ones several per thread, so a
      * thread slowed by other processes does not hold the rest up. */
