@@ -2,7 +2,7 @@
 """braid vs onnxruntime's CPU provider on whole ONNX models, in the same run.
 
     bench/cpu_models.py [SKELETON_DIR] [--rounds N] [--duration S] [--warmup N]
-                        [--threads N] [--braid PATH] [--workdir DIR] [--only SUBSTR]
+                        [--threads N] [--braid PATH] [--baseline PATH] [--workdir DIR] [--only SUBSTR]
 
 With SKELETON_DIR: every *.skel.onnx in it (made by bench/make_skeleton.py) is
 filled with random weights by bench/fill_skeleton.py into WORKDIR (kept there
@@ -26,6 +26,9 @@ last braid run and of ORT are compared (max abs diff, and the largest |ORT
 value| for scale). The table (markdown) gives model, braid ms, ORT ms,
 braid/ORT, the max abs diff and the 1-minute load average before and after
 the model's rounds. Everything is also written to WORKDIR/results.json.
+--baseline PATH adds a second braid binary (a build of the base branch, for
+a before/after in the same run) to every round, the three in rotated order,
+and a second table with each side's round medians and the ratios.
 
 OpenBLAS: see openblas_env (--openblas-core); the header line says which
 kernels braid's GEMMs ran.
@@ -173,8 +176,8 @@ def openblas_env(args):
     return env, f"OpenBLAS core {want} (OPENBLAS_CORETYPE; detected {detected})"
 
 
-def run_braid(args, model, files, outdir):
-    cmd = [args.braid, "run", model, "--devices", "cpu", "--threads", str(args.threads),
+def run_braid(args, model, files, outdir, braid=None):
+    cmd = [braid or args.braid, "run", model, "--devices", "cpu", "--threads", str(args.threads),
            "--warmup", str(args.warmup), "--duration", str(args.duration), "--json",
            "--output-dir", outdir]
     for name, f in files.items():
@@ -220,19 +223,26 @@ def bench_model(args, ort, name, model):
     ort_init_ms = (time.perf_counter() - t0) * 1e3
     load_before = os.getloadavg()[0]
     b_meds, o_meds, b_runs, o_runs, compile_ms, ort_out = [], [], 0, 0, None, None
+    base_meds = []
     for r in range(args.rounds):
-        order = ("braid", "ort") if r % 2 == 0 else ("ort", "braid")
+        order = ["braid", "ort"] + (["base"] if args.baseline else [])
+        order = order[r % len(order):] + order[:r % len(order)]
         for who in order:
             if who == "braid":
                 med, n, compile_ms = run_braid(args, model, files, mdir)
                 b_meds.append(med)
                 b_runs += n
+            elif who == "base":
+                base_dir = os.path.join(mdir, "baseline")
+                os.makedirs(base_dir, exist_ok=True)
+                base_meds.append(run_braid(args, model, files, base_dir, args.baseline)[0])
             else:
                 med, n, ort_out = run_ort(sess, feeds, args.warmup, args.duration)
                 o_meds.append(med)
                 o_runs += n
         print(f"  {name} round {r + 1}/{args.rounds}: braid {b_meds[-1]:.3f} ms, "
-              f"ORT {o_meds[-1]:.3f} ms, load {os.getloadavg()[0]:.2f}", file=sys.stderr)
+              + (f"baseline {base_meds[-1]:.3f} ms, " if base_meds else "")
+              + f"ORT {o_meds[-1]:.3f} ms, load {os.getloadavg()[0]:.2f}", file=sys.stderr)
     load_after = os.getloadavg()[0]
     diffs, scale = [], 0.0
     for meta, o in zip(sess.get_outputs(), ort_out):
@@ -251,6 +261,8 @@ def bench_model(args, ort, name, model):
         "braid_compile_ms": compile_ms, "ort_session_ms": ort_init_ms,
         "max_abs_diff": max(diffs) if diffs else 0.0, "max_abs_ort": scale,
         "load_before": load_before, "load_after": load_after,
+        "baseline_ms": statistics.median(base_meds) if base_meds else None,
+        "baseline_round_ms": base_meds,
     }
 
 
@@ -262,6 +274,8 @@ def main(argv=None):
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--threads", type=int, default=os.cpu_count())
     ap.add_argument("--braid", default=os.path.join(ROOT, "build", "braid"))
+    ap.add_argument("--baseline", help="a second braid binary (e.g. a build of the base branch), "
+                    "run in the same rounds (order rotated) and reported beside")
     ap.add_argument("--workdir", default=os.path.join("/tmp", "braid_cpu_models"))
     ap.add_argument("--only", action="append", default=[], help="run only models whose name contains this")
     ap.add_argument("--openblas-core", default="auto",
@@ -300,6 +314,17 @@ def main(argv=None):
               f"{r['max_abs_diff']:.2e} ({r['max_abs_ort']:.3g}) | "
               f"{r['braid_compile_ms'] if r['braid_compile_ms'] is not None else float('nan'):.1f} | "
               f"{r['ort_session_ms']:.0f} | {r['load_before']:.2f} / {r['load_after']:.2f} |")
+    if args.baseline:
+        print()
+        print(f"baseline {args.baseline}, same rounds:")
+        print("| model | braid ms (rounds) | baseline ms (rounds) | ORT ms (rounds) | braid/ORT | baseline/ORT | braid/baseline |")
+        print("|---|---|---|---|---|---|---|")
+        for r in results:
+            rounds = lambda v: " ".join(f"{x:.0f}" for x in v)
+            print(f"| {r['model']} | {r['braid_ms']:.1f} ({rounds(r['braid_round_ms'])}) | "
+                  f"{r['baseline_ms']:.1f} ({rounds(r['baseline_round_ms'])}) | "
+                  f"{r['ort_ms']:.1f} ({rounds(r['ort_round_ms'])}) | {r['ratio']:.2f}x | "
+                  f"{r['baseline_ms'] / r['ort_ms']:.2f}x | {r['braid_ms'] / r['baseline_ms']:.2f}x |")
     with open(os.path.join(args.workdir, "results.json"), "w") as f:
         json.dump({"onnxruntime": ort.__version__, "braid": ver, "openblas": blas_note, "results": results}, f, indent=1)
     return 0

@@ -387,6 +387,20 @@ Test(cpu_kernels, matmul_shapes_transposes_dtypes) {
         braid_tensor la = braid_input(g, "la", t, 2, DIMS(70, 60));
         braid_tensor lb = braid_input(g, "lb", t, 2, DIMS(60, 90));
         braid_output(g, "large", braid_matmul(g, la, lb, 0));
+        /* products br_gemm splits over the pool: by rows (M > N), by
+         * columns through both transposes, and many large ones spread
+         * whole (blocks of 16-multiples with a short last one) */
+        braid_tensor ra = braid_input(g, "ra", t, 2, DIMS(200, 40));
+        braid_tensor rb = braid_input(g, "rb", t, 2, DIMS(40, 90));
+        braid_output(g, "rows", braid_matmul(g, ra, rb, 0));
+        braid_tensor ca = braid_input(g, "ca", t, 2, DIMS(30, 70));
+        braid_tensor cb = braid_input(g, "cb", t, 2, DIMS(600, 30));
+        braid_output(
+            g, "cols",
+            braid_matmul(g, ca, cb, BRAID_TRANSPOSE_A | BRAID_TRANSPOSE_B));
+        braid_tensor ma = braid_input(g, "ma", t, 3, DIMS(13, 64, 70));
+        braid_tensor mb = braid_input(g, "mb", t, 3, DIMS(13, 70, 80));
+        braid_output(g, "many", braid_matmul(g, ma, mb, 0));
         /* empty: K = 0 gives zeros, M = 0 nothing */
         braid_tensor k0a = braid_input(g, "k0a", t, 2, DIMS(3, 0));
         braid_tensor k0b = braid_input(g, "k0b", t, 2, DIMS(0, 4));

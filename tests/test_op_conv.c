@@ -8,7 +8,7 @@
  *     shapes: 1-D, 2-D and 3-D, strides 1..3, dilations 1..2, asymmetric
  *     pads, groups (depthwise included), bias or not, output_padding, f32
  *     and f64; the 1×1 direct path; products large enough for the split
- *     path (im2col over the pool, OpenBLAS threads);
+ *     path (im2col and the GEMM's blocks over the pool);
  *   - GPU plans on the emulated executor against the reference;
  *   - text and plan files round-trip (output_padding folded in included);
  *   - bad attributes and operands: a sticky error naming the op and what
@@ -189,8 +189,9 @@ Test(op_conv, cpu_pointwise) {
 }
 
 /* Products above one thread's share: im2col and col2im over the pool,
- * the GEMM on OpenBLAS's threads (ResNet's 3×3 stride-1 and stride-2
- * shapes, scaled down; a depthwise layer with many groups). */
+ * the GEMM split in blocks over it too (br_gemm: the 3×3 one by columns,
+ * the transpose by rows) (ResNet's 3×3 stride-1 and stride-2 shapes,
+ * scaled down; a depthwise layer with many groups). */
 Test(op_conv, cpu_large_split_path, .timeout = 120) {
     ts_conv_case a = {.s = 2,
                       .N = 2,

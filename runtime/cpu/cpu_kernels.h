@@ -15,6 +15,18 @@
  * about 32 KiB of f32 traffic per chunk. */
 #define BR_GRAIN 8192
 
+/* Multiply-adds at or below which one GEMM is one thread's work. */
+#define BR_GEMM_SMALL ((int64_t)1 << 18)
+
+/* C [M, N] (row stride ldc) = op(A) · op(B), row-major, f64 or f32, with
+ * op the transpose where ta / tb; blocks of C split over the pool (NULL:
+ * one after another on this thread), one single-threaded BLAS call each
+ * (cpu_gemm.c). The blocks depend on the shape only, so the result is the
+ * same bits for any pool. M, N, K > 0. */
+void br_gemm(br_pool *pool, bool f64, bool ta, bool tb, int M, int N, int K,
+             const void *A, int lda, const void *B, int ldb, void *C,
+             int ldc);
+
 /* ---- strided n-d iteration ----------------------------------------------- */
 
 #define BR_ND_MAX_IN 3

@@ -1,5 +1,5 @@
 /* runtime/cpu/cpu_kernels_conv.c — conv and conv_transpose (the conv ops)
- * as im2col plus one OpenBLAS GEMM per (image, group).
+ * as im2col plus one GEMM (br_gemm, cpu_gemm.c) per (image, group).
  *
  * conv: the group's input patches are unrolled into col [Cg·kvol, out-vol]
  * (zeros where the dilated kernel overhangs the pads) and
@@ -13,18 +13,15 @@
  * Threads: when one (image, group) product is small (depthwise and
  * grouped convolutions, tiny images) the items are spread over the pool,
  * one col buffer per item in flight; otherwise items run one after
- * another with im2col / col2im split over the pool and the GEMM on
- * OpenBLAS's own threads. */
+ * another with im2col / col2im and the GEMM split over the pool. */
 #include "runtime/cpu/cpu_kernels.h"
 
-#include <cblas.h>
 #include <limits.h>
 #include <string.h>
 #include <unistd.h>
 
-/* Multiply-adds below which one (image, group) is one thread's work (as
- * in cpu_kernels_matmul.c). */
-#define CONV_SMALL ((int64_t)1 << 18)
+/* Multiply-adds below which one (image, group) is one thread's work. */
+#define CONV_SMALL BR_GEMM_SMALL
 /* Scratch kept for col buffers of items run side by side. */
 #define CONV_SCRATCH_MAX ((size_t)256 << 20)
 
@@ -204,18 +201,12 @@ static void add_bias(const conv_ctx *x, char *yg, int64_t g, int64_t c0,
 /* ---- one item: (image b, group g)
  * -------------------------------------------- */
 
-/* Row-major C [M, N] = op(A) · B with A [M, K] (or [K, M] when ta). */
-static void gemm(const conv_ctx *x, bool ta, const void *A, const void *B,
-                 void *C) {
+/* Row-major C [M, N] = op(A) · B with A [M, K] (or [K, M] when ta), split
+ * over pool (NULL: on this thread alone). */
+static void gemm(const conv_ctx *x, br_pool *pool, bool ta, const void *A,
+                 const void *B, void *C) {
     int M = (int)x->M, N = (int)x->N, K = (int)x->K;
-    int lda = ta ? M : K;
-    enum CBLAS_TRANSPOSE t = ta ? CblasTrans : CblasNoTrans;
-    if (x->f64)
-        cblas_dgemm(CblasRowMajor, t, CblasNoTrans, M, N, K, 1.0, A, lda, B, N,
-                    0.0, C, N);
-    else
-        cblas_sgemm(CblasRowMajor, t, CblasNoTrans, M, N, K, 1.0f, A, lda, B, N,
-                    0.0f, C, N);
+    br_gemm(pool, x->f64, ta, false, M, N, K, A, ta ? M : K, B, N, C, N);
 }
 
 static const char *x_of(const conv_ctx *x, int64_t item) {
@@ -239,7 +230,7 @@ static void run_item(const conv_ctx *x, int64_t item, char *col) {
     char *yg = y_of(x, item);
     const char *wg = w_of(x, item);
     if (x->c.transpose) {
-        gemm(x, true, wg, xg, col);
+        gemm(x, NULL, true, wg, xg, col);
         if (x->f64)
             col2im_double(x, (const double *)col, (double *)yg, 0, x->OCg);
         else
@@ -251,7 +242,7 @@ static void run_item(const conv_ctx *x, int64_t item, char *col) {
             else
                 im2col_float(x, (const float *)xg, (float *)col, 0, x->K);
         }
-        gemm(x, false, wg, x->direct ? xg : col, yg);
+        gemm(x, NULL, false, wg, x->direct ? xg : col, yg);
     }
     if (x->bias) add_bias(x, yg, item % x->c.G, 0, x->OCg);
 }
@@ -294,13 +285,13 @@ static void run_item_split(conv_ctx *x, br_pool *pool, int64_t item) {
     x->item = item;
     int64_t row_grain = BR_GRAIN / (x->ov > 0 ? x->ov : 1) + 1;
     if (x->c.transpose) {
-        gemm(x, true, w_of(x, item), x_of(x, item), x->scratch);
+        gemm(x, pool, true, w_of(x, item), x_of(x, item), x->scratch);
         br_parallel_for(pool, x->OCg, row_grain / (x->kv ? x->kv : 1) + 1,
                         col2im_range, x);
     } else {
         if (!x->direct) br_parallel_for(pool, x->K, row_grain, im2col_range, x);
-        gemm(x, false, w_of(x, item), x->direct ? x_of(x, item) : x->scratch,
-             y_of(x, item));
+        gemm(x, pool, false, w_of(x, item),
+             x->direct ? x_of(x, item) : x->scratch, y_of(x, item));
     }
     if (x->bias) br_parallel_for(pool, x->OCg, row_grain, bias_range, x);
 }

@@ -1,25 +1,25 @@
-/* runtime/cpu/cpu_kernels_matmul.c — batched matmul through OpenBLAS.
+/* runtime/cpu/cpu_kernels_matmul.c — batched matmul through br_gemm
+ * (OpenBLAS, cpu_gemm.c).
  *
- * Each batch is one cblas_sgemm / cblas_dgemm on row-major matrices; the
- * transpose flags become CblasTrans instead of copies. Broadcast batch dims
- * read the same matrix through a zero stride. An operand that is a strided
- * view (a slice / permute of another tensor's bytes, passes/layout.h) is
- * read in place through its leading dimension, batch strides and, where
- * its rows are its memory's columns, CblasTrans; a result the memory pass
- * lays out as the permute reading it wants is written through ldc. f16/bf16 matrices are widened
- * to f32 in scratch, multiplied, and rounded back. Large products run one
- * after another on OpenBLAS's own threads; many small ones (which OpenBLAS
- * runs single-threaded anyway) are spread over the pool instead. */
+ * Each batch is one GEMM (br_gemm: OpenBLAS, split over the pool) on
+ * row-major matrices; the transpose flags become BLAS transposes instead of
+ * copies. Broadcast batch dims read the same matrix through a zero stride.
+ * An operand that is a strided view (a slice / permute of another tensor's
+ * bytes, passes/layout.h) is read in place through its leading dimension,
+ * batch strides and, where its rows are its memory's columns, a transpose;
+ * a result the memory pass lays out as the permute reading it wants is
+ * written through ldc. f16/bf16 matrices are widened to f32 in scratch,
+ * multiplied, and rounded back. Small products, or many of them (at least
+ * four per thread), are spread over the pool one product per call;
+ * otherwise products run one after another, each split over the pool by
+ * br_gemm. */
 #include "passes/layout.h"
 #include "runtime/cpu/cpu_kernels.h"
 
-#include <cblas.h>
 #include <limits.h>
 #include <string.h>
 
-/* Products of at most this many multiply-adds are one OpenBLAS thread's
- * work (its own threshold is 4 × 65536). */
-#define MM_SMALL ((int64_t)1 << 18)
+#define MM_SMALL BR_GEMM_SMALL
 
 typedef struct mm_ctx {
     braid_dtype t;              /* dtype of a, b and the output */
@@ -82,18 +82,13 @@ static void batch_offsets(const mm_ctx *m, int64_t i, int64_t *ao,
     }
 }
 
-/* C = op(A) · op(B), row-major with leading dims lda, ldb, ldc. */
-static void gemm(const mm_ctx *m, const void *A, int64_t lda, const void *B,
-                 int64_t ldb, void *C, int64_t ldc, bool f64) {
+/* C = op(A) · op(B), row-major with leading dims lda, ldb, ldc; split over
+ * pool (NULL: on this thread alone). */
+static void gemm(const mm_ctx *m, br_pool *pool, const void *A, int64_t lda,
+                 const void *B, int64_t ldb, void *C, int64_t ldc, bool f64) {
     int M = (int)m->M, N = (int)m->N, K = (int)m->K;
-    enum CBLAS_TRANSPOSE ta = m->oa.trans ? CblasTrans : CblasNoTrans;
-    enum CBLAS_TRANSPOSE tb = m->ob.trans ? CblasTrans : CblasNoTrans;
-    if (f64)
-        cblas_dgemm(CblasRowMajor, ta, tb, M, N, K, 1.0, A, (int)lda, B,
-                    (int)ldb, 0.0, C, (int)ldc);
-    else
-        cblas_sgemm(CblasRowMajor, ta, tb, M, N, K, 1.0f, A, (int)lda, B,
-                    (int)ldb, 0.0f, C, (int)ldc);
+    br_gemm(pool, f64, m->oa.trans, m->ob.trans, M, N, K, A, (int)lda, B,
+            (int)ldb, C, (int)ldc);
 }
 
 /* The stored rows × cols matrix at src (leading dim ld) widened densely. */
@@ -104,13 +99,14 @@ static void widen(const mm_ctx *m, const char *src, int64_t rows,
                     dst + r * cols);
 }
 
-static void run_batch(const mm_ctx *m, int64_t i) {
+static void run_batch(const mm_ctx *m, br_pool *pool, int64_t i) {
     int64_t ao, bo, co;
     batch_offsets(m, i, &ao, &bo, &co);
     const char *A = m->a + ao * m->esz, *B = m->b + bo * m->esz;
     char *C = m->c + co * m->esz;
     if (m->t == BRAID_F32 || m->t == BRAID_F64) {
-        gemm(m, A, m->oa.ld, B, m->ob.ld, C, m->oc.ld, m->t == BRAID_F64);
+        gemm(m, pool, A, m->oa.ld, B, m->ob.ld, C, m->oc.ld,
+             m->t == BRAID_F64);
         return;
     }
     float *fa = m->scratch, *fb = fa + m->M * m->K, *fc = fb + m->K * m->N;
@@ -118,15 +114,16 @@ static void run_batch(const mm_ctx *m, int64_t i) {
     int64_t br = m->ob.trans ? m->N : m->K, bc = m->ob.trans ? m->K : m->N;
     widen(m, A, ar, ac, m->oa.ld, fa);
     widen(m, B, br, bc, m->ob.ld, fb);
-    gemm(m, fa, ac > 0 ? ac : 1, fb, bc > 0 ? bc : 1, fc, m->N, false);
+    gemm(m, pool, fa, ac > 0 ? ac : 1, fb, bc > 0 ? bc : 1, fc, m->N, false);
     for (int64_t r = 0; r < m->M; r++)
         br_store_f32(m->t, C + (size_t)(r * m->oc.ld) * m->esz, m->N,
                      fc + r * m->N);
 }
 
+/* Whole products [b, e), each on the calling pool thread. */
 static void batch_range(void *ctx, int64_t b, int64_t e) {
     for (int64_t i = b; i < e; i++)
-        run_batch(ctx, i);
+        run_batch(ctx, NULL, i);
 }
 
 /* An empty sum (K = 0): zeros in every row of every batch (BLAS rejects
@@ -155,10 +152,15 @@ void br_matmul_run(const br_kernel_args *a) {
     }
     int64_t work = m.M * m.N * m.K;
     bool widen = m.t == BRAID_F16 || m.t == BRAID_BF16;
-    if (!widen && work <= MM_SMALL && m.nbatch > 1)
-        br_parallel_for(a->pool, m.nbatch, MM_SMALL / work, batch_range, &m);
+    int64_t threads = br_pool_threads(a->pool);
+    if (!widen && m.nbatch > 1 &&
+        (work <= MM_SMALL || m.nbatch >= 4 * threads))
+        br_parallel_for(a->pool, m.nbatch,
+                        work <= MM_SMALL ? MM_SMALL / work : 1, batch_range,
+                        &m);
     else
-        batch_range(&m, 0, m.nbatch);
+        for (int64_t i = 0; i < m.nbatch; i++)
+            run_batch(&m, a->pool, i);
 }
 
 braid_status br_matmul_prepare(const braid_graph *g, uint32_t id,
