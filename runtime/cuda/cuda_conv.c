@@ -269,24 +269,40 @@ static bool bufs_alloc(const br_cuda *c, const bg_node *n, size_t ws,
     return ok;
 }
 
-/* One run of cuDNN algorithm algo (bias add included) on b. */
-static bool run_algo(const br_cuda *c, const br_conv *cv, br_cudnn_handle h,
-                     int algo, size_t ws, const conv_bufs *b) {
+/* One run of node cv's convolution with algorithm algo on handle h's
+ * stream: x and w in, y out, bias added when the node has one; workspace
+ * ws of ws_bytes. On failure *call names the cuDNN call that failed. Both
+ * braid_run and the algorithm timing (refine) run through here. */
+static br_cudnn_status conv_call(const br_cuda *c, const br_conv *cv,
+                                 br_cudnn_handle h, int algo, const void *x,
+                                 const void *w, const void *bias, void *y,
+                                 void *ws, size_t ws_bytes, const char **call) {
     const br_cudnn_api *a = c->conv.api;
     float one_f = 1, zero_f = 0;
     double one_d = 1, zero_d = 0;
     const void *one = cv->f64 ? (const void *)&one_d : (const void *)&one_f;
     const void *zero = cv->f64 ? (const void *)&zero_d : (const void *)&zero_f;
+    *call = cv->transpose ? "cudnnConvolutionBackwardData"
+                          : "cudnnConvolutionForward";
     br_cudnn_status st =
         cv->transpose
-            ? a->ConvolutionBackwardData(h, one, cv->w, b->w, cv->x, b->x,
-                                         cv->conv, algo, b->ws, ws, zero,
-                                         cv->y, b->y)
-            : a->ConvolutionForward(h, one, cv->x, b->x, cv->w, b->w, cv->conv,
-                                    algo, b->ws, ws, zero, cv->y, b->y);
-    if (st == 0 && cv->bias)
-        st = a->AddTensor(h, one, cv->b, b->b, one, cv->y, b->y);
-    return st == 0;
+            ? a->ConvolutionBackwardData(h, one, cv->w, w, cv->x, x, cv->conv,
+                                         algo, ws, ws_bytes, zero, cv->y, y)
+            : a->ConvolutionForward(h, one, cv->x, x, cv->w, w, cv->conv, algo,
+                                    ws, ws_bytes, zero, cv->y, y);
+    if (st == 0 && cv->bias) {
+        *call = "cudnnAddTensor";
+        st = a->AddTensor(h, one, cv->b, bias, one, cv->y, y);
+    }
+    return st;
+}
+
+/* One run of cuDNN algorithm algo on b. */
+static bool run_algo(const br_cuda *c, const br_conv *cv, br_cudnn_handle h,
+                     int algo, size_t ws, const conv_bufs *b) {
+    const char *call;
+    return conv_call(c, cv, h, algo, b->x, b->w, b->b, b->y, b->ws, ws,
+                     &call) == 0;
 }
 
 /* One run of braid's own kernel for the node on b, through the executor's
@@ -577,33 +593,19 @@ braid_status br_cuda_conv_prepare(br_cuda *c) {
 
 braid_status br_cuda_conv_run(br_cuda *c, uint32_t id, cudaStream_t stream) {
     const br_conv *cv = &c->conv.nodes[c->conv.index[id]];
-    const br_cudnn_api *a = c->conv.api;
     uint32_t q = c->node[id].queue;
     br_cudnn_handle h = c->conv.handle[q];
     const bg_node *n = bg_node_at(c->plan->res.graph, id);
     void *const *ptr = c->run.args->ptr;
-    const void *x = ptr[n->inputs[0]], *w = ptr[n->inputs[1]];
-    void *y = ptr[id];
-    float one_f = 1, zero_f = 0;
-    double one_d = 1, zero_d = 0;
-    const void *one = cv->f64 ? (const void *)&one_d : (const void *)&one_f;
-    const void *zero = cv->f64 ? (const void *)&zero_d : (const void *)&zero_f;
-    braid_status s = dnn(c, id, "cudnnSetStream", a->SetStream(h, stream));
+    braid_status s =
+        dnn(c, id, "cudnnSetStream", c->conv.api->SetStream(h, stream));
     if (s != BRAID_OK) return s;
-    if (cv->transpose)
-        s = dnn(c, id, "cudnnConvolutionBackwardData",
-                a->ConvolutionBackwardData(h, one, cv->w, w, cv->x, x, cv->conv,
-                                           cv->algo, c->conv.ws[q], cv->ws,
-                                           zero, cv->y, y));
-    else
-        s = dnn(c, id, "cudnnConvolutionForward",
-                a->ConvolutionForward(h, one, cv->x, x, cv->w, w, cv->conv,
-                                      cv->algo, c->conv.ws[q], cv->ws, zero,
-                                      cv->y, y));
-    if (s == BRAID_OK && cv->bias)
-        s = dnn(c, id, "cudnnAddTensor",
-                a->AddTensor(h, one, cv->b, ptr[n->inputs[2]], one, cv->y, y));
-    return s;
+    const char *call;
+    br_cudnn_status st =
+        conv_call(c, cv, h, cv->algo, ptr[n->inputs[0]], ptr[n->inputs[1]],
+                  cv->bias ? ptr[n->inputs[2]] : NULL, ptr[id], c->conv.ws[q],
+                  cv->ws, &call);
+    return dnn(c, id, call, st);
 }
 
 void br_cuda_conv_free(br_cuda *c) {
