@@ -129,9 +129,10 @@ int main(int argc, char **argv) {
 #ifdef BRAID_HAVE_CUDA
     { /* the executor's own account of its creation, step by step */
         const br_cuda *c = br_exec_cuda(e);
-        const char *log = c ? br_cuda_log(c) : NULL, *l;
-        if (log && (l = strstr(log, "created in")) != NULL)
-            printf("executor log: %.*s\n", (int)strcspn(l, "\n"), l);
+        if (c && br_cuda_created(c)[0])
+            printf("executor log: %s\n", br_cuda_created(c));
+        const char *l = c ? strstr(br_cuda_log(c), "constants:") : NULL;
+        if (l) printf("executor log: %.*s\n", (int)strcspn(l, "\n"), l);
     }
 #endif
     printf("RESULT plan_first_result context_ms=%.3f load_ms=%.3f exec_ms=%.3f "

@@ -87,11 +87,9 @@ static braid_status time_executors(const braid_plan *p, double *first,
     for (int i = 0; s == BRAID_OK && i < N; i++) {
         e = NULL;
         s = timed_exec(p, &e, &t[i]);
-        const char *log = br_cuda_log(br_exec_cuda(e));
-        const char *steps = strstr(log, "created in");
-        if (i == N - 1 && steps) /* where the CUDA side's time goes */
-            printf("last of them, CUDA side: %.*s\n", (int)strcspn(steps, "\n"),
-                   steps);
+        const char *steps = br_cuda_created(br_exec_cuda(e));
+        if (i == N - 1 && steps[0]) /* where the CUDA side's time goes */
+            printf("last of them, CUDA side: %s\n", steps);
         braid_exec_free(e);
     }
     if (s != BRAID_OK) return s;

@@ -179,8 +179,12 @@ static braid_status exec_new(const braid_plan *p, bool emulate, uint64_t seed,
     e->emulate = emulate;
     atomic_flag_clear(&e->busy);
     braid_status s = br_sched_build(p, &e->sched);
+    if (s == BRAID_OK && !(e->pool = br_pool_new(p->in.opts.num_threads)))
+        s = bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY,
+                              "braid_exec_new: cannot create the thread "
+                              "pool");
     if (s == BRAID_OK && !emulate && br_plan_uses_cuda(p))
-        s = br_cuda_new(p, &e->sched, &e->cuda);
+        s = br_cuda_new(p, &e->sched, e->pool, &e->cuda);
     if (s == BRAID_OK) s = check_nodes(e);
     if (s == BRAID_OK) s = alloc_tables(e);
     if (s == BRAID_OK) s = alloc_buffers(e);
@@ -189,10 +193,6 @@ static braid_status exec_new(const braid_plan *p, bool emulate, uint64_t seed,
         !(e->emu = br_emu_new(p, &e->sched, seed, run_host_node, e)))
         s = bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY,
                               "braid_exec_new: out of memory");
-    if (s == BRAID_OK && !(e->pool = br_pool_new(p->in.opts.num_threads)))
-        s = bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY,
-                              "braid_exec_new: cannot create the thread "
-                              "pool");
     if (s != BRAID_OK) {
         braid_exec_free(e);
         return s;

@@ -11,6 +11,8 @@
  * executor's. */
 #include "tests/test_cuda_common.h"
 
+#include <math.h>
+
 /* y = x·2 + 1 on cuda:0 for n floats; z = sum(y) on the cpu if with_cpu. */
 static braid_graph *affine_graph(int64_t n, bool with_cpu) {
     braid_graph *g = braid_graph_new(NULL);
@@ -94,6 +96,76 @@ Test(cuda_copies, pinned_buffers) {
     run_with(pinned_alloc, br_cuda_pinned_free, (int64_t)21 << 20, 3,
              "pinned 84 MiB");
     run_with(pinned_alloc, br_cuda_pinned_free, 1000, 4, "pinned 4 kB");
+}
+
+/* Constants of more than 32 MiB in all are uploaded at creation through
+ * pinned staging slots (8 MiB each, several constants per slot, constants
+ * split across slots): y = (x + c1) + c3 with c1, c3 of 20 MiB + 12 bytes,
+ * and a small constant c2 read on the GPU (v = u * c2) and by a CPU node
+ * (s = sum(u + c2)), compared bit for bit with the host's arithmetic. */
+Test(cuda_copies, large_constants_through_pinned_staging) {
+    TC_REQUIRE_GPU();
+    int64_t n = ((int64_t)5 << 20) + 3, m = 1000;
+    if (tc_under_sanitizer()) n = ((int64_t)4 << 20) + 3;
+    size_t bytes = (size_t)n * sizeof(float);
+    float *c1 = malloc(bytes), *c3 = malloc(bytes), *c2 = malloc(4 * m);
+    float *x = malloc(bytes), *y = malloc(bytes), *u = malloc(4 * m),
+          *v = malloc(4 * m);
+    cr_assert(c1 && c2 && c3 && x && y && u && v);
+    ts_fill_random(BRAID_F32, c1, n, 11, -1, 1);
+    ts_fill_random(BRAID_F32, c3, n, 13, -1, 1);
+    ts_fill_random(BRAID_F32, c2, m, 12, -1, 1);
+    ts_fill_random(BRAID_F32, u, m, 14, -1, 1);
+    fill_x(x, n, 5);
+    braid_graph *g = braid_graph_new(NULL);
+    braid_tensor xt = braid_input(g, "x", BRAID_F32, 1, TC_DIMS(n));
+    braid_tensor ut = braid_input(g, "u", BRAID_F32, 1, TC_DIMS(m));
+    braid_tensor k1 = braid_constant(g, BRAID_F32, 1, TC_DIMS(n), c1);
+    braid_tensor k2 = braid_constant(g, BRAID_F32, 1, TC_DIMS(m), c2);
+    braid_tensor k3 = braid_constant(g, BRAID_F32, 1, TC_DIMS(n), c3);
+    cr_assert_eq(braid_output(g, "y", braid_add(g, braid_add(g, xt, k1), k3)),
+                 BRAID_OK);
+    cr_assert_eq(braid_output(g, "v", braid_mul(g, ut, k2)), BRAID_OK);
+    tc_hint_all(g, "cuda:0");
+    braid_tensor st = braid_sum(g, braid_add(g, ut, k2), 0, NULL, false);
+    braid_set_device(g, st, "cpu");
+    cr_assert_eq(braid_output(g, "s", st), BRAID_OK);
+    cr_assert_eq(braid_graph_status(g), BRAID_OK, "%s", braid_graph_error(g));
+    braid_plan *p = NULL;
+    braid_exec *e = new_exec(g, &p);
+    float s = 0;
+    braid_input_binding in[2] = {{"x", x, bytes}, {"u", u, 4 * m}};
+    braid_output_binding out[3] = {
+        {"y", y, bytes}, {"v", v, 4 * m}, {"s", &s, sizeof s}};
+    for (int r = 0; r < 2; r++) {
+        memset(y, 0xA5, bytes);
+        memset(v, 0xA5, 4 * m);
+        cr_assert_eq(braid_run(e, in, 2, out, 3), BRAID_OK, "run %d: %s", r,
+                     braid_last_error());
+        for (int64_t i = 0; i < n; i++)
+            if (y[i] != (x[i] + c1[i]) + c3[i])
+                cr_assert_fail("y[%lld] = %.9g, expected %.9g", (long long)i,
+                               y[i], (x[i] + c1[i]) + c3[i]);
+        double want = 0;
+        for (int64_t i = 0; i < m; i++) {
+            cr_assert_eq(v[i], u[i] * c2[i], "v[%lld]", (long long)i);
+            want += (double)(u[i] + c2[i]);
+        }
+        cr_assert(fabs(s - want) <= 1e-3, "s = %.9g, expected %.9g", s, want);
+    }
+    const char *log = br_cuda_log(br_exec_cuda(e));
+    cr_log_info("log:\n%s", log);
+    cr_assert(strstr(log, "through pinned staging"), "%s", log);
+    braid_exec_free(e);
+    braid_plan_free(p);
+    braid_graph_free(g);
+    free(c1);
+    free(c2);
+    free(c3);
+    free(x);
+    free(y);
+    free(u);
+    free(v);
 }
 
 Test(cuda_copies, misaligned_host_data) {

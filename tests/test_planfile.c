@@ -560,6 +560,35 @@ Test(planfile_crc, three_stripe_path_equals_portable) {
     free(buf);
 }
 
+/* Large sections are checked on several threads, in 4 MiB pieces folded
+ * together: every length around the piece boundaries, chained from
+ * arbitrary starting CRCs, equals the one-thread value. */
+Test(planfile_crc, pooled_equals_one_thread) {
+    const size_t piece = (size_t)4 << 20, max = 3 * piece + 4099;
+    unsigned char *buf = malloc(max);
+    cr_assert(buf);
+    uint64_t x = 0x13198A2E03707344ull;
+    for (size_t i = 0; i < max; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        buf[i] = (unsigned char)(x >> 32);
+    }
+    br_pool *pool = br_pool_new(3);
+    cr_assert(pool);
+    const size_t lens[] = {0,         1,         piece - 1,     piece,
+                           piece + 1, piece + 8, 2 * piece - 3, 2 * piece,
+                           max - 1,   max};
+    for (size_t k = 0; k < sizeof lens / sizeof lens[0]; k++) {
+        uint32_t seed = 0x9E3779B9u * (uint32_t)(k + 1);
+        uint32_t one = br_pf_crc32c(seed, buf, lens[k]);
+        uint32_t many = br_pf_crc32c_pool(seed, buf, lens[k], pool);
+        cr_assert_eq(many, one, "length %zu: 0x%08x vs 0x%08x", lens[k], many,
+                     one);
+        cr_assert_eq(br_pf_crc32c_pool(seed, buf, lens[k], NULL), one);
+    }
+    br_pool_free(pool);
+    free(buf);
+}
+
 /* ---- constants shared, not copied (issue 14) ------------------------------ */
 
 /* The constant nodes of g with bytes, in id order: their data pointers. */
@@ -676,6 +705,82 @@ Test(planfile, loaded_plan_constants_share_the_read_bytes) {
     braid_plan_free(m);
     braid_plan_free(r);
     braid_plan_free(p);
+    free(path);
+    tf_rmtree(dir);
+    free(dir);
+    braid_graph_free(g);
+}
+
+/* A plan file of more than 64 MiB is read and checked on several threads:
+ * it loads and runs to the same result as the graph's own bytes, and a
+ * byte flipped deep in its constants or a file cut short is a load error
+ * naming the problem, not a plan. */
+Test(planfile, large_file_threaded_read_and_check) {
+    const int64_t n = (int64_t)18 << 20; /* 72 MiB of f32 */
+    float *w = malloc((size_t)n * sizeof *w);
+    cr_assert(w);
+    uint32_t r = 12345;
+    for (int64_t i = 0; i < n; i++) {
+        r = r * 1664525u + 1013904223u;
+        w[i] = (float)(r >> 8) * (1.0f / 16777216.0f) - 0.5f;
+    }
+    braid_graph *g = braid_graph_new(NULL);
+    braid_tensor x = braid_input(g, "x", BRAID_F32, 1, &n);
+    braid_output(g, "y",
+                 braid_add(g, x, braid_constant(g, BRAID_F32, 1, &n, w)));
+    cr_assert_eq(braid_graph_status(g), BRAID_OK, "%s", braid_graph_error(g));
+    braid_plan *p = pf_compile(g, "cpu");
+    char *dir = tf_mkdtemp();
+    char *path = tf_path(dir, "large.plan");
+    cr_assert(dir && path);
+    cr_assert_eq(braid_plan_save(p, path), BRAID_OK, "%s", braid_last_error());
+    braid_plan_free(p);
+
+    braid_plan *q = NULL;
+    cr_assert_eq(braid_plan_load(path, NULL, &q), BRAID_OK, "%s",
+                 braid_last_error());
+    float *in = malloc((size_t)n * sizeof *in), *out = malloc((size_t)n * 4);
+    cr_assert(in && out);
+    for (int64_t i = 0; i < n; i++)
+        in[i] = (float)(i % 1000) * 0.25f;
+    braid_exec *e = NULL;
+    cr_assert_eq(braid_exec_new(q, &e), BRAID_OK, "%s", braid_last_error());
+    braid_input_binding bi = {.name = "x", .data = in, .bytes = (size_t)n * 4};
+    braid_output_binding bo = {
+        .name = "y", .data = out, .bytes = (size_t)n * 4};
+    cr_assert_eq(braid_run(e, &bi, 1, &bo, 1), BRAID_OK, "%s",
+                 braid_last_error());
+    for (int64_t i = 0; i < n; i++)
+        if (out[i] != in[i] + w[i])
+            cr_assert_fail("y[%lld] = %g, expected %g", (long long)i,
+                           (double)out[i], (double)(in[i] + w[i]));
+    braid_exec_free(e);
+    braid_plan_free(q);
+
+    /* one byte flipped 40 MiB into the file: inside the constants */
+    size_t size = 0;
+    unsigned char *bytes = (unsigned char *)ts_read_file_len(path, &size);
+    cr_assert(bytes && size > ((size_t)64 << 20));
+    bytes[(size_t)40 << 20] ^= 0x10;
+    FILE *f = fopen(path, "wb");
+    cr_assert(f && fwrite(bytes, 1, size, f) == size && fclose(f) == 0);
+    q = NULL;
+    cr_assert_eq(braid_plan_load(path, NULL, &q), BRAID_ERR_PARSE);
+    cr_assert_null(q);
+    cr_assert(strstr(braid_last_error(), "CONSTANTS") &&
+                  strstr(braid_last_error(), "corrupt"),
+              "%s", braid_last_error());
+    /* cut short: the header's file size no longer matches */
+    f = fopen(path, "wb");
+    cr_assert(f && fwrite(bytes, 1, size / 2, f) == size / 2 && fclose(f) == 0);
+    cr_assert_eq(truncate(path, (off_t)(size * 3 / 4)), 0);
+    cr_assert_neq(braid_plan_load(path, NULL, &q), BRAID_OK);
+    cr_assert_null(q);
+    cr_assert(strstr(braid_last_error(), path), "%s", braid_last_error());
+    free(bytes);
+    free(in);
+    free(out);
+    free(w);
     free(path);
     tf_rmtree(dir);
     free(dir);

@@ -50,12 +50,13 @@ bool br_plan_uses_cuda(const bp_plan *p);
 braid_status br_cuda_no_device(const bp_plan *p, const char *why);
 
 /* Creates the CUDA side of an executor of p, whose schedule tables sched
- * it reads (p and sched must outlive it). Errors:
+ * it reads (p and sched must outlive it); pool (the executor's threads, may
+ * be NULL) copies constants into pinned staging at creation. Errors:
  * BRAID_ERR_DEVICE when the build has no CUDA, no device is present or the
  * plan names a GPU this machine lacks ("plan needs cuda:1 but 1 CUDA device
  * present"); BRAID_ERR_OUT_OF_MEMORY naming the arena and its size;
  * BRAID_ERR_UNSUPPORTED for a GPU node no kernel covers. */
-braid_status br_cuda_new(const bp_plan *p, const br_sched *sched,
+braid_status br_cuda_new(const bp_plan *p, const br_sched *sched, br_pool *pool,
                          br_cuda **out);
 void br_cuda_free(br_cuda *c); /* NULL is fine; waits for the GPUs first */
 
@@ -121,6 +122,9 @@ br_cuda *br_exec_cuda(const braid_exec *e);
 /* The backend's log: one line per notable decision (CUDA graph captured or
  * why not, staging buffers, peer access), NUL-terminated; "" for NULL. */
 const char *br_cuda_log(const br_cuda *c);
+/* The log's line of the executor's creation, "created in T ms: devices
+ * t1 tables t2 ...", kept also when the log is full; "" for NULL. */
+const char *br_cuda_created(const br_cuda *c);
 
 /* Turns CUDA-graph capture and replay on (the default) or off. Off drops a
  * graph captured before. $BRAID_CUDA_GRAPHS=0 makes off the default. */

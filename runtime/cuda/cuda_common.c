@@ -147,9 +147,10 @@ braid_status br_cuda_memcpy(void *dst, const void *src, size_t bytes) {
                                                "without CUDA");
 }
 
-braid_status br_cuda_new(const bp_plan *p, const br_sched *sched,
+braid_status br_cuda_new(const bp_plan *p, const br_sched *sched, br_pool *pool,
                          br_cuda **out) {
     (void)sched;
+    (void)pool;
     if (out) *out = NULL;
     return br_cuda_no_device(p, "built without CUDA");
 }
@@ -189,6 +190,11 @@ const br_queue_ops *br_cuda_ops(void) {
 }
 
 const char *br_cuda_log(const br_cuda *c) {
+    (void)c;
+    return "";
+}
+
+const char *br_cuda_created(const br_cuda *c) {
     (void)c;
     return "";
 }

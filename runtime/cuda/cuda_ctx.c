@@ -507,11 +507,12 @@ static double now_ms(void) {
 
 /* Runs the steps; the log gets one line with the time of each (what an
  * executor's creation costs, and where). */
-braid_status br_cuda_new(const bp_plan *p, const br_sched *sched,
+braid_status br_cuda_new(const bp_plan *p, const br_sched *sched, br_pool *pool,
                          br_cuda **out) {
     *out = NULL;
     br_cuda *c = new_ctx(p, sched);
     if (!c) return BRAID_ERR_OUT_OF_MEMORY;
+    c->pool = pool;
     enum { N = sizeof steps / sizeof steps[0] };
     double ms[N], t = now_ms(), t0 = t;
     braid_status s = BRAID_OK;
@@ -525,11 +526,11 @@ braid_status br_cuda_new(const bp_plan *p, const br_sched *sched,
         br_cuda_free(c);
         return s;
     }
-    char line[512];
-    size_t len =
-        (size_t)snprintf(line, sizeof line, "created in %.2f ms:", t - t0);
-    for (size_t i = 0; i < N && len < sizeof line; i++)
-        len += (size_t)snprintf(line + len, sizeof line - len, " %s %.2f",
+    char *line = c->log.created;
+    size_t size = sizeof c->log.created;
+    size_t len = (size_t)snprintf(line, size, "created in %.2f ms:", t - t0);
+    for (size_t i = 0; i < N && len < size; i++)
+        len += (size_t)snprintf(line + len, size - len, " %s %.2f",
                                 steps[i].name, ms[i]);
     br_cuda_logf(c, "%s", line);
     *out = c;

@@ -41,7 +41,7 @@
 /* Distinct GPU architectures one executor compiles for. */
 #define BR_MAX_ARCHS 8
 /* Size of the executor log. */
-#define BR_LOG_MAX 4096
+#define BR_LOG_MAX 32768
 
 /* What the backend does for one node. */
 typedef enum br_node_kind {
@@ -109,7 +109,8 @@ typedef struct br_lt {
     cublasLtMatrixLayout_t lay_b; /* braid's b: cuBLASLt's A */
     cublasLtMatrixLayout_t lay_a; /* braid's a: cuBLASLt's B */
     cublasLtMatrixLayout_t lay_c; /* C and D: the node's output */
-    cublasLtMatmulAlgo_t algo;    /* the heuristic's first choice */
+    cublasLtMatmulAlgo_t algo;    /* the fastest of the heuristic's
+                                     candidates (cuda_lt.c) */
     uint32_t a, b, bias;          /* operand and bias node ids */
     const void *pa, *pb, *pbias;  /* their device addresses the algorithm
                                      was chosen for (alignment) */
@@ -257,6 +258,8 @@ typedef struct br_cuda_run {
 typedef struct br_cuda_logbuf {
     char text[BR_LOG_MAX]; /* one line per notable decision */
     size_t len;            /* bytes used in text */
+    char created[512];     /* "created in T ms: step ms ...", also when
+                              text is full */
 } br_cuda_logbuf;
 
 struct br_cuda {
@@ -280,6 +283,9 @@ struct br_cuda {
     br_cuda_run run;       /* the run in progress */
     br_cuda_logbuf log;    /* the executor log */
     br_cuda_conv conv;     /* conv ops: cuDNN */
+    br_pool *pool;         /* the executor's CPU threads: host copies at
+                              creation (constants into pinned staging);
+                              may be NULL */
 };
 
 /* The stream of queue q (NULL for the CPU queue): what every concern

@@ -35,6 +35,7 @@
 
 #ifdef BRAID_HAVE_CUDA
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -232,9 +233,161 @@ static cublasStatus_t descriptor(const br_cuda *c, const lt_match *m,
     return st;
 }
 
-/* Asks the heuristic for one algorithm for L's addresses and workspace. */
-static cublasStatus_t choose(const br_cuda *c, uint32_t q, br_lt *L,
-                             int *found) {
+/* ---- choosing the algorithm ----------------------------------------------
+ * cuBLASLt's heuristic ranks algorithms by a model; for the skinny products
+ * of small-batch inference (GPT-2 at 128 tokens: M 128 against N up to
+ * 3072) its first choice was measured well below the best. So its best
+ * LT_TRY candidates are timed on the node's own operands at creation and
+ * the fastest kept; the choice is remembered per process for the same
+ * product (shape, dtype, epilogue, alignments, device), so the 48 matmuls
+ * of a GPT-2 take four timings. $BRAID_LT_TUNE=0 keeps the heuristic's
+ * first choice (results then do not depend on timing noise: two algorithms
+ * may sum in different orders). */
+
+#define LT_TRY 8
+#define LT_REPS 5
+
+typedef struct lt_key {
+    int dev;
+    braid_dtype dtype;
+    int epi;
+    bool ta, tb, tf32;
+    int nb;
+    int64_t m, n, k, lda, ldb, ldc, batch, sa, sb, sc;
+    uint32_t align[4];
+} lt_key;
+
+typedef struct lt_tuned {
+    lt_key key;
+    cublasLtMatmulAlgo_t algo;
+} lt_tuned;
+
+static pthread_mutex_t tuned_lock = PTHREAD_MUTEX_INITIALIZER;
+static lt_tuned *tuned;
+static size_t ntuned, tuned_cap;
+
+static lt_key key_of(const br_cuda *c, uint32_t id, const lt_match *m,
+                     const uint32_t al[4]) {
+    lt_key k;
+    memset(&k, 0, sizeof k); /* padding too: keys are compared by memcmp */
+    const br_gemm_shape *g = &m->g;
+    k.dev = c->node[id].dev;
+    k.dtype = g->dtype;
+    k.epi = (int)m->epi;
+    k.ta = g->ta;
+    k.tb = g->tb;
+    k.tf32 = c->allow_tf32;
+    k.nb = g->nb;
+    k.m = g->m;
+    k.n = g->n;
+    k.k = g->k;
+    k.lda = g->lda;
+    k.ldb = g->ldb;
+    k.ldc = g->ldc;
+    if (g->nb) {
+        k.batch = g->bdim[0];
+        k.sa = g->sa[0];
+        k.sb = g->sb[0];
+        k.sc = g->sc[0];
+    }
+    memcpy(k.align, al, sizeof k.align);
+    return k;
+}
+
+static bool tuned_find(const lt_key *k, cublasLtMatmulAlgo_t *algo) {
+    bool hit = false;
+    pthread_mutex_lock(&tuned_lock);
+    for (size_t i = 0; i < ntuned && !hit; i++)
+        if (!memcmp(&tuned[i].key, k, sizeof *k)) {
+            *algo = tuned[i].algo;
+            hit = true;
+        }
+    pthread_mutex_unlock(&tuned_lock);
+    return hit;
+}
+
+static void tuned_add(const lt_key *k, const cublasLtMatmulAlgo_t *algo) {
+    pthread_mutex_lock(&tuned_lock);
+    if (ntuned == tuned_cap) {
+        size_t cap = tuned_cap ? 2 * tuned_cap : 16;
+        lt_tuned *t = realloc(tuned, cap * sizeof *t);
+        if (t) {
+            tuned = t;
+            tuned_cap = cap;
+        }
+    }
+    if (ntuned < tuned_cap) tuned[ntuned++] = (lt_tuned){*k, *algo};
+    pthread_mutex_unlock(&tuned_lock);
+}
+
+static bool tuning_on(void) {
+    const char *e = getenv("BRAID_LT_TUNE");
+    return !(e && e[0] == '0');
+}
+
+/* Milliseconds per call of algo on L's operands (LT_REPS calls after one
+ * untimed), on queue q's stream; a negative value when the algorithm
+ * failed (it is then not a candidate). */
+static float time_algo(br_cuda *c, uint32_t q, br_lt *L,
+                       const cublasLtMatmulAlgo_t *algo, cudaEvent_t e0,
+                       cudaEvent_t e1) {
+    cudaStream_t s = br_cuda_stream(c, q);
+    float one = 1.0f, zero = 0.0f, ms = -1.0f;
+    bool ok = true;
+    for (int r = 0; ok && r <= LT_REPS; r++) {
+        if (r == 1) ok = cudaEventRecord(e0, s) == cudaSuccess;
+        ok = ok &&
+             cublasLtMatmul(c->blas.lt_handle[q], L->desc, &one, L->pb,
+                            L->lay_b, L->pa, L->lay_a, &zero, L->pd, L->lay_c,
+                            L->pd, L->lay_c, algo, c->blas.lt_ws[q],
+                            BR_LT_WORKSPACE, s) == CUBLAS_STATUS_SUCCESS;
+    }
+    if (ok && cudaEventRecord(e1, s) == cudaSuccess &&
+        cudaEventSynchronize(e1) == cudaSuccess &&
+        cudaEventElapsedTime(&ms, e0, e1) == cudaSuccess)
+        return ms / LT_REPS;
+    (void)cudaGetLastError(); /* a failed candidate leaves no error behind */
+    return -1.0f;
+}
+
+/* The fastest of the n candidates res[] into L->algo (res[0] when none
+ * could be timed); *ms_first and *ms_best for the log. */
+static braid_status time_candidates(br_cuda *c, uint32_t id, uint32_t q,
+                                    br_lt *L,
+                                    const cublasLtMatmulHeuristicResult_t *res,
+                                    int n, float *ms_first, float *ms_best) {
+    cudaEvent_t e0 = NULL, e1 = NULL;
+    braid_status s =
+        br_cu(c, WHERE, id, "cudaEventCreateWithFlags (matmul timing)",
+              cudaEventCreateWithFlags(&e0, cudaEventDefault));
+    if (s == BRAID_OK)
+        s = br_cu(c, WHERE, id, "cudaEventCreateWithFlags (matmul timing)",
+                  cudaEventCreateWithFlags(&e1, cudaEventDefault));
+    L->algo = res[0].algo;
+    *ms_first = *ms_best = -1.0f;
+    for (int round = 0; s == BRAID_OK && round < 2; round++)
+        for (int i = 0; i < n; i++) {
+            float t = time_algo(c, q, L, &res[i].algo, e0, e1);
+            if (i == 0 && (*ms_first < 0 || (t >= 0 && t < *ms_first)))
+                *ms_first = t;
+            if (t >= 0 && (*ms_best < 0 || t < *ms_best)) {
+                *ms_best = t;
+                L->algo = res[i].algo;
+            }
+        }
+    if (e0) cudaEventDestroy(e0);
+    if (e1) cudaEventDestroy(e1);
+    if (s == BRAID_OK) /* what the candidates left in flight */
+        s = br_cu(c, WHERE, id, "cudaStreamSynchronize (matmul timing)",
+                  cudaStreamSynchronize(br_cuda_stream(c, q)));
+    return s;
+}
+
+/* Chooses L's algorithm for its addresses and workspace: the heuristic's
+ * candidates, timed (above). *found 0: none. */
+static cublasStatus_t choose(br_cuda *c, uint32_t id, uint32_t q,
+                             const lt_match *m, br_lt *L, int *found,
+                             braid_status *err) {
     cublasLtMatmulPreference_t pref = NULL;
     cublasStatus_t st = cublasLtMatmulPreferenceCreate(&pref);
     uint64_t ws = BR_LT_WORKSPACE;
@@ -251,19 +404,34 @@ static cublasStatus_t choose(const br_cuda *c, uint32_t q, br_lt *L,
     for (int i = 0; i < 4 && st == CUBLAS_STATUS_SUCCESS; i++)
         st = cublasLtMatmulPreferenceSetAttribute(pref, which[i], &al[i],
                                                   sizeof al[i]);
-    cublasLtMatmulHeuristicResult_t res;
-    memset(&res, 0, sizeof res);
+    cublasLtMatmulHeuristicResult_t res[LT_TRY];
+    memset(res, 0, sizeof res);
     *found = 0;
+    *err = BRAID_OK;
+    bool tune = tuning_on();
     if (st == CUBLAS_STATUS_SUCCESS)
-        st = cublasLtMatmulAlgoGetHeuristic(c->blas.lt_handle[q], L->desc,
-                                            L->lay_b, L->lay_a, L->lay_c,
-                                            L->lay_c, pref, 1, &res, found);
-    if (st == CUBLAS_STATUS_SUCCESS && *found > 0 &&
-        res.state == CUBLAS_STATUS_SUCCESS && res.workspaceSize <= ws)
-        L->algo = res.algo;
-    else
-        *found = 0;
+        st = cublasLtMatmulAlgoGetHeuristic(
+            c->blas.lt_handle[q], L->desc, L->lay_b, L->lay_a, L->lay_c,
+            L->lay_c, pref, tune ? LT_TRY : 1, res, found);
     if (pref) cublasLtMatmulPreferenceDestroy(pref);
+    int n = 0; /* the usable candidates, in the heuristic's order */
+    for (int i = 0; st == CUBLAS_STATUS_SUCCESS && i < *found; i++)
+        if (res[i].state == CUBLAS_STATUS_SUCCESS && res[i].workspaceSize <= ws)
+            res[n++] = res[i];
+    *found = n;
+    if (n == 0) return st;
+    L->algo = res[0].algo;
+    if (n == 1 || !tune) return st;
+    lt_key k = key_of(c, id, m, al);
+    if (tuned_find(&k, &L->algo)) return st;
+    float first, best;
+    *err = time_candidates(c, id, q, L, res, n, &first, &best);
+    if (*err != BRAID_OK) return st;
+    tuned_add(&k, &L->algo);
+    br_cuda_logf(c,
+                 "cublaslt: node %u: %d candidates timed, the heuristic's "
+                 "first %.4f ms, the fastest %.4f ms",
+                 id, n, (double)first, (double)best);
     return st;
 }
 
@@ -440,7 +608,11 @@ static braid_status setup(br_cuda *c, uint32_t id, const lt_match *m, br_lt *L,
     int found = 0;
     if (st == CUBLAS_STATUS_SUCCESS) {
         call = "cublasLtMatmulAlgoGetHeuristic";
-        st = choose(c, q, L, &found);
+        st = choose(c, id, q, m, L, &found, &s);
+        if (s != BRAID_OK) {
+            destroy(L);
+            return s;
+        }
     }
     if (st != CUBLAS_STATUS_SUCCESS || !found) {
         snprintf(buf, size, "%s: %s", call,

@@ -27,6 +27,10 @@ const char *br_cuda_log(const br_cuda *c) {
     return c ? c->log.text : "";
 }
 
+const char *br_cuda_created(const br_cuda *c) {
+    return c ? c->log.created : "";
+}
+
 /* "node 12 (add "h1") on cuda:0: " into buf, or "" for BG_NONE. */
 static const char *node_part(const br_cuda *c, uint32_t node, char *buf,
                              size_t size) {

@@ -10,6 +10,7 @@
 #define BRAID_RUNTIME_PLANFILE_H
 
 #include "passes/plan.h"
+#include "runtime/runtime.h"
 
 /* The first 8 bytes of every plan file (the CLI detects plan files by them). */
 #define BR_PLANFILE_MAGIC "BRAIDPLN"
@@ -61,6 +62,10 @@ uint32_t br_pf_crc32c(uint32_t crc, const void *data, size_t n);
 uint32_t br_pf_crc32c_sw(uint32_t crc, const void *data, size_t n);
 uint32_t br_pf_crc32c_hw(uint32_t crc, const void *data, size_t n);
 bool br_pf_crc32c_hw_available(void);
+/* br_pf_crc32c over n bytes split among pool's threads (the same value;
+ * one thread when pool is NULL or n is small). */
+uint32_t br_pf_crc32c_pool(uint32_t crc, const void *data, size_t n,
+                           br_pool *pool);
 
 /* ---- writing ------------------------------------------------------------ */
 

@@ -7,10 +7,12 @@
 #include "runtime/planfile/planfile_read.h"
 
 #include "passes/passes.h"
+#include "runtime/runtime.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -184,7 +186,7 @@ static braid_status read_entry(br_pf_load *L, const unsigned char *d,
             "%s: section table[%u]: unknown required section type %u "
             "(written by a newer braid?)",
             L->prefix, (unsigned)i, type);
-    uint32_t crc = br_pf_crc32c(0, d + *off, (size_t)*len);
+    uint32_t crc = br_pf_crc32c_pool(0, d + *off, (size_t)*len, L->pool);
     if (crc != (uint32_t)le(e + 24, 4))
         return table_fail(L, i,
                           "section %s checksum 0x%08x, computed 0x%08x (the "
@@ -500,6 +502,22 @@ static braid_status read_sections(br_pf_load *L) {
     return s;
 }
 
+/* ---- threads for large files
+ * --------------------------------------------------- Reading a file of
+ * hundreds of megabytes and checking its sections' CRCs is memory-bound work
+ * one core does at a few GB/s; files from LOAD_THREADED bytes up are read and
+ * checked on up to LOAD_THREADS threads. */
+
+#define LOAD_THREADED ((size_t)64 << 20)
+#define LOAD_THREADS 8
+
+static br_pool *load_pool(size_t size) {
+    if (size < LOAD_THREADED) return NULL;
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    int n = cores < 1 ? 1 : cores > LOAD_THREADS ? LOAD_THREADS : (int)cores;
+    return n > 1 ? br_pool_new(n) : NULL; /* NULL (no memory): one thread */
+}
+
 /* ---- the bytes constants borrow ---------------------------------------------------
  * A loaded plan's constants point into one buffer that the graphs share by
  * reference counting (bg_shared): the whole file as braid_plan_load read it,
@@ -572,7 +590,7 @@ static braid_status take_image(br_pf_load *L, bg_shared *given) {
 static braid_status load_held(const void *data, size_t size,
                               const braid_load_options *opts,
                               const char *prefix, bg_shared *held,
-                              braid_plan **plan) {
+                              br_pool *pool, braid_plan **plan) {
     double t0 = now_ms();
     if (!plan)
         return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
@@ -590,6 +608,8 @@ static braid_status load_held(const void *data, size_t size,
     br_pf_load L;
     memset(&L, 0, sizeof L);
     L.prefix = prefix;
+    br_pool *own = pool ? NULL : load_pool(size);
+    L.pool = pool ? pool : own;
     L.name = malloc(BR_PF_MAX_STRING + 1);
     L.plan = bp_calloc(1, sizeof *L.plan, "plan");
     braid_status s = L.name && L.plan
@@ -598,6 +618,8 @@ static braid_status load_held(const void *data, size_t size,
                                              "%s: out of memory", prefix);
     if (s == BRAID_OK) s = read_table(&L, data, size);
     if (s == BRAID_OK) s = take_image(&L, held);
+    br_pool_free(own);
+    L.pool = NULL;
     if (s == BRAID_OK) s = read_sections(&L);
     bg_shared_unref(L.image); /* the graphs' constants hold their own */
     free(L.name);
@@ -622,7 +644,7 @@ static braid_status load_held(const void *data, size_t size,
 braid_status br_planfile_load(const void *data, size_t size,
                               const braid_load_options *opts,
                               const char *prefix, braid_plan **plan) {
-    return load_held(data, size, opts, prefix, NULL, plan);
+    return load_held(data, size, opts, prefix, NULL, NULL, plan);
 }
 
 /* ---- placement: GPUs the machine lacks ---------------------------------------- */
@@ -685,12 +707,12 @@ static braid_status recompile_for_cpu(bp_plan *p, const braid_load_options *o,
 static braid_status load_and_place(const void *data, size_t size,
                                    const braid_load_options *opts,
                                    const char *prefix, bg_shared *held,
-                                   braid_plan **plan) {
+                                   br_pool *pool, braid_plan **plan) {
     double t0 = now_ms();
     braid_load_options defaults;
     braid_load_options_init(&defaults);
     if (!opts) opts = &defaults;
-    braid_status s = load_held(data, size, opts, prefix, held, plan);
+    braid_status s = load_held(data, size, opts, prefix, held, pool, plan);
     if (s != BRAID_OK) return s;
     bp_plan *p = *plan;
     int d = missing_gpu(p);
@@ -721,15 +743,54 @@ static braid_status load_and_place(const void *data, size_t size,
 braid_status braid_plan_load_memory(const void *data, size_t size,
                                     const braid_load_options *opts,
                                     braid_plan **plan) {
-    return load_and_place(data, size, opts, "plan file", NULL, plan);
+    return load_and_place(data, size, opts, "plan file", NULL, NULL, plan);
+}
+
+/* Parallel reads of a regular file: chunk k is pread into its place by
+ * whichever thread takes it. A read error or a file shorter than its fstat
+ * size (shrunk since) is recorded: the lowest short offset is where the
+ * bytes end. */
+#define READ_CHUNK ((size_t)8 << 20)
+
+typedef struct read_job {
+    int fd;
+    unsigned char *bytes;
+    size_t size;
+    _Atomic size_t end; /* the lowest offset a chunk stopped short at */
+    _Atomic int err;    /* the first errno, or 0 */
+} read_job;
+
+static void read_chunks(void *ctx, int64_t begin, int64_t end) {
+    read_job *j = ctx;
+    for (int64_t k = begin; k < end; k++) {
+        size_t off = (size_t)k * READ_CHUNK;
+        size_t stop = j->size - off < READ_CHUNK ? j->size : off + READ_CHUNK;
+        while (off < stop) {
+            ssize_t got = pread(j->fd, j->bytes + off, stop - off, (off_t)off);
+            if (got < 0 && errno == EINTR) continue;
+            if (got <= 0) {
+                int none = 0;
+                if (got < 0)
+                    atomic_compare_exchange_strong(&j->err, &none, errno);
+                size_t cur = atomic_load(&j->end);
+                while (off < cur &&
+                       !atomic_compare_exchange_weak(&j->end, &cur, off)) {
+                }
+                break;
+            }
+            off += (size_t)got;
+        }
+    }
 }
 
 /* The file's bytes, read whole into a holder: from a regular file with one
- * read() per chunk into a buffer of its size, from anything else (a pipe)
- * growing the buffer. The bytes are braid's own memory, not a mapping of
- * the file: a file truncated or rewritten after the load cannot fault the
- * caller (SIGBUS) or change a loaded plan behind the checksums' back. */
-static braid_status read_file(const char *path, image **out, size_t *len) {
+ * read() per chunk into a buffer of its size (large files by pool's
+ * threads), from anything else (a pipe) growing the buffer. The bytes are
+ * braid's own memory, not a mapping of the file: a file truncated or
+ * rewritten after the load cannot fault the caller (SIGBUS) or change a
+ * loaded plan behind the checksums' back. */
+static braid_status read_file(const char *path, br_pool *pool, image **out,
+                              size_t *len) {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return bg_set_last_error(BRAID_ERR_IO, "plan file %s: cannot open: %s",
@@ -740,7 +801,19 @@ static braid_status read_file(const char *path, image **out, size_t *len) {
     size_t cap = regular ? (size_t)st.st_size : (size_t)1 << 16, n = 0;
     image *im = image_new(cap);
     braid_status s = BRAID_OK;
-    for (;;) {
+    if (im && regular && pool && cap >= LOAD_THREADED) {
+        read_job j = {.fd = fd, .bytes = im->bytes, .size = cap};
+        atomic_init(&j.end, cap);
+        atomic_init(&j.err, 0);
+        br_parallel_for(pool, (int64_t)((cap + READ_CHUNK - 1) / READ_CHUNK), 1,
+                        read_chunks, &j);
+        n = atomic_load(&j.end);
+        if (atomic_load(&j.err))
+            s = bg_set_last_error(BRAID_ERR_IO, "plan file %s: cannot read: %s",
+                                  path, strerror(atomic_load(&j.err)));
+        cap = n; /* done: the loop below returns at once */
+    }
+    for (; s == BRAID_OK;) {
         if (!im) {
             s = bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY,
                                   "plan file %s: out of memory (%zu bytes)",
@@ -788,8 +861,15 @@ braid_status braid_plan_load(const char *path, const braid_load_options *opts,
                                  !path ? "path" : "plan");
     image *im = NULL;
     size_t len = 0;
-    braid_status s = read_file(path, &im, &len);
-    if (s != BRAID_OK) return s;
+    struct stat st; /* threads for a large regular file, shared by the steps */
+    br_pool *pool = stat(path, &st) == 0 && S_ISREG(st.st_mode)
+                        ? load_pool((size_t)st.st_size)
+                        : NULL;
+    braid_status s = read_file(path, pool, &im, &len);
+    if (s != BRAID_OK) {
+        br_pool_free(pool);
+        return s;
+    }
     size_t plen = strlen(path) + 16;
     char *prefix = malloc(plen);
     if (!prefix) {
@@ -797,9 +877,10 @@ braid_status braid_plan_load(const char *path, const braid_load_options *opts,
                               "plan file %s: out of memory", path);
     } else {
         snprintf(prefix, plen, "plan file %s", path);
-        s = load_and_place(im->bytes, len, opts, prefix, &im->sh, plan);
+        s = load_and_place(im->bytes, len, opts, prefix, &im->sh, pool, plan);
         free(prefix);
     }
     bg_shared_unref(&im->sh); /* the plan's constants keep what they use */
+    br_pool_free(pool);
     return s;
 }

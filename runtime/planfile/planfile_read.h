@@ -29,6 +29,7 @@ typedef struct br_pf_load {
     uint32_t *ids;          /* scratch for a node's inputs; owned */
     uint32_t ids_cap;       /* entries allocated in ids */
     bp_plan *plan;          /* the plan being rebuilt; owned until done */
+    br_pool *pool;          /* threads checking large sections, or NULL */
 } br_pf_load;
 
 /* A cursor over section type (present: checked by the caller). */
