@@ -131,6 +131,8 @@ int main(int argc, char **argv) {
         const br_cuda *c = br_exec_cuda(e);
         if (c && br_cuda_created(c)[0])
             printf("executor log: %s\n", br_cuda_created(c));
+        if (c && getenv("BRAID_FIRST_RESULT_LOG")) /* the whole log */
+            printf("---- executor log\n%s----\n", br_cuda_log(c));
         const char *l = c ? strstr(br_cuda_log(c), "constants:") : NULL;
         if (l) printf("executor log: %.*s\n", (int)strcspn(l, "\n"), l);
     }

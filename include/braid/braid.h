@@ -1008,7 +1008,8 @@ void braid_host_free(void *ptr);
 void *braid_device_alloc(int device, size_t bytes);
 void braid_device_free(void *ptr);
 /* Copies bytes between any two of host memory and device memory
- * (cudaMemcpy with cudaMemcpyDefault; plain memcpy without CUDA). */
+ * (cudaMemcpy with cudaMemcpyDefault; plain memcpy without CUDA); returns
+ * when the bytes are at dst, so a braid_run after it reads them. */
 braid_status braid_memcpy(void *dst, const void *src, size_t bytes);
 
 /* Number of usable CUDA devices (0 without toolkit, driver or GPU). The

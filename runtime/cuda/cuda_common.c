@@ -90,6 +90,11 @@ int br_cuda_pointer_device(const void *ptr) {
 
 braid_status br_cuda_memcpy(void *dst, const void *src, size_t bytes) {
     cudaError_t err = cudaMemcpy(dst, src, bytes, cudaMemcpyDefault);
+    /* From pageable memory cudaMemcpy may return once the bytes are
+     * staged, before the DMA lands; executors' streams do not wait for the
+     * legacy default stream it used, so a run right after could read the
+     * old bytes. Wait for it. */
+    if (err == cudaSuccess) err = cudaStreamSynchronize(0);
     if (err == cudaSuccess) return BRAID_OK;
     (void)cudaGetLastError();
     return bg_set_last_error(BRAID_ERR_DEVICE,

@@ -95,7 +95,13 @@ braid_status br_cuda_stage_init(br_cuda *c) {
         if (most == 0) continue;
         br_stage *st = &c->copy.stage[q];
         int dev = p->res.queues[q].device.index;
-        uint64_t slot = most < BR_STAGE_SLOT_MAX ? most : BR_STAGE_SLOT_MAX;
+        /* a copy of `most` bytes fills each slot once: the host copy of
+           one chunk overlaps the DMAs of the others, and the pinned bytes
+           (whose allocation costs ~0.5 ms per MB) are about `most` */
+        uint64_t slot = (most + BR_STAGE_SLOTS - 1) / BR_STAGE_SLOTS;
+        if (slot < BR_STAGE_SLOT_MIN)
+            slot = most < BR_STAGE_SLOT_MIN ? most : BR_STAGE_SLOT_MIN;
+        if (slot > BR_STAGE_SLOT_MAX) slot = BR_STAGE_SLOT_MAX;
         slot = (slot + 4095) / 4096 * 4096;
         braid_status s = br_cuda_use(c, "braid_exec_new", BG_NONE, dev);
         if (s == BRAID_OK)
@@ -146,6 +152,9 @@ static const char *constant_bytes(const bp_plan *p, uint32_t id) {
 #define UP_SLOTS 4
 #define UP_SLOT ((size_t)8 << 20)
 #define UP_STAGED ((size_t)32 << 20)
+#define UP_GRAIN                                                               \
+    ((int64_t)512 << 10) /* bytes per thread and task: a slot                  \
+                            on 16 threads */
 
 typedef struct uploader {
     int dev;             /* the device uploaded to; -1 before the first */
@@ -222,7 +231,7 @@ static braid_status upload(br_cuda *c, uploader *u, uint32_t id, int dev,
         }
         size_t n = UP_SLOT - u->used < size ? UP_SLOT - u->used : size;
         char *at = u->host + (size_t)u->slot * UP_SLOT + u->used;
-        br_parallel_memcpy(c->pool, at, src, n);
+        br_parallel_memcpy_grain(c->pool, at, src, n, UP_GRAIN);
         s = br_cu(
             c, "braid_exec_new", id, "cudaMemcpyAsync (constant)",
             cudaMemcpyAsync(dst, at, n, cudaMemcpyHostToDevice, u->stream));

@@ -491,8 +491,10 @@ static const struct {
     {"events", make_events},
     {"peers", enable_peers},
     {"nccl", br_cuda_coll_init},
-    {"staging", br_cuda_stage_init},
+    /* constants first: their pinned slots go back to the process pool,
+       where the staging slots find them */
     {"constants", br_cuda_upload_constants},
+    {"staging", br_cuda_stage_init},
     {"kernels", br_cuda_load_kernels},
     {"cudnn", br_cuda_conv_prepare}, /* conv ops */
     {"cublaslt", br_cuda_lt_prepare},

@@ -23,6 +23,8 @@
  * memcpy of one chunk overlapping the DMA of the previous ones). */
 #define BR_STAGE_SLOTS 4
 #define BR_STAGE_SLOT_MAX ((uint64_t)32 << 20)
+#define BR_STAGE_SLOT_MIN                                                      \
+    ((uint64_t)256 << 10) /* unless the copies are smaller */
 /* Host bytes per thread per staging memcpy job (below this the copy runs
  * on the calling thread). */
 #define BR_STAGE_GRAIN ((int64_t)2 << 20)
@@ -374,6 +376,9 @@ int br_pointer_kind(const void *ptr, int *dev);
 
 /* Copies n bytes from src to dst on the pool's threads. */
 void br_parallel_memcpy(br_pool *pool, void *dst, const void *src, uint64_t n);
+/* The same with chunks of at least grain bytes per thread. */
+void br_parallel_memcpy_grain(br_pool *pool, void *dst, const void *src,
+                              uint64_t n, int64_t grain);
 
 /* True when node id does no work (info.noop: inputs, constants, pure
  * views, concats assembled in place). */

@@ -126,10 +126,15 @@ static void memcpy_range(void *ctx, int64_t begin, int64_t end) {
     memcpy(j->dst + begin, j->src + begin, (size_t)(end - begin));
 }
 
-void br_parallel_memcpy(br_pool *pool, void *dst, const void *src, uint64_t n) {
+void br_parallel_memcpy_grain(br_pool *pool, void *dst, const void *src,
+                              uint64_t n, int64_t grain) {
     if (n == 0 || dst == src) return;
     memcpy_job j = {dst, src};
-    br_parallel_for(pool, (int64_t)n, BR_STAGE_GRAIN, memcpy_range, &j);
+    br_parallel_for(pool, (int64_t)n, grain, memcpy_range, &j);
+}
+
+void br_parallel_memcpy(br_pool *pool, void *dst, const void *src, uint64_t n) {
+    br_parallel_memcpy_grain(pool, dst, src, n, BR_STAGE_GRAIN);
 }
 
 bool br_node_noop(const bp_plan *p, uint32_t id) {

@@ -599,6 +599,10 @@ cudaError_t cudaStreamDestroy(cudaStream_t s) {
 
 cudaError_t cudaStreamSynchronize(cudaStream_t s) {
     if (capturing) return cudaErrorStreamCaptureUnsupported;
+    if (!s) { /* the legacy default stream: synchronous with every stream */
+        drain_all();
+        return cudaSuccess;
+    }
     while (s->head)
         if (!step()) {
             fprintf(stderr, "cuda mock: deadlock in cudaStreamSynchronize\n");
