@@ -24,6 +24,7 @@
  * codegen.h requires. */
 #include "codegen/internal.h"
 #include "graph/attention.h"
+#include "passes/layout.h"
 
 #include <stdio.h>
 
@@ -80,12 +81,15 @@ static void emit_head(bc_buf *b, const bp_plan *p, uint32_t id,
                   "    const long long i = (long long)blockIdx.x * %d + tid / "
                   "%d;\n"
                   "    const bool live = i < S;\n"
-                  "    const long long qo = ((b * S + (live ? i : 0)) * H + h) "
+                  "    const long long qo = b * %lldLL + (live ? i : 0) * "
+                  "%lldLL + h * %lldLL;\n"
+                  "    const long long oo = ((b * S + (live ? i : 0)) * H + h) "
                   "* D;\n"
                   "    const %s scale = (%s)",
                   (long long)a->S, (long long)a->T, (long long)a->H,
                   (long long)a->D, ct, s->KT, W, s->KT, W, s->G - 1, s->QT,
-                  s->G, ct, ct);
+                  s->G, (long long)a->st[0][0], (long long)a->st[0][1],
+                  (long long)a->st[0][2], ct, ct);
     bc_emit_literal(b, s->t == BRAID_F64 ? BRAID_F64 : BRAID_F32, a->scale);
     bc_from_storage_str(s->t, "in0[qo + d]", ld, sizeof ld);
     bc_buf_printf(b,
@@ -115,26 +119,32 @@ static void emit_head(bc_buf *b, const bp_plan *p, uint32_t id,
 /* Staging of the k and v tile starting at key j0. */
 static void emit_stage(bc_buf *b, const at_plan *s) {
     int W = s->E * s->G, NT = s->QT * s->G;
+    const bg_attn_geom *a = &s->a;
     char lk[96], lv[96];
-    bc_from_storage_str(s->t, "in1[o]", lk, sizeof lk);
-    bc_from_storage_str(s->t, "in2[o]", lv, sizeof lv);
-    bc_buf_printf(b,
-                  "        __syncthreads();\n"
-                  "        for (int x = tid; x < %d; x += %d) {\n"
-                  "            const int jj = x / %d, d = x %% %d;\n"
-                  "            const long long j = j0 + jj;\n"
-                  "            %s kv = (%s)0, vv = (%s)0;\n"
-                  "            if (j < T && d < D) {\n"
-                  "                const long long o = ((b * T + j) * H + h) * "
-                  "D + d;\n"
-                  "                kv = %s;\n"
-                  "                vv = %s;\n"
-                  "            }\n"
-                  "            ks[jj][d] = kv;\n"
-                  "            vs[jj][d] = vv;\n"
-                  "        }\n"
-                  "        __syncthreads();\n",
-                  s->KT * W, NT, W, W, s->ct, s->ct, s->ct, lk, lv);
+    bc_from_storage_str(s->t, "in1[ko]", lk, sizeof lk);
+    bc_from_storage_str(s->t, "in2[vo]", lv, sizeof lv);
+    bc_buf_printf(
+        b,
+        "        __syncthreads();\n"
+        "        for (int x = tid; x < %d; x += %d) {\n"
+        "            const int jj = x / %d, d = x %% %d;\n"
+        "            const long long j = j0 + jj;\n"
+        "            %s kv = (%s)0, vv = (%s)0;\n"
+        "            if (j < T && d < D) {\n"
+        "                const long long ko = b * %lldLL + j * %lldLL "
+        "+ h * %lldLL + d;\n"
+        "                const long long vo = b * %lldLL + j * %lldLL "
+        "+ h * %lldLL + d;\n"
+        "                kv = %s;\n"
+        "                vv = %s;\n"
+        "            }\n"
+        "            ks[jj][d] = kv;\n"
+        "            vs[jj][d] = vv;\n"
+        "        }\n"
+        "        __syncthreads();\n",
+        s->KT * W, NT, W, W, s->ct, s->ct, s->ct, (long long)a->st[1][0],
+        (long long)a->st[1][1], (long long)a->st[1][2], (long long)a->st[2][0],
+        (long long)a->st[2][1], (long long)a->st[2][2], lk, lv);
 }
 
 /* The score of key jj of the tile into p (every lane of the group). */
@@ -209,7 +219,7 @@ static void emit_body(bc_buf *b, const at_plan *s) {
                   "#pragma unroll\n"
                   "    for (int e = 0; e < %d; e++) {\n"
                   "        const long long d = g + %d * e;\n"
-                  "        if (d < D) out[qo + d] = ",
+                  "        if (d < D) out[oo + d] = ",
                   ct, ct, ct, ct, s->E, s->G);
     bc_emit_to_storage(b, s->t, "acc[e] * inv");
     bc_buf_puts(b, ";\n    }\n}\n\n");
@@ -222,6 +232,14 @@ braid_status bc_gen_attention(const bp_plan *p, uint32_t id, bc_buf *b,
     at_plan s = {0};
     if (!bg_attn_geom_of(p->res.graph, n, &s.a))
         return bc_fail(p, id, BRAID_ERR_INTERNAL, "malformed attention");
+    for (int x = 0; x < 3; x++) { /* strided views of q, k, v */
+        const int64_t *st = bp_layout_of(p, n->inputs[x]);
+        if (st && !bg_attn_set_strides(&s.a, x, st))
+            return bc_fail(p, id, BRAID_ERR_INTERNAL,
+                           "operand %d's strided layout has no contiguous "
+                           "head dim",
+                           x);
+    }
     s.t = n->dtype;
     s.ct = s.t == BRAID_F64 ? "double" : "float";
     choose(&s);

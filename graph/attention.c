@@ -57,6 +57,12 @@ static bool geom_of(const braid_graph *g, const uint32_t *in, uint32_t nin,
     *bad = 2;
     if (memcmp(v->dims, k->dims, sizeof v->dims[0] * 4) != 0) return false;
     a->has_mask = nin == 4;
+    for (int x = 0; x < 3; x++) { /* dense */
+        int64_t rows = x == 0 ? a->S : a->T;
+        a->st[x][2] = a->D;
+        a->st[x][1] = a->H * a->D;
+        a->st[x][0] = rows * a->H * a->D;
+    }
     *bad = 3;
     int64_t want[4] = {a->B, a->H, a->S, a->T};
     return !a->has_mask || mask_strides(bg_node_at(g, in[3]), want, a->mst);
@@ -112,6 +118,19 @@ braid_status bg_infer_attention(braid_graph *g, const uint32_t *in,
     return BRAID_OK;
 }
 
+bool bg_attn_strides_ok(int64_t d, const int64_t *s) {
+    for (int i = 0; i < 4; i++)
+        if (s[i] < 0) return false;
+    return s[3] == 1 || d <= 1;
+}
+
+bool bg_attn_set_strides(bg_attn_geom *a, int x, const int64_t *s) {
+    if (x < 0 || x > 2 || !bg_attn_strides_ok(a->D, s)) return false;
+    for (int i = 0; i < 3; i++)
+        a->st[x][i] = s[i];
+    return true;
+}
+
 double bg_attn_macs(const bg_attn_geom *a) {
     return 2.0 * (double)a->B * (double)a->H * (double)a->S * (double)a->T *
            (double)a->D;
@@ -120,10 +139,10 @@ double bg_attn_macs(const bg_attn_geom *a) {
 /* One output row (b, i, h) in double: scores into s[T]. */
 static void eval_row(const bg_attn_geom *a, const double *const *in, double *o,
                      double *s, int64_t b, int64_t i, int64_t h) {
-    const double *q = in[0] + bg_attn_q_at(a, b, i, h);
+    const double *q = in[0] + bg_attn_in_at(a, 0, b, i, h);
     double m = -INFINITY;
     for (int64_t j = 0; j < a->T; j++) {
-        const double *k = in[1] + bg_attn_kv_at(a, b, j, h);
+        const double *k = in[1] + bg_attn_in_at(a, 1, b, j, h);
         double d = 0;
         for (int64_t c = 0; c < a->D; c++)
             d += q[c] * k[c];
@@ -139,7 +158,7 @@ static void eval_row(const bg_attn_geom *a, const double *const *in, double *o,
     double l = 0;
     for (int64_t j = 0; j < a->T; j++) {
         double p = exp(s[j] - m);
-        const double *v = in[2] + bg_attn_kv_at(a, b, j, h);
+        const double *v = in[2] + bg_attn_in_at(a, 2, b, j, h);
         l += p;
         for (int64_t c = 0; c < a->D; c++)
             o[c] += p * v[c];

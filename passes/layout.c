@@ -1,6 +1,8 @@
 /* passes/layout.c — strided views: layouts through view ops, and what a
- * matmul can read or write in place (passes/layout.h). */
+ * matmul (or attention) can read or write in place (passes/layout.h). */
 #include "passes/layout.h"
+
+#include "graph/attention.h"
 
 #include <limits.h>
 
@@ -168,6 +170,17 @@ static bool program_reads_ok(const bp_plan *p, uint32_t u, uint32_t x) {
     return true;
 }
 
+/* An attention node reading x only as q, k or v (not as its mask), whose
+ * head dim is contiguous: its kernels walk rows through strides
+ * (graph/attention.h). */
+static bool attention_reads_ok(const bg_node *n, uint32_t x, const int64_t *s) {
+    if (n->ninputs < 3 || (n->ninputs > 3 && n->inputs[3] == x)) return false;
+    bool operand = false;
+    for (int k = 0; k < 3; k++)
+        operand = operand || n->inputs[k] == x;
+    return operand && bg_attn_strides_ok(n->dims[3], s);
+}
+
 /* An unfused elementwise node (not a cast: same-dtype casts are memcpy)
  * reading x whole, at its own shape: its kernels walk x through strides. */
 static bool elementwise_reads_ok(const bg_node *n, const bg_node *x,
@@ -187,6 +200,7 @@ bool bp_layout_read_ok(const bp_plan *p, uint32_t u, uint32_t x,
     if (!bp_device_equal(p->res.info[u].device, p->res.info[x].device))
         return false;
     if (elementwise_reads_ok(n, xn, s)) return true;
+    if (n->op == BRAID_OP_ATTENTION) return attention_reads_ok(n, x, s);
     if (!bp_layout_gemm_ok(xn->rank, xn->dims, s, false)) return false;
     if (n->op == BRAID_OP_MATMUL) return n->ninputs == 2;
     return n->op == BRAID_OP_FUSED && program_reads_ok(p, u, x);

@@ -5,7 +5,8 @@
  *
  * The memory pass decides strided views with these rules
  * (passes/memory_views.c), the plan verifier re-derives them, and the CPU
- * and CUDA matmuls turn a layout into lda/ldb/ldc and batch strides.
+ * and CUDA matmuls turn a layout into lda/ldb/ldc and batch strides (the
+ * attention kernels into row strides).
  * docs/memory.md, "Strided views". */
 #ifndef BRAID_PASSES_LAYOUT_H
 #define BRAID_PASSES_LAYOUT_H
@@ -46,7 +47,8 @@ bool bp_layout_gemm_ok(int rank, const int64_t *dims, const int64_t *s,
  * input through strides; or u reads x only as operands of its matmul (a
  * matmul node, or the matmul of a fused MATMUL program: its inputs 0 and
  * 1, loaded by nothing else) and x at s is an operand bp_layout_gemm_ok
- * takes. */
+ * takes; or u is an attention node reading x as q, k or v (not its mask)
+ * with a contiguous head dim (bg_attn_strides_ok). */
 bool bp_layout_read_ok(const bp_plan *p, uint32_t u, uint32_t x,
                        const int64_t *s);
 

@@ -61,8 +61,8 @@ static const char *at_ptr(const char *base, braid_dtype t, int64_t e) {
         CT kt[AT_KT][BG_ATTN_MAX_D], vt[AT_KT][BG_ATTN_MAX_D];                 \
         CT m[AT_QB], l[AT_QB], s[AT_KT], mk[AT_KT];                            \
         for (int64_t r = 0; r < nq; r++) {                                     \
-            LOAD(c->t, at_ptr(c->q, c->t, bg_attn_q_at(a, b, i0 + r, h)), 1,   \
-                 D, q[r]);                                                     \
+            LOAD(c->t, at_ptr(c->q, c->t, bg_attn_in_at(a, 0, b, i0 + r, h)),  \
+                 1, D, q[r]);                                                  \
             for (int64_t d = 0; d < D; d++) {                                  \
                 q[r][d] *= (CT)a->scale;                                       \
                 acc[r][d] = 0;                                                 \
@@ -74,9 +74,12 @@ static const char *at_ptr(const char *base, braid_dtype t, int64_t e) {
             int64_t nk = a->T - j0 < AT_KT ? a->T - j0 : AT_KT;                \
             if (a->causal && j0 > i0 + nq - 1) break;                          \
             for (int64_t j = 0; j < nk; j++) {                                 \
-                int64_t at = bg_attn_kv_at(a, b, j0 + j, h);                   \
-                LOAD(c->t, at_ptr(c->k, c->t, at), 1, D, kt[j]);               \
-                LOAD(c->t, at_ptr(c->v, c->t, at), 1, D, vt[j]);               \
+                LOAD(c->t,                                                     \
+                     at_ptr(c->k, c->t, bg_attn_in_at(a, 1, b, j0 + j, h)), 1, \
+                     D, kt[j]);                                                \
+                LOAD(c->t,                                                     \
+                     at_ptr(c->v, c->t, bg_attn_in_at(a, 2, b, j0 + j, h)), 1, \
+                     D, vt[j]);                                                \
             }                                                                  \
             for (int64_t r = 0; r < nq; r++) {                                 \
                 int64_t i = i0 + r;                                            \
@@ -125,7 +128,7 @@ static const char *at_ptr(const char *base, braid_dtype t, int64_t e) {
             for (int64_t d = 0; d < D; d++)                                    \
                 acc[r][d] = l[r] > 0 ? acc[r][d] * inv : 0;                    \
             STORE(c->t,                                                        \
-                  c->out + bg_attn_q_at(a, b, i0 + r, h) *                     \
+                  c->out + bg_attn_out_at(a, b, i0 + r, h) *                   \
                                (int64_t)braid_dtype_size(c->t),                \
                   D, acc[r]);                                                  \
         }                                                                      \
@@ -183,26 +186,29 @@ static void gemm_task(const at_ctx *c, void *buf, int64_t task) {
     int64_t h = task / qt % a->H, b = task / qt / a->H, i0 = task % qt * AT_QG;
     int M = (int)(a->S - i0 < AT_QG ? a->S - i0 : AT_QG);
     int T = (int)a->T, D = (int)a->D, ld = (int)(a->H * a->D);
-    int64_t qo = bg_attn_q_at(a, b, i0, h), ko = bg_attn_kv_at(a, b, 0, h);
+    int lq = (int)a->st[0][1], lk = (int)a->st[1][1], lv = (int)a->st[2][1];
+    int64_t qo = bg_attn_in_at(a, 0, b, i0, h),
+            ko = bg_attn_in_at(a, 1, b, 0, h);
+    int64_t vo = bg_attn_in_at(a, 2, b, 0, h), oo = bg_attn_out_at(a, b, i0, h);
     if (c->t == BRAID_F64) {
         double *s = buf;
         cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, T, D, a->scale,
-                    (const double *)c->q + qo, ld, (const double *)c->k + ko,
-                    ld, 0.0, s, T);
+                    (const double *)c->q + qo, lq, (const double *)c->k + ko,
+                    lk, 0.0, s, T);
         for (int r = 0; r < M; r++)
             row_f64(c, s + (int64_t)r * T, b, h, i0 + r);
         cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, D, T, 1.0, s,
-                    T, (const double *)c->v + ko, ld, 0.0,
-                    (double *)c->out + qo, ld);
+                    T, (const double *)c->v + vo, lv, 0.0,
+                    (double *)c->out + oo, ld);
     } else {
         float *s = buf;
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, T, D,
-                    (float)a->scale, (const float *)c->q + qo, ld,
-                    (const float *)c->k + ko, ld, 0.0f, s, T);
+                    (float)a->scale, (const float *)c->q + qo, lq,
+                    (const float *)c->k + ko, lk, 0.0f, s, T);
         for (int r = 0; r < M; r++)
             row_f32(c, s + (int64_t)r * T, b, h, i0 + r);
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, D, T, 1.0f, s,
-                    T, (const float *)c->v + ko, ld, 0.0f, (float *)c->out + qo,
+                    T, (const float *)c->v + vo, lv, 0.0f, (float *)c->out + oo,
                     ld);
     }
 }
@@ -259,8 +265,16 @@ void br_attention_run(const br_kernel_args *a) {
         memset(a->out, 0, bg_nbytes(a->node));
         return;
     }
+    bool rows_ok = true; /* BLAS takes each operand's row stride as its
+                            leading dimension: at least D, an int */
+    for (int x = 0; x < 3; x++) {
+        if (a->in_strides && a->in_strides[x])
+            (void)bg_attn_set_strides(&c.a, x, a->in_strides[x]); /* the
+                          plan's layouts are ones it takes (passes/layout.c) */
+        rows_ok = rows_ok && c.a.st[x][1] >= c.a.D && c.a.st[x][1] <= INT32_MAX;
+    }
     int64_t need = gemm_scratch(&c.a, c.t);
-    if (need > 0 && (size_t)need <= a->scratch_bytes) {
+    if (rows_ok && need > 0 && (size_t)need <= a->scratch_bytes) {
         at_gemm x = {.c = &c, .scratch = a->scratch};
         x.ntasks = c.a.B * c.a.H * ((c.a.S + AT_QG - 1) / AT_QG);
         x.slots = x.ntasks < AT_SLOTS ? x.ntasks : AT_SLOTS;
