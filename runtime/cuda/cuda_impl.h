@@ -111,8 +111,8 @@ typedef struct br_lt {
     cublasLtMatrixLayout_t lay_b; /* braid's b: cuBLASLt's A */
     cublasLtMatrixLayout_t lay_a; /* braid's a: cuBLASLt's B */
     cublasLtMatrixLayout_t lay_c; /* C and D: the node's output */
-    cublasLtMatmulAlgo_t algo;    /* the fastest of the heuristic's
-                                     candidates (cuda_lt.c) */
+    cublasLtMatmulAlgo_t algo;    /* the heuristic's first choice, or
+                                     the fastest candidate (cuda_lt.c) */
     uint32_t a, b, bias;          /* operand and bias node ids */
     const void *pa, *pb, *pbias;  /* their device addresses the algorithm
                                      was chosen for (alignment) */

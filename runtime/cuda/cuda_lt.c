@@ -234,15 +234,15 @@ static cublasStatus_t descriptor(const br_cuda *c, const lt_match *m,
 }
 
 /* ---- choosing the algorithm ----------------------------------------------
- * cuBLASLt's heuristic ranks algorithms by a model; for the skinny products
- * of small-batch inference (GPT-2 at 128 tokens: M 128 against N up to
- * 3072) its first choice was measured well below the best. So its best
- * LT_TRY candidates are timed on the node's own operands at creation and
- * the fastest kept; the choice is remembered per process for the same
- * product (shape, dtype, epilogue, alignments, device), so the 48 matmuls
- * of a GPT-2 take four timings. $BRAID_LT_TUNE=0 keeps the heuristic's
- * first choice (results then do not depend on timing noise: two algorithms
- * may sum in different orders). */
+ * The heuristic's first choice, or with $BRAID_LT_TUNE=1 the fastest of
+ * its best LT_TRY candidates timed on the node's own operands at creation
+ * (remembered per process for the same product: shape, dtype, epilogue,
+ * alignments, device). Measured on GPT-2 small on an H200 (2026-11-28):
+ * for each of its four products the first choice was the fastest, and the
+ * timing cost ~110 ms of executor creation (each candidate's kernels
+ * loaded), so it is off by default; small products in the GPU suites
+ * gained up to 20%. With it, results depend on timing noise (two
+ * algorithms may sum in different orders). */
 
 #define LT_TRY 8
 #define LT_REPS 5
@@ -322,7 +322,7 @@ static void tuned_add(const lt_key *k, const cublasLtMatmulAlgo_t *algo) {
 
 static bool tuning_on(void) {
     const char *e = getenv("BRAID_LT_TUNE");
-    return !(e && e[0] == '0');
+    return e && e[0] == '1';
 }
 
 /* Milliseconds per call of algo on L's operands (LT_REPS calls after one
