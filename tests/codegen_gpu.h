@@ -18,10 +18,61 @@
 #include <string.h>
 
 #include "codegen/codegen.h"
+#include "graph/window.h"
 #include "tests/support/support.h"
 
 /* ---- the node as a reference graph
  * ----------------------------------------------- */
+
+/* GATHER (passes/program.h) of data x by ix (a value over the space) as
+ * graph ops: the value at space position c is x[c[0..axis), w, c[R-t..R)],
+ * w = ix at c, t = the data's dims after the axis — a GatherElements along
+ * axis of x broadcast over the space's middle dims (a unit middle dim
+ * inserted when the indices are a scalar's, removed after). */
+static braid_tensor gpu_gather(braid_graph *g, const bp_program *pr,
+                               braid_tensor x, braid_tensor ix, int axis) {
+    if (x.id == BRAID_INVALID_ID || ix.id == BRAID_INVALID_ID)
+        return BRAID_NONE;
+    const bg_node *xn = bg_node_at(g, x.id);
+    int R = pr->rank, t = xn->rank - axis - 1;
+    int m = R - axis - t; /* the indices' own dims: >= 0 (program check) */
+    int rank = axis + (m > 0 ? m : 1) + t;
+    int64_t idims[BRAID_MAX_RANK], xdims[BRAID_MAX_RANK], bdims[BRAID_MAX_RANK];
+    for (int d = 0; d < rank; d++) {
+        bool lead = d < axis, trail = d >= rank - t;
+        idims[d] = lead    ? pr->dims[d]
+                   : trail ? pr->dims[d - rank + R]
+                   : m > 0 ? pr->dims[d]
+                           : 1;
+        xdims[d] = lead        ? xn->dims[d]
+                   : trail     ? xn->dims[d - rank + xn->rank]
+                   : d == axis ? xn->dims[axis]
+                               : 1;
+        bdims[d] = d == axis ? xn->dims[axis] : idims[d];
+    }
+    ix = braid_broadcast_to(g, ix, R, pr->dims);
+    if (m == 0) ix = braid_reshape(g, ix, rank, idims);
+    x = braid_broadcast_to(g, braid_reshape(g, x, rank, xdims), rank, bdims);
+    braid_tensor y = braid_gather_elements(g, x, ix, axis);
+    return m == 0 ? braid_reshape(g, y, R, pr->dims) : y;
+}
+
+/* The last instruction of a POOL program as a graph op on a (the
+ * prologue's value over the pool's input shape), with the geometry the
+ * program holds (the pool node's, by bp_program_check). */
+static braid_tensor gpu_pool(braid_graph *g, const bp_program *pr,
+                             const bp_instr *s, braid_tensor a) {
+    bg_attrs at;
+    memset(&at, 0, sizeof at);
+    at.flags = pr->flags;
+    for (int q = 0; q < 5; q++)
+        for (int i = 0; i + 2 < pr->rank && i < 3; i++)
+            bg_window_set_param(&at, q, i, pr->window[q][i]);
+    a = braid_broadcast_to(g, a, pr->rank, pr->dims);
+    braid_tensor y;
+    y.id = bg_build(g, s->op, &a.id, 1, s->dtype, 0, NULL, &at, NULL);
+    return y;
+}
 
 /* Program instruction values as graph tensors; NULL-safe on failure (the
  * graph records the error). abs_reduce inserts abs before the reduction
@@ -40,6 +91,10 @@ static braid_tensor gpu_program_graph(braid_graph *g, const bp_program *pr,
             v[i] = in[s->input];
         } else if (s->op == BP_INSTR_CONST) {
             v[i] = braid_fill(g, s->dtype, 0, NULL, s->value);
+        } else if (s->op == BP_INSTR_GATHER) {
+            v[i] = gpu_gather(g, pr, in[s->input], a, (int)s->axis);
+        } else if (s->op == BRAID_OP_MAX_POOL || s->op == BRAID_OP_AVG_POOL) {
+            v[i] = gpu_pool(g, pr, s, a);
         } else if (s->op == BRAID_OP_MATMUL) {
             v[i] = braid_matmul(g, a, v[s->arg[1]],
                                 pr->flags &
@@ -65,7 +120,8 @@ static braid_tensor gpu_program_graph(braid_graph *g, const bp_program *pr,
         }
         y = v[i];
     }
-    if (!mm_only && pr->kind != BP_PROGRAM_REDUCE)
+    if (!mm_only && pr->kind != BP_PROGRAM_REDUCE &&
+        pr->kind != BP_PROGRAM_POOL)
         y = braid_broadcast_to(g, y, pr->rank, pr->dims);
     free(v);
     return y;
@@ -145,6 +201,30 @@ static void *gpu_ref(const braid_graph *g, const gpu_case *c, size_t bytes) {
     return out;
 }
 
+/* The smallest gathered dim of fused node id's GATHERs whose indices are
+ * its input k (loaded, through casts: a value in [-b, b) stays in range
+ * through a cast to i32); -1 when none are. */
+static int64_t gpu_gather_bound(const bp_plan *p, uint32_t id, uint32_t k) {
+    const bg_node *n = bg_node_at(p->res.graph, id);
+    if (n->op != BRAID_OP_FUSED) return -1;
+    const bp_program *pr = &p->res.programs[p->res.info[id].program];
+    int64_t b = -1;
+    for (uint32_t i = 0; i < pr->ninstr; i++) {
+        const bp_instr *s = &pr->instr[i];
+        if (s->op != BP_INSTR_GATHER) continue;
+        uint32_t j = s->arg[0];
+        while (j < i && pr->instr[j].op == BRAID_OP_CAST)
+            j = pr->instr[j].arg[0];
+        if (j >= i || pr->instr[j].op != BP_INSTR_LOAD ||
+            pr->instr[j].input != k)
+            continue;
+        const bg_node *x = bg_node_at(p->res.graph, n->inputs[s->input]);
+        int64_t d = x->dims[s->axis];
+        if (b < 0 || d < b) b = d;
+    }
+    return b;
+}
+
 static void gpu_case_init(gpu_case *c, const bp_plan *p, uint32_t id,
                           uint64_t seed) {
     const bg_node *n = bg_node_at(p->res.graph, id);
@@ -160,10 +240,16 @@ static void gpu_case_init(gpu_case *c, const bp_plan *p, uint32_t id,
         c->host[k] = malloc(c->bytes[k] ? c->bytes[k] : 1);
         cr_assert_not_null(c->host[k]);
         double r = x->dtype == BRAID_I32 ? 100.0 : 2.0;
-        /* an index operand (gather, scatter) gets random values valid for
-         * every axis of the data, negative ones included: wider ones would
-         * be out of range (a run error, not a kernel to compare) */
-        if (bg_op(n->op)->kind == BRAID_KIND_INDEX && k == 1) {
+        int64_t gb = gpu_gather_bound(p, id, k);
+        /* an index operand (gather, scatter; a fused GATHER's indices)
+         * gets random values valid for every axis of the data (the
+         * gathered one), negative ones included: wider ones would be out
+         * of range (a run error, not a kernel to compare) */
+        if (gb >= 0) {
+            r = gb > 0 ? (double)gb : 1.0;
+            ts_fill_random(x->dtype, c->host[k], bg_numel(x), seed + k, -r,
+                           gb > 0 ? r - 1 : 0);
+        } else if (bg_op(n->op)->kind == BRAID_KIND_INDEX && k == 1) {
             const bg_node *d = bg_node_at(p->res.graph, n->inputs[0]);
             int64_t m = d->rank ? d->dims[0] : 1;
             for (int a = 1; a < d->rank; a++)

@@ -20,6 +20,7 @@
 
 #include "codegen/codegen.h"
 #include "passes/passes.h"
+#include "runtime/runtime.h"
 #include "tests/support/support.h"
 
 #ifndef BRAID_HAVE_CUDA
@@ -239,6 +240,119 @@ Test(codegen, random_graphs_mixed_b, .init = setup, .timeout = 600) {
 
 Test(codegen, random_graphs_mixed_c, .init = setup, .timeout = 600) {
     random_graphs(4000, 50, true);
+}
+
+/* ---- rebuilt programs on the CPU
+ * ----------------------------------------------------- */
+
+/* Fused node id of p run by the CPU interpreter (br_cpu_run) on
+ * gpu_case_init's inputs against the reference evaluator on
+ * gpu_node_graph's rebuild of its program: proves the rebuild the GPU
+ * comparison trusts (POOL, GATHER, reductions) without a GPU. false when
+ * the CPU does not take the node (not compared). */
+static bool cpu_check_rebuild(const bp_plan *p, uint32_t id, br_pool *pool,
+                              const char *what, uint64_t seed) {
+    const braid_graph *pg = p->res.graph;
+    const bg_node *n = bg_node_at(pg, id);
+    const bp_program *pr = &p->res.programs[p->res.info[id].program];
+    size_t scratch = 0;
+    if (pr->kind == BP_PROGRAM_MATMUL || /* accumulation order: GPU tests */
+        br_cpu_prepare(pg, id, &scratch) != BRAID_OK ||
+        br_fused_check(pg, id, pr) != BRAID_OK)
+        return false;
+    br_fused_scratch(pg, id, pr, &scratch);
+    gpu_case c;
+    gpu_case_init(&c, p, id, seed);
+    size_t ob = bg_nbytes(n);
+    braid_graph *g = gpu_node_graph(p, id, false, false);
+    void *ref = gpu_ref(g, &c, ob);
+    braid_graph_free(g);
+    braid_op last = pr->instr[pr->ninstr - 1].op;
+    void *mag = NULL;
+    if ((last == BRAID_OP_SUM || last == BRAID_OP_MEAN) &&
+        braid_dtype_is_float(n->dtype)) {
+        g = gpu_node_graph(p, id, true, false);
+        mag = gpu_ref(g, &c, ob);
+        braid_graph_free(g);
+    }
+    void *out = malloc(ob ? ob : 1), *scr = NULL;
+    cr_assert(out && posix_memalign(&scr, 64, scratch + 64) == 0);
+    bc_run_check rc;
+    memset(&rc, 0, sizeof rc);
+    br_kernel_args a = {.g = pg,
+                        .id = id,
+                        .node = n,
+                        .program = pr,
+                        .out = out,
+                        .in = (const void *const *)c.host,
+                        .pool = pool,
+                        .scratch = scr,
+                        .scratch_bytes = scratch + 64,
+                        .check = &rc};
+    cr_assert_eq(br_cpu_run(&a), BRAID_OK, "%s: node %u: %s", what,
+                 (unsigned)id, braid_last_error());
+    cr_assert_eq(rc.kind, BC_CHECK_NONE,
+                 "%s: node %u: run check %u on valid data", what, (unsigned)id,
+                 (unsigned)rc.kind);
+    braid_dtype tol_t = gpu_tol_dtype(p, id);
+    for (int64_t i = 0; i < bg_numel(n); i++) {
+        double m = mag ? fabs(bg_load(n->dtype, mag, i)) : 0.0;
+        if (last == BRAID_OP_MEAN && mag) m *= (double)gpu_reduced(p, id);
+        cr_assert(gpu_close(n->dtype, tol_t, out, ref, i, m, false),
+                  "%s: node %u (%s program, %s): element %lld: cpu %.17g, "
+                  "reference %.17g",
+                  what, (unsigned)id, bp_program_kind_name(pr->kind),
+                  braid_dtype_name(n->dtype), (long long)i,
+                  bg_load(n->dtype, out, i), bg_load(n->dtype, ref, i));
+    }
+    free(scr);
+    free(out);
+    free(ref);
+    free(mag);
+    gpu_case_free(&c);
+    return true;
+}
+
+/* The random graphs' fused nodes (as the GPU tests compile them) through
+ * cpu_check_rebuild. */
+Test(codegen, rebuilt_programs_cpu, .init = setup, .timeout = 600) {
+    ts_graph_options go;
+    ts_graph_options_default(&go);
+    go.max_nodes = 16;
+    br_pool *pool = br_pool_new(1);
+    uint32_t checked = 0, pools = 0, gathers = 0;
+    for (uint64_t seed = 1000; seed < 4050; seed++) {
+        if (seed % 1000 >= 50) continue;
+        go.mixed_dtypes = seed >= 2000;
+        braid_graph *g = ts_random_graph(seed, &go);
+        cr_assert_eq(braid_graph_status(g), BRAID_OK);
+        hint_all(g);
+        braid_compile_options o;
+        braid_compile_options_init(&o);
+        o.devices = "cpu,cuda:0";
+        o.archs = "none";
+        braid_plan *p = NULL;
+        cr_assert_eq(braid_compile(g, &o, &p), BRAID_OK, "seed %llu: %s",
+                     (unsigned long long)seed, braid_last_error());
+        char what[64];
+        snprintf(what, sizeof what, "random graph seed %llu",
+                 (unsigned long long)seed);
+        for (uint32_t id = 0; id < p->res.graph->nnodes; id++) {
+            if (bg_node_at(p->res.graph, id)->op != BRAID_OP_FUSED) continue;
+            if (!cpu_check_rebuild(p, id, pool, what, seed + 7919 * id))
+                continue;
+            const bp_program *pr = &p->res.programs[p->res.info[id].program];
+            checked++;
+            pools += pr->kind == BP_PROGRAM_POOL;
+            gathers += bp_program_has_gather(pr);
+        }
+        braid_plan_free(p);
+        braid_graph_free(g);
+    }
+    br_pool_free(pool);
+    cr_log_info("%u fused nodes compared (%u pool, %u with a gather)",
+                (unsigned)checked, (unsigned)pools, (unsigned)gathers);
+    cr_assert_gt(checked, 0);
 }
 
 /* ---- op × dtype matrix
