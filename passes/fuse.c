@@ -2,8 +2,9 @@
  * BRAID_OP_FUSED node each (the rules are in docs/fusion.md).
  *
  * Two phases over the graph as it stands (ids topological):
- *   1. matmul epilogues: a matmul whose only user adds a row bias, and the
- *      activation after it when the add's only user is one;
+ *   1. matmul epilogues: a matmul whose only user adds a row bias, the
+ *      activation after it when the add's only user is one, and a
+ *      residual add of a whole tensor after those;
  *   2. from the last node to the first, every node not yet taken roots a
  *      group: a reduction grows one from its input (the prologue), an
  *      elementwise or broadcast_to node from itself.
@@ -271,8 +272,24 @@ static bool row_bias(const bg_node *bias, const bg_node *mm) {
     return bias->rank == 2 && bias->dims[0] == 1 && bias->dims[1] == N;
 }
 
-/* matmul mm → add(mm, bias) [→ activation] on one device: a MATMUL group
- * when mm and the add have no other user. */
+/* The residual add after an epilogue's last member `last`: its sole user
+ * add(last, r) of mm's shape and dtype, r a whole tensor of that shape on
+ * the same device (a transformer block's h + proj(x)), else BG_NONE. */
+static uint32_t residual_add(const fuse_state *s, uint32_t last, uint32_t mm) {
+    uint32_t res = sole_user(s, last);
+    if (res == BG_NONE || s->taken[res] || !same_device(s, res, mm))
+        return BG_NONE;
+    const bg_node *a = node(s, res), *m = node(s, mm);
+    if (a->op != BRAID_OP_ADD || a->inputs[0] == a->inputs[1] ||
+        !same_shape(a, m) || a->dtype != m->dtype)
+        return BG_NONE;
+    const bg_node *r =
+        node(s, a->inputs[0] == last ? a->inputs[1] : a->inputs[0]);
+    return same_shape(r, m) && r->dtype == m->dtype ? res : BG_NONE;
+}
+
+/* matmul mm → add(mm, bias) [→ activation] [→ add(·, r)] on one device: a
+ * MATMUL group when mm and each member but the last have no other user. */
 static void try_epilogue(fuse_state *s, uint32_t mm) {
     uint32_t add = sole_user(s, mm);
     if (add == BG_NONE || s->taken[add] || !same_device(s, add, mm)) return;
@@ -290,11 +307,18 @@ static void try_epilogue(fuse_state *s, uint32_t mm) {
         s->members[s->nmembers++] = act;
         out = act;
     }
-    /* keep_group expects members in descending id (as grow leaves them) */
+    uint32_t res = residual_add(s, out, mm);
+    if (res != BG_NONE) {
+        s->members[s->nmembers++] = res;
+        out = res;
+    }
+    /* keep_group expects members in descending id (as grow leaves them);
+       each member is a user of the one before, so ids ascend here */
     uint32_t count = s->nmembers - first;
-    if (count == 2) {
-        s->members[first] = out;
-        s->members[first + 1] = add;
+    for (uint32_t i = 0; i < count / 2; i++) {
+        uint32_t t = s->members[first + i];
+        s->members[first + i] = s->members[first + count - 1 - i];
+        s->members[first + count - 1 - i] = t;
     }
     keep_group(s, BP_PROGRAM_MATMUL, out, mm, first, count);
 }

@@ -166,6 +166,10 @@ typedef struct lt_case {
                         (cuBLASLt's heuristic may decline odd sizes) */
 } lt_case;
 
+/* Set by a test: run_lt_case adds a residual r of the result's shape after
+ * the epilogue, 1: (…) + r, 2: r + (…) (cuBLASLt's C with beta 1). */
+static int lt_residual;
+
 enum { LT_NO, LT_YES, LT_ANY };
 
 /* Set by a test: run_lt_case puts NaNs into x (one element) and the bias
@@ -198,6 +202,13 @@ static braid_graph *lt_graph(const lt_case *c, braid_tensor *y) {
     braid_tensor t =
         c->bias_first ? braid_add(g, bias, mm) : braid_add(g, mm, bias);
     *y = c->act == 1 ? braid_relu(g, t) : c->act == 2 ? braid_gelu(g, t) : t;
+    if (lt_residual) {
+        int rank = 0;
+        int64_t dims[BRAID_MAX_RANK];
+        braid_tensor_info(g, mm, NULL, &rank, dims);
+        braid_tensor r = braid_input(g, "r", c->dt, rank, dims);
+        *y = lt_residual == 1 ? braid_add(g, *y, r) : braid_add(g, r, *y);
+    }
     return g;
 }
 
@@ -292,6 +303,35 @@ Test(cuda_matmul, cublaslt_bias_epilogues) {
                          false,  false,      false, LT_ANY};
             run_lt_case(&c, seed++);
         }
+}
+
+/* matmul + bias + a residual of the result's shape (a transformer's
+ * h + proj(x)): one cublasLtMatmul with C = the residual, beta 1, for
+ * every dtype, transpose, bias form and operand order, and a plain
+ * strided batch; + relu before the residual is the cuBLAS path (ReLU
+ * would apply after C). */
+Test(cuda_matmul, cublaslt_residual_epilogue) {
+    TC_REQUIRE_GPU();
+    ts_shape none = ts_scalar_shape(), b3 = {1, {3}};
+    static const braid_dtype dts[] = {BRAID_F32, BRAID_F16, BRAID_BF16};
+    uint64_t seed = 500;
+    for (size_t d = 0; d < 3; d++)
+        for (unsigned flags = 0; flags < 4; flags++) {
+            lt_case c = {dts[d],         0,     flags, none,       none,
+                         32 + 8 * flags, 64,    48,    flags == 1, flags == 2,
+                         false,          LT_YES};
+            lt_residual = 1 + (int)(flags % 2);
+            run_lt_case(&c, seed++);
+        }
+    lt_residual = 1;
+    lt_case batch = {BRAID_F32, 0,  0,     b3,    b3,    24,
+                     32,        40, false, false, false, LT_YES};
+    run_lt_case(&batch, seed++);
+    lt_residual = 2; /* relu before the residual: the cuBLAS path */
+    lt_case relu = {BRAID_F32, 1,  0,     none,  none,  32,
+                    64,        48, false, false, false, LT_NO};
+    run_lt_case(&relu, seed++);
+    lt_residual = 0;
 }
 
 Test(cuda_matmul, cublaslt_batches_and_tf32) {

@@ -114,8 +114,11 @@ typedef struct br_lt {
     cublasLtMatmulAlgo_t algo;    /* the heuristic's first choice, or
                                      the fastest candidate (cuda_lt.c) */
     uint32_t a, b, bias;          /* operand and bias node ids */
+    uint32_t resid;               /* residual node id (C, beta 1), or
+                                     BG_NONE (C is D, beta 0) */
     const void *pa, *pb, *pbias;  /* their device addresses the algorithm
                                      was chosen for (alignment) */
+    const void *pr;               /* the residual's, or NULL */
     void *pd;                     /* the output's */
     bool moved;                   /* a run found other addresses (logged
                                      once; such runs use cuBLAS) */

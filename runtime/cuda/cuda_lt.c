@@ -33,6 +33,8 @@
 #define _POSIX_C_SOURCE 200809L
 #include "runtime/cuda/cuda_impl.h"
 
+#include "passes/layout.h"
+
 #ifdef BRAID_HAVE_CUDA
 
 #include <pthread.h>
@@ -41,10 +43,21 @@
 
 static const char *const WHERE = "braid_exec_new";
 
+/* cublasLtMatmul's beta and C: the residual with beta 1 (D = A·B + C +
+ * bias), else D itself with beta 0. */
+static const float lt_one = 1.0f, lt_zero = 0.0f;
+static const void *lt_beta(const br_lt *L) {
+    return L->pr ? &lt_one : &lt_zero;
+}
+static const void *lt_c(const br_lt *L) {
+    return L->pr ? L->pr : L->pd;
+}
+
 /* What the pattern match found. */
 typedef struct lt_match {
     br_gemm_shape g;        /* the product (a broadcast batch folded) */
     uint32_t bias;          /* bias node id */
+    uint32_t resid;         /* residual node id (C, beta 1), or BG_NONE */
     cublasLtEpilogue_t epi; /* BIAS or RELU_BIAS */
 } lt_match;
 
@@ -68,7 +81,7 @@ static const char *epilogue_kind(const bp_plan *p, uint32_t id, lt_match *m,
     const bg_node *n = bg_node_at(p->res.graph, id);
     const bp_program *pr = &p->res.programs[p->res.info[id].program];
     const bp_instr *in = pr->instr;
-    if (pr->ninstr < 5 || pr->ninstr > 6 || in[2].op != BRAID_OP_MATMUL ||
+    if (pr->ninstr < 5 || pr->ninstr > 7 || in[2].op != BRAID_OP_MATMUL ||
         in[3].op != BP_INSTR_LOAD || in[3].input >= n->ninputs ||
         in[4].op != BRAID_OP_ADD ||
         !((in[4].arg[0] == 2 && in[4].arg[1] == 3) ||
@@ -76,7 +89,18 @@ static const char *epilogue_kind(const bp_plan *p, uint32_t id, lt_match *m,
         return "the epilogue is not matmul + bias [+ activation]";
     m->bias = n->inputs[in[3].input];
     m->epi = CUBLASLT_EPILOGUE_BIAS;
+    m->resid = BG_NONE;
     if (pr->ninstr == 5) return NULL;
+    if (pr->ninstr == 7) { /* + a residual: D = A·B + C + bias, C = r */
+        if (in[5].op != BP_INSTR_LOAD || in[5].input >= n->ninputs ||
+            in[6].op != BRAID_OP_ADD ||
+            !((in[6].arg[0] == 4 && in[6].arg[1] == 5) ||
+              (in[6].arg[0] == 5 && in[6].arg[1] == 4)))
+            return "the epilogue is not matmul + bias [+ activation] [+ "
+                   "residual]";
+        m->resid = n->inputs[in[5].input];
+        return NULL;
+    }
     if (in[5].arg[0] != 4)
         return "the epilogue is not matmul + bias [+ activation]";
     if (in[5].op == BRAID_OP_GELU)
@@ -120,6 +144,14 @@ static const char *why_not(const br_cuda *c, uint32_t id, lt_match *m,
                ((bn->rank == 1 && bn->dims[0] == m->g.n) ||
                 (bn->rank == 2 && bn->dims[0] == 1 && bn->dims[1] == m->g.n));
     if (!row) return "the bias is not a row vector [N] or [1, N]";
+    if (m->resid != BG_NONE) { /* C: laid out as D */
+        const bg_node *rn = bg_node_at(p->res.graph, m->resid);
+        if (rn->dtype != t || rn->rank != n->rank ||
+            memcmp(rn->dims, n->dims, sizeof n->dims[0] * (size_t)n->rank) ||
+            bp_layout_of(p, m->resid))
+            return "the residual is not a dense tensor of the result's "
+                   "shape";
+    }
     if (m->g.m == 0 || m->g.n == 0 || m->g.k == 0)
         return "an empty dimension (K = 0 is the bias alone)";
     fold_batch(&m->g);
@@ -170,9 +202,14 @@ static const char *addresses(const br_cuda *c, uint32_t id, const lt_match *m,
     L->pb = device_addr(c, L->b);
     L->pbias = device_addr(c, L->bias);
     L->pd = device_addr(c, id);
-    if (!L->pa || !L->pb || !L->pbias || !L->pd)
+    L->resid = m->resid;
+    L->pr = m->resid != BG_NONE ? device_addr(c, m->resid) : NULL;
+    if (!L->pa || !L->pb || !L->pbias || !L->pd ||
+        (m->resid != BG_NONE && !L->pr))
         return "an operand's device address is not fixed at creation";
     uint64_t nd = bg_nbytes(bg_node_at(g, id));
+    if (L->pr && L->pr != L->pd && !disjoint(L->pd, nd, L->pr, nd))
+        return "the output overlaps the residual";
     if (!disjoint(L->pd, nd, L->pa, bg_nbytes(bg_node_at(g, L->a))) ||
         !disjoint(L->pd, nd, L->pb, bg_nbytes(bg_node_at(g, L->b))) ||
         !disjoint(L->pd, nd, L->pbias, bg_nbytes(bg_node_at(g, L->bias))))
@@ -332,14 +369,14 @@ static float time_algo(br_cuda *c, uint32_t q, br_lt *L,
                        const cublasLtMatmulAlgo_t *algo, cudaEvent_t e0,
                        cudaEvent_t e1) {
     cudaStream_t s = br_cuda_stream(c, q);
-    float one = 1.0f, zero = 0.0f, ms = -1.0f;
+    float one = 1.0f, ms = -1.0f;
     bool ok = true;
     for (int r = 0; ok && r <= LT_REPS; r++) {
         if (r == 1) ok = cudaEventRecord(e0, s) == cudaSuccess;
         ok = ok &&
              cublasLtMatmul(c->blas.lt_handle[q], L->desc, &one, L->pb,
-                            L->lay_b, L->pa, L->lay_a, &zero, L->pd, L->lay_c,
-                            L->pd, L->lay_c, algo, c->blas.lt_ws[q],
+                            L->lay_b, L->pa, L->lay_a, lt_beta(L), lt_c(L),
+                            L->lay_c, L->pd, L->lay_c, algo, c->blas.lt_ws[q],
                             BR_LT_WORKSPACE, s) == CUBLAS_STATUS_SUCCESS;
     }
     if (ok && cudaEventRecord(e1, s) == cudaSuccess &&
@@ -391,7 +428,8 @@ static cublasStatus_t choose(br_cuda *c, uint32_t id, uint32_t q,
     cublasLtMatmulPreference_t pref = NULL;
     cublasStatus_t st = cublasLtMatmulPreferenceCreate(&pref);
     uint64_t ws = BR_LT_WORKSPACE;
-    uint32_t al[4] = {align_of(L->pb), align_of(L->pa), align_of(L->pd),
+    uint32_t al[4] = {align_of(L->pb), align_of(L->pa),
+                      align_of(L->pr ? L->pr : L->pd),
                       align_of(L->pd)}; /* A, B, C, D */
     static const cublasLtMatmulPreferenceAttributes_t which[4] = {
         CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES,
@@ -476,7 +514,7 @@ static braid_status nan_probe(br_cuda *c, uint32_t id, const lt_match *m,
     cudaStream_t s = br_cuda_stream(c, q);
     size_t es = braid_dtype_size(m->g.dtype);
     uint64_t nd = bg_nbytes(bg_node_at(c->plan->res.graph, id));
-    float one = 1.0f, zero = 0.0f;
+    float one = 1.0f;
     fill_nan(m->g.dtype, host, m->g.n);
     braid_status r = br_cu(c, WHERE, id, "cudaMemcpyAsync (NaN check)",
                            cudaMemcpyAsync(dnan, host, (size_t)m->g.n * es,
@@ -487,9 +525,9 @@ static braid_status nan_probe(br_cuda *c, uint32_t id, const lt_match *m,
             L->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &dnan, sizeof dnan);
     if (r == BRAID_OK && *st == CUBLAS_STATUS_SUCCESS) {
         *st = cublasLtMatmul(c->blas.lt_handle[q], L->desc, &one, L->pb,
-                             L->lay_b, L->pa, L->lay_a, &zero, L->pd, L->lay_c,
-                             L->pd, L->lay_c, &L->algo, c->blas.lt_ws[q],
-                             BR_LT_WORKSPACE, s);
+                             L->lay_b, L->pa, L->lay_a, lt_beta(L), lt_c(L),
+                             L->lay_c, L->pd, L->lay_c, &L->algo,
+                             c->blas.lt_ws[q], BR_LT_WORKSPACE, s);
         cublasLtMatmulDescSetAttribute(L->desc,
                                        CUBLASLT_MATMUL_DESC_BIAS_POINTER,
                                        &L->pbias, sizeof L->pbias);
@@ -634,8 +672,9 @@ static const char *node_label(const bp_plan *p, uint32_t id) {
 /* Logs the decision for node id (the cuBLASLt path when why is NULL). */
 static void log_choice(br_cuda *c, uint32_t id, const lt_match *m,
                        const char *why) {
-    const char *what =
-        m->epi == CUBLASLT_EPILOGUE_RELU_BIAS ? "bias + relu" : "bias";
+    const char *what = m->epi == CUBLASLT_EPILOGUE_RELU_BIAS ? "bias + relu"
+                       : m->resid != BG_NONE                 ? "bias + residual"
+                                                             : "bias";
     if (why)
         br_cuda_logf(c, "cublaslt: node %u (%s): cuBLAS + epilogue kernel: %s",
                      id, node_label(c->plan, id), why);
@@ -713,7 +752,7 @@ braid_status br_cuda_lt_matmul(br_cuda *c, uint32_t id, cudaStream_t s,
     void *const *ptr = c->run.args->ptr;
     *done = false;
     if (ptr[L->a] != L->pa || ptr[L->b] != L->pb || ptr[L->bias] != L->pbias ||
-        ptr[id] != L->pd) {
+        ptr[id] != L->pd || (L->pr && ptr[L->resid] != L->pr)) {
         if (!L->moved)
             br_cuda_logf(c,
                          "cublaslt: node %u: device addresses differ from "
@@ -723,12 +762,13 @@ braid_status br_cuda_lt_matmul(br_cuda *c, uint32_t id, cudaStream_t s,
         return BRAID_OK;
     }
     uint32_t q = c->node[id].queue;
-    float one = 1.0f, zero = 0.0f;
-    braid_status r = br_blas(
-        c, "braid_run", id, "cublasLtMatmul",
-        cublasLtMatmul(c->blas.lt_handle[q], L->desc, &one, L->pb, L->lay_b,
-                       L->pa, L->lay_a, &zero, L->pd, L->lay_c, L->pd, L->lay_c,
-                       &L->algo, c->blas.lt_ws[q], BR_LT_WORKSPACE, s));
+    float one = 1.0f;
+    braid_status r =
+        br_blas(c, "braid_run", id, "cublasLtMatmul",
+                cublasLtMatmul(c->blas.lt_handle[q], L->desc, &one, L->pb,
+                               L->lay_b, L->pa, L->lay_a, lt_beta(L), lt_c(L),
+                               L->lay_c, L->pd, L->lay_c, &L->algo,
+                               c->blas.lt_ws[q], BR_LT_WORKSPACE, s));
     *done = r == BRAID_OK;
     return r;
 }

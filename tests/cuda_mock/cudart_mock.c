@@ -386,6 +386,9 @@ static void run_gemm(const gemm_args *g) {
         const char *A = (const char *)g->A + (size_t)(b * g->sa) * es;
         const char *B = (const char *)g->B + (size_t)(b * g->sb) * es;
         char *C = (char *)g->C + (size_t)(b * g->sc) * es;
+        const char *R = g->addend
+                            ? (const char *)g->addend + (size_t)(b * g->sc) * es
+                            : NULL;
         for (int64_t j = 0; j < g->n; j++)
             for (int64_t i = 0; i < g->m; i++) {
                 double s = 0;
@@ -398,6 +401,7 @@ static void run_gemm(const gemm_args *g) {
                                    : load(g->type, B, j + l * g->ldb);
                     s += a * x;
                 }
+                if (R) s += load(g->type, R, i + j * g->ldc);
                 if (g->epi & CUBLASLT_EPILOGUE_BIAS)
                     s += load(g->type, g->bias, i);
                 if ((g->epi & CUBLASLT_EPILOGUE_RELU) &&
@@ -854,8 +858,8 @@ gemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int64_t m,
      void *C, cudaDataType ct, int64_t ldc, int64_t sc, int64_t count) {
     if (at != bt || bt != ct) return CUBLAS_STATUS_NOT_SUPPORTED;
     op *o = new_op(OP_GEMM);
-    o->gemm = (gemm_args){ta, tb, m,     n, k, lda, ldb, ldc, sa,
-                          sb, sc, count, A, B, C,   at,  0,   NULL};
+    o->gemm = (gemm_args){ta, tb,    m, n, k, lda, ldb, ldc,  sa,  sb,
+                          sc, count, A, B, C, at,  0,   NULL, NULL};
     enqueue(h->stream, o);
     return CUBLAS_STATUS_SUCCESS;
 }

@@ -26,6 +26,8 @@ typedef struct gemm_args {
     cudaDataType type;
     uint32_t epi;     /* cuBLASLt epilogue (0: none) */
     const void *bias; /* BIAS: one value per row of C */
+    const void *addend; /* cuBLASLt with beta 1: C read before D (laid out
+                           as D), or NULL (beta 0) */
 } gemm_args;
 
 /* The allocation holding p, or NULL (pageable host memory). */
