@@ -272,14 +272,15 @@ static cublasStatus_t descriptor(const br_cuda *c, const lt_match *m,
 
 /* ---- choosing the algorithm ----------------------------------------------
  * The heuristic's first choice, or with $BRAID_LT_TUNE=1 the fastest of
- * its best LT_TRY candidates timed on the node's own operands at creation
- * (remembered per process for the same product: shape, dtype, epilogue,
- * alignments, device). Measured on GPT-2 small on an H200 (2026-11-28):
- * for each of its four products the first choice was the fastest, and the
- * timing cost ~110 ms of executor creation (each candidate's kernels
- * loaded), so it is off by default; small products in the GPU suites
- * gained up to 20%. With it, results depend on timing noise (two
- * algorithms may sum in different orders). */
+ * its best LT_TRY candidates timed on the node's own operands at creation.
+ * Either is remembered per process for the same product (shape, dtype,
+ * epilogue, residual, alignments, device, TF32, timed or not), so GPT-2's
+ * 48 such matmuls ask the heuristic four times: asking for each took ~100
+ * ms of its executor's creation on an H200. Timing is off by default: on
+ * GPT-2 small (H200, 2026-11-28) the first choice was the fastest for each
+ * of its four products; small products in the GPU suites gained up to 20%.
+ * With it, results depend on timing noise (two algorithms may sum in
+ * different orders). */
 
 #define LT_TRY 8
 #define LT_REPS 5
@@ -288,20 +289,25 @@ typedef struct lt_key {
     int dev;
     braid_dtype dtype;
     int epi;
-    bool ta, tb, tf32;
+    bool ta, tb, tf32, resid, timed;
     int nb;
     int64_t m, n, k, lda, ldb, ldc, batch, sa, sb, sc;
     uint32_t align[4];
 } lt_key;
 
-typedef struct lt_tuned {
+typedef struct lt_chosen {
     lt_key key;
     cublasLtMatmulAlgo_t algo;
-} lt_tuned;
+} lt_chosen;
 
-static pthread_mutex_t tuned_lock = PTHREAD_MUTEX_INITIALIZER;
-static lt_tuned *tuned;
-static size_t ntuned, tuned_cap;
+static pthread_mutex_t chosen_lock = PTHREAD_MUTEX_INITIALIZER;
+static lt_chosen *chosen;
+static size_t nchosen, chosen_cap;
+
+static bool tuning_on(void) {
+    const char *e = getenv("BRAID_LT_TUNE");
+    return e && e[0] == '1';
+}
 
 static lt_key key_of(const br_cuda *c, uint32_t id, const lt_match *m,
                      const uint32_t al[4]) {
@@ -314,6 +320,8 @@ static lt_key key_of(const br_cuda *c, uint32_t id, const lt_match *m,
     k.ta = g->ta;
     k.tb = g->tb;
     k.tf32 = c->allow_tf32;
+    k.resid = m->resid != BG_NONE;
+    k.timed = tuning_on();
     k.nb = g->nb;
     k.m = g->m;
     k.n = g->n;
@@ -331,35 +339,30 @@ static lt_key key_of(const br_cuda *c, uint32_t id, const lt_match *m,
     return k;
 }
 
-static bool tuned_find(const lt_key *k, cublasLtMatmulAlgo_t *algo) {
+static bool chosen_find(const lt_key *k, cublasLtMatmulAlgo_t *algo) {
     bool hit = false;
-    pthread_mutex_lock(&tuned_lock);
-    for (size_t i = 0; i < ntuned && !hit; i++)
-        if (!memcmp(&tuned[i].key, k, sizeof *k)) {
-            *algo = tuned[i].algo;
+    pthread_mutex_lock(&chosen_lock);
+    for (size_t i = 0; i < nchosen && !hit; i++)
+        if (!memcmp(&chosen[i].key, k, sizeof *k)) {
+            *algo = chosen[i].algo;
             hit = true;
         }
-    pthread_mutex_unlock(&tuned_lock);
+    pthread_mutex_unlock(&chosen_lock);
     return hit;
 }
 
-static void tuned_add(const lt_key *k, const cublasLtMatmulAlgo_t *algo) {
-    pthread_mutex_lock(&tuned_lock);
-    if (ntuned == tuned_cap) {
-        size_t cap = tuned_cap ? 2 * tuned_cap : 16;
-        lt_tuned *t = realloc(tuned, cap * sizeof *t);
+static void chosen_add(const lt_key *k, const cublasLtMatmulAlgo_t *algo) {
+    pthread_mutex_lock(&chosen_lock);
+    if (nchosen == chosen_cap) {
+        size_t cap = chosen_cap ? 2 * chosen_cap : 16;
+        lt_chosen *t = realloc(chosen, cap * sizeof *t);
         if (t) {
-            tuned = t;
-            tuned_cap = cap;
+            chosen = t;
+            chosen_cap = cap;
         }
     }
-    if (ntuned < tuned_cap) tuned[ntuned++] = (lt_tuned){*k, *algo};
-    pthread_mutex_unlock(&tuned_lock);
-}
-
-static bool tuning_on(void) {
-    const char *e = getenv("BRAID_LT_TUNE");
-    return e && e[0] == '1';
+    if (nchosen < chosen_cap) chosen[nchosen++] = (lt_chosen){*k, *algo};
+    pthread_mutex_unlock(&chosen_lock);
 }
 
 /* Milliseconds per call of algo on L's operands (LT_REPS calls after one
@@ -447,6 +450,12 @@ static cublasStatus_t choose(br_cuda *c, uint32_t id, uint32_t q,
     *found = 0;
     *err = BRAID_OK;
     bool tune = tuning_on();
+    lt_key k = key_of(c, id, m, al);
+    if (st == CUBLAS_STATUS_SUCCESS && chosen_find(&k, &L->algo)) {
+        cublasLtMatmulPreferenceDestroy(pref); /* chosen before */
+        *found = 1;
+        return st;
+    }
     if (st == CUBLAS_STATUS_SUCCESS)
         st = cublasLtMatmulAlgoGetHeuristic(
             c->blas.lt_handle[q], L->desc, L->lay_b, L->lay_a, L->lay_c,
@@ -459,13 +468,14 @@ static cublasStatus_t choose(br_cuda *c, uint32_t id, uint32_t q,
     *found = n;
     if (n == 0) return st;
     L->algo = res[0].algo;
-    if (n == 1 || !tune) return st;
-    lt_key k = key_of(c, id, m, al);
-    if (tuned_find(&k, &L->algo)) return st;
+    if (n == 1 || !tune) {
+        chosen_add(&k, &L->algo);
+        return st;
+    }
     float first, best;
     *err = time_candidates(c, id, q, L, res, n, &first, &best);
     if (*err != BRAID_OK) return st;
-    tuned_add(&k, &L->algo);
+    chosen_add(&k, &L->algo);
     br_cuda_logf(c,
                  "cublaslt: node %u: %d candidates timed, the heuristic's "
                  "first %.4f ms, the fastest %.4f ms",
