@@ -59,18 +59,54 @@ static braid_status map_matmul(ox_node *n) {
     return BRAID_OK;
 }
 
+/* The tensor a Gemm's A flattens, when A is a reshape of x [..., K] (rank
+ * >= 3) to [M, K] and C (if any) is a row [N] / [1, N] or a scalar: HF
+ * Conv1D's export, Reshape -> Gemm -> Reshape. Else A itself. */
+static braid_tensor gemm_unflattened(ox_node *n, braid_tensor a, unsigned f,
+                                     bool bias) {
+    const braid_graph *g = n->g;
+    uint32_t count = braid_graph_node_count(g);
+    if ((f & BRAID_TRANSPOSE_A) || a.id >= count) return a; /* invalid */
+    const bg_node *an = bg_node_at(g, a.id);
+    if (an->op != BRAID_OP_RESHAPE || an->rank != 2) return a;
+    const bg_node *x = bg_node_at(g, an->inputs[0]);
+    if (x->rank < 3 || x->dims[x->rank - 1] != an->dims[1]) return a;
+    if (bias) {
+        braid_tensor ct = ox_in(n, 2);
+        if (ct.id >= count) return a;
+        const bg_node *c = bg_node_at(g, ct.id);
+        if (c->rank > 2 || (c->rank == 2 && c->dims[0] != 1)) return a;
+    }
+    return (braid_tensor){an->inputs[0]};
+}
+
+/* Gemm. Where A flattens a tensor x (gemm_unflattened) the product is
+ * taken on x itself (b broadcast over its leading dims, one product of M
+ * rows on every device) and reshaped to [M, N] last: the Reshape back to
+ * [..., N] that follows in such exports then cancels in the simplifier,
+ * and the bias add meets the node after it, as in a model written without
+ * the flattening (a residual add joins the matmul's epilogue, fuse rule
+ * 9). */
 static braid_status map_gemm(ox_node *n) {
     braid_graph *g = n->g;
     braid_tensor a = ox_in(n, 0), b = ox_in(n, 1);
     unsigned f = (ox_attr_int(n, "transA", 0) ? BRAID_TRANSPOSE_A : 0) |
                  (ox_attr_int(n, "transB", 0) ? BRAID_TRANSPOSE_B : 0);
     double alpha = ox_attr_float(n, "alpha", 1), beta = ox_attr_float(n, "beta", 1);
-    braid_tensor r = braid_matmul(g, a, b, f);
+    bool bias = ox_has(n, 2) && beta != 0;
+    braid_tensor x = gemm_unflattened(n, a, f, bias);
+    braid_tensor r = braid_matmul(g, x, b, f);
     if (alpha != 1) r = braid_mul(g, r, sc(n, r, alpha));
-    if (ox_has(n, 2) && beta != 0) {
+    if (bias) {
         braid_tensor c = ox_in(n, 2);
         if (beta != 1) c = braid_mul(g, c, sc(n, c, beta));
         r = braid_add(g, r, c);
+    }
+    int64_t d[BRAID_MAX_RANK];
+    int rank = x.id != a.id ? ox_rank(n, r, d) : 0; /* 0: r is invalid */
+    if (rank >= 1) {                                /* back to Gemm's [M, N] */
+        int64_t mn[2] = {ox_numel(rank - 1, d), d[rank - 1]};
+        r = reshape(n, r, 2, mn);
     }
     ox_out(n, 0, r, ox_in_elem(n, 0));
     return BRAID_OK;
