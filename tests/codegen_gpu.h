@@ -19,6 +19,7 @@
 
 #include "codegen/codegen.h"
 #include "graph/window.h"
+#include "passes/layout.h"
 #include "tests/support/support.h"
 
 /* ---- the node as a reference graph
@@ -267,6 +268,41 @@ static void gpu_case_init(gpu_case *c, const bp_plan *p, uint32_t id,
     }
 }
 
+/* Input x of a node as the kernel reads it when the plan made x a strided
+ * view (passes/layout.h): a buffer from the view's first element on, with
+ * x's elements at their layout's offsets (the gaps 0xA5 bytes), *bytes its
+ * size; NULL for a dense input. dense (x's elements in C order) is
+ * rewritten from the buffer, so that elements a broadcast axis (stride 0)
+ * shares are equal there too, as the reference must see them. */
+static void *gpu_strided_input(const bp_plan *p, uint32_t x, void *dense,
+                               size_t *bytes) {
+    const int64_t *st = bp_layout_of(p, x);
+    if (!st) return NULL;
+    const bg_node *xn = bg_node_at(p->res.graph, x);
+    size_t es = braid_dtype_size(xn->dtype);
+    int64_t numel = bg_numel(xn), ext = numel > 0 ? 1 : 0;
+    for (int a = 0; a < xn->rank && numel > 0; a++)
+        ext += (xn->dims[a] - 1) * st[a];
+    *bytes = (size_t)ext * es;
+    char *buf = malloc(*bytes ? *bytes : 1);
+    cr_assert_not_null(buf);
+    memset(buf, 0xA5, *bytes);
+    for (int pass = 0; pass < 2; pass++) /* scatter, then gather back */
+        for (int64_t i = 0; i < numel; i++) {
+            int64_t off = 0, rest = i;
+            for (int a = xn->rank - 1; a >= 0; a--) {
+                off += rest % xn->dims[a] * st[a];
+                rest /= xn->dims[a];
+            }
+            char *d = (char *)dense + i * (int64_t)es, *v = buf + off * es;
+            if (pass == 0)
+                memcpy(v, d, es);
+            else
+                memcpy(d, v, es);
+        }
+    return buf;
+}
+
 static void gpu_case_free(gpu_case *c) {
     for (uint32_t k = 0; k < c->nin; k++)
         free(c->host[k]);
@@ -392,6 +428,10 @@ static void gpu_check_kernel(const bp_plan *p, cudaLibrary_t lib,
     const bg_node *n = bg_node_at(p->res.graph, k->node);
     gpu_case c;
     gpu_case_init(&c, p, k->node, seed);
+    void *strided[BC_MAX_PARAMS] = {0}; /* inputs that are strided views */
+    size_t sbytes[BC_MAX_PARAMS] = {0};
+    for (uint32_t i = 0; i < c.nin && i < BC_MAX_PARAMS; i++)
+        strided[i] = gpu_strided_input(p, n->inputs[i], c.host[i], &sbytes[i]);
     size_t ob = bg_nbytes(n);
     braid_graph *g = gpu_node_graph(p, k->node, false, false);
     void *ref = gpu_ref(g, &c, ob);
@@ -420,7 +460,11 @@ static void gpu_check_kernel(const bp_plan *p, cudaLibrary_t lib,
     void *ptr[BC_MAX_PARAMS + 2] = {0};
     ptr[0] = gpu_alloc(ob, shift[0]);
     for (uint32_t i = 0; i < c.nin; i++)
-        ptr[1 + i] = gpu_upload(c.host[i], c.bytes[i], shift[1 + i]);
+        ptr[1 + i] = strided[i]
+                         ? gpu_upload(strided[i], sbytes[i], shift[1 + i])
+                         : gpu_upload(c.host[i], c.bytes[i], shift[1 + i]);
+    for (uint32_t i = 0; i < c.nin && i < BC_MAX_PARAMS; i++)
+        free(strided[i]);
     if (k->extra == BC_EXTRA_SCRATCH) {
         ptr[1 + c.nin] = gpu_alloc(k->scratch_bytes, 0);
     } else if (k->extra == BC_EXTRA_MATMUL) {
