@@ -243,25 +243,27 @@ static braid_status upload(br_cuda *c, uploader *u, uint32_t id, int dev,
     return s;
 }
 
-/* Bytes of the constants uploaded at creation. */
-static uint64_t upload_bytes(const br_cuda *c) {
+/* What creation uploads for node id: a constant placed on a GPU (into its
+ * own arena bytes), the copy of a cpu constant to a GPU (into a buffer of
+ * its own), or nothing. */
+typedef enum { UP_NONE, UP_ARENA, UP_COPY } up_kind;
+
+static up_kind uploads(const br_cuda *c, uint32_t id) {
     const bp_plan *p = c->plan;
-    uint64_t total = 0;
-    for (uint32_t i = 0; i < p->res.nschedule; i++) {
-        uint32_t id = p->res.schedule[i];
-        const bg_node *n = bg_node_at(p->res.graph, id);
-        const bp_tensor_place *pl = &p->res.info[id].place;
-        if ((n->op == BRAID_OP_CONSTANT && pl->storage == BP_STORAGE_ARENA &&
-             pl->arena < p->res.narenas && c->mem.kind[pl->arena] == 1) ||
-            c->node[id].kind == BR_NODE_CONST_H2D)
-            total += bg_nbytes(n);
-    }
-    return total;
+    const bp_tensor_place *pl = &p->res.info[id].place;
+    if (bg_node_at(p->res.graph, id)->op == BRAID_OP_CONSTANT &&
+        pl->storage == BP_STORAGE_ARENA && pl->arena < p->res.narenas &&
+        c->mem.kind[pl->arena] == 1)
+        return UP_ARENA;
+    return c->node[id].kind == BR_NODE_CONST_H2D ? UP_COPY : UP_NONE;
 }
 
 braid_status br_cuda_upload_constants(br_cuda *c) {
     const bp_plan *p = c->plan;
-    uint64_t total = upload_bytes(c);
+    uint64_t total = 0;
+    for (uint32_t i = 0; i < p->res.nschedule; i++)
+        if (uploads(c, p->res.schedule[i]) != UP_NONE)
+            total += bg_nbytes(bg_node_at(p->res.graph, p->res.schedule[i]));
     uploader u = {.dev = -1};
     /* pinned slots only where they pay (a failure: plain copies) */
     if (total >= UP_STAGED &&
@@ -276,14 +278,12 @@ braid_status br_cuda_upload_constants(br_cuda *c) {
         const bg_node *n = bg_node_at(p->res.graph, id);
         const bp_tensor_place *pl = &p->res.info[id].place;
         size_t bytes = bg_nbytes(n);
-        if (n->op == BRAID_OP_CONSTANT && pl->storage == BP_STORAGE_ARENA &&
-            pl->arena < p->res.narenas && c->mem.kind[pl->arena] == 1) {
-            /* a constant placed on a GPU: its arena bytes are its own */
+        up_kind k = uploads(c, id);
+        if (k == UP_ARENA) {
             s = upload(c, &u, id, p->res.arenas[pl->arena].device.index,
                        (char *)c->mem.arena[pl->arena] + pl->offset,
                        n->attr.data, bytes);
-        } else if (c->node[id].kind == BR_NODE_CONST_H2D) {
-            /* a copy of a cpu constant: its own device buffer */
+        } else if (k == UP_COPY) {
             s = br_cuda_use(c, "braid_exec_new", id, c->node[id].dev);
             if (s == BRAID_OK)
                 s = br_cu(c, "braid_exec_new", id, "cudaMalloc (constant)",

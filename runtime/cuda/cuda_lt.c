@@ -43,14 +43,17 @@
 
 static const char *const WHERE = "braid_exec_new";
 
-/* cublasLtMatmul's beta and C: the residual with beta 1 (D = A·B + C +
- * bias), else D itself with beta 0. */
-static const float lt_one = 1.0f, lt_zero = 0.0f;
-static const void *lt_beta(const br_lt *L) {
-    return L->pr ? &lt_one : &lt_zero;
-}
-static const void *lt_c(const br_lt *L) {
-    return L->pr ? L->pr : L->pd;
+/* One cublasLtMatmul of L with algorithm algo on queue q's handle and
+ * workspace, stream s: D = A·B + bias, or with a residual D = A·B + C +
+ * bias (C the residual, beta 1; else C is D with beta 0). */
+static cublasStatus_t lt_call(const br_cuda *c, uint32_t q, const br_lt *L,
+                              const cublasLtMatmulAlgo_t *algo,
+                              cudaStream_t s) {
+    static const float one = 1.0f, zero = 0.0f;
+    return cublasLtMatmul(c->blas.lt_handle[q], L->desc, &one, L->pb, L->lay_b,
+                          L->pa, L->lay_a, L->pr ? &one : &zero,
+                          L->pr ? L->pr : L->pd, L->lay_c, L->pd, L->lay_c,
+                          algo, c->blas.lt_ws[q], BR_LT_WORKSPACE, s);
 }
 
 /* What the pattern match found. */
@@ -372,15 +375,11 @@ static float time_algo(br_cuda *c, uint32_t q, br_lt *L,
                        const cublasLtMatmulAlgo_t *algo, cudaEvent_t e0,
                        cudaEvent_t e1) {
     cudaStream_t s = br_cuda_stream(c, q);
-    float one = 1.0f, ms = -1.0f;
+    float ms = -1.0f;
     bool ok = true;
     for (int r = 0; ok && r <= LT_REPS; r++) {
         if (r == 1) ok = cudaEventRecord(e0, s) == cudaSuccess;
-        ok = ok &&
-             cublasLtMatmul(c->blas.lt_handle[q], L->desc, &one, L->pb,
-                            L->lay_b, L->pa, L->lay_a, lt_beta(L), lt_c(L),
-                            L->lay_c, L->pd, L->lay_c, algo, c->blas.lt_ws[q],
-                            BR_LT_WORKSPACE, s) == CUBLAS_STATUS_SUCCESS;
+        ok = ok && lt_call(c, q, L, algo, s) == CUBLAS_STATUS_SUCCESS;
     }
     if (ok && cudaEventRecord(e1, s) == cudaSuccess &&
         cudaEventSynchronize(e1) == cudaSuccess &&
@@ -428,12 +427,16 @@ static braid_status time_candidates(br_cuda *c, uint32_t id, uint32_t q,
 static cublasStatus_t choose(br_cuda *c, uint32_t id, uint32_t q,
                              const lt_match *m, br_lt *L, int *found,
                              braid_status *err) {
-    cublasLtMatmulPreference_t pref = NULL;
-    cublasStatus_t st = cublasLtMatmulPreferenceCreate(&pref);
-    uint64_t ws = BR_LT_WORKSPACE;
     uint32_t al[4] = {align_of(L->pb), align_of(L->pa),
                       align_of(L->pr ? L->pr : L->pd),
                       align_of(L->pd)}; /* A, B, C, D */
+    lt_key k = key_of(c, id, m, al);
+    *err = BRAID_OK;
+    *found = chosen_find(&k, &L->algo) ? 1 : 0;
+    if (*found) return CUBLAS_STATUS_SUCCESS; /* chosen before */
+    cublasLtMatmulPreference_t pref = NULL;
+    cublasStatus_t st = cublasLtMatmulPreferenceCreate(&pref);
+    uint64_t ws = BR_LT_WORKSPACE;
     static const cublasLtMatmulPreferenceAttributes_t which[4] = {
         CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES,
         CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
@@ -447,15 +450,7 @@ static cublasStatus_t choose(br_cuda *c, uint32_t id, uint32_t q,
                                                   sizeof al[i]);
     cublasLtMatmulHeuristicResult_t res[LT_TRY];
     memset(res, 0, sizeof res);
-    *found = 0;
-    *err = BRAID_OK;
-    bool tune = tuning_on();
-    lt_key k = key_of(c, id, m, al);
-    if (st == CUBLAS_STATUS_SUCCESS && chosen_find(&k, &L->algo)) {
-        cublasLtMatmulPreferenceDestroy(pref); /* chosen before */
-        *found = 1;
-        return st;
-    }
+    bool tune = k.timed;
     if (st == CUBLAS_STATUS_SUCCESS)
         st = cublasLtMatmulAlgoGetHeuristic(
             c->blas.lt_handle[q], L->desc, L->lay_b, L->lay_a, L->lay_c,
@@ -524,7 +519,6 @@ static braid_status nan_probe(br_cuda *c, uint32_t id, const lt_match *m,
     cudaStream_t s = br_cuda_stream(c, q);
     size_t es = braid_dtype_size(m->g.dtype);
     uint64_t nd = bg_nbytes(bg_node_at(c->plan->res.graph, id));
-    float one = 1.0f;
     fill_nan(m->g.dtype, host, m->g.n);
     braid_status r = br_cu(c, WHERE, id, "cudaMemcpyAsync (NaN check)",
                            cudaMemcpyAsync(dnan, host, (size_t)m->g.n * es,
@@ -534,10 +528,7 @@ static braid_status nan_probe(br_cuda *c, uint32_t id, const lt_match *m,
         *st = cublasLtMatmulDescSetAttribute(
             L->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &dnan, sizeof dnan);
     if (r == BRAID_OK && *st == CUBLAS_STATUS_SUCCESS) {
-        *st = cublasLtMatmul(c->blas.lt_handle[q], L->desc, &one, L->pb,
-                             L->lay_b, L->pa, L->lay_a, lt_beta(L), lt_c(L),
-                             L->lay_c, L->pd, L->lay_c, &L->algo,
-                             c->blas.lt_ws[q], BR_LT_WORKSPACE, s);
+        *st = lt_call(c, q, L, &L->algo, s);
         cublasLtMatmulDescSetAttribute(L->desc,
                                        CUBLASLT_MATMUL_DESC_BIAS_POINTER,
                                        &L->pbias, sizeof L->pbias);
@@ -772,13 +763,8 @@ braid_status br_cuda_lt_matmul(br_cuda *c, uint32_t id, cudaStream_t s,
         return BRAID_OK;
     }
     uint32_t q = c->node[id].queue;
-    float one = 1.0f;
-    braid_status r =
-        br_blas(c, "braid_run", id, "cublasLtMatmul",
-                cublasLtMatmul(c->blas.lt_handle[q], L->desc, &one, L->pb,
-                               L->lay_b, L->pa, L->lay_a, lt_beta(L), lt_c(L),
-                               L->lay_c, L->pd, L->lay_c, &L->algo,
-                               c->blas.lt_ws[q], BR_LT_WORKSPACE, s));
+    braid_status r = br_blas(c, "braid_run", id, "cublasLtMatmul",
+                             lt_call(c, q, L, &L->algo, s));
     *done = r == BRAID_OK;
     return r;
 }
