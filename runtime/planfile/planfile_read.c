@@ -502,11 +502,11 @@ static braid_status read_sections(br_pf_load *L) {
     return s;
 }
 
-/* ---- threads for large files
- * --------------------------------------------------- Reading a file of
- * hundreds of megabytes and checking its sections' CRCs is memory-bound work
- * one core does at a few GB/s; files from LOAD_THREADED bytes up are read and
- * checked on up to LOAD_THREADS threads. */
+/* ---- threads for large files ------------------------------------------------
+ * Reading a file of hundreds of megabytes and checking its sections' CRCs
+ * is memory-bound work one core does at a few GB/s; files from
+ * LOAD_THREADED bytes up are read and checked on up to LOAD_THREADS
+ * threads. */
 
 #define LOAD_THREADED ((size_t)64 << 20)
 #define LOAD_THREADS 8
@@ -784,12 +784,13 @@ static void read_chunks(void *ctx, int64_t begin, int64_t end) {
 }
 
 /* The file's bytes, read whole into a holder: from a regular file with one
- * read() per chunk into a buffer of its size (large files by pool's
- * threads), from anything else (a pipe) growing the buffer. The bytes are
+ * read() per chunk into a buffer of its size (a large one in parallel on
+ * *pool, the threads load_pool makes for it, which the caller frees), from
+ * anything else (a pipe) growing the buffer. The bytes are
  * braid's own memory, not a mapping of the file: a file truncated or
  * rewritten after the load cannot fault the caller (SIGBUS) or change a
  * loaded plan behind the checksums' back. */
-static braid_status read_file(const char *path, br_pool *pool, image **out,
+static braid_status read_file(const char *path, br_pool **pool, image **out,
                               size_t *len) {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
@@ -801,12 +802,13 @@ static braid_status read_file(const char *path, br_pool *pool, image **out,
     size_t cap = regular ? (size_t)st.st_size : (size_t)1 << 16, n = 0;
     image *im = image_new(cap);
     braid_status s = BRAID_OK;
-    if (im && regular && pool && cap >= LOAD_THREADED) {
+    *pool = regular ? load_pool(cap) : NULL; /* kept for the CRCs */
+    if (im && *pool) {
         read_job j = {.fd = fd, .bytes = im->bytes, .size = cap};
         atomic_init(&j.end, cap);
         atomic_init(&j.err, 0);
-        br_parallel_for(pool, (int64_t)((cap + READ_CHUNK - 1) / READ_CHUNK), 1,
-                        read_chunks, &j);
+        br_parallel_for(*pool, (int64_t)((cap + READ_CHUNK - 1) / READ_CHUNK),
+                        1, read_chunks, &j);
         n = atomic_load(&j.end);
         if (atomic_load(&j.err))
             s = bg_set_last_error(BRAID_ERR_IO, "plan file %s: cannot read: %s",
@@ -861,11 +863,8 @@ braid_status braid_plan_load(const char *path, const braid_load_options *opts,
                                  !path ? "path" : "plan");
     image *im = NULL;
     size_t len = 0;
-    struct stat st; /* threads for a large regular file, shared by the steps */
-    br_pool *pool = stat(path, &st) == 0 && S_ISREG(st.st_mode)
-                        ? load_pool((size_t)st.st_size)
-                        : NULL;
-    braid_status s = read_file(path, pool, &im, &len);
+    br_pool *pool = NULL; /* a large file's threads, for the CRCs too */
+    braid_status s = read_file(path, &pool, &im, &len);
     if (s != BRAID_OK) {
         br_pool_free(pool);
         return s;
