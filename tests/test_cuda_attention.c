@@ -18,24 +18,6 @@
 
 #define DIMS(...) ((const int64_t[]){__VA_ARGS__})
 
-/* The plan of g (hinted to cuda:0) has one attention node, on cuda:0. */
-static void assert_one_attention(braid_graph *g, const char *what) {
-    braid_compile_options o = tc_options();
-    o.archs = "none";
-    braid_plan *p = NULL;
-    cr_assert_eq(braid_compile(g, &o, &p), BRAID_OK, "%s: %s", what,
-                 braid_last_error());
-    uint32_t n = 0;
-    for (uint32_t id = 0; id < p->res.graph->nnodes; id++)
-        if (p->res.graph->nodes[id].op == BRAID_OP_ATTENTION) {
-            cr_assert_eq(p->res.info[id].device.kind, BP_DEVICE_CUDA, "%s",
-                         what);
-            n++;
-        }
-    cr_assert_eq(n, 1, "%s: %u attention nodes", what, (unsigned)n);
-    braid_plan_free(p);
-}
-
 /* mask: 0 none, 1 [T] with every 7th key -inf, 2 [S,T] with row 0 all
  * -inf (a fully masked row), 3 [B,H,S,T]; a constant, so its -inf
  * entries survive (random inputs cover [-1, 1] only). */
@@ -80,7 +62,7 @@ static void one_case(braid_dtype dt, int64_t B, int64_t S, int64_t T, int64_t H,
                                      causal ? BRAID_ATTENTION_CAUSAL : 0);
     ts_range r[3] = {TS_RANGE(-1, 1), TS_RANGE(-1, 1), TS_RANGE(-1, 1)};
     TC_CHECK(g, y, r, seed, what);
-    assert_one_attention(g, what);
+    tc_assert_one_on_gpu(g, BRAID_OP_ATTENTION, what);
     braid_graph_free(g);
 }
 

@@ -69,6 +69,26 @@ static inline braid_compile_options tc_options(void) {
     return o;
 }
 
+/* The plan of g (hinted to cuda:0) holds exactly one node of op, placed on
+ * cuda:0 (compiled without kernels: a check of placement only). */
+static inline void tc_assert_one_on_gpu(const braid_graph *g, braid_op op,
+                                        const char *what) {
+    braid_compile_options o = tc_options();
+    o.archs = "none";
+    braid_plan *p = NULL;
+    cr_assert_eq(braid_compile(g, &o, &p), BRAID_OK, "%s: %s", what,
+                 braid_last_error());
+    uint32_t n = 0;
+    for (uint32_t id = 0; id < p->res.graph->nnodes; id++)
+        if (p->res.graph->nodes[id].op == op) {
+            cr_assert_eq(p->res.info[id].device.kind, BP_DEVICE_CUDA, "%s",
+                         what);
+            n++;
+        }
+    cr_assert_eq(n, 1, "%s: %u %s nodes", what, (unsigned)n, bg_op(op)->name);
+    braid_plan_free(p);
+}
+
 /* Logs g in the text format (for reproducing a failure by hand). */
 static inline void tc_log_graph(const braid_graph *g) {
     char *text = NULL;

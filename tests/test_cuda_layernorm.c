@@ -16,24 +16,6 @@
 
 #define DIMS(...) ((const int64_t[]){__VA_ARGS__})
 
-/* The plan of g (hinted to cuda:0) has one layer_norm node, on cuda:0. */
-static void assert_one_layer_norm(braid_graph *g, const char *what) {
-    braid_compile_options o = tc_options();
-    o.archs = "none";
-    braid_plan *p = NULL;
-    cr_assert_eq(braid_compile(g, &o, &p), BRAID_OK, "%s: %s", what,
-                 braid_last_error());
-    uint32_t n = 0;
-    for (uint32_t id = 0; id < p->res.graph->nnodes; id++)
-        if (p->res.graph->nodes[id].op == BRAID_OP_LAYER_NORM) {
-            cr_assert_eq(p->res.info[id].device.kind, BP_DEVICE_CUDA, "%s",
-                         what);
-            n++;
-        }
-    cr_assert_eq(n, 1, "%s: %u layer_norm nodes", what, (unsigned)n);
-    braid_plan_free(p);
-}
-
 static void one_case(braid_dtype dt, int64_t rows, int64_t C, bool affine,
                      ts_range r, uint64_t seed) {
     char what[160];
@@ -50,7 +32,7 @@ static void one_case(braid_dtype dt, int64_t rows, int64_t C, bool affine,
     }
     braid_tensor y = braid_layer_norm(g, x, gm, bt, 1e-5);
     TC_CHECK(g, y, ranges, seed, what);
-    assert_one_layer_norm(g, what);
+    tc_assert_one_on_gpu(g, BRAID_OP_LAYER_NORM, what);
     braid_graph_free(g);
 }
 

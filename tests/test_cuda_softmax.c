@@ -16,24 +16,6 @@
 
 #define DIMS(...) ((const int64_t[]){__VA_ARGS__})
 
-/* The plan of g (hinted to cuda:0) has one softmax node, on cuda:0. */
-static void assert_one_softmax(braid_graph *g, const char *what) {
-    braid_compile_options o = tc_options();
-    o.archs = "none";
-    braid_plan *p = NULL;
-    cr_assert_eq(braid_compile(g, &o, &p), BRAID_OK, "%s: %s", what,
-                 braid_last_error());
-    uint32_t n = 0;
-    for (uint32_t id = 0; id < p->res.graph->nnodes; id++)
-        if (p->res.graph->nodes[id].op == BRAID_OP_SOFTMAX) {
-            cr_assert_eq(p->res.info[id].device.kind, BP_DEVICE_CUDA, "%s",
-                         what);
-            n++;
-        }
-    cr_assert_eq(n, 1, "%s: %u softmax nodes", what, (unsigned)n);
-    braid_plan_free(p);
-}
-
 static void one_case(braid_dtype dt, int64_t rows, int64_t C, bool prologue,
                      ts_range r, uint64_t seed) {
     char what[160];
@@ -49,7 +31,7 @@ static void one_case(braid_dtype dt, int64_t rows, int64_t C, bool prologue,
     }
     braid_tensor y = braid_softmax(g, x, 1);
     TC_CHECK(g, y, ranges, seed, what);
-    assert_one_softmax(g, what);
+    tc_assert_one_on_gpu(g, BRAID_OP_SOFTMAX, what);
     braid_graph_free(g);
 }
 
