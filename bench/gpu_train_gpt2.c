@@ -14,7 +14,9 @@
  * very first run, which loads kernels, reported apart); the plan's kernel
  * count and copying assigns as in gpu_train_step, and the kernels by op.
  * `--small` runs batch 2, 16 tokens, width 64, 4 heads on whatever devices
- * exist (a smoke test without a GPU).
+ * exist (a smoke test without a GPU). With BENCH_PROFILE=1 in the
+ * environment, five more runs are profiled (braid_exec_set_profiling) and
+ * the per-node and per-op table printed last.
  *
  * Prints "RESULT train_gpt2 braid_ms=… first_ms=… kernels=… copies=…". */
 #define _POSIX_C_SOURCE 200809L
@@ -58,6 +60,18 @@ int main(int argc, char **argv) {
     ob.data = &loss;
     double t = bn_time_runs(e, NULL, 0, &ob, 1, 2, 10, NULL);
     bool ok = isfinite(loss) && loss < loss0;
+    const char *prof = getenv("BENCH_PROFILE");
+    if (prof != NULL && strcmp(prof, "1") == 0) {
+        float lp; /* the loss of these runs (the step count's stays) */
+        braid_output_binding pb = {"loss", &lp, sizeof lp};
+        BN_OK(braid_exec_set_profiling(e, true));
+        for (int i = 0; i < 5; i++)
+            BN_OK(braid_run(e, NULL, 0, &pb, 1));
+        braid_profile *pr = NULL;
+        BN_OK(braid_exec_profile(e, &pr));
+        BN_OK(braid_profile_print(pr, stdout));
+        braid_profile_free(pr);
+    }
     printf("train step fp32 GPT-2 block, batch %lld x %lld tokens, width "
            "%lld, %lld heads (forward, backward, AdamW) on %s: braid %.3f ms "
            "per step (first timed run %.1f ms; compile %.2f s); %d kernels, "

@@ -24,6 +24,7 @@ fused AdamW (fused=True) for reference. Prints
 PyTorch. `--only mlp` or `--only gpt2` runs one of them (bench/gpu.sh runs
 each under its own time limit); the default runs both."""
 import math
+import os
 import statistics
 import sys
 import time
@@ -119,6 +120,20 @@ def make_gpt2_step(torch, x, ps, mask, opt):
     return step
 
 
+def profile(torch, step):
+    """The compiled step's GPU kernels over 5 steps (BENCH_PROFILE=1), by
+    total CUDA time: what bench/gpu_train_gpt2's profile is compared with."""
+    from torch.profiler import ProfilerActivity, profile as tprofile
+    step()
+    torch.cuda.synchronize()
+    with tprofile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(5):
+            step()
+        torch.cuda.synchronize()
+    print(prof.key_averages().table(sort_by="cuda_time_total", row_limit=40,
+                                    max_name_column_width=70))
+
+
 def run_mlp(torch):
     x, ps = model(torch)
     opt = torch.optim.AdamW(ps, fused=True)
@@ -149,6 +164,8 @@ def run_gpt2(torch):
                          torch)
     except Exception as e:  # report, keep the eager figure
         print("torch.compile failed:", repr(e)[:300], file=sys.stderr)
+    if os.environ.get("BENCH_PROFILE") == "1" and compiled == compiled:
+        profile(torch, torch.compile(make_gpt2_step(torch, x, ps, mask, opt)))
     print(f"train step fp32 GPT-2 block, batch {GB} x {GT} tokens, width {GC}, "
           f"{GH} heads: torch.compile {compiled:.3f} ms "
           f"({time.perf_counter() - t0:.1f} s with compilation), "

@@ -15,6 +15,22 @@ struct bg_grad_ctx {
     uint32_t nold;  /* nodes before braid_grad (the ones differentiated) */
     uint8_t *on;    /* per old node: on a path from a wrt to the loss */
     uint32_t *adj;  /* per old node: its gradient so far, or BG_NONE */
+    /* Contributions of slices along one axis, held back until every
+     * consumer of the sliced node has had its turn (bg_grad_acc_slice) */
+    uint32_t *piece_head;  /* per old node: its first piece, or BG_NONE */
+    bg_grad_piece *pieces; /* npieces entries, capacity piece_cap */
+    uint32_t npieces, piece_cap;
+};
+
+/* One held-back contribution: t, the gradient of a slice that kept
+ * [start, start + t's size) of axis `axis` of node `of` (all else whole). */
+struct bg_grad_piece {
+    uint32_t of;   /* the sliced node */
+    uint32_t next; /* the node's next piece, or BG_NONE */
+    int axis;      /* the one narrowed axis */
+    int64_t start; /* where t begins along it */
+    int64_t count; /* t's size along it */
+    uint32_t t;    /* the contribution */
 };
 
 braid_graph *bg_grad_graph(bg_grad_ctx *c) {
@@ -33,6 +49,95 @@ void bg_grad_acc(bg_grad_ctx *c, const bg_grad_node *n, uint32_t k,
         c->adj[in] = t.id;
     else
         c->adj[in] = braid_add(c->g, (braid_tensor){c->adj[in]}, t).id;
+}
+
+void bg_grad_acc_slice(bg_grad_ctx *c, const bg_grad_node *n, int axis,
+                       int64_t start, braid_tensor t) {
+    if (!bg_grad_wants(c, n, 0) || !braid_tensor_valid(t)) return;
+    if (c->npieces == c->piece_cap) {
+        uint32_t cap = c->piece_cap ? 2 * c->piece_cap : 16;
+        bg_grad_piece *p = bg_realloc(c->g, c->pieces, c->piece_cap * sizeof *p,
+                                      (size_t)cap * sizeof *p);
+        if (p == NULL) return;
+        c->pieces = p;
+        c->piece_cap = cap;
+    }
+    int rank;
+    int64_t dims[BRAID_MAX_RANK];
+    bg_grad_type(c, t.id, NULL, &rank, dims);
+    uint32_t in = n->inputs[0], k = c->npieces++;
+    c->pieces[k] = (bg_grad_piece){.of = in,
+                                   .next = c->piece_head[in],
+                                   .axis = axis,
+                                   .start = start,
+                                   .count = dims[axis],
+                                   .t = t.id};
+    c->piece_head[in] = k;
+}
+
+/* Whether node id's held-back pieces all lie along one axis without
+ * overlapping; *n gets how many there are, order[] their indexes sorted
+ * by start (at most max; more is "no"). */
+static bool gd_pieces_tile(const bg_grad_ctx *c, uint32_t id, uint32_t *order,
+                           uint32_t max, uint32_t *n) {
+    *n = 0;
+    int axis = c->pieces[c->piece_head[id]].axis;
+    for (uint32_t k = c->piece_head[id]; k != BG_NONE; k = c->pieces[k].next) {
+        if (*n == max || c->pieces[k].axis != axis) return false;
+        uint32_t i = (*n)++; /* insertion by start */
+        for (; i > 0 && c->pieces[order[i - 1]].start > c->pieces[k].start; i--)
+            order[i] = order[i - 1];
+        order[i] = k;
+    }
+    for (uint32_t i = 1; i < *n; i++) {
+        const bg_grad_piece *a = &c->pieces[order[i - 1]];
+        if (a->start + a->count > c->pieces[order[i]].start) return false;
+    }
+    return true;
+}
+
+/* Adds node id's held-back slice pieces to its gradient: pieces that tile
+ * one axis without overlapping become one concat (zeros in the gaps), as
+ * a tensor split into parts has one gradient copy rather than a padded
+ * copy per part added up; others are each padded back and added. */
+static void gd_settle_pieces(bg_grad_ctx *c, uint32_t id) {
+    enum { MAX = 64 };
+    uint32_t order[MAX], n;
+    if (c->piece_head[id] == BG_NONE) return;
+    braid_dtype dt;
+    int rank;
+    int64_t dims[BRAID_MAX_RANK];
+    bg_grad_type(c, id, &dt, &rank, dims);
+    bg_grad_node self = {.ninputs = 1, .inputs = &id};
+    if (!gd_pieces_tile(c, id, order, MAX, &n)) {
+        for (uint32_t k = c->piece_head[id]; k != BG_NONE;
+             k = c->pieces[k].next) {
+            const bg_grad_piece *p = &c->pieces[k];
+            bg_grad_acc(c, &self, 0,
+                        bg_grad_unslice_axis(c, (braid_tensor){p->t}, p->axis,
+                                             dims[p->axis], p->start, 1));
+        }
+        c->piece_head[id] = BG_NONE;
+        return;
+    }
+    int axis = c->pieces[c->piece_head[id]].axis;
+    braid_tensor parts[2 * MAX + 1];
+    int np = 0;
+    int64_t at = 0, full = dims[axis];
+    for (uint32_t i = 0; i <= n; i++) {
+        int64_t next = i < n ? c->pieces[order[i]].start : full;
+        if (next > at) { /* zeros up to the next piece */
+            dims[axis] = next - at;
+            parts[np++] = bg_grad_zeros(c, dt, rank, dims);
+        }
+        if (i < n) {
+            parts[np++] = (braid_tensor){c->pieces[order[i]].t};
+            at = next + c->pieces[order[i]].count;
+        }
+    }
+    c->piece_head[id] = BG_NONE;
+    bg_grad_acc(c, &self, 0,
+                np == 1 ? parts[0] : braid_concat(c->g, np, parts, axis));
 }
 
 /* Gradients flow only through float tensors: an i32 or bool value (a
@@ -129,6 +234,7 @@ static void gd_backward(bg_grad_ctx *c, uint32_t loss) {
     const bg_node *l = bg_node_at(g, loss);
     c->adj[loss] = braid_fill(g, l->dtype, l->rank, l->dims, 1.0).id;
     for (uint32_t id = loss + 1; id-- > 0 && g->status == BRAID_OK;) {
+        gd_settle_pieces(c, id); /* every consumer of id has had its turn */
         if (!c->on[id] || c->adj[id] == BG_NONE || !gd_feeds_back(c, id))
             continue;
         bg_grad_rule r = gd_rule(c, id);
@@ -210,12 +316,18 @@ braid_status braid_grad(braid_graph *g, braid_tensor loss, size_t n,
     bg_grad_ctx c = {.g = g, .nold = g->nnodes};
     c.on = bg_alloc(g, c.nold);
     c.adj = bg_alloc(g, (size_t)c.nold * sizeof *c.adj);
-    if (c.on != NULL && c.adj != NULL) {
+    c.piece_head = bg_alloc(g, (size_t)c.nold * sizeof *c.piece_head);
+    if (c.on != NULL && c.adj != NULL && c.piece_head != NULL) {
         memset(c.on, 0, c.nold);
+        for (uint32_t i = 0; i < c.nold; i++)
+            c.piece_head[i] = BG_NONE;
         s = gd_run(&c, loss, n, wrt, grads_out);
     } else {
         s = g->status;
     }
+    bg_free(g, c.pieces, (size_t)c.piece_cap * sizeof *c.pieces);
+    bg_free(g, c.piece_head,
+            c.piece_head ? (size_t)c.nold * sizeof *c.piece_head : 0);
     bg_free(g, c.adj, c.adj ? (size_t)c.nold * sizeof *c.adj : 0);
     bg_free(g, c.on, c.on ? c.nold : 0);
     return s;

@@ -38,6 +38,15 @@ bool bg_grad_wants(bg_grad_ctx *c, const bg_grad_node *n, uint32_t k);
 void bg_grad_acc(bg_grad_ctx *c, const bg_grad_node *n, uint32_t k,
                  braid_tensor t);
 
+/* Contribution t to the gradient of input 0 of slice n, which kept
+ * [start, start + t's size) of axis `axis` and every other axis whole
+ * with step 1: held back until all of the input's consumers are done, so
+ * that slices tiling one axis (a tensor split into parts) give one concat
+ * of their gradients instead of a padded copy each, added up. */
+typedef struct bg_grad_piece bg_grad_piece;
+void bg_grad_acc_slice(bg_grad_ctx *c, const bg_grad_node *n, int axis,
+                       int64_t start, braid_tensor t);
+
 /* A rule: given node n and the gradient gy of the loss with respect to n's
  * output (n's shape and dtype), adds the contributions of n's inputs with
  * bg_grad_acc. Errors are recorded on the graph by the builders. */

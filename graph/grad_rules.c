@@ -330,7 +330,9 @@ static braid_tensor gr_reverse_axis(bg_grad_ctx *c, braid_tensor gy,
     return braid_slice(bg_grad_graph(c), gy, start, stop, step);
 }
 
-/* Axis by axis, each sliced axis grows back to its full size with zeros
+/* A slice narrowing one axis with step 1 is held back (bg_grad_acc_slice:
+ * the parts of a split give one concat). Otherwise axis by axis, each
+ * sliced axis grows back to its full size with zeros
  * where slicing dropped elements. A negative step took the elements
  * start, start + step, ... backwards: gy is reversed along that axis
  * first, making it the slice from the lowest index with step -step. */
@@ -338,6 +340,16 @@ static void gr_slice(bg_grad_ctx *c, const bg_grad_node *n, braid_tensor gy) {
     int rank;
     int64_t dims[BRAID_MAX_RANK];
     bg_grad_type(c, n->inputs[0], NULL, &rank, dims);
+    int narrowed = -1, count = 0;
+    for (int i = 0; i < rank; i++)
+        if (n->attr.step[i] != 1 || n->dims[i] != dims[i]) {
+            narrowed = i;
+            count += n->attr.step[i] == 1 ? 1 : 2;
+        }
+    if (count == 1) { /* one part of a split, perhaps: held back */
+        bg_grad_acc_slice(c, n, narrowed, n->attr.start[narrowed], gy);
+        return;
+    }
     for (int i = 0; i < rank; i++) {
         int64_t start = n->attr.start[i], step = n->attr.step[i];
         if (step < 0 && n->dims[i] > 0) {

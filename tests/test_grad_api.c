@@ -105,6 +105,58 @@ Test(grad_api, paths_add_up) {
     expect_values(g, (double[]){1, 1.75, 16}, 3, "x²+x³");
 }
 
+/* x[lo, hi) of a 1-D x. */
+static braid_tensor part(braid_graph *g, braid_tensor x, int64_t lo,
+                         int64_t hi) {
+    return braid_slice(g, x, &lo, &hi, NULL);
+}
+
+/* x split into [0,3), [3,5) and [7,9) (5..6 unused): sum a² + 3·sum b +
+ * sum c³. */
+static braid_tensor l_split(braid_graph *g, braid_tensor x) {
+    braid_tensor a = part(g, x, 0, 3), b = part(g, x, 3, 5),
+                 c = part(g, x, 7, 9);
+    braid_tensor l = braid_add(
+        g, sum_all(g, braid_square(g, a)),
+        sum_all(g, braid_mul(g, b, braid_fill(g, BRAID_F64, 0, NULL, 3))));
+    return braid_add(g, l, sum_all(g, braid_mul(g, braid_square(g, c), c)));
+}
+
+/* [0,5) and [3,9) overlap: sum a² + sum b³. */
+static braid_tensor l_overlap(braid_graph *g, braid_tensor x) {
+    braid_tensor a = part(g, x, 0, 5), b = part(g, x, 3, 9);
+    return braid_add(g, sum_all(g, braid_square(g, a)),
+                     sum_all(g, braid_mul(g, braid_square(g, b), b)));
+}
+
+/* Concat nodes among the gradient's nodes of fn's loss. */
+static int grad_concats(loss_fn fn) {
+    braid_graph *g = braid_graph_new(NULL);
+    braid_tensor x = braid_input(g, "x", BRAID_F64, 1, DIMS(9));
+    braid_tensor loss = fn(g, x), gx;
+    uint32_t before = braid_graph_node_count(g);
+    cr_assert_eq(braid_grad(g, loss, 1, &x, &gx), BRAID_OK, "%s",
+                 braid_graph_error(g));
+    int n = 0;
+    for (uint32_t id = before; id < braid_graph_node_count(g); id++)
+        n += g->nodes[id].op == BRAID_OP_CONCAT;
+    braid_graph_free(g);
+    return n;
+}
+
+/* The parts of a split give one concat of their gradients (zeros where no
+ * part reads); overlapping slices are padded back each and added. */
+Test(grad_api, split_parts_join_in_one_concat) {
+    double x[9] = {1, -2, 0.5, 4, -1, 7, 8, -0.5, 2}, g[9];
+    grad_at(l_split, x, 9, g);
+    expect_values(g, (double[]){2, -4, 1, 3, 3, 0, 0, 0.75, 12}, 9, "split");
+    cr_expect_eq(grad_concats(l_split), 1);
+    grad_at(l_overlap, x, 9, g);
+    expect_values(g, (double[]){2, -4, 1, 8 + 48, -2 + 3, 147, 192, 0.75, 12},
+                  9, "overlap");
+    cr_expect_eq(grad_concats(l_overlap), 2);
+}
+
 Test(grad_api, wrt_off_the_path_is_zero_and_loss_itself_is_one) {
     braid_graph *g = braid_graph_new(NULL);
     braid_tensor x = braid_input(g, "x", BRAID_F32, 2, DIMS(2, 3));
