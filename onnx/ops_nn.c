@@ -59,25 +59,35 @@ static braid_status map_matmul(ox_node *n) {
     return BRAID_OK;
 }
 
-/* The tensor a Gemm's A flattens, when A is a reshape of x [..., K] (rank
- * >= 3) to [M, K] and C (if any) is a row [N] / [1, N] or a scalar: HF
- * Conv1D's export, Reshape -> Gemm -> Reshape. Else A itself. */
+/* The tensor a Gemm's A flattens, as [lead..., K], when A is a reshape of
+ * x to [M, K] where x's leading dims multiply to M in at least two of them
+ * (x [..., K] itself; or, say, attention's heads [B, T, H, D] as
+ * [B, T, H·D], a view) and C (if any) is a row [N] / [1, N] or a scalar:
+ * HF Conv1D's export, Reshape -> Gemm -> Reshape. Else A itself. */
 static braid_tensor gemm_unflattened(ox_node *n, braid_tensor a, unsigned f,
                                      bool bias) {
-    const braid_graph *g = n->g;
-    uint32_t count = braid_graph_node_count(g);
-    if ((f & BRAID_TRANSPOSE_A) || a.id >= count) return a; /* invalid */
+    braid_graph *g = n->g;
+    if ((f & BRAID_TRANSPOSE_A) || a.id >= braid_graph_node_count(g))
+        return a; /* invalid */
     const bg_node *an = bg_node_at(g, a.id);
     if (an->op != BRAID_OP_RESHAPE || an->rank != 2) return a;
-    const bg_node *x = bg_node_at(g, an->inputs[0]);
-    if (x->rank < 3 || x->dims[x->rank - 1] != an->dims[1]) return a;
+    uint32_t xid = an->inputs[0];
+    int64_t m = an->dims[0], k = an->dims[1], lead = 1, d[BRAID_MAX_RANK];
+    const bg_node *x = bg_node_at(g, xid);
+    int rank = x->rank, j = 0;
+    memcpy(d, x->dims, sizeof d);
+    while (j < rank && (lead != m || j < 2))
+        lead *= d[j++];
+    if (lead != m || j < 2 || j == rank) return a;
     if (bias) {
-        braid_tensor ct = ox_in(n, 2);
-        if (ct.id >= count) return a;
+        braid_tensor ct = ox_in(n, 2); /* may add the initializer's node */
+        if (ct.id >= braid_graph_node_count(g)) return a;
         const bg_node *c = bg_node_at(g, ct.id);
         if (c->rank > 2 || (c->rank == 2 && c->dims[0] != 1)) return a;
     }
-    return (braid_tensor){an->inputs[0]};
+    if (j == rank - 1) return (braid_tensor){xid};
+    d[j] = k;
+    return reshape(n, (braid_tensor){xid}, j + 1, d);
 }
 
 /* Gemm. Where A flattens a tensor x (gemm_unflattened) the product is
