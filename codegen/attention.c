@@ -19,6 +19,16 @@
  * is acc / l, or 0 when l is 0 (a fully masked row). Causal blocks stop
  * at the tile holding their last row's diagonal.
  *
+ * Few rows of at most 64 elements (GPT-2 small's prefill: 12 heads × 128
+ * rows of 64) take the key-parallel form instead: a warp owns one query
+ * row, held whole in every lane's registers, and each lane scores its own
+ * key of a 32-key chunk (a dot product over the staged k row, read as
+ * float4 from rows padded to avoid bank conflicts); one max and the
+ * rescale per chunk rather than per key, the probabilities broadcast by
+ * shuffles into p·v, each lane owning output elements lane, lane + 32 and
+ * its part of the running sum l, summed once at the end. The
+ * row-per-group form spends five shuffles per key on every score.
+ *
  * Compute type: float for f32/f16/bf16, double for f64; f16/bf16 round
  * once, at the store. Shared memory is static (≤ AT_SMEM bytes), as
  * codegen.h requires. */
@@ -42,6 +52,8 @@ typedef struct at_plan {
     int G, E, QT, KT; /* lanes per row, elements per lane, rows and keys
                          per block */
     int64_t qblocks;  /* ceil(S / QT) */
+    bool kp;          /* the key-parallel form (G = 32: a warp per row) */
+    int DP;           /* kp: padded width of a staged k row (float4) */
 } at_plan;
 
 static void choose(at_plan *s) {
@@ -53,12 +65,14 @@ static void choose(at_plan *s) {
      * of 3). */
     if (s->a.D <= 128 && s->a.B * s->a.H * s->a.S * 8 < AT_FEW_LANES)
         s->G = 32;
+    s->kp = s->G == 32 && s->a.D <= 64 && s->t != BRAID_F64;
+    s->DP = (int)(bc_cdiv(s->a.D > 0 ? s->a.D : 1, 4) * 4) + 4;
     s->E = (int)bc_cdiv(s->a.D > 0 ? s->a.D : 1, s->G);
     size_t csz = s->t == BRAID_F64 ? 8 : 4;
     int64_t kt = AT_SMEM / (2 * (int64_t)csz * s->E * s->G);
     s->KT = 64;
-    while (s->KT > AT_CH && s->KT > kt)
-        s->KT /= 2;
+    while (!s->kp && s->KT > AT_CH && s->KT > kt)
+        s->KT /= 2; /* kp: 64 keys of at most 68 + 64 floats fit */
     s->QT = 32;
     while (s->QT > 4 && s->a.B * s->a.H * bc_cdiv(s->a.S, s->QT) < AT_BLOCKS)
         s->QT /= 2;
@@ -225,6 +239,164 @@ static void emit_body(bc_buf *b, const at_plan *s) {
     bc_buf_puts(b, ";\n    }\n}\n\n");
 }
 
+/* ---- the key-parallel form ------------------------------------------------
+ */
+
+/* Parameters, the query row in registers (q[DQ], DQ = DP - 4, zero past
+ * D) and the staged tiles: ks padded to DP (float4 reads, no bank
+ * conflicts), vs 32·E wide. */
+static void emit_kp_head(bc_buf *b, const bp_plan *p, uint32_t id,
+                         const at_plan *s) {
+    const bg_attn_geom *a = &s->a;
+    int DQ = s->DP - 4, W = s->E * 32;
+    char ld[96];
+    bc_emit_signature(b, p, id, BC_ENTRY, (unsigned)(s->QT * 32), NULL);
+    bc_buf_printf(b,
+                  "    const long long S = %lldLL, T = %lldLL, H = %lldLL, "
+                  "D = %lldLL;\n"
+                  "    __shared__ __align__(16) float ks[%d][%d];\n"
+                  "    __shared__ float vs[%d][%d];\n"
+                  "    const int tid = threadIdx.x, lane = tid & 31;\n"
+                  "    const long long h = blockIdx.y, b = blockIdx.z;\n"
+                  "    const long long i = (long long)blockIdx.x * %d + "
+                  "(tid >> 5);\n"
+                  "    const bool live = i < S;\n"
+                  "    const long long qo = b * %lldLL + (live ? i : 0) * "
+                  "%lldLL + h * %lldLL;\n"
+                  "    const long long oo = ((b * S + (live ? i : 0)) * H + h) "
+                  "* D;\n"
+                  "    const float scale = (float)",
+                  (long long)a->S, (long long)a->T, (long long)a->H,
+                  (long long)a->D, s->KT, s->DP, s->KT, W, s->QT,
+                  (long long)a->st[0][0], (long long)a->st[0][1],
+                  (long long)a->st[0][2]);
+    bc_emit_literal(b, BRAID_F32, a->scale);
+    bc_from_storage_str(s->t, "in0[qo + d]", ld, sizeof ld);
+    bc_buf_printf(b,
+                  ";\n"
+                  "    const float ninf = __int_as_float(0xff800000);\n"
+                  "    float q[%d], acc[%d], m = ninf, l = 0.0f;\n"
+                  "#pragma unroll\n"
+                  "    for (int d = 0; d < %d; d++)\n"
+                  "        q[d] = d < D ? (float)%s * scale : 0.0f;\n"
+                  "#pragma unroll\n"
+                  "    for (int e = 0; e < %d; e++)\n"
+                  "        acc[e] = 0.0f;\n",
+                  DQ, s->E, DQ, ld, s->E);
+    if (a->causal)
+        bc_buf_printf(b,
+                      "    long long jend = (long long)blockIdx.x * %d + %d;\n"
+                      "    if (jend > T) jend = T;\n",
+                      s->QT, s->QT);
+    else
+        bc_buf_puts(b, "    const long long jend = T;\n");
+}
+
+/* Staging of the k and v tile starting at key j0 (zeros past T and D). */
+static void emit_kp_stage(bc_buf *b, const at_plan *s) {
+    const bg_attn_geom *a = &s->a;
+    int W = s->E * 32, NT = s->QT * 32;
+    char lk[96], lv[96];
+    bc_from_storage_str(s->t, "in1[ko]", lk, sizeof lk);
+    bc_from_storage_str(s->t, "in2[vo]", lv, sizeof lv);
+    const char *tile =
+        "        for (int x = tid; x < %d; x += %d) {\n"
+        "            const int jj = x / %d, d = x %% %d;\n"
+        "            const long long j = j0 + jj;\n"
+        "            float t = 0.0f;\n"
+        "            if (j < T && d < D) {\n"
+        "                const long long %s = b * %lldLL + j * %lldLL + h * "
+        "%lldLL + d;\n"
+        "                t = %s;\n"
+        "            }\n"
+        "            %s[jj][d] = t;\n"
+        "        }\n";
+    bc_buf_puts(b, "        __syncthreads();\n");
+    bc_buf_printf(b, tile, s->KT * s->DP, NT, s->DP, s->DP, "ko",
+                  (long long)a->st[1][0], (long long)a->st[1][1],
+                  (long long)a->st[1][2], lk, "ks");
+    bc_buf_printf(b, tile, s->KT * W, NT, W, W, "vo", (long long)a->st[2][0],
+                  (long long)a->st[2][1], (long long)a->st[2][2], lv, "vs");
+    bc_buf_puts(b, "        __syncthreads();\n");
+}
+
+static void emit_kp_body(bc_buf *b, const at_plan *s) {
+    const bg_attn_geom *a = &s->a;
+    int DQ = s->DP - 4;
+    bc_buf_printf(b, "    for (long long j0 = 0; j0 < jend; j0 += %d) {\n",
+                  s->KT);
+    emit_kp_stage(b, s);
+    bc_buf_printf(b,
+                  "        for (int c0 = 0; c0 < %d && j0 + c0 < jend; c0 += "
+                  "32) {\n"
+                  "            const int jj = c0 + lane;\n"
+                  "            const long long j = j0 + jj;\n"
+                  "            float p = 0.0f;\n"
+                  "#pragma unroll\n"
+                  "            for (int d = 0; d < %d; d += 4) {\n"
+                  "                const float4 kk = *(const float4 "
+                  "*)&ks[jj][d];\n"
+                  "                p += q[d] * kk.x + q[d + 1] * kk.y + q[d + "
+                  "2] * kk.z + q[d + 3] * kk.w;\n"
+                  "            }\n"
+                  "            if (j >= T) p = ninf;\n",
+                  s->KT, DQ);
+    if (a->has_mask) {
+        char at[160], ld[224];
+        snprintf(at, sizeof at,
+                 "in3[b * %lldLL + h * %lldLL + (live ? i : 0) * %lldLL + j * "
+                 "%lldLL]",
+                 (long long)a->mst[0], (long long)a->mst[1],
+                 (long long)a->mst[2], (long long)a->mst[3]);
+        bc_from_storage_str(s->t, at, ld, sizeof ld);
+        bc_buf_printf(b, "            else p += (float)%s;\n", ld);
+    }
+    if (a->causal) bc_buf_puts(b, "            if (j > i) p = ninf;\n");
+    bc_buf_printf(
+        b,
+        "            float mt = p;\n"
+        "#pragma unroll\n"
+        "            for (int o = 16; o > 0; o >>= 1) {\n"
+        "                const float x = __shfl_xor_sync(0xffffffffu, "
+        "mt, o);\n"
+        "                mt = x > mt ? x : mt;\n"
+        "            }\n"
+        "            if (mt == ninf) continue;\n"
+        "            const float mn = m > mt ? m : mt;\n"
+        "            const float al = m == ninf ? 0.0f : exp(m - "
+        "mn);\n"
+        "            const float pe = p == ninf ? 0.0f : exp(p - "
+        "mn);\n"
+        "            l = l * al + pe;\n"
+        "#pragma unroll\n"
+        "            for (int e = 0; e < %d; e++)\n"
+        "                acc[e] *= al;\n"
+        "#pragma unroll\n"
+        "            for (int u = 0; u < 32; u++) {\n"
+        "                const float pu = __shfl_sync(0xffffffffu, "
+        "pe, u);\n"
+        "#pragma unroll\n"
+        "                for (int e = 0; e < %d; e++)\n"
+        "                    acc[e] += pu * vs[c0 + u][lane + 32 * "
+        "e];\n"
+        "            }\n"
+        "            m = mn;\n"
+        "        }\n"
+        "    }\n"
+        "#pragma unroll\n"
+        "    for (int o = 16; o > 0; o >>= 1)\n"
+        "        l += __shfl_xor_sync(0xffffffffu, l, o);\n"
+        "    if (!live) return;\n"
+        "    const float inv = l > 0.0f ? 1.0f / l : 0.0f;\n"
+        "#pragma unroll\n"
+        "    for (int e = 0; e < %d; e++) {\n"
+        "        const long long d = lane + 32 * e;\n"
+        "        if (d < D) out[oo + d] = ",
+        s->E, s->E, s->E);
+    bc_emit_to_storage(b, s->t, "acc[e] * inv");
+    bc_buf_puts(b, ";\n    }\n}\n\n");
+}
+
 braid_status bc_gen_attention(const bp_plan *p, uint32_t id, bc_buf *b,
                               bc_kernel *k) {
     const bg_node *n = bg_node_at(p->res.graph, id);
@@ -249,8 +421,13 @@ braid_status bc_gen_attention(const bp_plan *p, uint32_t id, bc_buf *b,
                        "many for one launch (at most 2^31-1, 65535, 65535)",
                        (long long)s.qblocks, (long long)s.a.H,
                        (long long)s.a.B);
-    emit_head(b, p, id, &s);
-    emit_body(b, &s);
+    if (s.kp) {
+        emit_kp_head(b, p, id, &s);
+        emit_kp_body(b, &s);
+    } else {
+        emit_head(b, p, id, &s);
+        emit_body(b, &s);
+    }
     k->nlaunch = bg_numel(n) > 0 ? 1 : 0;
     snprintf(k->launch[0].entry, BC_NAME_MAX, "%s", BC_ENTRY);
     k->launch[0].grid[0] = (uint32_t)(s.qblocks > 0 ? s.qblocks : 1);

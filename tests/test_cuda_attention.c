@@ -1,7 +1,9 @@
 /* tests/test_cuda_attention.c — the attention op's kernel
  * (codegen/attention.c) on a GPU against the reference evaluator: f32,
  * f16, bf16, f64; head dims 1, 17, 64, 100, 128, 256 (one lane group
- * width or the other, tiles of 64, 32 or 16 keys); S ≠ T; masks of
+ * width or the other, tiles of 64, 32 or 16 keys; at these row counts
+ * head dims up to 64 in f32/f16/bf16 take the key-parallel form: a warp
+ * per row, a lane per key); S ≠ T; masks of
  * several broadcast shapes and none, -inf entries and fully masked rows,
  * causal; GPT-2 small's shape (B1 S128 H12 D64, a causal 0/-inf mask
  * [1,1,128,128] as the exporters give it); a long T (1000, 4096). Every
