@@ -16,7 +16,8 @@
  * `--small` runs batch 2, 16 tokens, width 64, 4 heads on whatever devices
  * exist (a smoke test without a GPU). With BENCH_PROFILE=1 in the
  * environment, five more runs are profiled (braid_exec_set_profiling) and
- * the per-node and per-op table printed last.
+ * the per-node and per-op table printed last; BENCH_STREAMS=N compiles
+ * for N compute streams per GPU (max_streams) instead of the default.
  *
  * Prints "RESULT train_gpt2 braid_ms=… first_ms=… kernels=… copies=…". */
 #define _POSIX_C_SOURCE 200809L
@@ -43,6 +44,8 @@ int main(int argc, char **argv) {
     bool gpu = braid_cuda_device_count() > 0;
     if (gpu) bn_hint_from(g, 0, "cuda:0");
     braid_compile_options o = bn_options(gpu ? "cpu,cuda:0" : "cpu");
+    const char *streams = getenv("BENCH_STREAMS"); /* compute streams */
+    if (streams != NULL) o.max_streams = atoi(streams);
     double t0 = bn_now();
     braid_plan *p = bn_compile(g, &o);
     double compile_s = bn_now() - t0;

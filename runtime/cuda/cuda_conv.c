@@ -217,9 +217,13 @@ static braid_status describe(const br_cuda *c, br_conv *cv, const conv_key *k,
  * Find's (BRAID_KERNEL_ALGO: braid's kernel). */
 
 /* Candidates timed again: at most REFINE_MAX, within REFINE_WITHIN of the
- * best time Find measured. */
-#define REFINE_MAX 4
-#define REFINE_WITHIN 2.0f
+ * best time Find measured. Find's own ranking of 10-100 us convolutions is
+ * noisy enough that its fourth choice was PyTorch's (l1_3x3_64 on the
+ * H200: braid's kept choice 0.094 ms per replay, PyTorch's 0.068), so every
+ * usable algorithm within 4x is timed (the legacy API has 8 forward
+ * algorithms; ~5 ms per candidate, once per geometry and process). */
+#define REFINE_MAX 8
+#define REFINE_WITHIN 4.0f
 #define REFINE_RUNS 7
 /* Runs per captured graph, and untimed replays of each graph first (the
  * GPU's clocks rise, caches fill). */
