@@ -79,21 +79,21 @@ static void choose(at_plan *s) {
     s->qblocks = bc_cdiv(s->a.S, s->QT);
 }
 
-static void emit_head(bc_buf *b, const bp_plan *p, uint32_t id,
-                      const at_plan *s) {
+/* What both forms start with: the sizes, then `decls` (the form's shared
+ * tiles and `tid`), the block's (h, b), this thread's query row i
+ * (row_in_block: its index within the block's QT rows), whether it
+ * exists, the offsets of its q and output rows, scale and -inf in the
+ * compute type. */
+static void emit_row_setup(bc_buf *b, const at_plan *s, const char *decls,
+                           const char *row_in_block) {
     const bg_attn_geom *a = &s->a;
     const char *ct = s->ct;
-    int W = s->E * s->G;
-    char ld[96];
-    bc_emit_signature(b, p, id, BC_ENTRY, (unsigned)(s->QT * s->G), NULL);
     bc_buf_printf(b,
                   "    const long long S = %lldLL, T = %lldLL, H = %lldLL, "
                   "D = %lldLL;\n"
-                  "    __shared__ %s ks[%d][%d], vs[%d][%d];\n"
-                  "    const int tid = threadIdx.x, g = tid & %d;\n"
+                  "%s"
                   "    const long long h = blockIdx.y, b = blockIdx.z;\n"
-                  "    const long long i = (long long)blockIdx.x * %d + tid / "
-                  "%d;\n"
+                  "    const long long i = (long long)blockIdx.x * %d + %s;\n"
                   "    const bool live = i < S;\n"
                   "    const long long qo = b * %lldLL + (live ? i : 0) * "
                   "%lldLL + h * %lldLL;\n"
@@ -101,14 +101,42 @@ static void emit_head(bc_buf *b, const bp_plan *p, uint32_t id,
                   "* D;\n"
                   "    const %s scale = (%s)",
                   (long long)a->S, (long long)a->T, (long long)a->H,
-                  (long long)a->D, ct, s->KT, W, s->KT, W, s->G - 1, s->QT,
-                  s->G, (long long)a->st[0][0], (long long)a->st[0][1],
+                  (long long)a->D, decls, s->QT, row_in_block,
+                  (long long)a->st[0][0], (long long)a->st[0][1],
                   (long long)a->st[0][2], ct, ct);
     bc_emit_literal(b, s->t == BRAID_F64 ? BRAID_F64 : BRAID_F32, a->scale);
+    bc_buf_printf(b, ";\n    const %s ninf = %s;\n", ct,
+                  s->t == BRAID_F64
+                      ? "__longlong_as_double(0xfff0000000000000ULL)"
+                      : "__int_as_float(0xff800000)");
+}
+
+/* The last key block blockIdx.x's rows need: its last row's diagonal when
+ * causal, else T. */
+static void emit_jend(bc_buf *b, const at_plan *s) {
+    if (s->a.causal)
+        bc_buf_printf(b,
+                      "    long long jend = (long long)blockIdx.x * %d + %d;\n"
+                      "    if (jend > T) jend = T;\n",
+                      s->QT, s->QT);
+    else
+        bc_buf_puts(b, "    const long long jend = T;\n");
+}
+
+static void emit_head(bc_buf *b, const bp_plan *p, uint32_t id,
+                      const at_plan *s) {
+    const char *ct = s->ct;
+    int W = s->E * s->G;
+    char ld[96], row[32], decls[160];
+    bc_emit_signature(b, p, id, BC_ENTRY, (unsigned)(s->QT * s->G), NULL);
+    snprintf(decls, sizeof decls,
+             "    __shared__ %s ks[%d][%d], vs[%d][%d];\n"
+             "    const int tid = threadIdx.x, g = tid & %d;\n",
+             ct, s->KT, W, s->KT, W, s->G - 1);
+    snprintf(row, sizeof row, "tid / %d", s->G);
+    emit_row_setup(b, s, decls, row);
     bc_from_storage_str(s->t, "in0[qo + d]", ld, sizeof ld);
     bc_buf_printf(b,
-                  ";\n"
-                  "    const %s ninf = %s;\n"
                   "    %s q[%d], acc[%d], m = ninf, l = (%s)0;\n"
                   "#pragma unroll\n"
                   "    for (int e = 0; e < %d; e++) {\n"
@@ -116,18 +144,8 @@ static void emit_head(bc_buf *b, const bp_plan *p, uint32_t id,
                   "        q[e] = live && d < D ? (%s)%s * scale : (%s)0;\n"
                   "        acc[e] = (%s)0;\n"
                   "    }\n",
-                  ct,
-                  s->t == BRAID_F64
-                      ? "__longlong_as_double(0xfff0000000000000ULL)"
-                      : "__int_as_float(0xff800000)",
                   ct, s->E, s->E, ct, s->E, s->G, ct, ld, ct, ct);
-    if (a->causal)
-        bc_buf_printf(b,
-                      "    long long jend = (long long)blockIdx.x * %d + %d;\n"
-                      "    if (jend > T) jend = T;\n",
-                      s->QT, s->QT);
-    else
-        bc_buf_puts(b, "    const long long jend = T;\n");
+    emit_jend(b, s);
 }
 
 /* Staging of the k and v tile starting at key j0. */
@@ -247,34 +265,17 @@ static void emit_body(bc_buf *b, const at_plan *s) {
  * conflicts), vs 32·E wide. */
 static void emit_kp_head(bc_buf *b, const bp_plan *p, uint32_t id,
                          const at_plan *s) {
-    const bg_attn_geom *a = &s->a;
     int DQ = s->DP - 4, W = s->E * 32;
-    char ld[96];
+    char ld[96], decls[160];
     bc_emit_signature(b, p, id, BC_ENTRY, (unsigned)(s->QT * 32), NULL);
-    bc_buf_printf(b,
-                  "    const long long S = %lldLL, T = %lldLL, H = %lldLL, "
-                  "D = %lldLL;\n"
-                  "    __shared__ __align__(16) float ks[%d][%d];\n"
-                  "    __shared__ float vs[%d][%d];\n"
-                  "    const int tid = threadIdx.x, lane = tid & 31;\n"
-                  "    const long long h = blockIdx.y, b = blockIdx.z;\n"
-                  "    const long long i = (long long)blockIdx.x * %d + "
-                  "(tid >> 5);\n"
-                  "    const bool live = i < S;\n"
-                  "    const long long qo = b * %lldLL + (live ? i : 0) * "
-                  "%lldLL + h * %lldLL;\n"
-                  "    const long long oo = ((b * S + (live ? i : 0)) * H + h) "
-                  "* D;\n"
-                  "    const float scale = (float)",
-                  (long long)a->S, (long long)a->T, (long long)a->H,
-                  (long long)a->D, s->KT, s->DP, s->KT, W, s->QT,
-                  (long long)a->st[0][0], (long long)a->st[0][1],
-                  (long long)a->st[0][2]);
-    bc_emit_literal(b, BRAID_F32, a->scale);
+    snprintf(decls, sizeof decls,
+             "    __shared__ __align__(16) float ks[%d][%d];\n"
+             "    __shared__ float vs[%d][%d];\n"
+             "    const int tid = threadIdx.x, lane = tid & 31;\n",
+             s->KT, s->DP, s->KT, W);
+    emit_row_setup(b, s, decls, "(tid >> 5)");
     bc_from_storage_str(s->t, "in0[qo + d]", ld, sizeof ld);
     bc_buf_printf(b,
-                  ";\n"
-                  "    const float ninf = __int_as_float(0xff800000);\n"
                   "    float q[%d], acc[%d], m = ninf, l = 0.0f;\n"
                   "#pragma unroll\n"
                   "    for (int d = 0; d < %d; d++)\n"
@@ -283,13 +284,7 @@ static void emit_kp_head(bc_buf *b, const bp_plan *p, uint32_t id,
                   "    for (int e = 0; e < %d; e++)\n"
                   "        acc[e] = 0.0f;\n",
                   DQ, s->E, DQ, ld, s->E);
-    if (a->causal)
-        bc_buf_printf(b,
-                      "    long long jend = (long long)blockIdx.x * %d + %d;\n"
-                      "    if (jend > T) jend = T;\n",
-                      s->QT, s->QT);
-    else
-        bc_buf_puts(b, "    const long long jend = T;\n");
+    emit_jend(b, s);
 }
 
 /* Staging of the k and v tile starting at key j0 (zeros past T and D). */
