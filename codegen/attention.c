@@ -179,9 +179,26 @@ static void emit_stage(bc_buf *b, const at_plan *s) {
         (long long)a->st[2][1], (long long)a->st[2][2], lk, lv);
 }
 
+/* After a score p of key j (-inf already when j >= T): the additive mask
+ * read through its broadcast strides, -inf above the diagonal when causal;
+ * each line starts with indent. */
+static void emit_mask(bc_buf *b, const at_plan *s, const char *indent) {
+    const bg_attn_geom *a = &s->a;
+    if (a->has_mask) {
+        char at[160], ld[224];
+        snprintf(at, sizeof at,
+                 "in3[b * %lldLL + h * %lldLL + (live ? i : 0) * %lldLL + j * "
+                 "%lldLL]",
+                 (long long)a->mst[0], (long long)a->mst[1],
+                 (long long)a->mst[2], (long long)a->mst[3]);
+        bc_from_storage_str(s->t, at, ld, sizeof ld);
+        bc_buf_printf(b, "%selse p += (%s)%s;\n", indent, s->ct, ld);
+    }
+    if (a->causal) bc_buf_printf(b, "%sif (j > i) p = ninf;\n", indent);
+}
+
 /* The score of key jj of the tile into p (every lane of the group). */
 static void emit_score(bc_buf *b, const at_plan *s) {
-    const bg_attn_geom *a = &s->a;
     bc_buf_printf(b,
                   "                %s p = (%s)0;\n"
                   "#pragma unroll\n"
@@ -194,17 +211,7 @@ static void emit_score(bc_buf *b, const at_plan *s) {
                   "                const long long j = j0 + jj;\n"
                   "                if (j >= T) p = ninf;\n",
                   s->ct, s->ct, s->E, s->G, s->G / 2);
-    if (a->has_mask) {
-        char at[160], ld[224];
-        snprintf(at, sizeof at,
-                 "in3[b * %lldLL + h * %lldLL + (live ? i : 0) * %lldLL + j * "
-                 "%lldLL]",
-                 (long long)a->mst[0], (long long)a->mst[1],
-                 (long long)a->mst[2], (long long)a->mst[3]);
-        bc_from_storage_str(s->t, at, ld, sizeof ld);
-        bc_buf_printf(b, "                else p += (%s)%s;\n", s->ct, ld);
-    }
-    if (a->causal) bc_buf_puts(b, "                if (j > i) p = ninf;\n");
+    emit_mask(b, s, "                ");
 }
 
 static void emit_body(bc_buf *b, const at_plan *s) {
@@ -316,7 +323,6 @@ static void emit_kp_stage(bc_buf *b, const at_plan *s) {
 }
 
 static void emit_kp_body(bc_buf *b, const at_plan *s) {
-    const bg_attn_geom *a = &s->a;
     int DQ = s->DP - 4;
     bc_buf_printf(b, "    for (long long j0 = 0; j0 < jend; j0 += %d) {\n",
                   s->KT);
@@ -336,17 +342,7 @@ static void emit_kp_body(bc_buf *b, const at_plan *s) {
                   "            }\n"
                   "            if (j >= T) p = ninf;\n",
                   s->KT, DQ);
-    if (a->has_mask) {
-        char at[160], ld[224];
-        snprintf(at, sizeof at,
-                 "in3[b * %lldLL + h * %lldLL + (live ? i : 0) * %lldLL + j * "
-                 "%lldLL]",
-                 (long long)a->mst[0], (long long)a->mst[1],
-                 (long long)a->mst[2], (long long)a->mst[3]);
-        bc_from_storage_str(s->t, at, ld, sizeof ld);
-        bc_buf_printf(b, "            else p += (float)%s;\n", ld);
-    }
-    if (a->causal) bc_buf_puts(b, "            if (j > i) p = ninf;\n");
+    emit_mask(b, s, "            ");
     bc_buf_printf(
         b,
         "            float mt = p;\n"
