@@ -224,6 +224,54 @@ Test(cpu_kernels, comparisons_and_where) {
     }
 }
 
+/* pow by a uniform 2 or 3 takes x·x / x·x·x (runtime/cpu/
+ * cpu_kernels_elementwise.c): random bases of both signs against the
+ * reference, alone and fused into a chain, on every float dtype; then the
+ * special values exactly as pow gives them. */
+Test(cpu_kernels, pow_by_two_and_three) {
+    for (size_t d = 0; d < 4; d++) {
+        braid_dtype t = float_types[d];
+        braid_graph *g = braid_graph_new(NULL);
+        braid_tensor x = braid_input(g, "x", t, 3, DIMS(3, 41, 67));
+        char name[32];
+        for (int e = 2; e <= 3; e++) {
+            braid_tensor c = braid_fill(g, t, 0, NULL, e);
+            braid_tensor y = braid_pow(g, x, c);
+            snprintf(name, sizeof name, "pow%d", e);
+            braid_output(g, name, y);
+            snprintf(name, sizeof name, "fused%d", e);
+            braid_output(
+                g, name,
+                braid_tanh(
+                    g, braid_mul(g, y, braid_fill(g, t, 0, NULL, 0.044715))));
+        }
+        check(g, 40 + d, false, NULL);
+        braid_graph_free(g);
+    }
+    braid_graph *g = braid_graph_new(NULL);
+    static const float xv[] = {-0.0f, 0.0f,   INFINITY, -INFINITY,
+                               NAN,   1e-30f, -1e30f,   -2.5f};
+    braid_tensor x = braid_constant(g, BRAID_F32, 1, DIMS(8), xv);
+    braid_output(g, "sq",
+                 braid_pow(g, x, braid_fill(g, BRAID_F32, 0, NULL, 2)));
+    braid_output(g, "cube",
+                 braid_pow(g, x, braid_fill(g, BRAID_F32, 0, NULL, 3)));
+    ts_io *io = ts_io_new(g, 1);
+    run_compare(g, io, 1, false);
+    for (int k = 0; k < 2; k++) {
+        const float *o = io->out[k].data;
+        for (int i = 0; i < 8; i++) {
+            float want = powf(xv[i], (float)(k + 2));
+            cr_expect(o[i] == want ? signbit(o[i]) == signbit(want)
+                                   : isnan(o[i]) && isnan(want),
+                      "pow(%g, %d): %g, powf gives %g", (double)xv[i], k + 2,
+                      (double)o[i], (double)want);
+        }
+    }
+    ts_io_free(io);
+    braid_graph_free(g);
+}
+
 Test(cpu_kernels, nan_propagation) {
     braid_graph *g = braid_graph_new(NULL);
     float av[] = {NAN, 1, NAN, -INFINITY, 2}, bv[] = {1, NAN, NAN, 3, 2};

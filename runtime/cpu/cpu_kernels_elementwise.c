@@ -160,10 +160,33 @@ static void ew_unary(const ew_ctx *c, int64_t n, void *o, const void *a,
     case BRAID_OP_##id:                                                        \
         LOOP2(T, x cmp y);
 
-#define BINARY_FN(name, TT, LIST, CASE)                                        \
+/* pow by one exponent of 2 or 3 for every element (GPT-2's tanh GELU
+ * cubes its input): x·x or x·x·x in a loop that vectorises, where a pow
+ * call per element cost 2.6x the whole GELU chain on the CPU. x·x is pow's
+ * correctly rounded value; x·x·x rounds twice (within 1.5 ulp, where
+ * glibc's powf and CUDA's are within 1-2) and keeps pow's signs, signed
+ * zeros, infinities and NaNs. A statement that returns when it applies. */
+#define POW_SMALL(T)                                                           \
+    if (op == BRAID_OP_POW && sb == 0 && (b[0] == (T)2 || b[0] == (T)3)) {     \
+        if (b[0] == (T)2)                                                      \
+            for (int64_t i = 0; i < n; i++) {                                  \
+                T x = a[i * sa];                                               \
+                o[i] = x * x;                                                  \
+            }                                                                  \
+        else                                                                   \
+            for (int64_t i = 0; i < n; i++) {                                  \
+                T x = a[i * sa];                                               \
+                o[i] = x * x * x;                                              \
+            }                                                                  \
+        return;                                                                \
+    }
+#define NO_FAST_PATH(T)
+
+#define BINARY_FN(name, TT, LIST, CASE, FAST)                                  \
     void name(braid_op op, int64_t n, TT *restrict o, const TT *restrict a,    \
               int64_t sa, const TT *restrict b, int64_t sb) {                  \
         typedef TT T;                                                          \
+        FAST(T)                                                                \
         switch (op) {                                                          \
             LIST(CASE)                                                         \
         default:                                                               \
@@ -171,9 +194,10 @@ static void ew_unary(const ew_ctx *c, int64_t n, void *o, const void *a,
         }                                                                      \
     }
 
-BINARY_FN(br_ew_binary_f32, float, BG_BINARY_OPS, BINARY_CASE)
-BINARY_FN(br_ew_binary_f64, double, BG_BINARY_OPS, BINARY_CASE)
-BINARY_FN(br_ew_binary_i32, int32_t, BG_BINARY_I32_OPS, BINARY_I32_CASE)
+BINARY_FN(br_ew_binary_f32, float, BG_BINARY_OPS, BINARY_CASE, POW_SMALL)
+BINARY_FN(br_ew_binary_f64, double, BG_BINARY_OPS, BINARY_CASE, POW_SMALL)
+BINARY_FN(br_ew_binary_i32, int32_t, BG_BINARY_I32_OPS, BINARY_I32_CASE,
+          NO_FAST_PATH)
 
 /* One comparison function per stored type P, comparing as type TT. */
 #define COMPARE_FN(name, P, TT)                                                \
