@@ -280,6 +280,39 @@ Test(streams, diamond_branches_split_and_join) {
     braid_graph_free(g);
 }
 
+/* A tensor split into parts (GPT-2's q, k, v of one product): every slice
+ * stays on the producer's stream, so no event wraps a view; a real branch
+ * (the exp of one part) may still take another stream. */
+Test(streams, slices_stay_on_their_producers_stream) {
+    braid_graph *g = parse("braid-graph 1\n"
+                           "%x = input f32[8,96] name=\"x\"\n"
+                           "%a = tanh %x device=\"cuda:0\"\n"
+                           "%q = slice %a start=[0,0] stop=[8,32] step=[1,1] "
+                           "device=\"cuda:0\"\n"
+                           "%k = slice %a start=[0,32] stop=[8,64] step=[1,1] "
+                           "device=\"cuda:0\"\n"
+                           "%v = slice %a start=[0,64] stop=[8,96] step=[1,1] "
+                           "device=\"cuda:0\"\n"
+                           "%e = exp %k device=\"cuda:0\"\n"
+                           "%s = add %q, %e device=\"cuda:0\"\n"
+                           "%t = mul %s, %v device=\"cuda:0\"\n"
+                           "output \"y\" = %t\n");
+    braid_compile_options o = options("cpu,cuda:0", 4);
+    o.disable_passes = BRAID_PASS_FUSE; /* keep the slices as nodes */
+    braid_plan *p = ts_compile_ok(g, &o);
+    check_queues(p);
+    check_events(p);
+    uint32_t a = find_op(p, BRAID_OP_TANH, 0);
+    for (uint32_t i = 0; i < 3; i++)
+        cr_assert_eq(p->res.info[find_op(p, BRAID_OP_SLICE, i)].queue,
+                     p->res.info[a].queue,
+                     "slice %u left the producer's stream", i);
+    char msg[256] = "";
+    cr_assert(emulate_matches(g, p, 7, 3, msg, sizeof msg), "%s", msg);
+    braid_plan_free(p);
+    braid_graph_free(g);
+}
+
 Test(streams, copies_on_direction_streams) {
     braid_graph *g = parse("braid-graph 1\n"
                            "%x = input f32[16,16] name=\"x\"\n"
