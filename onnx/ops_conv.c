@@ -87,10 +87,17 @@ static braid_status map_conv(ox_node *n) {
     return BRAID_OK;
 }
 
+/* a / 2 rounded toward -inf (Python's //, which ONNX's reference uses). */
+static int64_t half_floor(int64_t a) {
+    return a >= 0 ? a / 2 : -((-a + 1) / 2);
+}
+
 /* ConvTranspose's pads from output_shape (or, with auto_pad SAME_*, an
  * output of in · stride): total = stride·(in-1) + output_padding +
  * span - out, split with the odd element at the end for SAME_UPPER (and
- * at the start otherwise), as ONNX's reference does. */
+ * at the start otherwise), as ONNX's reference does. An output_shape past
+ * the natural size makes a pad negative: that many more output positions,
+ * which no input reaches (map_conv_transpose pads them with zeros). */
 static bool transpose_pads(ox_node *n, const int64_t *d, int same,
                            const int64_t *opad, cv_geom *gm) {
     int64_t os[BRAID_MAX_RANK];
@@ -106,12 +113,7 @@ static bool transpose_pads(ox_node *n, const int64_t *d, int same,
         int64_t out = cnt >= 0 ? os[cnt - gm->s + i] : d[i + 2] * gm->st[i];
         int64_t total = gm->st[i] * (d[i + 2] - 1) + opad[i] +
                         (gm->k[i] - 1) * gm->dl[i] + 1 - out;
-        if (total < 0) {
-            ox_node_fail(n, BRAID_ERR_UNSUPPORTED, "output_shape %lld needs "
-                         "negative padding", (long long)out);
-            return false;
-        }
-        gm->lo[i] = same > 0 ? total / 2 : total - total / 2;
+        gm->lo[i] = same > 0 ? half_floor(total) : total - half_floor(total);
         gm->hi[i] = total - gm->lo[i];
     }
     return true;
@@ -127,11 +129,33 @@ static braid_status map_conv_transpose(ox_node *n) {
     if (!ox_attr_ints(n, "output_padding", v, 3, &cnt)) return n->im->status;
     for (int i = 0; i < cnt && i < gm.s; i++) opad[i] = v[i];
     if (!transpose_pads(n, d, same, opad, &gm)) return n->im->status;
+    /* negative pads: the natural output, grown by zeros, then the bias */
+    int64_t grow_lo[BRAID_MAX_RANK] = {0}, grow_hi[BRAID_MAX_RANK] = {0};
+    bool grow = false;
+    for (int i = 0; i < gm.s; i++) {
+        grow_lo[i + 2] = gm.lo[i] < 0 ? -gm.lo[i] : 0;
+        grow_hi[i + 2] = gm.hi[i] < 0 ? -gm.hi[i] : 0;
+        grow = grow || gm.lo[i] < 0 || gm.hi[i] < 0;
+        gm.lo[i] += grow_lo[i + 2];
+        gm.hi[i] += grow_hi[i + 2];
+    }
     braid_conv_params p;
     conv_params(&gm, ox_attr_int(n, "group", 1), &p);
     memcpy(p.output_padding, opad, sizeof opad);
     braid_tensor b = ox_has(n, 2) ? ox_in(n, 2) : BRAID_NONE;
-    ox_out(n, 0, braid_conv_transpose(n->g, x, w, b, &p), ox_in_elem(n, 0));
+    braid_tensor y =
+        braid_conv_transpose(n->g, x, w, grow ? BRAID_NONE : b, &p);
+    if (grow) {
+        y = braid_pad(n->g, y, grow_lo, grow_hi, BRAID_PAD_CONSTANT, 0);
+        if (b.id != BRAID_INVALID_ID) { /* [C] over [N, C, spatial...] */
+            int64_t bd[BRAID_MAX_RANK];
+            int yr = ox_rank(n, y, bd);
+            for (int i = 0; i < yr; i++)
+                bd[i] = i == 1 ? bd[i] : 1;
+            y = braid_add(n->g, y, braid_reshape(n->g, b, yr, bd));
+        }
+    }
+    ox_out(n, 0, y, ox_in_elem(n, 0));
     return BRAID_OK;
 }
 

@@ -100,6 +100,18 @@ Test(onnx, matmul_of_transposes_uses_the_flags) {
     braid_graph_free(g);
 }
 
+/* ConvTranspose with an output_shape one past the natural size: the
+ * extra row and column (zeros, then the bias) at the end, and with
+ * SAME_UPPER at the start, as ONNX's reference places them. */
+Test(onnx, conv_transpose_output_shape_past_the_natural_size) {
+    static const char *const names[] = {"convt_grow", "convt_grow_upper"};
+    for (int i = 0; i < 2; i++) {
+        braid_graph *g = import_ok(names[i], NULL);
+        os_check_graph(g, dir, names[i], 1e-5, 1e-5);
+        braid_graph_free(g);
+    }
+}
+
 Test(onnx, shape_arithmetic_is_folded) {
     char path[1024], shapes[64];
     snprintf(path, sizeof path, "%s/fold.batch", dir);

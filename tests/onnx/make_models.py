@@ -78,6 +78,22 @@ good("matmul_transposed", helper.make_graph(
                                  vi("wt", TensorProto.FLOAT, [nt, kt])],
     [vi("z", TensorProto.FLOAT, [mt, bt, nt])]), [f32(bt, kt, mt), f32(nt, kt)])
 
+# ConvTranspose whose output_shape is one past the natural size on both
+# spatial axes (pads turn negative: positions no input reaches, then the
+# bias), the extra row and column at the end (NOTSET's split) and at the
+# start (SAME_UPPER's), as ONNX's reference places them.
+for name, extra in (("convt_grow", {}),
+                    ("convt_grow_upper", {"auto_pad": "SAME_UPPER"})):
+    nodes = [helper.make_node("ConvTranspose", ["x", "w", "b"], ["y"],
+                              name="ct", strides=[3, 2], output_shape=[10, 8],
+                              **extra)]
+    good(name, helper.make_graph(
+        nodes, name, [vi("x", TensorProto.FLOAT, [2, 3, 3, 3]),
+                      vi("w", TensorProto.FLOAT, [3, 2, 3, 3]),
+                      vi("b", TensorProto.FLOAT, [2])],
+        [vi("y", TensorProto.FLOAT, [2, 2, 10, 8])]),
+        [f32(2, 3, 3, 3), f32(3, 2, 3, 3), f32(2)])
+
 # Shape arithmetic folded at import: Shape -> Gather -> Mul -> Concat ->
 # Reshape, plus Range/ConstantOfShape; the symbolic dim comes from a binding.
 n = int(rng.integers(2, 6))
