@@ -22,8 +22,12 @@
  * -inf). q is multiplied by scale when staged, so scores round differently
  * from the reference's (q·k)·scale; f16/bf16 are rounded once, at the
  * output (the reference also rounds once). The output never aliases an
- * operand (the memory pass aliases only elementwise nodes). */
+ * operand (the memory pass aliases only elementwise nodes). f32 takes
+ * braid's vectorisable bg_expf (≤ 1.2 ulp, graph/scalar_math.h), as the
+ * exp op does, computed over a whole row before the sum so the loop
+ * vectorises; f64 the C library's exp. */
 #include "graph/attention.h"
+#include "graph/scalar_math.h"
 #include "runtime/cpu/cpu_kernels.h"
 
 #include <cblas.h>
@@ -134,7 +138,7 @@ static const char *at_ptr(const char *base, braid_dtype t, int64_t e) {
         }                                                                      \
     }
 
-AT_TASK(task_f32, float, br_load_f32, br_store_f32, expf)
+AT_TASK(task_f32, float, br_load_f32, br_store_f32, bg_expf)
 AT_TASK(task_f64, double, br_load_f64, br_store_f64, exp)
 
 /* ---- the gemm path (f32, f64) ------------------------------------------- */
@@ -168,16 +172,16 @@ typedef struct at_gemm {
             memset(s, 0, sizeof *s *(size_t)T);                                \
             return;                                                            \
         }                                                                      \
-        CT sum = 0;                                                            \
-        for (int64_t j = 0; j < T; j++) {                                      \
+        for (int64_t j = 0; j < T; j++)                                        \
             s[j] = EXP(s[j] - mx);                                             \
+        CT sum = 0;                                                            \
+        for (int64_t j = 0; j < T; j++)                                        \
             sum += s[j];                                                       \
-        }                                                                      \
         CT inv = (CT)1 / sum;                                                  \
         for (int64_t j = 0; j < T; j++)                                        \
             s[j] *= inv;                                                       \
     }
-AT_ROW(row_f32, float, expf)
+AT_ROW(row_f32, float, bg_expf)
 AT_ROW(row_f64, double, exp)
 
 static void gemm_task(const at_ctx *c, void *buf, int64_t task) {
