@@ -4,6 +4,8 @@
  * output_shape resolve to explicit pads at import (static shapes). */
 #include "onnx/onnx_internal.h"
 
+#include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 /* Per spatial axis: kernel, strides, dilations, pads (starts, ends). */
@@ -175,16 +177,90 @@ static braid_tensor lp_pool(ox_node *n, braid_tensor x, braid_pool_params *p,
     return braid_pow(g, sum, ox_scalar(n, t, 1 / e));
 }
 
+/* MaxPool's Indices output, a composite: tap by tap over the window (row
+ * major), the first tap holding the window's maximum gives the flat index
+ * of the element it read in x (row-major over all of x), as ONNX's
+ * reference. x and an index tensor are padded alike (x with -inf) so every
+ * window fits; each tap is a strided slice of both. storage_order 1
+ * (column-major indices) is refused: the spec does not say over which
+ * axes, and ONNX's reference gives per-plane indices there. */
+static braid_tensor max_pool_indices(ox_node *n, braid_tensor x,
+                                     const cv_geom *gm, braid_tensor y) {
+    braid_graph *g = n->g;
+    int64_t d[BRAID_MAX_RANK], od[BRAID_MAX_RANK], numel = 1;
+    int r = ox_rank(n, x, d);
+    ox_rank(n, y, od);
+    for (int i = 0; i < r; i++)
+        numel *= d[i];
+    int64_t order = ox_attr_int(n, "storage_order", 0);
+    if (order != 0) {
+        ox_node_fail(n, BRAID_ERR_UNSUPPORTED,
+                     "storage_order %lld for the Indices output (row-major "
+                     "only)",
+                     (long long)order);
+        return BRAID_NONE;
+    }
+    if (numel > INT32_MAX) {
+        ox_node_fail(n, BRAID_ERR_UNSUPPORTED,
+                     "the Indices output of %lld elements (at most 2^31)",
+                     (long long)numel);
+        return BRAID_NONE;
+    }
+    braid_tensor idx = /* flat row-major indices in x's shape */
+        braid_reshape(g, braid_iota(g, BRAID_I32, 1, &numel, 0), r, d);
+    int64_t lo[BRAID_MAX_RANK] = {0}, hi[BRAID_MAX_RANK] = {0};
+    for (int i = 0; i < gm->s; i++) {
+        int64_t need = (od[i + 2] - 1) * gm->st[i] +
+                       (gm->k[i] - 1) * gm->dl[i] + 1 - d[i + 2] - gm->lo[i];
+        lo[i + 2] = gm->lo[i];
+        hi[i + 2] = need > 0 ? need : 0;
+    }
+    braid_tensor xp = braid_pad(g, x, lo, hi, BRAID_PAD_CONSTANT, -INFINITY);
+    braid_tensor ip = braid_pad(g, idx, lo, hi, BRAID_PAD_CONSTANT, 0);
+    braid_tensor best = BRAID_NONE, at = BRAID_NONE;
+    int64_t taps = 1, j[3] = {0};
+    for (int i = 0; i < gm->s; i++)
+        taps *= gm->k[i];
+    for (int64_t t = 0; t < taps; t++) {
+        int64_t rest = t, start[BRAID_MAX_RANK] = {0}, stop[BRAID_MAX_RANK],
+                step[BRAID_MAX_RANK];
+        for (int i = gm->s - 1; i >= 0; i--) { /* row-major over the window */
+            j[i] = rest % gm->k[i];
+            rest /= gm->k[i];
+        }
+        for (int i = 0; i < r; i++) {
+            stop[i] = d[i];
+            step[i] = 1;
+        }
+        for (int i = 0; i < gm->s; i++) {
+            start[i + 2] = j[i] * gm->dl[i];
+            stop[i + 2] = start[i + 2] + (od[i + 2] - 1) * gm->st[i] + 1;
+            step[i + 2] = gm->st[i];
+        }
+        braid_tensor v = braid_slice(g, xp, start, stop, step);
+        braid_tensor w = braid_slice(g, ip, start, stop, step);
+        if (t == 0) {
+            best = v;
+            at = w;
+            continue;
+        }
+        braid_tensor take = braid_gt(g, v, best); /* the first maximum wins */
+        best = braid_where(g, take, v, best);
+        at = braid_where(g, take, w, at);
+    }
+    return at;
+}
+
 static braid_status pool(ox_node *n, pool_kind kind) {
     braid_tensor x = ox_in(n, 0);
     int64_t d[BRAID_MAX_RANK], k[3];
     int r = ox_rank(n, x, d), cnt, same;
     if (!ox_attr_ints(n, "kernel_shape", k, 3, &cnt)) return n->im->status;
     if (cnt != r - 2)
-        return ox_node_fail(n, BRAID_ERR_INVALID_ARGUMENT, "kernel_shape has "
-                            "%d entries for %d spatial axes", cnt, r - 2);
-    if (kind == P_MAX && n->nout > 1)
-        return ox_node_fail(n, BRAID_ERR_UNSUPPORTED, "the Indices output");
+        return ox_node_fail(n, BRAID_ERR_INVALID_ARGUMENT,
+                            "kernel_shape has "
+                            "%d entries for %d spatial axes",
+                            cnt, r - 2);
     cv_geom gm;
     if (!geometry(n, d, r, k, &gm, &same)) return n->im->status;
     braid_pool_params p = {0};
@@ -201,6 +277,11 @@ static braid_status pool(ox_node *n, pool_kind kind) {
                      : kind == P_AVG ? braid_avg_pool(n->g, x, &p)
                                      : lp_pool(n, x, &p, gm.s);
     ox_out(n, 0, y, ox_in_elem(n, 0));
+    if (kind == P_MAX && n->nout > 1) {
+        braid_tensor idx = max_pool_indices(n, x, &gm, y);
+        if (n->im->status != BRAID_OK) return n->im->status;
+        ox_out(n, 1, idx, OX_ELEM_INT64);
+    }
     return BRAID_OK;
 }
 static braid_status map_max_pool(ox_node *n) { return pool(n, P_MAX); }

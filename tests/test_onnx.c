@@ -112,6 +112,19 @@ Test(onnx, conv_transpose_output_shape_past_the_natural_size) {
     }
 }
 
+/* MaxPool's Indices output against ONNX's reference: pads, strides and
+ * ceil_mode; dilations. Column-major indices are refused by name. */
+Test(onnx, max_pool_indices) {
+    static const char *const names[] = {"maxpool_idx", "maxpool_idx_dil"};
+    for (int i = 0; i < 2; i++) {
+        braid_graph *g = import_ok(names[i], NULL);
+        os_check_graph(g, dir, names[i], 1e-6, 1e-6);
+        braid_graph_free(g);
+    }
+    import_fails("maxpool_idx_col", BRAID_ERR_UNSUPPORTED, "MaxPool",
+                 "storage_order 1", NULL);
+}
+
 Test(onnx, shape_arithmetic_is_folded) {
     char path[1024], shapes[64];
     snprintf(path, sizeof path, "%s/fold.batch", dir);

@@ -94,6 +94,33 @@ for name, extra in (("convt_grow", {}),
         [vi("y", TensorProto.FLOAT, [2, 2, 10, 8])]),
         [f32(2, 3, 3, 3), f32(3, 2, 3, 3), f32(2)])
 
+# MaxPool's Indices output (flat indices into x): pads, strides and
+# ceil_mode, then dilations.
+for name, attrs in (("maxpool_idx", dict(kernel_shape=[3, 3], pads=[1, 0, 1, 2],
+                                          strides=[2, 2], ceil_mode=1)),
+                    ("maxpool_idx_dil", dict(kernel_shape=[2, 2],
+                                              dilations=[2, 1], strides=[1, 2]))):
+    nodes = [helper.make_node("MaxPool", ["x"], ["y", "i"], name="mp", **attrs)]
+    xin = f32(2, 3, 7, 8)
+    model = helper.make_model(helper.make_graph(
+        nodes, name, [vi("x", TensorProto.FLOAT, [2, 3, 7, 8])],
+        [vi("y", TensorProto.FLOAT, None), vi("i", TensorProto.INT64, None)]),
+        opset_imports=OPSET)
+    shapes = [np.asarray(v).shape for v in
+              ReferenceEvaluator(model).run(None, {"x": xin})]
+    good(name, helper.make_graph(
+        nodes, name, [vi("x", TensorProto.FLOAT, [2, 3, 7, 8])],
+        [vi("y", TensorProto.FLOAT, list(shapes[0])),
+         vi("i", TensorProto.INT64, list(shapes[1]))]), [xin])
+
+# ... and column-major indices (storage_order 1), which braid refuses.
+save("maxpool_idx_col", helper.make_model(helper.make_graph(
+    [helper.make_node("MaxPool", ["x"], ["y", "i"], name="mp",
+                      kernel_shape=[2, 2], storage_order=1)],
+    "maxpool_idx_col", [vi("x", TensorProto.FLOAT, [1, 1, 4, 4])],
+    [vi("y", TensorProto.FLOAT, [1, 1, 3, 3]),
+     vi("i", TensorProto.INT64, [1, 1, 3, 3])]), opset_imports=OPSET))
+
 # Shape arithmetic folded at import: Shape -> Gather -> Mul -> Concat ->
 # Reshape, plus Range/ConstantOfShape; the symbolic dim comes from a binding.
 n = int(rng.integers(2, 6))
