@@ -179,11 +179,11 @@ static braid_tensor lp_pool(ox_node *n, braid_tensor x, braid_pool_params *p,
 
 /* MaxPool's Indices output, a composite: tap by tap over the window (row
  * major), the first tap holding the window's maximum gives the flat index
- * of the element it read in x (row-major over all of x), as ONNX's
- * reference. x and an index tensor are padded alike (x with -inf) so every
- * window fits; each tap is a strided slice of both. storage_order 1
- * (column-major indices) is refused: the spec does not say over which
- * axes, and ONNX's reference gives per-plane indices there. */
+ * of the element it read in x: row-major over all of x, or with
+ * storage_order 1 the plane's offset (n·C + c)·H·W plus the element's
+ * column-major place in its plane (w·H + h in 2-D), as onnxruntime and
+ * ONNX's node tests give it. x and an index tensor are padded alike (x
+ * with -inf) so every window fits; each tap is a strided slice of both. */
 static braid_tensor max_pool_indices(ox_node *n, braid_tensor x,
                                      const cv_geom *gm, braid_tensor y) {
     braid_graph *g = n->g;
@@ -193,10 +193,8 @@ static braid_tensor max_pool_indices(ox_node *n, braid_tensor x,
     for (int i = 0; i < r; i++)
         numel *= d[i];
     int64_t order = ox_attr_int(n, "storage_order", 0);
-    if (order != 0) {
-        ox_node_fail(n, BRAID_ERR_UNSUPPORTED,
-                     "storage_order %lld for the Indices output (row-major "
-                     "only)",
+    if (order != 0 && order != 1) {
+        ox_node_fail(n, BRAID_ERR_INVALID_ARGUMENT, "storage_order %lld",
                      (long long)order);
         return BRAID_NONE;
     }
@@ -206,8 +204,17 @@ static braid_tensor max_pool_indices(ox_node *n, braid_tensor x,
                      (long long)numel);
         return BRAID_NONE;
     }
-    braid_tensor idx = /* flat row-major indices in x's shape */
-        braid_reshape(g, braid_iota(g, BRAID_I32, 1, &numel, 0), r, d);
+    /* flat indices in x's shape: a ramp over the storage order's shape
+     * ([N, C, spatial axes reversed] for column-major), permuted back */
+    int64_t sd[BRAID_MAX_RANK];
+    int perm[BRAID_MAX_RANK];
+    for (int i = 0; i < r; i++) {
+        perm[i] = order && i >= 2 ? r + 1 - i : i; /* an involution */
+        sd[i] = d[perm[i]];
+    }
+    braid_tensor idx =
+        braid_reshape(g, braid_iota(g, BRAID_I32, 1, &numel, 0), r, sd);
+    if (order) idx = braid_permute(g, idx, perm);
     int64_t lo[BRAID_MAX_RANK] = {0}, hi[BRAID_MAX_RANK] = {0};
     for (int i = 0; i < gm->s; i++) {
         int64_t need = (od[i + 2] - 1) * gm->st[i] +

@@ -5,6 +5,7 @@
  * refused with a message naming what is wrong. */
 #define _POSIX_C_SOURCE 200809L
 #include "tests/onnx_support.h"
+#include "tests/support/support.h"
 
 #include <time.h>
 
@@ -113,7 +114,9 @@ Test(onnx, conv_transpose_output_shape_past_the_natural_size) {
 }
 
 /* MaxPool's Indices output against ONNX's reference: pads, strides and
- * ceil_mode; dilations. Column-major indices are refused by name. */
+ * ceil_mode; dilations. Then storage_order 1 beside 0 on the same random
+ * x [2, 3, 7, 8]: each column-major index is its row-major twin's plane
+ * offset plus w·H + h. */
 Test(onnx, max_pool_indices) {
     static const char *const names[] = {"maxpool_idx", "maxpool_idx_dil"};
     for (int i = 0; i < 2; i++) {
@@ -121,8 +124,23 @@ Test(onnx, max_pool_indices) {
         os_check_graph(g, dir, names[i], 1e-6, 1e-6);
         braid_graph_free(g);
     }
-    import_fails("maxpool_idx_col", BRAID_ERR_UNSUPPORTED, "MaxPool",
-                 "storage_order 1", NULL);
+    braid_graph *g = import_ok("maxpool_idx_orders", NULL);
+    ts_io *io = ts_io_new(g, 5);
+    cr_assert_not_null(io);
+    cr_assert_eq(ts_run_both(g, io), BRAID_OK, "%s", braid_last_error());
+    char msg[512];
+    cr_assert(ts_io_compare(io, msg, sizeof msg), "%s", msg);
+    cr_assert_eq(io->noutputs, 2);
+    const int64_t *ir = io->out[0].data, *ic = io->out[1].data;
+    const int64_t H = 7, W = 8, plane = H * W;
+    for (int64_t k = 0; k < io->out_numel[0]; k++) {
+        int64_t p = ir[k] / plane, h = ir[k] % plane / W, w = ir[k] % W;
+        cr_assert_eq(ic[k], p * plane + w * H + h,
+                     "index %lld: row-major %lld, column-major %lld",
+                     (long long)k, (long long)ir[k], (long long)ic[k]);
+    }
+    ts_io_free(io);
+    braid_graph_free(g);
 }
 
 Test(onnx, shape_arithmetic_is_folded) {

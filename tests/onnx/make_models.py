@@ -113,13 +113,19 @@ for name, attrs in (("maxpool_idx", dict(kernel_shape=[3, 3], pads=[1, 0, 1, 2],
         [vi("y", TensorProto.FLOAT, list(shapes[0])),
          vi("i", TensorProto.INT64, list(shapes[1]))]), [xin])
 
-# ... and column-major indices (storage_order 1), which braid refuses.
-save("maxpool_idx_col", helper.make_model(helper.make_graph(
-    [helper.make_node("MaxPool", ["x"], ["y", "i"], name="mp",
-                      kernel_shape=[2, 2], storage_order=1)],
-    "maxpool_idx_col", [vi("x", TensorProto.FLOAT, [1, 1, 4, 4])],
-    [vi("y", TensorProto.FLOAT, [1, 1, 3, 3]),
-     vi("i", TensorProto.INT64, [1, 1, 3, 3])]), opset_imports=OPSET))
+# ... and both storage orders of one pooling side by side (the test checks
+# that the column-major indices are the row-major ones rearranged; ONNX's
+# reference evaluator drops the plane offset there, where its node test
+# data and onnxruntime keep it).
+save("maxpool_idx_orders", helper.make_model(helper.make_graph(
+    [helper.make_node("MaxPool", ["x"], ["y", "ir"], name="row",
+                      kernel_shape=[2, 3], strides=[1, 2], pads=[1, 1, 0, 1]),
+     helper.make_node("MaxPool", ["x"], ["y2", "ic"], name="col",
+                      kernel_shape=[2, 3], strides=[1, 2], pads=[1, 1, 0, 1],
+                      storage_order=1)],
+    "maxpool_idx_orders", [vi("x", TensorProto.FLOAT, [2, 3, 7, 8])],
+    [vi("ir", TensorProto.INT64, [2, 3, 7, 4]),
+     vi("ic", TensorProto.INT64, [2, 3, 7, 4])]), opset_imports=OPSET))
 
 # Shape arithmetic folded at import: Shape -> Gather -> Mul -> Concat ->
 # Reshape, plus Range/ConstantOfShape; the symbolic dim comes from a binding.
