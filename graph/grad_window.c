@@ -5,86 +5,38 @@
  * each spatial axis: a strided slice of x padded so every window fits.
  * The gradient puts each tap's share of gy back at those places (the
  * un-slice of graph/grad_util.c, then the padding cropped) and sums over
- * the taps. avg_pool's share is gy divided by the window's divisor (a
- * constant: the geometry is static); max_pool's is shared evenly among the
- * taps equal to the maximum, as for reduce_max. Taps in the padding read
- * nothing and get nothing. Nodes: a few per tap and spatial axis (9 taps
- * for a 3×3 window). */
+ * the taps (the taps themselves: graph/window.h). avg_pool's share is gy
+ * divided by the window's divisor (a constant: the geometry is static);
+ * max_pool's is shared evenly among the taps equal to the maximum, as for
+ * reduce_max. Taps in the padding read nothing and get nothing. Nodes: a few
+ * per tap and spatial axis (9 taps for a 3×3 window). */
 #include "graph/grad.h"
 #include "graph/window.h"
 
 #include <math.h>
 #include <stdlib.h>
 
-/* One pool node's geometry as the builders need it. */
+/* One pool node's taps (graph/window.h) and what the rules add to them. */
 typedef struct gw {
-    bg_window w;          /* normalised to three spatial axes */
-    int k, rank;          /* spatial axes; rank = k + 2 */
-    int64_t dims[BRAID_MAX_RANK], odims[BRAID_MAX_RANK]; /* x, y */
-    int64_t hi[3];        /* padding after, so that every window fits */
+    bg_pool_taps t;
+    int64_t odims[BRAID_MAX_RANK]; /* the pool's output shape */
     braid_dtype dt;
 } gw;
 
 static void gw_init(bg_grad_ctx *c, const bg_grad_node *n, gw *s) {
-    braid_graph *g = bg_grad_graph(c);
-    const bg_node *node = bg_node_at(g, n->id);
-    bg_window_get(node, bg_node_at(g, n->inputs[0]), &s->w);
-    bg_grad_type(c, n->inputs[0], &s->dt, &s->rank, s->dims);
-    bg_grad_type(c, n->id, NULL, &s->rank, s->odims);
-    s->k = s->rank - 2;
-    for (int a = 0; a < 3; a++) {
-        const bg_window *w = &s->w;
-        int64_t need = (w->out[a] - 1) * w->stride[a] +
-                       (w->kernel[a] - 1) * w->dilation[a] + 1 - w->in[a] -
-                       w->pad_lo[a];
-        s->hi[a] = need > 0 ? need : 0;
-    }
-}
-
-/* Normalised axis a's node axis (2 + spatial index), or -1 if trivial. */
-static int gw_axis(const gw *s, int a) {
-    int i = a - (3 - s->k);
-    return i >= 0 ? 2 + i : -1;
-}
-
-/* x padded with `value` (pad_lo before, s->hi after each spatial axis). */
-static braid_tensor gw_pad(bg_grad_ctx *c, const gw *s, braid_tensor x,
-                           double value) {
-    int64_t lo[BRAID_MAX_RANK] = {0}, hi[BRAID_MAX_RANK] = {0};
-    for (int a = 0; a < 3; a++)
-        if (gw_axis(s, a) >= 0) {
-            lo[gw_axis(s, a)] = s->w.pad_lo[a];
-            hi[gw_axis(s, a)] = s->hi[a];
-        }
-    return braid_pad(bg_grad_graph(c), x, lo, hi, BRAID_PAD_CONSTANT, value);
-}
-
-/* Tap j's values: the strided slice of padded xp aligned with y. */
-static braid_tensor gw_tap(bg_grad_ctx *c, const gw *s, braid_tensor xp,
-                           const int64_t *j) {
-    int64_t st[BRAID_MAX_RANK] = {0}, sp[BRAID_MAX_RANK], stp[BRAID_MAX_RANK];
-    for (int i = 0; i < s->rank; i++) {
-        sp[i] = s->dims[i];
-        stp[i] = 1;
-    }
-    for (int a = 0; a < 3; a++) {
-        int ax = gw_axis(s, a);
-        if (ax < 0) continue;
-        st[ax] = j[a] * s->w.dilation[a];
-        stp[ax] = s->w.stride[a];
-        sp[ax] = st[ax] + (s->w.out[a] - 1) * s->w.stride[a] + 1;
-    }
-    return braid_slice(bg_grad_graph(c), xp, st, sp, stp);
+    int rank;
+    bg_pool_taps_init(bg_grad_graph(c), n->id, &s->t);
+    bg_grad_type(c, n->id, &s->dt, &rank, s->odims); /* dtype as x's */
 }
 
 /* v (y's shape) put back where tap j read, in x's shape. */
 static braid_tensor gw_place(bg_grad_ctx *c, const gw *s, braid_tensor v,
                              const int64_t *j) {
     for (int a = 0; a < 3; a++) {
-        int ax = gw_axis(s, a);
+        int ax = bg_pool_taps_axis(&s->t, a);
         if (ax < 0) continue;
-        const bg_window *w = &s->w;
-        int64_t full = w->in[a] + w->pad_lo[a] + s->hi[a];
+        const bg_window *w = &s->t.w;
+        int64_t full = w->in[a] + w->pad_lo[a] + s->t.hi[a];
         v = bg_grad_unslice_axis(c, v, ax, full, j[a] * w->dilation[a],
                                  w->stride[a]);
         v = bg_grad_slice_axis(c, v, ax, w->pad_lo[a],
@@ -95,7 +47,7 @@ static braid_tensor gw_place(bg_grad_ctx *c, const gw *s, braid_tensor v,
 
 /* 1 / avg_pool's divisor per output position, [1, 1, out...]. */
 static braid_tensor gw_inv_divisor(bg_grad_ctx *c, const gw *s) {
-    const bg_window *w = &s->w;
+    const bg_window *w = &s->t.w;
     int64_t n = w->out[0] * w->out[1] * w->out[2];
     double *inv = malloc((size_t)(n > 0 ? n : 1) * sizeof *inv);
     if (inv == NULL) {
@@ -115,19 +67,13 @@ static braid_tensor gw_inv_divisor(bg_grad_ctx *c, const gw *s) {
         inv[e] = div > 0 ? 1 / div : 0;
     }
     int64_t dims[BRAID_MAX_RANK] = {1, 1};
-    for (int i = 2; i < s->rank; i++)
+    for (int i = 2; i < s->t.rank; i++)
         dims[i] = s->odims[i];
     braid_graph *g = bg_grad_graph(c);
-    braid_tensor t = braid_constant(g, BRAID_F64, s->rank, dims, inv);
+    braid_tensor t = braid_constant(g, BRAID_F64, s->t.rank, dims, inv);
     free(inv);
     return s->dt == BRAID_F64 ? t : braid_cast(g, t, s->dt);
 }
-
-/* Calls fn for every tap of the window (normalised, trivial axes 0). */
-#define GW_FOR_TAPS(s, j)                                                      \
-    for (j[0] = 0; j[0] < (s)->w.kernel[0]; j[0]++)                            \
-        for (j[1] = 0; j[1] < (s)->w.kernel[1]; j[1]++)                        \
-            for (j[2] = 0; j[2] < (s)->w.kernel[2]; j[2]++)
 
 static void gw_avg(bg_grad_ctx *c, const bg_grad_node *n, braid_tensor gy) {
     braid_graph *g = bg_grad_graph(c);
@@ -135,7 +81,7 @@ static void gw_avg(bg_grad_ctx *c, const bg_grad_node *n, braid_tensor gy) {
     gw_init(c, n, &s);
     braid_tensor v = braid_mul(g, gy, gw_inv_divisor(c, &s)), dx = BRAID_NONE;
     int64_t j[3];
-    GW_FOR_TAPS(&s, j) {
+    BG_POOL_FOR_TAPS(&s.t, j) {
         braid_tensor t = gw_place(c, &s, v, j);
         dx = braid_tensor_valid(dx) ? braid_add(g, dx, t) : t;
     }
@@ -146,19 +92,21 @@ static void gw_max(bg_grad_ctx *c, const bg_grad_node *n, braid_tensor gy) {
     braid_graph *g = bg_grad_graph(c);
     gw s;
     gw_init(c, n, &s);
-    int64_t taps = s.w.kernel[0] * s.w.kernel[1] * s.w.kernel[2], t = 0;
+    int64_t taps = s.t.w.kernel[0] * s.t.w.kernel[1] * s.t.w.kernel[2], t = 0;
     braid_tensor *hit = bg_alloc(g, (size_t)taps * sizeof *hit);
     if (hit == NULL) return;
-    braid_tensor xp = gw_pad(c, &s, (braid_tensor){n->inputs[0]}, -INFINITY);
+    braid_tensor xp =
+        bg_pool_taps_pad(g, &s.t, (braid_tensor){n->inputs[0]}, -INFINITY);
     braid_tensor y = {n->id}, cnt = BRAID_NONE, dx = BRAID_NONE;
     int64_t j[3];
-    GW_FOR_TAPS(&s, j) {
-        hit[t] = braid_cast(g, braid_eq(g, gw_tap(c, &s, xp, j), y), s.dt);
+    BG_POOL_FOR_TAPS(&s.t, j) {
+        hit[t] =
+            braid_cast(g, braid_eq(g, bg_pool_tap(g, &s.t, xp, j), y), s.dt);
         cnt = t++ ? braid_add(g, cnt, hit[t - 1]) : hit[0];
     }
     braid_tensor share = braid_div(g, gy, cnt);
     t = 0;
-    GW_FOR_TAPS(&s, j) {
+    BG_POOL_FOR_TAPS(&s.t, j) {
         braid_tensor p = gw_place(c, &s, braid_mul(g, share, hit[t++]), j);
         dx = braid_tensor_valid(dx) ? braid_add(g, dx, p) : p;
     }

@@ -215,3 +215,53 @@ void bg_eval_window(const bg_node *n, const bg_node *x, const double *in,
         out[e] = window_value(&w, n->op == BRAID_OP_MAX_POOL, in, r, o);
     }
 }
+
+/* ---- a pool's taps as graph nodes ---------------------------------------- */
+
+void bg_pool_taps_init(const braid_graph *g, uint32_t pool, bg_pool_taps *t) {
+    const bg_node *n = bg_node_at(g, pool), *x = bg_node_at(g, n->inputs[0]);
+    bg_window_get(n, x, &t->w);
+    t->rank = x->rank;
+    memcpy(t->dims, x->dims, sizeof t->dims);
+    for (int a = 0; a < 3; a++) {
+        const bg_window *w = &t->w;
+        int64_t need = (w->out[a] - 1) * w->stride[a] +
+                       (w->kernel[a] - 1) * w->dilation[a] + 1 - w->in[a] -
+                       w->pad_lo[a];
+        t->hi[a] = need > 0 ? need : 0;
+    }
+}
+
+int bg_pool_taps_axis(const bg_pool_taps *t, int a) {
+    int i = a - (3 - (t->rank - 2));
+    return i >= 0 ? 2 + i : -1;
+}
+
+braid_tensor bg_pool_taps_pad(braid_graph *g, const bg_pool_taps *t,
+                              braid_tensor x, double value) {
+    int64_t lo[BRAID_MAX_RANK] = {0}, hi[BRAID_MAX_RANK] = {0};
+    for (int a = 0; a < 3; a++) {
+        int ax = bg_pool_taps_axis(t, a);
+        if (ax < 0) continue;
+        lo[ax] = t->w.pad_lo[a];
+        hi[ax] = t->hi[a];
+    }
+    return braid_pad(g, x, lo, hi, BRAID_PAD_CONSTANT, value);
+}
+
+braid_tensor bg_pool_tap(braid_graph *g, const bg_pool_taps *t, braid_tensor xp,
+                         const int64_t *j) {
+    int64_t st[BRAID_MAX_RANK] = {0}, sp[BRAID_MAX_RANK], stp[BRAID_MAX_RANK];
+    for (int i = 0; i < t->rank; i++) {
+        sp[i] = t->dims[i];
+        stp[i] = 1;
+    }
+    for (int a = 0; a < 3; a++) {
+        int ax = bg_pool_taps_axis(t, a);
+        if (ax < 0) continue;
+        st[ax] = j[a] * t->w.dilation[a];
+        stp[ax] = t->w.stride[a];
+        sp[ax] = st[ax] + (t->w.out[a] - 1) * t->w.stride[a] + 1;
+    }
+    return braid_slice(g, xp, st, sp, stp);
+}

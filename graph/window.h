@@ -121,4 +121,38 @@ braid_status bg_infer_resize(braid_graph *g, const bg_node *x,
                              const bg_attrs *a, int rank, const int64_t *dims,
                              bg_node *out);
 
+/* ---- a pool's taps as graph nodes (graph/window.c) -----------------------
+ * Tap j (per normalised axis; 0 on the trivial ones) of every window of a
+ * pool node reads the input at o·stride − pad_lo + j·dilation along each
+ * spatial axis: a strided slice of the input padded by pad_lo before and
+ * `hi` after, so that every window fits. The gradient rules of max_pool and
+ * avg_pool (graph/grad_window.c) and ONNX MaxPool's Indices output
+ * (onnx/ops_conv.c) build their composites tap by tap through these. */
+typedef struct bg_pool_taps {
+    bg_window w;                  /* the pool's geometry, normalised */
+    int rank;                     /* its rank: spatial axes + 2 */
+    int64_t dims[BRAID_MAX_RANK]; /* its input's shape */
+    int64_t hi[3];                /* padding after, per normalised axis */
+} bg_pool_taps;
+
+/* The taps of pool node `pool` of g. */
+void bg_pool_taps_init(const braid_graph *g, uint32_t pool, bg_pool_taps *t);
+/* The node axis (2 + spatial index) of normalised axis a, or -1 when a is
+ * one of the trivial leading axes. */
+int bg_pool_taps_axis(const bg_pool_taps *t, int a);
+/* x (of the input's shape) padded with `value`: pad_lo before and t->hi
+ * after each spatial axis. */
+braid_tensor bg_pool_taps_pad(braid_graph *g, const bg_pool_taps *t,
+                              braid_tensor x, double value);
+/* Tap j's values: the strided slice of padded xp aligned with the pool's
+ * output. */
+braid_tensor bg_pool_tap(braid_graph *g, const bg_pool_taps *t, braid_tensor xp,
+                         const int64_t *j);
+/* Every tap j[3] of the window, row-major (the first spatial axis
+ * slowest). */
+#define BG_POOL_FOR_TAPS(t, j)                                                 \
+    for (j[0] = 0; j[0] < (t)->w.kernel[0]; j[0]++)                            \
+        for (j[1] = 0; j[1] < (t)->w.kernel[1]; j[1]++)                        \
+            for (j[2] = 0; j[2] < (t)->w.kernel[2]; j[2]++)
+
 #endif /* BRAID_GRAPH_WINDOW_H */

@@ -4,6 +4,8 @@
  * output_shape resolve to explicit pads at import (static shapes). */
 #include "onnx/onnx_internal.h"
 
+#include "graph/window.h"
+
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -177,19 +179,19 @@ static braid_tensor lp_pool(ox_node *n, braid_tensor x, braid_pool_params *p,
     return braid_pow(g, sum, ox_scalar(n, t, 1 / e));
 }
 
-/* MaxPool's Indices output, a composite: tap by tap over the window (row
- * major), the first tap holding the window's maximum gives the flat index
- * of the element it read in x: row-major over all of x, or with
- * storage_order 1 the plane's offset (n·C + c)·H·W plus the element's
- * column-major place in its plane (w·H + h in 2-D), as onnxruntime and
- * ONNX's node tests give it. x and an index tensor are padded alike (x
- * with -inf) so every window fits; each tap is a strided slice of both. */
+/* MaxPool's Indices output for max_pool node y of x, a composite over the
+ * window's taps (graph/window.h: x padded with -inf, and a tensor of flat
+ * indices padded alike; each tap a strided slice of both): the first tap,
+ * row-major, holding the window's maximum gives the index of the element
+ * it read. Indices run row-major over all of x, or with storage_order 1
+ * as the plane's offset (n·C + c)·H·W plus the element's column-major
+ * place in its plane (w·H + h in 2-D), as onnxruntime and ONNX's node
+ * tests number them. */
 static braid_tensor max_pool_indices(ox_node *n, braid_tensor x,
-                                     const cv_geom *gm, braid_tensor y) {
+                                     braid_tensor y) {
     braid_graph *g = n->g;
-    int64_t d[BRAID_MAX_RANK], od[BRAID_MAX_RANK], numel = 1;
+    int64_t d[BRAID_MAX_RANK], numel = 1;
     int r = ox_rank(n, x, d);
-    ox_rank(n, y, od);
     for (int i = 0; i < r; i++)
         numel *= d[i];
     int64_t order = ox_attr_int(n, "storage_order", 0);
@@ -204,6 +206,7 @@ static braid_tensor max_pool_indices(ox_node *n, braid_tensor x,
                      (long long)numel);
         return BRAID_NONE;
     }
+    if (!braid_tensor_valid(y)) return BRAID_NONE; /* max_pool's error */
     /* flat indices in x's shape: a ramp over the storage order's shape
      * ([N, C, spatial axes reversed] for column-major), permuted back */
     int64_t sd[BRAID_MAX_RANK];
@@ -215,38 +218,16 @@ static braid_tensor max_pool_indices(ox_node *n, braid_tensor x,
     braid_tensor idx =
         braid_reshape(g, braid_iota(g, BRAID_I32, 1, &numel, 0), r, sd);
     if (order) idx = braid_permute(g, idx, perm);
-    int64_t lo[BRAID_MAX_RANK] = {0}, hi[BRAID_MAX_RANK] = {0};
-    for (int i = 0; i < gm->s; i++) {
-        int64_t need = (od[i + 2] - 1) * gm->st[i] +
-                       (gm->k[i] - 1) * gm->dl[i] + 1 - d[i + 2] - gm->lo[i];
-        lo[i + 2] = gm->lo[i];
-        hi[i + 2] = need > 0 ? need : 0;
-    }
-    braid_tensor xp = braid_pad(g, x, lo, hi, BRAID_PAD_CONSTANT, -INFINITY);
-    braid_tensor ip = braid_pad(g, idx, lo, hi, BRAID_PAD_CONSTANT, 0);
+    bg_pool_taps t;
+    bg_pool_taps_init(g, y.id, &t);
+    braid_tensor xp = bg_pool_taps_pad(g, &t, x, -INFINITY);
+    braid_tensor ip = bg_pool_taps_pad(g, &t, idx, 0);
     braid_tensor best = BRAID_NONE, at = BRAID_NONE;
-    int64_t taps = 1, j[3] = {0};
-    for (int i = 0; i < gm->s; i++)
-        taps *= gm->k[i];
-    for (int64_t t = 0; t < taps; t++) {
-        int64_t rest = t, start[BRAID_MAX_RANK] = {0}, stop[BRAID_MAX_RANK],
-                step[BRAID_MAX_RANK];
-        for (int i = gm->s - 1; i >= 0; i--) { /* row-major over the window */
-            j[i] = rest % gm->k[i];
-            rest /= gm->k[i];
-        }
-        for (int i = 0; i < r; i++) {
-            stop[i] = d[i];
-            step[i] = 1;
-        }
-        for (int i = 0; i < gm->s; i++) {
-            start[i + 2] = j[i] * gm->dl[i];
-            stop[i + 2] = start[i + 2] + (od[i + 2] - 1) * gm->st[i] + 1;
-            step[i + 2] = gm->st[i];
-        }
-        braid_tensor v = braid_slice(g, xp, start, stop, step);
-        braid_tensor w = braid_slice(g, ip, start, stop, step);
-        if (t == 0) {
+    int64_t j[3];
+    BG_POOL_FOR_TAPS(&t, j) {
+        braid_tensor v = bg_pool_tap(g, &t, xp, j);
+        braid_tensor w = bg_pool_tap(g, &t, ip, j);
+        if (!braid_tensor_valid(best)) {
             best = v;
             at = w;
             continue;
@@ -265,8 +246,7 @@ static braid_status pool(ox_node *n, pool_kind kind) {
     if (!ox_attr_ints(n, "kernel_shape", k, 3, &cnt)) return n->im->status;
     if (cnt != r - 2)
         return ox_node_fail(n, BRAID_ERR_INVALID_ARGUMENT,
-                            "kernel_shape has "
-                            "%d entries for %d spatial axes",
+                            "kernel_shape has %d entries for %d spatial axes",
                             cnt, r - 2);
     cv_geom gm;
     if (!geometry(n, d, r, k, &gm, &same)) return n->im->status;
@@ -285,7 +265,7 @@ static braid_status pool(ox_node *n, pool_kind kind) {
                                      : lp_pool(n, x, &p, gm.s);
     ox_out(n, 0, y, ox_in_elem(n, 0));
     if (kind == P_MAX && n->nout > 1) {
-        braid_tensor idx = max_pool_indices(n, x, &gm, y);
+        braid_tensor idx = max_pool_indices(n, x, y);
         if (n->im->status != BRAID_OK) return n->im->status;
         ox_out(n, 1, idx, OX_ELEM_INT64);
     }
