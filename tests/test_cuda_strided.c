@@ -6,7 +6,8 @@
  * kernels walk a strided input by index. Cases: GPT-2's attention block
  * (f32, f16, bf16; the scale after q·kᵀ or on q and k), a permute of an
  * input with each transpose flag and matmul's batch broadcasting, a
- * broadcast_to operand, and an empty contraction written through ldc. Each
+ * broadcast_to operand, an empty contraction written through ldc, and
+ * heads whose batch strides do not merge (one pointer-array call). Each
  * plan is checked to have no slice or permute work, then run against the
  * reference evaluator. Skipped without a CUDA device (also built against
  * tests/cuda_mock, which emulates cuBLAS's leading dimensions).
@@ -149,6 +150,87 @@ Test(cuda_strided, matmul_into_permute) {
         snprintf(what, sizeof what, "K %lld", (long long)K);
         TC_CHECK(g, y, NULL, (uint64_t)K, what);
         cr_assert_eq(gpu_copies(g), 0, "%s", what);
+        braid_graph_free(g);
+    }
+}
+
+/* q·kᵀ on heads read in place from x [B, T, 2C] as [B, H, T, D]: B and
+ * H strides do not merge into one, so the executor builds pointer arrays
+ * at creation and issues one cublasGemmBatchedEx over all B·H matrices
+ * (the log says so). Three runs (warm-up, CUDA-graph capture, replay)
+ * against the reference, then one binding the output to the caller's
+ * device memory (dispatched without the graph; the product still goes to
+ * the plan's buffer the arrays point at, then out by a copy). No run may
+ * find the addresses moved. */
+Test(cuda_strided, heads_in_one_pointer_array_call) {
+    TC_REQUIRE_GPU();
+    static const braid_dtype dts[] = {BRAID_F32, BRAID_F64, BRAID_F16};
+    static const int to_bhtd[] = {0, 2, 1, 3};
+    const int64_t B = 3, T = 9, H = 4, D = 6, C = H * D;
+    for (size_t d = 0; d < 3; d++) {
+        braid_dtype dt = dts[d];
+        braid_graph *g = braid_graph_new(NULL);
+        braid_tensor x = braid_input(g, "x", dt, 3, TC_DIMS(B, T, 2 * C));
+        braid_tensor part[2];
+        for (int i = 0; i < 2; i++) {
+            braid_tensor s = braid_slice(g, x, TC_DIMS(0, 0, i * C),
+                                         TC_DIMS(B, T, (i + 1) * C), NULL);
+            s = braid_reshape(g, s, 4, TC_DIMS(B, T, H, D));
+            part[i] = braid_permute(g, s, to_bhtd);
+        }
+        braid_tensor y = braid_matmul(g, part[0], part[1], BRAID_TRANSPOSE_B);
+        cr_assert_eq(braid_output(g, "y", y), BRAID_OK, "%s",
+                     braid_graph_error(g));
+        tc_hint_all(g, "cuda:0");
+        ts_io *io = ts_io_new(g, 11 + d);
+        ts_fill_input(io, 0, dt, TS_RANGE(-1, 1), 11 + d);
+        cr_assert_eq(
+            braid_reference_run(g, io->in, io->ninputs, io->ref, io->noutputs),
+            BRAID_OK, "%s", braid_last_error());
+        braid_compile_options o = tc_options();
+        braid_plan *p = NULL;
+        braid_exec *e = NULL;
+        cr_assert_eq(braid_compile(g, &o, &p), BRAID_OK, "%s",
+                     braid_last_error());
+        cr_assert_eq(braid_exec_new(p, &e), BRAID_OK, "%s", braid_last_error());
+        const char *log = br_cuda_log(br_exec_cuda(e));
+        char want[80];
+        snprintf(want, sizeof want, "one cublasGemmBatchedEx over %lld",
+                 (long long)(B * H));
+        cr_assert(strstr(log, want), "%s: no pointer-array call:\n%s",
+                  braid_dtype_name(dt), log);
+        char msg[512];
+        for (int r = 0; r < 3; r++) {
+            memset(io->out[0].data, 0xA5, io->out[0].bytes);
+            cr_assert_eq(
+                braid_run(e, io->in, io->ninputs, io->out, io->noutputs),
+                BRAID_OK, "%s run %d: %s", braid_dtype_name(dt), r,
+                braid_last_error());
+            cr_assert(ts_io_compare(io, msg, sizeof msg), "%s run %d: %s",
+                      braid_dtype_name(dt), r, msg);
+        }
+        cr_assert(!strstr(br_cuda_log(br_exec_cuda(e)), "addresses differ"),
+                  "%s: host runs found moved addresses", braid_dtype_name(dt));
+        /* the output in device memory of the caller's */
+        size_t bytes = io->out[0].bytes;
+        void *dev = br_cuda_device_alloc(0, bytes);
+        cr_assert(dev, "cudaMalloc of %zu bytes failed", bytes);
+        braid_output_binding ob = {"y", dev, bytes};
+        cr_assert_eq(braid_run(e, io->in, io->ninputs, &ob, 1), BRAID_OK,
+                     "%s device run: %s", braid_dtype_name(dt),
+                     braid_last_error());
+        memset(io->out[0].data, 0xA5, bytes);
+        cr_assert_eq(br_cuda_memcpy(io->out[0].data, dev, bytes), BRAID_OK,
+                     "%s", braid_last_error());
+        cr_assert(ts_io_compare(io, msg, sizeof msg), "%s device run: %s",
+                  braid_dtype_name(dt), msg);
+        br_cuda_device_free(dev);
+        cr_assert(!strstr(br_cuda_log(br_exec_cuda(e)), "addresses differ"),
+                  "%s: the device run found moved addresses",
+                  braid_dtype_name(dt));
+        braid_exec_free(e);
+        braid_plan_free(p);
+        ts_io_free(io);
         braid_graph_free(g);
     }
 }

@@ -31,6 +31,7 @@
 
 #include "passes/layout.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 typedef br_gemm_shape gemm_shape;
@@ -186,6 +187,17 @@ void br_blas_types(const br_cuda *c, braid_dtype t, cudaDataType *data,
     }
 }
 
+/* alpha 1 and beta 0 in the product's scale type. */
+static void scalars(const gemm_shape *g, const void **alpha,
+                    const void **beta) {
+    static const double one64 = 1.0, zero64 = 0.0;
+    static const float one32 = 1.0f, zero32 = 0.0f;
+    *alpha =
+        g->dtype == BRAID_F64 ? (const void *)&one64 : (const void *)&one32;
+    *beta =
+        g->dtype == BRAID_F64 ? (const void *)&zero64 : (const void *)&zero32;
+}
+
 /* One strided-batched call over the innermost batch group (count
  * matrices) at the given element offsets. */
 static braid_status gemm_call(br_cuda *c, uint32_t id, const gemm_shape *g,
@@ -195,12 +207,8 @@ static braid_status gemm_call(br_cuda *c, uint32_t id, const gemm_shape *g,
     cudaDataType dt;
     cublasComputeType_t ct;
     br_blas_types(c, g->dtype, &dt, &ct);
-    double one64 = 1.0, zero64 = 0.0;
-    float one32 = 1.0f, zero32 = 0.0f;
-    const void *alpha =
-        g->dtype == BRAID_F64 ? (const void *)&one64 : (const void *)&one32;
-    const void *beta =
-        g->dtype == BRAID_F64 ? (const void *)&zero64 : (const void *)&zero32;
+    const void *alpha, *beta;
+    scalars(g, &alpha, &beta);
     cublasOperation_t opa = g->tb ? CUBLAS_OP_T : CUBLAS_OP_N; /* on B */
     cublasOperation_t opb = g->ta ? CUBLAS_OP_T : CUBLAS_OP_N; /* on A */
     int64_t ldb = g->ldb, lda = g->lda;
@@ -217,6 +225,25 @@ static braid_status gemm_call(br_cuda *c, uint32_t id, const gemm_shape *g,
                        h, opa, opb, g->n, g->m, g->k, alpha, b, dt, ldb, sb, a,
                        dt, lda, sa, beta, out, dt, g->ldc, sc, count, ct,
                        CUBLAS_GEMM_DEFAULT));
+}
+
+/* The whole batch in one cublasGemmBatchedEx over P's pointer arrays. */
+static braid_status ptrs_call(br_cuda *c, uint32_t id, const gemm_shape *g,
+                              const br_gemm_ptrs *P) {
+    cublasHandle_t h = c->blas.handle[c->node[id].queue];
+    cudaDataType dt;
+    cublasComputeType_t ct;
+    br_blas_types(c, g->dtype, &dt, &ct);
+    const void *alpha, *beta;
+    scalars(g, &alpha, &beta);
+    int64_t n = P->count;
+    return br_blas(c, "braid_run", id, "cublasGemmBatchedEx",
+                   cublasGemmBatchedEx_64(
+                       h, g->tb ? CUBLAS_OP_T : CUBLAS_OP_N,
+                       g->ta ? CUBLAS_OP_T : CUBLAS_OP_N, g->n, g->m, g->k,
+                       alpha, (const void *const *)P->arr, dt, g->ldb,
+                       (const void *const *)(P->arr + n), dt, g->lda, beta,
+                       P->arr + 2 * n, dt, g->ldc, n, ct, CUBLAS_GEMM_DEFAULT));
 }
 
 /* Zeros every row of every batch of a result at leading dim ldc. */
@@ -262,6 +289,17 @@ braid_status br_cuda_gemm(br_cuda *c, uint32_t id, void *out) {
                                      br_cuda_stream(c, c->node[id].queue)));
     }
     const char *a = c->run.args->ptr[g.a], *b = c->run.args->ptr[g.b];
+    if (c->node[id].ptrs != BG_NONE) {
+        br_gemm_ptrs *P = &c->blas.ptrs[c->node[id].ptrs];
+        if (a == P->pa && b == P->pb && out == P->pc)
+            return ptrs_call(c, id, &g, P);
+        if (!P->moved)
+            br_cuda_logf(c,
+                         "matmul: node %u: device addresses differ from "
+                         "creation's; such runs loop over strided batches",
+                         id);
+        P->moved = true;
+    }
     braid_status s = BRAID_OK;
     for (int64_t o = 0; s == BRAID_OK && o < outer; o++) {
         int64_t rest = o, oa = 0, ob = 0, oc = 0;
@@ -276,6 +314,139 @@ braid_status br_cuda_gemm(br_cuda *c, uint32_t id, void *out) {
                       (char *)out + (size_t)oc * es, inner);
     }
     return s;
+}
+
+/* ---- pointer arrays ------------------------------------------------------
+ * A product whose batch dims do not merge into one stride would take a
+ * strided-batched call per outer batch: attention's QKᵀ on q and k read
+ * in place from [B·T, 3C] as [B, H, T, D] is B calls of H products, each
+ * too small to fill the GPU (8 calls of 12 on GPT-2's training block:
+ * 0.18 ms, where one call over all 96 takes 0.12; H200, 2026-11-29). One
+ * cublasGemmBatchedEx takes every matrix's address from device arrays,
+ * built here once: arenas and uploaded constants never move, so the
+ * addresses are those of every run (checked per run; a run that finds
+ * others takes the loop). */
+
+static const char *const PREP = "braid_exec_new";
+
+/* Element offsets of matrix t of g's batch (last batch dim fastest). */
+static void batch_offsets(const gemm_shape *g, int64_t t, int64_t *oa,
+                          int64_t *ob, int64_t *oc) {
+    *oa = *ob = *oc = 0;
+    for (int i = g->nb - 1; i >= 0; i--) {
+        int64_t x = t % g->bdim[i];
+        t /= g->bdim[i];
+        *oa += x * g->sa[i];
+        *ob += x * g->sb[i];
+        *oc += x * g->sc[i];
+    }
+}
+
+/* The buffer node id's product goes to, as every run sees it; NULL when
+ * not fixed at creation. */
+static const void *fixed_target(const br_cuda *c, uint32_t id) {
+    if (c->node[id].kind == BR_NODE_GEMM) return br_cuda_fixed_addr(c, id);
+    const br_kernel *k = &c->mod.kern[c->node[id].kernel];
+    return k->bk->mm_in_place ? br_cuda_fixed_addr(c, id) : k->extra;
+}
+
+/* Whether node id's product is batched over dims that do not merge (g
+ * filled), with work to do. */
+static bool wants_ptrs(const br_cuda *c, uint32_t id, gemm_shape *g) {
+    br_node_kind kind = c->node[id].kind;
+    return (kind == BR_NODE_GEMM ||
+            (kind == BR_NODE_GEMM_EPI && c->node[id].lt == BG_NONE)) &&
+           br_gemm_shape_of(c->plan, id, g) && g->nb >= 2 && g->m > 0 &&
+           g->n > 0 && g->k > 0;
+}
+
+/* Builds P for node id (shape g): addresses, host arrays, upload. *why
+ * set: not fixed at creation, P left empty. */
+static braid_status ptrs_setup(br_cuda *c, uint32_t id, const gemm_shape *g,
+                               br_gemm_ptrs *P, const char **why) {
+    *why = NULL;
+    P->pa = br_cuda_fixed_addr(c, g->a);
+    P->pb = br_cuda_fixed_addr(c, g->b);
+    P->pc = fixed_target(c, id);
+    if (!P->pa || !P->pb || !P->pc) {
+        *why = "an operand's device address is not fixed at creation";
+        return BRAID_OK;
+    }
+    int64_t n = 1;
+    for (int i = 0; i < g->nb; i++)
+        n *= g->bdim[i];
+    size_t es = braid_dtype_size(g->dtype),
+           bytes = 3 * (size_t)n * sizeof(void *);
+    void **host = malloc(bytes);
+    if (!host)
+        return bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY,
+                                 "%s: out of memory for node %u's batch "
+                                 "pointers",
+                                 PREP, id);
+    for (int64_t t = 0; t < n; t++) {
+        int64_t oa, ob, oc;
+        batch_offsets(g, t, &oa, &ob, &oc);
+        host[t] = (char *)P->pb + (size_t)ob * es; /* cuBLAS's A */
+        host[n + t] = (char *)P->pa + (size_t)oa * es;
+        host[2 * n + t] = (char *)P->pc + (size_t)oc * es;
+    }
+    braid_status s = br_cuda_use(c, PREP, id, c->node[id].dev);
+    if (s == BRAID_OK)
+        s = br_cu(c, PREP, id, "cudaMalloc (batch pointers)",
+                  cudaMalloc((void **)&P->arr, bytes));
+    if (s == BRAID_OK)
+        s = br_cu(c, PREP, id, "cudaMemcpy (batch pointers)",
+                  cudaMemcpy(P->arr, host, bytes, cudaMemcpyHostToDevice));
+    free(host);
+    P->count = n;
+    return s;
+}
+
+braid_status br_cuda_gemm_ptrs_prepare(br_cuda *c) {
+    uint32_t count = 0;
+    gemm_shape g;
+    for (uint32_t i = 0; i < c->sched->ndev; i++)
+        count += wants_ptrs(c, c->sched->dev_list[i], &g);
+    if (count == 0) return BRAID_OK;
+    c->blas.ptrs = calloc(count, sizeof *c->blas.ptrs);
+    if (!c->blas.ptrs)
+        return bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY, "%s: out of memory",
+                                 PREP);
+    for (uint32_t i = 0; i < c->sched->ndev; i++) {
+        uint32_t id = c->sched->dev_list[i];
+        if (!wants_ptrs(c, id, &g)) continue;
+        br_gemm_ptrs *P = &c->blas.ptrs[c->blas.nptrs];
+        const char *why = NULL;
+        braid_status s = ptrs_setup(c, id, &g, P, &why);
+        if (s != BRAID_OK) {
+            c->blas.nptrs++; /* freed with the rest */
+            return s;
+        }
+        if (why) {
+            memset(P, 0, sizeof *P);
+            br_cuda_logf(c,
+                         "matmul: node %u: %d batch dims that do not merge, "
+                         "a strided-batched call per outer batch: %s",
+                         id, g.nb, why);
+            continue;
+        }
+        c->node[id].ptrs = c->blas.nptrs++;
+        br_cuda_logf(c,
+                     "matmul: node %u: %d batch dims that do not merge: one "
+                     "cublasGemmBatchedEx over %lld pointers (M %lld N %lld "
+                     "K %lld)",
+                     id, g.nb, (long long)P->count, (long long)g.m,
+                     (long long)g.n, (long long)g.k);
+    }
+    return BRAID_OK;
+}
+
+void br_cuda_gemm_ptrs_free(br_cuda *c) {
+    for (uint32_t i = 0; i < c->blas.nptrs; i++)
+        if (c->blas.ptrs[i].arr) cudaFree(c->blas.ptrs[i].arr);
+    free(c->blas.ptrs);
+    c->blas.ptrs = NULL;
+    c->blas.nptrs = 0;
 }
 
 /* ---- handles ------------------------------------------------------------ */

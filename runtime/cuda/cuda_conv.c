@@ -49,16 +49,18 @@ static struct {
     pthread_mutex_t lock;
     conv_key key[CACHE_MAX];
     int algo[CACHE_MAX];
+    int math[CACHE_MAX]; /* the math type it runs with */
     size_t ws[CACHE_MAX];
     int n;
 } cache = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
-static bool cache_get(const conv_key *k, int *algo, size_t *ws) {
+static bool cache_get(const conv_key *k, int *algo, int *math, size_t *ws) {
     bool hit = false;
     pthread_mutex_lock(&cache.lock);
     for (int i = 0; i < cache.n && !hit; i++)
         if (memcmp(&cache.key[i], k, sizeof *k) == 0) {
             *algo = cache.algo[i];
+            *math = cache.math[i];
             *ws = cache.ws[i];
             hit = true;
         }
@@ -66,11 +68,12 @@ static bool cache_get(const conv_key *k, int *algo, size_t *ws) {
     return hit;
 }
 
-static void cache_put(const conv_key *k, int algo, size_t ws) {
+static void cache_put(const conv_key *k, int algo, int math, size_t ws) {
     pthread_mutex_lock(&cache.lock);
     if (cache.n < CACHE_MAX) {
         cache.key[cache.n] = *k;
         cache.algo[cache.n] = algo;
+        cache.math[cache.n] = math;
         cache.ws[cache.n++] = ws;
     }
     pthread_mutex_unlock(&cache.lock);
@@ -197,10 +200,29 @@ static braid_status describe(const br_cuda *c, br_conv *cv, const conv_key *k,
     if (s == BRAID_OK)
         s = dnn(c, id, "cudnnSetConvolutionGroupCount",
                 a->SetConvolutionGroupCount(cv->conv, k->groups));
+    cv->math_asked = cv->math = k->math;
     if (s == BRAID_OK)
         s = dnn(c, id, "cudnnSetConvolutionMathType",
                 a->SetConvolutionMathType(cv->conv, k->math));
     return s;
+}
+
+/* The math type candidate p runs with: the one cudnnFind* timed it with
+ * (with TF32 allowed, a tensor-core algorithm is reported under
+ * CUDNN_TENSOR_OP_MATH, and the descriptor must say so for the run to be
+ * that algorithm, as PyTorch sets it), except that an f32 node without
+ * TF32 keeps CUDNN_FMA_MATH whatever Find reported. */
+static int run_math(const br_conv *cv, const br_cudnn_perf *p) {
+    return cv->math_asked == BR_CUDNN_FMA_MATH ? BR_CUDNN_FMA_MATH
+                                               : p->math_type;
+}
+
+/* Sets the descriptor's math type to math (when it changes). */
+static br_cudnn_status set_math(const br_cuda *c, br_conv *cv, int math) {
+    if (cv->math == math) return 0;
+    br_cudnn_status st = c->conv.api->SetConvolutionMathType(cv->conv, math);
+    if (st == 0) cv->math = math;
+    return st;
 }
 
 /* ---- choosing the algorithm ----------------------------------------------
@@ -327,11 +349,13 @@ static int cmp_float(const void *a, const void *b) {
 
 /* One candidate (i < n: cuDNN's cand[i], i == n: braid's kernel) run
  * REFINE_REPS times, captured on stream st into *exec. */
-static bool capture(br_cuda *c, const br_conv *cv, br_cudnn_handle h,
+static bool capture(br_cuda *c, br_conv *cv, br_cudnn_handle h,
                     const br_cudnn_perf *cand, int n, int i, void **ptr,
-                    const conv_bufs *b, cudaStream_t st, cudaGraphExec_t *exec) {
+                    const conv_bufs *b, cudaStream_t st,
+                    cudaGraphExec_t *exec) {
     cudaGraph_t graph = NULL;
     *exec = NULL;
+    if (i < n && set_math(c, cv, run_math(cv, &cand[i])) != 0) return false;
     if (cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal) !=
         cudaSuccess)
         return false;
@@ -354,7 +378,7 @@ static bool capture(br_cuda *c, const br_conv *cv, br_cudnn_handle h,
  * cuDNN 9's legacy API) as GPU time, and for 15-50 us convolutions rank
  * by it. The graphs are replayed REFINE_WARM times, then REFINE_RUNS times
  * each, interleaved. */
-static int refine(br_cuda *c, const br_conv *cv, br_cudnn_handle h,
+static int refine(br_cuda *c, br_conv *cv, br_cudnn_handle h,
                   const br_cudnn_perf *cand, int n) {
     size_t ws = 0;
     for (int i = 0; i < n; i++)
@@ -421,9 +445,12 @@ static int refine(br_cuda *c, const br_conv *cv, br_cudnn_handle h,
 static braid_status choose(br_cuda *c, br_conv *cv, const conv_key *k,
                            br_cudnn_handle h, bool *braid) {
     *braid = false;
-    if (cache_get(k, &cv->algo, &cv->ws)) {
+    int math = k->math;
+    if (cache_get(k, &cv->algo, &math, &cv->ws)) {
         *braid = cv->algo == BRAID_KERNEL_ALGO;
-        return BRAID_OK;
+        return *braid ? BRAID_OK
+                      : dnn(c, cv->node, "cudnnSetConvolutionMathType",
+                            set_math(c, cv, math));
     }
     const br_cudnn_api *a = c->conv.api;
     br_cudnn_perf perf[16];
@@ -459,8 +486,12 @@ static braid_status choose(br_cuda *c, br_conv *cv, const conv_key *k,
     *braid = best == n;
     cv->algo = *braid ? BRAID_KERNEL_ALGO : cand[best].algo;
     cv->ws = *braid ? 0 : cand[best].memory;
-    cache_put(k, cv->algo, cv->ws);
-    return BRAID_OK;
+    math = *braid ? k->math : run_math(cv, &cand[best]);
+    s = *braid ? BRAID_OK
+               : dnn(c, cv->node, "cudnnSetConvolutionMathType",
+                     set_math(c, cv, math));
+    if (s == BRAID_OK) cache_put(k, cv->algo, math, cv->ws);
+    return s;
 }
 
 static void destroy(const br_cudnn_api *a, br_conv *cv) {
@@ -521,8 +552,10 @@ static braid_status adopt(br_cuda *c, uint32_t id, br_conv *cv, bool *moved) {
     }
     if (cv->ws > c->conv.ws_bytes[cn->queue])
         c->conv.ws_bytes[cn->queue] = cv->ws;
-    br_cuda_logf(c, "conv node %u: cuDNN algorithm %d, workspace %zu bytes", id,
-                 cv->algo, cv->ws);
+    br_cuda_logf(c,
+                 "conv node %u: cuDNN algorithm %d, math type %d, workspace "
+                 "%zu bytes",
+                 id, cv->algo, cv->math, cv->ws);
     *moved = true;
     return BRAID_OK;
 }

@@ -110,6 +110,7 @@ static braid_status alloc_tables(br_cuda *c) {
     for (uint32_t id = 0; id < n; id++) {
         c->node[id].kernel = BG_NONE;
         c->node[id].lt = BG_NONE;
+        c->node[id].ptrs = BG_NONE;
         c->node[id].dev = -1;
     }
     return BRAID_OK;
@@ -498,6 +499,7 @@ static const struct {
     {"kernels", br_cuda_load_kernels},
     {"cudnn", br_cuda_conv_prepare}, /* conv ops */
     {"cublaslt", br_cuda_lt_prepare},
+    {"batches", br_cuda_gemm_ptrs_prepare},
     {"graph", br_graph_prepare},
 };
 
@@ -578,6 +580,7 @@ void br_cuda_free(br_cuda *c) {
         br_cuda_blas_give(c);
         br_cuda_coll_free(c);
         br_cuda_lt_free(c);
+        br_cuda_gemm_ptrs_free(c);
         br_graph_free(c);
         br_cuda_stage_free(c);
         br_cuda_free_kernels(c);

@@ -72,6 +72,9 @@ typedef struct br_cnode {
     uint32_t kernel;   /* KERNEL, GEMM_EPI: index in c->kern; else BG_NONE */
     uint32_t lt;       /* GEMM_EPI run by one cublasLtMatmul with a bias
                           epilogue: index in c->lt; else BG_NONE */
+    uint32_t ptrs;     /* GEMM, GEMM_EPI whose batch dims do not merge into
+                          one strided batch: index in c->blas.ptrs (one
+                          pointer-array call); else BG_NONE */
     bool gpu_dep;      /* depends (data or events, transitively) on GPU
                           work: a CPU node that must wait in graph mode */
     bool feeds_gpu;    /* GPU work depends on it (transitively) */
@@ -123,6 +126,21 @@ typedef struct br_lt {
     bool moved;                   /* a run found other addresses (logged
                                      once; such runs use cuBLAS) */
 } br_lt;
+
+/* A product whose batch dims do not merge into one stride (attention's
+ * heads read in place from [B, T, H, D]: B and H strides do not compose)
+ * issued as one cublasGemmBatchedEx over pointer arrays instead of a
+ * strided-batched call per outer batch (cuda_blas.c). The arrays are
+ * built at creation for the device addresses a run will use. */
+typedef struct br_gemm_ptrs {
+    const void *pa, *pb; /* braid's a and b the arrays were built for */
+    const void *pc;      /* the product's target */
+    void **arr;          /* device: cuBLAS's A (braid's b), B (braid's a)
+                            and C pointers, count each */
+    int64_t count;       /* matrices in the batch */
+    bool moved;          /* a run found other addresses (logged once; such
+                            runs loop over strided-batched calls) */
+} br_gemm_ptrs;
 
 /* State of a CUDA graph (cuda_graph.c). */
 typedef struct br_graph_state {
@@ -188,6 +206,8 @@ typedef struct br_cuda_blas {
     void **lt_ws;                /* per queue: cuBLASLt workspace */
     br_lt *lt;                   /* the nodes cuBLASLt runs */
     uint32_t nlt;                /* entries in lt */
+    br_gemm_ptrs *ptrs;          /* the products run over pointer arrays */
+    uint32_t nptrs;              /* entries in ptrs */
 } br_cuda_blas;
 
 /* The plan's generated module, compiled and loaded (cuda_kernels.c). */
@@ -235,6 +255,9 @@ typedef struct br_conv {
     uint32_t node;
     void *x, *w, *y, *b, *conv; /* descriptors (b: bias [1, OC, 1...]) */
     int algo;                   /* cudnnConvolution{Fwd,BwdData}Algo_t */
+    int math_asked;             /* cudnnMathType_t the dtype and TF32 allow */
+    int math;                   /* the descriptor's now: once chosen, the
+                                   algorithm's (cuda_conv.c, run_math) */
     size_t ws;                  /* workspace bytes it needs */
     bool bias, transpose, f64;
 } br_conv;
@@ -370,6 +393,10 @@ braid_status br_cuda_take_checks(br_cuda *c);
  * offset of id's data in it. */
 uint32_t br_root(const bp_plan *p, uint32_t id, uint64_t *offset);
 
+/* Device address of node id's bytes as every run sees them (arenas and
+ * uploaded constants never move), or NULL when not known at creation. */
+char *br_cuda_fixed_addr(const br_cuda *c, uint32_t id);
+
 /* The kind of queue q ("cpu" for out-of-range). */
 bp_queue_kind br_queue_kind(const bp_plan *p, uint32_t q);
 
@@ -454,6 +481,12 @@ braid_status br_cuda_gemm(br_cuda *c, uint32_t id, void *out);
 braid_status br_cuda_blas_take(br_cuda *c, uint32_t q);
 /* Gives every cuBLAS handle back to the pool (streams idle). */
 void br_cuda_blas_give(br_cuda *c);
+/* For every matmul whose batch dims do not merge into one stride, builds
+ * the pointer arrays of one cublasGemmBatchedEx for the device addresses
+ * runs will use (after the kernels: a fused node's product may go to its
+ * kernel's buffer); the log names each. */
+braid_status br_cuda_gemm_ptrs_prepare(br_cuda *c);
+void br_cuda_gemm_ptrs_free(br_cuda *c);
 
 /* ---- cuda_lt.c ----------------------------------------------------------- */
 

@@ -168,18 +168,6 @@ static const char *why_not(const br_cuda *c, uint32_t id, lt_match *m,
 
 /* ---- creating ------------------------------------------------------------ */
 
-/* Device address of node id's bytes as every run sees them (arenas and
- * uploaded constants never move), or NULL when not known at creation. */
-static char *device_addr(const br_cuda *c, uint32_t id) {
-    uint64_t off = 0;
-    uint32_t r = br_root(c->plan, id, &off);
-    if (c->mem.home[r]) return (char *)c->mem.home[r] + off;
-    const bp_tensor_place *pl = &c->plan->res.info[r].place;
-    if (pl->storage != BP_STORAGE_ARENA || c->mem.kind[pl->arena] != 1)
-        return NULL;
-    return (char *)c->mem.arena[pl->arena] + pl->offset + off;
-}
-
 /* The largest power of two up to 256 dividing p's address. */
 static uint32_t align_of(const void *p) {
     uintptr_t x = (uintptr_t)p;
@@ -201,12 +189,12 @@ static const char *addresses(const br_cuda *c, uint32_t id, const lt_match *m,
     L->a = m->g.a;
     L->b = m->g.b;
     L->bias = m->bias;
-    L->pa = device_addr(c, L->a);
-    L->pb = device_addr(c, L->b);
-    L->pbias = device_addr(c, L->bias);
-    L->pd = device_addr(c, id);
+    L->pa = br_cuda_fixed_addr(c, L->a);
+    L->pb = br_cuda_fixed_addr(c, L->b);
+    L->pbias = br_cuda_fixed_addr(c, L->bias);
+    L->pd = br_cuda_fixed_addr(c, id);
     L->resid = m->resid;
-    L->pr = m->resid != BG_NONE ? device_addr(c, m->resid) : NULL;
+    L->pr = m->resid != BG_NONE ? br_cuda_fixed_addr(c, m->resid) : NULL;
     if (!L->pa || !L->pb || !L->pbias || !L->pd ||
         (m->resid != BG_NONE && !L->pr))
         return "an operand's device address is not fixed at creation";

@@ -97,6 +97,16 @@ uint32_t br_root(const bp_plan *p, uint32_t id, uint64_t *offset) {
     return id;
 }
 
+char *br_cuda_fixed_addr(const br_cuda *c, uint32_t id) {
+    uint64_t off = 0;
+    uint32_t r = br_root(c->plan, id, &off);
+    if (c->mem.home[r]) return (char *)c->mem.home[r] + off;
+    const bp_tensor_place *pl = &c->plan->res.info[r].place;
+    if (pl->storage != BP_STORAGE_ARENA || c->mem.kind[pl->arena] != 1)
+        return NULL;
+    return (char *)c->mem.arena[pl->arena] + pl->offset + off;
+}
+
 bp_queue_kind br_queue_kind(const bp_plan *p, uint32_t q) {
     return q < p->res.nqueues ? p->res.queues[q].kind : BP_QUEUE_CPU;
 }

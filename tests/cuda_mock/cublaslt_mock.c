@@ -219,25 +219,21 @@ static cublasStatus_t lt_shape(const mock_desc *d, const mock_layout *A,
     if (A->ld < (int64_t)A->rows || B->ld < (int64_t)B->rows ||
         D->ld < (int64_t)D->rows)
         lt_abort("leading dimension below the row count");
-    *g = (gemm_args){ta ? CUBLAS_OP_T : CUBLAS_OP_N,
-                     tb ? CUBLAS_OP_T : CUBLAS_OP_N,
-                     m,
-                     n,
-                     k,
-                     A->ld,
-                     B->ld,
-                     D->ld,
-                     A->stride,
-                     B->stride,
-                     D->stride,
-                     D->batch,
-                     NULL,
-                     NULL,
-                     NULL,
-                     (cudaDataType)D->type,
-                     d->epi,
-                     d->bias,
-                     NULL};
+    *g = (gemm_args){.ta = ta ? CUBLAS_OP_T : CUBLAS_OP_N,
+                     .tb = tb ? CUBLAS_OP_T : CUBLAS_OP_N,
+                     .m = m,
+                     .n = n,
+                     .k = k,
+                     .lda = A->ld,
+                     .ldb = B->ld,
+                     .ldc = D->ld,
+                     .sa = A->stride,
+                     .sb = B->stride,
+                     .sc = D->stride,
+                     .count = D->batch,
+                     .type = (cudaDataType)D->type,
+                     .epi = d->epi,
+                     .bias = d->bias};
     return CUBLAS_STATUS_SUCCESS;
 }
 

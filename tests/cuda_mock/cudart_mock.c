@@ -383,9 +383,14 @@ static void run_gemm(const gemm_args *g) {
         abort();
     }
     for (int64_t b = 0; b < g->count; b++) {
-        const char *A = (const char *)g->A + (size_t)(b * g->sa) * es;
-        const char *B = (const char *)g->B + (size_t)(b * g->sb) * es;
-        char *C = (char *)g->C + (size_t)(b * g->sc) * es;
+        const char *A = g->arr_a
+                            ? (const char *)g->arr_a[b]
+                            : (const char *)g->A + (size_t)(b * g->sa) * es;
+        const char *B = g->arr_b
+                            ? (const char *)g->arr_b[b]
+                            : (const char *)g->B + (size_t)(b * g->sb) * es;
+        char *C = g->arr_c ? (char *)g->arr_c[b]
+                           : (char *)g->C + (size_t)(b * g->sc) * es;
         const char *R = g->addend
                             ? (const char *)g->addend + (size_t)(b * g->sc) * es
                             : NULL;
@@ -858,8 +863,22 @@ gemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int64_t m,
      void *C, cudaDataType ct, int64_t ldc, int64_t sc, int64_t count) {
     if (at != bt || bt != ct) return CUBLAS_STATUS_NOT_SUPPORTED;
     op *o = new_op(OP_GEMM);
-    o->gemm = (gemm_args){ta, tb,    m, n, k, lda, ldb, ldc,  sa,  sb,
-                          sc, count, A, B, C, at,  0,   NULL, NULL};
+    o->gemm = (gemm_args){.ta = ta,
+                          .tb = tb,
+                          .m = m,
+                          .n = n,
+                          .k = k,
+                          .lda = lda,
+                          .ldb = ldb,
+                          .ldc = ldc,
+                          .sa = sa,
+                          .sb = sb,
+                          .sc = sc,
+                          .count = count,
+                          .A = A,
+                          .B = B,
+                          .C = C,
+                          .type = at};
     enqueue(h->stream, o);
     return CUBLAS_STATUS_SUCCESS;
 }
@@ -887,6 +906,40 @@ cublasStatus_t cublasGemmStridedBatchedEx_64(
     (void)alpha, (void)beta, (void)comp, (void)algo;
     return gemm(h, ta, tb, m, n, k, A, at, lda, sa, B, bt, ldb, sb, C, ct, ldc,
                 sc, count);
+}
+
+cublasStatus_t cublasGemmBatchedEx_64(
+    cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int64_t m,
+    int64_t n, int64_t k, const void *alpha, const void *const A[],
+    cudaDataType at, int64_t lda, const void *const B[], cudaDataType bt,
+    int64_t ldb, const void *beta, void *const C[], cudaDataType ct,
+    int64_t ldc, int64_t count, cublasComputeType_t comp,
+    cublasGemmAlgo_t algo) {
+    (void)alpha, (void)beta, (void)comp, (void)algo;
+    if (at != bt || bt != ct) return CUBLAS_STATUS_NOT_SUPPORTED;
+    const region *ra = mock_find_region(A), *rb = mock_find_region(B),
+                 *rc = mock_find_region(C);
+    if (!ra || ra->kind != 1 || !rb || rb->kind != 1 || !rc || rc->kind != 1) {
+        fprintf(stderr, "cuda mock: gemm pointer arrays not in device "
+                        "memory\n");
+        abort();
+    }
+    op *o = new_op(OP_GEMM);
+    o->gemm = (gemm_args){.ta = ta,
+                          .tb = tb,
+                          .m = m,
+                          .n = n,
+                          .k = k,
+                          .lda = lda,
+                          .ldb = ldb,
+                          .ldc = ldc,
+                          .count = count,
+                          .type = at,
+                          .arr_a = A,
+                          .arr_b = B,
+                          .arr_c = C};
+    enqueue(h->stream, o);
+    return CUBLAS_STATUS_SUCCESS;
 }
 
 void mock_enqueue_gemm(cudaStream_t s, const gemm_args *g) {

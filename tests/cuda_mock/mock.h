@@ -28,6 +28,11 @@ typedef struct gemm_args {
     const void *bias; /* BIAS: one value per row of C */
     const void *addend; /* cuBLASLt with beta 1: C read before D (laid out
                            as D), or NULL (beta 0) */
+    const void *const *arr_a, *const *arr_b; /* cublasGemmBatchedEx: each
+                                                matrix's address, read from
+                                                device memory when it runs
+                                                (A, B, C unused); else NULL */
+    void *const *arr_c;
 } gemm_args;
 
 /* The allocation holding p, or NULL (pageable host memory). */

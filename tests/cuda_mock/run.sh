@@ -46,7 +46,8 @@ for t in $suites; do
         "$M/cublaslt_mock.o" $objs \
         "$B/libbraid_test_support.a" -L/usr/local/cuda/lib64 -lnvrtc \
         -Wl,-rpath,/usr/local/cuda/lib64 \
-        $(pkg-config --libs criterion openblas libcgraph nettle) -lpthread -lm
+        $(pkg-config --libs criterion openblas libcgraph nettle) \
+        $(pkg-config --libs libprotobuf-c 2>/dev/null) -lpthread -lm
     for seed in $(seq 1 "$SEEDS"); do
         if MOCK_SEED=$seed "$M/$t" --jobs 2 >"$M/$t.$seed.log" 2>&1; then
             echo "mock $t seed $seed: $(grep -o 'Tested.*' "$M/$t.$seed.log" | tail -1)"
