@@ -56,8 +56,10 @@ typedef void (*bg_grad_rule)(bg_grad_ctx *c, const bg_grad_node *n,
 /* The rule of op, or NULL when op has none. Every op flagged
  * BRAID_OPF_DIFFERENTIABLE has one (tests/test_grad.c checks). */
 bg_grad_rule bg_grad_rule_of(braid_op op);
-/* The rule of max_pool and avg_pool (graph/grad_window.c). */
+/* The rule of max_pool, avg_pool and resize (graph/grad_window.c). */
 void bg_grad_window(bg_grad_ctx *c, const bg_grad_node *n, braid_tensor gy);
+/* The rule of the attention op (graph/grad_attention.c). */
+void bg_grad_attention(bg_grad_ctx *c, const bg_grad_node *n, braid_tensor gy);
 /* The rule of conv and conv_transpose (graph/grad_conv.c). */
 void bg_grad_conv(bg_grad_ctx *c, const bg_grad_node *n, braid_tensor gy);
 /* The rule of the collective ops (graph/grad_collective.c). */

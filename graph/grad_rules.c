@@ -444,6 +444,8 @@ static const bg_grad_rule gr_rules[BRAID_OP_COUNT_] = {
     /* pooling (issue #13) */
     [BRAID_OP_MAX_POOL] = bg_grad_window,
     [BRAID_OP_AVG_POOL] = bg_grad_window,
+    [BRAID_OP_RESIZE] = bg_grad_window,
+    [BRAID_OP_ATTENTION] = bg_grad_attention, /* graph/grad_attention.c */
     /* conv ops (issue #13) */
     [BRAID_OP_CONV] = bg_grad_conv,
     [BRAID_OP_CONV_TRANSPOSE] = bg_grad_conv,

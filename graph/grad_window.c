@@ -1,5 +1,5 @@
 /* graph/grad_window.c — gradients of max_pool and avg_pool
- * (graph/window.h), one window tap at a time.
+ * (graph/window.h), one window tap at a time, and of resize.
  *
  * Tap j of every window reads x at o·stride − pad_lo + j·dilation along
  * each spatial axis: a strided slice of x padded so every window fits.
@@ -9,12 +9,21 @@
  * divided by the window's divisor (a constant: the geometry is static);
  * max_pool's is shared evenly among the taps equal to the maximum, as for
  * reduce_max. Taps in the padding read nothing and get nothing. Nodes: a few
- * per tap and spatial axis (9 taps for a 3×3 window). */
+ * per tap and spatial axis (9 taps for a 3×3 window).
+ *
+ * resize is linear in x and separable: along each of the last three axes
+ * an output position is a weighted sum of at most two input positions
+ * (bg_resize_taps), the same weights for every line. So y = x ×₀ W₀ ×₁ W₁
+ * ×₂ W₂ with W_a the [out_a, in_a] matrix of those weights, and the
+ * gradient is gy contracted with each W_a along its axis (W_aᵀ applied):
+ * one matmul per axis whose map is not the identity, W_a a constant
+ * built from bg_resize_taps, so forward and gradient share one formula. */
 #include "graph/grad.h"
 #include "graph/window.h"
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* One pool node's taps (graph/window.h) and what the rules add to them. */
 typedef struct gw {
@@ -114,9 +123,75 @@ static void gw_max(bg_grad_ctx *c, const bg_grad_node *n, braid_tensor gy) {
     bg_grad_acc(c, n, 0, dx);
 }
 
+/* W_a of resize r ([out_a, in_a], dtype dt) as a constant; *identity set
+ * (and no node made) when it is the identity map. */
+static braid_tensor gw_resize_matrix(braid_graph *g, const bg_resize *r, int a,
+                                     braid_dtype dt, bool *identity) {
+    int64_t no = r->out[a], ni = r->in[a];
+    double *w = calloc((size_t)(no * ni > 0 ? no * ni : 1), sizeof *w);
+    if (w == NULL) {
+        bg_fail(g, BRAID_ERR_OUT_OF_MEMORY, "grad: resize weights [%lld, %lld]",
+                (long long)no, (long long)ni);
+        return BRAID_NONE;
+    }
+    for (int64_t o = 0; o < no; o++) {
+        int64_t idx[2];
+        double wt[2];
+        int nt = bg_resize_taps(r, a, o, idx, wt);
+        for (int t = 0; t < nt; t++)
+            w[o * ni + idx[t]] += wt[t];
+    }
+    *identity = no == ni;
+    for (int64_t e = 0; *identity && e < no * ni; e++)
+        *identity = w[e] == (e / ni == e % ni ? 1.0 : 0.0);
+    braid_tensor t = BRAID_NONE;
+    if (!*identity) {
+        t = braid_constant(g, BRAID_F64, 2, (const int64_t[]){no, ni}, w);
+        if (dt != BRAID_F64) t = braid_cast(g, t, dt);
+    }
+    free(w);
+    return t;
+}
+
+static void gw_resize(bg_grad_ctx *c, const bg_grad_node *n, braid_tensor gy) {
+    braid_graph *g = bg_grad_graph(c);
+    bg_resize r;
+    bg_resize_get(bg_node_at(g, n->id), bg_node_at(g, n->inputs[0]), &r);
+    braid_dtype dt;
+    int rank;
+    int64_t xd[BRAID_MAX_RANK], cur[BRAID_MAX_RANK];
+    bg_grad_type(c, n->inputs[0], &dt, &rank, xd);
+    memcpy(cur, n->dims, sizeof cur[0] * (size_t)rank);
+    braid_tensor t = gy;
+    for (int a = 2; a >= 0; a--) {
+        int ax = rank - 3 + a;
+        if (ax < 0) continue;
+        bool identity = false;
+        braid_tensor w = gw_resize_matrix(g, &r, a, dt, &identity);
+        if (identity) continue;
+        int64_t lead = 1, rest = 1;
+        for (int i = 0; i < ax; i++)
+            lead *= cur[i];
+        for (int i = ax + 1; i < rank; i++)
+            rest *= cur[i];
+        if (rest == 1) { /* the axis is innermost: [lead, out] · W */
+            t = braid_reshape(g, t, 2, (const int64_t[]){lead, cur[ax]});
+            t = braid_matmul(g, t, w, 0);
+        } else { /* Wᵀ [in, out] · [lead, out, rest], W broadcast */
+            t = braid_reshape(g, t, 3, (const int64_t[]){lead, cur[ax], rest});
+            t = braid_matmul(g, w, t, BRAID_TRANSPOSE_A);
+        }
+        cur[ax] = r.in[a];
+        t = braid_reshape(g, t, rank, cur);
+    }
+    bg_grad_acc(c, n, 0, t);
+}
+
 void bg_grad_window(bg_grad_ctx *c, const bg_grad_node *n, braid_tensor gy) {
     if (n->op == BRAID_OP_MAX_POOL)
         gw_max(c, n, gy);
+    else if (n->op == BRAID_OP_RESIZE)
+        gw_resize(c, n, gy);
     else
         gw_avg(c, n, gy);
 }

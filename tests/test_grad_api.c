@@ -294,20 +294,25 @@ Test(grad_api, pools_share_ties_and_divide_by_the_window) {
     expect_values(g, (double[]){1, 1, 1}, 3, "avg_pool count_include_pad");
 }
 
-Test(grad_api, resize_on_the_path_is_named) {
-    braid_graph *g = braid_graph_new(NULL);
-    braid_tensor x = braid_input(g, "x", BRAID_F32, 2, DIMS(2, 3));
-    braid_tensor r = braid_resize(g, x, DIMS(4, 6), NULL, BRAID_RESIZE_LINEAR,
-                                  BRAID_COORD_HALF_PIXEL,
-                                  BRAID_NEAREST_ROUND_PREFER_FLOOR);
-    braid_tensor loss = braid_sum(g, r, 0, NULL, false);
-    cr_assert(braid_tensor_valid(loss), "%s", braid_graph_error(g));
-    braid_tensor out = {0};
-    cr_expect_neq(braid_grad(g, loss, 1, &x, &out), BRAID_OK);
-    cr_expect(strstr(braid_graph_error(g), "resize"), "%s",
-              braid_graph_error(g));
-    cr_expect(!braid_tensor_valid(out));
-    braid_graph_free(g);
+/* attention whose second query row is fully masked (its output is 0 by
+ * the op's convention, a constant): that row's gradient is exactly 0, not
+ * NaN; the first row's is Σ_j p_j·k_j·(v_j − out) (scale 1, D = 1). */
+static braid_tensor l_attention_masked_row(braid_graph *g, braid_tensor x) {
+    const double kv[4] = {1, 2, 3, 5}, m[4] = {0, 0, -INFINITY, -INFINITY};
+    braid_tensor q = braid_reshape(g, x, 4, DIMS(1, 2, 1, 1));
+    braid_tensor k = braid_constant(g, BRAID_F64, 4, DIMS(1, 2, 1, 1), kv);
+    braid_tensor v = braid_constant(g, BRAID_F64, 4, DIMS(1, 2, 1, 1), kv + 2);
+    braid_tensor mask = braid_constant(g, BRAID_F64, 4, DIMS(1, 1, 2, 2), m);
+    return sum_all(g, braid_attention(g, q, k, v, mask, 1.0, 0));
+}
+
+Test(grad_api, attention_fully_masked_row_gets_zero) {
+    double x[2] = {0.5, -0.75}, g[2];
+    grad_at(l_attention_masked_row, x, 2, g);
+    double e0 = exp(0.5 * 1), e1 = exp(0.5 * 2);
+    double p0 = e0 / (e0 + e1), p1 = e1 / (e0 + e1), out = 3 * p0 + 5 * p1;
+    double want = p0 * 1 * (3 - out) + p1 * 2 * (5 - out);
+    expect_values(g, (double[]){want, 0}, 2, "attention dq");
 }
 
 /* Comparisons and i32 casts end a path quietly: the gradient through them

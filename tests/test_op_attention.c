@@ -14,8 +14,8 @@
  *   - GPU plans on the emulated executor and (built with CUDA) every
  *     generated kernel compiled by NVRTC for sm_90 (D 1 … 256, every
  *     dtype, mask, causal);
- *   - plan files (by op name, scale and flags kept), DOT; braid_grad fails
- *     naming the node.
+ *   - plan files (by op name, scale and flags kept), DOT; braid_grad
+ *     against braid_grad of the unfused definition.
  * Tolerances: ts_tolerance of the dtype (f32 1e-4, f16 1e-2, bf16 5e-2,
  * f64 1e-9, atol and rtol alike); inputs in [-1, 1] (scores stay small,
  * so the kernels' float sums and exps differ from the reference's doubles
@@ -604,18 +604,86 @@ Test(op_attention, dot_names_attention) {
     braid_graph_free(g);
 }
 
-/* No gradient rule yet (docs/training.md): braid_grad names the node. */
-Test(op_attention, grad_fails_naming_the_node) {
-    at_case c = {1, 2, 3, 1, 4, 0, {0}, false};
-    braid_graph *g = at_graph(BRAID_F32, &c);
-    braid_tensor y = BRAID_NONE, q;
-    for (uint32_t i = 0; i < g->nnodes; i++)
-        if (g->nodes[i].op == BRAID_OP_ATTENTION) y = (braid_tensor){i};
-    const char *name;
-    braid_graph_input(g, 0, &name, &q);
-    braid_tensor loss = braid_sum(g, y, 0, NULL, false), dq;
-    cr_assert_eq(braid_grad(g, loss, 1, &q, &dq), BRAID_ERR_UNSUPPORTED);
-    cr_assert(strstr(braid_graph_error(g), "attention"), "%s",
-              braid_graph_error(g));
-    braid_graph_free(g);
+/* attention(q, k, v, mask) built from matmul, softmax and the rest, as
+ * the op's definition reads (graph/attention.h), with the same inputs. */
+static braid_tensor at_unfused(braid_graph *g, braid_tensor q, braid_tensor k,
+                               braid_tensor v, braid_tensor m, const at_case *c,
+                               double scale) {
+    static const int bhsd[4] = {0, 2, 1, 3};
+    braid_tensor s = braid_matmul(g, braid_permute(g, q, bhsd),
+                                  braid_permute(g, k, bhsd), BRAID_TRANSPOSE_B);
+    s = braid_mul(g, s, braid_fill(g, BRAID_F64, 0, NULL, scale));
+    if (braid_tensor_valid(m)) s = braid_add(g, s, m);
+    if (c->causal) {
+        braid_tensor keep =
+            braid_ge(g, braid_iota(g, BRAID_I32, 2, DIMS(c->S, c->T), 0),
+                     braid_iota(g, BRAID_I32, 2, DIMS(c->S, c->T), 1));
+        s = braid_where(g, keep, s,
+                        braid_fill(g, BRAID_F64, 0, NULL, -INFINITY));
+    }
+    braid_tensor y =
+        braid_matmul(g, braid_softmax(g, s, 3), braid_permute(g, v, bhsd), 0);
+    return braid_permute(g, y, bhsd);
+}
+
+/* The op's gradient rule (graph/grad_attention.c) against braid_grad of
+ * the unfused definition, on the reference in f64: d/dq, dk, dv and dmask
+ * of sum(y · w) for random inputs, causal and a broadcast mask, within
+ * 1e-9. (tests/test_grad.c checks the rule against finite differences.) */
+Test(op_attention, grad_matches_the_unfused_definition) {
+    static const at_case cases[] = {
+        {2, 3, 4, 2, 3, 0, {0}, false},
+        {2, 3, 4, 2, 3, 3, {2, 1, 4}, true},
+        {1, 4, 4, 3, 2, 4, {1, 3, 4, 1}, false},
+    };
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+        const at_case *c = &cases[ci];
+        braid_graph *gr[2];
+        double scale = 1 / sqrt((double)c->D);
+        for (int u = 0; u < 2; u++) {
+            braid_graph *g = gr[u] = braid_graph_new(NULL);
+            braid_tensor in[5] = {
+                braid_input(g, "q", BRAID_F64, 4, DIMS(c->B, c->S, c->H, c->D)),
+                braid_input(g, "k", BRAID_F64, 4, DIMS(c->B, c->T, c->H, c->D)),
+                braid_input(g, "v", BRAID_F64, 4, DIMS(c->B, c->T, c->H, c->D)),
+                braid_input(g, "w", BRAID_F64, 4, DIMS(c->B, c->S, c->H, c->D)),
+                BRAID_NONE};
+            if (c->mrank)
+                in[4] = braid_input(g, "mask", BRAID_F64, c->mrank, c->mdims);
+            braid_tensor y =
+                u ? at_unfused(g, in[0], in[1], in[2], in[4], c, scale)
+                  : braid_attention(g, in[0], in[1], in[2], in[4], scale,
+                                    c->causal ? BRAID_ATTENTION_CAUSAL : 0);
+            braid_tensor loss =
+                braid_sum(g, braid_mul(g, y, in[3]), 0, NULL, false);
+            const braid_tensor wrt[4] = {in[0], in[1], in[2], in[4]};
+            braid_tensor d[4];
+            size_t nw = c->mrank ? 4 : 3;
+            cr_assert_eq(braid_grad(g, loss, nw, wrt, d), BRAID_OK,
+                         "case %zu unfused %d: %s", ci, u,
+                         braid_graph_error(g));
+            static const char *const names[4] = {"dq", "dk", "dv", "dmask"};
+            for (size_t i = 0; i < nw; i++)
+                cr_assert_eq(braid_output(g, names[i], d[i]), BRAID_OK);
+        }
+        ts_io *io = ts_io_new(gr[0], 40 + ci), *io2 = ts_io_new(gr[1], 40 + ci);
+        cr_assert_eq(braid_reference_run(gr[0], io->in, io->ninputs, io->ref,
+                                         io->noutputs),
+                     BRAID_OK, "%s", braid_last_error());
+        cr_assert_eq(braid_reference_run(gr[1], io->in, io->ninputs, io2->ref,
+                                         io2->noutputs),
+                     BRAID_OK, "%s", braid_last_error());
+        for (uint32_t o = 0; o < io->noutputs; o++) {
+            const double *a = io->ref[o].data, *b = io2->ref[o].data;
+            double worst = 0;
+            for (int64_t e = 0; e < io->out_numel[o]; e++)
+                worst = fmax(worst, fabs(a[e] - b[e]) / (1 + fabs(b[e])));
+            cr_expect_leq(worst, 1e-9, "case %zu %s: off by %g", ci,
+                          io->ref[o].name, worst);
+        }
+        ts_io_free(io);
+        ts_io_free(io2);
+        braid_graph_free(gr[0]);
+        braid_graph_free(gr[1]);
+    }
 }

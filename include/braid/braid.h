@@ -281,7 +281,7 @@ braid_tensor braid_layer_norm(braid_graph *g, braid_tensor x,
  * (BRAID_NONE: none); the result is [B,S,H,D]. A row whose scores are all
  * -inf (fully masked) gives 0. scale must be finite (1/sqrt(D) is the usual
  * one). flags: BRAID_ATTENTION_CAUSAL also masks key j > query i. Float
- * dtypes; no gradient rule (braid_grad fails naming the node). */
+ * dtypes; differentiable (docs/training.md). */
 #define BRAID_ATTENTION_CAUSAL 1u
 braid_tensor braid_attention(braid_graph *g, braid_tensor q, braid_tensor k,
                              braid_tensor v, braid_tensor mask, double scale,

@@ -195,11 +195,10 @@ enum {
      * graph/grad_conv.c) */ \
     X(CONV, "conv", -1, CONV, FLOAT, BRAID_OPF_DIFFERENTIABLE, 2) \
     X(CONV_TRANSPOSE, "conv_transpose", -1, CONV, FLOAT, BRAID_OPF_DIFFERENTIABLE, 2) \
-    /* pooling and resize (issue 13); pools' gradients: graph/grad_window.c; \
-     * resize has none (braid_grad fails naming the node) */ \
+    /* pooling and resize (issue 13); their gradients: graph/grad_window.c */ \
     X(MAX_POOL, "max_pool", 1, WINDOW, NUMBER, BRAID_OPF_DIFFERENTIABLE|BRAID_OPF_EXACT, 1) \
     X(AVG_POOL, "avg_pool", 1, WINDOW, FLOAT, BRAID_OPF_DIFFERENTIABLE, 1) \
-    X(RESIZE, "resize", 1, WINDOW, FLOAT, 0, 2) \
+    X(RESIZE, "resize", 1, WINDOW, FLOAT, BRAID_OPF_DIFFERENTIABLE, 2) \
     /* index ops: argmax/argmin, topk, cumsum, reduce_prod (docs/ops.md) */ \
     X(ARGMAX, "argmax", 1, AXIS, NUMBER, 0, 1) \
     X(ARGMIN, "argmin", 1, AXIS, NUMBER, 0, 1) \
@@ -211,8 +210,9 @@ enum {
      * eps in attr.value[0] (docs/ops.md) */ \
     X(LAYER_NORM, "layer_norm", 3, ROW, FLOAT, BRAID_OPF_DIFFERENTIABLE, 8) \
     /* fused attention (issue 14): q, k, v[, mask]; scale in attr.value[0], \
-     * BRAID_ATTENTION_* in attr.flags (docs/ops.md); no gradient rule yet */ \
-    X(ATTENTION, "attention", -1, ATTENTION, FLOAT, 0, 2)
+     * BRAID_ATTENTION_* in attr.flags (docs/ops.md); gradient: \
+     * graph/grad_attention.c */ \
+    X(ATTENTION, "attention", -1, ATTENTION, FLOAT, BRAID_OPF_DIFFERENTIABLE, 2)
 /* clang-format on */
 
 typedef enum braid_op {

@@ -4,6 +4,8 @@
  * input element. */
 #include "tests/support/grad_cases.h"
 
+#include "graph/window.h"
+
 #include <stdio.h>
 #include <string.h>
 
@@ -413,6 +415,50 @@ static braid_tensor gc_conv(gc_env *e, braid_op op) {
               : braid_conv(e->g, xt, wt, bt, &p);
 }
 
+/* ---- resize: rank 1-4, the last 1-3 axes resized (up, down or kept) ---- */
+
+static braid_tensor gc_resize(gc_env *e, braid_op op) {
+    (void)op;
+    ts_shape x = gc_shape(e, 1, 4);
+    int64_t sizes[BRAID_MAX_RANK];
+    for (int i = 0; i < x.rank; i++) /* the leading axes keep their size */
+        sizes[i] = i < x.rank - 3 ? x.dims[i] : gc_int(e, 1, 7);
+    braid_resize_mode mode = (braid_resize_mode)gc_int(e, 0, 1);
+    braid_resize_coord coord = (braid_resize_coord)gc_int(e, 0, 3);
+    braid_resize_nearest near = (braid_resize_nearest)gc_int(e, 0, 3);
+    gc_note(e, " %s", bg_resize_name(0, mode));
+    gc_note(e, " %s", bg_resize_name(1, coord));
+    if (mode == BRAID_RESIZE_NEAREST)
+        gc_note(e, " %s", bg_resize_name(2, near));
+    braid_tensor xt = gc_input(e, &x, TS_RANGE(-2, 2));
+    return braid_resize(e->g, xt, sizes, NULL, mode, coord, near);
+}
+
+/* ---- attention: q [B,S,H,D], k and v [B,T,H,D], causal or not, an additive
+ * mask broadcast from a random shape or none, a random finite scale ------ */
+
+static braid_tensor gc_attention(gc_env *e, braid_op op) {
+    (void)op;
+    int64_t B = gc_int(e, 1, 2), S = gc_int(e, 1, 3), T = gc_int(e, 1, 3),
+            H = gc_int(e, 1, 2), D = gc_int(e, 1, 3);
+    ts_shape qs = {4, {B, S, H, D}}, ks = {4, {B, T, H, D}};
+    braid_tensor q = gc_input(e, &qs, TS_RANGE(-1, 1)),
+                 k = gc_input(e, &ks, TS_RANGE(-1, 1)),
+                 v = gc_input(e, &ks, TS_RANGE(-1, 1)), mask = BRAID_NONE;
+    if (gc_int(e, 0, 1)) { /* trailing axes of [B,H,S,T], some of them 1 */
+        const int64_t full[4] = {B, H, S, T};
+        ts_shape ms = {gc_int(e, 1, 4), {0}};
+        for (int i = 0; i < ms.rank; i++)
+            ms.dims[i] = gc_int(e, 0, 2) ? full[4 - ms.rank + i] : 1;
+        mask = gc_input(e, &ms, TS_RANGE(-2, 2));
+        gc_note(e, "%s", " mask");
+    }
+    unsigned flags = gc_int(e, 0, 1) ? BRAID_ATTENTION_CAUSAL : 0;
+    gc_note(e, "%s", flags ? " causal" : "");
+    double scale = 0.25 * gc_int(e, 1, 6);
+    return braid_attention(e->g, q, k, v, mask, scale, flags);
+}
+
 /* ---- the table ---------------------------------------------------------- */
 
 typedef struct gc_kind {
@@ -492,6 +538,8 @@ static const gc_kind gc_kinds[] = {
     {BRAID_OP_AVG_POOL, gc_pool, NULL},
     {BRAID_OP_CONV, gc_conv, NULL},
     {BRAID_OP_CONV_TRANSPOSE, gc_conv, NULL},
+    {BRAID_OP_RESIZE, gc_resize, NULL},
+    {BRAID_OP_ATTENTION, gc_attention, NULL},
 };
 
 int ts_grad_case_kinds(void) {
