@@ -367,7 +367,9 @@ void br_module_give(cudaLibrary_t lib);
 
 /* ---- cuda_util.c --------------------------------------------------------- */
 
-/* Appends one line to the executor log (printf-like; dropped when full). */
+/* Appends one line to the executor log (printf-like; dropped when full);
+ * with $BRAID_LOG set (non-empty, not "0") also prints it to stderr as
+ * "braid: <line>". */
 void br_cuda_logf(br_cuda *c, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 

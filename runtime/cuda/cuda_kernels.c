@@ -57,9 +57,8 @@ static braid_status device_sm(br_cuda *c, int dev, int *sm) {
                              WHERE, dev, found->status);
 }
 
-/* Appends a line to the executor log; with $BRAID_LOG set (non-empty,
- * not "0") also prints it to stderr as "braid: <line>", so the command
- * line tool shows where the kernels came from. */
+/* Appends a line to the executor log (which $BRAID_LOG echoes to
+ * stderr: br_cuda_logf). */
 static void kernels_log(br_cuda *c, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 static void kernels_log(br_cuda *c, const char *fmt, ...) {
@@ -68,10 +67,7 @@ static void kernels_log(br_cuda *c, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(line, sizeof line, fmt, ap);
     va_end(ap);
-    br_cuda_logf(c, "%s", line);
-    const char *env = getenv("BRAID_LOG");
-    if (env && *env && strcmp(env, "0") != 0)
-        fprintf(stderr, "braid: %s\n", line);
+    br_cuda_logf(c, "%s", line); /* echoed with $BRAID_LOG */
 }
 
 /* The code to load for sm from the plan's stored kernels (plan files and

@@ -8,6 +8,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 void br_cuda_logf(br_cuda *c, const char *fmt, ...) {
@@ -18,6 +19,9 @@ void br_cuda_logf(br_cuda *c, const char *fmt, ...) {
     int n = vsnprintf(c->log.text + c->log.len, room, fmt, ap);
     va_end(ap);
     if (n < 0) return;
+    const char *env = getenv("BRAID_LOG"); /* echo: docs/cli.md */
+    if (env && *env && strcmp(env, "0") != 0)
+        fprintf(stderr, "braid: %s\n", c->log.text + c->log.len);
     c->log.len += (size_t)n < room ? (size_t)n : room - 1;
     c->log.text[c->log.len++] = '\n';
     c->log.text[c->log.len] = '\0';
