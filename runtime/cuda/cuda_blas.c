@@ -187,15 +187,28 @@ void br_blas_types(const br_cuda *c, braid_dtype t, cudaDataType *data,
     }
 }
 
-/* alpha 1 and beta 0 in the product's scale type. */
-static void scalars(const gemm_shape *g, const void **alpha,
-                    const void **beta) {
+/* What every cuBLAS call of node id's product shares: its queue's handle,
+ * the types, alpha 1 and beta 0 in the scale type, and the op flags (on
+ * cuBLAS's A, braid's b, and on its B, braid's a). */
+typedef struct blas_call {
+    cublasHandle_t h;
+    cudaDataType dt;
+    cublasComputeType_t ct;
+    const void *alpha, *beta;
+    cublasOperation_t opa, opb;
+} blas_call;
+
+static blas_call call_of(const br_cuda *c, uint32_t id, const gemm_shape *g) {
     static const double one64 = 1.0, zero64 = 0.0;
     static const float one32 = 1.0f, zero32 = 0.0f;
-    *alpha =
-        g->dtype == BRAID_F64 ? (const void *)&one64 : (const void *)&one32;
-    *beta =
-        g->dtype == BRAID_F64 ? (const void *)&zero64 : (const void *)&zero32;
+    blas_call k = {.h = c->blas.handle[c->node[id].queue]};
+    br_blas_types(c, g->dtype, &k.dt, &k.ct);
+    bool f64 = g->dtype == BRAID_F64;
+    k.alpha = f64 ? (const void *)&one64 : (const void *)&one32;
+    k.beta = f64 ? (const void *)&zero64 : (const void *)&zero32;
+    k.opa = g->tb ? CUBLAS_OP_T : CUBLAS_OP_N;
+    k.opb = g->ta ? CUBLAS_OP_T : CUBLAS_OP_N;
+    return k;
 }
 
 /* One strided-batched call over the innermost batch group (count
@@ -203,47 +216,35 @@ static void scalars(const gemm_shape *g, const void **alpha,
 static braid_status gemm_call(br_cuda *c, uint32_t id, const gemm_shape *g,
                               const char *a, const char *b, char *out,
                               int64_t count) {
-    cublasHandle_t h = c->blas.handle[c->node[id].queue];
-    cudaDataType dt;
-    cublasComputeType_t ct;
-    br_blas_types(c, g->dtype, &dt, &ct);
-    const void *alpha, *beta;
-    scalars(g, &alpha, &beta);
-    cublasOperation_t opa = g->tb ? CUBLAS_OP_T : CUBLAS_OP_N; /* on B */
-    cublasOperation_t opb = g->ta ? CUBLAS_OP_T : CUBLAS_OP_N; /* on A */
-    int64_t ldb = g->ldb, lda = g->lda;
+    blas_call k = call_of(c, id, g);
     int last = g->nb - 1;
     int64_t sa = last >= 0 ? g->sa[last] : 0, sb = last >= 0 ? g->sb[last] : 0;
     int64_t sc = last >= 0 ? g->sc[last] : g->m * g->n;
     if (count == 1)
         return br_blas(c, "braid_run", id, "cublasGemmEx",
-                       cublasGemmEx_64(h, opa, opb, g->n, g->m, g->k, alpha, b,
-                                       dt, ldb, a, dt, lda, beta, out, dt,
-                                       g->ldc, ct, CUBLAS_GEMM_DEFAULT));
+                       cublasGemmEx_64(k.h, k.opa, k.opb, g->n, g->m, g->k,
+                                       k.alpha, b, k.dt, g->ldb, a, k.dt,
+                                       g->lda, k.beta, out, k.dt, g->ldc, k.ct,
+                                       CUBLAS_GEMM_DEFAULT));
     return br_blas(c, "braid_run", id, "cublasGemmStridedBatchedEx",
                    cublasGemmStridedBatchedEx_64(
-                       h, opa, opb, g->n, g->m, g->k, alpha, b, dt, ldb, sb, a,
-                       dt, lda, sa, beta, out, dt, g->ldc, sc, count, ct,
-                       CUBLAS_GEMM_DEFAULT));
+                       k.h, k.opa, k.opb, g->n, g->m, g->k, k.alpha, b, k.dt,
+                       g->ldb, sb, a, k.dt, g->lda, sa, k.beta, out, k.dt,
+                       g->ldc, sc, count, k.ct, CUBLAS_GEMM_DEFAULT));
 }
 
 /* The whole batch in one cublasGemmBatchedEx over P's pointer arrays. */
 static braid_status ptrs_call(br_cuda *c, uint32_t id, const gemm_shape *g,
                               const br_gemm_ptrs *P) {
-    cublasHandle_t h = c->blas.handle[c->node[id].queue];
-    cudaDataType dt;
-    cublasComputeType_t ct;
-    br_blas_types(c, g->dtype, &dt, &ct);
-    const void *alpha, *beta;
-    scalars(g, &alpha, &beta);
+    blas_call k = call_of(c, id, g);
     int64_t n = P->count;
-    return br_blas(c, "braid_run", id, "cublasGemmBatchedEx",
-                   cublasGemmBatchedEx_64(
-                       h, g->tb ? CUBLAS_OP_T : CUBLAS_OP_N,
-                       g->ta ? CUBLAS_OP_T : CUBLAS_OP_N, g->n, g->m, g->k,
-                       alpha, (const void *const *)P->arr, dt, g->ldb,
-                       (const void *const *)(P->arr + n), dt, g->lda, beta,
-                       P->arr + 2 * n, dt, g->ldc, n, ct, CUBLAS_GEMM_DEFAULT));
+    return br_blas(
+        c, "braid_run", id, "cublasGemmBatchedEx",
+        cublasGemmBatchedEx_64(k.h, k.opa, k.opb, g->n, g->m, g->k, k.alpha,
+                               (const void *const *)P->arr, k.dt, g->ldb,
+                               (const void *const *)(P->arr + n), k.dt, g->lda,
+                               k.beta, P->arr + 2 * n, k.dt, g->ldc, n, k.ct,
+                               CUBLAS_GEMM_DEFAULT));
 }
 
 /* Zeros every row of every batch of a result at leading dim ldc. */

@@ -856,44 +856,18 @@ const char *cublasGetStatusString(cublasStatus_t s) {
     return s == CUBLAS_STATUS_SUCCESS ? "success" : "mock cuBLAS error";
 }
 
-static cublasStatus_t
-gemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int64_t m,
-     int64_t n, int64_t k, const void *A, cudaDataType at, int64_t lda,
-     int64_t sa, const void *B, cudaDataType bt, int64_t ldb, int64_t sb,
-     void *C, cudaDataType ct, int64_t ldc, int64_t sc, int64_t count) {
-    if (at != bt || bt != ct) return CUBLAS_STATUS_NOT_SUPPORTED;
+/* Enqueues gemm g on h's stream (operand types must agree). */
+static cublasStatus_t gemm(cublasHandle_t h, gemm_args g) {
+    if (g.type == (cudaDataType)-1) return CUBLAS_STATUS_NOT_SUPPORTED;
     op *o = new_op(OP_GEMM);
-    o->gemm = (gemm_args){.ta = ta,
-                          .tb = tb,
-                          .m = m,
-                          .n = n,
-                          .k = k,
-                          .lda = lda,
-                          .ldb = ldb,
-                          .ldc = ldc,
-                          .sa = sa,
-                          .sb = sb,
-                          .sc = sc,
-                          .count = count,
-                          .A = A,
-                          .B = B,
-                          .C = C,
-                          .type = at};
+    o->gemm = g;
     enqueue(h->stream, o);
     return CUBLAS_STATUS_SUCCESS;
 }
 
-cublasStatus_t cublasGemmEx_64(cublasHandle_t h, cublasOperation_t ta,
-                               cublasOperation_t tb, int64_t m, int64_t n,
-                               int64_t k, const void *alpha, const void *A,
-                               cudaDataType at, int64_t lda, const void *B,
-                               cudaDataType bt, int64_t ldb, const void *beta,
-                               void *C, cudaDataType ct, int64_t ldc,
-                               cublasComputeType_t comp,
-                               cublasGemmAlgo_t algo) {
-    (void)alpha, (void)beta, (void)comp, (void)algo;
-    return gemm(h, ta, tb, m, n, k, A, at, lda, 0, B, bt, ldb, 0, C, ct, ldc, 0,
-                1);
+/* The one type of three operands, or -1 when they differ. */
+static cudaDataType one_type(cudaDataType a, cudaDataType b, cudaDataType c) {
+    return a == b && b == c ? a : (cudaDataType)-1;
 }
 
 cublasStatus_t cublasGemmStridedBatchedEx_64(
@@ -904,8 +878,36 @@ cublasStatus_t cublasGemmStridedBatchedEx_64(
     long long sc, int64_t count, cublasComputeType_t comp,
     cublasGemmAlgo_t algo) {
     (void)alpha, (void)beta, (void)comp, (void)algo;
-    return gemm(h, ta, tb, m, n, k, A, at, lda, sa, B, bt, ldb, sb, C, ct, ldc,
-                sc, count);
+    return gemm(h, (gemm_args){.ta = ta,
+                               .tb = tb,
+                               .m = m,
+                               .n = n,
+                               .k = k,
+                               .lda = lda,
+                               .ldb = ldb,
+                               .ldc = ldc,
+                               .sa = sa,
+                               .sb = sb,
+                               .sc = sc,
+                               .count = count,
+                               .A = A,
+                               .B = B,
+                               .C = C,
+                               .type = one_type(at, bt, ct)});
+}
+
+/* One product: a batch of one. */
+cublasStatus_t cublasGemmEx_64(cublasHandle_t h, cublasOperation_t ta,
+                               cublasOperation_t tb, int64_t m, int64_t n,
+                               int64_t k, const void *alpha, const void *A,
+                               cudaDataType at, int64_t lda, const void *B,
+                               cudaDataType bt, int64_t ldb, const void *beta,
+                               void *C, cudaDataType ct, int64_t ldc,
+                               cublasComputeType_t comp,
+                               cublasGemmAlgo_t algo) {
+    return cublasGemmStridedBatchedEx_64(h, ta, tb, m, n, k, alpha, A, at, lda,
+                                         0, B, bt, ldb, 0, beta, C, ct, ldc, 0,
+                                         1, comp, algo);
 }
 
 cublasStatus_t cublasGemmBatchedEx_64(
@@ -916,7 +918,6 @@ cublasStatus_t cublasGemmBatchedEx_64(
     int64_t ldc, int64_t count, cublasComputeType_t comp,
     cublasGemmAlgo_t algo) {
     (void)alpha, (void)beta, (void)comp, (void)algo;
-    if (at != bt || bt != ct) return CUBLAS_STATUS_NOT_SUPPORTED;
     const region *ra = mock_find_region(A), *rb = mock_find_region(B),
                  *rc = mock_find_region(C);
     if (!ra || ra->kind != 1 || !rb || rb->kind != 1 || !rc || rc->kind != 1) {
@@ -924,22 +925,19 @@ cublasStatus_t cublasGemmBatchedEx_64(
                         "memory\n");
         abort();
     }
-    op *o = new_op(OP_GEMM);
-    o->gemm = (gemm_args){.ta = ta,
-                          .tb = tb,
-                          .m = m,
-                          .n = n,
-                          .k = k,
-                          .lda = lda,
-                          .ldb = ldb,
-                          .ldc = ldc,
-                          .count = count,
-                          .type = at,
-                          .arr_a = A,
-                          .arr_b = B,
-                          .arr_c = C};
-    enqueue(h->stream, o);
-    return CUBLAS_STATUS_SUCCESS;
+    return gemm(h, (gemm_args){.ta = ta,
+                               .tb = tb,
+                               .m = m,
+                               .n = n,
+                               .k = k,
+                               .lda = lda,
+                               .ldb = ldb,
+                               .ldc = ldc,
+                               .count = count,
+                               .type = one_type(at, bt, ct),
+                               .arr_a = A,
+                               .arr_b = B,
+                               .arr_c = C});
 }
 
 void mock_enqueue_gemm(cudaStream_t s, const gemm_args *g) {
