@@ -157,10 +157,9 @@ static void gw_resize(bg_grad_ctx *c, const bg_grad_node *n, braid_tensor gy) {
     braid_graph *g = bg_grad_graph(c);
     bg_resize r;
     bg_resize_get(bg_node_at(g, n->id), bg_node_at(g, n->inputs[0]), &r);
-    braid_dtype dt;
-    int rank;
-    int64_t xd[BRAID_MAX_RANK], cur[BRAID_MAX_RANK];
-    bg_grad_type(c, n->inputs[0], &dt, &rank, xd);
+    braid_dtype dt = n->dtype; /* resize keeps x's dtype and rank */
+    int rank = n->rank;
+    int64_t cur[BRAID_MAX_RANK];
     memcpy(cur, n->dims, sizeof cur[0] * (size_t)rank);
     braid_tensor t = gy;
     for (int a = 2; a >= 0; a--) {

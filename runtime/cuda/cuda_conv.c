@@ -200,21 +200,11 @@ static braid_status describe(const br_cuda *c, br_conv *cv, const conv_key *k,
     if (s == BRAID_OK)
         s = dnn(c, id, "cudnnSetConvolutionGroupCount",
                 a->SetConvolutionGroupCount(cv->conv, k->groups));
-    cv->math_asked = cv->math = k->math;
+    cv->math = k->math;
     if (s == BRAID_OK)
         s = dnn(c, id, "cudnnSetConvolutionMathType",
                 a->SetConvolutionMathType(cv->conv, k->math));
     return s;
-}
-
-/* The math type candidate p runs with: the one cudnnFind* timed it with
- * (with TF32 allowed, a tensor-core algorithm is reported under
- * CUDNN_TENSOR_OP_MATH, and the descriptor must say so for the run to be
- * that algorithm, as PyTorch sets it), except that an f32 node without
- * TF32 keeps CUDNN_FMA_MATH whatever Find reported. */
-static int run_math(const br_conv *cv, const br_cudnn_perf *p) {
-    return cv->math_asked == BR_CUDNN_FMA_MATH ? BR_CUDNN_FMA_MATH
-                                               : p->math_type;
 }
 
 /* Sets the descriptor's math type to math (when it changes). */
@@ -355,7 +345,7 @@ static bool capture(br_cuda *c, br_conv *cv, br_cudnn_handle h,
                     cudaGraphExec_t *exec) {
     cudaGraph_t graph = NULL;
     *exec = NULL;
-    if (i < n && set_math(c, cv, run_math(cv, &cand[i])) != 0) return false;
+    if (i < n && set_math(c, cv, cand[i].math_type) != 0) return false;
     if (cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal) !=
         cudaSuccess)
         return false;
@@ -476,7 +466,13 @@ static braid_status choose(br_cuda *c, br_conv *cv, const conv_key *k,
             perf[i].math_type != BR_CUDNN_DEFAULT_MATH)
             continue;
         if (n > 0 && !(perf[i].time <= REFINE_WITHIN * cand[0].time)) break;
-        cand[n++] = perf[i];
+        cand[n] = perf[i];
+        /* it runs with the math type Find timed it with (with TF32 allowed
+         * a tensor-core algorithm is reported under TENSOR_OP_MATH, and
+         * the descriptor must say so for the run to be that algorithm, as
+         * PyTorch sets it); f32 without TF32 keeps FMA whatever Find says */
+        if (k->math == BR_CUDNN_FMA_MATH) cand[n].math_type = BR_CUDNN_FMA_MATH;
+        n++;
     }
     if (n == 0)
         return bg_set_last_error(BRAID_ERR_UNSUPPORTED,
@@ -486,7 +482,7 @@ static braid_status choose(br_cuda *c, br_conv *cv, const conv_key *k,
     *braid = best == n;
     cv->algo = *braid ? BRAID_KERNEL_ALGO : cand[best].algo;
     cv->ws = *braid ? 0 : cand[best].memory;
-    math = *braid ? k->math : run_math(cv, &cand[best]);
+    math = *braid ? k->math : cand[best].math_type;
     s = *braid ? BRAID_OK
                : dnn(c, cv->node, "cudnnSetConvolutionMathType",
                      set_math(c, cv, math));

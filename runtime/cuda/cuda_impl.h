@@ -255,9 +255,8 @@ typedef struct br_conv {
     uint32_t node;
     void *x, *w, *y, *b, *conv; /* descriptors (b: bias [1, OC, 1...]) */
     int algo;                   /* cudnnConvolution{Fwd,BwdData}Algo_t */
-    int math_asked;             /* cudnnMathType_t the dtype and TF32 allow */
-    int math;                   /* the descriptor's now: once chosen, the
-                                   algorithm's (cuda_conv.c, run_math) */
+    int math;                   /* the descriptor's cudnnMathType_t: once
+                                   chosen, the algorithm's (cuda_conv.c) */
     size_t ws;                  /* workspace bytes it needs */
     bool bias, transpose, f64;
 } br_conv;
@@ -367,7 +366,8 @@ void br_module_give(cudaLibrary_t lib);
 
 /* ---- cuda_util.c --------------------------------------------------------- */
 
-/* Appends one line to the executor log (printf-like; dropped when full);
+/* Appends one line (up to 1023 characters) to the executor log
+ * (printf-like; dropped when the log is full);
  * with $BRAID_LOG set (non-empty, not "0") also prints it to stderr as
  * "braid: <line>". */
 void br_cuda_logf(br_cuda *c, const char *fmt, ...)

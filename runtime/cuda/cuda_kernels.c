@@ -57,19 +57,6 @@ static braid_status device_sm(br_cuda *c, int dev, int *sm) {
                              WHERE, dev, found->status);
 }
 
-/* Appends a line to the executor log (which $BRAID_LOG echoes to
- * stderr: br_cuda_logf). */
-static void kernels_log(br_cuda *c, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static void kernels_log(br_cuda *c, const char *fmt, ...) {
-    char line[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(line, sizeof line, fmt, ap);
-    va_end(ap);
-    br_cuda_logf(c, "%s", line); /* echoed with $BRAID_LOG */
-}
-
 /* The code to load for sm from the plan's stored kernels (plan files and
  * braid_compile's ahead-of-time build): the CUBIN built for exactly sm,
  * else the PTX of the newest stored architecture not above sm (the driver
@@ -83,11 +70,11 @@ static const void *stored_code(br_cuda *c, int sm, char *how, size_t size) {
     if (k->source_len != c->mod.src.len ||
         memcmp(k->source, c->mod.src.text, c->mod.src.len) != 0) {
         if (c->mod.nlib == 0)
-            kernels_log(c,
-                        "kernels: the plan's stored kernels were built from "
-                        "other source than this braid generates (%zu bytes "
-                        "stored, %zu now): compiling the new source",
-                        k->source_len, c->mod.src.len);
+            br_cuda_logf(c,
+                         "kernels: the plan's stored kernels were built from "
+                         "other source than this braid generates (%zu bytes "
+                         "stored, %zu now): compiling the new source",
+                         k->source_len, c->mod.src.len);
         return NULL;
     }
     const bp_kernel_binary *ptx = NULL;
@@ -151,8 +138,8 @@ static braid_status module_for(br_cuda *c, int sm, uint32_t *index) {
     double t0 = now_s();
     if (br_module_take(sm, c->mod.src.text, c->mod.src.len,
                        &c->mod.lib[c->mod.nlib])) {
-        kernels_log(c, "kernels: %u for sm_%d (loaded already, shared)",
-                    c->mod.src.nkernels, sm);
+        br_cuda_logf(c, "kernels: %u for sm_%d (loaded already, shared)",
+                     c->mod.src.nkernels, sm);
         c->mod.sm[c->mod.nlib] = sm;
         *index = c->mod.nlib++;
         return BRAID_OK;
@@ -161,10 +148,10 @@ static braid_status module_for(br_cuda *c, int sm, uint32_t *index) {
     braid_status s = BRAID_OK;
     if (code && (s = load_library(c, code)) != BRAID_OK) {
         /* A stored binary the driver refuses: the source still works. */
-        kernels_log(c,
-                    "kernels: the driver refused the plan's %s for sm_%d "
-                    "(%s): compiling the source",
-                    how, sm, braid_last_error());
+        br_cuda_logf(c,
+                     "kernels: the driver refused the plan's %s for sm_%d "
+                     "(%s): compiling the source",
+                     how, sm, braid_last_error());
         code = NULL;
     }
     if (!code) {
@@ -175,8 +162,8 @@ static braid_status module_for(br_cuda *c, int sm, uint32_t *index) {
             return s;
         }
     }
-    kernels_log(c, "kernels: %u for sm_%d (%s, %.1f ms)", c->mod.src.nkernels,
-                sm, how, 1e3 * (now_s() - t0));
+    br_cuda_logf(c, "kernels: %u for sm_%d (%s, %.1f ms)", c->mod.src.nkernels,
+                 sm, how, 1e3 * (now_s() - t0));
     br_module_keep(sm, c->mod.src.text, c->mod.src.len,
                    c->mod.lib[c->mod.nlib]);
     c->mod.sm[c->mod.nlib] = sm;

@@ -12,17 +12,22 @@
 #include <string.h>
 
 void br_cuda_logf(br_cuda *c, const char *fmt, ...) {
-    if (!c || c->log.len + 2 >= sizeof c->log.text) return;
+    if (!c) return;
+    char line[1024]; /* longer lines are cut */
     va_list ap;
     va_start(ap, fmt);
-    size_t room = sizeof c->log.text - c->log.len - 1;
-    int n = vsnprintf(c->log.text + c->log.len, room, fmt, ap);
+    int n = vsnprintf(line, sizeof line, fmt, ap);
     va_end(ap);
     if (n < 0) return;
-    const char *env = getenv("BRAID_LOG"); /* echo: docs/cli.md */
+    /* echoed even once the log is full: docs/cli.md */
+    const char *env = getenv("BRAID_LOG");
     if (env && *env && strcmp(env, "0") != 0)
-        fprintf(stderr, "braid: %s\n", c->log.text + c->log.len);
-    c->log.len += (size_t)n < room ? (size_t)n : room - 1;
+        fprintf(stderr, "braid: %s\n", line);
+    if (c->log.len + 2 >= sizeof c->log.text) return;
+    size_t len = strlen(line), room = sizeof c->log.text - c->log.len - 2;
+    if (len > room) len = room;
+    memcpy(c->log.text + c->log.len, line, len);
+    c->log.len += len;
     c->log.text[c->log.len++] = '\n';
     c->log.text[c->log.len] = '\0';
 }
