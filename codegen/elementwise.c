@@ -9,7 +9,9 @@
  * broadcast: their offset is computed from the flat index with the shape
  * baked in as constants (contiguous dims collapsed), so divisions are by
  * constants. A matmul epilogue is the same kernel with one more full-shape
- * operand: the matmul result that cuBLAS wrote. */
+ * operand: the matmul result that cuBLAS wrote. A STORE (passes/program.h)
+ * is written to its variable input like the output, after the thread has
+ * read every operand of its elements. */
 #include "codegen/internal.h"
 
 #include <stdio.h>
@@ -35,6 +37,29 @@ static void classify_operands(const bc_node *c, uint32_t mm_instr,
             mode[k] = BC_OPERAND_VALUE;
 }
 
+/* Declarations of the STOREs' values for the expression function to fill
+ * (`len`: "[VEC]" or ""), one per STORE instruction. */
+static void declare_stores(bc_buf *b, const bp_program *pr, const char *ind,
+                           const char *len) {
+    for (uint32_t i = 0; i < pr->ninstr; i++)
+        if (pr->instr[i].op == BP_INSTR_STORE)
+            bc_buf_printf(b, "%s%s c%u%s;\n", ind, bc_ctype(pr->instr[i].dtype),
+                          (unsigned)i, len);
+}
+
+/* The STOREs' arguments after bc_emit_expr_args': "&c<i><sub>". */
+static void store_args(bc_buf *b, const bp_program *pr, const char *sub) {
+    for (uint32_t i = 0; i < pr->ninstr; i++)
+        if (pr->instr[i].op == BP_INSTR_STORE)
+            bc_buf_printf(b, ", &c%u%s", (unsigned)i, sub);
+}
+
+/* A STORE target as a writable pointer (inputs are passed const). */
+static void store_ptr(bc_buf *b, const bc_node *c, const bp_instr *in) {
+    bc_buf_printf(b, "((%s *)in%u)", bc_stype(bc_input(c, in->input)->dtype),
+                  (unsigned)in->input);
+}
+
 /* The vector path: aligned loads of VALUE operands into registers. */
 static void emit_vector_path(bc_buf *b, const bc_node *c,
                              const bc_operand *mode, int vec, uint32_t mm,
@@ -45,6 +70,9 @@ static void emit_vector_path(bc_buf *b, const bc_node *c,
         if (mode[k] == BC_OPERAND_VALUE)
             bc_buf_printf(b, " && bc_al16(in%u)", (unsigned)k);
     if (mm != BG_NONE) bc_buf_puts(b, " && bc_al16(mm)");
+    for (uint32_t i = 0; i < pr->ninstr; i++)
+        if (pr->instr[i].op == BP_INSTR_STORE)
+            bc_buf_printf(b, " && bc_al16(in%u)", (unsigned)pr->instr[i].input);
     bc_buf_puts(b, ") {\n");
     for (uint32_t k = 0; k < c->n->ninputs; k++) {
         if (mode[k] != BC_OPERAND_VALUE) continue;
@@ -63,6 +91,9 @@ static void emit_vector_path(bc_buf *b, const bc_node *c,
         bc_buf_printf(b,
                       "        %s am[%d];\n        bc_vload(am, mm + base);\n",
                       bc_stype(mmt), vec);
+    char len[16];
+    snprintf(len, sizeof len, "[%d]", vec);
+    declare_stores(b, pr, "        ", len);
     bc_buf_printf(b,
                   "        %s r[%d];\n#pragma unroll\n"
                   "        for (int j = 0; j < %d; j++) {\n"
@@ -75,9 +106,25 @@ static void emit_vector_path(bc_buf *b, const bc_node *c,
                             sizeof mmv);
     }
     bc_emit_expr_args(b, c, "base + j", mode, vals, mm, mmv);
+    store_args(b, pr, "[j]");
     bc_buf_puts(b, ");\n            r[j] = ");
     bc_emit_to_storage(b, c->n->dtype, "v");
-    bc_buf_puts(b, ";\n        }\n        bc_vstore(out + base, r);\n"
+    bc_buf_puts(b, ";\n        }\n");
+    for (uint32_t i = 0; i < pr->ninstr; i++) {
+        const bp_instr *in = &pr->instr[i];
+        if (in->op != BP_INSTR_STORE) continue;
+        char e[24];
+        snprintf(e, sizeof e, "c%u[j]", (unsigned)i);
+        bc_buf_printf(b,
+                      "        {\n            %s w[%d];\n#pragma unroll\n"
+                      "            for (int j = 0; j < %d; j++) w[j] = ",
+                      bc_stype(in->dtype), vec, vec);
+        bc_emit_to_storage(b, in->dtype, e);
+        bc_buf_puts(b, ";\n            bc_vstore(");
+        store_ptr(b, c, in);
+        bc_buf_puts(b, " + base, w);\n        }\n");
+    }
+    bc_buf_puts(b, "        bc_vstore(out + base, r);\n"
                    "        return;\n    }\n");
 }
 
@@ -99,15 +146,28 @@ static void emit_scalar_path(bc_buf *b, const bc_node *c,
         bc_from_storage_str(pr->instr[mm].dtype, "mm[i]", mmv,
                             sizeof mmv);
     }
-    bc_buf_printf(b,
-                  "    for (%s i = base; i < n && i < base + %d; i++) {\n"
-                  "        const %s v = %s_e(",
-                  c->idx, vec, bc_ctype(pr->instr[pr->ninstr - 1].dtype),
-                  c->entry);
+    bc_buf_printf(b, "    for (%s i = base; i < n && i < base + %d; i++) {\n",
+                  c->idx, vec);
+    declare_stores(b, pr, "        ", "");
+    bc_buf_printf(b, "        const %s v = %s_e(",
+                  bc_ctype(pr->instr[pr->ninstr - 1].dtype), c->entry);
     bc_emit_expr_args(b, c, "i", mode, vals, mm, mmv);
+    store_args(b, pr, "");
     bc_buf_puts(b, ");\n        out[i] = ");
     bc_emit_to_storage(b, c->n->dtype, "v");
-    bc_buf_puts(b, ";\n    }\n}\n\n");
+    bc_buf_puts(b, ";\n");
+    for (uint32_t i = 0; i < pr->ninstr; i++) {
+        const bp_instr *in = &pr->instr[i];
+        if (in->op != BP_INSTR_STORE) continue;
+        char e[24];
+        snprintf(e, sizeof e, "c%u", (unsigned)i);
+        bc_buf_puts(b, "        ");
+        store_ptr(b, c, in);
+        bc_buf_puts(b, "[i] = ");
+        bc_emit_to_storage(b, in->dtype, e);
+        bc_buf_puts(b, ";\n");
+    }
+    bc_buf_puts(b, "    }\n}\n\n");
 }
 
 static braid_status gen(const bc_node *c, bc_buf *b, bc_kernel *k,

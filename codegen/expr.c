@@ -137,18 +137,20 @@ static void emit_op(bc_buf *b, const bp_program *pr, uint32_t i, bool root) {
 /* ---- liveness
  * ------------------------------------------------------------------- */
 
-/* needed[i] for every instruction root depends on; the matmul instruction
- * is a leaf (its operands are cuBLAS's business). Caller frees. */
+/* needed[i] for every instruction root or a STORE before it depends on
+ * (the STOREs too); the matmul instruction is a leaf (its operands are
+ * cuBLAS's business). Caller frees. */
 static bool *needed_instrs(const bp_program *pr, uint32_t root,
                            uint32_t mm_instr) {
     bool *need = calloc(pr->ninstr ? pr->ninstr : 1, sizeof *need);
     if (!need) return NULL;
     need[root] = true;
+    for (uint32_t i = 0; i < root; i++)
+        need[i] = pr->instr[i].op == BP_INSTR_STORE;
     for (uint32_t i = root + 1; i-- > 0;) {
         if (!need[i] || i == mm_instr) continue;
         const bp_instr *in = &pr->instr[i];
-        if (in->op == BP_INSTR_LOAD || in->op == BP_INSTR_CONST) continue;
-        int arity = in->op == BP_INSTR_GATHER ? 1 : bg_op(in->op)->arity;
+        int arity = bp_instr_arity(in);
         for (int a = 0; a < arity && a < 3; a++)
             need[in->arg[a]] = true;
     }
@@ -262,6 +264,11 @@ void bc_emit_expr_fn(bc_buf *b, const bc_node *c, const char *fn, uint32_t root,
                      const bc_operand *mode, uint32_t mm_instr,
                      bool root_stored) {
     const bp_program *pr = c->prog;
+    bool *need = needed_instrs(pr, root, mm_instr);
+    if (!need) {
+        b->oom = true;
+        return;
+    }
     bc_buf_printf(b, "static __device__ __forceinline__ %s %s(%s i",
                   bc_ctype(pr->instr[root].dtype), fn, c->idx);
     for (uint32_t k = 0; k < c->n->ninputs; k++) {
@@ -275,17 +282,21 @@ void bc_emit_expr_fn(bc_buf *b, const bc_node *c, const char *fn, uint32_t root,
     if (mm_instr != BG_NONE)
         bc_buf_printf(b, ", %s fmm", bc_ctype(pr->instr[mm_instr].dtype));
     if (bp_program_has_gather(pr)) bc_buf_puts(b, ", bc_check *chk");
+    for (uint32_t i = 0; i < root; i++) /* last: bc_store_args' order */
+        if (pr->instr[i].op == BP_INSTR_STORE)
+            bc_buf_printf(b, ", %s *s%u", bc_ctype(pr->instr[i].dtype),
+                          (unsigned)i);
     bc_buf_puts(b, ") {\n");
-    bool *need = needed_instrs(pr, root, mm_instr);
-    if (!need) {
-        b->oom = true;
-        return;
-    }
     for (uint32_t i = 0; i <= root; i++) {
         if (!need[i]) continue;
         const bp_instr *in = &pr->instr[i];
         if (in->op == BP_INSTR_GATHER) {
             emit_gather(b, c, i);
+            continue;
+        }
+        if (in->op == BP_INSTR_STORE) { /* the caller writes it out */
+            bc_buf_printf(b, "    *s%u = v%u;\n", (unsigned)i,
+                          (unsigned)in->arg[0]);
             continue;
         }
         bc_buf_printf(b, "    const %s v%u = ", bc_ctype(in->dtype),

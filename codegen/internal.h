@@ -134,7 +134,10 @@ typedef enum bc_operand {
  * for VALUE operands, `const <stype> *in<k>` for POINTER ones; then
  * `<ctype> fmm` when mm_instr != BG_NONE (that instruction's value is the
  * parameter: a matmul result), then `bc_check *chk` when the program has a
- * GATHER (the kernel's run check record). root_stored: the caller stores the result
+ * GATHER (the kernel's run check record), then `<ctype> *s<j>` for each
+ * STORE instruction j before root, which receives the stored value (the
+ * caller writes it to the variable after reading every operand of the
+ * position). root_stored: the caller stores the result
  * as root's dtype, which rounds an f16/bf16 root (so it is not rounded
  * twice); otherwise the result is rounded like every instruction. */
 void bc_emit_expr_fn(bc_buf *b, const bc_node *c, const char *fn, uint32_t root,

@@ -96,7 +96,9 @@ static bool is_candidate(const ck_state *st, uint32_t id) {
     if (kind != BRAID_KIND_FUSED || p->res.info[id].program >= p->res.nprograms)
         return false;
     const bp_program *prog = &p->res.programs[p->res.info[id].program];
-    if (prog->kind != BP_PROGRAM_ELEMENTWISE || prog->rank != n->rank)
+    /* a side store writes its whole variable, which a chunk would not */
+    if (prog->kind != BP_PROGRAM_ELEMENTWISE || prog->rank != n->rank ||
+        bp_program_has_store(prog))
         return false;
     for (int i = 0; i < n->rank; i++)
         if (prog->dims[i] != n->dims[i]) return false;

@@ -71,6 +71,7 @@ static const char *instr_name(braid_op op) {
     if (op == BP_INSTR_LOAD) return "load";
     if (op == BP_INSTR_CONST) return "const";
     if (op == BP_INSTR_GATHER) return "gather";
+    if (op == BP_INSTR_STORE) return "store";
     if ((unsigned)op < (unsigned)BRAID_OP_COUNT_) return bg_op(op)->name;
     return "?";
 }
@@ -200,6 +201,14 @@ static void put_instr_attrs(bp_text *t, const bp_program *prog, braid_op op) {
 static void put_instr(plan_dot *d, const bp_program *prog, const bg_node *n,
                       const bp_instr *in, uint32_t k) {
     bp_text *t = &d->t;
+    if (in->op == BP_INSTR_STORE) { /* "store t2 to in3 (%7)": no value */
+        bp_text_printf(t, "store t%" PRIu32 " to in%" PRIu32, in->arg[0],
+                       in->input);
+        if (in->input < n->ninputs)
+            bp_text_printf(t, " (%%%" PRIu32 ")", n->inputs[in->input]);
+        bp_text_printf(t, "\\l");
+        return;
+    }
     bp_text_printf(t, "t%" PRIu32 " = ", k);
     if (in->op == BP_INSTR_LOAD) {
         bp_text_printf(t, "in%" PRIu32, in->input);

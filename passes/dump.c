@@ -17,7 +17,9 @@ static void put_program(const bp_plan *p, const bp_program *prog, FILE *out) {
         braid_op op = prog->instr[i].op;
         if (op == BP_INSTR_LOAD || op == BP_INSTR_CONST) continue;
         fprintf(out, "%s%s", first ? "" : ",",
-                op == BP_INSTR_GATHER ? "gather" : bg_op(op)->name);
+                op == BP_INSTR_GATHER  ? "gather"
+                : op == BP_INSTR_STORE ? "store"
+                                       : bg_op(op)->name);
         first = 0;
     }
     (void)p;

@@ -7,7 +7,11 @@
  *      residual add of a whole tensor after those;
  *   2. from the last node to the first, every node not yet taken roots a
  *      group: a reduction grows one from its input (the prologue), an
- *      elementwise or broadcast_to node from itself.
+ *      elementwise or broadcast_to node from itself. An elementwise group
+ *      may also take a member whose one use outside it is the assign of a
+ *      variable only the group reads (an optimizer's new moment): the
+ *      program stores it into the variable (BP_INSTR_STORE), so the
+ *      moments and the parameter update are one kernel.
  * Growing pops candidate producers in decreasing id order, so when a node is
  * considered every one of its users has already been decided: it joins
  * only when all its uses are inside the group, which keeps every group
@@ -44,6 +48,11 @@ typedef struct fuse_state {
     bool gathers;          /* the group being grown may hold gathers
                               (ELEMENTWISE groups only) */
     uint32_t max_members;  /* the group being grown holds at most this */
+    uint32_t *assign_of;   /* per node: the assign taking it as its value,
+                              or BG_NONE */
+    bool stores;           /* the group being grown may store members into
+                              their variables (ELEMENTWISE groups only) */
+    uint32_t nstores;      /* members of that group stored so far */
 } fuse_state;
 
 static braid_status oom(void) {
@@ -67,12 +76,17 @@ static braid_status state_init(fuse_state *s, bp_plan *plan) {
     s->touched = calloc(m, sizeof *s->touched);
     s->members = calloc(m, sizeof *s->members);
     s->groups = calloc(m, sizeof *s->groups);
+    s->assign_of = malloc(m * sizeof *s->assign_of);
     if (!s->nuse || !s->user || !s->is_output || !s->taken || !s->member ||
         !s->inref || !s->heap || !s->queued || !s->touched || !s->members ||
-        !s->groups)
+        !s->groups || !s->assign_of)
         return oom();
+    for (uint32_t id = 0; id < n; id++)
+        s->assign_of[id] = BG_NONE;
     for (uint32_t id = 0; id < n; id++) {
         const bg_node *nd = bg_node_at(s->g, id);
+        if (nd->op == BRAID_OP_ASSIGN && nd->ninputs == 2)
+            s->assign_of[nd->inputs[1]] = id;
         for (uint32_t k = 0; k < nd->ninputs; k++) {
             s->nuse[nd->inputs[k]]++;
             s->user[nd->inputs[k]] = id;
@@ -95,6 +109,7 @@ static void state_free(fuse_state *s) {
     free(s->touched);
     free(s->members);
     free(s->groups);
+    free(s->assign_of);
 }
 
 static const bg_node *node(const fuse_state *s, uint32_t id) {
@@ -203,18 +218,62 @@ static void add_member(fuse_state *s, uint32_t id) {
     }
 }
 
+/* The variable p's one outside use assigns it to, when the group rooted at
+ * root may store p there (BP_INSTR_STORE, passes/program.h): its other
+ * uses are all inside, p computes (a broadcast_to would be a load), and
+ * the variable — on the root's device, no graph output — has the space's
+ * shape and p's dtype; else BG_NONE. grow() checks afterwards that only
+ * the group reads the variable (stores_valid). */
+static uint32_t store_target(const fuse_state *s, uint32_t p, uint32_t root) {
+    uint32_t a = s->assign_of[p];
+    if (!s->stores || s->nstores >= BP_FUSE_MAX_STORES || a == BG_NONE ||
+        s->inref[p] + 1 != s->nuse[p] ||
+        node(s, p)->op == BRAID_OP_BROADCAST_TO)
+        return BG_NONE;
+    uint32_t v = node(s, a)->inputs[0];
+    const bg_node *vn = node(s, v);
+    return vn->op == BRAID_OP_VARIABLE && !s->is_output[v] &&
+                   same_device(s, v, root) && same_shape(vn, node(s, root)) &&
+                   vn->dtype == node(s, p)->dtype
+               ? v
+               : BG_NONE;
+}
+
 /* p may join the group rooted at root (iteration space of `numel`
  * elements): fusible, free, on the root's device, every use inside the
- * group, not an output, and of the full size (a smaller, broadcast value
- * would be recomputed for every element it is broadcast to). */
-static bool joinable(const fuse_state *s, uint32_t p, uint32_t root,
-                     int64_t numel, uint32_t count) {
+ * group (or, stored, all but its assign), not an output, and of the full
+ * size (a smaller, broadcast value would be recomputed for every element
+ * it is broadcast to). */
+static bool joinable(fuse_state *s, uint32_t p, uint32_t root, int64_t numel,
+                     uint32_t count) {
     const bg_node *nd = node(s, p);
-    return count < s->max_members && !s->taken[p] && !s->member[p] &&
-           (fusible(s, p) || (s->gathers && gather_member(s, p) &&
-                                same_shape(nd, node(s, root)))) &&
-           same_device(s, p, root) && !s->is_output[p] &&
-           s->inref[p] == s->nuse[p] && bg_numel(nd) == numel;
+    if (count >= s->max_members || s->taken[p] || s->member[p] ||
+        !(fusible(s, p) || (s->gathers && gather_member(s, p) &&
+                            same_shape(nd, node(s, root)))) ||
+        !same_device(s, p, root) || s->is_output[p] || bg_numel(nd) != numel)
+        return false;
+    if (s->inref[p] == s->nuse[p]) return true;
+    if (store_target(s, p, root) == BG_NONE) return false;
+    s->nstores++;
+    return true;
+}
+
+/* Every member of the group grown last (members[first..first+count)) that
+ * is stored into its variable is the variable's only writer and the group
+ * its only reader: each use of the variable but its assign's is a member's
+ * (never as a gather's data, read at other positions). */
+static bool stores_valid(const fuse_state *s, uint32_t first, uint32_t count) {
+    for (uint32_t i = 0; i < count; i++) {
+        uint32_t p = s->members[first + i];
+        if (i == 0 || s->inref[p] == s->nuse[p]) continue; /* i 0: root */
+        uint32_t v = node(s, s->assign_of[p])->inputs[0];
+        if (s->inref[v] + 1 != s->nuse[v]) return false;
+        for (uint32_t j = 0; j < count; j++) {
+            const bg_node *m = node(s, s->members[first + j]);
+            if (m->op == BRAID_OP_GATHER && m->inputs[0] == v) return false;
+        }
+    }
+    return true;
 }
 
 /* Grows the group rooted at root (a fusible node, taken by no group).
@@ -351,11 +410,22 @@ static bool pool_node(const fuse_state *s, uint32_t id) {
            bg_dtype_f64_exact(nd->dtype);
 }
 
-/* A group of one op gains nothing from fusion: left as it is. */
+/* A group of one op gains nothing from fusion: left as it is. Grown with
+ * stores first; when a stored member's variable is read outside the
+ * group, grown again without. */
 static void try_elementwise(fuse_state *s, uint32_t root) {
     s->gathers = true;
     s->max_members = BP_FUSE_MAX_MEMBERS;
+    s->stores = true;
+    s->nstores = 0;
     uint32_t first = s->nmembers, count = grow(s, root);
+    if (s->nstores > 0 && !stores_valid(s, first, count)) {
+        reset_scratch(s);
+        s->nmembers = first;
+        s->stores = false;
+        count = grow(s, root);
+    }
+    s->stores = false;
     reset_scratch(s);
     if (count < 2) {
         s->nmembers = first;
@@ -391,7 +461,7 @@ static int by_out(const void *a, const void *b) {
 static braid_status build_groups(fuse_state *s) {
     size_t m = s->n ? s->n : 1;
     bp_fuse_scratch sc = {s->n, s->member, calloc(m, sizeof *sc.vmap),
-                          malloc(m * sizeof *sc.rep)};
+                          malloc(m * sizeof *sc.rep), s->assign_of};
     braid_status st = sc.vmap && sc.rep ? BRAID_OK : oom();
     for (uint32_t id = 0; st == BRAID_OK && id < s->n; id++)
         sc.rep[id] = BG_NONE;

@@ -13,6 +13,10 @@
  * 4 · BP_FUSE_MAX_MEMBERS + 4 instructions (the limit of any program,
  * BP_PROGRAM_MAX_INSTR, is above that). */
 #define BP_FUSE_MAX_MEMBERS 60
+/* Most members of one group stored into variables (BP_INSTR_STORE): one
+ * instruction each, keeping 4 · BP_FUSE_MAX_MEMBERS + 4 +
+ * BP_FUSE_MAX_STORES within BP_PROGRAM_MAX_INSTR. */
+#define BP_FUSE_MAX_STORES 8
 /* Most members of a pool's prologue (recomputed at every tap on the GPU:
  * an activation or a short chain, not a long expression). */
 #define BP_FUSE_POOL_MAX_MEMBERS 8
@@ -32,7 +36,9 @@ typedef struct bp_fuse_group {
                              ELEMENTWISE groups) gather nodes in ascending
                              id (MATMUL: the bias add and the activation);
                              the reduction, pool and matmul are not
-                             members */
+                             members; in ELEMENTWISE groups a member
+                             other than the root with an assign among
+                             its uses is stored into that variable */
 } bp_fuse_group;
 
 /* The pass's arrays bp_fuse_build works in, one entry per node id below
@@ -43,8 +49,10 @@ typedef struct bp_fuse_scratch {
     bool *member;   /* in the group being built (all false between
                        groups) */
     uint32_t *vmap; /* per member: its instruction */
-    uint32_t *rep;  /* per group output: the fused node replacing it, or
-                       BG_NONE */
+    uint32_t *rep;  /* per group output (and stored member): the fused node
+                       replacing it, or BG_NONE */
+    const uint32_t *assign_of; /* per node: the assign taking it as its
+                                  value, or BG_NONE */
 } bp_fuse_scratch;
 
 /* Builds group g's program and appends its fused node, noting it in

@@ -6,7 +6,11 @@
  * elements are all equal, which become CONSTs. broadcast_to members emit
  * nothing: loads broadcast against the iteration space by themselves, so a
  * broadcast_to is its operand's value. MATMUL programs start with
- * LOAD 0, LOAD 1, MATMUL(0, 1): the operands read whole as matrices. */
+ * LOAD 0, LOAD 1, MATMUL(0, 1): the operands read whole as matrices. A
+ * member stored into its variable (passes/fuse.c) is followed by its
+ * STORE, the variable an input of the fused node, and its assign takes
+ * the fused node as its value (its bytes then hold what the STORE wrote:
+ * the assign does no work, passes/memory_views.c). */
 #include "passes/fuse.h"
 #include "graph/window.h"
 
@@ -29,6 +33,8 @@ typedef struct prog_build {
     uint32_t *vmap;      /* per member: its instruction (the pass's
                             scratch, one entry per node id below n) */
     uint32_t n;          /* nodes when the pass started */
+    const uint32_t *assign_of; /* per node below n: the assign taking it as
+                                  its value, or BG_NONE */
     bool failed;         /* out of memory adding a node */
 } prog_build;
 
@@ -39,8 +45,9 @@ static braid_status oom(uint32_t id) {
                              (unsigned)id);
 }
 
-/* The group never has more instructions than 4 per member plus 4, nor
- * more inputs or outside values than instructions. */
+/* The group never has more instructions than 4 per member plus 4 plus
+ * its stores (at most one per member), nor more inputs or outside values
+ * than instructions. */
 static braid_status build_init(prog_build *b, bp_plan *plan,
                                const bp_fuse_group *g,
                                const bp_fuse_scratch *sc) {
@@ -49,7 +56,8 @@ static braid_status build_init(prog_build *b, bp_plan *plan,
     b->member = sc->member;
     b->vmap = sc->vmap;
     b->n = sc->n;
-    b->cap = 4 * g->nmembers + 4;
+    b->assign_of = sc->assign_of;
+    b->cap = 5 * g->nmembers + 4;
     b->instr = calloc(b->cap, sizeof *b->instr);
     b->inputs = calloc(b->cap, sizeof *b->inputs);
     b->ext = calloc(b->cap, sizeof *b->ext);
@@ -182,6 +190,18 @@ static uint32_t compute(prog_build *b, uint32_t id) {
     return emit(b, in);
 }
 
+/* The STORE of member id into the variable its assign writes. */
+static void store(prog_build *b, uint32_t id) {
+    const braid_graph *gr = b->plan->res.graph;
+    uint32_t a = b->assign_of[id];
+    bp_instr in = {.op = BP_INSTR_STORE,
+                   .dtype = bg_node_at(gr, id)->dtype,
+                   .arg = {b->vmap[id], BG_NONE, BG_NONE},
+                   .source = b->plan->res.info[a].origin};
+    in.input = add_input(b, bg_node_at(gr, a)->inputs[0]);
+    emit(b, in);
+}
+
 /* LOAD 0, LOAD 1, MATMUL(0, 1): the matmul's operands are inputs 0 and 1
  * (twice the same node for x·x), read whole. */
 static void matmul_head(prog_build *b, uint32_t mm) {
@@ -213,6 +233,9 @@ static void fill_program(prog_build *b, const bp_fuse_group *g,
     for (uint32_t i = 0; i < g->nmembers; i++) {
         uint32_t id = members[g->first + i];
         b->vmap[id] = compute(b, id);
+        if (g->kind == BP_PROGRAM_ELEMENTWISE && id != g->out &&
+            b->assign_of[id] != BG_NONE)
+            store(b, id);
     }
     if (g->kind == BP_PROGRAM_REDUCE || g->kind == BP_PROGRAM_POOL) {
         const bg_node *r = bg_node_at(gr, g->out);
@@ -252,6 +275,17 @@ static braid_status add_fused(prog_build *b, const bp_fuse_group *g,
     return BRAID_OK;
 }
 
+/* Stored members: their assigns take the fused node (bp_plan_replace_map
+ * rewires every use; the assign is their only one outside the group). */
+static void note_stores(const prog_build *b, const bp_fuse_group *g,
+                        const uint32_t *members, uint32_t *rep) {
+    if (g->kind != BP_PROGRAM_ELEMENTWISE) return;
+    for (uint32_t i = 0; i < g->nmembers; i++) {
+        uint32_t id = members[g->first + i];
+        if (id != g->out && b->assign_of[id] != BG_NONE) rep[id] = rep[g->out];
+    }
+}
+
 braid_status bp_fuse_build(bp_plan *plan, const bp_fuse_group *g,
                            const uint32_t *members, bp_fuse_scratch *sc) {
     prog_build b;
@@ -282,6 +316,7 @@ braid_status bp_fuse_build(bp_plan *plan, const bp_fuse_group *g,
                 space->attr.flags & (BRAID_TRANSPOSE_A | BRAID_TRANSPOSE_B);
         }
         s = b.failed ? oom(g->out) : add_fused(&b, g, &prog, sc->rep);
+        if (s == BRAID_OK) note_stores(&b, g, members, sc->rep);
     }
     for (uint32_t i = 0; i < g->nmembers; i++)
         member[members[g->first + i]] = false;

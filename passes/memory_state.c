@@ -110,7 +110,8 @@ static void assign_in_place(bp_mem *m, const st_readers *r, uint32_t a) {
     const bg_node *n = &p->res.graph->nodes[a];
     uint32_t v = n->inputs[0], x = n->inputs[1];
     bp_node_info *xi = &p->res.info[x];
-    if (xi->place.storage != BP_STORAGE_ARENA || xi->noop || m->output[x] ||
+    if (p->res.info[a].noop || /* stored by x's program (memory_views.c) */
+        xi->place.storage != BP_STORAGE_ARENA || xi->noop || m->output[x] ||
         bg_nbytes(&p->res.graph->nodes[x]) != bg_nbytes(n) ||
         !bp_device_equal(xi->device, p->res.info[v].device) ||
         !bp_mem_kernel_allows_alias(p, x) || !reads_in_place(m, v, x) ||

@@ -113,10 +113,12 @@ static void classify(bp_mem *m, uint32_t id) {
         /* executor-owned bytes, initialised at creation, never reused */
         in->noop = true;
     } else if (n->op == BRAID_OP_ASSIGN) {
-        /* writes its variable's bytes (ordered by passes/state.c) */
+        /* writes its variable's bytes (ordered by passes/state.c); nothing
+         * to do when its value's program stored them already */
         in->place.storage = BP_STORAGE_VIEW;
         m->base[id] = n->inputs[0];
         m->voff[id] = 0;
+        in->noop = bp_assign_stored(p, id);
     } else {
         int64_t off = view_offset(p, id);
         if (off < 0 || (m->output[id] && reaches_input(m, n->inputs[0])))

@@ -149,6 +149,10 @@ void bp_plan_replace_uses(bp_plan *plan, uint32_t from, uint32_t to);
  * id below n with rep[id] != BG_NONE reads rep[id] instead (one level: a
  * replacement is not itself replaced), except in rep[id] itself. */
 void bp_plan_replace_map(bp_plan *plan, const uint32_t *rep, uint32_t n);
+/* Whether assign node a's value is a fused node whose program stores into
+ * a's variable (BP_INSTR_STORE): the variable's new bytes are written by
+ * that kernel, and the assign itself does no work. */
+bool bp_assign_stored(const bp_plan *plan, uint32_t a);
 /* Restores the invariants: drops nodes no output needs, renumbers the rest
  * topologically (stable: earlier ids first where the edges allow), remaps
  * info, programs' instr.source stays an origin id, the io tables. */

@@ -99,6 +99,19 @@ uint32_t bp_plan_add_program(bp_plan *plan, bp_program *prog) {
     return plan->res.nprograms++;
 }
 
+bool bp_assign_stored(const bp_plan *plan, uint32_t a) {
+    const braid_graph *g = plan->res.graph;
+    if (a >= g->nnodes || g->nodes[a].op != BRAID_OP_ASSIGN ||
+        g->nodes[a].ninputs < 2)
+        return false;
+    uint32_t x = g->nodes[a].inputs[1];
+    if (g->nodes[x].op != BRAID_OP_FUSED || x >= plan->res.ninfo) return false;
+    uint32_t pi = plan->res.info[x].program;
+    return pi < plan->res.nprograms &&
+           bp_program_stores_into(&plan->res.programs[pi], g, x,
+                                  g->nodes[a].inputs[0]);
+}
+
 void bp_plan_replace_uses(bp_plan *plan, uint32_t from, uint32_t to) {
     braid_graph *g = plan->res.graph;
     for (uint32_t id = 0; id < g->nnodes; id++) {

@@ -11,7 +11,9 @@
  *                instruction 2; operands earlier instructions; dtypes as
  *                the builder types the op (graph/build.c); loads of an
  *                existing input with its dtype, broadcasting to the space
- *                (the matmul's own two loads read whole matrices);
+ *                (the matmul's own two loads read whole matrices); side
+ *                stores into a variable input of the space's shape, one
+ *                per variable, read by no instruction;
  *   space        the result's dtype is the node's; the space is the node's
  *                shape (REDUCE: reducing it gives the node's shape;
  *                MATMUL: the matmul of inputs 0 and 1 gives it). */
@@ -190,7 +192,8 @@ static bool check_gather(const pc *c, uint32_t i, const bp_instr *in) {
     if (in->input >= c->n->ninputs)
         return fail(c, "instruction %u: gather of input %u; the node has %u",
                     i, in->input, c->n->ninputs);
-    if (in->arg[0] >= i || p->instr[in->arg[0]].dtype != BRAID_I32)
+    if (in->arg[0] >= i || p->instr[in->arg[0]].dtype != BRAID_I32 ||
+        p->instr[in->arg[0]].op == BP_INSTR_STORE)
         return fail(c, "instruction %u: the indices (operand 0, %u) are not "
                        "an earlier i32 instruction", i, in->arg[0]);
     const bg_node *x = input(c, in->input);
@@ -240,12 +243,73 @@ static bool check_operands(const pc *c, uint32_t i, const bp_instr *in) {
     if (arity < 1 || arity > 3)
         return fail(c, "instruction %u: %s cannot be in a program", i,
                     bg_op(in->op)->name);
-    for (int k = 0; k < arity; k++)
+    for (int k = 0; k < arity; k++) {
         if (in->arg[k] >= i)
             return fail(c,
                         "instruction %u: operand %d (%u) is not an "
                         "earlier instruction",
                         i, k, in->arg[k]);
+        if (c->p->instr[in->arg[k]].op == BP_INSTR_STORE)
+            return fail(c,
+                        "instruction %u: operand %d (%u) is a store, which "
+                        "has no value",
+                        i, k, in->arg[k]);
+    }
+    return true;
+}
+
+/* STORE: an elementwise program's computed value (not a load or a
+ * constant: the CPU may read those in place, and a store must not change
+ * what a later read sees) written into a variable input of exactly the
+ * space's shape and the value's dtype; one store per variable, never the
+ * data of a gather (read at other positions than the one stored), never
+ * the last instruction. */
+static bool check_store(const pc *c, uint32_t i, const bp_instr *in) {
+    const bp_program *p = c->p;
+    if (p->kind != BP_PROGRAM_ELEMENTWISE || i + 1 >= p->ninstr)
+        return fail(c,
+                    "instruction %u: a store outside an elementwise "
+                    "program or as its result",
+                    i);
+    if (in->arg[0] >= i)
+        return fail(c,
+                    "instruction %u: the stored value (operand 0, %u) is "
+                    "not an earlier instruction",
+                    i, in->arg[0]);
+    braid_op vop = p->instr[in->arg[0]].op;
+    if (vop == BP_INSTR_LOAD || vop == BP_INSTR_CONST || vop == BP_INSTR_STORE)
+        return fail(c,
+                    "instruction %u: the stored value (instruction %u) is "
+                    "a load, a constant or a store, not a computed value",
+                    i, in->arg[0]);
+    if (in->input >= c->n->ninputs)
+        return fail(c, "instruction %u: store into input %u; the node has %u",
+                    i, in->input, c->n->ninputs);
+    const bg_node *x = input(c, in->input);
+    char a[96], b[96];
+    if (x->op != BRAID_OP_VARIABLE || x->dtype != in->dtype ||
+        arg_dtype(c, in, 0) != in->dtype || x->rank != p->rank ||
+        memcmp(x->dims, p->dims, (size_t)p->rank * sizeof *x->dims) != 0)
+        return fail(c,
+                    "instruction %u: store of a %s value into input %u "
+                    "(%s, %s): expected a variable of the iteration "
+                    "space %s and that dtype",
+                    i, dt(arg_dtype(c, in, 0)), in->input, bg_op(x->op)->name,
+                    bg_type_str(x, a, sizeof a),
+                    bg_shape_str(p->rank, p->dims, b, sizeof b));
+    for (uint32_t j = 0; j < p->ninstr; j++) {
+        const bp_instr *o = &p->instr[j];
+        if (j == i || o->input >= c->n->ninputs ||
+            c->n->inputs[o->input] != c->n->inputs[in->input])
+            continue;
+        if (o->op == BP_INSTR_STORE || o->op == BP_INSTR_GATHER)
+            return fail(c,
+                        "instruction %u: input %u is stored into, and "
+                        "instruction %u %s it too",
+                        i, in->input, j,
+                        o->op == BP_INSTR_STORE ? "stores into"
+                                                : "gathers from");
+    }
     return true;
 }
 
@@ -259,6 +323,7 @@ static bool check_instr(const pc *c, uint32_t i) {
     if (in->op == BP_INSTR_LOAD) return check_load(c, i, in);
     if (in->op == BP_INSTR_CONST) return true;
     if (in->op == BP_INSTR_GATHER) return check_gather(c, i, in);
+    if (in->op == BP_INSTR_STORE) return check_store(c, i, in);
     if ((unsigned)in->op >= BRAID_OP_COUNT_)
         return fail(c, "instruction %u: op %u unknown", i, (unsigned)in->op);
     if (!check_operands(c, i, in)) return false;
@@ -489,4 +554,28 @@ bool bp_program_has_gather(const bp_program *p) {
     for (uint32_t i = 0; p && i < p->ninstr; i++)
         if (p->instr[i].op == BP_INSTR_GATHER) return true;
     return false;
+}
+
+bool bp_program_has_store(const bp_program *p) {
+    for (uint32_t i = 0; p && i < p->ninstr; i++)
+        if (p->instr[i].op == BP_INSTR_STORE) return true;
+    return false;
+}
+
+bool bp_program_stores_into(const bp_program *p, const braid_graph *g,
+                            uint32_t node, uint32_t var) {
+    if (!p || !g || node >= g->nnodes) return false;
+    const bg_node *n = bg_node_at(g, node);
+    for (uint32_t i = 0; i < p->ninstr; i++)
+        if (p->instr[i].op == BP_INSTR_STORE &&
+            p->instr[i].input < n->ninputs &&
+            n->inputs[p->instr[i].input] == var)
+            return true;
+    return false;
+}
+
+int bp_instr_arity(const bp_instr *in) {
+    if (in->op == BP_INSTR_LOAD || in->op == BP_INSTR_CONST) return 0;
+    if (in->op == BP_INSTR_GATHER || in->op == BP_INSTR_STORE) return 1;
+    return (unsigned)in->op < BRAID_OP_COUNT_ ? bg_op(in->op)->arity : 0;
 }

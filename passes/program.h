@@ -30,6 +30,18 @@
  * (BC_CHECK_INDEX_AT). ELEMENTWISE programs only, whose flat positions are
  * the space's C order. */
 #define BP_INSTR_GATHER ((braid_op)(BRAID_OP_COUNT_ + 2))
+/* A side store (ELEMENTWISE programs only): writes the value of arg[0] at
+ * each position of the space into the bytes of the fused node's input
+ * `input`, a variable of exactly the space's shape and arg[0]'s dtype, at
+ * the same position. It has no value of its own: no instruction reads it,
+ * and it is never the last. Every read of the program (every load of any
+ * input, the store's target included) happens before the stores of the
+ * same position, so the target's loads see its value from before the run
+ * (docs/fusion.md, "Side stores"). The fuse pass makes them for an
+ * optimizer's moments: the new moment is computed once, stored into its
+ * variable and used by the parameter's update in the same kernel; the
+ * moment's assign then does no work (passes/memory_views.c). */
+#define BP_INSTR_STORE ((braid_op)(BRAID_OP_COUNT_ + 3))
 
 /* Longest program any consumer accepts. The fuse pass stays far below it
  * (4 · BP_FUSE_MAX_MEMBERS + 4); the CPU interpreter sizes its per-
@@ -42,8 +54,9 @@ typedef struct bp_instr {
     braid_dtype dtype; /* the value's dtype (what the graph node had) */
     uint32_t arg[3];   /* operand instruction indices (< this index); entries
                           beyond the op's arity are never read */
-    uint32_t input;    /* LOAD, GATHER: index into the fused node's inputs
-                          (GATHER: the data); never read for other ops */
+    uint32_t input;    /* LOAD, GATHER, STORE: index into the fused node's
+                          inputs (GATHER: the data; STORE: the variable
+                          written); never read for other ops */
     uint32_t axis;     /* GATHER: the data's gathered axis; 0 otherwise */
     double value;      /* CONST: the value (already rounded to dtype) */
     uint32_t source;   /* graph node this came from (for dumps / errors),
@@ -112,5 +125,17 @@ void bp_program_window(const bp_program *p, const int64_t *out_dims,
 
 /* Whether p holds a GATHER instruction. */
 bool bp_program_has_gather(const bp_program *p);
+
+/* Whether p holds a STORE instruction. */
+bool bp_program_has_store(const bp_program *p);
+
+/* Whether fused node `node` of g, computing p, stores into variable node
+ * var (a STORE whose target input is var). */
+bool bp_program_stores_into(const bp_program *p, const braid_graph *g,
+                            uint32_t node, uint32_t var);
+
+/* Operands an instruction reads: 0 for LOAD and CONST, 1 for GATHER and
+ * STORE, the op's arity otherwise. */
+int bp_instr_arity(const bp_instr *in);
 
 #endif /* BRAID_PASSES_PROGRAM_H */

@@ -12,6 +12,8 @@
  * lives as long as the executor. */
 #include "passes/verify_plan.h"
 
+#include <stdio.h>
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -471,14 +473,16 @@ braid_status vp_check_overlaps(vp_state *st) {
 
 /* ---- variables -------------------------------------------------------------- */
 
-/* The assign reading x as its value, or BG_NONE: assign_of[x] when the
- * table is given, else a scan. */
+/* The assign of variable v reading x as its value, or BG_NONE:
+ * assign_of[x] when the table is given (an assign whose variable x's
+ * program stores into is not in it), else a scan. */
 static uint32_t assign_with_value(const vp_state *st, const uint32_t *assign_of,
-                                  uint32_t x) {
+                                  uint32_t x, uint32_t v) {
     if (assign_of) return assign_of[x];
     const braid_graph *g = st->plan->res.graph;
     for (uint32_t a = x + 1; a < st->n; a++)
-        if (g->nodes[a].op == BRAID_OP_ASSIGN && g->nodes[a].inputs[1] == x)
+        if (g->nodes[a].op == BRAID_OP_ASSIGN && g->nodes[a].inputs[1] == x &&
+            g->nodes[a].inputs[0] == v)
             return a;
     return BG_NONE;
 }
@@ -491,7 +495,7 @@ static uint32_t written(const vp_state *st, const uint32_t *assign_of,
     if (pl->storage != BP_STORAGE_VIEW || pl->offset != 0) return BG_NONE;
     if (g->nodes[id].op == BRAID_OP_ASSIGN)
         return g->nodes[id].inputs[0] == pl->base ? id : BG_NONE;
-    uint32_t a = assign_with_value(st, assign_of, id);
+    uint32_t a = assign_with_value(st, assign_of, id, pl->base);
     return a != BG_NONE && g->nodes[a].inputs[0] == pl->base ? a : BG_NONE;
 }
 
@@ -535,16 +539,92 @@ static const char *var_name(const vp_state *st, uint32_t v) {
     return s ? s : "?";
 }
 
-/* writer[v]: the one node writing variable v's bytes (its assign, or the
- * assign's value computed in place), BG_NONE when none. One sweep. */
+/* Variables written by a program's STORE (passes/program.h): the store's
+ * fused node is the variable's writer, named as the value of the
+ * variable's assign, which does no work; and it reads the variable only
+ * at its own positions. Every STORE of every program has such an assign. */
+static braid_status find_stores(const vp_state *st, uint32_t *writer) {
+    const bp_plan *p = st->plan;
+    const braid_graph *g = p->res.graph;
+    for (uint32_t a = 0; a < st->n; a++) {
+        if (!bp_assign_stored(p, a)) continue;
+        uint32_t v = g->nodes[a].inputs[0], x = g->nodes[a].inputs[1];
+        if (!p->res.info[a].noop)
+            return vp_fail("variable: assign node %u copies node %u into "
+                           "variable node %u (\"%s\"), which that node's "
+                           "program stores into already",
+                           a, x, v, var_name(st, v));
+        if (writer[v] != BG_NONE)
+            return vp_fail("variable: node %u (\"%s\") is written by nodes "
+                           "%u and %u",
+                           v, var_name(st, v), writer[v], x);
+        writer[v] = x;
+        if (!in_place_ok(st, x, v))
+            return vp_fail("variable: node %u stores into variable node %u "
+                           "(\"%s\") but is no elementwise kernel reading it "
+                           "at its own index",
+                           x, v, var_name(st, v));
+    }
+    for (uint32_t x = 0; x < st->n; x++) {
+        uint32_t pi = p->res.info[x].program;
+        if (g->nodes[x].op != BRAID_OP_FUSED || pi >= p->res.nprograms)
+            continue;
+        const bp_program *pr = &p->res.programs[pi];
+        for (uint32_t i = 0; i < pr->ninstr; i++) {
+            if (pr->instr[i].op != BP_INSTR_STORE ||
+                pr->instr[i].input >= g->nodes[x].ninputs)
+                continue; /* bp_program_check refuses it */
+            uint32_t v = g->nodes[x].inputs[pr->instr[i].input];
+            if (writer[v] != x)
+                return vp_fail("variable: node %u stores into variable node "
+                               "%u (\"%s\") (instruction %u), but the "
+                               "variable's assign does not take it as its "
+                               "value",
+                               x, v, var_name(st, v), i);
+        }
+    }
+    return BRAID_OK;
+}
+
+/* Every assign's work is done by one node: the assign itself, or (when it
+ * is skipped) its value, computed in place or stored into the variable. */
+static braid_status check_assign_done(const vp_state *st,
+                                      const uint32_t *writer) {
+    const bp_plan *p = st->plan;
+    const braid_graph *g = p->res.graph;
+    for (uint32_t a = 0; a < st->n; a++) {
+        const bg_node *n = &g->nodes[a];
+        if (n->op != BRAID_OP_ASSIGN || n->ninputs < 2) continue;
+        uint32_t v = n->inputs[0];
+        uint32_t want = p->res.info[a].noop ? n->inputs[1] : a;
+        if (writer[v] == want) continue;
+        char who[48] = "nothing";
+        if (writer[v] != BG_NONE)
+            snprintf(who, sizeof who, "node %u", writer[v]);
+        return vp_fail("variable: assign node %u of variable node %u "
+                       "(\"%s\") %s, but %s writes the variable",
+                       a, v, var_name(st, v),
+                       p->res.info[a].noop ? "is skipped" : "copies its value",
+                       who);
+    }
+    return BRAID_OK;
+}
+
+/* writer[v]: the one node writing variable v's bytes (its assign, the
+ * assign's value computed in place, or the value's program storing into
+ * it), BG_NONE when none. One sweep. */
 static braid_status find_writers(const vp_state *st, uint32_t *assign_of,
                                  uint32_t *writer) {
     const bp_plan *p = st->plan;
     const braid_graph *g = p->res.graph;
     for (uint32_t id = 0; id < st->n; id++) assign_of[id] = writer[id] = BG_NONE;
+    /* a stored assign's value is no view of its variable: left out */
     for (uint32_t a = 0; a < st->n; a++)
-        if (g->nodes[a].op == BRAID_OP_ASSIGN && g->nodes[a].ninputs >= 2)
+        if (g->nodes[a].op == BRAID_OP_ASSIGN && g->nodes[a].ninputs >= 2 &&
+            !bp_assign_stored(p, a))
             assign_of[g->nodes[a].inputs[1]] = a;
+    braid_status s = find_stores(st, writer);
+    if (s != BRAID_OK) return s;
     for (uint32_t id = 0; id < st->n; id++) {
         uint32_t v = st->root[id];
         if (v == id || p->res.info[id].noop ||
@@ -561,7 +641,7 @@ static braid_status find_writers(const vp_state *st, uint32_t *assign_of,
                            "at its own index",
                            id, v, var_name(st, v));
     }
-    return BRAID_OK;
+    return check_assign_done(st, writer);
 }
 
 braid_status vp_check_assigns(const vp_state *st) {

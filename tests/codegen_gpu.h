@@ -81,13 +81,17 @@ static braid_tensor gpu_pool(braid_graph *g, const bp_program *pr,
  * matmul. */
 static braid_tensor gpu_program_graph(braid_graph *g, const bp_program *pr,
                                       const braid_tensor *in, bool abs_reduce,
-                                      bool mm_only) {
+                                      bool mm_only, uint32_t result) {
     braid_tensor *v = calloc(pr->ninstr, sizeof *v);
     cr_assert_not_null(v);
     braid_tensor y = BRAID_NONE;
     for (uint32_t i = 0; i < pr->ninstr; i++) {
         const bp_instr *s = &pr->instr[i];
         braid_tensor a = i > 0 ? v[s->arg[0] < i ? s->arg[0] : 0] : BRAID_NONE;
+        if (s->op == BP_INSTR_STORE) { /* no value: gpu_store_refs */
+            v[i] = a;
+            continue;
+        }
         if (s->op == BP_INSTR_LOAD) {
             v[i] = in[s->input];
         } else if (s->op == BP_INSTR_CONST) {
@@ -120,6 +124,7 @@ static braid_tensor gpu_program_graph(braid_graph *g, const bp_program *pr,
             v[i] = braid_binary(g, s->op, a, v[s->arg[1]]);
         }
         y = v[i];
+        if (i == result) break;
     }
     if (!mm_only && pr->kind != BP_PROGRAM_REDUCE &&
         pr->kind != BP_PROGRAM_POOL)
@@ -130,8 +135,9 @@ static braid_tensor gpu_program_graph(braid_graph *g, const bp_program *pr,
 
 /* A graph with inputs in0.. (the node's inputs' types) and output "out":
  * the node's value (or, mm_only, its matmul's). */
-static braid_graph *gpu_node_graph(const bp_plan *p, uint32_t id,
-                                   bool abs_reduce, bool mm_only) {
+static braid_graph *gpu_node_graph_at(const bp_plan *p, uint32_t id,
+                                      bool abs_reduce, bool mm_only,
+                                      uint32_t result) {
     const bg_node *n = bg_node_at(p->res.graph, id);
     braid_graph *g = braid_graph_new(NULL);
     braid_tensor *in = calloc(n->ninputs + 1, sizeof *in);
@@ -145,7 +151,7 @@ static braid_graph *gpu_node_graph(const bp_plan *p, uint32_t id,
     braid_tensor y;
     if (n->op == BRAID_OP_FUSED) {
         y = gpu_program_graph(g, &p->res.programs[p->res.info[id].program], in,
-                              abs_reduce, mm_only);
+                              abs_reduce, mm_only, result);
         if (!mm_only && y.id != BRAID_INVALID_ID &&
             braid_tensor_numel(g, y) == bg_numel(n))
             y = braid_reshape(g, y, n->rank, n->dims);
@@ -162,6 +168,11 @@ static braid_graph *gpu_node_graph(const bp_plan *p, uint32_t id,
                  braid_graph_error(g));
     free(in);
     return g;
+}
+
+static braid_graph *gpu_node_graph(const bp_plan *p, uint32_t id,
+                                   bool abs_reduce, bool mm_only) {
+    return gpu_node_graph_at(p, id, abs_reduce, mm_only, BG_NONE);
 }
 
 /* ---- running
@@ -348,6 +359,59 @@ static braid_dtype gpu_tol_dtype(const bp_plan *p, uint32_t id) {
     return worst;
 }
 
+/* Per instruction of fused node id's program: for a STORE (passes/
+ * program.h), the reference of the value it stores (the program rebuilt
+ * up to that value) on c's inputs, else NULL. Computed before the node
+ * runs: a STORE writes over one of those inputs. NULL when it has none. */
+static void **gpu_store_refs(const bp_plan *p, uint32_t id, const gpu_case *c) {
+    const bg_node *n = bg_node_at(p->res.graph, id);
+    if (n->op != BRAID_OP_FUSED) return NULL;
+    const bp_program *pr = &p->res.programs[p->res.info[id].program];
+    if (!bp_program_has_store(pr)) return NULL;
+    void **refs = calloc(pr->ninstr, sizeof *refs);
+    cr_assert_not_null(refs);
+    for (uint32_t i = 0; i < pr->ninstr; i++) {
+        if (pr->instr[i].op != BP_INSTR_STORE) continue;
+        braid_graph *g =
+            gpu_node_graph_at(p, id, false, false, pr->instr[i].arg[0]);
+        refs[i] = gpu_ref(g, c, c->bytes[pr->instr[i].input]);
+        braid_graph_free(g);
+    }
+    return refs;
+}
+
+/* Compares what each STORE left in its variable (after[k]: input k's
+ * bytes after the run) with gpu_store_refs' references, and frees them;
+ * returns the mismatches (logged). */
+static int gpu_store_compare(const bp_plan *p, uint32_t id, void **refs,
+                             void *const *after, const char *who) {
+    if (!refs) return 0;
+    const bg_node *n = bg_node_at(p->res.graph, id);
+    const bp_program *pr = &p->res.programs[p->res.info[id].program];
+    braid_dtype tol_t = gpu_tol_dtype(p, id);
+    int bad = 0;
+    for (uint32_t i = 0; i < pr->ninstr; i++) {
+        if (!refs[i]) continue;
+        uint32_t k = pr->instr[i].input;
+        const bg_node *x = bg_node_at(p->res.graph, n->inputs[k]);
+        for (int64_t e = 0; e < bg_numel(x); e++) {
+            if (gpu_close(x->dtype, tol_t, after[k], refs[i], e, 0, false))
+                continue;
+            cr_log_info("node %u: %s: STORE %u into input %u (%s): element "
+                        "%lld of %lld: %.17g, reference %.17g",
+                        (unsigned)id, who, (unsigned)i, (unsigned)k,
+                        braid_dtype_name(x->dtype), (long long)e,
+                        (long long)bg_numel(x), bg_load(x->dtype, after[k], e),
+                        bg_load(x->dtype, refs[i], e));
+            bad++;
+            break;
+        }
+        free(refs[i]);
+    }
+    free(refs);
+    return bad;
+}
+
 /* Elements each output of reduction node id combines. */
 static int64_t gpu_reduced(const bp_plan *p, uint32_t id) {
     const bg_node *n = bg_node_at(p->res.graph, id);
@@ -436,6 +500,7 @@ static void gpu_check_kernel(const bp_plan *p, cudaLibrary_t lib,
     braid_graph *g = gpu_node_graph(p, k->node, false, false);
     void *ref = gpu_ref(g, &c, ob);
     braid_graph_free(g);
+    void **srefs = gpu_store_refs(p, k->node, &c);
     void *mag = NULL; /* magnitude sums of float sum/mean outputs */
     const bp_program *pr = n->op == BRAID_OP_FUSED
                                ? &p->res.programs[p->res.info[k->node].program]
@@ -490,6 +555,21 @@ static void gpu_check_kernel(const bp_plan *p, cudaLibrary_t lib,
                         (unsigned)rec.kind);
             ++*failures;
         }
+    }
+    if (srefs) { /* the variables as the kernel left them */
+        void *after[BC_MAX_PARAMS] = {0};
+        for (uint32_t i = 0; i < c.nin && i < BC_MAX_PARAMS; i++) {
+            after[i] = malloc(c.bytes[i] ? c.bytes[i] : 1);
+            cr_assert_not_null(after[i]);
+            if (c.bytes[i])
+                GPU_OK(cudaMemcpy(after[i], ptr[1 + i], c.bytes[i],
+                                  cudaMemcpyDeviceToHost));
+        }
+        int bad = gpu_store_compare(p, k->node, srefs, after, "gpu");
+        if (bad) gpu_log_kernel(text, k->node);
+        *failures += bad;
+        for (uint32_t i = 0; i < c.nin && i < BC_MAX_PARAMS; i++)
+            free(after[i]);
     }
     void *out = malloc(ob ? ob : 1);
     cr_assert_not_null(out);

@@ -232,6 +232,73 @@ static void pg_node(bp_plan *p, pgen *g, bp_program_kind kind, int rank,
     hand_fused(p, in, (uint32_t)nin, g->ins[g->n - 1].dtype, orank, od, &prog);
 }
 
+/* A variable of the hand plan (GPU, zero-initialised: tests bind their own
+ * bytes to the fused node reading it). */
+static braid_tensor hand_variable(bp_plan *p, braid_dtype t, int rank,
+                                  const int64_t *dims) {
+    char name[24];
+    snprintf(name, sizeof name, "v%u", (unsigned)p->res.graph->nnodes);
+    braid_tensor x =
+        braid_variable(p->res.graph, name, t, rank, dims, braid_init_fill(0));
+    cr_assert_eq(braid_graph_status(p->res.graph), BRAID_OK, "%s",
+                 braid_graph_error(p->res.graph));
+    hand_place(p);
+    p->res.info[x.id].noop = true; /* executor-owned bytes, as the memory
+                                      pass marks variables: no kernel */
+    return x;
+}
+
+/* An ELEMENTWISE program over (rank, dims) of dtype t (a float one) that
+ * reads one to three inputs and one or two variables of the space's shape,
+ * and stores a value computed from all of them into each variable before
+ * the result (an optimizer's moments: m' = f(m, g) stored, the result
+ * reading m'), maybe cast to another float dtype. Returns the number of
+ * STOREs. */
+static uint32_t pg_store_node(bp_plan *p, pgen *g, int rank,
+                              const int64_t *dims) {
+    g->ins = NULL;
+    g->n = g->cap = 0;
+    braid_dtype t = pg_dtype(g, true);
+    int nin = pg_int(g, 1, 3), nvar = pg_int(g, 1, 2);
+    braid_tensor in[5];
+    braid_dtype ldt[5];
+    uint32_t ld[5];
+    for (int k = 0; k < nin; k++) {
+        int64_t sd[BRAID_MAX_RANK];
+        int sr = pg_shape(g, rank, dims, sd);
+        ldt[k] = pg_int(g, 0, 3) == 0 ? pg_dtype(g, true) : t;
+        in[k] = hand_input(p, ldt[k], sr, sd);
+        ld[k] = pg_load(g, (uint32_t)k, ldt[k]);
+    }
+    uint32_t stored[2];
+    for (int j = 0; j < nvar; j++) {
+        int k = nin + j;
+        ldt[k] = t;
+        in[k] = hand_variable(p, t, rank, dims);
+        ld[k] = pg_load(g, (uint32_t)k, t);
+        /* the new value: from the variable's old one and the inputs */
+        uint32_t v = pg_body(g, t, ld, ldt, k + 1, pg_int(g, 1, 4));
+        v = pg_add(g, BRAID_OP_MUL, t, v, pg_const(g, t, 0.5), 0);
+        stored[j] = v;
+        uint32_t s = pg_add(g, BP_INSTR_STORE, t, v, BG_NONE, BG_NONE);
+        g->ins[s].input = (uint32_t)k;
+    }
+    /* the result reads the stored values (and everything else) */
+    uint32_t y = pg_body(g, t, ld, ldt, nin + nvar, pg_int(g, 1, 4));
+    for (int j = 0; j < nvar; j++)
+        y = pg_add(g, BRAID_OP_SUB, t, y, stored[j], 0);
+    braid_dtype u = pg_dtype(g, true); /* a result of another width: the
+                                          GPU's vector width follows it */
+    if (u != t) y = pg_add(g, BRAID_OP_CAST, u, y, 0, 0);
+    bp_program prog = {.kind = BP_PROGRAM_ELEMENTWISE,
+                       .rank = (uint8_t)rank,
+                       .ninstr = g->n,
+                       .instr = g->ins};
+    memcpy(prog.dims, dims, (size_t)rank * sizeof *dims);
+    hand_fused(p, in, (uint32_t)(nin + nvar), u, rank, dims, &prog);
+    return (uint32_t)nvar;
+}
+
 /* A matmul epilogue: bias add, maybe an activation, maybe a cast. */
 static void pg_epilogue(bp_plan *p, pgen *g, int64_t m, int64_t k, int64_t n) {
     g->ins = NULL;

@@ -272,6 +272,7 @@ static bool cpu_check_rebuild(const bp_plan *p, uint32_t id, br_pool *pool,
     braid_graph *g = gpu_node_graph(p, id, false, false);
     void *ref = gpu_ref(g, &c, ob);
     braid_graph_free(g);
+    void **srefs = gpu_store_refs(p, id, &c);
     braid_op last = pr->instr[pr->ninstr - 1].op;
     void *mag = NULL;
     if ((last == BRAID_OP_SUM || last == BRAID_OP_MEAN) &&
@@ -299,6 +300,10 @@ static bool cpu_check_rebuild(const bp_plan *p, uint32_t id, br_pool *pool,
     cr_assert_eq(rc.kind, BC_CHECK_NONE,
                  "%s: node %u: run check %u on valid data", what, (unsigned)id,
                  (unsigned)rc.kind);
+    /* the STOREs wrote into the inputs themselves */
+    cr_assert_eq(gpu_store_compare(p, id, srefs, c.host, "cpu"), 0,
+                 "%s: node %u: stored values differ (above)", what,
+                 (unsigned)id);
     braid_dtype tol_t = gpu_tol_dtype(p, id);
     for (int64_t i = 0; i < bg_numel(n); i++) {
         double m = mag ? fabs(bg_load(n->dtype, mag, i)) : 0.0;
@@ -536,6 +541,43 @@ Test(codegen, random_programs, .init = setup, .timeout = 600) {
         check_plan(p, what, round);
         braid_plan_free(p);
     }
+}
+
+/* Elementwise programs with side stores (BP_INSTR_STORE) into variables
+ * they also read, as the fuse pass makes for optimizers: the kernels
+ * compile (NVRTC, here too), the CPU interpreter and (with a GPU) the
+ * generated kernel give the result and every stored value of the
+ * reference, on aligned and misaligned buffers, over random shapes and
+ * dtypes. */
+Test(codegen, store_programs, .init = setup, .timeout = 600) {
+    br_pool *pool = br_pool_new(2);
+    uint32_t nodes = 0, stores = 0;
+    for (uint64_t round = 0; round < 4; round++) {
+        bp_plan *p = hand_new();
+        pgen g = {.st = 0x5707e + round};
+        for (int i = 0; i < 12; i++) {
+            int rank;
+            int64_t dims[BRAID_MAX_RANK];
+            random_shape(&g, &rank, dims);
+            if (i % 4 == 0 && rank > 0) dims[rank - 1] = 1031; /* a tail */
+            stores += pg_store_node(p, &g, rank, dims);
+            nodes++;
+        }
+        char what[48];
+        snprintf(what, sizeof what, "store programs %llu",
+                 (unsigned long long)round);
+        check_plan(p, what, round);
+        for (uint32_t id = 0; id < p->res.graph->nnodes; id++)
+            if (p->res.graph->nodes[id].op == BRAID_OP_FUSED)
+                cr_assert(cpu_check_rebuild(p, id, pool, what, round + id),
+                          "%s: node %u not checked on the cpu", what,
+                          (unsigned)id);
+        braid_plan_free(p);
+    }
+    br_pool_free(pool);
+    cr_log_info("%u programs with %u stores", (unsigned)nodes,
+                (unsigned)stores);
+    cr_assert_geq(stores, nodes);
 }
 
 /* ---- reduction strategies and launch geometry

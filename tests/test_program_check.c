@@ -502,3 +502,138 @@ Test(program_check, users_refuse) {
     braid_plan_free(p);
     braid_graph_free(g);
 }
+
+/* ---- side stores (BP_INSTR_STORE) ------------------------------------------
+ */
+
+/* SGD with momentum on w f32[4,8]: the fuse pass makes one program that
+ * stores the new velocity into "w.momentum" and computes w in place. */
+typedef struct sgd {
+    fixture f;
+    uint32_t grad, vel, w; /* the fused node's inputs: gradient, velocity,
+                              parameter */
+    uint32_t store;        /* the STORE instruction */
+} sgd;
+
+static void sgd_init(sgd *s) {
+    braid_graph *g = braid_graph_new(NULL);
+    int64_t d[2] = {4, 8};
+    braid_tensor w =
+        braid_variable(g, "w", BRAID_F32, 2, d, braid_init_uniform(3, -1, 1));
+    braid_tensor x = braid_input(g, "g", BRAID_F32, 2, d);
+    braid_sgd_options o = {.lr = 0.1, .momentum = 0.9};
+    cr_assert_eq(braid_sgd(g, 1, &w, &x, &o), BRAID_OK, "%s",
+                 braid_graph_error(g));
+    fixture_init(&s->f, g, BP_PROGRAM_ELEMENTWISE);
+    const bp_program *pr = s->f.pr;
+    s->store = BG_NONE;
+    for (uint32_t i = 0; i < pr->ninstr; i++)
+        if (pr->instr[i].op == BP_INSTR_STORE) s->store = i;
+    cr_assert_neq(s->store, BG_NONE, "no STORE in the momentum update");
+    const braid_graph *pg = s->f.p->res.graph;
+    const bg_node *n = &pg->nodes[s->f.id];
+    s->grad = s->vel = s->w = BG_NONE;
+    for (uint32_t k = 0; k < n->ninputs; k++) {
+        const bg_node *x = &pg->nodes[n->inputs[k]];
+        if (x->op == BRAID_OP_INPUT)
+            s->grad = k;
+        else if (x->op == BRAID_OP_VARIABLE && strcmp(x->name, "w") == 0)
+            s->w = k;
+        else if (x->op == BRAID_OP_VARIABLE)
+            s->vel = k;
+    }
+    cr_assert(s->grad != BG_NONE && s->vel != BG_NONE && s->w != BG_NONE);
+    cr_assert_eq(pr->instr[s->store].input, s->vel);
+}
+
+Test(program_check, store_rules) {
+    sgd s;
+    sgd_init(&s);
+    fixture *f = &s.f;
+    bp_instr *in = f->pr->instr;
+    uint32_t st = s.store, last = f->pr->ninstr - 1;
+    char why[256];
+    cr_assert(bp_program_check(f->pr, f->p->res.graph, f->id, why, sizeof why),
+              "%s", why);
+    cr_assert(
+        bp_program_stores_into(f->pr, f->p->res.graph, f->id,
+                               f->p->res.graph->nodes[f->id].inputs[s.vel]));
+
+    in[st].input = s.grad; /* an input, not a variable */
+    refused(f, "expected a variable of the iteration space");
+    in[st].input = 9;
+    refused(f, "store into input 9; the node has 3");
+    in[st].dtype = BRAID_F64;
+    refused(f, "store of a f32 value into input");
+    for (uint32_t i = 0; i < f->pr->ninstr; i++) /* the stored value: a load */
+        if (in[i].op == BP_INSTR_LOAD && i < st) in[st].arg[0] = i;
+    refused(f, "is a load, a constant or a store");
+    in[st].arg[0] = st;
+    refused(f, "is not an earlier instruction");
+    in[last].arg[0] = st; /* the result reads the store */
+    refused(f, "is a store, which has no value");
+    f->pr->ninstr = st + 1; /* the store as the result */
+    refused(f, "a store outside an elementwise program or as its result");
+    for (uint32_t i = st + 1; i < f->pr->ninstr; i++)
+        if (in[i].op == BP_INSTR_LOAD) { /* a second store, same variable */
+            in[i] = in[st];
+            break;
+        }
+    refused(f, "is stored into, and instruction");
+    fixture_free(f);
+}
+
+/* The plan verifier: every STORE backed by its variable's skipped assign,
+ * and every skipped assign by a write; a plan file round-trips the
+ * program. */
+Test(program_check, stored_assigns_verified) {
+    sgd s;
+    sgd_init(&s);
+    bp_plan *p = s.f.p;
+    braid_graph *pg = p->res.graph;
+    uint32_t var = pg->nodes[s.f.id].inputs[s.vel], a = BG_NONE;
+    for (uint32_t id = 0; id < pg->nnodes; id++)
+        if (pg->nodes[id].op == BRAID_OP_ASSIGN &&
+            pg->nodes[id].inputs[0] == var)
+            a = id;
+    cr_assert_neq(a, BG_NONE);
+    cr_assert(bp_assign_stored(p, a));
+    cr_assert(p->res.info[a].noop, "the stored assign copies");
+    cr_assert_eq(bp_verify_plan(p), BRAID_OK, "%s", braid_last_error());
+
+    size_t size;
+    unsigned char *data = pf_save(p, &size);
+    braid_plan *q = pf_load(data, size);
+    free(data);
+    const bp_program *qp = &q->res.programs[q->res.info[s.f.id].program];
+    cr_assert_eq(qp->instr[s.store].op, BP_INSTR_STORE);
+    cr_assert_eq(qp->instr[s.store].input, s.vel);
+    braid_plan_free(q);
+
+    p->res.info[a].noop = false; /* copies the parameter over the velocity */
+    cr_assert_neq(bp_verify_plan(p), BRAID_OK);
+    cr_assert(strstr(braid_last_error(), "which that node's program stores "
+                                         "into already"),
+              "%s", braid_last_error());
+    p->res.info[a].noop = true;
+
+    uint32_t old = pg->nodes[a].inputs[1];
+    pg->nodes[a].inputs[1] = pg->nodes[s.f.id].inputs[s.grad];
+    cr_assert_neq(bp_verify_plan(p), BRAID_OK); /* the store is unbacked */
+    cr_assert(strstr(braid_last_error(), "the variable's assign does not take "
+                                         "it as its value"),
+              "%s", braid_last_error());
+    pg->nodes[a].inputs[1] = old;
+
+    s.f.pr->instr[s.store].op = BRAID_OP_NEG; /* no store: assign skipped */
+    s.f.pr->instr[s.store].input = BG_NONE;
+    uint32_t saved = s.f.pr->ninstr;
+    cr_assert_neq(bp_verify_plan(p), BRAID_OK);
+    cr_assert(strstr(braid_last_error(), "is skipped, but nothing writes the "
+                                         "variable"),
+              "%s", braid_last_error());
+    s.f.pr->ninstr = saved;
+    restore(&s.f);
+    cr_assert_eq(bp_verify_plan(p), BRAID_OK, "%s", braid_last_error());
+    fixture_free(&s.f);
+}

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "graph/graph.h"
+#include "passes/plan.h"
 
 #define DIMS(...) ((const int64_t[]){__VA_ARGS__})
 
@@ -446,6 +447,99 @@ Test(state, output_of_an_assigned_variable_is_the_old_value) {
                 cr_assert_eq(now[k], next, "fused %d run %d", fused, r);
             }
             want = next;
+        }
+        braid_exec_free(e);
+        braid_plan_free(p);
+        braid_graph_free(g);
+    }
+}
+
+/* Side stores (passes/fuse.c): m ← 0.9·m + g and w ← w − 0.1·m' fuse into
+ * one kernel storing m' into m only when nothing else reads m. Read by
+ * another node (the sum of 2·m) or shown as an output, m gets its own
+ * kernel again. Every case: four runs on fresh random g against a float64
+ * model, m' and w each run, the readers seeing m from before the run. */
+static int stores_in(const braid_plan *p) {
+    const bp_plan *bp = (const bp_plan *)p;
+    int n = 0;
+    for (uint32_t id = 0; id < bp->res.graph->nnodes; id++) {
+        if (bp->res.graph->nodes[id].op != BRAID_OP_FUSED) continue;
+        const bp_program *pr = &bp->res.programs[bp->res.info[id].program];
+        for (uint32_t i = 0; i < pr->ninstr; i++)
+            n += pr->instr[i].op == BP_INSTR_STORE;
+    }
+    return n;
+}
+
+Test(state, moment_stored_only_when_only_its_update_reads_it) {
+    for (int reader = 0; reader < 3; reader++) { /* none, a sum, an output */
+        braid_graph *g = braid_graph_new(NULL);
+        braid_tensor w = braid_variable(g, "w", BRAID_F32, 1, DIMS(37),
+                                        braid_init_uniform(5, -1, 1));
+        braid_tensor m = braid_variable(g, "m", BRAID_F32, 1, DIMS(37),
+                                        braid_init_uniform(6, -1, 1));
+        braid_tensor x = braid_input(g, "g", BRAID_F32, 1, DIMS(37));
+        braid_tensor m1 = braid_add(
+            g, braid_mul(g, braid_fill(g, BRAID_F32, 0, NULL, 0.9), m), x);
+        braid_assign(g, m, m1);
+        braid_assign(
+            g, w,
+            braid_sub(
+                g, w,
+                braid_mul(g, braid_fill(g, BRAID_F32, 0, NULL, 0.1), m1)));
+        int axes[1] = {0};
+        if (reader == 1)
+            braid_output(
+                g, "s",
+                braid_sum(g,
+                          braid_mul(g, m, braid_fill(g, BRAID_F32, 0, NULL, 2)),
+                          1, axes, false));
+        if (reader == 2) braid_output(g, "m", m);
+        braid_plan *p;
+        braid_exec *e = compile_exec(g, &p);
+        cr_assert_eq(stores_in(p), reader == 0 ? 1 : 0, "reader %d", reader);
+        double wm[37], mm[37];
+        float f[37];
+        cr_assert_eq(braid_exec_variable_read(e, "w", f, sizeof f), BRAID_OK);
+        for (int k = 0; k < 37; k++)
+            wm[k] = f[k];
+        cr_assert_eq(braid_exec_variable_read(e, "m", f, sizeof f), BRAID_OK);
+        for (int k = 0; k < 37; k++)
+            mm[k] = f[k];
+        for (int r = 0; r < 4; r++) {
+            float gx[37], out[37], s = 0;
+            ts_fill_random(BRAID_F32, gx, 37, 100 + 10 * reader + r, -1, 1);
+            braid_input_binding in = {"g", gx, sizeof gx};
+            braid_output_binding o =
+                reader == 1 ? (braid_output_binding){"s", &s, 4}
+                            : (braid_output_binding){"m", out, sizeof out};
+            cr_assert_eq(braid_run(e, &in, 1, &o, reader ? 1 : 0), BRAID_OK,
+                         "%s", braid_last_error());
+            double sum = 0;
+            for (int k = 0; k < 37; k++) {
+                sum += 2 * mm[k];
+                if (reader == 2)
+                    cr_assert(fabs(out[k] - mm[k]) <= 1e-5 * (1 + fabs(mm[k])),
+                              "run %d: output m[%d] %.9g, old value %.9g", r, k,
+                              out[k], mm[k]);
+                mm[k] = 0.9 * mm[k] + gx[k];
+                wm[k] -= 0.1 * mm[k];
+            }
+            if (reader == 1)
+                cr_assert(fabs(s - sum) <= 1e-4 * (1 + fabs(sum)),
+                          "run %d: sum %.9g, want %.9g", r, s, sum);
+            cr_assert_eq(braid_exec_variable_read(e, "m", f, sizeof f),
+                         BRAID_OK);
+            for (int k = 0; k < 37; k++)
+                cr_assert(fabs(f[k] - mm[k]) <= 1e-5 * (1 + fabs(mm[k])),
+                          "reader %d run %d: m[%d] %.9g, want %.9g", reader, r,
+                          k, f[k], mm[k]);
+            cr_assert_eq(braid_exec_variable_read(e, "w", f, sizeof f),
+                         BRAID_OK);
+            for (int k = 0; k < 37; k++)
+                cr_assert(fabs(f[k] - wm[k]) <= 1e-5 * (1 + fabs(wm[k])),
+                          "reader %d run %d: w[%d] %.9g, want %.9g", reader, r,
+                          k, f[k], wm[k]);
         }
         braid_exec_free(e);
         braid_plan_free(p);

@@ -127,9 +127,7 @@ static void collapse(br_fz *z) {
 /* ---- values -------------------------------------------------------------- */
 
 static int arity(const bp_instr *in) {
-    if (in->op == BP_INSTR_LOAD || in->op == BP_INSTR_CONST) return 0;
-    if (in->op == BP_INSTR_GATHER) return 1;
-    return bg_op(in->op)->arity;
+    return bp_instr_arity(in);
 }
 
 static bool rounds(const bp_instr *in) {
@@ -172,7 +170,9 @@ static void classify(br_fz *z) {
         v->slot = 0;
         refs[i] = (br_fz_ref){&z->u[i], 0};
         const br_fz_input *src = load_input(z, i);
-        if (in->op == BP_INSTR_CONST) {
+        if (in->op == BP_INSTR_STORE) {
+            v->how = BR_FZ_UNIFORM; /* no value: done after the tile */
+        } else if (in->op == BP_INSTR_CONST) {
             v->how = BR_FZ_UNIFORM;
             z->u[i] = const_cell(v->ct, in->value);
         } else if (src && src->scalar) {
@@ -208,6 +208,10 @@ static void assign_slots(br_fz *z) {
             last_use[in->arg[k]] = i;
     }
     last_use[z->last] = UINT32_MAX;
+    /* a stored value is read after the whole tile (output_tiles) */
+    for (uint32_t i = z->first; i <= z->last; i++)
+        if (z->prog->instr[i].op == BP_INSTR_STORE)
+            last_use[z->prog->instr[i].arg[0]] = UINT32_MAX;
     for (uint32_t i = z->first; i <= z->last; i++) {
         const bp_instr *in = &z->prog->instr[i];
         if (z->v[i].how == BR_FZ_SLOT)
@@ -282,6 +286,7 @@ void br_fz_setup(br_fz *z, const br_kernel_args *a, uint32_t first,
     assign_slots(z);
     size_tiles(z, max_tile);
     z->out_direct = output_alone(z, a);
+    z->stores = bp_program_has_store(z->prog);
 }
 
 /* ---- evaluation ------------------------------------------------------------
@@ -292,6 +297,7 @@ br_fz_ref br_fz_eval(const br_fz *z, br_fz_mem *mem, int64_t s, int64_t m,
     br_fz_ref *refs = mem->refs;
     for (uint32_t i = z->first; i <= z->last; i++) {
         const br_fz_val *v = &z->v[i];
+        if (z->prog->instr[i].op == BP_INSTR_STORE) continue; /* no value */
         if (v->how == BR_FZ_UNIFORM) {
             refs[i] = (br_fz_ref){&z->u[i], 0};
             continue;
@@ -319,6 +325,22 @@ br_fz_ref br_fz_eval(const br_fz *z, br_fz_mem *mem, int64_t s, int64_t m,
 /* ---- ELEMENTWISE and MATMUL programs ----------------------------------------
  */
 
+/* The STOREs of positions [s, s + m) (passes/program.h), after the whole
+ * tile is evaluated: every read of those positions, in place or not, has
+ * happened. The target is a variable input, its bytes the executor's and
+ * writable (inputs are passed as const for the loads). */
+static void store_tile(const br_fz *z, const br_fz_mem *mem, int64_t s,
+                       int64_t m) {
+    for (uint32_t i = z->first; i <= z->last; i++) {
+        const bp_instr *in = &z->prog->instr[i];
+        if (in->op != BP_INSTR_STORE) continue;
+        const br_fz_input *x = &z->in[in->input];
+        char *dst = (char *)x->base + s * (int64_t)braid_dtype_size(x->t);
+        br_fz_store(x->t, (br_fz_ct)z->v[in->arg[0]].ct, mem->refs[in->arg[0]],
+                    m, dst);
+    }
+}
+
 /* Tiles [tb, te) of the output: evaluate, store. */
 static void output_tiles(void *ctx, int64_t tb, int64_t te) {
     const br_fz *z = ctx;
@@ -331,6 +353,7 @@ static void output_tiles(void *ctx, int64_t tb, int64_t te) {
         int64_t m = z->numel - s < z->tile ? z->numel - s : z->tile;
         void *dst = z->out + s * (int64_t)osz;
         br_fz_ref r = br_fz_eval(z, &mem, s, m, direct ? dst : NULL);
+        if (z->stores) store_tile(z, &mem, s, m);
         br_fz_store(z->out_t, ct, r, m, dst);
     }
 }

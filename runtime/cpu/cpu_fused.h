@@ -114,6 +114,8 @@ typedef struct br_fz {
     braid_dtype out_t;                   /* its dtype */
     bool out_direct;                     /* the last instruction may write the
                                             output tile itself */
+    bool stores;                         /* the program has STOREs (written
+                                            after each tile) */
     br_fz_input in[BR_FZ_MAX_INSTR + 1]; /* inputs (+ the MATMUL result) */
     br_fz_val v[BR_FZ_MAX_INSTR];        /* per instruction */
     br_fz_cell u[BR_FZ_MAX_INSTR];       /* uniform values */

@@ -14,6 +14,7 @@ const char *br_pf_op_name(braid_op op) {
     if (op == BP_INSTR_LOAD) return "load";
     if (op == BP_INSTR_CONST) return "const";
     if (op == BP_INSTR_GATHER) return "gather";
+    if (op == BP_INSTR_STORE) return "store";
     return (unsigned)op < BRAID_OP_COUNT_ ? bg_op(op)->name : "?";
 }
 
@@ -445,6 +446,11 @@ bool br_pf_get_op(br_pf_rd *r, const char *field, bool instr, braid_op *op) {
      * is the GATHER instruction's */
     if (instr && n == 6 && memcmp(s, "gather", 6) == 0) {
         *op = BP_INSTR_GATHER;
+        return true;
+    }
+    /* nor is there a graph op store */
+    if (instr && n == 5 && memcmp(s, "store", 5) == 0) {
+        *op = BP_INSTR_STORE;
         return true;
     }
     braid_op o = bg_op_lookup(s, n);

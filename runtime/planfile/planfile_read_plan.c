@@ -293,9 +293,7 @@ static bool read_instr(br_pf_rd *r, bp_instr *in, uint32_t k,
     in->dtype = dt;
     if (op == BP_INSTR_GATHER && !br_pf_get_u32(r, "instr.axis", &in->axis))
         return false;
-    int arity = op < BRAID_OP_COUNT_    ? bg_op(in->op)->arity
-                : op == BP_INSTR_GATHER ? 1
-                                        : 0;
+    int arity = bp_instr_arity(in);
     for (int j = arity < 0 ? 0 : arity; j < 3; j++)
         if (in->arg[j] != BG_NONE)
             return br_pf_fail(r, "instr.arg",
@@ -303,10 +301,12 @@ static bool read_instr(br_pf_rd *r, bp_instr *in, uint32_t k,
                               "%d is %u (expected NONE)",
                               k, j, in->arg[j]),
                    false;
-    if ((in->op == BP_INSTR_LOAD || in->op == BP_INSTR_GATHER) !=
-        (in->input != BG_NONE))
-        return br_pf_fail(r, "instr.input", "instruction %u: input %u (only "
-                                            "loads have one)",
+    if ((in->op == BP_INSTR_LOAD || in->op == BP_INSTR_GATHER ||
+         in->op == BP_INSTR_STORE) != (in->input != BG_NONE))
+        return br_pf_fail(r, "instr.input",
+                          "instruction %u: input %u (only "
+                          "loads, gathers and stores have "
+                          "one)",
                           k, in->input),
                false;
     if (in->source != BG_NONE && in->source >= nsource)

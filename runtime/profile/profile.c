@@ -76,7 +76,7 @@ static uint32_t computing_instrs(const bp_program *pr) {
     for (uint32_t i = 0; i < pr->ninstr; i++) {
         braid_op op = pr->instr[i].op;
         n += op != BP_INSTR_LOAD && op != BP_INSTR_CONST &&
-             op != BRAID_OP_MATMUL;
+             op != BP_INSTR_STORE && op != BRAID_OP_MATMUL;
     }
     return n;
 }
@@ -182,6 +182,15 @@ static void describe(const bp_plan *p, uint32_t id, br_node_desc *d) {
     if (n->op != BRAID_OP_COPY)
         for (uint32_t k = 0; k < n->ninputs; k++)
             d->bytes += bg_nbytes(bg_node_at(p->res.graph, n->inputs[k]));
+    uint32_t pi = p->res.info[id].program;
+    if (n->op == BRAID_OP_FUSED && pi < p->res.nprograms) { /* side stores */
+        const bp_program *pr = &p->res.programs[pi];
+        for (uint32_t i = 0; i < pr->ninstr; i++)
+            if (pr->instr[i].op == BP_INSTR_STORE &&
+                pr->instr[i].input < n->ninputs)
+                d->bytes += bg_nbytes(
+                    bg_node_at(p->res.graph, n->inputs[pr->instr[i].input]));
+    }
     d->flops = flops_of(p, id);
 }
 
