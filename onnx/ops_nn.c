@@ -179,11 +179,13 @@ static braid_status reduce(ox_node *n, red_kind k) {
         if (!ox_axis(n, ax[i], r, &axes[i])) return n->im->status;
     if (na < 0) na = 0;
     if (ox_tdtype(n, x) == BRAID_BOOL && (k == R_MAX || k == R_MIN)) {
-        /* any / all: through i32 */
+        /* any / all: through i32, then > 0, so that an empty set gives
+         * ONNX's false (max: INT32_MIN) and true (min: INT32_MAX) */
         braid_tensor i = braid_cast(g, x, BRAID_I32);
         braid_tensor y = k == R_MAX ? braid_reduce_max(g, i, na, axes, keep)
                                     : braid_reduce_min(g, i, na, axes, keep);
-        ox_out(n, 0, braid_cast(g, y, BRAID_BOOL), ox_in_elem(n, 0));
+        ox_out(n, 0, braid_gt(g, y, braid_fill(g, BRAID_I32, 0, NULL, 0)),
+               ox_in_elem(n, 0));
         return BRAID_OK;
     }
     if (r == 0) { /* a scalar reduces to itself */

@@ -125,15 +125,23 @@ static inline void os_stage_fixture(const char *dir, const char *name) {
 }
 
 /* Writes tests/onnx/make_models.py's models into dir (seed: its random
- * shapes and values); skips the test when python3 lacks onnx. */
+ * shapes and values); skips the test when python3 lacks onnx, fails it
+ * (with the script's last output) when the script itself fails. */
 static inline void os_make_models(const char *dir, unsigned seed) {
-    char cmd[2048];
-    snprintf(cmd, sizeof cmd,
-             "python3 %s/tests/onnx/make_models.py %s %u >/dev/null 2>&1",
-             BRAID_SOURCE_DIR, dir, seed);
-    if (system(cmd) != 0)
+    if (system("python3 -c 'import onnx, numpy' >/dev/null 2>&1") != 0)
         cr_skip_test("python3 with onnx and numpy is needed (pip install "
                      "onnx numpy)");
+    char cmd[2048], log[1024];
+    snprintf(log, sizeof log, "%s/make_models.log", dir);
+    snprintf(cmd, sizeof cmd, "python3 %s/tests/onnx/make_models.py %s %u >%s 2>&1",
+             BRAID_SOURCE_DIR, dir, seed, log);
+    if (system(cmd) == 0) return;
+    size_t len = 0;
+    char *out = ts_read_file_len(log, &len);
+    const char *tail = out ? out : "(no output)";
+    if (len > 1500) tail = out + len - 1500;
+    cr_assert_fail("tests/onnx/make_models.py failed (seed %u): ...%s", seed,
+                   tail);
 }
 
 /* In a build without protobuf-c (BRAID_NO_ONNX) each ONNX suite is this

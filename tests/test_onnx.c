@@ -158,6 +158,14 @@ Test(onnx, shape_arithmetic_is_folded) {
     braid_graph_free(g);
 }
 
+/* Bool ReduceMax / ReduceMin (any / all), an empty axis included: false
+ * and true there, as ONNX's reference gives. */
+Test(onnx, bool_reductions_of_empty_sets) {
+    braid_graph *g = import_ok("any_all", NULL);
+    os_check_graph(g, dir, "any_all", 0, 0);
+    braid_graph_free(g);
+}
+
 /* int64 in and out as i64; inside, i32 through a cast that checks the
  * range when the plan runs. */
 Test(onnx, int64_is_i64_at_the_boundary) {

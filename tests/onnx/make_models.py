@@ -127,6 +127,24 @@ save("maxpool_idx_orders", helper.make_model(helper.make_graph(
     [vi("ir", TensorProto.INT64, [2, 3, 7, 4]),
      vi("ic", TensorProto.INT64, [2, 3, 7, 4])]), opset_imports=OPSET))
 
+# ReduceMax / ReduceMin of bool (opset 20: any / all), over an empty axis
+# too, where ONNX gives false (max) and true (min).
+r_ax = numpy_helper.from_array(np.array([1], dtype=np.int64), "r_ax")
+nodes = [
+    helper.make_node("ReduceMax", ["e", "r_ax"], ["e_any"]),
+    helper.make_node("ReduceMin", ["e", "r_ax"], ["e_all"]),
+    helper.make_node("ReduceMax", ["f", "r_ax"], ["f_any"], keepdims=0),
+    helper.make_node("ReduceMin", ["f", "r_ax"], ["f_all"], keepdims=0),
+]
+good("any_all", helper.make_graph(
+    nodes, "any_all",
+    [vi("e", TensorProto.BOOL, [2, 0, 4]), vi("f", TensorProto.BOOL, [3, 5])],
+    [vi("e_any", TensorProto.BOOL, [2, 1, 4]), vi("e_all", TensorProto.BOOL, [2, 1, 4]),
+     vi("f_any", TensorProto.BOOL, [3]), vi("f_all", TensorProto.BOOL, [3])],
+    [r_ax]),
+    [np.zeros((2, 0, 4), dtype=bool), rng.integers(0, 2, (3, 5)).astype(bool)],
+    opset=[helper.make_opsetid("", 20)])
+
 # Shape arithmetic folded at import: Shape -> Gather -> Mul -> Concat ->
 # Reshape, plus Range/ConstantOfShape; the symbolic dim comes from a binding.
 n = int(rng.integers(2, 6))
