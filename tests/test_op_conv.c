@@ -7,7 +7,8 @@
  *   - the CPU kernel (im2col + OpenBLAS) against the reference on random
  *     shapes: 1-D, 2-D and 3-D, strides 1..3, dilations 1..2, asymmetric
  *     pads, groups (depthwise included), bias or not, output_padding, f32
- *     and f64; the 1×1 direct path; products large enough for the split
+ *     and f64; the 1×1 direct path; 3×3 stride-1 convolutions through
+ *     Winograd F(2×2, 3×3); products large enough for the split
  *     path (im2col and the GEMM's blocks over the pool);
  *   - GPU plans on the emulated executor against the reference;
  *   - text and plan files round-trip (output_padding folded in included);
@@ -20,6 +21,7 @@
 #include <math.h>
 
 #include "graph/eval.h"
+#include "runtime/cpu/cpu_kernels.h"
 #include "tests/support/conv_cases.h"
 #include "tests/support/op_cases.h"
 #ifdef BRAID_HAVE_CUDA
@@ -231,6 +233,65 @@ Test(op_conv, cpu_large_split_path, .timeout = 120) {
     g = ts_conv_case_graph(&d, BRAID_F32);
     check_run(g, "cpu", 8, "depthwise 48 channels");
     braid_graph_free(g);
+}
+
+/* 3×3 stride-1 f32 convolutions with 16 or more channels each way run as
+ * Winograd F(2×2, 3×3) (runtime/cpu/cpu_kernels_winograd.c): random
+ * batches, channels, planes (odd sizes, a single row or column: partial
+ * tiles), pads 0..2 at each end (asymmetric, more output than input),
+ * bias or not, against the reference at f32's tolerance; chunks of tiles
+ * when the planes are large. */
+Test(op_conv, cpu_winograd, .timeout = 120) {
+    uint64_t st = 31;
+    for (int t = 0; t < 40; t++) {
+        ts_conv_case c = {.s = 2,
+                          .N = ts_rand_int(&st, 1, 3),
+                          .G = 1,
+                          .Cg = ts_rand_int(&st, 16, 40),
+                          .OCg = ts_rand_int(&st, 16, 40),
+                          .in = {ts_rand_int(&st, 1, 13),
+                                 ts_rand_int(&st, 1, 13), 1},
+                          .k = {3, 3, 1},
+                          .bias = t % 2 == 0};
+        for (int i = 0; i < 4; i++)
+            c.p.pads[i] = ts_rand_int(&st, 0, 2);
+        if (t == 39) { /* 4 × 70×70 planes, 16 channels: 4900 tiles in
+                          two chunks (8 MiB hold 4096 tiles of 32
+                          channels) */
+            c.N = 4, c.Cg = c.OCg = 16, c.in[0] = c.in[1] = 70;
+            for (int i = 0; i < 4; i++) c.p.pads[i] = 1;
+        }
+        if (c.in[0] + c.p.pads[0] + c.p.pads[2] < 3 ||
+            c.in[1] + c.p.pads[1] + c.p.pads[3] < 3)
+            c.p.pads[0] = c.p.pads[1] = c.p.pads[2] = c.p.pads[3] = 2;
+        braid_graph *g = ts_conv_case_graph(&c, BRAID_F32);
+        bg_conv_geom geo;
+        cr_assert(bg_conv_geom_of(g, &g->nodes[g->nnodes - 1], &geo));
+        cr_assert(br_winograd_applies(&geo, BRAID_F32));
+        char buf[400];
+        check_run(g, "cpu", 300 + (uint64_t)t,
+                  ts_conv_case_str(&c, buf, sizeof buf));
+        if (t % 8 == 0) { /* the same bits on 1 and 3 threads */
+            ts_io *io[2];
+            for (int k = 0; k < 2; k++) {
+                braid_compile_options o;
+                braid_compile_options_init(&o);
+                o.devices = "cpu";
+                o.num_threads = k ? 3 : 1;
+                braid_plan *p = NULL;
+                cr_assert_eq(braid_compile(g, &o, &p), BRAID_OK, "%s",
+                             braid_last_error());
+                io[k] = ts_io_new(g, 300 + (uint64_t)t);
+                cr_assert_eq(pf_run(p, io[k], false, 0), BRAID_OK, "%s",
+                             braid_last_error());
+                braid_plan_free(p);
+            }
+            cr_assert(pf_same_outputs(io[0], io[1]), "%s: 1 and 3 threads "
+                      "differ", buf);
+            ts_io_free(io[0]), ts_io_free(io[1]);
+        }
+        braid_graph_free(g);
+    }
 }
 
 /* No input channels: the output is the bias alone. */

@@ -117,6 +117,15 @@ void br_index_run(const br_kernel_args *a); /* gather, scatter */
 braid_status br_conv_prepare(const braid_graph *g, uint32_t id,
                              size_t *scratch);
 void br_conv_run(const br_kernel_args *a);
+/* 3×3 stride-1 f32 convolutions as Winograd F(2×2, 3×3)
+ * (cpu_kernels_winograd.c): whether conv c of dtype t runs that way, the
+ * scratch it needs, and the run (x, w, bias (or NULL), y as the conv
+ * node's operands). */
+bool br_winograd_applies(const bg_conv_geom *c, braid_dtype t);
+size_t br_winograd_scratch(const bg_conv_geom *c);
+void br_winograd_run(const bg_conv_geom *c, br_pool *pool, const float *x,
+                     const float *w, const float *bias, float *y,
+                     void *scratch);
 /* argmax, argmin, topk_*, cumsum (cpu_kernels_axis.c) */
 braid_status br_axis_prepare(const braid_graph *g, uint32_t id,
                              size_t *scratch);

@@ -10,6 +10,9 @@
  * sgemm, f64 through dgemm; f16/bf16 are refused at executor creation
  * (compile them for a GPU, or cast around the conv).
  *
+ * 3×3 stride-1 f32 convolutions with enough channels go to Winograd
+ * F(2×2, 3×3) instead (cpu_kernels_winograd.c).
+ *
  * Threads: when one (image, group) product is small (depthwise and
  * grouped convolutions, tiny images) the items are spread over the pool,
  * one col buffer per item in flight; otherwise items run one after
@@ -306,6 +309,11 @@ void br_conv_run(const br_kernel_args *a) {
     x.scratch = a->scratch;
     int64_t items = x.c.N * x.c.G;
     if (items == 0 || x.M == 0 || x.N == 0) return;
+    if (br_winograd_applies(&x.c, a->node->dtype)) {
+        br_winograd_run(&x.c, a->pool, (const float *)x.x, (const float *)x.w,
+                        (const float *)x.bias, (float *)x.y, x.scratch);
+        return;
+    }
     if (x.K == 0) { /* no input channels: the bias alone (BLAS takes no K=0) */
         memset(x.y, 0, bg_nbytes(a->node));
         for (int64_t i = 0; x.bias && i < items; i++)
@@ -349,6 +357,11 @@ braid_status br_conv_prepare(const braid_graph *g, uint32_t id,
                                  "range",
                                  id, bg_op(n->op)->name, (long long)x.M,
                                  (long long)x.N, (long long)x.K);
+    if (br_winograd_applies(&c, n->dtype)) {
+        size_t w = br_winograd_scratch(&c);
+        if (w > *scratch) *scratch = w;
+        return BRAID_OK;
+    }
     if (x.col_bytes == 0) return BRAID_OK;
     /* side by side only when the items are small: one slot per core */
     int64_t items = c.N * c.G, slots = 1;

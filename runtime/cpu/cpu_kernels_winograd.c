@@ -1,0 +1,247 @@
+/* runtime/cpu/cpu_kernels_winograd.c — 3×3 stride-1 convolutions on the CPU
+ * as Winograd F(2×2, 3×3) (Lavin and Gray, "Fast Algorithms for
+ * Convolutional Neural Networks", 2015): 2.25× fewer multiplications than
+ * im2col + GEMM, most of ResNet's convolution work.
+ *
+ * Each 2×2 block of output pixels (a tile) of each output channel is
+ *   Y = Aᵀ [ Σ_c (G g_c Gᵀ) ⊙ (Bᵀ d_c B) ] A
+ * with d_c the 4×4 input patch of channel c under the tile (zeros in the
+ * pads) and g_c the 3×3 filter of (output channel, c). Transformed, the sum
+ * over c is 16 independent products, one per position ξ of the 4×4
+ * transform: M[ξ] [OC, T] = U[ξ] [OC, C] · V[ξ] [C, T] over T tiles, each
+ * one br_gemm (OpenBLAS in blocks over the pool, cpu_gemm.c). So a
+ * convolution is: the filter transform (U), then per chunk of tiles the
+ * input transform (V), the 16 products (M) and the output transform with
+ * the bias. Chunks bound the scratch (WG_CHUNK_BYTES) and depend on the
+ * shape alone, as br_gemm's blocks do, so results are the same bits for
+ * every thread count.
+ *
+ * Used for f32 convolutions (not transposed) with a 3×3 kernel, stride
+ * and dilation 1, one group, any pads, at least WG_MIN_CHANNELS input and
+ * output channels (fewer make the products too small to gain); every
+ * other convolution keeps im2col (cpu_kernels_conv.c). The transforms'
+ * rounding differs from a direct sum's by a few ulps of the partial sums:
+ * within f32's tolerance against the reference (tests/test_op_conv.c). */
+#include "runtime/cpu/cpu_kernels.h"
+
+#include <string.h>
+
+/* Scratch for one chunk's V and M (the transformed inputs and products). */
+#define WG_CHUNK_BYTES ((size_t)8 << 20)
+/* Fewest input and output channels worth the transforms. */
+#define WG_MIN_CHANNELS 16
+/* Fewest tiles in a chunk (when the channels are many). */
+#define WG_MIN_TILES 32
+
+typedef struct wg_ctx {
+    int64_t N, C, OC;     /* batch, input and output channels */
+    int64_t H, W, OH, OW; /* input and output planes */
+    int64_t ph, pw;       /* pads before rows and columns */
+    int64_t th, tw, T;    /* tiles per column, per row, in all */
+    int64_t cap;          /* tiles per chunk at most */
+    int64_t t0, tb;       /* the chunk: first tile, its tiles */
+    const float *x, *w, *bias;
+    float *y;
+    float *U; /* [16][OC][C] */
+    float *V; /* [16][C][tb] */
+    float *M; /* [16][OC][tb] */
+} wg_ctx;
+
+bool br_winograd_applies(const bg_conv_geom *c, braid_dtype t) {
+    return t == BRAID_F32 && !c->transpose && c->nspatial == 2 && c->G == 1 &&
+           c->k[0] == 3 && c->k[1] == 3 && c->stride[0] == 1 &&
+           c->stride[1] == 1 && c->dil[0] == 1 && c->dil[1] == 1 &&
+           c->C >= WG_MIN_CHANNELS && c->OC >= WG_MIN_CHANNELS &&
+           c->out[0] >= 1 && c->out[1] >= 1 && c->N >= 1;
+}
+
+static void wg_init(wg_ctx *x, const bg_conv_geom *c) {
+    memset(x, 0, sizeof *x);
+    x->N = c->N, x->C = c->C, x->OC = c->OC;
+    x->H = c->in[0], x->W = c->in[1], x->OH = c->out[0], x->OW = c->out[1];
+    x->ph = c->pb[0], x->pw = c->pb[1];
+    x->th = (x->OH + 1) / 2, x->tw = (x->OW + 1) / 2;
+    x->T = x->N * x->th * x->tw;
+    int64_t per_tile = 16 * (x->C + x->OC) * (int64_t)sizeof(float);
+    int64_t cap = (int64_t)WG_CHUNK_BYTES / per_tile;
+    if (cap < WG_MIN_TILES) cap = WG_MIN_TILES;
+    int64_t chunks = (x->T + cap - 1) / cap; /* then equal chunks */
+    x->cap = chunks > 0 ? (x->T + chunks - 1) / chunks : 0;
+}
+
+size_t br_winograd_scratch(const bg_conv_geom *c) {
+    wg_ctx x;
+    wg_init(&x, c);
+    return (size_t)(16 * x.OC * x.C + 16 * x.cap * (x.C + x.OC)) *
+           sizeof(float);
+}
+
+/* ---- the three transforms ------------------------------------------------ */
+
+/* U[ξ][oc][c] = (G g Gᵀ)[ξ] for output channels [b, e): G = [1 0 0;
+ * ½ ½ ½; ½ −½ ½; 0 0 1]. */
+static void filter_range(void *ctx, int64_t b, int64_t e) {
+    const wg_ctx *x = ctx;
+    int64_t plane = x->OC * x->C;
+    for (int64_t oc = b; oc < e; oc++)
+        for (int64_t c = 0; c < x->C; c++) {
+            const float *g = x->w + (oc * x->C + c) * 9;
+            float u[4][3], v[4][4];
+            for (int j = 0; j < 3; j++) { /* G g: rows */
+                u[0][j] = g[j];
+                u[1][j] = 0.5f * (g[j] + g[3 + j] + g[6 + j]);
+                u[2][j] = 0.5f * (g[j] - g[3 + j] + g[6 + j]);
+                u[3][j] = g[6 + j];
+            }
+            for (int i = 0; i < 4; i++) { /* (G g) Gᵀ: columns */
+                v[i][0] = u[i][0];
+                v[i][1] = 0.5f * (u[i][0] + u[i][1] + u[i][2]);
+                v[i][2] = 0.5f * (u[i][0] - u[i][1] + u[i][2]);
+                v[i][3] = u[i][2];
+            }
+            float *dst = x->U + oc * x->C + c;
+            for (int k = 0; k < 16; k++)
+                dst[k * plane] = v[k / 4][k % 4];
+        }
+}
+
+/* Tiles a row of the transforms handles at once (its buffers live on the
+ * stack). */
+#define WG_ROW_TILES 64
+
+/* The chunk's tiles of image n, tile row ty, columns [tx0, tx1) (at most
+ * WG_ROW_TILES): calls fn for each. The tiles of one row are consecutive,
+ * so a chunk holds whole rows but for its first and last. */
+typedef struct wg_span {
+    int64_t n, ty, tx0, tx1; /* the tiles */
+    int64_t off;             /* tile (n, ty, tx0) − t0: its column in V, M */
+} wg_span;
+
+/* The spans of the chunk, row by row, at most WG_ROW_TILES each: *it is
+ * the next tile (start at t0); false when the chunk is done. */
+static bool next_span(const wg_ctx *x, int64_t *it, wg_span *sp) {
+    if (*it >= x->t0 + x->tb) return false;
+    int64_t per_image = x->th * x->tw, r = *it % per_image;
+    sp->n = *it / per_image;
+    sp->ty = r / x->tw;
+    sp->tx0 = r % x->tw;
+    sp->tx1 = x->tw;
+    if (sp->tx1 - sp->tx0 > WG_ROW_TILES) sp->tx1 = sp->tx0 + WG_ROW_TILES;
+    if (*it + (sp->tx1 - sp->tx0) > x->t0 + x->tb)
+        sp->tx1 = sp->tx0 + (x->t0 + x->tb - *it);
+    sp->off = *it - x->t0;
+    *it += sp->tx1 - sp->tx0;
+    return true;
+}
+
+/* V[ξ][c][t − t0] = (Bᵀ d B)[ξ] for input channels [b, e) and the chunk's
+ * tiles: Bᵀ = [1 0 −1 0; 0 1 1 0; 0 −1 1 0; 0 1 0 −1]. Per span, the four
+ * input rows under it are copied into zero-padded buffers, Bᵀ d is taken
+ * along the columns of the whole row, then · B per tile. */
+static void input_range(void *ctx, int64_t b, int64_t e) {
+    const wg_ctx *x = ctx;
+    int64_t plane = x->C * x->tb;
+    enum { PW = 2 * WG_ROW_TILES + 2 };
+    float d[4][PW], s[4][PW];
+    for (int64_t c = b; c < e; c++) {
+        wg_span sp;
+        for (int64_t it = x->t0; next_span(x, &it, &sp);) {
+            const float *src = x->x + (sp.n * x->C + c) * x->H * x->W;
+            int64_t nt = sp.tx1 - sp.tx0, width = 2 * nt + 2;
+            int64_t col0 = 2 * sp.tx0 - x->pw; /* input column of d[.][0] */
+            int64_t lo = col0 < 0 ? -col0 : 0;
+            int64_t hi = x->W - col0 < width ? x->W - col0 : width;
+            for (int i = 0; i < 4; i++) {
+                int64_t row = 2 * sp.ty - x->ph + i;
+                memset(d[i], 0, sizeof d[i]);
+                if (row >= 0 && row < x->H && hi > lo)
+                    memcpy(d[i] + lo, src + row * x->W + col0 + lo,
+                           (size_t)(hi - lo) * sizeof(float));
+            }
+            for (int64_t j = 0; j < width; j++) { /* Bᵀ d */
+                s[0][j] = d[0][j] - d[2][j];
+                s[1][j] = d[1][j] + d[2][j];
+                s[2][j] = d[2][j] - d[1][j];
+                s[3][j] = d[1][j] - d[3][j];
+            }
+            float *dst = x->V + c * x->tb + sp.off;
+            for (int i = 0; i < 4; i++) { /* (Bᵀ d) B */
+                float *v0 = dst + (4 * i + 0) * plane,
+                      *v1 = dst + (4 * i + 1) * plane,
+                      *v2 = dst + (4 * i + 2) * plane,
+                      *v3 = dst + (4 * i + 3) * plane;
+                const float *si = s[i];
+                for (int64_t k = 0; k < nt; k++) {
+                    v0[k] = si[2 * k] - si[2 * k + 2];
+                    v1[k] = si[2 * k + 1] + si[2 * k + 2];
+                    v2[k] = si[2 * k + 2] - si[2 * k + 1];
+                    v3[k] = si[2 * k + 1] - si[2 * k + 3];
+                }
+            }
+        }
+    }
+}
+
+/* The chunk's output tiles of output channels [b, e): Y = Aᵀ m A with
+ * Aᵀ = [1 1 1 0; 0 1 −1 −1], plus the bias, the pixels inside the output
+ * written. Per span: Aᵀ m for every tile, then · A into two output rows
+ * (buffers), copied into the output where inside it. */
+static void output_range(void *ctx, int64_t b, int64_t e) {
+    const wg_ctx *x = ctx;
+    int64_t plane = x->OC * x->tb;
+    float r0[2 * WG_ROW_TILES], r1[2 * WG_ROW_TILES];
+    for (int64_t oc = b; oc < e; oc++) {
+        float bias = x->bias ? x->bias[oc] : 0.0f;
+        wg_span sp;
+        for (int64_t it = x->t0; next_span(x, &it, &sp);) {
+            int64_t nt = sp.tx1 - sp.tx0;
+            const float *m = x->M + oc * x->tb + sp.off;
+            for (int64_t k = 0; k < nt; k++) {
+                float a[4], c[4]; /* Aᵀ m: rows 0 and 1, per column */
+                for (int j = 0; j < 4; j++) {
+                    float m0 = m[j * plane + k], m1 = m[(4 + j) * plane + k],
+                          m2 = m[(8 + j) * plane + k],
+                          m3 = m[(12 + j) * plane + k];
+                    a[j] = m0 + m1 + m2;
+                    c[j] = m1 - m2 - m3;
+                }
+                r0[2 * k] = a[0] + a[1] + a[2] + bias;
+                r0[2 * k + 1] = a[1] - a[2] - a[3] + bias;
+                r1[2 * k] = c[0] + c[1] + c[2] + bias;
+                r1[2 * k + 1] = c[1] - c[2] - c[3] + bias;
+            }
+            int64_t row = 2 * sp.ty, col = 2 * sp.tx0;
+            int64_t w = x->OW - col < 2 * nt ? x->OW - col : 2 * nt;
+            float *dst = x->y + ((sp.n * x->OC + oc) * x->OH + row) * x->OW + col;
+            memcpy(dst, r0, (size_t)w * sizeof(float));
+            if (row + 1 < x->OH)
+                memcpy(dst + x->OW, r1, (size_t)w * sizeof(float));
+        }
+    }
+}
+
+/* Items per task so that each does about BR_GRAIN element operations. */
+static int64_t grain(int64_t per_item) {
+    return per_item >= BR_GRAIN ? 1 : BR_GRAIN / (per_item > 0 ? per_item : 1);
+}
+
+void br_winograd_run(const bg_conv_geom *c, br_pool *pool, const float *in,
+                     const float *w, const float *bias, float *out,
+                     void *scratch) {
+    wg_ctx x;
+    wg_init(&x, c);
+    x.x = in, x.w = w, x.bias = bias, x.y = out;
+    x.U = scratch;
+    x.V = x.U + 16 * x.OC * x.C;
+    br_parallel_for(pool, x.OC, grain(40 * x.C), filter_range, &x);
+    for (x.t0 = 0; x.t0 < x.T; x.t0 += x.cap) {
+        x.tb = x.T - x.t0 < x.cap ? x.T - x.t0 : x.cap;
+        x.M = x.V + 16 * x.C * x.tb;
+        br_parallel_for(pool, x.C, grain(64 * x.tb), input_range, &x);
+        for (int k = 0; k < 16; k++)
+            br_gemm(pool, false, false, false, (int)x.OC, (int)x.tb, (int)x.C,
+                    x.U + k * x.OC * x.C, (int)x.C, x.V + k * x.C * x.tb,
+                    (int)x.tb, x.M + k * x.OC * x.tb, (int)x.tb);
+        br_parallel_for(pool, x.OC, grain(48 * x.tb), output_range, &x);
+    }
+}
