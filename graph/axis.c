@@ -44,28 +44,30 @@ static uint32_t allowed_flags(braid_op op) {
 /* Checks what depends on the axis: its range, the count it holds (indices
  * are i32), k. */
 static braid_status check_axis(braid_graph *g, braid_op op, const bg_node *x,
-                               const bg_attrs *a, int *ax, const char *t) {
+                               const bg_attrs *a, int *ax) {
     const char *name = bg_op(op)->name;
+    char t[200]; /* x's type, formatted only for a message */
     if (x->rank == 0 || a->axis < -(int)x->rank || a->axis >= (int)x->rank)
         return bg_fail(g, BRAID_ERR_INVALID_ARGUMENT,
                        "%s: axis %d out of range for operand %s", name,
-                       (int)a->axis, t);
+                       (int)a->axis, bg_type_str(x, t, sizeof t));
     *ax = a->axis < 0 ? a->axis + x->rank : a->axis;
     int64_t len = x->dims[*ax];
     if (op != BRAID_OP_CUMSUM && len > INT32_MAX)
         return bg_fail(g, BRAID_ERR_INVALID_ARGUMENT,
                        "%s: axis %d of operand %s has %lld elements; i32 "
                        "indices reach 2^31 - 1",
-                       name, *ax, t, (long long)len);
+                       name, *ax, bg_type_str(x, t, sizeof t), (long long)len);
     if (is_arg(op) && len == 0)
         return bg_fail(g, BRAID_ERR_INVALID_ARGUMENT,
-                       "%s: axis %d of operand %s is empty", name, *ax, t);
+                       "%s: axis %d of operand %s is empty", name, *ax,
+                       bg_type_str(x, t, sizeof t));
     if (is_topk(op) && a->seed > (uint64_t)len)
         return bg_fail(g, BRAID_ERR_INVALID_ARGUMENT,
                        "%s: k = %llu exceeds the %lld elements of axis %d "
                        "of operand %s",
                        name, (unsigned long long)a->seed, (long long)len, *ax,
-                       t);
+                       bg_type_str(x, t, sizeof t));
     return BRAID_OK;
 }
 
@@ -92,17 +94,16 @@ static void axis_result(braid_op op, const bg_node *x, int ax,
 braid_status bg_infer_axis(braid_graph *g, braid_op op, const bg_node *x,
                            const bg_attrs *a, bg_node *out) {
     char t[200];
-    bg_type_str(x, t, sizeof t);
     const char *name = bg_op(op)->name;
     if (!bg_op_accepts(op, x->dtype))
         return bg_fail(g, BRAID_ERR_DTYPE, "%s: operand %s; expected %s", name,
-                       t, bg_op_dtypes_text(op));
+                       bg_type_str(x, t, sizeof t), bg_op_dtypes_text(op));
     if (a->flags & ~allowed_flags(op))
         return bg_fail(g, BRAID_ERR_INVALID_ARGUMENT,
                        "%s: unknown flags 0x%x for this op", name,
                        (unsigned)a->flags);
     int ax = 0;
-    braid_status s = check_axis(g, op, x, a, &ax, t);
+    braid_status s = check_axis(g, op, x, a, &ax);
     if (s != BRAID_OK) return s;
     axis_result(op, x, ax, a, out);
     return BRAID_OK;

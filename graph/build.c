@@ -254,8 +254,6 @@ static braid_status bg_infer_matmul(bg_ctx *c) {
     const bg_node *a = bg_in(c, 0), *b = bg_in(c, 1);
     uint32_t flags = c->a->flags;
     char ta[BG_TYPE_BUF], tb[BG_TYPE_BUF];
-    bg_in_str(c, 0, ta);
-    bg_in_str(c, 1, tb);
     if (flags & ~(BRAID_TRANSPOSE_A | BRAID_TRANSPOSE_B))
         return bg_fail(c->g, BRAID_ERR_INVALID_ARGUMENT,
                        "matmul: unknown flags 0x%x; expected "
@@ -265,12 +263,12 @@ static braid_status bg_infer_matmul(bg_ctx *c) {
         return bg_fail(c->g, BRAID_ERR_DTYPE,
                        "matmul: operands %s and %s; "
                        "expected equal float dtypes",
-                       ta, tb);
+                       bg_in_str(c, 0, ta), bg_in_str(c, 1, tb));
     if (a->rank < 2 || b->rank < 2)
         return bg_fail(c->g, BRAID_ERR_SHAPE,
                        "matmul: operands %s and %s; "
                        "expected rank >= 2 for both",
-                       ta, tb);
+                       bg_in_str(c, 0, ta), bg_in_str(c, 1, tb));
     bool tra = flags & BRAID_TRANSPOSE_A, trb = flags & BRAID_TRANSPOSE_B;
     int64_t m = a->dims[a->rank - (tra ? 1 : 2)];
     int64_t ka = a->dims[a->rank - (tra ? 2 : 1)];
@@ -280,9 +278,9 @@ static braid_status bg_infer_matmul(bg_ctx *c) {
         return bg_fail(c->g, BRAID_ERR_SHAPE,
                        "matmul: operands %s and %s%s%s: inner dims %lld and "
                        "%lld differ",
-                       ta, tb, tra ? " (transpose_a)" : "",
-                       trb ? " (transpose_b)" : "", (long long)ka,
-                       (long long)kb);
+                       bg_in_str(c, 0, ta), bg_in_str(c, 1, tb),
+                       tra ? " (transpose_a)" : "", trb ? " (transpose_b)" : "",
+                       (long long)ka, (long long)kb);
     bg_node *n = c->out;
     int r;
     if (!bg_broadcast_shapes(a->rank - 2, a->dims, b->rank - 2, b->dims, &r,
@@ -290,7 +288,7 @@ static braid_status bg_infer_matmul(bg_ctx *c) {
         return bg_fail(c->g, BRAID_ERR_SHAPE,
                        "matmul: batch dims of %s and "
                        "%s do not broadcast",
-                       ta, tb);
+                       bg_in_str(c, 0, ta), bg_in_str(c, 1, tb));
     n->dims[r] = m;
     n->dims[r + 1] = nn;
     n->rank = (uint8_t)(r + 2);
@@ -352,7 +350,6 @@ static braid_status bg_infer_reduce(bg_ctx *c) {
     const bg_node *x = bg_in(c, 0);
     const bg_attrs *a = c->a;
     char t[BG_TYPE_BUF];
-    bg_in_str(c, 0, t);
     if (a->flags & ~BG_KEEPDIMS)
         return bg_fail(c->g, BRAID_ERR_INVALID_ARGUMENT,
                        "%s: unknown flags 0x%x; expected keepdims only",
@@ -360,10 +357,10 @@ static braid_status bg_infer_reduce(bg_ctx *c) {
     if (x->rank < 8 && (a->axes >> x->rank) != 0)
         return bg_fail(c->g, BRAID_ERR_INVALID_ARGUMENT,
                        "%s: axes mask 0x%x names axes beyond operand %s",
-                       c->opname, (unsigned)a->axes, t);
+                       c->opname, (unsigned)a->axes, bg_in_str(c, 0, t));
     if (!bg_op_accepts(c->op, x->dtype))
         return bg_fail(c->g, BRAID_ERR_DTYPE, "%s: operand %s; expected %s",
-                       c->opname, t, bg_op_dtypes_text(c->op));
+                       c->opname, bg_in_str(c, 0, t), bg_op_dtypes_text(c->op));
     bg_node *n = c->out;
     bool keep = a->flags & BG_KEEPDIMS;
     int r = 0;
@@ -410,18 +407,19 @@ static braid_status bg_infer_reshape(bg_ctx *c) {
     }
     int64_t have = bg_numel(x), prod = bg_capped_product(nk, known);
     char t[BG_TYPE_BUF], ts[BG_TYPE_BUF];
-    bg_in_str(c, 0, t);
-    bg_shape_str(c->rank, c->dims, ts, sizeof ts);
     if (infer >= 0) {
         if (prod <= 0 || have % prod != 0)
             return bg_fail(c->g, BRAID_ERR_SHAPE,
-                           "reshape: cannot infer the -1 in %s from %s", ts, t);
+                           "reshape: cannot infer the -1 in %s from %s",
+                           bg_shape_str(c->rank, c->dims, ts, sizeof ts),
+                           bg_in_str(c, 0, t));
         d[infer] = have / prod;
     } else if (prod != have) {
         return bg_fail(c->g, BRAID_ERR_SHAPE,
                        "reshape: %s has %lld elements, target %s has a "
                        "different count",
-                       t, (long long)have, ts);
+                       bg_in_str(c, 0, t), (long long)have,
+                       bg_shape_str(c->rank, c->dims, ts, sizeof ts));
     }
     bg_set_shape(c->out, c->rank, d);
     c->out->dtype = x->dtype;
@@ -455,24 +453,24 @@ static braid_status bg_infer_slice(bg_ctx *c) {
     const bg_node *x = bg_in(c, 0);
     bg_node *n = c->out;
     char t[BG_TYPE_BUF];
-    bg_in_str(c, 0, t);
     braid_status s = bg_check_dims(c, c->rank, c->dims, false);
     if (s != BRAID_OK) return s;
     if (c->rank != x->rank)
         return bg_fail(c->g, BRAID_ERR_SHAPE,
                        "slice: %d counts for operand "
                        "%s; expected one per axis",
-                       c->rank, t);
+                       c->rank, bg_in_str(c, 0, t));
     for (int i = 0; i < x->rank; i++) {
         int64_t dim = x->dims[i], st = c->a->start[i], step = c->a->step[i];
         int64_t count = c->dims[i];
         if (!bg_slice_fits(dim, st, step, count))
-            return bg_fail(c->g, BRAID_ERR_INVALID_ARGUMENT,
-                           "slice: axis %d of %s: start %lld, step %lld, "
-                           "count %lld; expected a nonzero step and the elements "
-                           "within the axis",
-                           i, t, (long long)st, (long long)step,
-                           (long long)count);
+            return bg_fail(
+                c->g, BRAID_ERR_INVALID_ARGUMENT,
+                "slice: axis %d of %s: start %lld, step %lld, "
+                "count %lld; expected a nonzero step and the elements "
+                "within the axis",
+                i, bg_in_str(c, 0, t), (long long)st, (long long)step,
+                (long long)count);
         n->attr.start[i] = st;
         n->attr.step[i] = step;
         n->dims[i] = count;
@@ -486,10 +484,10 @@ static braid_status bg_infer_concat(bg_ctx *c) {
     const bg_node *x0 = bg_in(c, 0);
     int axis = c->a->axis;
     char t0[BG_TYPE_BUF], ti[BG_TYPE_BUF];
-    bg_in_str(c, 0, t0);
     if (axis < 0 || axis >= x0->rank)
         return bg_fail(c->g, BRAID_ERR_INVALID_ARGUMENT,
-                       "concat: axis %d out of range for %s", axis, t0);
+                       "concat: axis %d out of range for %s", axis,
+                       bg_in_str(c, 0, t0));
     int64_t total = 0;
     for (uint32_t i = 0; i < c->nin; i++) {
         const bg_node *x = bg_in(c, i);
@@ -501,7 +499,8 @@ static braid_status bg_infer_concat(bg_ctx *c) {
                            "concat: operand %u %s does not match operand 0 "
                            "%s; expected equal dtypes and dims except axis "
                            "%d",
-                           (unsigned)i, bg_in_str(c, i, ti), t0, axis);
+                           (unsigned)i, bg_in_str(c, i, ti),
+                           bg_in_str(c, 0, t0), axis);
         total += x->dims[axis]; /* each ≤ 2^50: checked before overflow */
         if (total > BG_MAX_BYTES)
             return bg_fail(c->g, BRAID_ERR_INVALID_ARGUMENT,

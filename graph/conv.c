@@ -66,17 +66,32 @@ static braid_status conv_fail(braid_graph *g, const char *op,
     return bg_fail(g, BRAID_ERR_INVALID_ARGUMENT, "%s: %s", op, what);
 }
 
+/* The operands' types, for a message (formatted only when one is made:
+ * the rule runs for every conv built and loaded). */
+typedef struct conv_types {
+    char x[160], w[160], b[160];
+} conv_types;
+
+static const conv_types *types_of(const bg_node *x, const bg_node *w,
+                                  const bg_node *b, conv_types *t) {
+    bg_type_str(x, t->x, sizeof t->x);
+    bg_type_str(w, t->w, sizeof t->w);
+    t->b[0] = '\0';
+    if (b) bg_type_str(b, t->b, sizeof t->b);
+    return t;
+}
+
 /* Operand ranks, dtypes and channel counts. */
 static braid_status check_operands(braid_graph *g, const char *op,
                                    const bg_node *x, const bg_node *w,
                                    const bg_node *b, const bg_attrs *a,
                                    bool tr) {
-    char tx[160], tw[160], tb[160], m[600];
-    bg_type_str(x, tx, sizeof tx);
-    bg_type_str(w, tw, sizeof tw);
-    if (b) bg_type_str(b, tb, sizeof tb);
+    conv_types ty;
+    const char *tx = ty.x, *tw = ty.w, *tb = ty.b;
+    char m[600];
     if (!braid_dtype_is_float(x->dtype) || w->dtype != x->dtype ||
         (b && b->dtype != x->dtype)) {
+        types_of(x, w, b, &ty);
         snprintf(m, sizeof m,
                  "operands x %s, w %s%s%s; expected one float dtype", tx, tw,
                  b ? ", bias " : "", b ? tb : "");
@@ -84,6 +99,7 @@ static braid_status check_operands(braid_graph *g, const char *op,
     }
     if (x->rank < 3 || x->rank > 2 + BG_CONV_MAX_SPATIAL ||
         w->rank != x->rank) {
+        types_of(x, w, b, &ty);
         snprintf(m, sizeof m,
                  "x %s, w %s; expected x [N, C, 1 to 3 spatial dims] and w "
                  "of the same rank",
@@ -98,6 +114,7 @@ static braid_status check_operands(braid_graph *g, const char *op,
     int64_t wc = tr ? w->dims[0] : w->dims[1] * G;
     int64_t oc = tr ? w->dims[1] * G : w->dims[0];
     if (C % G != 0 || oc % G != 0 || wc != C) {
+        types_of(x, w, b, &ty);
         snprintf(m, sizeof m,
                  "x %s, w %s, groups %lld; expected C divisible by groups "
                  "and w [%s]",
@@ -106,6 +123,7 @@ static braid_status check_operands(braid_graph *g, const char *op,
         return conv_fail(g, op, m);
     }
     if (b && (b->rank != 1 || b->dims[0] != oc)) {
+        types_of(x, w, b, &ty);
         snprintf(m, sizeof m,
                  "bias %s; expected [%lld] (one per output "
                  "channel)",
