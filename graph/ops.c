@@ -69,6 +69,7 @@ braid_op bg_op_lookup(const char *name, size_t len) {
     if (name == NULL) return BRAID_OP_COUNT_;
     for (int i = 0; i < BRAID_OP_COUNT_; i++) {
         const char *n = bg_op_table[i].name;
+        if (len > 0 && n[0] != name[0]) continue; /* most names, cheaply */
         if (strlen(n) == len && memcmp(n, name, len) == 0) return (braid_op)i;
     }
     return BRAID_OP_COUNT_;

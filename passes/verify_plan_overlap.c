@@ -651,7 +651,10 @@ braid_status vp_check_assigns(const vp_state *st) {
     uint32_t *writer = bp_calloc(st->n, sizeof *writer, "verify_plan");
     braid_status s = assign_of && writer ? find_writers(st, assign_of, writer)
                                          : BRAID_ERR_OUT_OF_MEMORY;
-    for (uint32_t u = 0; s == BRAID_OK && u < st->n; u++) {
+    bool any = false; /* no variable written: no reader to order */
+    for (uint32_t v = 0; s == BRAID_OK && v < st->n && !any; v++)
+        any = writer[v] != BG_NONE;
+    for (uint32_t u = 0; s == BRAID_OK && any && u < st->n; u++) {
         if (p->res.info[u].noop) continue;
         const bg_node *n = &g->nodes[u];
         for (uint32_t k = 0; s == BRAID_OK && k < n->ninputs; k++) {
