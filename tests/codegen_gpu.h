@@ -149,7 +149,10 @@ static braid_graph *gpu_node_graph_at(const bp_plan *p, uint32_t id,
         in[k] = braid_input(g, name, x->dtype, x->rank, x->dims);
     }
     braid_tensor y;
-    if (n->op == BRAID_OP_FUSED) {
+    if (n->op == BRAID_OP_ASSIGN) { /* its kernel copies the value (input
+                                       1) over the variable's bytes */
+        y = in[1];
+    } else if (n->op == BRAID_OP_FUSED) {
         y = gpu_program_graph(g, &p->res.programs[p->res.info[id].program], in,
                               abs_reduce, mm_only, result);
         if (!mm_only && y.id != BRAID_INVALID_ID &&
