@@ -190,6 +190,14 @@ static uint32_t compute(prog_build *b, uint32_t id) {
     return emit(b, in);
 }
 
+/* Whether member id of group g is stored into a variable: passes/fuse.c
+ * let a member other than the root keep an assign as its one outside use
+ * only in ELEMENTWISE groups. */
+static bool stored(const prog_build *b, const bp_fuse_group *g, uint32_t id) {
+    return g->kind == BP_PROGRAM_ELEMENTWISE && id != g->out &&
+           b->assign_of[id] != BG_NONE;
+}
+
 /* The STORE of member id into the variable its assign writes. */
 static void store(prog_build *b, uint32_t id) {
     const braid_graph *gr = b->plan->res.graph;
@@ -233,9 +241,7 @@ static void fill_program(prog_build *b, const bp_fuse_group *g,
     for (uint32_t i = 0; i < g->nmembers; i++) {
         uint32_t id = members[g->first + i];
         b->vmap[id] = compute(b, id);
-        if (g->kind == BP_PROGRAM_ELEMENTWISE && id != g->out &&
-            b->assign_of[id] != BG_NONE)
-            store(b, id);
+        if (stored(b, g, id)) store(b, id);
     }
     if (g->kind == BP_PROGRAM_REDUCE || g->kind == BP_PROGRAM_POOL) {
         const bg_node *r = bg_node_at(gr, g->out);
@@ -279,10 +285,9 @@ static braid_status add_fused(prog_build *b, const bp_fuse_group *g,
  * rewires every use; the assign is their only one outside the group). */
 static void note_stores(const prog_build *b, const bp_fuse_group *g,
                         const uint32_t *members, uint32_t *rep) {
-    if (g->kind != BP_PROGRAM_ELEMENTWISE) return;
     for (uint32_t i = 0; i < g->nmembers; i++) {
         uint32_t id = members[g->first + i];
-        if (id != g->out && b->assign_of[id] != BG_NONE) rep[id] = rep[g->out];
+        if (stored(b, g, id)) rep[id] = rep[g->out];
     }
 }
 

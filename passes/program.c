@@ -258,6 +258,14 @@ static bool check_operands(const pc *c, uint32_t i, const bp_instr *in) {
     return true;
 }
 
+/* The space is n's shape. */
+static bool same_shape(const bp_program *p, const bg_node *n) {
+    if (p->rank != n->rank) return false;
+    for (int i = 0; i < p->rank; i++)
+        if (p->dims[i] != n->dims[i]) return false;
+    return true;
+}
+
 /* STORE: an elementwise program's computed value (not a load or a
  * constant: the CPU may read those in place, and a store must not change
  * what a later read sees) written into a variable input of exactly the
@@ -288,8 +296,7 @@ static bool check_store(const pc *c, uint32_t i, const bp_instr *in) {
     const bg_node *x = input(c, in->input);
     char a[96], b[96];
     if (x->op != BRAID_OP_VARIABLE || x->dtype != in->dtype ||
-        arg_dtype(c, in, 0) != in->dtype || x->rank != p->rank ||
-        memcmp(x->dims, p->dims, (size_t)p->rank * sizeof *x->dims) != 0)
+        arg_dtype(c, in, 0) != in->dtype || !same_shape(p, x))
         return fail(c,
                     "instruction %u: store of a %s value into input %u "
                     "(%s, %s): expected a variable of the iteration "
@@ -468,13 +475,6 @@ static bool pooled_shape_is(const bp_program *p, const bg_node *n) {
                                       p->flags & BG_POOL_CEIL);
         if (o < 1 || o != n->dims[2 + i]) return false;
     }
-    return true;
-}
-
-static bool same_shape(const bp_program *p, const bg_node *n) {
-    if (p->rank != n->rank) return false;
-    for (int i = 0; i < p->rank; i++)
-        if (p->dims[i] != n->dims[i]) return false;
     return true;
 }
 

@@ -13,7 +13,6 @@
 #include "passes/verify_plan.h"
 
 #include <stdio.h>
-
 #include <stdlib.h>
 #include <string.h>
 
@@ -539,15 +538,23 @@ static const char *var_name(const vp_state *st, uint32_t v) {
     return s ? s : "?";
 }
 
-/* Variables written by a program's STORE (passes/program.h): the store's
- * fused node is the variable's writer, named as the value of the
- * variable's assign, which does no work; and it reads the variable only
- * at its own positions. Every STORE of every program has such an assign. */
-static braid_status find_stores(const vp_state *st, uint32_t *writer) {
+/* One sweep over the assigns: assign_of[x] for each assign whose value x
+ * may be computed in its variable's bytes, and writer[v] for variables
+ * written by a program's STORE (passes/program.h) — the store's fused node
+ * is the variable's writer, named as the value of the variable's assign,
+ * which does no work, and it reads the variable only at its own positions.
+ * Then every STORE of every program must have such an assign. */
+static braid_status find_stores(const vp_state *st, uint32_t *assign_of,
+                                uint32_t *writer) {
     const bp_plan *p = st->plan;
     const braid_graph *g = p->res.graph;
     for (uint32_t a = 0; a < st->n; a++) {
-        if (!bp_assign_stored(p, a)) continue;
+        if (g->nodes[a].op != BRAID_OP_ASSIGN || g->nodes[a].ninputs < 2)
+            continue;
+        if (!bp_assign_stored(p, a)) {
+            assign_of[g->nodes[a].inputs[1]] = a;
+            continue;
+        }
         uint32_t v = g->nodes[a].inputs[0], x = g->nodes[a].inputs[1];
         if (!p->res.info[a].noop)
             return vp_fail("variable: assign node %u copies node %u into "
@@ -618,12 +625,7 @@ static braid_status find_writers(const vp_state *st, uint32_t *assign_of,
     const bp_plan *p = st->plan;
     const braid_graph *g = p->res.graph;
     for (uint32_t id = 0; id < st->n; id++) assign_of[id] = writer[id] = BG_NONE;
-    /* a stored assign's value is no view of its variable: left out */
-    for (uint32_t a = 0; a < st->n; a++)
-        if (g->nodes[a].op == BRAID_OP_ASSIGN && g->nodes[a].ninputs >= 2 &&
-            !bp_assign_stored(p, a))
-            assign_of[g->nodes[a].inputs[1]] = a;
-    braid_status s = find_stores(st, writer);
+    braid_status s = find_stores(st, assign_of, writer);
     if (s != BRAID_OK) return s;
     for (uint32_t id = 0; id < st->n; id++) {
         uint32_t v = st->root[id];

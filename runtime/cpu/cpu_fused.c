@@ -126,10 +126,6 @@ static void collapse(br_fz *z) {
 
 /* ---- values -------------------------------------------------------------- */
 
-static int arity(const bp_instr *in) {
-    return bp_instr_arity(in);
-}
-
 static bool rounds(const bp_instr *in) {
     if (in->dtype != BRAID_F16 && in->dtype != BRAID_BF16) return false;
     braid_op op = in->op;
@@ -186,7 +182,7 @@ static void classify(br_fz *z) {
                                     indices do */
         } else {
             v->how = BR_FZ_UNIFORM;
-            for (int k = 0; k < arity(in); k++)
+            for (int k = 0; k < bp_instr_arity(in); k++)
                 if (z->v[in->arg[k]].how != BR_FZ_UNIFORM) v->how = BR_FZ_SLOT;
             if (v->how == BR_FZ_UNIFORM) br_fz_exec(z, i, 1, &z->u[i], refs);
         }
@@ -204,7 +200,7 @@ static void assign_slots(br_fz *z) {
         last_use[i] = 0;
     for (uint32_t i = z->first; i <= z->last; i++) {
         const bp_instr *in = &z->prog->instr[i];
-        for (int k = 0; k < arity(in) && i > z->first; k++)
+        for (int k = 0; k < bp_instr_arity(in) && i > z->first; k++)
             last_use[in->arg[k]] = i;
     }
     last_use[z->last] = UINT32_MAX;
@@ -216,7 +212,7 @@ static void assign_slots(br_fz *z) {
         const bp_instr *in = &z->prog->instr[i];
         if (z->v[i].how == BR_FZ_SLOT)
             z->v[i].slot = (uint16_t)(nfree ? free_list[--nfree] : z->nslots++);
-        for (int k = 0; k < arity(in) && i > z->first; k++) {
+        for (int k = 0; k < bp_instr_arity(in) && i > z->first; k++) {
             uint32_t j = in->arg[k];
             bool first_mention = true;
             for (int q = 0; q < k; q++)
