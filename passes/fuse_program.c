@@ -18,17 +18,23 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A program under construction. */
+/* Most entries of a program under construction: 4 instructions per member
+ * plus 4, plus its stores (at most one per member); never more inputs or
+ * outside values than instructions. */
+#define BUILD_CAP (5 * BP_FUSE_MAX_MEMBERS + 4)
+
+/* A program under construction, in arrays of BUILD_CAP entries on the
+ * stack (one allocation per group, the finished instructions, instead of
+ * four). */
 typedef struct prog_build {
     bp_plan *plan;       /* the plan */
-    bp_instr *instr;     /* instructions so far; owned until handed over */
+    bp_instr instr[BUILD_CAP]; /* instructions so far */
     uint32_t ninstr;     /* entries used */
-    uint32_t cap;        /* entries allocated */
-    uint32_t *inputs;    /* the fused node's inputs (node ids) */
-    uint32_t ninputs;    /* entries used (capacity cap) */
-    uint32_t *ext;       /* outside nodes already emitted, with */
-    uint32_t *ext_instr; /* their instruction */
-    uint32_t next;       /* entries used in ext (capacity cap) */
+    uint32_t inputs[BUILD_CAP];    /* the fused node's inputs (node ids) */
+    uint32_t ninputs;              /* entries used */
+    uint32_t ext[BUILD_CAP];       /* outside nodes already emitted, with */
+    uint32_t ext_instr[BUILD_CAP]; /* their instruction */
+    uint32_t next;                 /* entries used in ext */
     const bool *member;  /* per node id below n: in the group */
     uint32_t *vmap;      /* per member: its instruction (the pass's
                             scratch, one entry per node id below n) */
@@ -45,36 +51,19 @@ static braid_status oom(uint32_t id) {
                              (unsigned)id);
 }
 
-/* The group never has more instructions than 4 per member plus 4 plus
- * its stores (at most one per member), nor more inputs or outside values
- * than instructions. */
-static braid_status build_init(prog_build *b, bp_plan *plan,
-                               const bp_fuse_group *g,
-                               const bp_fuse_scratch *sc) {
-    memset(b, 0, sizeof *b);
+static void build_init(prog_build *b, bp_plan *plan,
+                       const bp_fuse_scratch *sc) {
     b->plan = plan;
+    b->ninstr = b->ninputs = b->next = 0;
     b->member = sc->member;
     b->vmap = sc->vmap;
     b->n = sc->n;
     b->assign_of = sc->assign_of;
-    b->cap = 5 * g->nmembers + 4;
-    b->instr = calloc(b->cap, sizeof *b->instr);
-    b->inputs = calloc(b->cap, sizeof *b->inputs);
-    b->ext = calloc(b->cap, sizeof *b->ext);
-    b->ext_instr = calloc(b->cap, sizeof *b->ext_instr);
-    if (!b->instr || !b->inputs || !b->ext || !b->ext_instr) return oom(g->out);
-    return BRAID_OK;
-}
-
-static void build_free(prog_build *b) {
-    free(b->instr);
-    free(b->inputs);
-    free(b->ext);
-    free(b->ext_instr);
+    b->failed = false;
 }
 
 static uint32_t emit(prog_build *b, bp_instr in) {
-    assert(b->ninstr < b->cap); /* see build_init */
+    assert(b->ninstr < BUILD_CAP); /* see BUILD_CAP */
     b->instr[b->ninstr] = in;
     return b->ninstr++;
 }
@@ -266,9 +255,14 @@ static braid_status add_fused(prog_build *b, const bp_fuse_group *g,
     uint32_t id = bp_plan_add_node(plan, BRAID_OP_FUSED, b->inputs, b->ninputs,
                                    out->dtype, out->rank, dims, NULL);
     if (id == BG_NONE) return oom(g->out);
+    prog->instr = malloc(b->ninstr * sizeof *prog->instr);
+    if (!prog->instr) return oom(g->out);
+    memcpy(prog->instr, b->instr, b->ninstr * sizeof *prog->instr);
     uint32_t pi = bp_plan_add_program(plan, prog);
-    if (pi == BG_NONE) return oom(g->out);
-    b->instr = NULL;              /* the plan owns it now */
+    if (pi == BG_NONE) {
+        free(prog->instr);
+        return oom(g->out);
+    }
     out = bg_node_at(gr, g->out); /* the node array may have moved */
     if (out->name) {
         gr->nodes[id].name = bg_strdup(gr, out->name);
@@ -293,39 +287,42 @@ static void note_stores(const prog_build *b, const bp_fuse_group *g,
 
 braid_status bp_fuse_build(bp_plan *plan, const bp_fuse_group *g,
                            const uint32_t *members, bp_fuse_scratch *sc) {
+    if (g->nmembers > BP_FUSE_MAX_MEMBERS)
+        return bg_set_last_error(BRAID_ERR_INTERNAL,
+                                 "fuse: group of node %u has %u members, "
+                                 "more than %d",
+                                 (unsigned)g->out, (unsigned)g->nmembers,
+                                 BP_FUSE_MAX_MEMBERS);
     prog_build b;
     bool *member = sc->member;
-    braid_status s = build_init(&b, plan, g, sc);
+    build_init(&b, plan, sc);
     for (uint32_t i = 0; i < g->nmembers; i++)
         member[members[g->first + i]] = true;
     if (g->kind == BP_PROGRAM_MATMUL) member[g->root] = true;
-    if (s == BRAID_OK) {
-        fill_program(&b, g, members);
-        const bg_node *space = bg_node_at(plan->res.graph, g->root);
-        bp_program prog = {.kind = g->kind,
-                           .ninstr = b.ninstr,
-                           .instr = b.instr,
-                           .rank = space->rank};
-        memcpy(prog.dims, space->dims, sizeof prog.dims);
-        const bg_node *out = bg_node_at(plan->res.graph, g->out);
-        if (g->kind == BP_PROGRAM_REDUCE) {
-            prog.axes = out->attr.axes;
-            prog.flags = out->attr.flags & BG_KEEPDIMS;
-        } else if (g->kind == BP_PROGRAM_POOL) {
-            prog.flags = out->attr.flags;
-            for (int q = 0; q < 5; q++)
-                for (int i = 0; i + 2 < out->rank; i++)
-                    prog.window[q][i] = bg_window_param(&out->attr, q, i);
-        } else if (g->kind == BP_PROGRAM_MATMUL) {
-            prog.flags =
-                space->attr.flags & (BRAID_TRANSPOSE_A | BRAID_TRANSPOSE_B);
-        }
-        s = b.failed ? oom(g->out) : add_fused(&b, g, &prog, sc->rep);
-        if (s == BRAID_OK) note_stores(&b, g, members, sc->rep);
+    fill_program(&b, g, members);
+    const bg_node *space = bg_node_at(plan->res.graph, g->root);
+    bp_program prog = {.kind = g->kind,
+                       .ninstr = b.ninstr,
+                       .instr = NULL, /* add_fused copies b.instr */
+                       .rank = space->rank};
+    memcpy(prog.dims, space->dims, sizeof prog.dims);
+    const bg_node *out = bg_node_at(plan->res.graph, g->out);
+    if (g->kind == BP_PROGRAM_REDUCE) {
+        prog.axes = out->attr.axes;
+        prog.flags = out->attr.flags & BG_KEEPDIMS;
+    } else if (g->kind == BP_PROGRAM_POOL) {
+        prog.flags = out->attr.flags;
+        for (int q = 0; q < 5; q++)
+            for (int i = 0; i + 2 < out->rank; i++)
+                prog.window[q][i] = bg_window_param(&out->attr, q, i);
+    } else if (g->kind == BP_PROGRAM_MATMUL) {
+        prog.flags =
+            space->attr.flags & (BRAID_TRANSPOSE_A | BRAID_TRANSPOSE_B);
     }
+    braid_status s = b.failed ? oom(g->out) : add_fused(&b, g, &prog, sc->rep);
+    if (s == BRAID_OK) note_stores(&b, g, members, sc->rep);
     for (uint32_t i = 0; i < g->nmembers; i++)
         member[members[g->first + i]] = false;
     if (g->kind == BP_PROGRAM_MATMUL) member[g->root] = false;
-    build_free(&b);
     return s;
 }

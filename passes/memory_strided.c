@@ -123,16 +123,15 @@ static bool backward(sv_state *sv) {
 
 /* Appends node id's strides to the plan's layouts; its place names them. */
 static braid_status add_layout(bp_plan *p, uint32_t id, const int64_t *s) {
-    bp_layout *l =
-        realloc(p->res.layouts, ((size_t)p->res.nlayouts + 1) * sizeof *l);
-    if (!l)
-        return bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY,
-                                 "memory: out of memory adding a layout");
-    p->res.layouts = l;
-    l = &l[p->res.nlayouts++];
+    bp_result *r = &p->res;
+    if (!bp_grow((void **)&r->layouts, r->nlayouts, &r->layouts_cap,
+                 sizeof *r->layouts, "a strided layout"))
+        return BRAID_ERR_OUT_OF_MEMORY;
+    bp_layout *l = &r->layouts[r->nlayouts++];
     *l = (bp_layout){.node = id};
-    for (int a = 0; a < p->res.graph->nodes[id].rank; a++) l->stride[a] = s[a];
-    p->res.info[id].place.layout = p->res.nlayouts;
+    for (int a = 0; a < r->graph->nodes[id].rank; a++)
+        l->stride[a] = s[a];
+    r->info[id].place.layout = r->nlayouts;
     return BRAID_OK;
 }
 
@@ -228,6 +227,7 @@ braid_status bp_mem_strided(bp_mem *m) {
     free(p->res.layouts);
     p->res.layouts = NULL;
     p->res.nlayouts = 0;
+    p->res.layouts_cap = 0;
     if (p->in.settings.disabled & BRAID_PASS_STRIDED) return BRAID_OK;
     uint32_t nc = 0;
     for (uint32_t id = 0; id < m->hb.n; id++) nc += candidate(m, id);

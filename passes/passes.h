@@ -124,6 +124,13 @@ braid_status bp_plan_new(const braid_graph *g,
 /* Zeroed memory for plan data; NULL (with a message for braid_last_error)
  * when out of memory or when n × size overflows. */
 void *bp_calloc(size_t n, size_t size, const char *what);
+/* Room for one more entry of size bytes in *arr, which holds n entries in
+ * *cap allocated ones: doubles *cap when full (so n appends cost O(n) in
+ * all, not the O(n²) of growing by one). A *cap below n means exactly n
+ * are allocated. False (the error set, naming what, and *arr untouched)
+ * when out of memory. */
+bool bp_grow(void **arr, uint32_t n, uint32_t *cap, size_t size,
+             const char *what);
 
 /* Appends a node to the plan's graph without the user-facing checks (for
  * copy, fused and chunking nodes; inputs must exist), with a default info

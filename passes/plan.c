@@ -22,6 +22,25 @@ void *bp_calloc(size_t n, size_t size, const char *what) {
     return p;
 }
 
+bool bp_grow(void **arr, uint32_t n, uint32_t *cap, size_t size,
+             const char *what) {
+    if (n < *cap) return true;
+    size_t want = n < 8 ? 16 : 2 * (size_t)n;
+    if (want > UINT32_MAX) want = UINT32_MAX;
+    void *p =
+        want > n && want <= SIZE_MAX / size ? realloc(*arr, want * size) : NULL;
+    if (!p) {
+        bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY,
+                          "braid_compile: out of memory adding %s (%u "
+                          "entries)",
+                          what, (unsigned)n);
+        return false;
+    }
+    *arr = p;
+    *cap = (uint32_t)want;
+    return true;
+}
+
 static void input_free(bp_compile_input *in) {
     free(in->devices_text);
     free(in->dump_text);

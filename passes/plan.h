@@ -298,11 +298,13 @@ typedef struct bp_result {
     uint32_t nevents;           /* entries in events */
     bp_program *programs;       /* fused nodes' expressions; owned */
     uint32_t nprograms;         /* entries in programs */
+    uint32_t programs_cap;      /* allocated entries (bp_grow) */
     bp_arena *arenas;           /* memory to allocate; owned */
     uint32_t narenas;           /* entries in arenas */
     bp_layout *layouts;         /* strided views' strides (memory pass);
                                    owned */
     uint32_t nlayouts;          /* entries in layouts */
+    uint32_t layouts_cap;       /* allocated entries (bp_grow) */
     bp_io *inputs;              /* every graph input, in id order; owned */
     uint32_t ninputs;           /* entries in inputs */
     bp_io *outputs;             /* every named output, in the order added;

@@ -87,16 +87,12 @@ uint32_t bp_plan_add_node(bp_plan *plan, braid_op op, const uint32_t *inputs,
 }
 
 uint32_t bp_plan_add_program(bp_plan *plan, bp_program *prog) {
-    bp_program *p = realloc(plan->res.programs, (plan->res.nprograms + 1) *
-                                                    sizeof *plan->res.programs);
-    if (!p) {
-        bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY,
-                          "compile: out of memory for a fused program");
+    bp_result *r = &plan->res;
+    if (!bp_grow((void **)&r->programs, r->nprograms, &r->programs_cap,
+                 sizeof *r->programs, "a fused program"))
         return BG_NONE;
-    }
-    plan->res.programs = p;
-    p[plan->res.nprograms] = *prog;
-    return plan->res.nprograms++;
+    r->programs[r->nprograms] = *prog;
+    return r->nprograms++;
 }
 
 bool bp_assign_stored(const bp_plan *plan, uint32_t a) {
