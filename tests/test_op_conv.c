@@ -255,10 +255,11 @@ Test(op_conv, cpu_winograd, .timeout = 120) {
                           .bias = t % 2 == 0};
         for (int i = 0; i < 4; i++)
             c.p.pads[i] = ts_rand_int(&st, 0, 2);
-        if (t == 39) { /* 4 × 70×70 planes, 16 channels: 4900 tiles in
-                          two chunks (8 MiB hold 4096 tiles of 32
-                          channels) */
-            c.N = 4, c.Cg = c.OCg = 16, c.in[0] = c.in[1] = 70;
+        if (t == 39) { /* 3 × 70×70 planes, 16 channels: 3675 tiles in
+                          four chunks of 919 and 918 (a chunk's 2 MiB hold
+                          1024 tiles of 32 channels): on 3 threads, waves
+                          of whole chunks per thread */
+            c.N = 3, c.Cg = c.OCg = 16, c.in[0] = c.in[1] = 70;
             for (int i = 0; i < 4; i++) c.p.pads[i] = 1;
         }
         if (c.in[0] + c.p.pads[0] + c.p.pads[2] < 3 ||
@@ -271,7 +272,8 @@ Test(op_conv, cpu_winograd, .timeout = 120) {
         char buf[400];
         check_run(g, "cpu", 300 + (uint64_t)t,
                   ts_conv_case_str(&c, buf, sizeof buf));
-        if (t % 8 == 0) { /* the same bits on 1 and 3 threads */
+        if (t % 8 == 0 || t == 39) { /* the same bits on 1 and 3
+                                          threads */
             ts_io *io[2];
             for (int k = 0; k < 2; k++) {
                 braid_compile_options o;
@@ -290,6 +292,81 @@ Test(op_conv, cpu_winograd, .timeout = 120) {
                       "differ", buf);
             ts_io_free(io[0]), ts_io_free(io[1]);
         }
+        braid_graph_free(g);
+    }
+}
+
+/* Convolutions whose col matrix outgrows one item's buffer run in blocks
+ * of output positions (runtime/cpu/cpu_kernels_conv.c, CONV_BLOCKED_COL:
+ * 4 MiB): a stem-like 7×7 stride-2 conv with asymmetric pads, a grouped
+ * one with a dilation, a long 1-D one, each against the reference, and
+ * the same bits on 1 and 3 threads (blocks side by side or one after
+ * another). Blocks start and end inside output rows. */
+Test(op_conv, cpu_blocked, .timeout = 240) {
+    ts_conv_case cases[3] = {
+        {.s = 2,
+         .N = 2,
+         .G = 1,
+         .Cg = 3,
+         .OCg = 8,
+         .in = {181, 179, 1},
+         .k = {7, 7, 1},
+         .bias = true,
+         .p = {.strides = {2, 2}, .pads = {3, 2, 2, 3}}},
+        {.s = 2,
+         .N = 1,
+         .G = 2,
+         .Cg = 4,
+         .OCg = 3,
+         .in = {200, 191, 1},
+         .k = {3, 3, 1},
+         .bias = false,
+         .p = {.strides = {1, 1},
+               .dilations = {2, 1},
+               .pads = {1, 0, 2, 1},
+               .groups = 2}},
+        {.s = 1,
+         .N = 2,
+         .G = 1,
+         .Cg = 4,
+         .OCg = 5,
+         .in = {60001, 1, 1},
+         .k = {5, 1, 1},
+         .bias = true,
+         .p = {.strides = {1}, .pads = {2, 1}}},
+    };
+    for (int t = 0; t < 3; t++) {
+        const ts_conv_case *c = &cases[t];
+        braid_graph *g = ts_conv_case_graph(c, BRAID_F32);
+        bg_conv_geom geo;
+        cr_assert(bg_conv_geom_of(g, &g->nodes[g->nnodes - 1], &geo));
+        cr_assert(!br_winograd_applies(&geo, BRAID_F32));
+        int64_t ov = geo.out[0] * (geo.nspatial > 1 ? geo.out[1] : 1);
+        int64_t K = c->Cg * c->k[0] * c->k[1];
+        cr_assert_gt(K * ov * 4, (int64_t)4 << 20,
+                     "case %d: col too small "
+                     "to run in blocks",
+                     t);
+        char buf[400];
+        ts_conv_case_str(c, buf, sizeof buf);
+        check_run(g, "cpu", 500 + (uint64_t)t, buf);
+        ts_io *io[2];
+        for (int k = 0; k < 2; k++) {
+            braid_compile_options o;
+            braid_compile_options_init(&o);
+            o.devices = "cpu";
+            o.num_threads = k ? 3 : 1;
+            braid_plan *p = NULL;
+            cr_assert_eq(braid_compile(g, &o, &p), BRAID_OK, "%s",
+                         braid_last_error());
+            io[k] = ts_io_new(g, 500 + (uint64_t)t);
+            cr_assert_eq(pf_run(p, io[k], false, 0), BRAID_OK, "%s",
+                         braid_last_error());
+            braid_plan_free(p);
+        }
+        cr_assert(pf_same_outputs(io[0], io[1]), "%s: 1 and 3 threads differ",
+                  buf);
+        ts_io_free(io[0]), ts_io_free(io[1]);
         braid_graph_free(g);
     }
 }

@@ -119,13 +119,15 @@ braid_status br_conv_prepare(const braid_graph *g, uint32_t id,
 void br_conv_run(const br_kernel_args *a);
 /* 3×3 stride-1 f32 convolutions as Winograd F(2×2, 3×3)
  * (cpu_kernels_winograd.c): whether conv c of dtype t runs that way, the
- * scratch it needs, and the run (x, w, bias (or NULL), y as the conv
- * node's operands). */
+ * scratch it needs for up to `threads` threads taking whole chunks at once,
+ * and the run (x, w, bias (or NULL), y as the conv node's operands; the
+ * scratch of scratch_bytes: as many threads take whole chunks as it has
+ * room for, and any size from br_winograd_scratch(c, 1) up works). */
 bool br_winograd_applies(const bg_conv_geom *c, braid_dtype t);
-size_t br_winograd_scratch(const bg_conv_geom *c);
+size_t br_winograd_scratch(const bg_conv_geom *c, int threads);
 void br_winograd_run(const bg_conv_geom *c, br_pool *pool, const float *x,
-                     const float *w, const float *bias, float *y,
-                     void *scratch);
+                     const float *w, const float *bias, float *y, void *scratch,
+                     size_t scratch_bytes);
 /* argmax, argmin, topk_*, cumsum (cpu_kernels_axis.c) */
 braid_status br_axis_prepare(const braid_graph *g, uint32_t id,
                              size_t *scratch);

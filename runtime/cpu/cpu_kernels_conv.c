@@ -15,8 +15,14 @@
  *
  * Threads: when one (image, group) product is small (depthwise and
  * grouped convolutions, tiny images) the items are spread over the pool,
- * one col buffer per item in flight; otherwise items run one after
- * another with im2col / col2im and the GEMM split over the pool. */
+ * one col buffer per item in flight. A large conv is cut into blocks of
+ * about CONV_BLOCK_N output positions per item: each block's im2col goes
+ * into a buffer of its own (K × block, a core's cache rather than a
+ * whole image's col) and its GEMM reads it at once; blocks run side by
+ * side, one per scratch slot. A large conv_transpose runs its items one
+ * after another with the GEMM and col2im split over the pool. Every
+ * block depends on the shape alone, so results are the same bits for any
+ * thread count. */
 #include "runtime/cpu/cpu_kernels.h"
 
 #include <limits.h>
@@ -27,6 +33,16 @@
 #define CONV_SMALL BR_GEMM_SMALL
 /* Scratch kept for col buffers of items run side by side. */
 #define CONV_SCRATCH_MAX ((size_t)256 << 20)
+/* Output positions per block of a large conv (as br_gemm's column blocks:
+ * wide enough that repacking the weights per block costs little). */
+#define CONV_BLOCK_N 384
+/* Col bytes of one item above which a conv runs in blocks: ResNet's stem
+ * (7.4 MB per image) ran 1.2× faster so on one Zen 3 core; its stride-2
+ * 3×3 convolutions (1.8 MB) ran 1.1× slower (im2col of a block walks
+ * more, shorter runs), so they keep one col per item. */
+#define CONV_BLOCKED_COL ((size_t)4 << 20)
+/* Most blocks in flight (scratch slots). */
+#define CONV_MAX_SLOTS 64
 
 typedef struct conv_ctx {
     bg_conv_geom c;
@@ -41,8 +57,10 @@ typedef struct conv_ctx {
     char *y;
     char *scratch;
     int64_t slots; /* col buffers in scratch */
-    int64_t first; /* item of slot 0 in the current wave */
+    int64_t first; /* item (block) of slot 0 in the current wave */
     int64_t item;  /* the item the split loops work on */
+    int64_t block; /* blocked conv: output positions per block */
+    int64_t nblk;  /* blocked conv: blocks per item */
 } conv_ctx;
 
 /* r = c with its nspatial axes moved to the end and the unused ones (size
@@ -147,6 +165,56 @@ static void conv_analyze(const braid_graph *g, const bg_node *n, conv_ctx *x) {
     }
 CONV_IM2COL(float)
 CONV_IM2COL(double)
+
+/* Columns [n0, n1) of the col matrix of im2col_T (every row), into col
+ * with rows of n1 − n0 entries: the output positions of a block, which
+ * may start and end inside rows of the output. */
+#define CONV_IM2COL_COLS(T)                                                    \
+    static void im2col_cols_##T(const conv_ctx *x, const T *xg, T *col,        \
+                                int64_t n0, int64_t n1) {                      \
+        const bg_conv_geom *c = &x->ra;                                        \
+        int64_t out2 = c->out[2], ncols = n1 - n0;                             \
+        for (int64_t r = 0; r < x->K; r++) {                                   \
+            int64_t kk[3];                                                     \
+            bg_conv_tap(c, r % x->kv, kk);                                     \
+            const T *xc = xg + (r / x->kv) * x->iv;                            \
+            int64_t s2 = c->stride[2], b2 = kk[2] * c->dil[2] - c->pb[2];      \
+            int64_t lo2 = b2 >= 0 ? 0 : (-b2 + s2 - 1) / s2;                   \
+            int64_t hi2 =                                                      \
+                c->in[2] - b2 <= 0 ? 0 : (c->in[2] - b2 + s2 - 1) / s2;        \
+            for (int64_t n = n0; n < n1;) {                                    \
+                int64_t q = n / out2, a = n % out2;                            \
+                int64_t e = out2 - a < n1 - n ? out2 : a + (n1 - n);           \
+                int64_t o0 = q / c->out[1], o1 = q % c->out[1];                \
+                int64_t p0 = o0 * c->stride[0] - c->pb[0] + kk[0] * c->dil[0]; \
+                int64_t p1 = o1 * c->stride[1] - c->pb[1] + kk[1] * c->dil[1]; \
+                T *dst = col + r * ncols + (n - n0) - a; /* dst[o2] */         \
+                bool inside =                                                  \
+                    p0 >= 0 && p0 < c->in[0] && p1 >= 0 && p1 < c->in[1];      \
+                /* input read at [lo, hi) of the run [a, e), zeros around */   \
+                int64_t lo = inside && lo2 > a ? lo2 : a;                      \
+                int64_t hi = inside && hi2 < e ? hi2 : e;                      \
+                if (!inside || lo > e) lo = e;                                 \
+                if (hi < lo) hi = lo;                                          \
+                for (int64_t o2 = a; o2 < lo; o2++)                            \
+                    dst[o2] = (T)0;                                            \
+                if (hi > lo) {                                                 \
+                    const T *src = xc + (p0 * c->in[1] + p1) * c->in[2];       \
+                    if (s2 == 1)                                               \
+                        memcpy(dst + lo, src + lo + b2,                        \
+                               (size_t)(hi - lo) * sizeof(T));                 \
+                    else                                                       \
+                        for (int64_t o2 = lo; o2 < hi; o2++)                   \
+                            dst[o2] = src[o2 * s2 + b2];                       \
+                }                                                              \
+                for (int64_t o2 = hi; o2 < e; o2++)                            \
+                    dst[o2] = (T)0;                                            \
+                n += e - a;                                                    \
+            }                                                                  \
+        }                                                                      \
+    }
+CONV_IM2COL_COLS(float)
+CONV_IM2COL_COLS(double)
 
 /* Output channels [c0, c1) of the group's output yg (one image) from the
  * transposed product col [OCg·kv, iv]: entry (ocl, k; p) lands at
@@ -299,6 +367,62 @@ static void run_item_split(conv_ctx *x, br_pool *pool, int64_t item) {
     if (x->bias) br_parallel_for(pool, x->OCg, row_grain, bias_range, x);
 }
 
+/* ---- a large conv in blocks of output positions
+ * ------------------------------- */
+
+/* Whether conv x runs in blocks (see the file comment): a conv (not
+ * transposed) whose col matrix outgrows the caches (CONV_BLOCKED_COL). */
+static bool blocked(const conv_ctx *x) {
+    return !x->c.transpose && !x->direct && x->col_bytes > CONV_BLOCKED_COL;
+}
+
+/* x->block (a multiple of 16, about CONV_BLOCK_N) and x->nblk from the
+ * shape alone. */
+static void set_blocks(conv_ctx *x) {
+    int64_t nb = (x->N + CONV_BLOCK_N / 2) / CONV_BLOCK_N;
+    if (nb < 1) nb = 1;
+    int64_t block = (x->N + nb - 1) / nb;
+    x->block = (block + 15) / 16 * 16;
+    x->nblk = (x->N + x->block - 1) / x->block;
+}
+
+/* Block t (item t / nblk, positions [n0, n1)) in its own col buffer. */
+static void run_block(const conv_ctx *x, int64_t t, char *col) {
+    int64_t item = t / x->nblk, n0 = (t % x->nblk) * x->block;
+    int64_t n1 = n0 + x->block < x->N ? n0 + x->block : x->N;
+    const char *xg = x_of(x, item);
+    char *y = y_of(x, item) + (size_t)n0 * x->esz;
+    if (x->f64)
+        im2col_cols_double(x, (const double *)xg, (double *)col, n0, n1);
+    else
+        im2col_cols_float(x, (const float *)xg, (float *)col, n0, n1);
+    int M = (int)x->M, n = (int)(n1 - n0), K = (int)x->K;
+    br_gemm(NULL, x->f64, false, false, M, n, K, w_of(x, item), K, col, n, y,
+            (int)x->N);
+    if (!x->bias) return;
+    for (int64_t oc = 0; oc < x->OCg; oc++) {
+        int64_t ch = (item % x->c.G) * x->OCg + oc;
+        if (x->f64) {
+            double b = ((const double *)x->bias)[ch];
+            double *yr = (double *)y + oc * x->N;
+            for (int64_t i = 0; i < n; i++)
+                yr[i] += b;
+        } else {
+            float b = ((const float *)x->bias)[ch];
+            float *yr = (float *)y + oc * x->N;
+            for (int64_t i = 0; i < n; i++)
+                yr[i] += b;
+        }
+    }
+}
+
+static void block_wave(void *ctx, int64_t b, int64_t e) {
+    const conv_ctx *x = ctx;
+    size_t bytes = (size_t)(x->K * x->block) * x->esz;
+    for (int64_t j = b; j < e; j++)
+        run_block(x, x->first + j, x->scratch + (size_t)j * bytes);
+}
+
 void br_conv_run(const br_kernel_args *a) {
     conv_ctx x;
     conv_analyze(a->g, a->node, &x);
@@ -311,13 +435,27 @@ void br_conv_run(const br_kernel_args *a) {
     if (items == 0 || x.M == 0 || x.N == 0) return;
     if (br_winograd_applies(&x.c, a->node->dtype)) {
         br_winograd_run(&x.c, a->pool, (const float *)x.x, (const float *)x.w,
-                        (const float *)x.bias, (float *)x.y, x.scratch);
+                        (const float *)x.bias, (float *)x.y, x.scratch,
+                        a->scratch_bytes);
         return;
     }
     if (x.K == 0) { /* no input channels: the bias alone (BLAS takes no K=0) */
         memset(x.y, 0, bg_nbytes(a->node));
         for (int64_t i = 0; x.bias && i < items; i++)
             add_bias(&x, y_of(&x, i), i % x.c.G, 0, x.OCg);
+        return;
+    }
+    if (blocked(&x)) { /* waves of blocks, one per slot */
+        set_blocks(&x);
+        int64_t tasks = items * x.nblk;
+        size_t bytes = (size_t)(x.K * x.block) * x.esz;
+        x.slots = (int64_t)(a->scratch_bytes / bytes);
+        if (x.slots > tasks) x.slots = tasks;
+        if (x.slots < 1) return; /* br_conv_prepare sized it: never */
+        for (x.first = 0; x.first < tasks; x.first += x.slots) {
+            int64_t n = tasks - x.first < x.slots ? tasks - x.first : x.slots;
+            br_parallel_for(a->pool, n, 1, block_wave, &x);
+        }
         return;
     }
     x.slots = x.col_bytes ? (int64_t)(a->scratch_bytes / x.col_bytes) : items;
@@ -357,16 +495,27 @@ braid_status br_conv_prepare(const braid_graph *g, uint32_t id,
                                  "range",
                                  id, bg_op(n->op)->name, (long long)x.M,
                                  (long long)x.N, (long long)x.K);
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
     if (br_winograd_applies(&c, n->dtype)) {
-        size_t w = br_winograd_scratch(&c);
+        size_t w = br_winograd_scratch(&c, cores > 1 ? (int)cores : 1);
         if (w > *scratch) *scratch = w;
         return BRAID_OK;
     }
     if (x.col_bytes == 0) return BRAID_OK;
-    /* side by side only when the items are small: one slot per core */
     int64_t items = c.N * c.G, slots = 1;
+    if (blocked(&x)) { /* a col buffer per block in flight */
+        set_blocks(&x);
+        size_t bytes = (size_t)(x.K * x.block) * x.esz;
+        slots =
+            cores > 1 ? (cores < CONV_MAX_SLOTS ? cores : CONV_MAX_SLOTS) : 1;
+        if (slots > items * x.nblk) slots = items * x.nblk;
+        while (slots > 1 && (size_t)slots * bytes > CONV_SCRATCH_MAX)
+            slots--;
+        if ((size_t)slots * bytes > *scratch) *scratch = (size_t)slots * bytes;
+        return BRAID_OK;
+    }
+    /* side by side only when the items are small: one slot per core */
     if (x.M * x.N * x.K <= CONV_SMALL && items > 1) {
-        long cores = sysconf(_SC_NPROCESSORS_ONLN);
         slots = cores > 1 ? (cores < 64 ? cores : 64) : 1;
         slots = slots < items ? slots : items;
         while (slots > 1 && (size_t)slots * x.col_bytes > CONV_SCRATCH_MAX)
