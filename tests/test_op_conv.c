@@ -296,14 +296,17 @@ Test(op_conv, cpu_winograd, .timeout = 120) {
     }
 }
 
-/* Convolutions whose col matrix outgrows one item's buffer run in blocks
- * of output positions (runtime/cpu/cpu_kernels_conv.c, CONV_BLOCKED_COL:
- * 4 MiB): a stem-like 7×7 stride-2 conv with asymmetric pads, a grouped
- * one with a dilation, a long 1-D one, each against the reference, and
- * the same bits on 1 and 3 threads (blocks side by side or one after
- * another). Blocks start and end inside output rows. */
+/* Convolutions run in blocks of output positions
+ * (runtime/cpu/cpu_kernels_conv.c): those whose col matrix outgrows one
+ * item's buffer (CONV_BLOCKED_COL: 4 MiB) — a stem-like 7×7 stride-2 conv
+ * with asymmetric pads, a grouped one with a dilation, a long 1-D one —
+ * and those with small images, whose blocks cross from one image into the
+ * next (several images in one GEMM, then scattered): stride 2 with bias,
+ * grouped, 3-D. Each against the reference, and the same bits on 1 and 3
+ * threads (blocks side by side or one after another). Blocks start and
+ * end inside output rows. */
 Test(op_conv, cpu_blocked, .timeout = 240) {
-    ts_conv_case cases[3] = {
+    ts_conv_case cases[6] = {
         {.s = 2,
          .N = 2,
          .G = 1,
@@ -334,19 +337,46 @@ Test(op_conv, cpu_blocked, .timeout = 240) {
          .k = {5, 1, 1},
          .bias = true,
          .p = {.strides = {1}, .pads = {2, 1}}},
+        {.s = 2,
+         .N = 7,
+         .G = 1,
+         .Cg = 5,
+         .OCg = 9,
+         .in = {19, 23, 1},
+         .k = {3, 3, 1},
+         .bias = true,
+         .p = {.strides = {2, 2}, .pads = {1, 1, 0, 1}}},
+        {.s = 2,
+         .N = 11,
+         .G = 3,
+         .Cg = 2,
+         .OCg = 4,
+         .in = {13, 10, 1},
+         .k = {3, 2, 1},
+         .bias = true,
+         .p = {.strides = {1, 2}, .pads = {1, 0, 1, 1}, .groups = 3}},
+        {.s = 3,
+         .N = 9,
+         .G = 1,
+         .Cg = 3,
+         .OCg = 4,
+         .in = {5, 6, 7},
+         .k = {2, 3, 2},
+         .bias = false,
+         .p = {.strides = {1, 1, 2}, .pads = {0, 1, 1, 1, 0, 0}}},
     };
-    for (int t = 0; t < 3; t++) {
+    for (int t = 0; t < 6; t++) {
         const ts_conv_case *c = &cases[t];
         braid_graph *g = ts_conv_case_graph(c, BRAID_F32);
         bg_conv_geom geo;
         cr_assert(bg_conv_geom_of(g, &g->nodes[g->nnodes - 1], &geo));
         cr_assert(!br_winograd_applies(&geo, BRAID_F32));
-        int64_t ov = geo.out[0] * (geo.nspatial > 1 ? geo.out[1] : 1);
-        int64_t K = c->Cg * c->k[0] * c->k[1];
-        cr_assert_gt(K * ov * 4, (int64_t)4 << 20,
-                     "case %d: col too small "
-                     "to run in blocks",
-                     t);
+        int64_t ov = 1, K = c->Cg;
+        for (int i = 0; i < geo.nspatial; i++)
+            ov *= geo.out[i], K *= c->k[i];
+        cr_assert(K * ov * 4 > (int64_t)4 << 20 || (ov < 384 && c->N > 1),
+                  "case %d: neither a large col nor small images", t);
+        if (t >= 3) cr_assert_gt(c->N * ov, 384, "case %d: one block only", t);
         char buf[400];
         ts_conv_case_str(c, buf, sizeof buf);
         check_run(g, "cpu", 500 + (uint64_t)t, buf);

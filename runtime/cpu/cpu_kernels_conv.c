@@ -15,13 +15,15 @@
  *
  * Threads: when one (image, group) product is small (depthwise and
  * grouped convolutions, tiny images) the items are spread over the pool,
- * one col buffer per item in flight. A large conv is cut into blocks of
- * about CONV_BLOCK_N output positions per item: each block's im2col goes
- * into a buffer of its own (K × block, a core's cache rather than a
- * whole image's col) and its GEMM reads it at once; blocks run side by
- * side, one per scratch slot. A large conv_transpose runs its items one
- * after another with the GEMM and col2im split over the pool. Every
- * block depends on the shape alone, so results are the same bits for any
+ * one col buffer per item in flight. A conv with a large col matrix, or
+ * with images smaller than a block, is cut into blocks of about
+ * CONV_BLOCK_N output positions of the whole batch (image after image):
+ * each block's im2col goes into a buffer of its own (K × block, a core's
+ * cache rather than a whole image's col), its GEMM reads it at once
+ * (several small images in one product, scattered to their rows after);
+ * blocks run side by side, one per scratch slot. A large conv_transpose runs
+ * its items one after another with the GEMM and col2im split over the pool.
+ * Every block depends on the shape alone, so results are the same bits for any
  * thread count. */
 #include "runtime/cpu/cpu_kernels.h"
 
@@ -167,13 +169,13 @@ CONV_IM2COL(float)
 CONV_IM2COL(double)
 
 /* Columns [n0, n1) of the col matrix of im2col_T (every row), into col
- * with rows of n1 − n0 entries: the output positions of a block, which
- * may start and end inside rows of the output. */
+ * with rows ld entries apart: the output positions of a block, which may
+ * start and end inside rows of the output. */
 #define CONV_IM2COL_COLS(T)                                                    \
     static void im2col_cols_##T(const conv_ctx *x, const T *xg, T *col,        \
-                                int64_t n0, int64_t n1) {                      \
+                                int64_t ld, int64_t n0, int64_t n1) {          \
         const bg_conv_geom *c = &x->ra;                                        \
-        int64_t out2 = c->out[2], ncols = n1 - n0;                             \
+        int64_t out2 = c->out[2], ncols = ld;                                  \
         for (int64_t r = 0; r < x->K; r++) {                                   \
             int64_t kk[3];                                                     \
             bg_conv_tap(c, r % x->kv, kk);                                     \
@@ -367,60 +369,109 @@ static void run_item_split(conv_ctx *x, br_pool *pool, int64_t item) {
     if (x->bias) br_parallel_for(pool, x->OCg, row_grain, bias_range, x);
 }
 
-/* ---- a large conv in blocks of output positions
+/* ---- convolutions in blocks of output positions
  * ------------------------------- */
 
 /* Whether conv x runs in blocks (see the file comment): a conv (not
- * transposed) whose col matrix outgrows the caches (CONV_BLOCKED_COL). */
+ * transposed) with a col matrix that outgrows the caches
+ * (CONV_BLOCKED_COL), or whose images are too small to be one GEMM each
+ * (fewer than CONV_BLOCK_N output positions): blocks then run over the
+ * batch's positions, several images in one GEMM. */
 static bool blocked(const conv_ctx *x) {
-    return !x->c.transpose && !x->direct && x->col_bytes > CONV_BLOCKED_COL;
+    return !x->c.transpose && !x->direct && x->col_bytes > 0 &&
+           (x->col_bytes > CONV_BLOCKED_COL ||
+            (x->ov < CONV_BLOCK_N && x->c.N > 1));
 }
 
-/* x->block (a multiple of 16, about CONV_BLOCK_N) and x->nblk from the
- * shape alone. */
+/* x->block (a multiple of 16, about CONV_BLOCK_N) and x->nblk: blocks of
+ * one group's N·ov output positions (image after image), from the shape
+ * alone. */
 static void set_blocks(conv_ctx *x) {
-    int64_t nb = (x->N + CONV_BLOCK_N / 2) / CONV_BLOCK_N;
+    int64_t D = x->c.N * x->ov;
+    int64_t nb = (D + CONV_BLOCK_N / 2) / CONV_BLOCK_N;
     if (nb < 1) nb = 1;
-    int64_t block = (x->N + nb - 1) / nb;
+    int64_t block = (D + nb - 1) / nb;
     x->block = (block + 15) / 16 * 16;
-    x->nblk = (x->N + x->block - 1) / x->block;
+    x->nblk = (D + x->block - 1) / x->block;
 }
 
-/* Block t (item t / nblk, positions [n0, n1)) in its own col buffer. */
-static void run_block(const conv_ctx *x, int64_t t, char *col) {
-    int64_t item = t / x->nblk, n0 = (t % x->nblk) * x->block;
-    int64_t n1 = n0 + x->block < x->N ? n0 + x->block : x->N;
-    const char *xg = x_of(x, item);
-    char *y = y_of(x, item) + (size_t)n0 * x->esz;
-    if (x->f64)
-        im2col_cols_double(x, (const double *)xg, (double *)col, n0, n1);
-    else
-        im2col_cols_float(x, (const float *)xg, (float *)col, n0, n1);
-    int M = (int)x->M, n = (int)(n1 - n0), K = (int)x->K;
-    br_gemm(NULL, x->f64, false, false, M, n, K, w_of(x, item), K, col, n, y,
-            (int)x->N);
-    if (!x->bias) return;
+/* Bytes of one block's slot: its col [K, block] and, for blocks across
+ * images, its product [OCg, block] before it is scattered. */
+static size_t slot_bytes(const conv_ctx *x) {
+    return (size_t)((x->K + x->OCg) * x->block) * x->esz;
+}
+
+/* Adds group g's bias to positions [0, n) of each output channel of y
+ * (channel rows ld entries apart). */
+static void bias_cols(const conv_ctx *x, char *y, int64_t ld, int64_t g,
+                      int64_t n) {
     for (int64_t oc = 0; oc < x->OCg; oc++) {
-        int64_t ch = (item % x->c.G) * x->OCg + oc;
+        int64_t ch = g * x->OCg + oc;
         if (x->f64) {
             double b = ((const double *)x->bias)[ch];
-            double *yr = (double *)y + oc * x->N;
+            double *yr = (double *)y + oc * ld;
             for (int64_t i = 0; i < n; i++)
                 yr[i] += b;
         } else {
             float b = ((const float *)x->bias)[ch];
-            float *yr = (float *)y + oc * x->N;
+            float *yr = (float *)y + oc * ld;
             for (int64_t i = 0; i < n; i++)
                 yr[i] += b;
         }
     }
 }
 
+/* Block t: group t / nblk, the batch's positions [n0, n1) (image n0 / ov
+ * onwards) in slot `slot`. Its col gets each image's part, then one GEMM:
+ * a block inside one image writes y directly, one across images writes
+ * the slot's product, scattered to each image's rows. */
+static void run_block(const conv_ctx *x, int64_t t, char *slot) {
+    int64_t g = t / x->nblk, n0 = (t % x->nblk) * x->block;
+    int64_t D = x->c.N * x->ov, n1 = n0 + x->block < D ? n0 + x->block : D;
+    int64_t ncols = n1 - n0;
+    for (int64_t n = n0; n < n1;) { /* each image's part */
+        int64_t img = n / x->ov, p0 = n % x->ov;
+        int64_t p1 = x->ov - p0 < n1 - n ? x->ov : p0 + (n1 - n);
+        const char *xg = x_of(x, img * x->c.G + g);
+        char *col = slot + (size_t)(n - n0) * x->esz;
+        if (x->f64)
+            im2col_cols_double(x, (const double *)xg, (double *)col, ncols, p0,
+                               p1);
+        else
+            im2col_cols_float(x, (const float *)xg, (float *)col, ncols, p0,
+                              p1);
+        n += p1 - p0;
+    }
+    int M = (int)x->M, K = (int)x->K, nc = (int)ncols;
+    const char *w = w_of(x, g);
+    int64_t img = n0 / x->ov, p0 = n0 % x->ov;
+    if (p0 + ncols <= x->ov) { /* inside one image */
+        char *y = y_of(x, img * x->c.G + g) + (size_t)p0 * x->esz;
+        br_gemm(NULL, x->f64, false, false, M, nc, K, w, K, slot, nc, y,
+                (int)x->ov);
+        if (x->bias) bias_cols(x, y, x->ov, g, ncols);
+        return;
+    }
+    char *prod = slot + (size_t)(x->K * x->block) * x->esz;
+    br_gemm(NULL, x->f64, false, false, M, nc, K, w, K, slot, nc, prod, nc);
+    if (x->bias) bias_cols(x, prod, ncols, g, ncols);
+    for (int64_t n = n0; n < n1;) { /* scatter to each image's rows */
+        int64_t im = n / x->ov, q0 = n % x->ov;
+        int64_t q1 = x->ov - q0 < n1 - n ? x->ov : q0 + (n1 - n);
+        char *y = y_of(x, im * x->c.G + g) + (size_t)q0 * x->esz;
+        const char *src = prod + (size_t)(n - n0) * x->esz;
+        for (int64_t oc = 0; oc < x->OCg; oc++)
+            memcpy(y + (size_t)(oc * x->ov) * x->esz,
+                   src + (size_t)(oc * ncols) * x->esz,
+                   (size_t)(q1 - q0) * x->esz);
+        n += q1 - q0;
+    }
+}
+
 static void block_wave(void *ctx, int64_t b, int64_t e) {
     const conv_ctx *x = ctx;
-    size_t bytes = (size_t)(x->K * x->block) * x->esz;
     for (int64_t j = b; j < e; j++)
-        run_block(x, x->first + j, x->scratch + (size_t)j * bytes);
+        run_block(x, x->first + j, x->scratch + (size_t)j * slot_bytes(x));
 }
 
 void br_conv_run(const br_kernel_args *a) {
@@ -447,9 +498,8 @@ void br_conv_run(const br_kernel_args *a) {
     }
     if (blocked(&x)) { /* waves of blocks, one per slot */
         set_blocks(&x);
-        int64_t tasks = items * x.nblk;
-        size_t bytes = (size_t)(x.K * x.block) * x.esz;
-        x.slots = (int64_t)(a->scratch_bytes / bytes);
+        int64_t tasks = x.c.G * x.nblk;
+        x.slots = (int64_t)(a->scratch_bytes / slot_bytes(&x));
         if (x.slots > tasks) x.slots = tasks;
         if (x.slots < 1) return; /* br_conv_prepare sized it: never */
         for (x.first = 0; x.first < tasks; x.first += x.slots) {
@@ -505,10 +555,10 @@ braid_status br_conv_prepare(const braid_graph *g, uint32_t id,
     int64_t items = c.N * c.G, slots = 1;
     if (blocked(&x)) { /* a col buffer per block in flight */
         set_blocks(&x);
-        size_t bytes = (size_t)(x.K * x.block) * x.esz;
+        size_t bytes = slot_bytes(&x);
         slots =
             cores > 1 ? (cores < CONV_MAX_SLOTS ? cores : CONV_MAX_SLOTS) : 1;
-        if (slots > items * x.nblk) slots = items * x.nblk;
+        if (slots > c.G * x.nblk) slots = c.G * x.nblk;
         while (slots > 1 && (size_t)slots * bytes > CONV_SCRATCH_MAX)
             slots--;
         if ((size_t)slots * bytes > *scratch) *scratch = (size_t)slots * bytes;
