@@ -71,6 +71,7 @@ void braid_plan_free(braid_plan *p) {
     free(p->placement.notes);
     free(p->placement.cost);
     free(p->placement.transfer);
+    bp_tuning_free(&p->tune);
     free(p);
 }
 

@@ -317,6 +317,46 @@ typedef struct bp_result {
  * `prov` and `report`. Readers outside passes/ take the part they need
  * through the accessors below; tools/ and bench/ see none of it (the
  * public API in include/braid/braid.h describes a plan). */
+/* Most bytes of a GPU model's name in a tuning record (with its NUL). */
+#define BP_TUNE_DEVICE_MAX 64
+
+/* What an executor chose for one conv node on one kind of GPU (cuDNN's
+ * algorithm, found by timing: runtime/cuda/cuda_conv.c), kept in the plan
+ * so that plan files carry it (docs/plan-format.md, TUNING) and a later
+ * executor on the same GPU model and cuDNN version times nothing. */
+typedef struct bp_conv_choice {
+    uint32_t node;                   /* the conv node (plan graph id) */
+    char device[BP_TUNE_DEVICE_MAX]; /* GPU model, cudaDeviceProp.name */
+    int32_t cc;                      /* compute capability, major·10+minor */
+    int32_t cudnn;                   /* cudnnGetVersion() it was timed on */
+    int32_t algo;       /* cuDNN algorithm, or -1: braid's own kernel won */
+    int32_t math;       /* cuDNN math type the algorithm runs with */
+    uint64_t workspace; /* bytes the algorithm needs */
+} bp_conv_choice;
+
+/* The plan's tuning records. The one part of a plan an executor writes
+ * (its choices, so braid_plan_save can keep them): every access goes
+ * through passes/plan_tuning.c, under one process-wide lock. */
+typedef struct bp_tuning {
+    bp_conv_choice *conv; /* records, at most one per (node, device, cc,
+                             cudnn); owned */
+    uint32_t nconv;       /* entries in conv */
+    uint32_t cap;         /* allocated entries */
+} bp_tuning;
+
+/* The record for (node, device, cc, cudnn) into *out; false when none. */
+bool bp_tuning_find(const struct braid_plan *p, uint32_t node,
+                    const char *device, int32_t cc, int32_t cudnn,
+                    bp_conv_choice *out);
+/* Adds c, or replaces the record with c's key. False when out of memory
+ * (the plan is unchanged: a choice not kept is only timed again). */
+bool bp_tuning_note(const struct braid_plan *p, const bp_conv_choice *c);
+/* A copy of every record, sorted by (node, device, cc, cudnn): *out
+ * malloc'ed (NULL when there are none). False when out of memory. */
+bool bp_tuning_snapshot(const struct braid_plan *p, bp_conv_choice **out,
+                        uint32_t *n);
+void bp_tuning_free(bp_tuning *t);
+
 struct braid_plan {
     bp_compile_input in;         /* what it was compiled for */
     bp_result res;               /* what the passes decided */
@@ -325,6 +365,7 @@ struct braid_plan {
     braid_compile_report report; /* time per pass, kernels, NVRTC */
     bp_placement placement;      /* the place pass's decisions (empty for a
                                     plan loaded from a file) */
+    bp_tuning tune;              /* executors' choices (plan_tuning.c) */
 };
 
 typedef struct braid_plan bp_plan;

@@ -5,8 +5,9 @@
  * asymmetric pads — braid's kernel on the cuDNN path too —, groups and
  * depthwise, bias, output_padding), f32 and f64, a few f16; ResNet-18
  * shapes at batch 2; each plan run twice (the second run may replay a CUDA
- * graph). The executor log must say which path ran each node. Skipped
- * without a CUDA device.
+ * graph). The executor log must say which path ran each node; the choice
+ * made for each node is kept in the plan file and used again from it.
+ * Skipped without a CUDA device.
  *
  * Tolerances: ts_tolerance per dtype (f32 1e-4, f16 1e-2, f64 1e-9, atol
  * and rtol alike); f32 runs without TF32 (the default). Weights are drawn
@@ -17,6 +18,7 @@
 #include "runtime/exec_impl.h"
 
 #include <math.h>
+#include <time.h>
 #include "tests/support/conv_cases.h"
 #include "tests/test_cuda_common.h"
 
@@ -146,4 +148,97 @@ Test(cuda_conv, resnet_shapes_both_paths, .timeout = 600) {
         check_path(g, path == 1, 77, "conv_transpose stride 2 groups 2");
         braid_graph_free(g);
     }
+}
+
+/* Runs plan p on the GPU against the reference (what names it in
+ * messages); returns the executor log's copy (malloc'ed). */
+static char *run_checked(const braid_plan *p, const braid_graph *g,
+                         uint64_t seed, const char *what) {
+    braid_exec *e = NULL;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    cr_assert_eq(braid_exec_new(p, &e), BRAID_OK, "%s: %s", what,
+                 braid_last_error());
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    cr_log_info("%s: braid_exec_new %.2f ms", what,
+                (double)(t1.tv_sec - t0.tv_sec) * 1e3 +
+                    (double)(t1.tv_nsec - t0.tv_nsec) * 1e-6);
+    char *log = strdup(br_cuda_log(br_exec_cuda(e)));
+    cr_assert(log);
+    ts_io *io = ts_io_new(g, seed);
+    cr_assert(io);
+    for (uint32_t i = 0; i < io->ninputs; i++)
+        if (io->in[i].name[0] == 'w')
+            ts_fill_input(io, i, BRAID_F32, TS_RANGE(-0.05, 0.05), seed + 9);
+    cr_assert_eq(braid_run(e, io->in, io->ninputs, io->out, io->noutputs),
+                 BRAID_OK, "%s: %s", what, braid_last_error());
+    cr_assert_eq(
+        braid_reference_run(g, io->in, io->ninputs, io->ref, io->noutputs),
+        BRAID_OK, "%s: %s", what, braid_last_error());
+    char msg[512];
+    cr_assert(ts_io_compare(io, msg, sizeof msg), "%s: %s\nlog:\n%s", what, msg,
+              log);
+    ts_io_free(io);
+    braid_exec_free(e);
+    return log;
+}
+
+static int count_of(const char *s, const char *needle) {
+    int n = 0;
+    for (const char *at = s; (at = strstr(at, needle)) != NULL; at++)
+        n++;
+    return n;
+}
+
+/* The choice an executor makes for each conv node is kept in its plan
+ * (passes/plan_tuning.c) and in the plan file: an executor of the loaded
+ * plan on the same GPU model and cuDNN version times nothing; a record
+ * cuDNN does not take (an algorithm it lacks) is chosen again. */
+Test(cuda_conv, choices_kept_in_the_plan_file, .timeout = 300) {
+    TC_REQUIRE_GPU();
+    unsetenv("BRAID_CONV");
+    if (braid_cudnn_version() == 0) {
+        cr_log_info("cuDNN not loaded (%s): no choices to keep",
+                    braid_cudnn_status());
+        return;
+    }
+    braid_graph *g = braid_graph_new(NULL);
+    const int64_t xd[4] = {2, 64, 28, 28}, wd[4] = {64, 64, 3, 3},
+                  w2d[4] = {128, 64, 1, 1};
+    braid_tensor x = braid_input(g, "x", BRAID_F32, 4, xd);
+    braid_tensor w = braid_input(g, "w", BRAID_F32, 4, wd);
+    braid_tensor w2 = braid_input(g, "w2", BRAID_F32, 4, w2d);
+    braid_conv_params p3 = {.pads = {1, 1, 1, 1}}, p1 = {.strides = {2, 2}};
+    braid_tensor y = braid_relu(g, braid_conv(g, x, w, BRAID_NONE, &p3));
+    braid_output(g, "z", braid_conv(g, y, w2, BRAID_NONE, &p1));
+    tc_hint_all(g, "cuda:0");
+    braid_compile_options o = tc_options();
+    braid_plan *p = NULL;
+    cr_assert_eq(braid_compile(g, &o, &p), BRAID_OK, "%s", braid_last_error());
+    cr_assert_eq(p->tune.nconv, 0);
+    char *log1 = run_checked(p, g, 61, "first executor");
+    cr_assert_eq(p->tune.nconv, 2, "one record per conv node\nlog:\n%s", log1);
+    cr_assert_eq(count_of(log1, "tuning record"), 0, "%s", log1);
+    void *d = NULL;
+    size_t n = 0;
+    cr_assert_eq(braid_plan_save_memory(p, &d, &n), BRAID_OK, "%s",
+                 braid_last_error());
+    braid_plan *q = NULL;
+    cr_assert_eq(braid_plan_load_memory(d, n, NULL, &q), BRAID_OK, "%s",
+                 braid_last_error());
+    char *log2 = run_checked(q, g, 62, "executor of the loaded plan");
+    cr_assert_eq(count_of(log2, "from the plan's tuning record"), 2, "log:\n%s",
+                 log2);
+    cr_assert_eq(count_of(log2, "timed"), 2, "only \"nothing timed\":\n%s",
+                 log2);
+    /* a record naming an algorithm cuDNN lacks: chosen again */
+    for (uint32_t i = 0; i < q->tune.nconv; i++)
+        q->tune.conv[i].algo = 63;
+    char *log3 = run_checked(q, g, 63, "records cuDNN refuses");
+    cr_assert_eq(count_of(log3, "not used"), 2, "log:\n%s", log3);
+    free(log1), free(log2), free(log3);
+    free(d);
+    braid_plan_free(q);
+    braid_plan_free(p);
+    braid_graph_free(g);
 }

@@ -429,11 +429,134 @@ static int refine(br_cuda *c, br_conv *cv, br_cudnn_handle h,
     return ok ? best : 0;
 }
 
+/* ---- choices kept in the plan (passes/plan.h, bp_conv_choice) --------- */
+
+/* GPU dev's model name and compute capability (asked once per device). */
+static bool device_model(int dev, char *name, int32_t *cc) {
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    static struct {
+        bool known;
+        char name[BP_TUNE_DEVICE_MAX];
+        int32_t cc;
+    } seen[64];
+    if (dev < 0 || dev >= 64) return false;
+    pthread_mutex_lock(&lock);
+    bool ok = seen[dev].known;
+    if (!ok) {
+        struct cudaDeviceProp pr;
+        if (cudaGetDeviceProperties(&pr, dev) == cudaSuccess) {
+            size_t n = strnlen(pr.name, sizeof pr.name);
+            if (n >= BP_TUNE_DEVICE_MAX) n = BP_TUNE_DEVICE_MAX - 1;
+            memcpy(seen[dev].name, pr.name, n);
+            seen[dev].name[n] = '\0';
+            seen[dev].cc = pr.major * 10 + pr.minor;
+            seen[dev].known = ok = true;
+        } else {
+            (void)cudaGetLastError();
+        }
+    }
+    if (ok) {
+        memcpy(name, seen[dev].name, BP_TUNE_DEVICE_MAX);
+        *cc = seen[dev].cc;
+    }
+    pthread_mutex_unlock(&lock);
+    return ok;
+}
+
+/* The plan's record key for node cv on k's device into r (algorithm
+ * fields zero); false when the device cannot be named. */
+static bool choice_key(const br_cuda *c, const br_conv *cv, const conv_key *k,
+                       bp_conv_choice *r) {
+    memset(r, 0, sizeof *r);
+    r->node = cv->node;
+    r->cudnn = (int32_t)c->conv.api->version;
+    return device_model(k->dev, r->device, &r->cc);
+}
+
+/* Whether the plan's record r can run node cv as it says: braid's kernel,
+ * or a cuDNN algorithm that accepts the descriptors with the record's math
+ * type and a workspace within the limit (cuDNN's own answer, not the
+ * file's). Sets cv's algorithm, workspace and math on success. */
+static bool take_record(br_cuda *c, br_conv *cv, const conv_key *k,
+                        br_cudnn_handle h, const bp_conv_choice *r,
+                        const char **why) {
+    if (r->algo == BRAID_KERNEL_ALGO) {
+        cv->algo = BRAID_KERNEL_ALGO;
+        cv->ws = 0;
+        return true;
+    }
+    bool math_ok = r->math == BR_CUDNN_DEFAULT_MATH ||
+                   r->math == BR_CUDNN_TENSOR_OP_MATH ||
+                   r->math == BR_CUDNN_FMA_MATH;
+    if (!math_ok || r->algo < 0 ||
+        (k->math == BR_CUDNN_FMA_MATH && r->math != BR_CUDNN_FMA_MATH))
+        return *why = "its math type is not this plan's", false;
+    if (set_math(c, cv, r->math) != 0)
+        return *why = "cuDNN refused its math type", false;
+    const br_cudnn_api *a = c->conv.api;
+    size_t ws = 0;
+    br_cudnn_status st =
+        k->transpose ? a->GetConvolutionBackwardDataWorkspaceSize(
+                           h, cv->w, cv->x, cv->conv, cv->y, r->algo, &ws)
+                     : a->GetConvolutionForwardWorkspaceSize(
+                           h, cv->x, cv->w, cv->conv, cv->y, r->algo, &ws);
+    if (st != 0 || ws > CONV_WS_MAX) {
+        (void)cudaGetLastError();
+        return *why = "cuDNN does not take its algorithm here", false;
+    }
+    cv->algo = r->algo;
+    cv->ws = ws;
+    return true;
+}
+
 /* The fastest usable algorithm (succeeded within the workspace limit and
- * the math mode asked for — FMA: no tensor ops), by cudnnFind* and then
- * refine(); *braid true when braid's own kernel was faster still. */
+ * the math mode asked for — FMA: no tensor ops): the plan's record for
+ * this GPU model and cuDNN version when it has one cuDNN accepts (plan
+ * files carry them), else the per-process cache, else cudnnFind* and
+ * refine(); *braid true when braid's own kernel was faster still. The
+ * choice is noted in the plan (braid_plan_save keeps it). */
+static braid_status choose_timed(br_cuda *c, br_conv *cv, const conv_key *k,
+                                 br_cudnn_handle h, bool *braid);
+
 static braid_status choose(br_cuda *c, br_conv *cv, const conv_key *k,
                            br_cudnn_handle h, bool *braid) {
+    bp_conv_choice key, rec;
+    bool named = choice_key(c, cv, k, &key);
+    if (named && bp_tuning_find(c->plan, cv->node, key.device, key.cc,
+                                key.cudnn, &rec)) {
+        const char *why = "";
+        if (take_record(c, cv, k, h, &rec, &why)) {
+            *braid = cv->algo == BRAID_KERNEL_ALGO;
+            br_cuda_logf(c,
+                         "conv node %u: %s from the plan's tuning record "
+                         "(%s, cuDNN %d): nothing timed",
+                         cv->node,
+                         *braid ? "braid's kernel" : "cuDNN's algorithm",
+                         key.device, (int)key.cudnn);
+            cache_put(k, cv->algo, *braid ? k->math : rec.math, cv->ws);
+            return BRAID_OK;
+        }
+        br_cuda_logf(c,
+                     "conv node %u: the plan's tuning record (algorithm "
+                     "%d) not used: %s; choosing again",
+                     cv->node, (int)rec.algo, why);
+    }
+    braid_status s = choose_timed(c, cv, k, h, braid);
+    if (s == BRAID_OK && named) {
+        key.algo = cv->algo;
+        key.math = *braid ? k->math : cv->math;
+        key.workspace = cv->ws;
+        if (!bp_tuning_note(c->plan, &key))
+            br_cuda_logf(c,
+                         "conv node %u: out of memory keeping the choice "
+                         "in the plan",
+                         cv->node);
+    }
+    return s;
+}
+
+static braid_status choose_timed(br_cuda *c, br_conv *cv, const conv_key *k,
+                                 br_cudnn_handle h, bool *braid) {
     *braid = false;
     int math = k->math;
     if (cache_get(k, &cv->algo, &math, &cv->ws)) {

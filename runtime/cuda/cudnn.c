@@ -48,6 +48,10 @@ static bool lookup_all(void *lib) {
            "cudnnFindConvolutionForwardAlgorithm", ok);
     LOOKUP(lib, FindConvolutionBackwardDataAlgorithm,
            "cudnnFindConvolutionBackwardDataAlgorithm", ok);
+    LOOKUP(lib, GetConvolutionForwardWorkspaceSize,
+           "cudnnGetConvolutionForwardWorkspaceSize", ok);
+    LOOKUP(lib, GetConvolutionBackwardDataWorkspaceSize,
+           "cudnnGetConvolutionBackwardDataWorkspaceSize", ok);
     LOOKUP(lib, ConvolutionForward, "cudnnConvolutionForward", ok);
     LOOKUP(lib, ConvolutionBackwardData, "cudnnConvolutionBackwardData", ok);
     LOOKUP(lib, AddTensor, "cudnnAddTensor", ok);

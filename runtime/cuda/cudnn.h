@@ -78,6 +78,12 @@ typedef struct br_cudnn_api {
         br_cudnn_handle h, br_cudnn_desc w, br_cudnn_desc dy,
         br_cudnn_desc conv, br_cudnn_desc dx, int requested, int *returned,
         br_cudnn_perf *perf);
+    br_cudnn_status (*GetConvolutionForwardWorkspaceSize)(
+        br_cudnn_handle h, br_cudnn_desc x, br_cudnn_desc w, br_cudnn_desc conv,
+        br_cudnn_desc y, int algo, size_t *bytes);
+    br_cudnn_status (*GetConvolutionBackwardDataWorkspaceSize)(
+        br_cudnn_handle h, br_cudnn_desc w, br_cudnn_desc dy,
+        br_cudnn_desc conv, br_cudnn_desc dx, int algo, size_t *bytes);
     br_cudnn_status (*ConvolutionForward)(
         br_cudnn_handle h, const void *alpha, br_cudnn_desc xd, const void *x,
         br_cudnn_desc wd, const void *w, br_cudnn_desc conv, int algo, void *ws,

@@ -17,7 +17,9 @@
 #define BR_PLANFILE_MAGIC_LEN 8
 
 #define BR_PF_MAJOR 1
-#define BR_PF_MINOR 1 /* 1.1: MEMORY ends with the strided views' layouts */
+#define BR_PF_MINOR                                                            \
+    2 /* 1.1: MEMORY ends with the strided views' layouts;                     \
+         1.2: the optional TUNING section */
 #define BR_PF_BYTE_ORDER 0x01020304u
 #define BR_PF_HEADER_SIZE 64u
 #define BR_PF_ENTRY_SIZE 32u
@@ -38,7 +40,8 @@ typedef enum br_pf_section {
     BR_PF_MEMORY = 5,
     BR_PF_CONSTANTS = 6,
     BR_PF_KERNELS = 7,
-    BR_PF_SECTION_COUNT_ = 8 /* one past the last known type */
+    BR_PF_TUNING = 8,        /* optional: executors' conv choices (bp_tuning) */
+    BR_PF_SECTION_COUNT_ = 9 /* one past the last known type */
 } br_pf_section;
 
 /* "META", "GRAPH", ... ; "?" for unknown types. */

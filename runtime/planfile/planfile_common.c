@@ -19,9 +19,9 @@ const char *br_pf_op_name(braid_op op) {
 }
 
 const char *br_pf_section_name(uint32_t type) {
-    static const char *const names[] = {"?",    "META",     "GRAPH",
-                                        "PLAN_GRAPH", "PLAN", "MEMORY",
-                                        "CONSTANTS", "KERNELS"};
+    static const char *const names[] = {"?",          "META",    "GRAPH",
+                                        "PLAN_GRAPH", "PLAN",    "MEMORY",
+                                        "CONSTANTS",  "KERNELS", "TUNING"};
     return type < BR_PF_SECTION_COUNT_ ? names[type] : "?";
 }
 

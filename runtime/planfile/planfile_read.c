@@ -219,7 +219,7 @@ static braid_status read_table(br_pf_load *L, const unsigned char *d,
                 return table_fail(L, j, "section overlaps the one of entry %u",
                                   (unsigned)i);
     for (uint32_t t = 1; t < BR_PF_SECTION_COUNT_; t++)
-        if (!L->sec[t].present)
+        if (!L->sec[t].present && t != BR_PF_TUNING) /* TUNING: optional */
             return bg_set_last_error(BRAID_ERR_PARSE,
                                      "%s: section table: section %s is "
                                      "missing",
@@ -432,6 +432,89 @@ static braid_status read_kernels(br_pf_load *L) {
     return r.status;
 }
 
+/* ---- TUNING (optional)
+ * --------------------------------------------------------- */
+
+/* Most cuDNN algorithm number a record may name (cuDNN 9 has 8 forward
+ * and 6 backward-data algorithms; the executor asks cuDNN anyway). */
+#define TUNE_MAX_ALGO 63
+/* Most workspace a record may name (the executor's own limit is lower,
+ * and it asks cuDNN for the real size). */
+#define TUNE_MAX_WORKSPACE ((uint64_t)1 << 40)
+
+/* Orders records as the writer sorts them (node, device, cc, cudnn). */
+static int tune_cmp(const bp_conv_choice *x, const bp_conv_choice *y) {
+    if (x->node != y->node) return x->node < y->node ? -1 : 1;
+    int d = strncmp(x->device, y->device, BP_TUNE_DEVICE_MAX);
+    if (d != 0) return d;
+    if (x->cc != y->cc) return x->cc < y->cc ? -1 : 1;
+    return (x->cudnn > y->cudnn) - (x->cudnn < y->cudnn);
+}
+
+static bool read_choice(br_pf_load *L, br_pf_rd *r, bp_conv_choice *c) {
+    const braid_graph *g = L->plan->res.graph;
+    const char *dev;
+    uint32_t len;
+    memset(c, 0, sizeof *c);
+    if (!br_pf_get_u32(r, "node", &c->node) ||
+        !br_pf_get_str(r, "device", false, BP_TUNE_DEVICE_MAX - 1, &dev,
+                       &len) ||
+        !br_pf_get_i32(r, "cc", &c->cc) ||
+        !br_pf_get_i32(r, "cudnn", &c->cudnn) ||
+        !br_pf_get_i32(r, "algo", &c->algo) ||
+        !br_pf_get_i32(r, "math", &c->math) ||
+        !br_pf_get_u64(r, "workspace", &c->workspace))
+        return false;
+    if (c->node >= g->nnodes ||
+        bg_op(g->nodes[c->node].op)->kind != BRAID_KIND_CONV ||
+        L->plan->res.info[c->node].device.kind != BP_DEVICE_CUDA)
+        return br_pf_fail(r, "node", "%u is not a conv node on a GPU", c->node),
+               false;
+    if (len == 0 || !printable(dev, len))
+        return br_pf_fail(r, "device", "empty or not printable"), false;
+    memcpy(c->device, dev, len);
+    if (c->cc < 10 || c->cc > 1000)
+        return br_pf_fail(r, "cc", "%d (10 .. 1000)", (int)c->cc), false;
+    if (c->cudnn < 0)
+        return br_pf_fail(r, "cudnn", "%d (≥ 0)", (int)c->cudnn), false;
+    if (c->algo < -1 || c->algo > TUNE_MAX_ALGO)
+        return br_pf_fail(r, "algo", "%d (-1 .. %d)", (int)c->algo,
+                          TUNE_MAX_ALGO),
+               false;
+    if (c->math < 0 || c->math > 3)
+        return br_pf_fail(r, "math", "%d (0 .. 3)", (int)c->math), false;
+    if (c->workspace > TUNE_MAX_WORKSPACE)
+        return br_pf_fail(r, "workspace", "%llu bytes (at most 2^40)",
+                          (unsigned long long)c->workspace),
+               false;
+    return true;
+}
+
+/* The executors' conv choices (docs/plan-format.md, TUNING): after the
+ * plan graph and its per-node info, which the records refer to. */
+static braid_status read_tuning(br_pf_load *L) {
+    if (!L->sec[BR_PF_TUNING].present) return BRAID_OK;
+    br_pf_rd r = br_pf_reader(L, BR_PF_TUNING);
+    uint32_t n;
+    /* node, device (its length), cc, cudnn, algo, math, workspace */
+    if (!br_pf_get_count(&r, "nrecords", 4 + 4 + 16 + 8, &n)) return r.status;
+    r.array = "records";
+    bp_conv_choice prev, c;
+    for (uint32_t i = 0; i < n; i++) {
+        r.index = i;
+        if (!read_choice(L, &r, &c)) return r.status;
+        if (i > 0 && tune_cmp(&prev, &c) >= 0)
+            return br_pf_fail(&r, NULL,
+                              "out of order or repeated (records "
+                              "are sorted by node, device, cc, cudnn)");
+        if (!bp_tuning_note(L->plan, &c))
+            return br_pf_fail(&r, NULL, "out of memory");
+        prev = c;
+    }
+    br_pf_end(&r);
+    return r.status;
+}
+
 /* ---- the whole load ------------------------------------------------------------- */
 
 static double now_ms(void) {
@@ -496,6 +579,7 @@ static braid_status read_sections(br_pf_load *L) {
     if (s == BRAID_OK) s = br_pf_read_plan(L);
     if (s == BRAID_OK) s = br_pf_read_memory(L);
     if (s == BRAID_OK) s = read_kernels(L);
+    if (s == BRAID_OK) s = read_tuning(L);
     if (s == BRAID_OK && bp_verify_plan(p) != BRAID_OK)
         s = br_pf_section_fail(L, BR_PF_PLAN, BRAID_ERR_PARSE,
                                "plan check: %s", braid_last_error());

@@ -283,7 +283,8 @@ static void put_kernels(br_pf_buf *b, const bp_kernels *k) {
  * constants, the section CRC) and written once, never gathered into an
  * intermediate buffer. */
 
-#define NSECTIONS 7
+/* The seven required sections, and TUNING when the plan has records. */
+#define NSECTIONS 8
 
 typedef struct piece {
     const void *p; /* bytes, or NULL for n zero bytes */
@@ -344,8 +345,9 @@ static void add_constants(pieces *l, const br_pf_buf *head, const blobs *bs) {
     }
 }
 
-/* Header and table into out; sizes and CRCs of the sections given. */
-static void put_header(br_pf_buf *out, const uint32_t *types,
+/* Header and table into out: nsec sections of the types, sizes and CRCs
+ * given, every one required but TUNING. */
+static void put_header(br_pf_buf *out, int nsec, const uint32_t *types,
                        const uint64_t *size, const uint32_t *crc) {
     static const char magic[] = BR_PLANFILE_MAGIC;
     br_pf_put(out, magic, BR_PLANFILE_MAGIC_LEN);
@@ -353,15 +355,15 @@ static void put_header(br_pf_buf *out, const uint32_t *types,
     br_pf_u16(out, BR_PF_MINOR);
     br_pf_u32(out, BR_PF_BYTE_ORDER);
     br_pf_u32(out, BR_PF_HEADER_SIZE);
-    br_pf_u32(out, NSECTIONS);
+    br_pf_u32(out, (uint32_t)nsec);
     br_pf_u64(out, 0); /* file size, patched below */
     br_pf_u32(out, 0); /* flags */
     br_pf_put(out, zeros, 28); /* reserved, then the CRC patched below */
-    uint64_t at = BR_PF_HEADER_SIZE + NSECTIONS * BR_PF_ENTRY_SIZE;
-    for (int i = 0; i < NSECTIONS; i++) {
+    uint64_t at = BR_PF_HEADER_SIZE + (uint64_t)nsec * BR_PF_ENTRY_SIZE;
+    for (int i = 0; i < nsec; i++) {
         at = (at + BR_PF_ALIGN - 1) / BR_PF_ALIGN * BR_PF_ALIGN;
         br_pf_u32(out, types[i]);
-        br_pf_u32(out, BR_PF_REQUIRED);
+        br_pf_u32(out, types[i] == BR_PF_TUNING ? 0 : BR_PF_REQUIRED);
         br_pf_u64(out, at);
         br_pf_u64(out, size[i]);
         br_pf_u32(out, crc[i]);
@@ -372,7 +374,7 @@ static void put_header(br_pf_buf *out, const uint32_t *types,
     if (!out->failed) {
         uint32_t c = br_pf_crc32c(0, out->data, 60);
         c = br_pf_crc32c(c, out->data + BR_PF_HEADER_SIZE,
-                         NSECTIONS * BR_PF_ENTRY_SIZE);
+                         (size_t)nsec * BR_PF_ENTRY_SIZE);
         br_pf_patch_u32(out, 60, c);
     }
 }
@@ -393,13 +395,35 @@ static void file_free(file *f) {
     free(f->l.v);
 }
 
+/* TUNING: the plan's records, sorted (docs/plan-format.md). False when
+ * out of memory. */
+static bool put_tuning(br_pf_buf *b, const bp_plan *p, uint32_t *n) {
+    bp_conv_choice *c;
+    if (!bp_tuning_snapshot(p, &c, n)) return false;
+    br_pf_u32(b, *n);
+    for (uint32_t i = 0; i < *n; i++) {
+        br_pf_u32(b, c[i].node);
+        br_pf_str(b, c[i].device);
+        br_pf_i32(b, c[i].cc);
+        br_pf_i32(b, c[i].cudnn);
+        br_pf_i32(b, c[i].algo);
+        br_pf_i32(b, c[i].math);
+        br_pf_u64(b, c[i].workspace);
+    }
+    free(c);
+    return true;
+}
+
 static braid_status file_build(const bp_plan *p, file *f) {
     static const uint32_t types[NSECTIONS] = {
-        BR_PF_META,   BR_PF_GRAPH,  BR_PF_PLAN_GRAPH, BR_PF_PLAN,
-        BR_PF_MEMORY, BR_PF_CONSTANTS, BR_PF_KERNELS};
-    enum { CONSTANTS = 5 };
+        BR_PF_META,   BR_PF_GRAPH,     BR_PF_PLAN_GRAPH, BR_PF_PLAN,
+        BR_PF_MEMORY, BR_PF_CONSTANTS, BR_PF_KERNELS,    BR_PF_TUNING};
+    enum { CONSTANTS = 5, TUNING = 7 };
     memset(f, 0, sizeof *f);
     bool oom = false;
+    uint32_t nrec = 0;
+    oom |= !put_tuning(&f->sec[TUNING], p, &nrec);
+    int nsec = nrec > 0 ? NSECTIONS : NSECTIONS - 1;
     put_meta(&f->sec[0], p);
     put_graph(&f->sec[1], p->prov.source, &f->bs, &oom);
     put_graph(&f->sec[2], p->res.graph, &f->bs, &oom);
@@ -409,16 +433,16 @@ static braid_status file_build(const bp_plan *p, file *f) {
     put_kernels(&f->sec[6], &p->kernels);
     uint64_t size[NSECTIONS];
     uint32_t crc[NSECTIONS];
-    for (int i = 0; i < NSECTIONS; i++) {
+    for (int i = 0; i < nsec; i++) {
         oom |= f->sec[i].failed;
         size[i] = i == CONSTANTS ? csize : f->sec[i].len;
         crc[i] = i == CONSTANTS
                      ? constants_crc(&f->sec[i], &f->bs)
                      : br_pf_crc32c(0, f->sec[i].data, f->sec[i].len);
     }
-    put_header(&f->head, types, size, crc);
+    put_header(&f->head, nsec, types, size, crc);
     add(&f->l, f->head.data, f->head.len);
-    for (int i = 0; i < NSECTIONS; i++) {
+    for (int i = 0; i < nsec; i++) {
         add_pad(&f->l);
         if (i == CONSTANTS)
             add_constants(&f->l, &f->sec[i], &f->bs);
