@@ -383,3 +383,34 @@ Test(cli_plan, bad_arch_is_a_usage_error) {
         free(out);
     }
 }
+
+/* `braid run --save-plan`: the plan as it ran goes to a file that runs
+ * again to the same outputs; a file that cannot be written is an error
+ * naming it, and nothing is left behind. */
+Test(cli_plan, run_save_plan) {
+    char *plan = tf_path(ts_tmpdir, "ran.plan");
+    ts_cli_result r =
+        CLI("run", EX("mlp.graph"), "--devices", "cpu", "--save-plan", plan);
+    TS_EXPECT_STATUS(r, 0);
+    cr_assert(strstr(r.out, "saved the plan to "), "%s", r.out);
+    const char *a = strstr(r.out, "output y ");
+    cr_assert(a, "%s", r.out);
+    char first[256];
+    snprintf(first, sizeof first, "%.*s", (int)strcspn(a, "\n"), a);
+    ts_cli_result_free(&r);
+    r = CLI("run", plan);
+    TS_EXPECT_STATUS(r, 0);
+    cr_assert(strstr(r.out, first), "the saved plan's run: %s\nfirst: %s",
+              r.out, first);
+    ts_cli_result_free(&r);
+    char *bad = tf_path(ts_tmpdir, "no-such-dir/x.plan");
+    r = CLI("run", EX("mlp.graph"), "--devices", "cpu", "--save-plan", bad);
+    TS_EXPECT_STATUS(r, 1);
+    cr_assert(strstr(r.err, "no-such-dir/x.plan"), "%s", r.err);
+    ts_cli_result_free(&r);
+    r = CLI("run", EX("mlp.graph"), "--save-plan", "");
+    TS_EXPECT_STATUS(r, 2);
+    ts_cli_result_free(&r);
+    free(bad);
+    free(plan);
+}

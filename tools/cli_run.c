@@ -31,6 +31,7 @@ typedef struct run_options {
     run_input_arg *inputs;     /* --input options, ninputs of them */
     int ninputs;               /* number of --input options */
     const char *output_dir;    /* --output-dir or NULL */
+    const char *save_plan;     /* --save-plan FILE.plan or NULL */
     bool check;                /* --check */
     cli_compile_flags compile; /* --devices, --dump-after, --no-<pass>, ... */
     int threads;               /* --threads (0: one per core) */
@@ -138,6 +139,9 @@ static int apply_option(run_options *o, const char *name, char *value) {
     } else if (!strcmp(name, "--output-dir")) {
         if (!*value) return cli_usage_error("--output-dir expects a directory");
         o->output_dir = value;
+    } else if (!strcmp(name, "--save-plan")) {
+        if (!*value) return cli_usage_error("--save-plan expects a FILE.plan");
+        o->save_plan = value;
     } else {
         return cli_bench_option(&o->bench, name, value);
     }
@@ -147,9 +151,9 @@ static int apply_option(run_options *o, const char *name, char *value) {
 /* run's own options that take a value, then its flags (for "did you
  * mean"); the benchmark's are in cli_bench.c. */
 static const char *const valued_names[] = {
-    "--seed",       "--input",    "--output-dir", "--threads",
-    "--repeat",     "--runs",     "--trace",      "--warmup",
-    "--iterations", "--duration", "--cuda-graphs"};
+    "--seed",       "--input",    "--output-dir",  "--threads",
+    "--repeat",     "--runs",     "--trace",       "--warmup",
+    "--iterations", "--duration", "--cuda-graphs", "--save-plan"};
 static const char *const flag_names[] = {"--check", "--profile", "--verbose",
                                          "--no-transfers", "--json"};
 
@@ -633,6 +637,17 @@ static bool check_outputs(const run_state *st) {
     return nfail == 0;
 }
 
+/* --save-plan: the plan as it ran, with what its executor chose (the
+ * convolutions' tuning records: docs/plan-format.md, TUNING), so a later
+ * `braid run FILE.plan` on the same GPU model times nothing again. */
+static bool save_plan(const run_state *st) {
+    if (!st->opt.save_plan) return true;
+    if (braid_plan_save(st->plan, st->opt.save_plan) != BRAID_OK)
+        return cli_err("%s", braid_last_error());
+    printf("saved the plan to %s\n", st->opt.save_plan);
+    return true;
+}
+
 static void run_free(run_state *st) {
     for (uint32_t i = 0; st->in && i < st->nin; i++)
         free(st->in[i].data);
@@ -703,6 +718,7 @@ int cli_run(int argc, char **argv) {
     if (ok) print_outputs(&st);
     ok = ok && write_outputs(&st);
     if (ok && st.opt.check) ok = check_outputs(&st);
+    ok = ok && save_plan(&st);
     run_free(&st);
     return ok ? CLI_EXIT_OK : CLI_EXIT_FAIL;
 }
