@@ -194,7 +194,7 @@ static int count_of(const char *s, const char *needle) {
  * (passes/plan_tuning.c) and in the plan file: an executor of the loaded
  * plan on the same GPU model and cuDNN version times nothing; a record
  * cuDNN does not take (an algorithm it lacks) is chosen again. */
-Test(cuda_conv, choices_kept_in_the_plan_file, .timeout = 300) {
+Test(cuda_conv, choices_kept_in_the_plan_file, .timeout = 600) {
     TC_REQUIRE_GPU();
     unsetenv("BRAID_CONV");
     if (braid_cudnn_version() == 0) {

@@ -305,7 +305,7 @@ Test(op_conv, cpu_winograd, .timeout = 120) {
  * grouped, 3-D. Each against the reference, and the same bits on 1 and 3
  * threads (blocks side by side or one after another). Blocks start and
  * end inside output rows. */
-Test(op_conv, cpu_blocked, .timeout = 240) {
+Test(op_conv, cpu_blocked, .timeout = 120) {
     ts_conv_case cases[6] = {
         {.s = 2,
          .N = 2,
