@@ -355,6 +355,8 @@ bool bp_tuning_note(const struct braid_plan *p, const bp_conv_choice *c);
  * malloc'ed (NULL when there are none). False when out of memory. */
 bool bp_tuning_snapshot(const struct braid_plan *p, bp_conv_choice **out,
                         uint32_t *n);
+/* The records' order: by node, device, cc, cudnn (<0, 0, >0). */
+int bp_tuning_cmp(const bp_conv_choice *x, const bp_conv_choice *y);
 void bp_tuning_free(bp_tuning *t);
 
 struct braid_plan {

@@ -54,13 +54,16 @@ bool bp_tuning_note(const bp_plan *cp, const bp_conv_choice *c) {
     return ok;
 }
 
-static int by_key(const void *a, const void *b) {
-    const bp_conv_choice *x = a, *y = b;
+int bp_tuning_cmp(const bp_conv_choice *x, const bp_conv_choice *y) {
     if (x->node != y->node) return x->node < y->node ? -1 : 1;
     int d = strncmp(x->device, y->device, BP_TUNE_DEVICE_MAX);
     if (d != 0) return d;
     if (x->cc != y->cc) return x->cc < y->cc ? -1 : 1;
     return (x->cudnn > y->cudnn) - (x->cudnn < y->cudnn);
+}
+
+static int by_key(const void *a, const void *b) {
+    return bp_tuning_cmp(a, b);
 }
 
 bool bp_tuning_snapshot(const bp_plan *p, bp_conv_choice **out, uint32_t *n) {

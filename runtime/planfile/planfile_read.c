@@ -442,15 +442,6 @@ static braid_status read_kernels(br_pf_load *L) {
  * and it asks cuDNN for the real size). */
 #define TUNE_MAX_WORKSPACE ((uint64_t)1 << 40)
 
-/* Orders records as the writer sorts them (node, device, cc, cudnn). */
-static int tune_cmp(const bp_conv_choice *x, const bp_conv_choice *y) {
-    if (x->node != y->node) return x->node < y->node ? -1 : 1;
-    int d = strncmp(x->device, y->device, BP_TUNE_DEVICE_MAX);
-    if (d != 0) return d;
-    if (x->cc != y->cc) return x->cc < y->cc ? -1 : 1;
-    return (x->cudnn > y->cudnn) - (x->cudnn < y->cudnn);
-}
-
 static bool read_choice(br_pf_load *L, br_pf_rd *r, bp_conv_choice *c) {
     const braid_graph *g = L->plan->res.graph;
     const char *dev;
@@ -503,7 +494,7 @@ static braid_status read_tuning(br_pf_load *L) {
     for (uint32_t i = 0; i < n; i++) {
         r.index = i;
         if (!read_choice(L, &r, &c)) return r.status;
-        if (i > 0 && tune_cmp(&prev, &c) >= 0)
+        if (i > 0 && bp_tuning_cmp(&prev, &c) >= 0)
             return br_pf_fail(&r, NULL,
                               "out of order or repeated (records "
                               "are sorted by node, device, cc, cudnn)");
