@@ -8,7 +8,8 @@
  * naming the header, the section table or a section. A plan that loads
  * must save again to a file that loads, and must run (emulated, so GPU
  * plans run too). Seed it with plan files (make fuzz writes them with
- * fuzz_planfile -write_seeds=DIR, from examples/graphs):
+ * fuzz_planfile -write_seeds=DIR, from examples/graphs; GPU plans with
+ * conv nodes carry tuning records):
  *   ./fuzz_planfile -max_total_time=30 corpus_plans/ */
 #define _POSIX_C_SOURCE 200809L
 #include <dirent.h>
@@ -105,14 +106,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 
 /* ---- seed corpus ------------------------------------------------------------
  * With -write_seeds=DIR (before libFuzzer parses its flags, via
- * LLVMFuzzerInitialize) the target compiles every .graph file in examples/graphs
- * for "cpu" and for "cpu,cuda:0" and writes the plan files, each followed
+ * LLVMFuzzerInitialize) the target compiles every .graph file in
+ * examples/graphs for "cpu" and for "cpu,cuda:0" (and those with convolutions
+ * for "cuda:0", with tuning records) and writes the plan files, each followed
  * by one byte 0x00 (re-seal), into DIR, then exits. */
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 
 static void write_seed(const braid_graph *g, const char *devices,
-                       const char *dir, const char *name) {
+                       const char *dir, const char *name, const char *kind) {
     braid_compile_options o;
     braid_compile_options_init(&o);
     o.devices = devices;
@@ -121,12 +123,31 @@ static void write_seed(const braid_graph *g, const char *devices,
     braid_plan *p = NULL;
     void *bytes = NULL;
     size_t n = 0;
-    if (braid_compile(g, &o, &p) != BRAID_OK ||
-        braid_plan_save_memory(p, &bytes, &n) != BRAID_OK)
+    if (braid_compile(g, &o, &p) != BRAID_OK)
+        fail("cannot make a seed", braid_last_error());
+    /* GPU conv nodes get tuning records, as an executor notes them, so
+     * the TUNING section is fuzzed too */
+    for (uint32_t id = 0; id < p->res.graph->nnodes; id++) {
+        if (p->res.graph->nodes[id].op != BRAID_OP_CONV ||
+            p->res.info[id].device.kind != BP_DEVICE_CUDA)
+            continue;
+        bp_conv_choice c = {.node = id,
+                            .cc = 90,
+                            .cudnn = 91400,
+                            .algo = (int32_t)(id % 8),
+                            .math = 3,
+                            .workspace = 4096};
+        snprintf(c.device, sizeof c.device, "NVIDIA H200");
+        bp_conv_choice k = c;
+        snprintf(k.device, sizeof k.device, "NVIDIA H100 80GB HBM3");
+        k.algo = -1;
+        if (!bp_tuning_note(p, &c) || !bp_tuning_note(p, &k))
+            fail("cannot make a seed", "out of memory");
+    }
+    if (braid_plan_save_memory(p, &bytes, &n) != BRAID_OK)
         fail("cannot make a seed", braid_last_error());
     char path[4096];
-    snprintf(path, sizeof path, "%s/%s.%s.plan", dir, name,
-             strchr(devices, ',') ? "gpu" : "cpu");
+    snprintf(path, sizeof path, "%s/%s.%s.plan", dir, name, kind);
     FILE *f = fopen(path, "wb");
     if (!f || fwrite(bytes, 1, n, f) != n || fputc(0, f) == EOF ||
         fclose(f) != 0)
@@ -147,8 +168,12 @@ static void write_seeds(const char *graphs, const char *dir) {
         braid_graph *g = braid_graph_load(path, NULL);
         if (!g || braid_graph_status(g) != BRAID_OK)
             fail("cannot load a graph", path);
-        write_seed(g, "cpu", dir, e->d_name);
-        write_seed(g, "cpu,cuda:0", dir, e->d_name);
+        write_seed(g, "cpu", dir, e->d_name, "cpu");
+        write_seed(g, "cpu,cuda:0", dir, e->d_name, "gpu");
+        bool conv = false; /* all on the GPU: its convs get records */
+        for (uint32_t id = 0; id < g->nnodes; id++)
+            conv |= g->nodes[id].op == BRAID_OP_CONV;
+        if (conv) write_seed(g, "cuda:0", dir, e->d_name, "cuda");
         braid_graph_free(g);
     }
     closedir(d);
