@@ -119,6 +119,27 @@ braid_status br_cpu_run(const br_kernel_args *a) {
 
 /* ---- n-d iteration ------------------------------------------------------- */
 
+typedef struct wave {
+    br_slot_fn fn;
+    void *ctx;
+    int64_t first; /* the wave's first task */
+} wave;
+
+static void wave_range(void *ctx, int64_t b, int64_t e) {
+    const wave *w = ctx;
+    for (int64_t j = b; j < e; j++)
+        w->fn(w->ctx, w->first + j, j);
+}
+
+void br_waves(br_pool *pool, int64_t ntasks, int64_t slots, br_slot_fn fn,
+              void *ctx) {
+    wave w = {fn, ctx, 0};
+    for (; w.first < ntasks; w.first += slots) {
+        int64_t n = ntasks - w.first < slots ? ntasks - w.first : slots;
+        br_parallel_for(pool, n, 1, wave_range, &w);
+    }
+}
+
 void br_dense_strides(int rank, const int64_t *dims, int64_t *strides) {
     int64_t s = 1;
     for (int i = rank - 1; i >= 0; i--) {

@@ -27,6 +27,14 @@ void br_gemm(br_pool *pool, bool f64, bool ta, bool tb, int M, int N, int K,
              const void *A, int lda, const void *B, int ldb, void *C,
              int ldc);
 
+/* Tasks [0, ntasks) side by side over the pool, in waves of at most
+ * `slots`: fn(ctx, task, slot) with slot the task's place in its wave
+ * (0 .. slots - 1), so each task in flight may use scratch slot `slot` of
+ * its own (convolutions' col buffers and Winograd chunks). slots ≥ 1. */
+typedef void (*br_slot_fn)(void *ctx, int64_t task, int64_t slot);
+void br_waves(br_pool *pool, int64_t ntasks, int64_t slots, br_slot_fn fn,
+              void *ctx);
+
 /* ---- strided n-d iteration ----------------------------------------------- */
 
 #define BR_ND_MAX_IN 3

@@ -59,7 +59,6 @@ typedef struct conv_ctx {
     char *y;
     char *scratch;
     int64_t slots; /* col buffers in scratch */
-    int64_t first; /* item (block) of slot 0 in the current wave */
     int64_t item;  /* the item the split loops work on */
     int64_t block; /* blocked conv: output positions per block */
     int64_t nblk;  /* blocked conv: blocks per item */
@@ -254,19 +253,23 @@ CONV_IM2COL_COLS(double)
 CONV_COL2IM(float)
 CONV_COL2IM(double)
 
-/* Adds the bias to output channels [c0, c1) of yg (one image, one group). */
-static void add_bias(const conv_ctx *x, char *yg, int64_t g, int64_t c0,
-                     int64_t c1) {
+/* Adds group g's bias to its output channels [c0, c1) in y: channel oc's
+ * row at y + oc·ld (elements), n positions of it (a whole image: ld = n =
+ * ov; a block: its columns). */
+static void add_bias(const conv_ctx *x, char *y, int64_t g, int64_t c0,
+                     int64_t c1, int64_t ld, int64_t n) {
     for (int64_t oc = c0; oc < c1; oc++) {
         int64_t ch = g * x->OCg + oc;
         if (x->f64) {
-            double b = ((const double *)x->bias)[ch], *y = (double *)yg;
-            for (int64_t i = 0; i < x->ov; i++)
-                y[oc * x->ov + i] += b;
+            double b = ((const double *)x->bias)[ch];
+            double *yr = (double *)y + oc * ld;
+            for (int64_t i = 0; i < n; i++)
+                yr[i] += b;
         } else {
-            float b = ((const float *)x->bias)[ch], *y = (float *)yg;
-            for (int64_t i = 0; i < x->ov; i++)
-                y[oc * x->ov + i] += b;
+            float b = ((const float *)x->bias)[ch];
+            float *yr = (float *)y + oc * ld;
+            for (int64_t i = 0; i < n; i++)
+                yr[i] += b;
         }
     }
 }
@@ -317,13 +320,13 @@ static void run_item(const conv_ctx *x, int64_t item, char *col) {
         }
         gemm(x, NULL, false, wg, x->direct ? xg : col, yg);
     }
-    if (x->bias) add_bias(x, yg, item % x->c.G, 0, x->OCg);
+    if (x->bias) add_bias(x, yg, item % x->c.G, 0, x->OCg, x->ov, x->ov);
 }
 
-static void wave_range(void *ctx, int64_t b, int64_t e) {
+/* Item `item` in col buffer `slot` (br_waves). */
+static void item_in_slot(void *ctx, int64_t item, int64_t slot) {
     const conv_ctx *x = ctx;
-    for (int64_t j = b; j < e; j++)
-        run_item(x, x->first + j, x->scratch + (size_t)j * x->col_bytes);
+    run_item(x, item, x->scratch + (size_t)slot * x->col_bytes);
 }
 
 /* ---- one item with its loops split over the pool
@@ -351,7 +354,7 @@ static void col2im_range(void *ctx, int64_t b, int64_t e) {
 
 static void bias_range(void *ctx, int64_t b, int64_t e) {
     const conv_ctx *x = ctx;
-    add_bias(x, y_of(x, x->item), x->item % x->c.G, b, e);
+    add_bias(x, y_of(x, x->item), x->item % x->c.G, b, e, x->ov, x->ov);
 }
 
 static void run_item_split(conv_ctx *x, br_pool *pool, int64_t item) {
@@ -401,26 +404,6 @@ static size_t slot_bytes(const conv_ctx *x) {
     return (size_t)((x->K + x->OCg) * x->block) * x->esz;
 }
 
-/* Adds group g's bias to positions [0, n) of each output channel of y
- * (channel rows ld entries apart). */
-static void bias_cols(const conv_ctx *x, char *y, int64_t ld, int64_t g,
-                      int64_t n) {
-    for (int64_t oc = 0; oc < x->OCg; oc++) {
-        int64_t ch = g * x->OCg + oc;
-        if (x->f64) {
-            double b = ((const double *)x->bias)[ch];
-            double *yr = (double *)y + oc * ld;
-            for (int64_t i = 0; i < n; i++)
-                yr[i] += b;
-        } else {
-            float b = ((const float *)x->bias)[ch];
-            float *yr = (float *)y + oc * ld;
-            for (int64_t i = 0; i < n; i++)
-                yr[i] += b;
-        }
-    }
-}
-
 /* Block t: group t / nblk, the batch's positions [n0, n1) (image n0 / ov
  * onwards) in slot `slot`. Its col gets each image's part, then one GEMM:
  * a block inside one image writes y directly, one across images writes
@@ -449,12 +432,12 @@ static void run_block(const conv_ctx *x, int64_t t, char *slot) {
         char *y = y_of(x, img * x->c.G + g) + (size_t)p0 * x->esz;
         br_gemm(NULL, x->f64, false, false, M, nc, K, w, K, slot, nc, y,
                 (int)x->ov);
-        if (x->bias) bias_cols(x, y, x->ov, g, ncols);
+        if (x->bias) add_bias(x, y, g, 0, x->OCg, x->ov, ncols);
         return;
     }
     char *prod = slot + (size_t)(x->K * x->block) * x->esz;
     br_gemm(NULL, x->f64, false, false, M, nc, K, w, K, slot, nc, prod, nc);
-    if (x->bias) bias_cols(x, prod, ncols, g, ncols);
+    if (x->bias) add_bias(x, prod, g, 0, x->OCg, ncols, ncols);
     for (int64_t n = n0; n < n1;) { /* scatter to each image's rows */
         int64_t im = n / x->ov, q0 = n % x->ov;
         int64_t q1 = x->ov - q0 < n1 - n ? x->ov : q0 + (n1 - n);
@@ -468,10 +451,10 @@ static void run_block(const conv_ctx *x, int64_t t, char *slot) {
     }
 }
 
-static void block_wave(void *ctx, int64_t b, int64_t e) {
+/* Block t in scratch slot `slot` (br_waves). */
+static void block_in_slot(void *ctx, int64_t t, int64_t slot) {
     const conv_ctx *x = ctx;
-    for (int64_t j = b; j < e; j++)
-        run_block(x, x->first + j, x->scratch + (size_t)j * slot_bytes(x));
+    run_block(x, t, x->scratch + (size_t)slot * slot_bytes(x));
 }
 
 void br_conv_run(const br_kernel_args *a) {
@@ -493,7 +476,7 @@ void br_conv_run(const br_kernel_args *a) {
     if (x.K == 0) { /* no input channels: the bias alone (BLAS takes no K=0) */
         memset(x.y, 0, bg_nbytes(a->node));
         for (int64_t i = 0; x.bias && i < items; i++)
-            add_bias(&x, y_of(&x, i), i % x.c.G, 0, x.OCg);
+            add_bias(&x, y_of(&x, i), i % x.c.G, 0, x.OCg, x.ov, x.ov);
         return;
     }
     if (blocked(&x)) { /* waves of blocks, one per slot */
@@ -502,18 +485,12 @@ void br_conv_run(const br_kernel_args *a) {
         x.slots = (int64_t)(a->scratch_bytes / slot_bytes(&x));
         if (x.slots > tasks) x.slots = tasks;
         if (x.slots < 1) return; /* br_conv_prepare sized it: never */
-        for (x.first = 0; x.first < tasks; x.first += x.slots) {
-            int64_t n = tasks - x.first < x.slots ? tasks - x.first : x.slots;
-            br_parallel_for(a->pool, n, 1, block_wave, &x);
-        }
+        br_waves(a->pool, tasks, x.slots, block_in_slot, &x);
         return;
     }
     x.slots = x.col_bytes ? (int64_t)(a->scratch_bytes / x.col_bytes) : items;
     if (x.M * x.N * x.K <= CONV_SMALL && items > 1 && x.slots > 1) {
-        for (x.first = 0; x.first < items; x.first += x.slots) {
-            int64_t n = items - x.first < x.slots ? items - x.first : x.slots;
-            br_parallel_for(a->pool, n, 1, wave_range, &x);
-        }
+        br_waves(a->pool, items, x.slots, item_in_slot, &x);
         return;
     }
     for (int64_t i = 0; i < items; i++)

@@ -280,19 +280,11 @@ static void run_chunk(wg_ctx *x, br_pool *pool, int64_t t0, float *V) {
     br_parallel_for(pool, x->OC, grain(48 * x->tb), output_range, x);
 }
 
-/* A wave of whole chunks, one per slot: chunks first + [b, e). */
-typedef struct wg_wave {
-    const wg_ctx *x;
-    int64_t first; /* the wave's first chunk */
-} wg_wave;
-
-static void wave_range(void *ctx, int64_t b, int64_t e) {
-    const wg_wave *w = ctx;
-    for (int64_t j = b; j < e; j++) {
-        wg_ctx x = *w->x;
-        float *slot = x.U + u_floats(&x) + j * slot_floats(&x);
-        run_chunk(&x, NULL, (w->first + j) * x.cap, slot);
-    }
+/* Chunk k whole in scratch slot `slot` (br_waves), on this thread. */
+static void chunk_in_slot(void *ctx, int64_t k, int64_t slot) {
+    wg_ctx x = *(const wg_ctx *)ctx;
+    float *V = x.U + u_floats(&x) + slot * slot_floats(&x);
+    run_chunk(&x, NULL, k * x.cap, V);
 }
 
 void br_winograd_run(const bg_conv_geom *c, br_pool *pool, const float *in,
@@ -310,11 +302,7 @@ void br_winograd_run(const bg_conv_geom *c, br_pool *pool, const float *in,
                         : 0;
     if (slots > x.nchunks) slots = x.nchunks;
     if (slots >= 2 && br_pool_threads(pool) >= 2) {
-        for (int64_t first = 0; first < x.nchunks; first += slots) {
-            wg_wave wave = {&x, first};
-            int64_t n = x.nchunks - first < slots ? x.nchunks - first : slots;
-            br_parallel_for(pool, n, 1, wave_range, &wave);
-        }
+        br_waves(pool, x.nchunks, slots, chunk_in_slot, &x);
         return;
     }
     for (int64_t k = 0; k < x.nchunks; k++)
