@@ -57,6 +57,29 @@ static void check_run(const braid_graph *g, const char *devices, uint64_t seed,
     braid_plan_free(p);
 }
 
+/* g's plan on 1 and on 3 CPU threads gives the same bits (the kernels'
+ * blocks and chunks depend on the shape alone). */
+static void same_bits_on_1_and_3_threads(const braid_graph *g, uint64_t seed,
+                                         const char *what) {
+    ts_io *io[2];
+    for (int k = 0; k < 2; k++) {
+        braid_compile_options o;
+        braid_compile_options_init(&o);
+        o.devices = "cpu";
+        o.num_threads = k ? 3 : 1;
+        braid_plan *p = NULL;
+        cr_assert_eq(braid_compile(g, &o, &p), BRAID_OK, "%s",
+                     braid_last_error());
+        io[k] = ts_io_new(g, seed);
+        cr_assert_eq(pf_run(p, io[k], false, 0), BRAID_OK, "%s",
+                     braid_last_error());
+        braid_plan_free(p);
+    }
+    cr_assert(pf_same_outputs(io[0], io[1]), "%s: 1 and 3 threads differ",
+              what);
+    ts_io_free(io[0]), ts_io_free(io[1]);
+}
+
 /* ---- the meaning --------------------------------------------------------- */
 
 /* y[o] = sum_k x[o·2 - 1 + 2k] w[k] + b over x = 1..6, w = (1, 10, 100),
@@ -272,26 +295,8 @@ Test(op_conv, cpu_winograd, .timeout = 120) {
         char buf[400];
         check_run(g, "cpu", 300 + (uint64_t)t,
                   ts_conv_case_str(&c, buf, sizeof buf));
-        if (t % 8 == 0 || t == 39) { /* the same bits on 1 and 3
-                                          threads */
-            ts_io *io[2];
-            for (int k = 0; k < 2; k++) {
-                braid_compile_options o;
-                braid_compile_options_init(&o);
-                o.devices = "cpu";
-                o.num_threads = k ? 3 : 1;
-                braid_plan *p = NULL;
-                cr_assert_eq(braid_compile(g, &o, &p), BRAID_OK, "%s",
-                             braid_last_error());
-                io[k] = ts_io_new(g, 300 + (uint64_t)t);
-                cr_assert_eq(pf_run(p, io[k], false, 0), BRAID_OK, "%s",
-                             braid_last_error());
-                braid_plan_free(p);
-            }
-            cr_assert(pf_same_outputs(io[0], io[1]), "%s: 1 and 3 threads "
-                      "differ", buf);
-            ts_io_free(io[0]), ts_io_free(io[1]);
-        }
+        if (t % 8 == 0 || t == 39)
+            same_bits_on_1_and_3_threads(g, 300 + (uint64_t)t, buf);
         braid_graph_free(g);
     }
 }
@@ -380,23 +385,7 @@ Test(op_conv, cpu_blocked, .timeout = 120) {
         char buf[400];
         ts_conv_case_str(c, buf, sizeof buf);
         check_run(g, "cpu", 500 + (uint64_t)t, buf);
-        ts_io *io[2];
-        for (int k = 0; k < 2; k++) {
-            braid_compile_options o;
-            braid_compile_options_init(&o);
-            o.devices = "cpu";
-            o.num_threads = k ? 3 : 1;
-            braid_plan *p = NULL;
-            cr_assert_eq(braid_compile(g, &o, &p), BRAID_OK, "%s",
-                         braid_last_error());
-            io[k] = ts_io_new(g, 500 + (uint64_t)t);
-            cr_assert_eq(pf_run(p, io[k], false, 0), BRAID_OK, "%s",
-                         braid_last_error());
-            braid_plan_free(p);
-        }
-        cr_assert(pf_same_outputs(io[0], io[1]), "%s: 1 and 3 threads differ",
-                  buf);
-        ts_io_free(io[0]), ts_io_free(io[1]);
+        same_bits_on_1_and_3_threads(g, 500 + (uint64_t)t, buf);
         braid_graph_free(g);
     }
 }

@@ -509,52 +509,10 @@ static bool take_record(br_cuda *c, br_conv *cv, const conv_key *k,
     return true;
 }
 
-/* The fastest usable algorithm (succeeded within the workspace limit and
- * the math mode asked for — FMA: no tensor ops): the plan's record for
- * this GPU model and cuDNN version when it has one cuDNN accepts (plan
- * files carry them), else the per-process cache, else cudnnFind* and
- * refine(); *braid true when braid's own kernel was faster still. The
- * choice is noted in the plan (braid_plan_save keeps it). */
-static braid_status choose_timed(br_cuda *c, br_conv *cv, const conv_key *k,
-                                 br_cudnn_handle h, bool *braid);
-
-static braid_status choose(br_cuda *c, br_conv *cv, const conv_key *k,
-                           br_cudnn_handle h, bool *braid) {
-    bp_conv_choice key, rec;
-    bool named = choice_key(c, cv, k, &key);
-    if (named && bp_tuning_find(c->plan, cv->node, key.device, key.cc,
-                                key.cudnn, &rec)) {
-        const char *why = "";
-        if (take_record(c, cv, k, h, &rec, &why)) {
-            *braid = cv->algo == BRAID_KERNEL_ALGO;
-            br_cuda_logf(c,
-                         "conv node %u: %s from the plan's tuning record "
-                         "(%s, cuDNN %d): nothing timed",
-                         cv->node,
-                         *braid ? "braid's kernel" : "cuDNN's algorithm",
-                         key.device, (int)key.cudnn);
-            cache_put(k, cv->algo, *braid ? k->math : rec.math, cv->ws);
-            return BRAID_OK;
-        }
-        br_cuda_logf(c,
-                     "conv node %u: the plan's tuning record (algorithm "
-                     "%d) not used: %s; choosing again",
-                     cv->node, (int)rec.algo, why);
-    }
-    braid_status s = choose_timed(c, cv, k, h, braid);
-    if (s == BRAID_OK && named) {
-        key.algo = cv->algo;
-        key.math = *braid ? k->math : cv->math;
-        key.workspace = cv->ws;
-        if (!bp_tuning_note(c->plan, &key))
-            br_cuda_logf(c,
-                         "conv node %u: out of memory keeping the choice "
-                         "in the plan",
-                         cv->node);
-    }
-    return s;
-}
-
+/* The fastest usable algorithm by the per-process cache, else cudnnFind*
+ * and refine() (succeeded within the workspace limit and the math mode
+ * asked for — FMA: no tensor ops); *braid true when braid's own kernel
+ * was faster still. */
 static braid_status choose_timed(br_cuda *c, br_conv *cv, const conv_key *k,
                                  br_cudnn_handle h, bool *braid) {
     *braid = false;
@@ -610,6 +568,49 @@ static braid_status choose_timed(br_cuda *c, br_conv *cv, const conv_key *k,
                : dnn(c, cv->node, "cudnnSetConvolutionMathType",
                      set_math(c, cv, math));
     if (s == BRAID_OK) cache_put(k, cv->algo, math, cv->ws);
+    return s;
+}
+
+/* The fastest usable algorithm (succeeded within the workspace limit and
+ * the math mode asked for — FMA: no tensor ops): the plan's record for
+ * this GPU model and cuDNN version when it has one cuDNN accepts (plan
+ * files carry them), else the per-process cache, else cudnnFind* and
+ * refine(); *braid true when braid's own kernel was faster still. The
+ * choice is noted in the plan (braid_plan_save keeps it). */
+static braid_status choose(br_cuda *c, br_conv *cv, const conv_key *k,
+                           br_cudnn_handle h, bool *braid) {
+    bp_conv_choice key, rec;
+    bool named = choice_key(c, cv, k, &key);
+    if (named && bp_tuning_find(c->plan, cv->node, key.device, key.cc,
+                                key.cudnn, &rec)) {
+        const char *why = "";
+        if (take_record(c, cv, k, h, &rec, &why)) {
+            *braid = cv->algo == BRAID_KERNEL_ALGO;
+            br_cuda_logf(c,
+                         "conv node %u: %s from the plan's tuning record "
+                         "(%s, cuDNN %d): nothing timed",
+                         cv->node,
+                         *braid ? "braid's kernel" : "cuDNN's algorithm",
+                         key.device, (int)key.cudnn);
+            cache_put(k, cv->algo, *braid ? k->math : rec.math, cv->ws);
+            return BRAID_OK;
+        }
+        br_cuda_logf(c,
+                     "conv node %u: the plan's tuning record (algorithm "
+                     "%d) not used: %s; choosing again",
+                     cv->node, (int)rec.algo, why);
+    }
+    braid_status s = choose_timed(c, cv, k, h, braid);
+    if (s == BRAID_OK && named) {
+        key.algo = cv->algo;
+        key.math = *braid ? k->math : cv->math;
+        key.workspace = cv->ws;
+        if (!bp_tuning_note(c->plan, &key))
+            br_cuda_logf(c,
+                         "conv node %u: out of memory keeping the choice "
+                         "in the plan",
+                         cv->node);
+    }
     return s;
 }
 
