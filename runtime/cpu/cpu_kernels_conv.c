@@ -117,79 +117,34 @@ static void conv_analyze(const braid_graph *g, const bg_node *n, conv_ctx *x) {
 /* ---- im2col / col2im, per element type ------------------------------------
  */
 
-/* Rows [r0, r1) of the col matrix of conv input xg (the group's Cg
- * channels of one image): row (ci, k) holds, per output position, the input
- * element kernel tap k reads there, or 0 in the pads. */
+/* Rows [r0, r1) and columns [n0, n1) of the col matrix of conv input xg
+ * (the group's Cg channels of one image) into col, rows ld entries apart
+ * (column n0 first): row (ci, k) holds, per output position, the input
+ * element kernel tap k reads there, or 0 in the pads. A whole item's col
+ * is rows [0, K), columns [0, ov), ld = ov; a block's columns may start
+ * and end inside rows of the output. */
 #define CONV_IM2COL(T)                                                         \
-    static void im2col_##T(const conv_ctx *x, const T *xg, T *col, int64_t r0, \
-                           int64_t r1) {                                       \
+    static void im2col_##T(const conv_ctx *x, const T *xg, T *col, int64_t ld, \
+                           int64_t r0, int64_t r1, int64_t n0, int64_t n1) {   \
         const bg_conv_geom *c = &x->ra;                                        \
+        int64_t out2 = c->out[2];                                              \
         for (int64_t r = r0; r < r1; r++) {                                    \
             int64_t kk[3];                                                     \
             bg_conv_tap(c, r % x->kv, kk);                                     \
             const T *xc = xg + (r / x->kv) * x->iv;                            \
-            T *row = col + r * x->ov;                                          \
             /* innermost axis: o2 reads p2 = o2·s2 + b2, inside the input     \
              * for o2 in [lo2, hi2) (zeros outside), the same every row */     \
             int64_t s2 = c->stride[2], b2 = kk[2] * c->dil[2] - c->pb[2];      \
             int64_t lo2 = b2 >= 0 ? 0 : (-b2 + s2 - 1) / s2;                   \
             int64_t hi2 =                                                      \
                 c->in[2] - b2 <= 0 ? 0 : (c->in[2] - b2 + s2 - 1) / s2;        \
-            if (lo2 > c->out[2]) lo2 = c->out[2];                              \
-            if (hi2 > c->out[2]) hi2 = c->out[2];                              \
-            if (hi2 < lo2) hi2 = lo2;                                          \
-            for (int64_t o0 = 0; o0 < c->out[0]; o0++) {                       \
-                int64_t p0 = o0 * c->stride[0] - c->pb[0] + kk[0] * c->dil[0]; \
-                for (int64_t o1 = 0; o1 < c->out[1]; o1++) {                   \
-                    int64_t p1 =                                               \
-                        o1 * c->stride[1] - c->pb[1] + kk[1] * c->dil[1];      \
-                    T *dst = row + (o0 * c->out[1] + o1) * c->out[2];          \
-                    if (p0 < 0 || p0 >= c->in[0] || p1 < 0 ||                  \
-                        p1 >= c->in[1]) {                                      \
-                        memset(dst, 0, (size_t)c->out[2] * sizeof(T));         \
-                        continue;                                              \
-                    }                                                          \
-                    const T *src = xc + (p0 * c->in[1] + p1) * c->in[2];       \
-                    for (int64_t o2 = 0; o2 < lo2; o2++)                       \
-                        dst[o2] = (T)0;                                        \
-                    if (s2 == 1)                                               \
-                        memcpy(dst + lo2, src + lo2 + b2,                      \
-                               (size_t)(hi2 - lo2) * sizeof(T));               \
-                    else                                                       \
-                        for (int64_t o2 = lo2; o2 < hi2; o2++)                 \
-                            dst[o2] = src[o2 * s2 + b2];                       \
-                    for (int64_t o2 = hi2; o2 < c->out[2]; o2++)               \
-                        dst[o2] = (T)0;                                        \
-                }                                                              \
-            }                                                                  \
-        }                                                                      \
-    }
-CONV_IM2COL(float)
-CONV_IM2COL(double)
-
-/* Columns [n0, n1) of the col matrix of im2col_T (every row), into col
- * with rows ld entries apart: the output positions of a block, which may
- * start and end inside rows of the output. */
-#define CONV_IM2COL_COLS(T)                                                    \
-    static void im2col_cols_##T(const conv_ctx *x, const T *xg, T *col,        \
-                                int64_t ld, int64_t n0, int64_t n1) {          \
-        const bg_conv_geom *c = &x->ra;                                        \
-        int64_t out2 = c->out[2], ncols = ld;                                  \
-        for (int64_t r = 0; r < x->K; r++) {                                   \
-            int64_t kk[3];                                                     \
-            bg_conv_tap(c, r % x->kv, kk);                                     \
-            const T *xc = xg + (r / x->kv) * x->iv;                            \
-            int64_t s2 = c->stride[2], b2 = kk[2] * c->dil[2] - c->pb[2];      \
-            int64_t lo2 = b2 >= 0 ? 0 : (-b2 + s2 - 1) / s2;                   \
-            int64_t hi2 =                                                      \
-                c->in[2] - b2 <= 0 ? 0 : (c->in[2] - b2 + s2 - 1) / s2;        \
-            for (int64_t n = n0; n < n1;) {                                    \
-                int64_t q = n / out2, a = n % out2;                            \
+            int64_t q = n0 / out2, a = n0 % out2; /* output row, column */     \
+            int64_t o0 = q / c->out[1], o1 = q % c->out[1];                    \
+            for (int64_t n = n0; n < n1; a = 0) { /* a run of one row */       \
                 int64_t e = out2 - a < n1 - n ? out2 : a + (n1 - n);           \
-                int64_t o0 = q / c->out[1], o1 = q % c->out[1];                \
                 int64_t p0 = o0 * c->stride[0] - c->pb[0] + kk[0] * c->dil[0]; \
                 int64_t p1 = o1 * c->stride[1] - c->pb[1] + kk[1] * c->dil[1]; \
-                T *dst = col + r * ncols + (n - n0) - a; /* dst[o2] */         \
+                T *dst = col + r * ld + (n - n0) - a; /* dst[o2] */            \
                 bool inside =                                                  \
                     p0 >= 0 && p0 < c->in[0] && p1 >= 0 && p1 < c->in[1];      \
                 /* input read at [lo, hi) of the run [a, e), zeros around */   \
@@ -211,11 +166,12 @@ CONV_IM2COL(double)
                 for (int64_t o2 = hi; o2 < e; o2++)                            \
                     dst[o2] = (T)0;                                            \
                 n += e - a;                                                    \
+                if (++o1 == c->out[1]) o1 = 0, o0++;                           \
             }                                                                  \
         }                                                                      \
     }
-CONV_IM2COL_COLS(float)
-CONV_IM2COL_COLS(double)
+CONV_IM2COL(float)
+CONV_IM2COL(double)
 
 /* Output channels [c0, c1) of the group's output yg (one image) from the
  * transposed product col [OCg·kv, iv]: entry (ocl, k; p) lands at
@@ -314,9 +270,11 @@ static void run_item(const conv_ctx *x, int64_t item, char *col) {
     } else {
         if (!x->direct) {
             if (x->f64)
-                im2col_double(x, (const double *)xg, (double *)col, 0, x->K);
+                im2col_double(x, (const double *)xg, (double *)col, x->ov, 0,
+                              x->K, 0, x->ov);
             else
-                im2col_float(x, (const float *)xg, (float *)col, 0, x->K);
+                im2col_float(x, (const float *)xg, (float *)col, x->ov, 0, x->K,
+                             0, x->ov);
         }
         gemm(x, NULL, false, wg, x->direct ? xg : col, yg);
     }
@@ -336,10 +294,10 @@ static void im2col_range(void *ctx, int64_t b, int64_t e) {
     const conv_ctx *x = ctx;
     if (x->f64)
         im2col_double(x, (const double *)x_of(x, x->item), (double *)x->scratch,
-                      b, e);
+                      x->ov, b, e, 0, x->ov);
     else
-        im2col_float(x, (const float *)x_of(x, x->item), (float *)x->scratch, b,
-                     e);
+        im2col_float(x, (const float *)x_of(x, x->item), (float *)x->scratch,
+                     x->ov, b, e, 0, x->ov);
 }
 
 static void col2im_range(void *ctx, int64_t b, int64_t e) {
@@ -418,11 +376,11 @@ static void run_block(const conv_ctx *x, int64_t t, char *slot) {
         const char *xg = x_of(x, img * x->c.G + g);
         char *col = slot + (size_t)(n - n0) * x->esz;
         if (x->f64)
-            im2col_cols_double(x, (const double *)xg, (double *)col, ncols, p0,
-                               p1);
+            im2col_double(x, (const double *)xg, (double *)col, ncols, 0, x->K,
+                          p0, p1);
         else
-            im2col_cols_float(x, (const float *)xg, (float *)col, ncols, p0,
-                              p1);
+            im2col_float(x, (const float *)xg, (float *)col, ncols, 0, x->K, p0,
+                         p1);
         n += p1 - p0;
     }
     int M = (int)x->M, K = (int)x->K, nc = (int)ncols;
