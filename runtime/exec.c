@@ -162,6 +162,34 @@ static braid_status alloc_buffers(braid_exec *e) {
     return BRAID_OK;
 }
 
+/* What the host's nodes can derive once from their constant inputs
+ * (br_cpu_derive: a Winograd conv's filter transform), where each run
+ * would otherwise derive it again. Memory that runs short leaves a node
+ * deriving it per run, as before. */
+static void derive_constants(braid_exec *e) {
+    const bp_plan *p = e->plan;
+    const braid_graph *g = p->res.graph;
+    for (uint32_t i = 0; i < p->res.nschedule; i++) {
+        uint32_t id = p->res.schedule[i];
+        const bg_node *n = bg_node_at(g, id);
+        if (p->res.info[id].noop || (e->cuda && e->sched.on_dev[id])) continue;
+        bool any = false;
+        for (uint32_t k = 0; k < n->ninputs; k++) {
+            uint32_t x = n->inputs[k];
+            bool c = g->nodes[x].op == BRAID_OP_CONSTANT &&
+                     p->res.info[x].place.storage == BP_STORAGE_CONSTANT &&
+                     !bp_layout_of(p, x) && g->nodes[x].attr.data;
+            e->args[k] = c ? g->nodes[x].attr.data : NULL;
+            any |= c;
+        }
+        if (!any) continue;
+        if (!e->derived &&
+            !(e->derived = calloc(p->res.ninfo, sizeof *e->derived)))
+            return;
+        e->derived[id] = br_cpu_derive(g, id, e->args, e->pool);
+    }
+}
+
 static braid_status exec_new(const braid_plan *p, bool emulate, uint64_t seed,
                              braid_exec **exec) {
     if (!exec)
@@ -188,6 +216,7 @@ static braid_status exec_new(const braid_plan *p, bool emulate, uint64_t seed,
     if (s == BRAID_OK) s = check_nodes(e);
     if (s == BRAID_OK) s = alloc_tables(e);
     if (s == BRAID_OK) s = alloc_buffers(e);
+    if (s == BRAID_OK) derive_constants(e);
     if (s == BRAID_OK) s = br_exec_init_variables(e);
     if (s == BRAID_OK && emulate &&
         !(e->emu = br_emu_new(p, &e->sched, seed, run_host_node, e)))
@@ -229,6 +258,10 @@ void braid_exec_free(braid_exec *e) {
     free(e->ptr);
     free(e->args);
     free(e->sargs);
+    if (e->derived)
+        for (uint32_t i = 0; i < e->plan->res.ninfo; i++)
+            free(e->derived[i]);
+    free(e->derived);
     free(e->scratch);
     free(e->staging);
     free(e->in_binding);
@@ -452,6 +485,7 @@ static braid_status run_node(braid_exec *e, br_kernel_args *a, uint32_t id) {
         e->sargs[k] = bp_layout_of(p, n->inputs[k]);
     }
     a->out_strides = bp_layout_of(p, id);
+    a->derived = e->derived ? e->derived[id] : NULL;
     a->id = id;
     a->node = n;
     a->out = e->ptr[id];

@@ -41,6 +41,9 @@ struct braid_exec {
     const void **args;      /* a node's input pointers, max_inputs */
     const int64_t **sargs;  /* their strides (bp_layout_of), max_inputs */
     uint32_t max_inputs;    /* entries in args */
+    void **derived;         /* per node: what br_cpu_derive made from its
+                               constant inputs, or NULL; NULL until one
+                               is made; owned */
     void *scratch;          /* kernel scratch; owned */
     size_t scratch_bytes;   /* its size */
     void **staging;         /* per plan input: an aligned copy used when the

@@ -50,6 +50,9 @@ typedef struct br_kernel_args {
                                          dense */
     const int64_t *out_strides; /* the output's, when a matmul computes
                                    into a permute's bytes; else NULL */
+    const void *derived;        /* what br_cpu_derive made for the node at
+                                   executor creation (a conv's Winograd filter
+                                   transform of constant weights), or NULL */
     br_pool *pool;         /* threads to split the work over */
     void *scratch;         /* executor scratch, at least what
                               br_cpu_prepare asked for, 64-byte aligned */
@@ -73,6 +76,15 @@ braid_status br_run_check_take(const bp_plan *p, bc_run_check *rc);
  * types and sizes, and adds the scratch bytes it needs to *scratch (max).
  * BRAID_ERR_UNSUPPORTED naming the node otherwise. */
 braid_status br_cpu_prepare(const braid_graph *g, uint32_t id, size_t *scratch);
+/* Data the runs of node id can reuse, derived once at executor creation
+ * from its constant inputs: in[k] is input k's bytes when it is a constant
+ * of the plan (the same bytes every run), else NULL; pool: threads to use.
+ * Today a 3×3 Winograd conv's filter transform (cpu_kernels_winograd.c).
+ * NULL when the node has none, or memory is short (its runs then compute
+ * it each time). The result goes to the node's runs as
+ * br_kernel_args.derived; the caller frees it. */
+void *br_cpu_derive(const braid_graph *g, uint32_t id, const void *const *in,
+                    br_pool *pool);
 /* Computes one node. For a node br_cpu_prepare accepted (and, for a FUSED
  * node, br_fused_check) it does not fail: a run error of the data (an index
  * out of range, a checked cast's value that does not fit) is recorded in

@@ -301,6 +301,102 @@ Test(op_conv, cpu_winograd, .timeout = 120) {
     }
 }
 
+/* A Winograd conv whose weights (and bias) are constants of the plan: the
+ * executor makes the filter transform once, at creation
+ * (br_cpu_derive), and every run reuses it. Against the same conv with
+ * the weights as inputs bound to the same values (which transforms them
+ * per run): the same bits, on the first run and the second, on 1 and 3
+ * threads (one chunk, and waves of whole chunks); and against the
+ * reference at f32's tolerance. */
+Test(op_conv, cpu_winograd_constant_weights, .timeout = 120) {
+    ts_conv_case cases[2] = {
+        {.s = 2,
+         .N = 2,
+         .G = 1,
+         .Cg = 40,
+         .OCg = 24,
+         .in = {13, 11, 1},
+         .k = {3, 3, 1},
+         .bias = true,
+         .p = {.pads = {1, 0, 2, 1}}},
+        {.s = 2,
+         .N = 3,
+         .G = 1,
+         .Cg = 16,
+         .OCg = 16,
+         .in = {70, 70, 1},
+         .k = {3, 3, 1},
+         .bias = false,
+         .p = {.pads = {1, 1, 1, 1}}},
+    };
+    for (int t = 0; t < 2; t++) {
+        char what[400];
+        ts_conv_case_str(&cases[t], what, sizeof what);
+        braid_graph *gi = ts_conv_case_graph(&cases[t], BRAID_F32);
+        ts_io *io = ts_io_new(gi, 700 + (uint64_t)t);
+        cr_assert(io);
+        /* the same conv, w and b constants holding io's values */
+        braid_graph *gc = braid_graph_new(NULL);
+        const bg_node *xn = bg_node_at(gi, 0), *wn = bg_node_at(gi, 1);
+        braid_tensor x = braid_input(gc, "x", BRAID_F32, xn->rank, xn->dims);
+        braid_tensor w =
+            braid_constant(gc, BRAID_F32, wn->rank, wn->dims, io->in[1].data);
+        int64_t oc = wn->dims[0];
+        braid_tensor b = cases[t].bias ? braid_constant(gc, BRAID_F32, 1, &oc,
+                                                        io->in[2].data)
+                                       : BRAID_NONE;
+        braid_tensor y = braid_conv(gc, x, w, b, &cases[t].p);
+        braid_output(gc, "y", y);
+        cr_assert_eq(braid_graph_status(gc), BRAID_OK, "%s",
+                     braid_graph_error(gc));
+        /* the conv derives a filter transform from constant weights only */
+        const void *cin[3] = {NULL, io->in[1].data, NULL};
+        void *u = br_cpu_derive(gi, gi->nnodes - 1, cin, NULL);
+        cr_assert(u, "%s: no filter transform derived", what);
+        free(u);
+        cin[1] = NULL;
+        cr_assert_null(br_cpu_derive(gi, gi->nnodes - 1, cin, NULL));
+        for (int threads = 1; threads <= 3; threads += 2) {
+            ts_io *want = ts_io_new(gi, 700 + (uint64_t)t); /* same values */
+            braid_plan *pi = pf_compile(gi, "cpu");
+            cr_assert_eq(pf_run(pi, want, false, 0), BRAID_OK, "%s",
+                         braid_last_error());
+            braid_compile_options o;
+            braid_compile_options_init(&o);
+            o.devices = "cpu";
+            o.num_threads = threads;
+            braid_plan *pc = NULL;
+            braid_exec *e = NULL;
+            cr_assert_eq(braid_compile(gc, &o, &pc), BRAID_OK, "%s",
+                         braid_last_error());
+            cr_assert_eq(braid_exec_new(pc, &e), BRAID_OK, "%s",
+                         braid_last_error());
+            size_t bytes = want->out[0].bytes;
+            float *got = malloc(bytes);
+            cr_assert(got);
+            for (int run = 0; run < 2; run++) {
+                memset(got, 0, bytes);
+                braid_output_binding out = {"y", got, bytes};
+                cr_assert_eq(braid_run(e, &want->in[0], 1, &out, 1), BRAID_OK,
+                             "%s", braid_last_error());
+                cr_assert(memcmp(got, want->out[0].data, bytes) == 0,
+                          "%s, %d threads, run %d: constant weights differ "
+                          "from the same weights as inputs",
+                          what, threads, run);
+            }
+            free(got);
+            braid_exec_free(e);
+            braid_plan_free(pc);
+            braid_plan_free(pi);
+            ts_io_free(want);
+        }
+        check_run(gc, "cpu", 710 + (uint64_t)t, what);
+        ts_io_free(io);
+        braid_graph_free(gc);
+        braid_graph_free(gi);
+    }
+}
+
 /* Convolutions run in blocks of output positions
  * (runtime/cpu/cpu_kernels_conv.c): those whose col matrix outgrows one
  * item's buffer (CONV_BLOCKED_COL: 4 MiB) — a stem-like 7×7 stride-2 conv

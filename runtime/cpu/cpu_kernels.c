@@ -7,6 +7,14 @@
 
 /* ---- dispatch ------------------------------------------------------------ */
 
+void *br_cpu_derive(const braid_graph *g, uint32_t id, const void *const *in,
+                    br_pool *pool) {
+    const bg_node *n = bg_node_at(g, id);
+    return bg_op(n->op)->kind == BRAID_KIND_CONV
+               ? br_conv_derive(g, id, in, pool)
+               : NULL;
+}
+
 braid_status br_cpu_prepare(const braid_graph *g, uint32_t id,
                             size_t *scratch) {
     const bg_node *n = bg_node_at(g, id);

@@ -125,17 +125,25 @@ void br_index_run(const br_kernel_args *a); /* gather, scatter */
 braid_status br_conv_prepare(const braid_graph *g, uint32_t id,
                              size_t *scratch);
 void br_conv_run(const br_kernel_args *a);
+/* br_cpu_derive for a conv node: the Winograd filter transform of its
+ * weights when they are constant and the conv runs as Winograd. */
+void *br_conv_derive(const braid_graph *g, uint32_t id, const void *const *in,
+                     br_pool *pool);
 /* 3×3 stride-1 f32 convolutions as Winograd F(2×2, 3×3)
  * (cpu_kernels_winograd.c): whether conv c of dtype t runs that way, the
  * scratch it needs for up to `threads` threads taking whole chunks at once,
- * and the run (x, w, bias (or NULL), y as the conv node's operands; the
- * scratch of scratch_bytes: as many threads take whole chunks as it has
- * room for, and any size from br_winograd_scratch(c, 1) up works). */
+ * the filter transform of weights w alone (malloc'd, NULL when memory is
+ * short; the caller frees it), and the run (x, w, bias (or NULL), y as the
+ * conv node's operands; U: w's filter transform made before, or NULL to
+ * make it in the scratch; the scratch of scratch_bytes: as many threads
+ * take whole chunks as it has room for, and any size from
+ * br_winograd_scratch(c, 1) up works). */
 bool br_winograd_applies(const bg_conv_geom *c, braid_dtype t);
 size_t br_winograd_scratch(const bg_conv_geom *c, int threads);
+float *br_winograd_filter(const bg_conv_geom *c, br_pool *pool, const float *w);
 void br_winograd_run(const bg_conv_geom *c, br_pool *pool, const float *x,
-                     const float *w, const float *bias, float *y, void *scratch,
-                     size_t scratch_bytes);
+                     const float *w, const float *U, const float *bias,
+                     float *y, void *scratch, size_t scratch_bytes);
 /* argmax, argmin, topk_*, cumsum (cpu_kernels_axis.c) */
 braid_status br_axis_prepare(const braid_graph *g, uint32_t id,
                              size_t *scratch);

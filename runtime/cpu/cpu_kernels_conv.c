@@ -427,8 +427,8 @@ void br_conv_run(const br_kernel_args *a) {
     if (items == 0 || x.M == 0 || x.N == 0) return;
     if (br_winograd_applies(&x.c, a->node->dtype)) {
         br_winograd_run(&x.c, a->pool, (const float *)x.x, (const float *)x.w,
-                        (const float *)x.bias, (float *)x.y, x.scratch,
-                        a->scratch_bytes);
+                        a->derived, (const float *)x.bias, (float *)x.y,
+                        x.scratch, a->scratch_bytes);
         return;
     }
     if (x.K == 0) { /* no input channels: the bias alone (BLAS takes no K=0) */
@@ -509,4 +509,14 @@ braid_status br_conv_prepare(const braid_graph *g, uint32_t id,
     size_t bytes = (size_t)slots * x.col_bytes;
     if (bytes > *scratch) *scratch = bytes;
     return BRAID_OK;
+}
+
+void *br_conv_derive(const braid_graph *g, uint32_t id, const void *const *in,
+                     br_pool *pool) {
+    const bg_node *n = bg_node_at(g, id);
+    bg_conv_geom c;
+    if (!in[1] || !bg_conv_geom_of(g, n, &c) ||
+        !br_winograd_applies(&c, n->dtype))
+        return NULL;
+    return br_winograd_filter(&c, pool, in[1]);
 }

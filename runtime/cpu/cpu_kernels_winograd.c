@@ -27,6 +27,7 @@
  * within f32's tolerance against the reference (tests/test_op_conv.c). */
 #include "runtime/cpu/cpu_kernels.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 /* Scratch for one chunk's V and M (the transformed inputs and products):
@@ -53,7 +54,8 @@ typedef struct wg_ctx {
     int64_t t0, tb;       /* the chunk: first tile, its tiles */
     const float *x, *w, *bias;
     float *y;
-    float *U; /* [16][OC][C] */
+    const float *U; /* [16][OC][C] */
+    float *slots;   /* the chunks' scratch slots, slot_floats each */
     float *V; /* [16][C][tb] */
     float *M; /* [16][OC][tb] */
 } wg_ctx;
@@ -105,10 +107,17 @@ size_t br_winograd_scratch(const bg_conv_geom *c, int threads) {
  * stores per filter. */
 #define WG_FILTER_BLOCK 64
 
+/* The filter transform's context: the geometry, the weights and U. */
+typedef struct wg_filter {
+    const wg_ctx *x;
+    float *U;
+} wg_filter;
+
 /* U[ξ][oc][c] = (G g Gᵀ)[ξ] for output channels [b, e): G = [1 0 0;
  * ½ ½ ½; ½ −½ ½; 0 0 1]. */
 static void filter_range(void *ctx, int64_t b, int64_t e) {
-    const wg_ctx *x = ctx;
+    const wg_filter *f = ctx;
+    const wg_ctx *x = f->x;
     int64_t plane = x->OC * x->C;
     float v[16][WG_FILTER_BLOCK];
     for (int64_t oc = b; oc < e; oc++)
@@ -131,7 +140,7 @@ static void filter_range(void *ctx, int64_t b, int64_t e) {
                     v[4 * i + 3][c] = u[i][2];
                 }
             }
-            float *dst = x->U + oc * x->C + c0;
+            float *dst = f->U + oc * x->C + c0;
             for (int k = 0; k < 16; k++)
                 memcpy(dst + k * plane, v[k], (size_t)cn * sizeof(float));
         }
@@ -283,18 +292,35 @@ static void run_chunk(wg_ctx *x, br_pool *pool, int64_t t0, float *V) {
 /* Chunk k whole in scratch slot `slot` (br_waves), on this thread. */
 static void chunk_in_slot(void *ctx, int64_t k, int64_t slot) {
     wg_ctx x = *(const wg_ctx *)ctx;
-    float *V = x.U + u_floats(&x) + slot * slot_floats(&x);
-    run_chunk(&x, NULL, k * x.cap, V);
+    run_chunk(&x, NULL, k * x.cap, x.slots + slot * slot_floats(&x));
+}
+
+float *br_winograd_filter(const bg_conv_geom *c, br_pool *pool,
+                          const float *w) {
+    wg_ctx x;
+    wg_init(&x, c);
+    x.w = w;
+    wg_filter f = {&x, malloc((size_t)u_floats(&x) * sizeof(float))};
+    if (f.U) br_parallel_for(pool, x.OC, grain(40 * x.C), filter_range, &f);
+    return f.U;
 }
 
 void br_winograd_run(const bg_conv_geom *c, br_pool *pool, const float *in,
-                     const float *w, const float *bias, float *out,
-                     void *scratch, size_t scratch_bytes) {
+                     const float *w, const float *U, const float *bias,
+                     float *out, void *scratch, size_t scratch_bytes) {
     wg_ctx x;
     wg_init(&x, c);
     x.x = in, x.w = w, x.bias = bias, x.y = out;
-    x.U = scratch;
-    br_parallel_for(pool, x.OC, grain(40 * x.C), filter_range, &x);
+    /* The scratch: room for U (used when none was made before), then the
+     * chunks' slots. */
+    x.slots = (float *)scratch + u_floats(&x);
+    if (U) {
+        x.U = U;
+    } else {
+        wg_filter f = {&x, scratch};
+        br_parallel_for(pool, x.OC, grain(40 * x.C), filter_range, &f);
+        x.U = f.U;
+    }
     size_t slot_bytes = (size_t)slot_floats(&x) * sizeof(float);
     size_t u_bytes = (size_t)u_floats(&x) * sizeof(float);
     int64_t slots = scratch_bytes > u_bytes
@@ -306,5 +332,5 @@ void br_winograd_run(const bg_conv_geom *c, br_pool *pool, const float *in,
         return;
     }
     for (int64_t k = 0; k < x.nchunks; k++)
-        run_chunk(&x, pool, k * x.cap, x.U + u_floats(&x));
+        run_chunk(&x, pool, k * x.cap, x.slots);
 }
