@@ -2,10 +2,12 @@
  * bindings: a device input read only by copies to the GPU, device outputs
  * written by a D2H copy or copied out with cudaMemcpy when the cpu computes
  * them (or a CPU node also reads them), fresh device buffers every run
- * (runs binding device memory dispatch without the CUDA graph, host runs in
- * between replay it), the refusal when a CPU node would read a device
- * input (nothing written), and braid_run_async + braid_wait. Results are
- * compared with braid_reference_run on random inputs, f32 and f16.
+ * (those dispatch without the CUDA graph, host runs in between replay
+ * it), the same device buffers every run (captured once with them, then
+ * replayed; host or other device buffers in between dispatch node by
+ * node, and the kept buffers replay again), the refusal when a CPU node would
+ * read a device input (nothing written), and braid_run_async + braid_wait.
+ * Results are compared with braid_reference_run on random inputs, f32 and f16.
  * Skipped without a CUDA device; tests/cuda_mock/run.sh runs it on the host
  * emulation, where the host touching device memory crashes. */
 #include "tests/test_cuda_common.h"
@@ -164,6 +166,58 @@ Test(cuda_bindings, device_in_device_out_f32) {
 Test(cuda_bindings, device_in_device_out_f16) {
     TC_REQUIRE_GPU();
     device_runs(BRAID_F16);
+}
+
+/* The same device buffers every run, new values uploaded into them: the
+ * second run captures the CUDA graph reading and writing those buffers
+ * itself, later ones replay it; a run with host buffers, and one with
+ * fresh device buffers, dispatch node by node (the graph is not theirs),
+ * and the kept buffers replay again after them. Every run against the
+ * reference on its own random inputs. */
+Test(cuda_bindings, kept_device_buffers_replay_the_graph) {
+    TC_REQUIRE_GPU();
+    braid_graph *g = tb_gpu_graph(BRAID_F32);
+    braid_plan *p = NULL;
+    braid_exec *e = tb_exec(g, &p);
+    ts_io *io0 = ts_io_new(g, 400);
+    cr_assert(io0);
+    tb_dev kept = tb_dev_new(io0); /* names its bindings with io0's */
+    /* 0: warm-up, 1: capture, 2-3: replays, 4: host, 5: fresh device
+     * buffers, 6-7: the kept ones again */
+    for (int r = 0; r < 8; r++) {
+        ts_io *io = ts_io_new(g, 401 + (uint64_t)r);
+        cr_assert(io);
+        char what[80];
+        snprintf(what, sizeof what, "run %d", r);
+        if (r == 4) {
+            cr_assert_eq(
+                braid_run(e, io->in, io->ninputs, io->out, io->noutputs),
+                BRAID_OK, "%s", braid_last_error());
+            tb_assert_reference(g, io, what);
+        } else if (r == 5) {
+            tb_check_device_run(e, g, io, false, what);
+        } else {
+            for (uint32_t i = 0; i < kept.nin; i++)
+                cr_assert_eq(br_cuda_memcpy(kept.in_mem[i], io->in[i].data,
+                                            io->in[i].bytes),
+                             BRAID_OK, "%s", braid_last_error());
+            cr_assert_eq(braid_run(e, kept.in, kept.nin, kept.out, kept.nout),
+                         BRAID_OK, "%s: %s", what, braid_last_error());
+            tb_dev_download(&kept, io);
+            tb_assert_reference(g, io, what);
+        }
+        bool replayed = br_cuda_last_run_used_graph(br_exec_cuda(e));
+        bool want = r >= 1 && r != 4 && r != 5;
+        cr_assert_eq(replayed, want, "%s: graph %s, expected %s", what,
+                     replayed ? "used" : "not used", want ? "used" : "not");
+        ts_io_free(io);
+    }
+    cr_log_info("log:\n%s", br_cuda_log(br_exec_cuda(e)));
+    tb_dev_free(&kept);
+    ts_io_free(io0);
+    braid_exec_free(e);
+    braid_plan_free(p);
+    braid_graph_free(g);
 }
 
 Test(cuda_bindings, device_input_on_the_plans_gpu) {

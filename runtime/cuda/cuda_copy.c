@@ -429,9 +429,13 @@ braid_status br_cuda_copy(br_cuda *c, uint32_t id) {
     const char *src = c->run.args->ptr[n->inputs[0]];
     cudaStream_t s = br_cuda_stream(c, cn->queue);
     if (bytes == 0 || cn->kind == BR_NODE_CONST_H2D) return BRAID_OK;
-    if (c->run.capturing && cn->kind == BR_NODE_H2D) src = c->graph.src[id];
-    if (c->run.capturing && cn->kind == BR_NODE_D2H) dst = c->graph.dst[id];
-    if (c->run.capturing && cn->kind != BR_NODE_D2D) /* fixed pinned buffers */
+    /* captured: fixed pinned buffers, or the caller's device buffer bound
+     * at the capture (br_graph_state.bound) */
+    if (c->run.capturing && cn->kind == BR_NODE_H2D && !c->graph.bound[id])
+        src = c->graph.src[id];
+    if (c->run.capturing && cn->kind == BR_NODE_D2H && !c->graph.bound[id])
+        dst = c->graph.dst[id];
+    if (c->run.capturing && cn->kind != BR_NODE_D2D)
         return br_cu(c, WHERE, id, "cudaMemcpyAsync",
                      cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, s));
     int other = -1; /* the GPU of a caller's device buffer */

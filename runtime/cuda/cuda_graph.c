@@ -17,22 +17,29 @@
  *     before every CPU node that depends on GPU work (no GPU → CPU → GPU
  *     round trip): the first group runs before the launch, the second after
  *     it, the CPU queue keeps its order;
- *   - copies touch no pageable arena, and the caller bytes staged per run
- *     stay within BR_GRAPH_STAGING_MAX.
+ *   - copies touch no pageable arena.
+ * And per run (br_graph_bindings_match): the caller's host bytes the
+ * copies stage stay within BR_GRAPH_STAGING_MAX (bytes read or written in
+ * device memory by the graph itself do not count).
  * The first run is the warm-up (ordinary dispatch: cuBLAS picks its
  * kernels, modules load). From the second on, the dispatcher
  * (runtime/dispatch.h) issues every GPU node as one unit (cuda_run.c's
  * span), once the CPU nodes GPU work waits for have run: the second run
  * captures the GPU nodes, issued as usual, by stream capture: the origin stream
  * forks every other stream at the start and joins them at the end, events
- * become graph edges. Later runs replay with cudaGraphLaunch. A run binding
- * device memory runs the ordinary way. A failed capture is logged and never
- * retried. The host waits for the graph (and copies its outputs out) before the
- * first CPU node that waits for a GPU node (the dispatcher's host wait), else
- * when the run is finished (br_graph_finish from br_cuda_run_finish, i.e.
- * braid_wait).
- * While the executor profiles, no graph is captured or replayed: every
- * node must be timed on its own (runtime/profile/profile.h). */
+ * become graph edges. Later runs replay with cudaGraphLaunch. An input or
+ * output bound to device memory on the copy's GPU is read or written by
+ * the graph itself, at the address bound during the capture
+ * (br_graph_state.bound): later runs replay when they bind the same device
+ * buffers (a serving loop or benchmark reusing its buffers, as PyTorch's
+ * CUDA graphs require) and host memory for every other copy; any other
+ * run dispatches node by node (br_graph_bindings_match). A failed capture
+ * is logged and never retried. The host waits for the graph (and copies its
+ * outputs out) before the first CPU node that waits for a GPU node (the
+ * dispatcher's host wait), else when the run is finished (br_graph_finish from
+ * br_cuda_run_finish, i.e. braid_wait). While the executor profiles, no graph
+ * is captured or replayed: every node must be timed on its own
+ * (runtime/profile/profile.h). */
 #define _POSIX_C_SOURCE 200809L
 #include "runtime/cuda/cuda_impl.h"
 #include "runtime/profile/profile.h"
@@ -73,19 +80,6 @@ static void dependencies(br_cuda *c) {
              k++)
             c->node[p->res.events[c->sched->waits[k]].after].feeds_gpu = true;
     }
-}
-
-/* The host bytes a graph run copies in and out at most. */
-static uint64_t staged_per_run(const br_cuda *c) {
-    const bp_plan *p = c->plan;
-    uint64_t total = 0;
-    for (uint32_t i = 0; i < c->sched->ndev; i++) {
-        uint32_t id = c->sched->dev_list[i];
-        br_node_kind k = c->node[id].kind;
-        if (k == BR_NODE_H2D || k == BR_NODE_D2H)
-            total += bg_nbytes(bg_node_at(p->res.graph, id));
-    }
-    return total;
 }
 
 /* NULL when the GPU part is static, else why not. */
@@ -133,15 +127,6 @@ static const char *why_not_static(br_cuda *c, char *buf, size_t size) {
                 }
             }
         }
-    uint64_t staged = staged_per_run(c);
-    if (staged > BR_GRAPH_STAGING_MAX) {
-        snprintf(buf, size,
-                 "copies move %llu host bytes per run (graphs only up to "
-                 "%llu; above that the staged copies overlap host memcpys)",
-                 (unsigned long long)staged,
-                 (unsigned long long)BR_GRAPH_STAGING_MAX);
-        return buf;
-    }
     return NULL;
 }
 
@@ -164,8 +149,9 @@ braid_status br_graph_prepare(br_cuda *c) {
     g->src = calloc(n, sizeof *g->src);
     g->dst = calloc(n, sizeof *g->dst);
     g->owned = calloc(n, sizeof *g->owned);
+    g->bound = calloc(n, sizeof *g->bound);
     g->join = calloc(nq, sizeof *g->join);
-    if (!g->src || !g->dst || !g->owned || !g->join)
+    if (!g->src || !g->dst || !g->owned || !g->bound || !g->join)
         return bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY,
                                  "braid_exec_new: out of memory");
     g->static_plan = true;
@@ -189,6 +175,7 @@ void br_graph_free(br_cuda *c) {
     free(g->src);
     free(g->dst);
     free(g->owned);
+    free(g->bound);
     free(g->join);
 }
 
@@ -202,15 +189,61 @@ static void *pinned_home(const br_cuda *c, uint32_t t, uint64_t off) {
     return (char *)c->mem.arena[pl->arena] + pl->offset + off;
 }
 
-/* Chooses (allocating when needed) the fixed buffer of every H2D / D2H. */
+/* The caller's buffer copy id reads (H2D) or writes (D2H) this run. */
+static const void *caller_buffer(const br_cuda *c, uint32_t id) {
+    return c->node[id].kind == BR_NODE_H2D
+               ? c->run.args->ptr[bg_node_at(c->plan->res.graph, id)->inputs[0]]
+               : c->run.args->ptr[id];
+}
+
+/* Whether this run's buffer for copy id is device memory on the copy's
+ * GPU (the graph may read or write it itself). */
+static bool on_copy_gpu(const br_cuda *c, uint32_t id, const void *buf) {
+    int dev = -1;
+    return buf && br_pointer_kind(buf, &dev) == 2 && dev == c->node[id].dev;
+}
+
+bool br_graph_bindings_match(br_cuda *c) {
+    br_graph_state *g = &c->graph;
+    uint64_t staged = 0; /* host bytes the graph's copies would stage */
+    for (uint32_t i = 0; i < c->sched->ndev; i++) {
+        uint32_t id = c->sched->dev_list[i];
+        br_node_kind k = c->node[id].kind;
+        if (k != BR_NODE_H2D && k != BR_NODE_D2H) continue;
+        const void *buf = caller_buffer(c, id);
+        int dev = -1;
+        bool device = buf && br_pointer_kind(buf, &dev) == 2;
+        if (!g->exec) { /* this run captures: device memory on its GPU */
+            if (device && dev != c->node[id].dev) return false;
+        } else if (g->bound[id] ? buf != g->bound[id] : device) {
+            return false;
+        }
+        if (!device) staged += bg_nbytes(bg_node_at(c->plan->res.graph, id));
+    }
+    if (staged <= BR_GRAPH_STAGING_MAX) return true;
+    if (!g->staging_logged)
+        br_cuda_logf(c,
+                     "graph: not used for runs whose copies move %llu host "
+                     "bytes per run (graphs only up to %llu; above that the "
+                     "staged copies overlap host memcpys)",
+                     (unsigned long long)staged,
+                     (unsigned long long)BR_GRAPH_STAGING_MAX);
+    g->staging_logged = true;
+    return false;
+}
+
+/* Chooses (allocating when needed) the fixed buffer of every H2D / D2H
+ * that does not read or write the caller's device buffer itself. */
 static braid_status fixed_buffers(br_cuda *c) {
     const bp_plan *p = c->plan;
     br_graph_state *g = &c->graph;
     for (uint32_t i = 0; i < c->sched->ndev; i++) {
         uint32_t id = c->sched->dev_list[i];
         br_node_kind k = c->node[id].kind;
-        if ((k != BR_NODE_H2D && k != BR_NODE_D2H) || g->src[id] || g->dst[id])
-            continue;
+        if (k != BR_NODE_H2D && k != BR_NODE_D2H) continue;
+        const void *caller = caller_buffer(c, id);
+        g->bound[id] = on_copy_gpu(c, id, caller) ? caller : NULL;
+        if (g->bound[id] || g->src[id] || g->dst[id]) continue;
         uint64_t off = 0; /* D2H: its own bytes may be a view (concat) */
         uint32_t t = br_root(
             p, k == BR_NODE_H2D ? bg_node_at(p->res.graph, id)->inputs[0] : id,
@@ -321,7 +354,7 @@ static void copy_in(br_cuda *c) {
     const bp_plan *p = c->plan;
     for (uint32_t i = 0; i < c->sched->ndev; i++) {
         uint32_t id = c->sched->dev_list[i];
-        if (c->node[id].kind != BR_NODE_H2D) continue;
+        if (c->node[id].kind != BR_NODE_H2D || c->graph.bound[id]) continue;
         const void *from =
             c->run.args->ptr[bg_node_at(p->res.graph, id)->inputs[0]];
         br_parallel_memcpy(c->run.args->pool, c->graph.src[id], from,
@@ -337,7 +370,7 @@ static braid_status finish(br_cuda *c) {
               cudaStreamSynchronize(br_cuda_stream(c, c->graph.origin)));
     for (uint32_t i = 0; s == BRAID_OK && i < c->sched->ndev; i++) {
         uint32_t id = c->sched->dev_list[i];
-        if (c->node[id].kind == BR_NODE_D2H)
+        if (c->node[id].kind == BR_NODE_D2H && !c->graph.bound[id])
             br_parallel_memcpy(c->run.args->pool, c->run.args->ptr[id],
                                c->graph.dst[id],
                                bg_nbytes(bg_node_at(p->res.graph, id)));

@@ -150,8 +150,10 @@ typedef struct br_graph_state {
     bool captured;        /* a capture was begun: the events recorded in
                              it are graph nodes now, not ordinary events
                              (br_cuda_give_event destroys them) */
-    bool device_logged;   /* the log says why runs binding device memory
-                             do not replay (once) */
+    bool device_logged;   /* the log says why a run binding device memory
+                             did not replay (once) */
+    bool staging_logged;  /* the log says a run staged too many host
+                             bytes for the graph (once) */
     uint32_t runs;        /* successful runs so far (capture after 1) */
     bool used_last;       /* the last run replayed the graph */
     bool unfinished;      /* this run launched the graph and the host has
@@ -169,6 +171,12 @@ typedef struct br_graph_state {
                              buffer the graph writes */
     bool *owned;          /* per node: src / dst allocated here (pinned,
                              freed with the state) */
+    const void **bound;   /* per node (H2D / D2H copies): the caller's
+                             device buffer the graph reads (H2D) or writes
+                             (D2H) itself, as bound at the capture; NULL:
+                             the copy goes through src / dst. A run
+                             replays only with these same buffers bound
+                             (and host memory for every other copy) */
     cudaEvent_t *join;    /* per queue: joins its stream into the origin
                              at the end of a capture */
     cudaEvent_t fork;     /* recorded on the origin at capture start */
@@ -564,6 +572,13 @@ braid_status br_graph_prepare(br_cuda *c);
  * not yet): the plan's GPU part is static, graphs are on, no capture
  * failed, the warm-up run is done and the run is not profiled. */
 bool br_graph_wanted(const br_cuda *c);
+/* With br_graph_wanted: whether this run's bindings fit the graph. Before
+ * the capture: every copy's caller buffer is host memory or device memory
+ * on the copy's GPU (the capture reads and writes those itself). After:
+ * each copy's caller buffer is the device buffer the capture bound
+ * (graph.bound), or host memory where it bound none. Either way the host
+ * bytes staged stay within BR_GRAPH_STAGING_MAX (else logged once). */
+bool br_graph_bindings_match(br_cuda *c);
 /* Issues every GPU node at once: launches the graph (capturing it
  * first), with the caller's bytes copied into its fixed buffers; sets
  * graph.unfinished. A capture that fails is logged and the nodes are

@@ -172,7 +172,8 @@ bool br_cuda_device_output_in_place(const br_cuda *c, uint32_t id) {
  * Outputs in device memory are always accepted: exec.c writes them in
  * place only through a D2H copy (br_cuda_device_output_in_place), else
  * copies them out with cudaMemcpy. Sets *device when some binding is
- * device memory (the run then dispatches without the CUDA graph). */
+ * device memory (the run replays the CUDA graph only with the device
+ * buffers it was captured with: br_graph_bindings_match). */
 static braid_status check_bindings(br_cuda *c, bool *device) {
     const bp_plan *p = c->plan;
     const br_cuda_run_args *a = c->run.args;
@@ -199,17 +200,19 @@ static braid_status check_bindings(br_cuda *c, bool *device) {
     return BRAID_OK;
 }
 
-/* A run binding device memory dispatches the ordinary way: the graph's
- * H2D / D2H copies use fixed pinned buffers that the host fills and
- * empties with memcpy, which device memory forbids. Logged once. */
+/* A run binding device memory other than the graph was captured with
+ * dispatches the ordinary way: the graph reads and writes the device
+ * buffers bound at its capture, and copies host memory through fixed
+ * pinned buffers. Logged once. */
 static void skip_graph(br_cuda *c) {
     br_graph_state *g = &c->graph;
     if (g->device_logged || !g->enabled || !g->static_plan || g->failed)
         return;
     g->device_logged = true;
-    br_cuda_logf(c, "graph: not replayed for runs that bind device memory "
-                    "(the graph copies through pinned host buffers); such "
-                    "runs dispatch node by node");
+    br_cuda_logf(c, "graph: not replayed for a run binding other device "
+                    "buffers than the capture (the graph reads and writes "
+                    "the device buffers bound then); such runs dispatch "
+                    "node by node");
 }
 
 /* ---- the dispatcher's queues --------------------------------------------- */
@@ -274,10 +277,11 @@ braid_status br_cuda_run_start(br_cuda *c, const br_cuda_run_args *a,
         return r;
     }
     *started = true;
-    if (device)
-        skip_graph(c);
-    else
-        c->run.graph = br_graph_wanted(c);
+    c->run.graph = br_graph_wanted(c);
+    if (c->run.graph && !br_graph_bindings_match(c)) {
+        c->run.graph = false;
+        if (device) skip_graph(c);
+    }
     return BRAID_OK;
 }
 
