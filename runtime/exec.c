@@ -173,7 +173,7 @@ static void derive_constants(braid_exec *e) {
         uint32_t id = p->res.schedule[i];
         const bg_node *n = bg_node_at(g, id);
         if (p->res.info[id].noop || (e->cuda && e->sched.on_dev[id])) continue;
-        bool any = false;
+        bool any = false; /* e->args (max_inputs) holds the constants */
         for (uint32_t k = 0; k < n->ninputs; k++) {
             uint32_t x = n->inputs[k];
             bool c = g->nodes[x].op == BRAID_OP_CONSTANT &&
@@ -182,11 +182,14 @@ static void derive_constants(braid_exec *e) {
             e->args[k] = c ? g->nodes[x].attr.data : NULL;
             any |= c;
         }
-        if (!any) continue;
+        void *d = any ? br_cpu_derive(g, id, e->args, e->pool) : NULL;
+        if (!d) continue;
         if (!e->derived &&
-            !(e->derived = calloc(p->res.ninfo, sizeof *e->derived)))
+            !(e->derived = calloc(p->res.ninfo, sizeof *e->derived))) {
+            free(d); /* memory is short: the node derives it per run */
             return;
-        e->derived[id] = br_cpu_derive(g, id, e->args, e->pool);
+        }
+        e->derived[id] = d;
     }
 }
 
