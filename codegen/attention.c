@@ -27,7 +27,14 @@
  * rescale per chunk rather than per key, the probabilities broadcast by
  * shuffles into p·v, each lane owning output elements lane, lane + 32 and
  * its part of the running sum l, summed once at the end. The
- * row-per-group form spends five shuffles per key on every score.
+ * row-per-group form spends five shuffles per key on every score. The
+ * key-parallel form is bound by latency, not arithmetic (a block holds
+ * 4 rows): f32 tiles whose strides allow it are staged as float4 when
+ * k's and v's addresses are 16-byte aligned (a uniform branch at run
+ * time), the staging loops unrolled so that loads overlap, and the dot
+ * product and p·v keep four and two independent sums instead of one
+ * dependent chain (GPT-2 small's attention on the H200: 21.0 → 16.8 µs
+ * from the float4 staging alone, profiled).
  *
  * Compute type: float for f32/f16/bf16, double for f64; f16/bf16 round
  * once, at the store. Shared memory is static (≤ AT_SMEM bytes), as
@@ -267,6 +274,19 @@ static void emit_body(bc_buf *b, const at_plan *s) {
 /* ---- the key-parallel form ------------------------------------------------
  */
 
+/* f32 k and v whose rows start on 16-byte boundaries as far as the
+ * strides tell (D and every stride a multiple of 4 elements): the tiles
+ * may be staged as float4, when the operands' addresses are aligned too
+ * (checked in the kernel: a uniform branch). */
+static bool kp_vec4(const at_plan *s) {
+    const bg_attn_geom *a = &s->a;
+    if (s->t != BRAID_F32 || a->D % 4) return false;
+    for (int x = 1; x < 3; x++)
+        for (int i = 0; i < 3; i++)
+            if (a->st[x][i] % 4) return false;
+    return true;
+}
+
 /* Parameters, the query row in registers (q[DQ], DQ = DP - 4, zero past
  * D) and the staged tiles: ks padded to DP (float4 reads, no bank
  * conflicts), vs 32·E wide. */
@@ -277,7 +297,7 @@ static void emit_kp_head(bc_buf *b, const bp_plan *p, uint32_t id,
     bc_emit_signature(b, p, id, BC_ENTRY, (unsigned)(s->QT * 32), NULL);
     snprintf(decls, sizeof decls,
              "    __shared__ __align__(16) float ks[%d][%d];\n"
-             "    __shared__ float vs[%d][%d];\n"
+             "    __shared__ __align__(16) float vs[%d][%d];\n"
              "    const int tid = threadIdx.x, lane = tid & 31;\n",
              s->KT, s->DP, s->KT, W);
     emit_row_setup(b, s, decls, "(tid >> 5)");
@@ -291,34 +311,68 @@ static void emit_kp_head(bc_buf *b, const bp_plan *p, uint32_t id,
                   "    for (int e = 0; e < %d; e++)\n"
                   "        acc[e] = 0.0f;\n",
                   DQ, s->E, DQ, ld, s->E);
+    if (kp_vec4(s))
+        bc_buf_puts(b, "    const bool vec4 = (((unsigned long long)in1 | "
+                       "(unsigned long long)in2) & 15ULL) == 0;\n");
     emit_jend(b, s);
 }
 
-/* Staging of the k and v tile starting at key j0 (zeros past T and D). */
+/* One tile's staging loop: KT rows of `width` floats from operand `in`
+ * (strides st) into `tile`, zeros past T and D; `vec` elements per step
+ * (1 or 4: float4 loads and stores, D a multiple of 4). Unrolled so that
+ * several loads are in flight per thread: the loop is bound by their
+ * latency, not by bandwidth. */
+static void emit_kp_tile(bc_buf *b, const at_plan *s, const char *in,
+                         const int64_t *st, const char *tile, int width,
+                         int vec) {
+    int NT = s->QT * 32, per = width / vec;
+    char ld[96], at[32];
+    snprintf(at, sizeof at, "%s[o]", in);
+    bc_from_storage_str(s->t, at, ld, sizeof ld);
+    bc_buf_printf(b,
+                  "#pragma unroll 4\n"
+                  "        for (int x = tid; x < %d; x += %d) {\n"
+                  "            const int jj = x / %d, d = (x %% %d) * %d;\n"
+                  "            const long long j = j0 + jj;\n",
+                  s->KT * per, NT, per, per, vec);
+    bc_buf_printf(b,
+                  "            const long long o = b * %lldLL + j * %lldLL + "
+                  "h * %lldLL + d;\n",
+                  (long long)st[0], (long long)st[1], (long long)st[2]);
+    if (vec == 4)
+        bc_buf_printf(b,
+                      "            float4 t = make_float4(0.0f, 0.0f, 0.0f, "
+                      "0.0f);\n"
+                      "            if (j < T && d < D) t = *(const float4 "
+                      "*)&%s[o];\n"
+                      "            *(float4 *)&%s[jj][d] = t;\n"
+                      "        }\n",
+                      in, tile);
+    else
+        bc_buf_printf(b,
+                      "            float t = 0.0f;\n"
+                      "            if (j < T && d < D) t = %s;\n"
+                      "            %s[jj][d] = t;\n"
+                      "        }\n",
+                      ld, tile);
+}
+
+/* Staging of the k and v tile starting at key j0 (zeros past T and D):
+ * float4 when kp_vec4 and both operands are 16-byte aligned, else one
+ * element at a time. */
 static void emit_kp_stage(bc_buf *b, const at_plan *s) {
     const bg_attn_geom *a = &s->a;
-    int W = s->E * 32, NT = s->QT * 32;
-    char lk[96], lv[96];
-    bc_from_storage_str(s->t, "in1[ko]", lk, sizeof lk);
-    bc_from_storage_str(s->t, "in2[vo]", lv, sizeof lv);
-    const char *tile =
-        "        for (int x = tid; x < %d; x += %d) {\n"
-        "            const int jj = x / %d, d = x %% %d;\n"
-        "            const long long j = j0 + jj;\n"
-        "            float t = 0.0f;\n"
-        "            if (j < T && d < D) {\n"
-        "                const long long %s = b * %lldLL + j * %lldLL + h * "
-        "%lldLL + d;\n"
-        "                t = %s;\n"
-        "            }\n"
-        "            %s[jj][d] = t;\n"
-        "        }\n";
+    int W = s->E * 32;
     bc_buf_puts(b, "        __syncthreads();\n");
-    bc_buf_printf(b, tile, s->KT * s->DP, NT, s->DP, s->DP, "ko",
-                  (long long)a->st[1][0], (long long)a->st[1][1],
-                  (long long)a->st[1][2], lk, "ks");
-    bc_buf_printf(b, tile, s->KT * W, NT, W, W, "vo", (long long)a->st[2][0],
-                  (long long)a->st[2][1], (long long)a->st[2][2], lv, "vs");
+    if (kp_vec4(s)) {
+        bc_buf_puts(b, "        if (vec4) {\n");
+        emit_kp_tile(b, s, "in1", a->st[1], "ks", s->DP, 4);
+        emit_kp_tile(b, s, "in2", a->st[2], "vs", W, 4);
+        bc_buf_puts(b, "        } else {\n");
+    }
+    emit_kp_tile(b, s, "in1", a->st[1], "ks", s->DP, 1);
+    emit_kp_tile(b, s, "in2", a->st[2], "vs", W, 1);
+    if (kp_vec4(s)) bc_buf_puts(b, "        }\n");
     bc_buf_puts(b, "        __syncthreads();\n");
 }
 
@@ -332,14 +386,18 @@ static void emit_kp_body(bc_buf *b, const at_plan *s) {
                   "32) {\n"
                   "            const int jj = c0 + lane;\n"
                   "            const long long j = j0 + jj;\n"
-                  "            float p = 0.0f;\n"
+                  "            float p0 = 0.0f, p1 = 0.0f, p2 = 0.0f, p3 "
+                  "= 0.0f;\n"
                   "#pragma unroll\n"
                   "            for (int d = 0; d < %d; d += 4) {\n"
                   "                const float4 kk = *(const float4 "
                   "*)&ks[jj][d];\n"
-                  "                p += q[d] * kk.x + q[d + 1] * kk.y + q[d + "
-                  "2] * kk.z + q[d + 3] * kk.w;\n"
+                  "                p0 += q[d] * kk.x;\n"
+                  "                p1 += q[d + 1] * kk.y;\n"
+                  "                p2 += q[d + 2] * kk.z;\n"
+                  "                p3 += q[d + 3] * kk.w;\n"
                   "            }\n"
+                  "            float p = (p0 + p1) + (p2 + p3);\n"
                   "            if (j >= T) p = ninf;\n",
                   s->KT, DQ);
     emit_mask(b, s, "            ");
@@ -362,15 +420,26 @@ static void emit_kp_body(bc_buf *b, const at_plan *s) {
         "#pragma unroll\n"
         "            for (int e = 0; e < %d; e++)\n"
         "                acc[e] *= al;\n"
+        "            float acc2[%d];\n"
         "#pragma unroll\n"
-        "            for (int u = 0; u < 32; u++) {\n"
+        "            for (int e = 0; e < %d; e++)\n"
+        "                acc2[e] = 0.0f;\n"
+        "#pragma unroll\n"
+        "            for (int u = 0; u < 32; u += 2) {\n"
         "                const float pu = __shfl_sync(0xffffffffu, "
         "pe, u);\n"
+        "                const float pw = __shfl_sync(0xffffffffu, "
+        "pe, u + 1);\n"
         "#pragma unroll\n"
-        "                for (int e = 0; e < %d; e++)\n"
-        "                    acc[e] += pu * vs[c0 + u][lane + 32 * "
+        "                for (int e = 0; e < %d; e++) {\n"
+        "                    acc[e] += pu * vs[c0 + u][lane + 32 * e];\n"
+        "                    acc2[e] += pw * vs[c0 + u + 1][lane + 32 * "
         "e];\n"
+        "                }\n"
         "            }\n"
+        "#pragma unroll\n"
+        "            for (int e = 0; e < %d; e++)\n"
+        "                acc[e] += acc2[e];\n"
         "            m = mn;\n"
         "        }\n"
         "    }\n"
@@ -383,7 +452,7 @@ static void emit_kp_body(bc_buf *b, const at_plan *s) {
         "    for (int e = 0; e < %d; e++) {\n"
         "        const long long d = lane + 32 * e;\n"
         "        if (d < D) out[oo + d] = ",
-        s->E, s->E, s->E);
+        s->E, s->E, s->E, s->E, s->E, s->E);
     bc_emit_to_storage(b, s->t, "acc[e] * inv");
     bc_buf_puts(b, ";\n    }\n}\n\n");
 }

@@ -20,6 +20,7 @@
  * ONNX tolerances (docs/onnx.md). */
 #include "onnx/onnx_internal.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -362,18 +363,52 @@ static bool shapes_fit(ox_node *n, braid_tensor q, braid_tensor k,
     return true;
 }
 
+/* A static mask that is exactly the causal one for S query rows of q:
+ * [.., S, S] (every leading dim 1; k has S keys), 0 where key j <= query
+ * i, -inf or at most -FLT_MAX past the diagonal (PyTorch's exporters fold
+ * GPT-2's triangle to this: the TorchScript one with -inf, the dynamo one
+ * with float32's lowest). The attention then takes the causal flag
+ * instead, with the same probabilities: adding 0 changes no finite score;
+ * past the diagonal -inf, or any score of magnitude below ~1e31 plus
+ * -FLT_MAX, gives exp(...) = 0 exactly, as the flag does (the diagonal is
+ * never masked, so a row's max is finite). No mask is read per score and
+ * the blocks stop at their diagonal. */
+static bool causal_mask(ox_node *n, const char *name, braid_tensor q,
+                        braid_tensor k) {
+    ox_value *x = ox_find(n->im, name);
+    const bg_node *Q = bg_node_at(n->g, q.id), *K = bg_node_at(n->g, k.id);
+    if (Q->rank != 4 || K->rank != 4 || K->dims[3] != Q->dims[2]) return false;
+    int64_t S = Q->dims[2];
+    if (!x || !x->sv || x->rank < 2 || x->dims[x->rank - 1] != S ||
+        x->dims[x->rank - 2] != S)
+        return false;
+    for (int d = 0; d + 2 < x->rank; d++)
+        if (x->dims[d] != 1) return false;
+    for (int64_t i = 0; i < S; i++)
+        for (int64_t j = 0; j < S; j++) {
+            double v = x->sv[i * S + j];
+            if (j <= i ? v != 0 : !(v <= -FLT_MAX)) return false;
+        }
+    return true;
+}
+
 bool ox_try_attention(ox_node *n) {
     ox_attn m;
     if (n->folding || n->g != n->im->g || !match(n, &m)) return false;
     braid_tensor q, k, v, mask = BRAID_NONE;
     if (!tensor_of(n, m.q, &q) || !tensor_of(n, m.k, &k) ||
-        !tensor_of(n, m.v, &v) || (m.mask && !tensor_of(n, m.mask, &mask)) ||
-        !shapes_fit(n, q, k, v, mask))
+        !tensor_of(n, m.v, &v))
         return false;
+    unsigned flags = 0;
+    if (m.mask && causal_mask(n, m.mask, q, k))
+        flags = BRAID_ATTENTION_CAUSAL;
+    else if (m.mask && !tensor_of(n, m.mask, &mask))
+        return false;
+    if (!shapes_fit(n, q, k, v, mask)) return false;
     static const int qv_perm[4] = {0, 2, 1, 3}, k_perm[4] = {0, 3, 1, 2};
     braid_tensor a =
         braid_attention(n->g, seq_major(n, q, qv_perm), seq_major(n, k, k_perm),
-                        seq_major(n, v, qv_perm), mask, m.scale, 0);
+                        seq_major(n, v, qv_perm), mask, m.scale, flags);
     ox_out(n, 0, braid_permute(n->g, a, qv_perm), ox_in_elem(n, 0));
     return true;
 }

@@ -122,3 +122,37 @@ Test(cuda_attention, long_t, .timeout = 300) {
     one_case(BRAID_F32, 1, 1000, 1000, 2, 64, 0, true, 91);
     one_case(BRAID_F16, 1, 8, 4096, 2, 128, 0, false, 92);
 }
+
+/* k and v as strided views of one wider tensor (as GPT-2's split of the
+ * fused q·k·v projection gives them): strides that are multiples of 4
+ * with the views starting at a multiple of 4 elements (the f32 tiles are
+ * staged as float4) and at an odd element (16-byte misaligned: staged one
+ * element at a time; the kernel checks at run time), causal and not. */
+Test(cuda_attention, strided_views_aligned_and_not) {
+    TC_REQUIRE_GPU();
+    static const int64_t starts[2][2] = {{0, 68}, {1, 69}};
+    for (int a = 0; a < 2; a++)
+        for (int causal = 0; causal < 2; causal++) {
+            char what[96];
+            snprintf(what, sizeof what, "strided k/v from %lld, %lld%s",
+                     (long long)starts[a][0], (long long)starts[a][1],
+                     causal ? " causal" : "");
+            braid_graph *g = braid_graph_new(NULL);
+            braid_tensor q =
+                braid_input(g, "q", BRAID_F32, 4, DIMS(1, 40, 3, 64));
+            braid_tensor x =
+                braid_input(g, "x", BRAID_F32, 4, DIMS(1, 40, 3, 136));
+            braid_tensor kv[2];
+            for (int i = 0; i < 2; i++)
+                kv[i] = braid_slice(g, x, DIMS(0, 0, 0, starts[a][i]),
+                                    DIMS(1, 40, 3, starts[a][i] + 64),
+                                    DIMS(1, 1, 1, 1));
+            braid_tensor y =
+                braid_attention(g, q, kv[0], kv[1], BRAID_NONE, 0.125,
+                                causal ? BRAID_ATTENTION_CAUSAL : 0);
+            ts_range r[2] = {TS_RANGE(-2, 2), TS_RANGE(-1, 1)};
+            TC_CHECK(g, y, r, (uint64_t)(100 + 2 * a + causal), what);
+            tc_assert_one_on_gpu(g, BRAID_OP_ATTENTION, what);
+            braid_graph_free(g);
+        }
+}

@@ -386,23 +386,40 @@ Test(onnx, layer_normalization_as_one_op) {
 /* PyTorch's exported attention subgraph becomes one attention op when
  * nothing else uses its intermediates (tests/onnx/make_models.py, sdpa_*),
  * and so does ONNX's Attention without softcap (attn_*): the fused graph
- * still matches onnx.reference, fully masked row included. */
+ * still matches onnx.reference, fully masked row included. A static mask
+ * that is exactly the causal triangle (-inf or float32's lowest past the
+ * diagonal) becomes the causal flag and is no input; one key more masked
+ * and it stays a mask. */
 Test(onnx, sdpa_subgraph_as_one_op) {
     static const struct {
         const char *name;
         uint32_t ops;
-    } cases[] = {{"sdpa_ts", 1},
-                 {"sdpa_nomask", 1},
-                 {"sdpa_probs", 0},
-                 {"sdpa_noguard", 0},
-                 {"attn_op", 1},
-                 {"attn_softcap", 0}};
+        bool causal; /* the flag, and no mask input */
+    } cases[] = {{"sdpa_ts", 1, false},
+                 {"sdpa_nomask", 1, false},
+                 {"sdpa_probs", 0, false},
+                 {"sdpa_noguard", 0, false},
+                 {"sdpa_causal", 1, true},
+                 {"sdpa_causal_min", 1, true},
+                 {"sdpa_causal_almost", 1, false},
+                 {"attn_op", 1, false}, /* its inputs: checked elsewhere */
+                 {"attn_softcap", 0, false}};
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         braid_graph *g = import_ok(cases[i].name, NULL);
         uint32_t n = 0, sm = 0;
         for (uint32_t id = 0; id < braid_graph_node_count(g); id++) {
-            n += g->nodes[id].op == BRAID_OP_ATTENTION;
-            sm += g->nodes[id].op == BRAID_OP_SOFTMAX;
+            const bg_node *nd = &g->nodes[id];
+            n += nd->op == BRAID_OP_ATTENTION;
+            sm += nd->op == BRAID_OP_SOFTMAX;
+            if (nd->op != BRAID_OP_ATTENTION ||
+                !strncmp(cases[i].name, "attn_", 5))
+                continue;
+            bool causal = nd->attr.flags & BRAID_ATTENTION_CAUSAL;
+            cr_assert_eq(causal, cases[i].causal, "%s: causal flag %d",
+                         cases[i].name, causal);
+            bool masked = strcmp(cases[i].name, "sdpa_nomask") != 0;
+            cr_assert_eq(nd->ninputs, masked && !causal ? 4u : 3u,
+                         "%s: %u inputs", cases[i].name, (unsigned)nd->ninputs);
         }
         cr_assert_eq(n, cases[i].ops, "%s: %u attention nodes",
                      cases[i].name, (unsigned)n);

@@ -216,8 +216,10 @@ for name, axis, outs, ins in (("ln_op", -1, ["y"], ["x", "s", "b"]),
 # and Where, q divided by sqrt(D) ("sdpa_nomask"): one op too; the
 # probabilities also a graph output ("sdpa_probs") or a mask without the
 # Where guard ("sdpa_noguard"): left unfused.
-def sdpa(name, mask, guard, probs, scale_div):
+def sdpa(name, mask, guard, probs, scale_div, causal=None):
     B, S, T, H, D = 2, 5, 7, 2, 6
+    if causal:
+        T = S
     inits = [numpy_helper.from_array(np.array([B, S, H, D], np.int64), "qs"),
              numpy_helper.from_array(np.array([B, T, H, D], np.int64), "ks"),
              numpy_helper.from_array(np.array([B, S, H * D], np.int64), "os"),
@@ -226,6 +228,11 @@ def sdpa(name, mask, guard, probs, scale_div):
              numpy_helper.from_array(np.array([0], np.float32), "zero")]
     m = np.where(rng.random((1, 1, S, T)) < 0.3, -np.inf, 0).astype(np.float32)
     m[0, 0, 0, :] = -np.inf
+    if causal:  # the triangle PyTorch's exporters fold: -inf or float32's lowest
+        low = -np.inf if causal == "inf" else np.finfo(np.float32).min
+        m = np.triu(np.full((1, 1, S, S), low, np.float32), 1)
+        if causal == "almost":
+            m[0, 0, 3, 1] = low
     inits.append(numpy_helper.from_array(m, "mask"))
     nodes = [helper.make_node("Reshape", ["q", "qs"], ["q4"]),
              helper.make_node("Reshape", ["k", "ks"], ["k4"]),
@@ -267,6 +274,13 @@ sdpa("sdpa_ts", True, True, False, False)
 sdpa("sdpa_nomask", False, False, False, True)
 sdpa("sdpa_probs", True, True, True, False)
 sdpa("sdpa_noguard", True, False, False, False)
+# a static mask that is exactly the causal triangle becomes the causal flag
+# ("sdpa_causal": -inf, as the TorchScript exporter folds GPT-2's;
+# "sdpa_causal_min": float32's lowest, as the dynamo one does); one more
+# masked key ("sdpa_causal_almost") keeps the mask
+sdpa("sdpa_causal", True, True, False, False, "inf")
+sdpa("sdpa_causal_min", True, True, False, False, "min")
+sdpa("sdpa_causal_almost", True, True, False, False, "almost")
 
 # ONNX's own Attention (opset 23): 4-D, a float mask and is_causal, goes
 # through the attention op ("attn_op"); with softcap it stays the
