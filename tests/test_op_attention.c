@@ -144,6 +144,10 @@ static const at_case cases[] = {
     {1, 12, 12, 2, 64, 0, {0}, true},
     {1, 9, 100, 1, 128, 3, {1, 9, 1}, false},
     {1, 3, 20, 1, 256, 2, {3, 20}, true},
+    /* causal past one CPU task of 32 rows: later tasks' products stop at
+       their last row's diagonal */
+    {1, 80, 80, 2, 16, 0, {0}, true},
+    {2, 40, 50, 2, 8, 2, {40, 50}, true},
     {2, 4, 0, 2, 8, 0, {0}, false}, /* T = 0: every row 0 */
 };
 #define NCASES (sizeof cases / sizeof *cases)

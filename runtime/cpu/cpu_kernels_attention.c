@@ -6,7 +6,9 @@
  * scores [AT_QG, T] are one cblas gemm straight from the strided q and k
  * rows (scale folded into alpha), then each row gets the mask, the causal
  * -inf, its max, exp(s - max) and 1/sum in the row (0 for a row whose
- * scores are all -inf), and the output rows are a second gemm with v,
+ * scores are all -inf), and the output rows are a second gemm with v
+ * (a causal task's two products stop at its last row's diagonal: the keys
+ * past it would get probability 0 exactly),
  * written in place into out's strided rows. Tasks go to AT_SLOTS slots
  * over the pool, slot c taking tasks c, c + AT_SLOTS, ... with its own
  * score buffer, so results do not depend on the thread count.
@@ -149,13 +151,13 @@ typedef struct at_gemm {
     int64_t ntasks, slots;
 } at_gemm;
 
-/* Softmax of one score row in place, with the mask and the causal -inf;
- * all -inf gives a row of 0. */
+/* Softmax of one score row of T keys (a causal task's first keys only:
+ * the rest are -inf) in place, with the mask and the causal -inf; all
+ * -inf gives a row of 0. */
 #define AT_ROW(NAME, CT, EXP)                                                  \
-    static void NAME(const at_ctx *c, CT *s, int64_t b, int64_t h,             \
+    static void NAME(const at_ctx *c, CT *s, int64_t T, int64_t b, int64_t h,  \
                      int64_t i) {                                              \
         const bg_attn_geom *a = &c->a;                                         \
-        int64_t T = a->T;                                                      \
         if (c->mask) {                                                         \
             const CT *m =                                                      \
                 (const CT *)c->mask + bg_attn_mask_at(a, b, h, i, 0);          \
@@ -190,6 +192,9 @@ static void gemm_task(const at_ctx *c, void *buf, int64_t task) {
     int64_t h = task / qt % a->H, b = task / qt / a->H, i0 = task % qt * AT_QG;
     int M = (int)(a->S - i0 < AT_QG ? a->S - i0 : AT_QG);
     int T = (int)a->T, D = (int)a->D, ld = (int)(a->H * a->D);
+    /* causal: keys past the task's last row get probability 0 exactly
+       (exp(-inf)); the products leave them out */
+    if (a->causal && i0 + M < T) T = (int)(i0 + M);
     int lq = (int)a->st[0][1], lk = (int)a->st[1][1], lv = (int)a->st[2][1];
     int64_t qo = bg_attn_in_at(a, 0, b, i0, h),
             ko = bg_attn_in_at(a, 1, b, 0, h);
@@ -200,7 +205,7 @@ static void gemm_task(const at_ctx *c, void *buf, int64_t task) {
                     (const double *)c->q + qo, lq, (const double *)c->k + ko,
                     lk, 0.0, s, T);
         for (int r = 0; r < M; r++)
-            row_f64(c, s + (int64_t)r * T, b, h, i0 + r);
+            row_f64(c, s + (int64_t)r * T, T, b, h, i0 + r);
         cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, D, T, 1.0, s,
                     T, (const double *)c->v + vo, lv, 0.0,
                     (double *)c->out + oo, ld);
@@ -210,7 +215,7 @@ static void gemm_task(const at_ctx *c, void *buf, int64_t task) {
                     (float)a->scale, (const float *)c->q + qo, lq,
                     (const float *)c->k + ko, lk, 0.0f, s, T);
         for (int r = 0; r < M; r++)
-            row_f32(c, s + (int64_t)r * T, b, h, i0 + r);
+            row_f32(c, s + (int64_t)r * T, T, b, h, i0 + r);
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, D, T, 1.0f, s,
                     T, (const float *)c->v + vo, lv, 0.0f, (float *)c->out + oo,
                     ld);
