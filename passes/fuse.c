@@ -1,7 +1,9 @@
 /* passes/fuse.c — the fuse pass: groups of elementwise work become one
  * BRAID_OP_FUSED node each (the rules are in docs/fusion.md).
  *
- * Two phases over the graph as it stands (ids topological):
+ * First a conv on a GPU whose only user is elementwise work gives its
+ * bias add to that work (phase 0, rule 15). Then two phases over the graph
+ * as it stands (ids topological):
  *   1. matmul epilogues: a matmul whose only user adds a row bias, the
  *      activation after it when the add's only user is one, and a
  *      residual add of a whole tensor after those;
@@ -450,6 +452,104 @@ static void find_groups(fuse_state *s) {
     }
 }
 
+/* ---- phase 0: a GPU conv's bias joins the elementwise work after it ----- */
+
+/* Whether conv c (a conv with a bias, on a GPU) has as its only use an
+ * elementwise node of its shape, dtype and device that a group may hold
+ * (ResNet's relu, or the residual add and relu): then its bias add can be
+ * one more member of that node's group. nuse/user/is_output: the uses. */
+static bool bias_joins_user(const bp_plan *p, uint32_t c, const uint32_t *nuse,
+                            const uint32_t *user, const bool *is_output) {
+    const braid_graph *g = p->res.graph;
+    const bg_node *n = bg_node_at(g, c);
+    if (n->op != BRAID_OP_CONV || n->ninputs != 3 ||
+        p->res.info[c].device.kind != BP_DEVICE_CUDA || nuse[c] != 1 ||
+        is_output[c] || !bg_dtype_f64_exact(n->dtype) || n->rank < 3)
+        return false;
+    const bg_node *u = bg_node_at(g, user[c]);
+    if (!fusible_op(u->op) || !bg_dtype_f64_exact(u->dtype) ||
+        u->dtype != n->dtype || u->rank != n->rank ||
+        memcmp(u->dims, n->dims, sizeof n->dims[0] * n->rank) ||
+        !bp_device_equal(p->res.info[user[c]].device, p->res.info[c].device))
+        return false;
+    for (uint32_t k = 0; k < u->ninputs; k++)
+        if (!bg_dtype_f64_exact(bg_node_at(g, u->inputs[k])->dtype))
+            return false;
+    return true;
+}
+
+/* Rule 15 (docs/fusion.md): conv(x, w, b) whose only user qualifies
+ * (bias_joins_user) becomes add(conv(x, w), reshape(b, [C, 1, ...])),
+ * which phase 2 fuses with that user: on a GPU cuDNN's convolution and its
+ * separate bias pass (cudnnAddTensor, a read and a write of the output)
+ * were two launches before the user's kernel, now the bias is added where
+ * the user reads the conv (the same float additions: the same bits). The
+ * new nodes carry the conv's device and origin; rep maps the conv to its
+ * add for bp_plan_replace_map. *count: conv nodes rewritten. */
+static braid_status split_conv_bias(bp_plan *p, uint32_t *count) {
+    braid_graph *g = p->res.graph;
+    uint32_t n = g->nnodes;
+    *count = 0;
+    uint32_t *nuse = calloc(n ? n : 1, sizeof *nuse);
+    uint32_t *user = malloc((n ? n : 1) * sizeof *user);
+    uint32_t *rep = malloc((n ? n : 1) * sizeof *rep);
+    bool *is_output = calloc(n ? n : 1, sizeof *is_output);
+    braid_status st = nuse && user && rep && is_output ? BRAID_OK : oom();
+    for (uint32_t id = 0; st == BRAID_OK && id < n; id++) {
+        rep[id] = BG_NONE;
+        const bg_node *nd = bg_node_at(g, id);
+        for (uint32_t k = 0; k < nd->ninputs; k++) {
+            nuse[nd->inputs[k]]++;
+            user[nd->inputs[k]] = id;
+        }
+    }
+    for (uint32_t i = 0; st == BRAID_OK && i < g->noutputs; i++)
+        is_output[g->outputs[i].node] = true;
+    for (uint32_t c = 0; st == BRAID_OK && c < n; c++) {
+        if (!bias_joins_user(p, c, nuse, user, is_output)) continue;
+        bg_node conv = *bg_node_at(g, c); /* the array may move below */
+        int64_t bd[BRAID_MAX_RANK] = {conv.dims[1]};
+        for (int d = 1; d + 1 < conv.rank; d++)
+            bd[d] = 1;
+        uint32_t xw[2] = {conv.inputs[0], conv.inputs[1]};
+        uint32_t b = conv.inputs[2];
+        uint32_t r = bp_plan_add_node(p, BRAID_OP_RESHAPE, &b, 1, conv.dtype,
+                                      conv.rank - 1, bd, NULL);
+        uint32_t c2 =
+            r == BG_NONE ? BG_NONE
+                         : bp_plan_add_node(p, BRAID_OP_CONV, xw, 2, conv.dtype,
+                                            conv.rank, conv.dims, &conv.attr);
+        uint32_t ops[2] = {c2, r};
+        uint32_t a = c2 == BG_NONE
+                         ? BG_NONE
+                         : bp_plan_add_node(p, BRAID_OP_ADD, ops, 2, conv.dtype,
+                                            conv.rank, conv.dims, NULL);
+        if (a == BG_NONE) {
+            st = BRAID_ERR_OUT_OF_MEMORY; /* message set */
+            break;
+        }
+        g = p->res.graph;
+        if (conv.name && !(g->nodes[c2].name = bg_strdup(g, conv.name))) {
+            st = oom();
+            break;
+        }
+        uint32_t made[3] = {r, c2, a};
+        for (int k = 0; k < 3; k++) {
+            p->res.info[made[k]].device = p->res.info[c].device;
+            p->res.info[made[k]].origin = p->res.info[c].origin;
+        }
+        rep[c] = a;
+        (*count)++;
+    }
+    if (st == BRAID_OK && *count) bp_plan_replace_map(p, rep, n);
+    free(nuse);
+    free(user);
+    free(rep);
+    free(is_output);
+    if (st == BRAID_OK && *count) st = bp_plan_compact(p);
+    return st;
+}
+
 static int by_out(const void *a, const void *b) {
     uint32_t x = ((const bp_fuse_group *)a)->out;
     uint32_t y = ((const bp_fuse_group *)b)->out;
@@ -475,7 +575,10 @@ static braid_status build_groups(fuse_state *s) {
 
 braid_status bp_fuse(bp_plan *plan) {
     fuse_state s;
-    braid_status st = state_init(&s, plan);
+    uint32_t split = 0;
+    braid_status st = split_conv_bias(plan, &split);
+    if (st != BRAID_OK) return st;
+    st = state_init(&s, plan);
     if (st == BRAID_OK) find_groups(&s);
     /* fused nodes appended in the order of what they replace keep the
      * graph's order through compaction */

@@ -280,6 +280,34 @@ Test(fuse, matmul_with_another_user_not_fused) {
     braid_plan_free(p);
 }
 
+/* Rule 15: the GPU conv whose only user is its relu lost its bias to the
+ * relu's fused node (add + relu over the conv's shape, the bias a load);
+ * the conv that is an output and the cpu conv kept theirs. */
+Test(fuse, gpu_conv_bias_joins_its_user) {
+    braid_plan *p = golden("conv_bias");
+    const braid_graph *g = p->res.graph;
+    uint32_t two = 0, three = 0;
+    for (uint32_t id = 0; id < g->nnodes; id++) {
+        const bg_node *n = &g->nodes[id];
+        if (n->op != BRAID_OP_CONV) continue;
+        bool gpu = p->res.info[id].device.kind == BP_DEVICE_CUDA;
+        if (n->ninputs == 2) cr_assert(gpu, "only a GPU conv loses its bias");
+        two += n->ninputs == 2;
+        three += n->ninputs == 3;
+    }
+    cr_assert_eq(two, 1);
+    cr_assert_eq(three, 2);
+    /* the outputs are copies back to the cpu */
+    uint32_t r = g->nodes[output(p, "r")].inputs[0];
+    const bp_program *pr = program(p, r);
+    cr_assert_eq(pr->kind, BP_PROGRAM_ELEMENTWISE);
+    cr_assert_eq(count_instr(pr, BRAID_OP_ADD), 1);
+    cr_assert_eq(count_instr(pr, BRAID_OP_RELU), 1);
+    cr_assert_eq(g->nodes[g->nodes[output(p, "r3")].inputs[0]].op,
+                 BRAID_OP_RELU);
+    braid_plan_free(p);
+}
+
 Test(fuse, broadcasts_and_constants) {
     braid_plan *p = golden("broadcast");
     cr_assert_eq(count_op(p, BRAID_OP_FUSED), 1);
