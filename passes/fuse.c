@@ -457,25 +457,16 @@ static void find_groups(fuse_state *s) {
 /* Whether conv c (a conv with a bias, on a GPU) has as its only use an
  * elementwise node of its shape, dtype and device that a group may hold
  * (ResNet's relu, or the residual add and relu): then its bias add can be
- * one more member of that node's group. nuse/user/is_output: the uses. */
-static bool bias_joins_user(const bp_plan *p, uint32_t c, const uint32_t *nuse,
-                            const uint32_t *user, const bool *is_output) {
-    const braid_graph *g = p->res.graph;
-    const bg_node *n = bg_node_at(g, c);
+ * one more member of that node's group. */
+static bool bias_joins_user(const fuse_state *s, uint32_t c) {
+    const bg_node *n = node(s, c);
     if (n->op != BRAID_OP_CONV || n->ninputs != 3 ||
-        p->res.info[c].device.kind != BP_DEVICE_CUDA || nuse[c] != 1 ||
-        is_output[c] || !bg_dtype_f64_exact(n->dtype) || n->rank < 3)
+        s->plan->res.info[c].device.kind != BP_DEVICE_CUDA ||
+        !bg_dtype_f64_exact(n->dtype))
         return false;
-    const bg_node *u = bg_node_at(g, user[c]);
-    if (!fusible_op(u->op) || !bg_dtype_f64_exact(u->dtype) ||
-        u->dtype != n->dtype || u->rank != n->rank ||
-        memcmp(u->dims, n->dims, sizeof n->dims[0] * n->rank) ||
-        !bp_device_equal(p->res.info[user[c]].device, p->res.info[c].device))
-        return false;
-    for (uint32_t k = 0; k < u->ninputs; k++)
-        if (!bg_dtype_f64_exact(bg_node_at(g, u->inputs[k])->dtype))
-            return false;
-    return true;
+    uint32_t u = sole_user(s, c);
+    return u != BG_NONE && fusible(s, u) && same_device(s, u, c) &&
+           node(s, u)->dtype == n->dtype && same_shape(node(s, u), n);
 }
 
 /* Rule 15 (docs/fusion.md): conv(x, w, b) whose only user qualifies
@@ -484,30 +475,20 @@ static bool bias_joins_user(const bp_plan *p, uint32_t c, const uint32_t *nuse,
  * separate bias pass (cudnnAddTensor, a read and a write of the output)
  * were two launches before the user's kernel, now the bias is added where
  * the user reads the conv (the same float additions: the same bits). The
- * new nodes carry the conv's device and origin; rep maps the conv to its
- * add for bp_plan_replace_map. *count: conv nodes rewritten. */
-static braid_status split_conv_bias(bp_plan *p, uint32_t *count) {
-    braid_graph *g = p->res.graph;
-    uint32_t n = g->nnodes;
+ * new nodes carry the conv's device and origin. *count: conv nodes
+ * rewritten; when any, the graph is compacted and s is stale. */
+static braid_status split_conv_bias(fuse_state *s, uint32_t *count) {
+    bp_plan *p = s->plan;
     *count = 0;
-    uint32_t *nuse = calloc(n ? n : 1, sizeof *nuse);
-    uint32_t *user = malloc((n ? n : 1) * sizeof *user);
-    uint32_t *rep = malloc((n ? n : 1) * sizeof *rep);
-    bool *is_output = calloc(n ? n : 1, sizeof *is_output);
-    braid_status st = nuse && user && rep && is_output ? BRAID_OK : oom();
-    for (uint32_t id = 0; st == BRAID_OK && id < n; id++) {
-        rep[id] = BG_NONE;
-        const bg_node *nd = bg_node_at(g, id);
-        for (uint32_t k = 0; k < nd->ninputs; k++) {
-            nuse[nd->inputs[k]]++;
-            user[nd->inputs[k]] = id;
+    uint32_t *rep = NULL; /* per node below s->n: the conv's add */
+    for (uint32_t c = 0; c < s->n; c++) {
+        if (!bias_joins_user(s, c)) continue;
+        if (!rep) {
+            if (!(rep = malloc(s->n * sizeof *rep))) return oom();
+            for (uint32_t id = 0; id < s->n; id++)
+                rep[id] = BG_NONE;
         }
-    }
-    for (uint32_t i = 0; st == BRAID_OK && i < g->noutputs; i++)
-        is_output[g->outputs[i].node] = true;
-    for (uint32_t c = 0; st == BRAID_OK && c < n; c++) {
-        if (!bias_joins_user(p, c, nuse, user, is_output)) continue;
-        bg_node conv = *bg_node_at(g, c); /* the array may move below */
+        bg_node conv = *node(s, c); /* the node array may move below */
         int64_t bd[BRAID_MAX_RANK] = {conv.dims[1]};
         for (int d = 1; d + 1 < conv.rank; d++)
             bd[d] = 1;
@@ -525,13 +506,13 @@ static braid_status split_conv_bias(bp_plan *p, uint32_t *count) {
                          : bp_plan_add_node(p, BRAID_OP_ADD, ops, 2, conv.dtype,
                                             conv.rank, conv.dims, NULL);
         if (a == BG_NONE) {
-            st = BRAID_ERR_OUT_OF_MEMORY; /* message set */
-            break;
+            free(rep);
+            return BRAID_ERR_OUT_OF_MEMORY; /* message set */
         }
-        g = p->res.graph;
+        braid_graph *g = p->res.graph;
         if (conv.name && !(g->nodes[c2].name = bg_strdup(g, conv.name))) {
-            st = oom();
-            break;
+            free(rep);
+            return oom();
         }
         uint32_t made[3] = {r, c2, a};
         for (int k = 0; k < 3; k++) {
@@ -541,13 +522,10 @@ static braid_status split_conv_bias(bp_plan *p, uint32_t *count) {
         rep[c] = a;
         (*count)++;
     }
-    if (st == BRAID_OK && *count) bp_plan_replace_map(p, rep, n);
-    free(nuse);
-    free(user);
+    if (!rep) return BRAID_OK;
+    bp_plan_replace_map(p, rep, s->n);
     free(rep);
-    free(is_output);
-    if (st == BRAID_OK && *count) st = bp_plan_compact(p);
-    return st;
+    return bp_plan_compact(p);
 }
 
 static int by_out(const void *a, const void *b) {
@@ -576,9 +554,12 @@ static braid_status build_groups(fuse_state *s) {
 braid_status bp_fuse(bp_plan *plan) {
     fuse_state s;
     uint32_t split = 0;
-    braid_status st = split_conv_bias(plan, &split);
-    if (st != BRAID_OK) return st;
-    st = state_init(&s, plan);
+    braid_status st = state_init(&s, plan);
+    if (st == BRAID_OK) st = split_conv_bias(&s, &split);
+    if (st == BRAID_OK && split) { /* counted again over the new graph */
+        state_free(&s);
+        st = state_init(&s, plan);
+    }
     if (st == BRAID_OK) find_groups(&s);
     /* fused nodes appended in the order of what they replace keep the
      * graph's order through compaction */
