@@ -59,17 +59,22 @@ static void check_run(const braid_graph *g, const char *devices, uint64_t seed,
 
 /* g's plan on 1 and on 3 CPU threads gives the same bits (the kernels'
  * blocks and chunks depend on the shape alone). */
+/* g compiled for the cpu with `threads` threads, asserting success. */
+static braid_plan *compile_cpu(const braid_graph *g, int threads) {
+    braid_compile_options o;
+    braid_compile_options_init(&o);
+    o.devices = "cpu";
+    o.num_threads = threads;
+    braid_plan *p = NULL;
+    cr_assert_eq(braid_compile(g, &o, &p), BRAID_OK, "%s", braid_last_error());
+    return p;
+}
+
 static void same_bits_on_1_and_3_threads(const braid_graph *g, uint64_t seed,
                                          const char *what) {
     ts_io *io[2];
     for (int k = 0; k < 2; k++) {
-        braid_compile_options o;
-        braid_compile_options_init(&o);
-        o.devices = "cpu";
-        o.num_threads = k ? 3 : 1;
-        braid_plan *p = NULL;
-        cr_assert_eq(braid_compile(g, &o, &p), BRAID_OK, "%s",
-                     braid_last_error());
+        braid_plan *p = compile_cpu(g, k ? 3 : 1);
         io[k] = ts_io_new(g, seed);
         cr_assert_eq(pf_run(p, io[k], false, 0), BRAID_OK, "%s",
                      braid_last_error());
@@ -361,14 +366,8 @@ Test(op_conv, cpu_winograd_constant_weights, .timeout = 120) {
             braid_plan *pi = pf_compile(gi, "cpu");
             cr_assert_eq(pf_run(pi, want, false, 0), BRAID_OK, "%s",
                          braid_last_error());
-            braid_compile_options o;
-            braid_compile_options_init(&o);
-            o.devices = "cpu";
-            o.num_threads = threads;
-            braid_plan *pc = NULL;
+            braid_plan *pc = compile_cpu(gc, threads);
             braid_exec *e = NULL;
-            cr_assert_eq(braid_compile(gc, &o, &pc), BRAID_OK, "%s",
-                         braid_last_error());
             cr_assert_eq(braid_exec_new(pc, &e), BRAID_OK, "%s",
                          braid_last_error());
             size_t bytes = want->out[0].bytes;

@@ -295,14 +295,20 @@ static void chunk_in_slot(void *ctx, int64_t k, int64_t slot) {
     run_chunk(&x, NULL, k * x.cap, x.slots + slot * slot_floats(&x));
 }
 
+/* x's filter transform (of x->w) into U, over pool. */
+static void transform_filter(const wg_ctx *x, br_pool *pool, float *U) {
+    wg_filter f = {x, U};
+    br_parallel_for(pool, x->OC, grain(40 * x->C), filter_range, &f);
+}
+
 float *br_winograd_filter(const bg_conv_geom *c, br_pool *pool,
                           const float *w) {
     wg_ctx x;
     wg_init(&x, c);
     x.w = w;
-    wg_filter f = {&x, malloc((size_t)u_floats(&x) * sizeof(float))};
-    if (f.U) br_parallel_for(pool, x.OC, grain(40 * x.C), filter_range, &f);
-    return f.U;
+    float *U = malloc((size_t)u_floats(&x) * sizeof(float));
+    if (U) transform_filter(&x, pool, U);
+    return U;
 }
 
 void br_winograd_run(const bg_conv_geom *c, br_pool *pool, const float *in,
@@ -314,13 +320,11 @@ void br_winograd_run(const bg_conv_geom *c, br_pool *pool, const float *in,
     /* The scratch: room for U (used when none was made before), then the
      * chunks' slots. */
     x.slots = (float *)scratch + u_floats(&x);
-    if (U) {
-        x.U = U;
-    } else {
-        wg_filter f = {&x, scratch};
-        br_parallel_for(pool, x.OC, grain(40 * x.C), filter_range, &f);
-        x.U = f.U;
+    if (!U) {
+        transform_filter(&x, pool, scratch);
+        U = scratch;
     }
+    x.U = U;
     size_t slot_bytes = (size_t)slot_floats(&x) * sizeof(float);
     size_t u_bytes = (size_t)u_floats(&x) * sizeof(float);
     int64_t slots = scratch_bytes > u_bytes
