@@ -16,29 +16,38 @@
 
 /* The loops over the group's channels and the kernel taps, accumulating
  * into acc. conv reads x at o·stride - pad + k·dilation; conv_transpose
- * at (o + pad - k·dilation) / stride where that divides exactly. */
+ * at (o + pad - k·dilation) / stride where that divides exactly. Channels
+ * last, one channel's values are C (x) or C/G (w) elements apart. */
 static void emit_taps(bc_buf *b, const bg_conv_geom *c, braid_dtype t) {
     int64_t Cg = c->C / c->G, OCg = c->OC / c->G;
     int64_t kv = c->k[0] * c->k[1] * c->k[2];
     int64_t iv = c->in[0] * c->in[1] * c->in[2];
     bc_buf_printf(b,
                   "    const long long g0 = (oc / %lldLL) * %lldLL;\n"
-                  "    for (long long ci = 0; ci < %lldLL; ci++) {\n"
-                  "        const %s *xc = in0 + (bb * %lldLL + g0 + ci) * "
-                  "%lldLL;\n",
-                  (long long)OCg, (long long)Cg, (long long)Cg, bc_stype(t),
-                  (long long)c->C, (long long)iv);
-    if (c->transpose)
+                  "    for (long long ci = 0; ci < %lldLL; ci++) {\n",
+                  (long long)OCg, (long long)Cg, (long long)Cg);
+    const char *st = bc_stype(t);
+    if (c->channels_last) /* x [N, in..., C], w [OC, k..., C/G] */
         bc_buf_printf(b,
+                      "        const %s *xc = in0 + bb * %lldLL + g0 + ci;\n"
+                      "        const %s *wc = in1 + oc * %lldLL + ci;\n",
+                      st, (long long)(iv * c->C), st, (long long)(kv * Cg));
+    else if (c->transpose) /* x [N, C, in...], w [C, OC/G, k...] */
+        bc_buf_printf(b,
+                      "        const %s *xc = in0 + (bb * %lldLL + g0 + ci) * "
+                      "%lldLL;\n"
                       "        const %s *wc = in1 + ((g0 + ci) * %lldLL + oc "
                       "%% %lldLL) * %lldLL;\n",
-                      bc_stype(t), (long long)OCg, (long long)OCg,
-                      (long long)kv);
-    else
+                      st, (long long)c->C, (long long)iv, st, (long long)OCg,
+                      (long long)OCg, (long long)kv);
+    else /* x [N, C, in...], w [OC, C/G, k...] */
         bc_buf_printf(b,
+                      "        const %s *xc = in0 + (bb * %lldLL + g0 + ci) * "
+                      "%lldLL;\n"
                       "        const %s *wc = in1 + (oc * %lldLL + ci) * "
                       "%lldLL;\n",
-                      bc_stype(t), (long long)Cg, (long long)kv);
+                      st, (long long)c->C, (long long)iv, st, (long long)Cg,
+                      (long long)kv);
     for (int i = 0; i < 3; i++) {
         const char *ind = i == 0   ? "        "
                           : i == 1 ? "            "
@@ -69,14 +78,17 @@ static void emit_taps(bc_buf *b, const bg_conv_geom *c, braid_dtype t) {
                           i, (long long)c->in[i]);
     }
     char xs[96], ws[96];
-    bc_from_storage_str(t, "xc[(p0 * %lldLL + p1) * %lldLL + p2]", xs,
-                        sizeof xs);
-    bc_from_storage_str(t, "wc[(k0 * %lld + k1) * %lld + k2]", ws, sizeof ws);
+    bc_from_storage_str(t, "xc[((p0 * %lldLL + p1) * %lldLL + p2) * %lldLL]",
+                        xs, sizeof xs);
+    bc_from_storage_str(t, "wc[((k0 * %lld + k1) * %lld + k2) * %lld]", ws,
+                        sizeof ws);
     char line[400];
     snprintf(line, sizeof line, "                    acc += %s * %s;\n", xs,
              ws);
+    bool cl = c->channels_last;
     bc_buf_printf(b, line, (long long)c->in[1], (long long)c->in[2],
-                  (long long)c->k[1], (long long)c->k[2]);
+                  (long long)(cl ? c->C : 1), (long long)c->k[1],
+                  (long long)c->k[2], (long long)(cl ? Cg : 1));
     bc_buf_puts(b, "                }\n            }\n        }\n    }\n");
 }
 
@@ -96,20 +108,25 @@ braid_status bc_gen_conv(const bp_plan *p, uint32_t id, bc_buf *b,
     k->kind = BC_KERNEL_CONV;
     bc_emit_signature(b, p, id, BC_ENTRY, BC_BLOCK, NULL);
     int64_t ov = c.out[0] * c.out[1] * c.out[2];
+    /* the flat output index i = ((bb · OC + oc) · ov + sp), channels last
+     * ((bb · ov + sp) · OC + oc) */
+    int64_t inner = c.channels_last ? c.OC : ov, outer = c.OC + ov - inner;
     bc_buf_printf(b,
                   "    const long long i = (long long)blockIdx.x * %d + "
                   "threadIdx.x;\n"
                   "    if (i >= %lldLL) return;\n"
-                  "    const long long sp = i %% %lldLL, oc = i / %lldLL %% "
+                  "    const long long %s = i %% %lldLL, %s = i / %lldLL %% "
                   "%lldLL, bb = i / %lldLL / %lldLL;\n"
                   "    const long long o0 = sp / %lldLL, o1 = sp / %lldLL %% "
                   "%lldLL, o2 = sp %% %lldLL;\n"
                   "    (void)o0; (void)o1; (void)o2;\n"
                   "    %s acc = 0;\n",
-                  BC_BLOCK, (long long)numel, (long long)ov, (long long)ov,
-                  (long long)c.OC, (long long)ov, (long long)c.OC,
-                  (long long)(c.out[1] * c.out[2]), (long long)c.out[2],
-                  (long long)c.out[1], (long long)c.out[2], acc);
+                  BC_BLOCK, (long long)numel, c.channels_last ? "oc" : "sp",
+                  (long long)inner, c.channels_last ? "sp" : "oc",
+                  (long long)inner, (long long)outer, (long long)inner,
+                  (long long)outer, (long long)(c.out[1] * c.out[2]),
+                  (long long)c.out[2], (long long)c.out[1], (long long)c.out[2],
+                  acc);
     emit_taps(b, &c, t);
     if (c.bias) {
         char bs[64];

@@ -178,10 +178,12 @@ braid_status bc_gen_pool(const bp_plan *p, uint32_t id, bc_buf *b,
 braid_status bc_gen_pool_program(const bc_node *c, bc_buf *b, bc_kernel *k);
 /* Window kernels (pool, resize: one thread per output element of a
  * [planes, out0, out1, out2] space): the signature, the thread's flat
- * index i (returning past numel) and its split into plane, o0, o1, o2;
- * and the 1-D launch of numel threads (UNSUPPORTED past the grid). */
+ * index i (returning past numel) and its split into plane, o0, o1, o2 —
+ * with inner > 1 (a channels-last pool: [N, out0, out1, out2, inner])
+ * into the image `plane`, o0, o1, o2 and the channel cc; and the 1-D
+ * launch of numel threads (UNSUPPORTED past the grid). */
 void bc_emit_window_head(bc_buf *b, const bp_plan *p, uint32_t id,
-                         int64_t numel, const int64_t *out);
+                         int64_t numel, const int64_t *out, int64_t inner);
 braid_status bc_window_launch(const bp_plan *p, uint32_t id, int64_t numel,
                               bc_kernel *k);
 /* resize: one thread per output element, tap tables baked in

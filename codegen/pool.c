@@ -59,17 +59,20 @@ static void emit_tap_value(bc_buf *b, const bc_node *c, braid_dtype t) {
     bc_buf_puts(b, ")");
 }
 
-/* The loop body: one tap into acc (and the counts). */
+/* The loop body: one tap into acc (and the counts). Channels last, plane
+ * is the image and cc the channel (bc_emit_window_head). */
 static void emit_tap(bc_buf *b, const bg_window *w, braid_dtype t, bool max,
                      const bc_node *c) {
     emit_tap_tests(b, w);
+    bool cl = w->inner > 1;
     bc_buf_printf(b,
                   "    if (in_x) {\n"
-                  "        const long long at = ((plane * %lldLL + p0) * "
-                  "%lldLL + p1) * %lldLL + p2;\n"
-                  "        const %s v = ",
-                  (long long)w->in[0], (long long)w->in[1],
-                  (long long)w->in[2], max ? bc_ctype(t) : "double");
+                  "        const long long at = %s((plane * %lldLL + p0) * "
+                  "%lldLL + p1) * %lldLL + p2",
+                  cl ? "(" : "", (long long)w->in[0], (long long)w->in[1],
+                  (long long)w->in[2]);
+    if (cl) bc_buf_printf(b, ") * %lldLL + cc", (long long)w->inner);
+    bc_buf_printf(b, ";\n        const %s v = ", max ? bc_ctype(t) : "double");
     emit_tap_value(b, c, t);
     bc_buf_puts(b, ";\n");
     if (max)
@@ -81,20 +84,28 @@ static void emit_tap(bc_buf *b, const bg_window *w, braid_dtype t, bool max,
 }
 
 void bc_emit_window_head(bc_buf *b, const bp_plan *p, uint32_t id,
-                         int64_t numel, const int64_t *out) {
+                         int64_t numel, const int64_t *out, int64_t inner) {
     bc_emit_signature(b, p, id, BC_ENTRY, BC_BLOCK, NULL);
     bc_buf_printf(b,
                   "    const unsigned long long i = (unsigned long "
                   "long)blockIdx.x * %d + threadIdx.x;\n"
-                  "    if (i >= %lldULL) return;\n"
-                  "    const long long o2 = (long long)(i %% %lldULL);\n"
-                  "    const long long o1 = (long long)((i / %lldULL) %% "
+                  "    if (i >= %lldULL) return;\n",
+                  BC_BLOCK, (long long)numel);
+    if (inner > 1) /* channels last: the channel innermost */
+        bc_buf_printf(b,
+                      "    const long long cc = (long long)(i %% %lldULL);\n"
+                      "    const unsigned long long ri = i / %lldULL;\n",
+                      (long long)inner, (long long)inner);
+    else
+        bc_buf_puts(b, "    const unsigned long long ri = i;\n");
+    bc_buf_printf(b,
+                  "    const long long o2 = (long long)(ri %% %lldULL);\n"
+                  "    const long long o1 = (long long)((ri / %lldULL) %% "
                   "%lldULL);\n"
-                  "    const long long o0 = (long long)((i / %lldULL) %% "
+                  "    const long long o0 = (long long)((ri / %lldULL) %% "
                   "%lldULL);\n"
-                  "    const long long plane = (long long)(i / %lldULL);\n",
-                  BC_BLOCK, (long long)numel, (long long)out[2],
-                  (long long)out[2], (long long)out[1],
+                  "    const long long plane = (long long)(ri / %lldULL);\n",
+                  (long long)out[2], (long long)out[2], (long long)out[1],
                   (long long)(out[2] * out[1]), (long long)out[0],
                   (long long)(out[2] * out[1] * out[0]));
 }
@@ -159,7 +170,7 @@ braid_status bc_gen_pool(const bp_plan *p, uint32_t id, bc_buf *b,
     bg_window w;
     bg_window_get(n, x, &w);
     k->kind = BC_KERNEL_POOL;
-    bc_emit_window_head(b, p, id, numel, w.out);
+    bc_emit_window_head(b, p, id, numel, w.out, w.inner);
     emit_body(b, &w, n->dtype, n->op == BRAID_OP_MAX_POOL,
               (w.flags & BG_POOL_COUNT_PAD) != 0, NULL);
     return BRAID_OK;
@@ -183,7 +194,7 @@ braid_status bc_gen_pool_program(const bc_node *c, bc_buf *b, bc_kernel *k) {
     snprintf(fn, sizeof fn, "%s_e", c->entry);
     bc_emit_expr_fn(b, c, fn, pool->arg[0], mode, BG_NONE, false);
     k->kind = BC_KERNEL_POOL;
-    bc_emit_window_head(b, c->plan, c->id, numel, w.out);
+    bc_emit_window_head(b, c->plan, c->id, numel, w.out, w.inner);
     emit_body(b, &w, c->n->dtype, pool->op == BRAID_OP_MAX_POOL,
               (w.flags & BG_POOL_COUNT_PAD) != 0, c);
     return BRAID_OK;

@@ -101,7 +101,7 @@ braid_status bc_gen_resize(const bp_plan *p, uint32_t id, bc_buf *b,
     if (s != BRAID_OK) return s;
     k->kind = BC_KERNEL_RESIZE;
     emit_tables(b, &r);
-    bc_emit_window_head(b, p, id, numel, r.out);
+    bc_emit_window_head(b, p, id, numel, r.out, 1);
     bool linear = BG_RESIZE_MODE(r.flags) == BRAID_RESIZE_LINEAR;
     emit_body(b, &r, n->dtype, linear ? 2 : 1);
     return BRAID_OK;

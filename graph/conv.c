@@ -24,15 +24,17 @@ static void geom_fill(braid_op op, const bg_node *x, const bg_node *w,
     memset(c, 0, sizeof *c);
     c->transpose = op == BRAID_OP_CONV_TRANSPOSE;
     c->bias = nin == 3;
+    c->channels_last = !c->transpose && (a->flags & BG_CONV_CHANNELS_LAST);
     c->nspatial = x->rank - 2;
+    int sp0 = c->channels_last ? 1 : 2; /* the first spatial axis */
     c->N = x->dims[0];
-    c->C = x->dims[1];
+    c->C = x->dims[c->channels_last ? x->rank - 1 : 1];
     c->G = a->axis;
     c->OC = c->transpose ? w->dims[1] * c->G : w->dims[0];
     for (int i = 0; i < BG_CONV_MAX_SPATIAL; i++) {
         bool sp = i < c->nspatial;
-        c->in[i] = sp ? x->dims[2 + i] : 1;
-        c->k[i] = sp ? w->dims[2 + i] : 1;
+        c->in[i] = sp ? x->dims[sp0 + i] : 1;
+        c->k[i] = sp ? w->dims[sp0 + i] : 1;
         c->stride[i] = sp ? a->step[i] : 1;
         c->dil[i] = sp ? a->step[3 + i] : 1;
         c->pb[i] = sp ? a->start[i] : 0;
@@ -102,16 +104,23 @@ static braid_status check_operands(braid_graph *g, const char *op,
         types_of(x, w, b, &ty);
         snprintf(m, sizeof m,
                  "x %s, w %s; expected x [N, C, 1 to 3 spatial dims] and w "
-                 "of the same rank",
+                 "of the same rank (channels last: x [N, spatial..., C])",
                  tx, tw);
         return conv_fail(g, op, m);
     }
-    int64_t G = a->axis, C = x->dims[1];
+    bool cl = a->flags & BG_CONV_CHANNELS_LAST;
+    if ((a->flags & ~BG_CONV_CHANNELS_LAST) || (tr && cl)) {
+        snprintf(m, sizeof m,
+                 "flags 0x%x; expected none, or channels_last on conv",
+                 (unsigned)a->flags);
+        return conv_fail(g, op, m);
+    }
+    int64_t G = a->axis, C = x->dims[cl ? x->rank - 1 : 1];
     if (G < 1) {
         snprintf(m, sizeof m, "groups %lld; expected >= 1", (long long)G);
         return conv_fail(g, op, m);
     }
-    int64_t wc = tr ? w->dims[0] : w->dims[1] * G;
+    int64_t wc = tr ? w->dims[0] : w->dims[cl ? w->rank - 1 : 1] * G;
     int64_t oc = tr ? w->dims[1] * G : w->dims[0];
     if (C % G != 0 || oc % G != 0 || wc != C) {
         types_of(x, w, b, &ty);
@@ -119,7 +128,9 @@ static braid_status check_operands(braid_graph *g, const char *op,
                  "x %s, w %s, groups %lld; expected C divisible by groups "
                  "and w [%s]",
                  tx, tw, (long long)G,
-                 tr ? "C, OC/groups, kernel..." : "OC, C/groups, kernel...");
+                 tr   ? "C, OC/groups, kernel..."
+                 : cl ? "OC, kernel..., C/groups"
+                      : "OC, C/groups, kernel...");
         return conv_fail(g, op, m);
     }
     if (b && (b->rank != 1 || b->dims[0] != oc)) {
@@ -213,14 +224,16 @@ braid_status bg_conv_infer(braid_graph *g, braid_op op, const uint32_t *in,
     if (s != BRAID_OK) return s;
     memset(&out->attr, 0, sizeof out->attr);
     out->attr.axis = a->axis;
+    out->attr.flags = a->flags & BG_CONV_CHANNELS_LAST;
     memcpy(out->attr.start, a->start, 6 * sizeof *a->start);
     memcpy(out->attr.step, a->step, 6 * sizeof *a->step);
     out->dtype = x->dtype;
     out->rank = x->rank;
+    int sp0 = c.channels_last ? 1 : 2;
     out->dims[0] = c.N;
-    out->dims[1] = c.OC;
+    out->dims[c.channels_last ? out->rank - 1 : 1] = c.OC;
     for (int i = 0; i < c.nspatial; i++)
-        out->dims[2 + i] = c.out[i];
+        out->dims[sp0 + i] = c.out[i];
     return BRAID_OK;
 }
 
@@ -233,10 +246,14 @@ bool bg_conv_geom_of(const braid_graph *g, const bg_node *n, bg_conv_geom *c) {
     if (x->rank < 3 || x->rank > 2 + BG_CONV_MAX_SPATIAL ||
         w->rank != x->rank || n->rank != x->rank || n->attr.axis < 1)
         return false;
+    if ((n->attr.flags & ~BG_CONV_CHANNELS_LAST) ||
+        (n->op == BRAID_OP_CONV_TRANSPOSE && n->attr.flags))
+        return false;
     geom_fill(n->op, x, w, n->ninputs, &n->attr, c);
-    if (c->C % c->G != 0 || c->OC % c->G != 0 || c->OC != n->dims[1] ||
+    int ca = c->channels_last ? n->rank - 1 : 1, sp0 = c->channels_last ? 1 : 2;
+    if (c->C % c->G != 0 || c->OC % c->G != 0 || c->OC != n->dims[ca] ||
         c->N != n->dims[0] ||
-        (c->transpose ? w->dims[0] != c->C : w->dims[1] * c->G != c->C))
+        (c->transpose ? w->dims[0] != c->C : w->dims[ca] * c->G != c->C))
         return false;
     for (int i = 0; i < BG_CONV_MAX_SPATIAL; i++) {
         if (c->stride[i] < 1 || c->dil[i] < 1 || c->k[i] < 1 ||
@@ -246,7 +263,7 @@ bool bg_conv_geom_of(const braid_graph *g, const bg_node *n, bg_conv_geom *c) {
             c->k[i] > ((int64_t)1 << 30))
             return false;
         c->out[i] = geom_out(c, i);
-        if (c->out[i] != (i < c->nspatial ? n->dims[2 + i] : 1)) return false;
+        if (c->out[i] != (i < c->nspatial ? n->dims[sp0 + i] : 1)) return false;
     }
     if (c->bias) {
         const bg_node *b = bg_node_at(g, n->inputs[2]);
@@ -266,16 +283,20 @@ void bg_conv_tap(const bg_conv_geom *c, int64_t k, int64_t *kk) {
 
 /* Output element (batch b, channel oc, position o) of a conv: the sum over
  * the group's input channels and the kernel of x · w where the dilated
- * kernel, placed at o · stride - pad, meets the input. */
+ * kernel, placed at o · stride - pad, meets the input. Channels last, a
+ * channel's values are C (x) or C/G (w) elements apart. */
 static double conv_at(const bg_conv_geom *c, const double *x, const double *w,
                       int64_t b, int64_t oc, const int64_t *o) {
     int64_t Cg = c->C / c->G, g0 = (oc / (c->OC / c->G)) * Cg;
     int64_t kv = c->k[0] * c->k[1] * c->k[2];
     int64_t iv = c->in[0] * c->in[1] * c->in[2];
+    bool cl = c->channels_last;
+    int64_t xstep = cl ? c->C : 1, wstep = cl ? Cg : 1; /* per tap */
     double sum = 0;
     for (int64_t ci = 0; ci < Cg; ci++) {
-        const double *xc = x + (b * c->C + g0 + ci) * iv;
-        const double *wc = w + (oc * Cg + ci) * kv;
+        const double *xc =
+            cl ? x + b * iv * c->C + g0 + ci : x + (b * c->C + g0 + ci) * iv;
+        const double *wc = cl ? w + oc * kv * Cg + ci : w + (oc * Cg + ci) * kv;
         for (int64_t k = 0; k < kv; k++) {
             int64_t kk[3];
             bg_conv_tap(c, k, kk);
@@ -286,7 +307,7 @@ static double conv_at(const bg_conv_geom *c, const double *x, const double *w,
                 inside = p >= 0 && p < c->in[i];
                 pos = pos * c->in[i] + p;
             }
-            if (inside) sum += xc[pos] * wc[k];
+            if (inside) sum += xc[pos * xstep] * wc[k * wstep];
         }
     }
     return sum;
@@ -329,6 +350,11 @@ void bg_eval_conv(const braid_graph *g, const bg_node *n,
     int64_t ov = c.out[0] * c.out[1] * c.out[2];
     for (int64_t e = lo; e < hi; e++) {
         int64_t sp = e % ov, oc = e / ov % c.OC, b = e / ov / c.OC;
+        if (c.channels_last) {
+            oc = e % c.OC;
+            sp = e / c.OC % ov;
+            b = e / c.OC / ov;
+        }
         int64_t o[3] = {sp / (c.out[1] * c.out[2]), sp / c.out[2] % c.out[1],
                         sp % c.out[2]};
         double v = c.transpose ? conv_transpose_at(&c, in[0], in[1], b, oc, o)

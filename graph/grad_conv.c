@@ -139,6 +139,13 @@ void bg_grad_conv(bg_grad_ctx *c, const bg_grad_node *n, braid_tensor gy) {
                 (unsigned)n->id, bg_op(n->op)->name);
         return;
     }
+    if (q.channels_last) { /* the compiler's form, made after grad runs */
+        bg_fail(g, BRAID_ERR_UNSUPPORTED,
+                "grad: node %u (conv channels_last): no gradient rule; "
+                "differentiate the channels-first conv",
+                (unsigned)n->id);
+        return;
+    }
     if (q.transpose)
         gcv_transpose(c, n, gy, &q);
     else

@@ -187,6 +187,15 @@ static void gw_resize(bg_grad_ctx *c, const bg_grad_node *n, braid_tensor gy) {
 }
 
 void bg_grad_window(bg_grad_ctx *c, const bg_grad_node *n, braid_tensor gy) {
+    braid_graph *g = bg_grad_graph(c);
+    if (n->op != BRAID_OP_RESIZE &&
+        (bg_node_at(g, n->id)->attr.flags & BG_POOL_CHANNELS_LAST)) {
+        bg_fail(g, BRAID_ERR_UNSUPPORTED,
+                "grad: node %u (%s channels_last): no gradient rule; "
+                "differentiate the channels-first pool",
+                (unsigned)n->id, bg_op(n->op)->name);
+        return;
+    }
     if (n->op == BRAID_OP_MAX_POOL)
         gw_max(c, n, gy);
     else if (n->op == BRAID_OP_RESIZE)

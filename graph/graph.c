@@ -270,7 +270,7 @@ bg_shared *bg_shared_copy(const void *data, size_t n, void **bytes) {
     s->refs = 1;
     s->destroy = bg_shared_free;
     *bytes = (char *)s + HEAD;
-    if (n) memcpy(*bytes, data, n);
+    if (n && data) memcpy(*bytes, data, n);
     return s;
 }
 

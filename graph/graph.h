@@ -78,7 +78,8 @@ void bg_shared_ref(bg_shared *s);
 /* One reference less; the last one destroys s. NULL is ignored. */
 void bg_shared_unref(bg_shared *s);
 /* A holder (one reference) of a copy of n bytes of data, 64-byte aligned;
- * *bytes gets where they are. NULL when out of memory. */
+ * *bytes gets where they are (data NULL: left for the caller to fill
+ * before sharing them). NULL when out of memory. */
 bg_shared *bg_shared_copy(const void *data, size_t n, void **bytes);
 
 typedef struct bg_node {
@@ -314,8 +315,14 @@ void bg_store(braid_dtype t, void *buf, int64_t i, double v);
  * conv_transpose's output_padding is folded into the end pad (end pad =
  * pads_end - output_padding, so it may be negative): both say where the
  * output stops in the full transposed result. Axes past the spatial rank
- * are zero (bg_build normalises). */
+ * are zero (bg_build normalises).
+ *
+ * flags BG_CONV_CHANNELS_LAST (conv only) moves the channel axis last:
+ * x [N, in..., C], w [OC, k..., C/G], y [N, out..., OC]. No builder makes
+ * it: passes/channels_last.c rewrites GPU convolutions into it, and the
+ * text format spells it `channels_last`. The CPU does not run it. */
 #define BG_CONV_MAX_SPATIAL 3
+#define BG_CONV_CHANNELS_LAST 1u
 
 /* A convolution's geometry with every spatial axis present: axes past the
  * node's spatial rank have size 1, kernel 1, stride 1, dilation 1, no pad.
@@ -326,6 +333,7 @@ void bg_store(braid_dtype t, void *buf, int64_t i, double v);
 typedef struct bg_conv_geom {
     bool transpose;   /* conv_transpose */
     bool bias;        /* a third input: bias [OC] */
+    bool channels_last; /* BG_CONV_CHANNELS_LAST: [N, spatial..., C] */
     int nspatial;     /* 1..3 */
     int64_t N, C, OC, G; /* batch, input and output channels, groups */
     int64_t in[BG_CONV_MAX_SPATIAL], k[BG_CONV_MAX_SPATIAL],

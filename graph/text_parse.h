@@ -106,7 +106,7 @@ typedef enum bg_attr_key {
     BG_ATTR_START,
     BG_ATTR_STOP,
     BG_ATTR_STEP,
-    BG_ATTR_GROUP,  /* collectives (graph/collective.h) */
+    BG_ATTR_GROUP, /* collectives (graph/collective.h) */
     BG_ATTR_RANK,
     BG_ATTR_RANKS,
     BG_ATTR_ROOT,
@@ -132,9 +132,10 @@ typedef enum bg_attr_key {
     BG_ATTR_SMALLEST,
     BG_ATTR_EXCLUSIVE,
     BG_ATTR_REVERSE,
-    BG_ATTR_EPS, /* layer_norm */
-    BG_ATTR_SCALE,  /* attention */
-    BG_ATTR_CAUSAL, /* attention */
+    BG_ATTR_EPS,           /* layer_norm */
+    BG_ATTR_SCALE,         /* attention */
+    BG_ATTR_CAUSAL,        /* attention */
+    BG_ATTR_CHANNELS_LAST, /* conv (graph.h, BG_CONV_CHANNELS_LAST) */
     BG_ATTR_COUNT
 } bg_attr_key;
 

@@ -74,6 +74,7 @@ static const struct {
     [BG_ATTR_EPS] = {"eps", A_F64},
     [BG_ATTR_SCALE] = {"scale", A_F64},
     [BG_ATTR_CAUSAL] = {"causal", A_FLAG},
+    [BG_ATTR_CHANNELS_LAST] = {"channels_last", A_FLAG},
 };
 
 #define B(key) BG_ATTR_BIT(BG_ATTR_##key)
@@ -147,7 +148,8 @@ static void op_attrs(braid_op op, uint64_t *allowed, uint64_t *required) {
         opt |= B(AXIS) | B(REDUCTION);
         break;
     case BRAID_OP_CONV: /* conv ops: every attribute has a default */
-        opt |= B(STRIDES) | B(DILATIONS) | B(PADS) | B(GROUPS);
+        opt |=
+            B(STRIDES) | B(DILATIONS) | B(PADS) | B(GROUPS) | B(CHANNELS_LAST);
         break;
     case BRAID_OP_CONV_TRANSPOSE:
         opt |= B(STRIDES) | B(DILATIONS) | B(PADS) | B(GROUPS) |
@@ -158,7 +160,8 @@ static void op_attrs(braid_op op, uint64_t *allowed, uint64_t *required) {
         /* fall through */
     case BRAID_OP_MAX_POOL:
         req = B(KERNEL_SHAPE);
-        opt |= B(STRIDES) | B(DILATIONS) | B(PADS) | B(CEIL_MODE);
+        opt |= B(STRIDES) | B(DILATIONS) | B(PADS) | B(CEIL_MODE) |
+               B(CHANNELS_LAST);
         break;
     case BRAID_OP_RESIZE:
         req = B(SHAPE) | B(MODE);
@@ -415,6 +418,7 @@ static bool conv_attrs(bg_parser *p, const bg_pattrs *a, const bg_node *x,
     static const bg_attr_key keys[] = {BG_ATTR_STRIDES, BG_ATTR_DILATIONS,
                                        BG_ATTR_PADS, BG_ATTR_OUTPUT_PADDING};
     int s = x->rank - 2;
+    if (a->seen & B(CHANNELS_LAST)) out->flags |= BG_CONV_CHANNELS_LAST;
     if (s < 1 || s > BG_CONV_MAX_SPATIAL) return true; /* bg_build says */
     for (int k = 0; k < 4; k++) {
         int want = keys[k] == BG_ATTR_PADS ? 2 * s : s;
@@ -478,7 +482,8 @@ static bool window_attrs(bg_parser *p, const bg_pattrs *a, const bg_node *x,
         bg_window_set_param(out, 4, i, a->list[BG_ATTR_PADS][k + i]);
     }
     out->flags = ((a->seen & B(CEIL_MODE)) ? BG_POOL_CEIL : 0) |
-                 ((a->seen & B(COUNT_INCLUDE_PAD)) ? BG_POOL_COUNT_PAD : 0);
+                 ((a->seen & B(COUNT_INCLUDE_PAD)) ? BG_POOL_COUNT_PAD : 0) |
+                 ((a->seen & B(CHANNELS_LAST)) ? BG_POOL_CHANNELS_LAST : 0);
     return true;
 }
 

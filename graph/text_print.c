@@ -321,6 +321,7 @@ static void put_window(pbuf *b, const bg_node *n) {
     }
     if (n->attr.flags & BG_POOL_CEIL) puts_(b, " ceil_mode");
     if (n->attr.flags & BG_POOL_COUNT_PAD) puts_(b, " count_include_pad");
+    if (n->attr.flags & BG_POOL_CHANNELS_LAST) puts_(b, " channels_last");
 }
 
 /* resize: the output shape, a scale per axis (1 for the leading ones),
@@ -393,6 +394,7 @@ static void put_conv_attrs(pbuf *b, const bg_node *n, int s) {
         puts_(b, " output_padding=");
         put_int_list(b, s, outpad);
     }
+    if (a->flags & BG_CONV_CHANNELS_LAST) puts_(b, " channels_last");
 }
 
 /* axis, k (topk) and the flags of an axis op (graph/axis.h). */

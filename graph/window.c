@@ -38,13 +38,18 @@ int64_t bg_window_out_dim(int64_t in, int64_t k, int64_t stride, int64_t dil,
 
 void bg_window_get(const bg_node *n, const bg_node *x, bg_window *w) {
     int k = x->rank - 2, lead = 3 - k;
+    bool cl =
+        n->op != BRAID_OP_RESIZE && (n->attr.flags & BG_POOL_CHANNELS_LAST);
+    int sp0 = cl ? 1 : 2; /* the first spatial axis */
     memset(w, 0, sizeof *w);
-    w->planes = x->dims[0] * x->dims[1];
+    w->inner = cl ? x->dims[x->rank - 1] : 1;
+    w->planes = x->dims[0] * (cl ? w->inner : x->dims[1]);
+    if (w->inner < 1) w->inner = 1; /* no planes: nothing is read */
     w->flags = n->attr.flags;
     for (int a = 0; a < 3; a++) {
         int i = a - lead; /* the user's spatial axis, < 0 for padding */
-        w->in[a] = i < 0 ? 1 : x->dims[2 + i];
-        w->out[a] = i < 0 ? 1 : n->dims[2 + i];
+        w->in[a] = i < 0 ? 1 : x->dims[sp0 + i];
+        w->out[a] = i < 0 ? 1 : n->dims[sp0 + i];
         w->kernel[a] = i < 0 ? 1 : bg_window_param(&n->attr, 0, i);
         w->stride[a] = i < 0 ? 1 : bg_window_param(&n->attr, 1, i);
         w->dilation[a] = i < 0 ? 1 : bg_window_param(&n->attr, 2, i);
@@ -130,24 +135,27 @@ braid_status bg_infer_window(braid_graph *g, braid_op op, const bg_node *x,
     if (!bg_op_accepts(op, x->dtype))
         return bg_fail(g, BRAID_ERR_DTYPE, "%s: operand %s; expected %s", name,
                        t, bg_op_dtypes_text(op));
-    if (a->flags & ~(BG_POOL_CEIL | BG_POOL_COUNT_PAD) ||
+    if (a->flags &
+            ~(BG_POOL_CEIL | BG_POOL_COUNT_PAD | BG_POOL_CHANNELS_LAST) ||
         (op == BRAID_OP_MAX_POOL && (a->flags & BG_POOL_COUNT_PAD)))
         return bg_fail(g, BRAID_ERR_INVALID_ARGUMENT,
-                       "%s: flags 0x%x; expected ceil_mode%s only", name,
-                       (unsigned)a->flags,
-                       op == BRAID_OP_AVG_POOL ? " and count_include_pad"
-                                               : "");
+                       "%s: flags 0x%x; expected ceil_mode%s and "
+                       "channels_last only",
+                       name, (unsigned)a->flags,
+                       op == BRAID_OP_AVG_POOL ? ", count_include_pad" : "");
     braid_status s = window_params_ok(g, name, a, k);
     if (s != BRAID_OK) return s;
+    bool cl = a->flags & BG_POOL_CHANNELS_LAST;
+    int sp0 = cl ? 1 : 2; /* the first spatial axis */
     out->rank = x->rank;
     out->dtype = x->dtype;
     out->dims[0] = x->dims[0];
-    out->dims[1] = x->dims[1];
+    out->dims[cl ? x->rank - 1 : 1] = x->dims[cl ? x->rank - 1 : 1];
     for (int i = 0; i < k; i++) {
         int64_t v[5];
         for (int p = 0; p < 5; p++)
             v[p] = bg_window_param(a, p, i);
-        int64_t o = bg_window_out_dim(x->dims[2 + i], v[0], v[1], v[2], v[3],
+        int64_t o = bg_window_out_dim(x->dims[sp0 + i], v[0], v[1], v[2], v[3],
                                       v[4], a->flags & BG_POOL_CEIL);
         if (o <= 0)
             return bg_fail(g, BRAID_ERR_SHAPE,
@@ -155,9 +163,9 @@ braid_status bg_infer_window(braid_graph *g, braid_op op, const bg_node *x,
                            "at dilation %lld does not fit %lld elements "
                            "padded by %lld and %lld",
                            name, i, t, (long long)v[0], (long long)v[2],
-                           (long long)x->dims[2 + i], (long long)v[3],
+                           (long long)x->dims[sp0 + i], (long long)v[3],
                            (long long)v[4]);
-        out->dims[2 + i] = o;
+        out->dims[sp0 + i] = o;
     }
     memcpy(out->attr.start, a->start, sizeof a->start);
     memcpy(out->attr.step, a->step, sizeof a->step);
@@ -178,14 +186,15 @@ static double window_value(const bg_window *w, bool max, const double *x,
     for (int a = 0; a < 3; a++)
         bg_window_taps(w, a, o[a], &j0[a], &j1[a], &pad[a]);
     double acc = max ? -INFINITY : 0;
+    int64_t ivol = w->in[0] * w->in[1] * w->in[2];
     for (int64_t i = j0[0]; i < j1[0]; i++)
         for (int64_t j = j0[1]; j < j1[1]; j++)
             for (int64_t k = j0[2]; k < j1[2]; k++) {
-                int64_t p[3] = {i, j, k}, at = pl;
+                int64_t p[3] = {i, j, k}, s = 0;
                 for (int a = 0; a < 3; a++)
-                    at = at * w->in[a] + o[a] * w->stride[a] - w->pad_lo[a] +
-                         p[a] * w->dilation[a];
-                double v = x[at];
+                    s = s * w->in[a] + o[a] * w->stride[a] - w->pad_lo[a] +
+                        p[a] * w->dilation[a];
+                double v = x[bg_window_at(w, pl, ivol, s)];
                 if (!max)
                     acc += v;
                 else if (v > acc || v != v)
@@ -206,13 +215,15 @@ void bg_eval_window(const bg_node *n, const bg_node *x, const double *in,
     }
     bg_window w;
     bg_window_get(n, x, &w);
+    int64_t ovol = w.out[0] * w.out[1] * w.out[2];
     for (int64_t e = lo; e < hi; e++) {
-        int64_t o[3], r = e;
+        int64_t o[3], pl, r;
+        bg_window_split(&w, e, ovol, &pl, &r);
         for (int a = 2; a >= 0; a--) {
             o[a] = r % w.out[a];
             r /= w.out[a];
         }
-        out[e] = window_value(&w, n->op == BRAID_OP_MAX_POOL, in, r, o);
+        out[e] = window_value(&w, n->op == BRAID_OP_MAX_POOL, in, pl, o);
     }
 }
 

@@ -21,10 +21,18 @@
 /* attr.flags bits of a pool node */
 #define BG_POOL_CEIL 1u      /* ceil_mode: output sizes rounded up */
 #define BG_POOL_COUNT_PAD 2u /* avg_pool: the divisor counts padding */
+#define BG_POOL_CHANNELS_LAST                                                  \
+    4u /* x [N, spatial..., C] and the output                                  \
+          likewise; no builder makes it:                                       \
+          passes/channels_last.c does, the text                                \
+          format spells it channels_last */
 
-/* A window op's geometry, normalised to three spatial axes. */
+/* A window op's geometry, normalised to three spatial axes. Plane p = n·C
+ * + c of x starts at element bg_window_at(w, p, 0); its spatial positions
+ * are `inner` elements apart (1 channels first, C channels last). */
 typedef struct bg_window {
     int64_t planes;      /* N · C: independent planes */
+    int64_t inner;       /* channels interleaved: 1, or C channels last */
     int64_t in[3];       /* input spatial dims */
     int64_t out[3];      /* output spatial dims */
     int64_t kernel[3];   /* window size */
@@ -42,6 +50,23 @@ void bg_window_set_param(bg_attrs *a, int p, int i, int64_t v);
 
 /* The geometry of window node n reading x (kernels, reference). */
 void bg_window_get(const bg_node *n, const bg_node *x, bg_window *w);
+
+/* The element of plane pl at flat spatial position s (of vol positions per
+ * plane): channels first pl·vol + s; channels last (n·vol + s)·C + c. The
+ * same for an output element with the output's vol. */
+static inline int64_t bg_window_at(const bg_window *w, int64_t pl, int64_t vol,
+                                   int64_t s) {
+    return (pl / w->inner * vol + s) * w->inner + pl % w->inner;
+}
+
+/* The plane and flat spatial position of output element e (of ovol
+ * positions per plane): bg_window_at's inverse. */
+static inline void bg_window_split(const bg_window *w, int64_t e, int64_t ovol,
+                                   int64_t *pl, int64_t *s) {
+    int64_t c = e % w->inner, r = e / w->inner;
+    *s = r % ovol;
+    *pl = r / ovol * w->inner + c;
+}
 
 /* Taps per output element of window node n (a pool: the product of its
  * kernel sizes; resize: 1 nearest, 2 per resized axis linear): the work

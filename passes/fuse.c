@@ -489,13 +489,16 @@ static braid_status split_conv_bias(fuse_state *s, uint32_t *count) {
                 rep[id] = BG_NONE;
         }
         bg_node conv = *node(s, c); /* the node array may move below */
-        int64_t bd[BRAID_MAX_RANK] = {conv.dims[1]};
+        bool cl = conv.attr.flags & BG_CONV_CHANNELS_LAST;
+        int64_t bd[BRAID_MAX_RANK] = {conv.dims[cl ? conv.rank - 1 : 1]};
         for (int d = 1; d + 1 < conv.rank; d++)
             bd[d] = 1;
         uint32_t xw[2] = {conv.inputs[0], conv.inputs[1]};
         uint32_t b = conv.inputs[2];
+        /* channels first the bias broadcasts as [C, 1, ...]; channels last
+         * as it is, [C] */
         uint32_t r = bp_plan_add_node(p, BRAID_OP_RESHAPE, &b, 1, conv.dtype,
-                                      conv.rank - 1, bd, NULL);
+                                      cl ? 1 : conv.rank - 1, bd, NULL);
         uint32_t c2 =
             r == BG_NONE ? BG_NONE
                          : bp_plan_add_node(p, BRAID_OP_CONV, xw, 2, conv.dtype,

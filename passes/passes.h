@@ -39,6 +39,11 @@ braid_status bp_place(bp_plan *plan);
  * run elsewhere; consumers read the copy. Copy nodes' info.device is the
  * destination. */
 braid_status bp_copies(bp_plan *plan);
+/* Qualifying GPU convolutions (2-D, constant weights, f16/bf16, or f32
+ * with allow_tf32) in channels-last form, with the rank-4 elementwise work
+ * around them; permutes only where the region meets other work
+ * (passes/channels_last.c). */
+braid_status bp_channels_last(bp_plan *plan);
 /* Connected elementwise/broadcast/cast subgraphs on one device become one
  * BRAID_OP_FUSED node with a program (plan->res.programs); elementwise
  * producers fuse into a reduction; matmul + bias + activation becomes a MATMUL

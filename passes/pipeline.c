@@ -24,6 +24,7 @@ static const struct {
     {"shard", bp_shard, 0},
     {"place", bp_place, 0},
     {"copies", bp_copies, 0},
+    {"channels_last", bp_channels_last, BRAID_PASS_CHANNELS_LAST},
     {"fuse", bp_fuse, BRAID_PASS_FUSE},
     {"chunk", bp_chunk, BRAID_PASS_CHUNK},
     {"state", bp_state, 0},
@@ -148,7 +149,7 @@ braid_status bp_compile_check(const braid_graph *g,
     if (opts && (opts->disable_passes &
                  ~(unsigned)(BRAID_PASS_SIMPLIFY | BRAID_PASS_FUSE |
                              BRAID_PASS_CHUNK | BRAID_PASS_REUSE |
-                             BRAID_PASS_STRIDED)))
+                             BRAID_PASS_STRIDED | BRAID_PASS_CHANNELS_LAST)))
         return bg_set_last_error(BRAID_ERR_INVALID_ARGUMENT,
                                  "braid_compile: disable_passes has unknown "
                                  "bits 0x%x",

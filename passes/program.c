@@ -364,8 +364,9 @@ static const char *axes_expected(const bp_program *p) {
 static uint32_t flags_allowed(bp_program_kind k) {
     return k == BP_PROGRAM_REDUCE   ? BG_KEEPDIMS
            : k == BP_PROGRAM_MATMUL ? BRAID_TRANSPOSE_A | BRAID_TRANSPOSE_B
-           : k == BP_PROGRAM_POOL   ? BG_POOL_CEIL | BG_POOL_COUNT_PAD
-                                    : 0;
+           : k == BP_PROGRAM_POOL
+               ? BG_POOL_CEIL | BG_POOL_COUNT_PAD | BG_POOL_CHANNELS_LAST
+               : 0;
 }
 
 static bool check_attrs(const pc *c) {
@@ -463,17 +464,20 @@ static bool matmul_fits(const pc *c) {
 }
 
 /* The pool of the space (its input) by the program's window gives n's
- * shape: N and C kept, each spatial dim bg_window_out_dim (≥ 1). */
+ * shape: N and C kept, each spatial dim bg_window_out_dim (≥ 1); the
+ * channel axis last with BG_POOL_CHANNELS_LAST. */
 static bool pooled_shape_is(const bp_program *p, const bg_node *n) {
+    bool cl = p->flags & BG_POOL_CHANNELS_LAST;
+    int ca = cl ? p->rank - 1 : 1, sp0 = cl ? 1 : 2;
     if (n->rank != p->rank || n->dims[0] != p->dims[0] ||
-        n->dims[1] != p->dims[1])
+        n->dims[ca] != p->dims[ca])
         return false;
     for (int i = 0; i + 2 < p->rank; i++) {
         const int64_t *w = &p->window[0][0];
-        int64_t o = bg_window_out_dim(p->dims[2 + i], w[i], w[3 + i],
-                                      w[6 + i], w[9 + i], w[12 + i],
-                                      p->flags & BG_POOL_CEIL);
-        if (o < 1 || o != n->dims[2 + i]) return false;
+        int64_t o =
+            bg_window_out_dim(p->dims[sp0 + i], w[i], w[3 + i], w[6 + i],
+                              w[9 + i], w[12 + i], p->flags & BG_POOL_CEIL);
+        if (o < 1 || o != n->dims[sp0 + i]) return false;
     }
     return true;
 }

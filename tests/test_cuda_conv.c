@@ -48,7 +48,12 @@ static void check_path(braid_graph *g, bool braid_kernel, uint64_t seed,
     /* w in ±1/sqrt(K) (K = C/groups · kernel taps, as networks initialise
      * it): outputs stay O(1), so f32 sums of thousands of products in
      * another order than the reference's stay within the tolerance */
-    const bg_node *wn = bg_node_at(g, g->nodes[g->nnodes - 1].inputs[1]);
+    const bg_node *wn = NULL;
+    for (uint32_t id = 0; id < g->nnodes && !wn; id++)
+        if (g->nodes[id].op == BRAID_OP_INPUT &&
+            strcmp(g->nodes[id].name, "w") == 0)
+            wn = &g->nodes[id];
+    cr_assert(wn, "%s: an input named w", what);
     double K = (double)bg_numel(wn) / (double)wn->dims[0];
     double lim = K > 64 ? 1 / sqrt(K) : 1;
     for (uint32_t i = 0; i < io->ninputs; i++)
@@ -95,6 +100,54 @@ Test(cuda_conv, random_shapes_cudnn, .timeout = 600) {
 Test(cuda_conv, random_shapes_braid_kernel, .timeout = 600) {
     TC_REQUIRE_GPU();
     random_cases(true, 4, tc_under_sanitizer() ? 8 : 40);
+}
+
+/* The channels-last form (passes/channels_last.c makes it from GPU
+ * convolutions with TF32, f16 or bf16): random cases through both paths,
+ * f32, f16 and f64, and ResNet-18's shapes through cuDNN's NHWC
+ * descriptors. */
+Test(cuda_conv, channels_last_both_paths, .timeout = 600) {
+    TC_REQUIRE_GPU();
+    uint64_t st = 5;
+    int n = tc_under_sanitizer() ? 4 : 16;
+    for (int t = 0; t < n; t++) {
+        ts_conv_case c = ts_conv_random_case(&st, false);
+        braid_dtype dt = t % 5 == 4   ? BRAID_F64
+                         : t % 3 == 2 ? BRAID_F16
+                                      : BRAID_F32;
+        char buf[400], what[460];
+        snprintf(what, sizeof what, "channels last %s %s", braid_dtype_name(dt),
+                 ts_conv_case_str(&c, buf, sizeof buf));
+        for (int path = 0; path < 2; path++) {
+            braid_graph *g = ts_conv_case_graph_channels_last(&c, dt);
+            check_path(g, path == 1, 300 + (uint64_t)t, what);
+            braid_graph_free(g);
+        }
+    }
+    static const int64_t shapes[][5] = {/* C, OC, HW, k, stride */
+                                        {3, 64, 224, 7, 2},
+                                        {64, 64, 56, 3, 1},
+                                        {64, 128, 56, 1, 2},
+                                        {256, 512, 14, 3, 2}};
+    for (int i = 0; i < (tc_under_sanitizer() ? 1 : 4); i++) {
+        const int64_t *s = shapes[i];
+        ts_conv_case c = {.s = 2,
+                          .N = 2,
+                          .G = 1,
+                          .Cg = s[0],
+                          .OCg = s[1],
+                          .in = {s[2], s[2], 1},
+                          .k = {s[3], s[3], 1},
+                          .bias = true};
+        c.p.strides[0] = c.p.strides[1] = s[4];
+        for (int a = 0; a < 4; a++)
+            c.p.pads[a] = s[3] / 2;
+        braid_graph *g = ts_conv_case_graph_channels_last(&c, BRAID_F32);
+        char buf[400];
+        check_path(g, false, 350 + (uint64_t)i,
+                   ts_conv_case_str(&c, buf, sizeof buf));
+        braid_graph_free(g);
+    }
 }
 
 /* Symmetric pads: cuDNN takes the node (when it loads); the cases of

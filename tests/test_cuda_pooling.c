@@ -16,8 +16,11 @@
 
 #define DIMS(...) ((const int64_t[]){__VA_ARGS__})
 
-/* One random pool of x [N, C, k spatial axes] of dt. */
-static void pool_case(uint64_t *st, braid_dtype dt, bool max, int k) {
+/* One random pool of x [N, C, k spatial axes] of dt; channels_last: in
+ * that form between permutes (tests/support/op_cases.h), after a relu
+ * (a fused pool program) every other time. */
+static void pool_case(uint64_t *st, braid_dtype dt, bool max, int k,
+                      bool channels_last) {
     int64_t dims[5] = {ts_rand_int(st, 1, 3), ts_rand_int(st, 1, 4)};
     braid_pool_params pp = {0};
     for (int i = 0; i < k; i++) {
@@ -35,11 +38,18 @@ static void pool_case(uint64_t *st, braid_dtype dt, bool max, int k) {
     pp.count_include_pad = ts_rand_int(st, 0, 1);
     braid_graph *g = braid_graph_new(NULL);
     braid_tensor x = braid_input(g, "x", dt, 2 + k, dims);
-    braid_tensor y = max ? braid_max_pool(g, x, &pp) : braid_avg_pool(g, x, &pp);
+    braid_tensor y;
+    if (channels_last) {
+        if (max) pp.count_include_pad = false;
+        if (*st % 2) x = braid_relu(g, x);
+        y = ts_pool_channels_last(g, x, &pp, max);
+    } else {
+        y = max ? braid_max_pool(g, x, &pp) : braid_avg_pool(g, x, &pp);
+    }
     ts_range r = dt == BRAID_I32 ? TS_I32_FULL : TS_RANGE(-4, 4);
     char what[96];
-    snprintf(what, sizeof what, "%s_pool %s %d-D", max ? "max" : "avg",
-             braid_dtype_name(dt), k);
+    snprintf(what, sizeof what, "%s_pool %s %d-D%s", max ? "max" : "avg",
+             braid_dtype_name(dt), k, channels_last ? " channels last" : "");
     TC_CHECK(g, y, &r, *st, what);
     braid_graph_free(g);
 }
@@ -50,11 +60,31 @@ Test(cuda_pooling, random_pools, .timeout = 600) {
     for (int i = 0; i < 24; i++) {
         int k = 1 + i % 3;
         TS_FOR_DTYPES(dt, TS_NUMS) {
-            pool_case(&st, dt, true, k);
-            if (dt != BRAID_I32) pool_case(&st, dt, false, k);
+            pool_case(&st, dt, true, k, false);
+            if (dt != BRAID_I32) pool_case(&st, dt, false, k, false);
         }
     }
     cr_assert_gt(tc_gpu_cases, 0, "no case ran on the GPU");
+}
+
+/* The channels-last form (passes/channels_last.c makes it on GPUs). */
+Test(cuda_pooling, channels_last_pools, .timeout = 600) {
+    TC_REQUIRE_GPU();
+    uint64_t st = 0x7005;
+    for (int i = 0; i < 12; i++) {
+        braid_dtype dt = i % 4 == 3 ? BRAID_F16 : BRAID_F32;
+        pool_case(&st, dt, true, 1 + i % 3, true);
+        pool_case(&st, dt, false, 1 + i % 3, true);
+    }
+    braid_graph *g = braid_graph_new(NULL);
+    braid_tensor x = braid_input(g, "x", BRAID_F32, 4, DIMS(8, 64, 112, 112));
+    braid_pool_params pp = {.kernel = {3, 3},
+                            .strides = {2, 2},
+                            .pads_lo = {1, 1},
+                            .pads_hi = {1, 1}};
+    braid_tensor y = ts_pool_channels_last(g, braid_relu(g, x), &pp, true);
+    TC_CHECK(g, y, NULL, 13, "resnet max pool channels last");
+    braid_graph_free(g);
 }
 
 /* ResNet-18's stem: relu then a 3 x 3 max pool, stride 2, pad 1. */

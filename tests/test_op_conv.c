@@ -11,6 +11,10 @@
  *     Winograd F(2×2, 3×3); products large enough for the split
  *     path (im2col and the GEMM's blocks over the pool);
  *   - GPU plans on the emulated executor against the reference;
+ *   - the channels-last form (passes/channels_last.c makes it for GPUs):
+ *     the reference gives the channels-first bits, the CPU's direct loops
+ *     and emulated GPU plans match the reference, the text form round
+ *     trips, and a malformed one is refused;
  *   - text and plan files round-trip (output_padding folded in included);
  *   - bad attributes and operands: a sticky error naming the op and what
  *     is wrong; f16 on the CPU refused at executor creation.
@@ -518,7 +522,8 @@ Test(op_conv, gpu_plan_emulated) {
 
 #ifdef BRAID_HAVE_CUDA
 /* braid's GPU kernel for the conv ops (codegen/conv.c, cuDNN's fallback)
- * compiles with NVRTC for sm_90, every dtype and both ops, one launch of
+ * compiles with NVRTC for sm_90, every dtype and both ops (and the
+ * channels-last form), one launch of
  * one thread per output element. */
 Test(op_conv, gpu_kernels_compile_for_sm90, .timeout = 300) {
     setenv("BRAID_CACHE_DIR", "", 1);
@@ -526,7 +531,9 @@ Test(op_conv, gpu_kernels_compile_for_sm90, .timeout = 300) {
     braid_dtype dts[4] = {BRAID_F32, BRAID_F64, BRAID_F16, BRAID_BF16};
     for (int t = 0; t < 8; t++) {
         ts_conv_case c = ts_conv_random_case(&st, t % 2 == 1);
-        braid_graph *g = ts_conv_case_graph(&c, dts[t % 4]);
+        braid_graph *g = t % 4 == 2 /* channels last (a conv) */
+                             ? ts_conv_case_graph_channels_last(&c, dts[t % 4])
+                             : ts_conv_case_graph(&c, dts[t % 4]);
         hint_gpu(g);
         braid_plan *p = pf_compile(g, "cpu,cuda:0");
         bc_source src;
@@ -783,5 +790,102 @@ Test(op_conv, text_errors) {
                   "%s: want '%s' in: %s", cases[i].line, cases[i].want,
                   braid_graph_error(g));
         braid_graph_free(g);
+    }
+}
+
+/* ---- channels last (BG_CONV_CHANNELS_LAST) --------------------------------
+ */
+
+/* The reference computes the channels-last form from the same products in
+ * the same order as the channels-first one: the same bits, f32 and f64. */
+Test(op_conv, channels_last_reference_same_bits) {
+    uint64_t st = 61;
+    for (int t = 0; t < 16; t++) {
+        ts_conv_case c = ts_conv_random_case(&st, false);
+        braid_dtype dt = t % 3 == 2 ? BRAID_F64 : BRAID_F32;
+        braid_graph *g = ts_conv_case_graph(&c, dt);
+        braid_graph *h = ts_conv_case_graph_channels_last(&c, dt);
+        ts_io *a = ts_io_new(g, 70 + (uint64_t)t),
+              *b = ts_io_new(h, 70 + (uint64_t)t);
+        cr_assert(a && b);
+        cr_assert_eq(a->ninputs, b->ninputs);
+        for (uint32_t i = 0; i < a->ninputs; i++)
+            cr_assert_eq(memcmp(a->in[i].data, b->in[i].data, a->in[i].bytes),
+                         0, "the same inputs");
+        cr_assert_eq(braid_reference_run(g, a->in, a->ninputs, a->ref, 1),
+                     BRAID_OK, "%s", braid_last_error());
+        cr_assert_eq(braid_reference_run(h, b->in, b->ninputs, b->ref, 1),
+                     BRAID_OK, "%s", braid_last_error());
+        char buf[400];
+        cr_assert_eq(memcmp(a->ref[0].data, b->ref[0].data, a->ref[0].bytes), 0,
+                     "%s %s", braid_dtype_name(dt),
+                     ts_conv_case_str(&c, buf, sizeof buf));
+        ts_io_free(a), ts_io_free(b);
+        braid_graph_free(g), braid_graph_free(h);
+    }
+}
+
+/* The CPU's direct loops, and the form in a GPU plan on the emulated
+ * executor (whose device queues run them), against the reference. */
+Test(op_conv, channels_last_cpu_and_emulated, .timeout = 120) {
+    uint64_t st = 62;
+    for (int t = 0; t < 12; t++) {
+        ts_conv_case c = ts_conv_random_case(&st, false);
+        braid_dtype dt = t % 4 == 3 ? BRAID_F64 : BRAID_F32;
+        braid_graph *g = ts_conv_case_graph_channels_last(&c, dt);
+        char buf[400];
+        ts_conv_case_str(&c, buf, sizeof buf);
+        check_run(g, "cpu", 80 + (uint64_t)t, buf);
+        hint_gpu(g);
+        check_run(g, "cpu,cuda:0", 90 + (uint64_t)t, buf);
+        braid_graph_free(g);
+    }
+}
+
+/* The text form says channels_last and reads back to the same graph; the
+ * flag on a conv_transpose, and shapes that are not channels last, are
+ * refused naming what is wrong. */
+Test(op_conv, channels_last_text) {
+    ts_conv_case c = {.s = 2,
+                      .N = 2,
+                      .G = 2,
+                      .Cg = 3,
+                      .OCg = 2,
+                      .in = {5, 6, 1},
+                      .k = {3, 2, 1},
+                      .bias = true,
+                      .p = {.strides = {2, 1}, .pads = {1, 0, 1, 1}}};
+    c.p.groups = 2;
+    braid_graph *g = ts_conv_case_graph_channels_last(&c, BRAID_F32);
+    char *text = NULL;
+    size_t len = 0;
+    cr_assert_eq(braid_graph_print(g, &text, &len), BRAID_OK);
+    cr_assert(strstr(text, " channels_last"), "%s", text);
+    braid_graph *h = braid_graph_parse(text, len, "cl.graph", NULL);
+    cr_assert_eq(braid_graph_status(h), BRAID_OK, "%s\n%s",
+                 braid_graph_error(h), text);
+    cr_assert(bg_graph_equal(g, h), "%s", text);
+    free(text);
+    braid_graph_free(h);
+    braid_graph_free(g);
+    static const struct {
+        const char *src, *want;
+    } bad[] = {
+        {"braid-graph 1\n%0 = input f32[1,4,5,5] name=\"x\"\n"
+         "%1 = input f32[2,4,3,3] name=\"w\"\n"
+         "%2 = conv %0, %1 channels_last\n",
+         "w [OC, kernel..., C/groups]"},
+        {"braid-graph 1\n%0 = input f32[1,2,5,5] name=\"x\"\n"
+         "%1 = input f32[2,1,3,3] name=\"w\"\n"
+         "%2 = conv_transpose %0, %1 channels_last\n",
+         "channels_last"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        braid_graph *b = braid_graph_parse(bad[i].src, strlen(bad[i].src),
+                                           "bad.graph", NULL);
+        cr_assert_neq(braid_graph_status(b), BRAID_OK, "%s", bad[i].src);
+        cr_assert(strstr(braid_graph_error(b), bad[i].want), "%s: %s",
+                  bad[i].src, braid_graph_error(b));
+        braid_graph_free(b);
     }
 }

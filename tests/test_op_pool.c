@@ -9,7 +9,10 @@
  *     against the reference, every float dtype (max: i32 too), results
  *     bit-identical on 1 and 3 threads;
  *   - the text format round trip, the builder's errors, GPU plans on the
- *     emulated executor.
+ *     emulated executor;
+ *   - the channels-last form (passes/channels_last.c makes it on GPUs):
+ *     the reference's bits equal the channels-first pool's, the CPU and
+ *     emulated GPU plans match the reference, text round trip.
  * Tolerances: ts_tolerance of the dtype; max is exact, and an average
  * sums in double and rounds once, like the reference, so f32 matches it
  * bit for bit in practice. */
@@ -394,7 +397,8 @@ Test(op_pool, builder_errors) {
 #include "codegen/codegen.h"
 
 /* Max and average of every dtype they take, 1-D to 3-D, count_include_pad
- * and ceil_mode, on cuda:0: one module, compiled as the GPU would. */
+ * and ceil_mode, channels first and (f32) last, on cuda:0: one module,
+ * compiled as the GPU would. */
 Test(op_pool, kernels_compile_for_sm90, .timeout = 300) {
     setenv("BRAID_CACHE_DIR", "", 1);
     braid_graph *g = braid_graph_new(NULL);
@@ -419,7 +423,14 @@ Test(op_pool, kernels_compile_for_sm90, .timeout = 300) {
             braid_set_device(g, y, "cuda:0");
             snprintf(name, sizeof name, "y%d", n++);
             braid_output(g, name, y);
+            if (dt != BRAID_F32) continue;
+            y = ts_pool_channels_last(g, x, &pp, max);
+            snprintf(name, sizeof name, "y%d", n++);
+            braid_output(g, name, y);
         }
+    for (uint32_t id = 0; id < braid_graph_node_count(g); id++)
+        if (g->nodes[id].op != BRAID_OP_INPUT)
+            braid_set_device(g, (braid_tensor){id}, "cuda:0");
     cr_assert_eq(braid_graph_status(g), BRAID_OK, "%s", braid_graph_error(g));
     braid_plan *p = compile_for(g, "cpu,cuda:0", 2);
     bc_source src;
@@ -449,3 +460,85 @@ Test(op_pool, kernels_compile_for_sm90, .timeout = 300) {
     braid_graph_free(g);
 }
 #endif
+
+/* ---- channels last (BG_POOL_CHANNELS_LAST) ------------------------------- */
+
+/* Random pools in the channels-last form: the reference gives the plain
+ * pool's bits (the same taps in the same order), and the CPU plan and the
+ * emulated GPU plan (its fused-pool path included: relu before the pool)
+ * match the reference. */
+Test(op_pool, channels_last, .timeout = 120) {
+    uint64_t st = 0x9003;
+    for (int i = 0; i < 24; i++) {
+        int k = 1 + i % 3;
+        bool max = i % 2 == 0;
+        braid_dtype dt = i % 5 == 4 ? BRAID_F64 : BRAID_F32;
+        int64_t dims[5] = {ts_rand_int(&st, 1, 3), ts_rand_int(&st, 1, 5)};
+        braid_pool_params pp = random_params(&st, k, dims);
+        if (max) pp.count_include_pad = false;
+        braid_graph *g = braid_graph_new(NULL), *h = braid_graph_new(NULL);
+        braid_tensor x = braid_input(g, "x", dt, 2 + k, dims);
+        braid_output(g, "y",
+                     max ? braid_max_pool(g, x, &pp)
+                         : braid_avg_pool(g, x, &pp));
+        braid_tensor hx = braid_input(h, "x", dt, 2 + k, dims);
+        braid_tensor r = i % 3 == 0 ? braid_relu(h, hx) : hx;
+        braid_output(h, "y", ts_pool_channels_last(h, r, &pp, max));
+        if (i % 3 == 0) { /* the same relu in g */
+            braid_graph_free(g);
+            g = braid_graph_new(NULL);
+            x = braid_relu(g, braid_input(g, "x", dt, 2 + k, dims));
+            braid_output(g, "y",
+                         max ? braid_max_pool(g, x, &pp)
+                             : braid_avg_pool(g, x, &pp));
+        }
+        cr_assert_eq(braid_graph_status(h), BRAID_OK, "%s",
+                     braid_graph_error(h));
+        ts_io *a = ts_io_new(g, st), *b = ts_io_new(h, st);
+        cr_assert_eq(braid_reference_run(g, a->in, 1, a->ref, 1), BRAID_OK,
+                     "%s", braid_last_error());
+        cr_assert_eq(braid_reference_run(h, b->in, 1, b->ref, 1), BRAID_OK,
+                     "%s", braid_last_error());
+        cr_assert_eq(memcmp(a->ref[0].data, b->ref[0].data, a->ref[0].bytes), 0,
+                     "case %d: the plain pool's bits", i);
+        for (int gpu = 0; gpu < 2; gpu++) {
+            if (gpu)
+                for (uint32_t id = 0; id < braid_graph_node_count(h); id++)
+                    if (h->nodes[id].op != BRAID_OP_INPUT)
+                        braid_set_device(h, (braid_tensor){id}, "cuda:0");
+            braid_plan *p = compile_for(h, gpu ? "cpu,cuda:0" : "cpu", 3);
+            cr_assert_eq(pf_run(p, b, gpu, 3), BRAID_OK, "%s",
+                         braid_last_error());
+            char msg[512];
+            cr_assert(ts_io_compare(b, msg, sizeof msg), "case %d %s: %s", i,
+                      gpu ? "emulated GPU" : "cpu", msg);
+            braid_plan_free(p);
+        }
+        ts_io_free(a), ts_io_free(b);
+        braid_graph_free(g), braid_graph_free(h);
+    }
+}
+
+/* The text form says channels_last and reads back the same graph. */
+Test(op_pool, channels_last_text) {
+    braid_graph *g = braid_graph_new(NULL);
+    braid_tensor x = braid_input(g, "x", BRAID_F32, 4, DIMS(2, 3, 7, 6));
+    braid_pool_params pp = {.kernel = {3, 2},
+                            .strides = {2, 1},
+                            .pads_lo = {1, 0},
+                            .pads_hi = {1, 1},
+                            .ceil_mode = true,
+                            .count_include_pad = true};
+    braid_output(g, "y", ts_pool_channels_last(g, x, &pp, false));
+    char *text = NULL;
+    size_t len = 0;
+    cr_assert_eq(braid_graph_print(g, &text, &len), BRAID_OK);
+    cr_assert(strstr(text, " channels_last"), "%s", text);
+    braid_graph *h = braid_graph_parse(text, len, "cl.graph", NULL);
+    cr_assert_eq(braid_graph_status(h), BRAID_OK, "%s\n%s",
+                 braid_graph_error(h), text);
+    cr_assert(bg_graph_equal(g, h), "%s", text);
+    free(text);
+    braid_graph_free(h);
+    braid_graph_free(g);
+}

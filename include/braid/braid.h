@@ -608,6 +608,9 @@ typedef struct braid_device_profile {
 #define BRAID_PASS_REUSE 8u    /* memory reuse (each tensor its own bytes) */
 #define BRAID_PASS_STRIDED 16u /* strided views: every slice / permute a
                                   matmul reads is materialised */
+#define BRAID_PASS_CHANNELS_LAST                                               \
+    32u /* GPU convolutions channels last                                      \
+           (TF32, f16, bf16) */
 
 typedef struct braid_compile_options {
     const char *devices;   /* "cpu", "cpu,cuda:0", ...: names as

@@ -2,7 +2,8 @@
  * whose input is a prologue program (passes/program.h).
  *
  * The prologue is evaluated over a batch of whole input planes (N·C
- * planes, as many as fit POOL_BATCH_BYTES, at least one) into executor
+ * planes, as many as fit POOL_BATCH_BYTES, at least one; channels last,
+ * whole images, whose C planes interleave) into executor
  * scratch, tile by tile over the threads, then the unfused pool kernel
  * (br_pool_window_run) pools that batch; so the prologue's values go
  * through a cache-sized buffer instead of a tensor of the input's size,
@@ -23,20 +24,25 @@ static size_t setup_bytes(void) {
     return (sizeof(br_fz) + 63) & ~(size_t)63;
 }
 
-static int64_t plane_elems(const bp_program *p) {
+/* The unit a batch holds whole: a plane (N·C of them), or channels last
+ * an image (N of them, C planes interleaved). Its elements and count. */
+static void pool_units(const bp_program *p, int64_t *elems, int64_t *units) {
+    bool cl = p->flags & BG_POOL_CHANNELS_LAST;
     int64_t e = 1;
-    for (int d = 2; d < p->rank; d++)
+    for (int d = 1; d < p->rank; d++)
         e *= p->dims[d];
-    return e;
+    *units = p->dims[0] * (cl ? 1 : p->dims[1]);
+    *elems = cl || p->dims[1] == 0 ? e : e / p->dims[1];
 }
 
 size_t br_fz_pool_scratch(const bp_program *p, const bg_node *n) {
-    int64_t plane = plane_elems(p) * (int64_t)braid_dtype_size(n->dtype);
-    int64_t planes = p->dims[0] * p->dims[1];
-    int64_t nb = plane > 0 ? POOL_BATCH_BYTES / plane : 1;
+    int64_t unit, units;
+    pool_units(p, &unit, &units);
+    unit *= (int64_t)braid_dtype_size(n->dtype);
+    int64_t nb = unit > 0 ? POOL_BATCH_BYTES / unit : 1;
     if (nb < 1) nb = 1;
-    if (nb > planes) nb = planes;
-    return setup_bytes() + (size_t)(nb * plane);
+    if (nb > units) nb = units;
+    return setup_bytes() + (size_t)(nb * unit);
 }
 
 /* One batch's prologue: positions [s0, s0 + len) of the space into buf. */
@@ -69,9 +75,10 @@ void br_fz_run_pool(const br_kernel_args *a) {
     if (bg_numel(a->node) == 0) return;
     bg_window w;
     bp_program_window(p, a->node->dims, &w);
-    int64_t plane = plane_elems(p), planes = w.planes;
+    int64_t plane, planes; /* the batch's units: planes or images */
+    pool_units(p, &plane, &planes);
     size_t esz = braid_dtype_size(a->node->dtype);
-    int64_t oplane = w.out[0] * w.out[1] * w.out[2];
+    int64_t oplane = w.out[0] * w.out[1] * w.out[2] * w.inner;
     br_fz *z = a->scratch;
     size_t avail = a->scratch_bytes > setup_bytes()
                        ? a->scratch_bytes - setup_bytes()
@@ -90,7 +97,7 @@ void br_fz_run_pool(const br_kernel_args *a) {
         br_parallel_for(a->pool, ntiles, (BR_GRAIN + z->tile - 1) / z->tile,
                         prologue_tiles, &c);
         bg_window wb = w;
-        wb.planes = n;
+        wb.planes = n * w.inner;
         br_pool_window_run(a->pool, &wb, a->node->dtype,
                            pool->op == BRAID_OP_MAX_POOL, c.buf,
                            (char *)a->out + p0 * oplane * (int64_t)esz);

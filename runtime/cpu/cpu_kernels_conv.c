@@ -415,9 +415,107 @@ static void block_in_slot(void *ctx, int64_t t, int64_t slot) {
     run_block(x, t, x->scratch + (size_t)slot * slot_bytes(x));
 }
 
+/* ---- channels last ---------------------------------------------------------
+ *
+ * The form passes/channels_last.c makes for GPU convolutions reaches the
+ * CPU only in the emulated executor and in hand-written graphs: direct
+ * loops, one output position (all its channels) per index. Channels
+ * innermost, each tap's products run over C/G contiguous values of x and
+ * of w. */
+
+typedef struct cl_ctx {
+    bg_conv_geom c;
+    const void *x, *w, *bias;
+    void *y;
+    bool f64;
+} cl_ctx;
+
+/* The channels-last input offset of tap kk at output position o of
+ * image b (in elements, channel 0), or -1 when it falls in the pads. */
+static int64_t cl_tap(const bg_conv_geom *c, int64_t b, const int64_t *o,
+                      const int64_t *kk) {
+    int64_t pos = b;
+    for (int i = 0; i < BG_CONV_MAX_SPATIAL; i++) {
+        int64_t p = o[i] * c->stride[i] - c->pb[i] + kk[i] * c->dil[i];
+        if (p < 0 || p >= c->in[i]) return -1;
+        pos = pos * c->in[i] + p;
+    }
+    return pos * c->C;
+}
+
+/* Chunk [k0, k1) of the taps of output position e (all its channels),
+ * added to y (which holds the bias, or 0, before the first chunk). */
+#define CL_TAPS(T)                                                             \
+    do {                                                                       \
+        const T *xs = x->x, *ws = x->w;                                        \
+        T *ys = (T *)x->y + e * c->OC;                                         \
+        for (int64_t oc = 0; oc < c->OC; oc++) {                               \
+            int64_t g0 = oc / OCg * Cg;                                        \
+            T acc = ys[oc];                                                    \
+            for (int64_t k = k0; k < k1; k++) {                                \
+                if (off[k - k0] < 0) continue;                                 \
+                const T *xp = xs + off[k - k0] + g0;                           \
+                const T *wp = ws + (oc * kv + k) * Cg;                         \
+                for (int64_t ci = 0; ci < Cg; ci++)                            \
+                    acc += xp[ci] * wp[ci];                                    \
+            }                                                                  \
+            ys[oc] = acc;                                                      \
+        }                                                                      \
+    } while (0)
+
+#define CL_TAP_CHUNK 256
+
+static void cl_range(void *ctx, int64_t lo, int64_t hi) {
+    const cl_ctx *x = ctx;
+    const bg_conv_geom *c = &x->c;
+    int64_t Cg = c->C / c->G, OCg = c->OC / c->G;
+    int64_t kv = c->k[0] * c->k[1] * c->k[2];
+    int64_t ov = c->out[0] * c->out[1] * c->out[2];
+    int64_t off[CL_TAP_CHUNK]; /* per tap: x's offset, -1 in the pads */
+    for (int64_t e = lo; e < hi; e++) {
+        int64_t b = e / ov, sp = e % ov;
+        int64_t o[3] = {sp / (c->out[1] * c->out[2]),
+                        sp / c->out[2] % c->out[1], sp % c->out[2]};
+        for (int64_t oc = 0; oc < c->OC; oc++) {
+            if (x->f64)
+                ((double *)x->y)[e * c->OC + oc] =
+                    x->bias ? ((const double *)x->bias)[oc] : 0;
+            else
+                ((float *)x->y)[e * c->OC + oc] =
+                    x->bias ? ((const float *)x->bias)[oc] : 0;
+        }
+        for (int64_t k0 = 0; k0 < kv; k0 += CL_TAP_CHUNK) {
+            int64_t k1 = kv - k0 < CL_TAP_CHUNK ? kv : k0 + CL_TAP_CHUNK;
+            for (int64_t k = k0; k < k1; k++) {
+                int64_t kk[3];
+                bg_conv_tap(c, k, kk);
+                off[k - k0] = cl_tap(c, b, o, kk);
+            }
+            if (x->f64)
+                CL_TAPS(double);
+            else
+                CL_TAPS(float);
+        }
+    }
+}
+
+static void run_channels_last(const br_kernel_args *a, const bg_conv_geom *c) {
+    cl_ctx x = {*c,       a->in[0],
+                a->in[1], a->node->ninputs == 3 ? a->in[2] : NULL,
+                a->out,   a->node->dtype == BRAID_F64};
+    int64_t positions = c->N * c->out[0] * c->out[1] * c->out[2];
+    int64_t work = c->OC * c->k[0] * c->k[1] * c->k[2] * (c->C / c->G);
+    br_parallel_for(a->pool, positions, BR_GEMM_SMALL / (work ? work : 1) + 1,
+                    cl_range, &x);
+}
+
 void br_conv_run(const br_kernel_args *a) {
     conv_ctx x;
     conv_analyze(a->g, a->node, &x);
+    if (x.c.channels_last) {
+        run_channels_last(a, &x.c);
+        return;
+    }
     x.x = a->in[0];
     x.w = a->in[1];
     x.bias = a->node->ninputs == 3 ? a->in[2] : NULL;
@@ -471,6 +569,7 @@ braid_status br_conv_prepare(const braid_graph *g, uint32_t id,
                                  "or cast around it)",
                                  id, bg_op(n->op)->name,
                                  braid_dtype_name(n->dtype));
+    if (c.channels_last) return BRAID_OK; /* direct loops, no scratch */
     conv_ctx x;
     conv_analyze(g, n, &x);
     if (x.M > INT_MAX || x.N > INT_MAX || x.K > INT_MAX)

@@ -42,17 +42,21 @@ typedef struct pool_ctx {
 #define LOAD_F64(i) (((const double *)c->x)[i])
 #define LOAD_ANY(i) bg_load(c->t, c->x, i)
 
-/* One output element: the taps of position o of plane pl. */
+/* One output element: the taps of position o of plane pl (channels last,
+ * a plane's positions are w->inner elements apart). */
 static double pool_one(const pool_ctx *c, int64_t pl, const int64_t *o) {
     const bg_window *w = &c->w;
-    int64_t j0[3], j1[3], pad[3], st[3], base = pl;
+    int64_t j0[3], j1[3], pad[3], st[3], s = 0;
     for (int a = 0; a < 3; a++) {
         bg_window_taps(w, a, o[a], &j0[a], &j1[a], &pad[a]);
-        base = base * w->in[a] + o[a] * w->stride[a] - w->pad_lo[a];
+        s = s * w->in[a] + o[a] * w->stride[a] - w->pad_lo[a];
     }
-    st[2] = w->dilation[2];
-    st[1] = w->in[2] * w->dilation[1];
-    st[0] = w->in[1] * w->in[2] * w->dilation[0];
+    /* s may be negative (a window starting in the pads): bg_window_at's
+     * division is of pl, not s, so the offset stays exact */
+    int64_t base = bg_window_at(w, pl, w->in[0] * w->in[1] * w->in[2], s);
+    st[2] = w->dilation[2] * w->inner;
+    st[1] = w->in[2] * w->dilation[1] * w->inner;
+    st[0] = w->in[1] * w->in[2] * w->dilation[0] * w->inner;
     double acc = c->max ? -INFINITY : 0;
     if (c->t == BRAID_F32) {
         POOL_TAPS(LOAD_F32)
@@ -88,6 +92,22 @@ static void pool_rows(void *ctx, int64_t b, int64_t e) {
             br_store_f64(c->t, (char *)c->out + (r * len + k0) * (int64_t)esz,
                          m, v);
         }
+    }
+}
+
+/* Output elements [b, e) of a channels-last pool, one at a time. */
+static void pool_elems(void *ctx, int64_t b, int64_t e) {
+    const pool_ctx *c = ctx;
+    const bg_window *w = &c->w;
+    int64_t ovol = w->out[0] * w->out[1] * w->out[2];
+    for (int64_t i = b; i < e; i++) {
+        int64_t pl, s;
+        bg_window_split(w, i, ovol, &pl, &s);
+        int64_t o[3] = {s / (w->out[1] * w->out[2]), s / w->out[2] % w->out[1],
+                        s % w->out[2]};
+        double v = pool_one(c, pl, o);
+        br_store_f64(c->t, (char *)c->out + i * (int64_t)braid_dtype_size(c->t),
+                     1, &v);
     }
 }
 
@@ -154,6 +174,12 @@ void br_pool_window_run(br_pool *pool, const bg_window *w, braid_dtype t,
     pool_ctx c = {.w = *w, .t = t, .max = max, .x = x, .out = out};
     int64_t rows = c.w.planes * c.w.out[0] * c.w.out[1];
     int64_t taps = c.w.kernel[0] * c.w.kernel[1] * c.w.kernel[2];
+    if (c.w.inner > 1) { /* channels last: element by element */
+        int64_t n = rows * c.w.out[2], per = taps > 0 ? taps : 1;
+        br_parallel_for(pool, n, per >= BR_GRAIN ? 1 : BR_GRAIN / per,
+                        pool_elems, &c);
+        return;
+    }
     int64_t work = c.w.out[2] * (taps > 0 ? taps : 1);
     br_parallel_for(pool, rows, work >= BR_GRAIN ? 1 : BR_GRAIN / work,
                     c.max && c.t == BRAID_F32 ? max_rows_f32 : pool_rows, &c);

@@ -42,6 +42,7 @@ static const char *const WHERE = "braid_exec_new";
 /* What decides an algorithm: the device and every descriptor field. */
 typedef struct conv_key {
     int dev, transpose, dtype, math, nd, groups;
+    int channels_last; /* x, y and w with the channel axis innermost */
     int x[5], w[5], pad[3], stride[3], dil[3];
 } conv_key;
 
@@ -98,6 +99,7 @@ static bool make_key(const br_cuda *c, const bg_conv_geom *g, braid_dtype t,
     int nsp = g->nspatial < 2 ? 2 : g->nspatial;
     k->dev = dev;
     k->transpose = g->transpose;
+    k->channels_last = g->channels_last;
     k->dtype = cudnn_dtype(t);
     k->math = t == BRAID_F32
                   ? (c->allow_tf32 ? BR_CUDNN_DEFAULT_MATH : BR_CUDNN_FMA_MATH)
@@ -130,10 +132,16 @@ static bool make_key(const br_cuda *c, const bg_conv_geom *g, braid_dtype t,
     return true;
 }
 
-/* Dense NCHW strides of dims[0..nd). */
-static void dense(const int *dims, int nd, int *strides) {
+/* Dense strides of dims[0..nd) (cuDNN's order: N, C, spatial...), C
+ * order or, channels last, with C innermost (N, spatial..., C in memory). */
+static void dense(const int *dims, int nd, bool channels_last, int *strides) {
     int s = 1;
+    if (channels_last) {
+        strides[1] = s;
+        s *= dims[1];
+    }
     for (int i = nd - 1; i >= 0; i--) {
+        if (channels_last && i == 1) continue;
         strides[i] = s;
         s *= dims[i];
     }
@@ -151,12 +159,13 @@ static braid_status dnn(const br_cuda *c, uint32_t id, const char *call,
                              c->conv.api->GetErrorString(st), st);
 }
 
-/* The tensor descriptor of dims (dense). */
+/* The tensor descriptor of dims (dense, channels last or not). */
 static braid_status tensor(const br_cuda *c, uint32_t id, int dtype, int nd,
-                           const int *dims, br_cudnn_desc *d) {
+                           const int *dims, bool channels_last,
+                           br_cudnn_desc *d) {
     const br_cudnn_api *a = c->conv.api;
     int st[5];
-    dense(dims, nd, st);
+    dense(dims, nd, channels_last, st);
     braid_status s =
         dnn(c, id, "cudnnCreateTensorDescriptor", a->CreateTensorDescriptor(d));
     return s != BRAID_OK
@@ -171,23 +180,27 @@ static braid_status describe(const br_cuda *c, br_conv *cv, const conv_key *k,
     const br_cudnn_api *a = c->conv.api;
     uint32_t id = cv->node;
     int y[5] = {0}, b[5] = {1, 0, 1, 1, 1};
+    bool cl = k->channels_last;
+    int sp0 = cl ? 1 : 2; /* the node's first spatial axis */
     y[0] = k->x[0];
-    y[1] = (int)n->dims[1];
+    y[1] = (int)n->dims[cl ? n->rank - 1 : 1];
     b[1] = y[1];
-    for (int i = 2; i < k->nd; i++)
-        y[i] = i < n->rank ? (int)n->dims[i] : 1;
+    for (int j = 0; j + 2 < k->nd; j++) /* spatial axis j (a 1-D conv: 2) */
+        y[2 + j] = j < n->rank - 2 ? (int)n->dims[sp0 + j] : 1;
     int compute = k->dtype == BR_CUDNN_DATA_DOUBLE ? BR_CUDNN_DATA_DOUBLE
                                                    : BR_CUDNN_DATA_FLOAT;
-    braid_status s = tensor(c, id, k->dtype, k->nd, k->x, &cv->x);
-    if (s == BRAID_OK) s = tensor(c, id, k->dtype, k->nd, y, &cv->y);
-    if (s == BRAID_OK && cv->bias)
-        s = tensor(c, id, k->dtype, k->nd, b, &cv->b);
+    braid_status s = tensor(c, id, k->dtype, k->nd, k->x, cl, &cv->x);
+    if (s == BRAID_OK) s = tensor(c, id, k->dtype, k->nd, y, cl, &cv->y);
+    if (s == BRAID_OK && cv->bias) /* [1, C, 1...]: the same either way */
+        s = tensor(c, id, k->dtype, k->nd, b, false, &cv->b);
     if (s == BRAID_OK)
         s = dnn(c, id, "cudnnCreateFilterDescriptor",
                 a->CreateFilterDescriptor(&cv->w));
     if (s == BRAID_OK)
         s = dnn(c, id, "cudnnSetFilterNdDescriptor",
-                a->SetFilterNdDescriptor(cv->w, k->dtype, BR_CUDNN_TENSOR_NCHW,
+                a->SetFilterNdDescriptor(cv->w, k->dtype,
+                                         cl ? BR_CUDNN_TENSOR_NHWC
+                                            : BR_CUDNN_TENSOR_NCHW,
                                          k->nd, k->w));
     if (s == BRAID_OK)
         s = dnn(c, id, "cudnnCreateConvolutionDescriptor",

@@ -27,6 +27,7 @@ enum {
     BR_CUDNN_DATA_HALF = 2,
     BR_CUDNN_DATA_BFLOAT16 = 9,
     BR_CUDNN_TENSOR_NCHW = 0,
+    BR_CUDNN_TENSOR_NHWC = 1,       /* a filter's KRSC */
     BR_CUDNN_CROSS_CORRELATION = 1, /* ONNX's "convolution" */
     BR_CUDNN_DEFAULT_MATH = 0,
     BR_CUDNN_TENSOR_OP_MATH = 1,

@@ -5,6 +5,8 @@
 #include <criterion/criterion.h>
 #include <stdio.h>
 
+#include "graph/graph.h"
+
 const char *ts_conv_case_str(const ts_conv_case *c, char *buf, size_t n) {
     snprintf(buf, n,
              "%s s=%d N=%lld G=%lld Cg=%lld OCg=%lld in=%lld,%lld,%lld "
@@ -82,6 +84,40 @@ braid_graph *ts_conv_case_graph(const ts_conv_case *c, braid_dtype dt) {
     braid_tensor y = c->transpose ? braid_conv_transpose(g, x, w, b, &c->p)
                                   : braid_conv(g, x, w, b, &c->p);
     braid_output(g, "y", y);
+    char buf[400];
+    cr_assert_eq(braid_graph_status(g), BRAID_OK, "%s: %s",
+                 ts_conv_case_str(c, buf, sizeof buf), braid_graph_error(g));
+    return g;
+}
+
+braid_graph *ts_conv_case_graph_channels_last(const ts_conv_case *c,
+                                              braid_dtype dt) {
+    cr_assert(!c->transpose, "channels last is a conv form");
+    /* the attributes as braid_conv packs them, with the flag */
+    braid_graph *plain = ts_conv_case_graph(c, dt);
+    const bg_node *pc = bg_node_at(plain, plain->nnodes - 1);
+    cr_assert_eq(pc->op, BRAID_OP_CONV);
+    bg_attrs a = pc->attr;
+    a.flags |= BG_CONV_CHANNELS_LAST;
+    braid_graph *g = braid_graph_new(NULL);
+    braid_tensor in[3];
+    for (uint32_t i = 0; i < pc->ninputs; i++) {
+        const bg_node *n = bg_node_at(plain, pc->inputs[i]);
+        in[i] = braid_input(g, n->name, dt, n->rank, n->dims);
+    }
+    braid_graph_free(plain);
+    int rank = 2 + c->s, last[5], first[5];
+    last[0] = first[0] = 0;
+    for (int i = 1; i < rank; i++) {
+        last[i] = i + 1 < rank ? i + 1 : 1;   /* [0, 2, .., rank-1, 1] */
+        first[i] = i == 1 ? rank - 1 : i - 1; /* [0, rank-1, 1, ..] */
+    }
+    uint32_t ops[3] = {braid_permute(g, in[0], last).id,
+                       braid_permute(g, in[1], last).id,
+                       c->bias ? in[2].id : BRAID_INVALID_ID};
+    braid_tensor y = {bg_build(g, BRAID_OP_CONV, ops, c->bias ? 3 : 2, dt, 0,
+                               NULL, &a, NULL)};
+    braid_output(g, "y", braid_permute(g, y, first));
     char buf[400];
     cr_assert_eq(braid_graph_status(g), BRAID_OK, "%s: %s",
                  ts_conv_case_str(c, buf, sizeof buf), braid_graph_error(g));

@@ -27,5 +27,11 @@ ts_conv_case ts_conv_random_case(uint64_t *st, bool transpose);
 /* The case as a graph of dtype dt: inputs "x", "w"[, "b"], output "y";
  * asserts that it builds. */
 braid_graph *ts_conv_case_graph(const ts_conv_case *c, braid_dtype dt);
+/* The same conv (not conv_transpose) in graph/conv.c's channels-last
+ * form, between permutes: the same inputs "x", "w"[, "b"] and output "y"
+ * (channels first) as ts_conv_case_graph's, so both graphs take the same
+ * bindings; x and w go channels last through permutes, and y comes back. */
+braid_graph *ts_conv_case_graph_channels_last(const ts_conv_case *c,
+                                              braid_dtype dt);
 
 #endif

@@ -2,6 +2,11 @@
  * the single-op differential tests. */
 #include "tests/support/op_cases.h"
 
+#include <criterion/criterion.h>
+
+#include "graph/graph.h"
+#include "graph/window.h"
+
 #include <math.h>
 #include <stdio.h>
 
@@ -111,4 +116,32 @@ bool ts_check_graph(braid_graph *g, braid_tensor y, const ts_range *ranges,
         ok = ts_io_compare(io, msg, msgsize);
     ts_io_free(io);
     return ok;
+}
+
+braid_tensor ts_pool_channels_last(braid_graph *g, braid_tensor x,
+                                   const braid_pool_params *pp, bool max) {
+    int rank = 0;
+    int64_t dims[BRAID_MAX_RANK];
+    braid_dtype dt;
+    braid_tensor_info(g, x, &dt, &rank, dims);
+    /* the attributes as the builder packs them, with the flag */
+    braid_graph *s = braid_graph_new(NULL);
+    braid_tensor sx = braid_input(s, "x", dt, rank, dims);
+    braid_tensor sy =
+        max ? braid_max_pool(s, sx, pp) : braid_avg_pool(s, sx, pp);
+    cr_assert(braid_tensor_valid(sy), "%s", braid_graph_error(s));
+    bg_attrs a = bg_node_at(s, sy.id)->attr;
+    braid_graph_free(s);
+    a.flags |= BG_POOL_CHANNELS_LAST;
+    int last[5], first[5];
+    last[0] = first[0] = 0;
+    for (int i = 1; i < rank; i++) {
+        last[i] = i + 1 < rank ? i + 1 : 1;
+        first[i] = i == 1 ? rank - 1 : i - 1;
+    }
+    uint32_t in = braid_permute(g, x, last).id;
+    braid_tensor y = {bg_build(g, max ? BRAID_OP_MAX_POOL : BRAID_OP_AVG_POOL,
+                               &in, 1, dt, 0, NULL, &a, NULL)};
+    cr_assert(braid_tensor_valid(y), "%s", braid_graph_error(g));
+    return braid_permute(g, y, first);
 }

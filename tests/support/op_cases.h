@@ -56,4 +56,11 @@ void ts_fill_input(ts_io *io, uint32_t i, braid_dtype dt, ts_range r,
 bool ts_check_graph(braid_graph *g, braid_tensor y, const ts_range *ranges,
                     uint64_t seed, char *msg, size_t msgsize);
 
+/* max_pool (max) or avg_pool of x [N, C, spatial...] by pp in graph/
+ * window.h's channels-last form, between permutes: x goes channels last,
+ * the pool runs there, the result comes back channels first (the plain
+ * pool's value). Asserts that it builds. */
+braid_tensor ts_pool_channels_last(braid_graph *g, braid_tensor x,
+                                   const braid_pool_params *pp, bool max);
+
 #endif /* BRAID_TESTS_OP_CASES_H */
