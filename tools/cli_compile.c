@@ -24,6 +24,7 @@ static const struct {
     {"--no-chunk", BRAID_PASS_CHUNK},
     {"--no-reuse", BRAID_PASS_REUSE},
     {"--no-strided", BRAID_PASS_STRIDED},
+    {"--no-channels-last", BRAID_PASS_CHANNELS_LAST},
 };
 
 /* Compile flags that take a value. */
@@ -51,11 +52,12 @@ void cli_print_compile_help(FILE *out) {
           "always win\n"
           "  --dump-after PASS         print the IR to stderr after PASS "
           "(verify, simplify,\n"
-          "                            place, copies, fuse, chunk, streams, "
-          "schedule,\n"
-          "                            memory, verify_plan)\n"
-          "  --no-simplify, --no-fuse, --no-chunk, --no-reuse, --no-strided\n"
-          "                            turn an optional pass off\n"
+          "                            place, copies, channels_last, fuse, "
+          "chunk,\n"
+          "                            streams, schedule, memory, "
+          "verify_plan)\n"
+          "  --no-simplify, --no-fuse, --no-chunk, --no-reuse, --no-strided,\n"
+          "  --no-channels-last        turn an optional pass off\n"
           "  --streams N               compute streams per GPU, 1..64 "
           "(default 4)\n"
           "  --chunks N                pipeline chunks: 0 cost model "
