@@ -102,6 +102,23 @@ Test(cuda_conv, random_shapes_braid_kernel, .timeout = 600) {
     random_cases(true, 4, tc_under_sanitizer() ? 8 : 40);
 }
 
+/* A ResNet-18 convolution at batch 2: s = {C, OC, HW, k, stride}, pads
+ * k / 2 at both ends. */
+static ts_conv_case resnet_case(const int64_t *s, bool bias) {
+    ts_conv_case c = {.s = 2,
+                      .N = 2,
+                      .G = 1,
+                      .Cg = s[0],
+                      .OCg = s[1],
+                      .in = {s[2], s[2], 1},
+                      .k = {s[3], s[3], 1},
+                      .bias = bias};
+    c.p.strides[0] = c.p.strides[1] = s[4];
+    for (int a = 0; a < 4; a++)
+        c.p.pads[a] = s[3] / 2;
+    return c;
+}
+
 /* The channels-last form (passes/channels_last.c makes it from GPU
  * convolutions with TF32, f16 or bf16): random cases through both paths,
  * f32, f16 and f64, and ResNet-18's shapes through cuDNN's NHWC
@@ -130,18 +147,7 @@ Test(cuda_conv, channels_last_both_paths, .timeout = 600) {
                                         {64, 128, 56, 1, 2},
                                         {256, 512, 14, 3, 2}};
     for (int i = 0; i < (tc_under_sanitizer() ? 1 : 4); i++) {
-        const int64_t *s = shapes[i];
-        ts_conv_case c = {.s = 2,
-                          .N = 2,
-                          .G = 1,
-                          .Cg = s[0],
-                          .OCg = s[1],
-                          .in = {s[2], s[2], 1},
-                          .k = {s[3], s[3], 1},
-                          .bias = true};
-        c.p.strides[0] = c.p.strides[1] = s[4];
-        for (int a = 0; a < 4; a++)
-            c.p.pads[a] = s[3] / 2;
+        ts_conv_case c = resnet_case(shapes[i], true);
         braid_graph *g = ts_conv_case_graph_channels_last(&c, BRAID_F32);
         char buf[400];
         check_path(g, false, 350 + (uint64_t)i,
@@ -163,18 +169,7 @@ Test(cuda_conv, resnet_shapes_both_paths, .timeout = 600) {
     };
     int n = tc_under_sanitizer() ? 2 : 7;
     for (int i = 0; i < n; i++) {
-        const int64_t *s = shapes[i];
-        ts_conv_case c = {.s = 2,
-                          .N = 2,
-                          .G = 1,
-                          .Cg = s[0],
-                          .OCg = s[1],
-                          .in = {s[2], s[2], 1},
-                          .k = {s[3], s[3], 1},
-                          .bias = i % 2 == 0};
-        c.p.strides[0] = c.p.strides[1] = s[4];
-        for (int a = 0; a < 4; a++)
-            c.p.pads[a] = s[3] / 2;
+        ts_conv_case c = resnet_case(shapes[i], i % 2 == 0);
         for (int path = 0; path < 2; path++) {
             braid_graph *g = ts_conv_case_graph(&c, BRAID_F32);
             char buf[400];

@@ -276,3 +276,16 @@ void ts_log_graph(const braid_graph *g) {
         cr_log_info("graph:\n%s", text);
     free(text);
 }
+
+void ts_assert_text_round_trip(const braid_graph *g, const char *word) {
+    char *text = NULL;
+    size_t len = 0;
+    cr_assert_eq(braid_graph_print(g, &text, &len), BRAID_OK);
+    cr_assert(!word || strstr(text, word), "no \"%s\" in:\n%s", word, text);
+    braid_graph *h = braid_graph_parse(text, len, "round_trip.graph", NULL);
+    cr_assert_eq(braid_graph_status(h), BRAID_OK, "%s\n%s",
+                 braid_graph_error(h), text);
+    cr_assert(bg_graph_equal(g, h), "%s", text);
+    free(text);
+    braid_graph_free(h);
+}

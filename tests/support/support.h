@@ -68,6 +68,10 @@ void ts_run_ref(braid_graph *g, braid_tensor y, const braid_input_binding *in,
  * options and the environment, where the graph hardly matters. */
 braid_graph *ts_tiny_graph(void);
 
+/* g printed in the text format holds `word` (NULL: anything) and parses
+ * back to an equal graph; asserts both. */
+void ts_assert_text_round_trip(const braid_graph *g, const char *word);
+
 /* Logs g in the text format (cr_log_info), for reproducing a failure by
  * hand. */
 void ts_log_graph(const braid_graph *g);
