@@ -246,6 +246,7 @@ static void put_window_attrs(bp_text *t, const bg_node *n) {
     }
     if (f & BG_POOL_CEIL) bp_text_printf(t, " ceil");
     if (f & BG_POOL_COUNT_PAD) bp_text_printf(t, " count_pad");
+    if (f & BG_POOL_CHANNELS_LAST) bp_text_printf(t, " channels_last");
 }
 
 /* One line of the attributes that matter for reading the graph, if the op
@@ -284,6 +285,8 @@ static void put_attrs(bp_text *t, const bg_node *n) {
                        (long long)a->start[2], (long long)a->start[3],
                        (long long)a->start[4], (long long)a->start[5],
                        (int)a->axis);
+        if (a->flags & BG_CONV_CHANNELS_LAST)
+            bp_text_printf(t, " channels_last");
         return;
     case BRAID_KIND_ATTENTION:
         bp_text_printf(t, "\\nscale=%g%s", a->value[0],

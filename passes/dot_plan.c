@@ -194,6 +194,8 @@ static void put_instr_attrs(bp_text *t, const bp_program *prog, braid_op op) {
         if (prog->flags & BG_POOL_CEIL) bp_text_printf(t, " ceil_mode");
         if (prog->flags & BG_POOL_COUNT_PAD)
             bp_text_printf(t, " count_include_pad");
+        if (prog->flags & BG_POOL_CHANNELS_LAST)
+            bp_text_printf(t, " channels_last");
     }
 }
 
