@@ -17,7 +17,9 @@ static void *bg_default_alloc(void *user, void *ptr, size_t old_size,
         free(ptr);
         return NULL;
     }
-    return realloc(ptr, new_size);
+    void *p = realloc(ptr, new_size);
+    bg_huge_advise(p, new_size); /* the node array of a large graph */
+    return p;
 }
 
 braid_graph *braid_graph_new(const braid_graph_options *opts) {

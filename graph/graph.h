@@ -73,6 +73,11 @@ bool bg_default_allocator(const braid_graph *g);
 braid_tensor bg_constant_shared(braid_graph *g, braid_dtype dtype, int rank,
                                 const int64_t *dims, const void *data);
 
+/* Advises the whole 2 MiB pages inside [p, p + n) to be backed by
+ * transparent huge pages when n is large (≥ 4 MiB; graph/huge.c says
+ * why); a no-op elsewhere. For arrays with an entry per node. */
+void bg_huge_advise(void *p, size_t n);
+
 /* One more reference to s. */
 void bg_shared_ref(bg_shared *s);
 /* One reference less; the last one destroys s. NULL is ignored. */

@@ -14,6 +14,7 @@ void *bp_calloc(size_t n, size_t size, const char *what) {
     }
     /* calloc(0) may return NULL; ask for one byte so NULL means failure. */
     void *p = calloc(n == 0 ? 1 : n, size == 0 ? 1 : size);
+    bg_huge_advise(p, n * size);
     if (!p)
         bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY,
                           "braid_compile: out of memory allocating %s (%zu "
@@ -36,6 +37,7 @@ bool bp_grow(void **arr, uint32_t n, uint32_t *cap, size_t size,
                           what, (unsigned)n);
         return false;
     }
+    bg_huge_advise(p, want * size);
     *arr = p;
     *cap = (uint32_t)want;
     return true;

@@ -31,6 +31,7 @@ braid_status bp_plan_sync_info(bp_plan *plan) {
         if (!n)
             return bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY,
                                      "compile: out of memory for node info");
+        bg_huge_advise(n, cap * sizeof *n);
         plan->res.info = n;
         plan->res.info_cap = (uint32_t)cap;
     }

@@ -610,10 +610,7 @@ static void image_destroy(bg_shared *s) {
 }
 
 /* A holder (one reference) of n uninitialised bytes, 64-byte aligned.
- * (Asking for transparent huge pages here, to save the ~160 000 page
- * faults of filling 622 MB, made loads slower and erratic on a busy
- * machine: zeroing and compacting huge pages cost more.) */
-/* Images this large are read into 2 MiB-aligned memory that the kernel is
+ * Images this large are read into 2 MiB-aligned memory that the kernel is
  * asked to back with huge pages: reading GPT-2 small's 623 MB plan into
  * 4 KiB pages took 160k page faults, each zeroing its page. */
 #define IMAGE_HUGE ((size_t)64 << 20)
