@@ -110,7 +110,8 @@ braid_status bc_gen_conv(const bp_plan *p, uint32_t id, bc_buf *b,
     int64_t ov = c.out[0] * c.out[1] * c.out[2];
     /* the flat output index i = ((bb · OC + oc) · ov + sp), channels last
      * ((bb · ov + sp) · OC + oc) */
-    int64_t inner = c.channels_last ? c.OC : ov, outer = c.OC + ov - inner;
+    int64_t inner = c.channels_last ? c.OC : ov;
+    int64_t outer = c.channels_last ? ov : c.OC;
     bc_buf_printf(b,
                   "    const long long i = (long long)blockIdx.x * %d + "
                   "threadIdx.x;\n"

@@ -234,6 +234,13 @@ bool bg_shape_fits(int rank, const int64_t *dims, size_t elem_size,
                    int64_t *numel);
 /* Product of dims (1 for rank 0). Valid graphs keep this ≤ BG_MAX_BYTES. */
 int64_t bg_numel(const bg_node *n);
+/* Whether a and b have the same rank and dims. */
+static inline bool bg_same_shape(const bg_node *a, const bg_node *b) {
+    if (a->rank != b->rank) return false;
+    for (int i = 0; i < a->rank; i++)
+        if (a->dims[i] != b->dims[i]) return false;
+    return true;
+}
 size_t bg_nbytes(const bg_node *n);
 /* Formats "f32[2,3]" into buf (always NUL-terminated). */
 const char *bg_type_str(const bg_node *n, char *buf, size_t size);

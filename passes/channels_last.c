@@ -80,13 +80,6 @@ static bool same_device(const cl_state *s, uint32_t a, uint32_t b) {
                            s->plan->res.info[b].device);
 }
 
-static bool same_dims(const bg_node *a, const bg_node *b) {
-    if (a->rank != b->rank) return false;
-    for (int i = 0; i < a->rank; i++)
-        if (a->dims[i] != b->dims[i]) return false;
-    return true;
-}
-
 /* The layout setting: 0 from the dtype and TF32, 'c' NCHW (off), 'l' NHWC
  * for every float dtype. */
 static int layout_setting(void) {
@@ -139,26 +132,32 @@ static bool joins(const cl_state *s, uint32_t id) {
     for (uint32_t k = 0; k < e->ninputs; k++) {
         uint32_t in = e->inputs[k];
         if (!s->in_region[in]) continue;
-        if (!same_dims(node(s, in), e) || !same_device(s, in, id)) return false;
+        if (!bg_same_shape(node(s, in), e) || !same_device(s, in, id))
+            return false;
         any = true;
     }
     return any;
 }
 
-/* Appends a view-like node (permute or reshape) of x; its device and
- * origin are x's. */
+/* A node the pass made (BG_NONE passes through) gets the device and
+ * origin of the one it stands for. */
+static uint32_t like(cl_state *s, uint32_t id, uint32_t from) {
+    if (id != BG_NONE) {
+        s->plan->res.info[id].device = s->plan->res.info[from].device;
+        s->plan->res.info[id].origin = s->plan->res.info[from].origin;
+    }
+    return id;
+}
+
+/* Appends a view-like node (permute or reshape) of x, like x. */
 static uint32_t add_shape_node(cl_state *s, braid_op op, uint32_t x,
                                const int64_t *dims, const uint8_t *perm) {
     bg_attrs a;
     memset(&a, 0, sizeof a);
     if (perm) memcpy(a.perm, perm, 4);
     const bg_node *xn = node(s, x);
-    uint32_t id = bp_plan_add_node(s->plan, op, &x, 1, xn->dtype, 4, dims, &a);
-    if (id != BG_NONE) {
-        s->plan->res.info[id].device = s->plan->res.info[x].device;
-        s->plan->res.info[id].origin = s->plan->res.info[x].origin;
-    }
-    return id;
+    return like(s, bp_plan_add_node(s->plan, op, &x, 1, xn->dtype, 4, dims, &a),
+                x);
 }
 
 /* d permuted by perm into t; whether the axes longer than 1 keep their
@@ -249,9 +248,7 @@ static uint32_t krsc_constant(cl_state *s, uint32_t w) {
                                  (unsigned)w, g->error),
                BG_NONE;
     if (bp_plan_sync_info(s->plan) != BRAID_OK) return BG_NONE;
-    s->plan->res.info[id].device = s->plan->res.info[w].device;
-    s->plan->res.info[id].origin = s->plan->res.info[w].origin;
-    return id;
+    return like(s, id, w);
 }
 
 /* A conv's weights w — a constant, or the copy of one to the conv's GPU —
@@ -264,12 +261,10 @@ static uint32_t krsc_weight(cl_state *s, uint32_t w) {
         uint32_t k = krsc_constant(s, wn->inputs[0]);
         if (k == BG_NONE) return BG_NONE;
         wn = node(s, w);
-        id = bp_plan_add_node(s->plan, BRAID_OP_COPY, &k, 1, wn->dtype, 4,
-                              node(s, k)->dims, &wn->attr);
-        if (id != BG_NONE) {
-            s->plan->res.info[id].device = s->plan->res.info[w].device;
-            s->plan->res.info[id].origin = s->plan->res.info[w].origin;
-        }
+        id = like(s,
+                  bp_plan_add_node(s->plan, BRAID_OP_COPY, &k, 1, wn->dtype, 4,
+                                   node(s, k)->dims, &wn->attr),
+                  w);
     } else {
         id = krsc_constant(s, w);
     }

@@ -72,13 +72,6 @@ static int32_t gpu_index(const bp_plan *p, bp_device d) {
     return -1;
 }
 
-static bool same_shape(const bg_node *a, const bg_node *b) {
-    if (a->rank != b->rank) return false;
-    for (int i = 0; i < a->rank; i++)
-        if (a->dims[i] != b->dims[i]) return false;
-    return true;
-}
-
 /* An elementwise GPU node, or a FUSED one whose ELEMENTWISE program
  * iterates over exactly its output shape. Not a run-checked one (the
  * range-checked cast), nor a program with a gather: their run errors name
@@ -143,7 +136,7 @@ static void build_components(ck_state *st) {
             if (st->parent[u] == BG_NONE ||
                 !bp_device_equal(p->res.info[u].device,
                                  p->res.info[id].device) ||
-                !same_shape(&g->nodes[u], n))
+                !bg_same_shape(&g->nodes[u], n))
                 continue;
             uint32_t a = find(st->parent, u), b = find(st->parent, id);
             if (a != b) st->parent[a > b ? a : b] = a > b ? b : a;
@@ -199,7 +192,7 @@ static bool validate(ck_state *st, ck_chain *c) {
         for (uint32_t k = 0; k < n->ninputs; k++) {
             uint32_t u = n->inputs[k];
             if (in_chain(st, c->root, u)) continue;
-            if (is_h2d(p, u) && same_shape(&g->nodes[u], n) &&
+            if (is_h2d(p, u) && bg_same_shape(&g->nodes[u], n) &&
                 !st->is_output[u]) {
                 for (uint32_t j = st->cstart[u]; j < st->cstart[u + 1]; j++)
                     if (!in_chain(st, c->root, st->cons[j])) return false;
@@ -227,7 +220,7 @@ static uint32_t chain_h2d(ck_state *st, const ck_chain *c, uint32_t *out) {
         for (uint32_t k = 0; k < nd->ninputs; k++) {
             uint32_t u = nd->inputs[k];
             if (in_chain(st, c->root, u) || !is_h2d(st->plan, u) ||
-                !same_shape(&g->nodes[u], nd) || st->map[u] == c->root)
+                !bg_same_shape(&g->nodes[u], nd) || st->map[u] == c->root)
                 continue;
             st->map[u] = c->root;
             out[n++] = u;

@@ -164,13 +164,6 @@ static bool gather_member(const fuse_state *s, uint32_t id) {
            x->dtype != BRAID_I64 && nd->dtype == x->dtype;
 }
 
-static bool same_shape(const bg_node *a, const bg_node *b) {
-    if (a->rank != b->rank) return false;
-    for (int i = 0; i < a->rank; i++)
-        if (a->dims[i] != b->dims[i]) return false;
-    return true;
-}
-
 /* ---- the candidate heap ------------------------------------------------- */
 
 static void heap_push(fuse_state *s, uint32_t id) {
@@ -235,7 +228,8 @@ static uint32_t store_target(const fuse_state *s, uint32_t p, uint32_t root) {
     uint32_t v = node(s, a)->inputs[0];
     const bg_node *vn = node(s, v);
     return vn->op == BRAID_OP_VARIABLE && !s->is_output[v] &&
-                   same_device(s, v, root) && same_shape(vn, node(s, root)) &&
+                   same_device(s, v, root) &&
+                   bg_same_shape(vn, node(s, root)) &&
                    vn->dtype == node(s, p)->dtype
                ? v
                : BG_NONE;
@@ -251,7 +245,7 @@ static bool joinable(fuse_state *s, uint32_t p, uint32_t root, int64_t numel,
     const bg_node *nd = node(s, p);
     if (count >= s->max_members || s->taken[p] || s->member[p] ||
         !(fusible(s, p) || (s->gathers && gather_member(s, p) &&
-                            same_shape(nd, node(s, root)))) ||
+                            bg_same_shape(nd, node(s, root)))) ||
         !same_device(s, p, root) || s->is_output[p] || bg_numel(nd) != numel)
         return false;
     if (s->inref[p] == s->nuse[p]) return true;
@@ -342,11 +336,11 @@ static uint32_t residual_add(const fuse_state *s, uint32_t last, uint32_t mm) {
         return BG_NONE;
     const bg_node *a = node(s, res), *m = node(s, mm);
     if (a->op != BRAID_OP_ADD || a->inputs[0] == a->inputs[1] ||
-        !same_shape(a, m) || a->dtype != m->dtype)
+        !bg_same_shape(a, m) || a->dtype != m->dtype)
         return BG_NONE;
     const bg_node *r =
         node(s, a->inputs[0] == last ? a->inputs[1] : a->inputs[0]);
-    return same_shape(r, m) && r->dtype == m->dtype ? res : BG_NONE;
+    return bg_same_shape(r, m) && r->dtype == m->dtype ? res : BG_NONE;
 }
 
 /* matmul mm → add(mm, bias) [→ activation] [→ add(·, r)] on one device: a
@@ -356,7 +350,7 @@ static void try_epilogue(fuse_state *s, uint32_t mm) {
     if (add == BG_NONE || s->taken[add] || !same_device(s, add, mm)) return;
     const bg_node *a = node(s, add);
     if (a->op != BRAID_OP_ADD || a->inputs[0] == a->inputs[1] ||
-        !same_shape(a, node(s, mm)))
+        !bg_same_shape(a, node(s, mm)))
         return;
     uint32_t bias = a->inputs[0] == mm ? a->inputs[1] : a->inputs[0];
     if (!row_bias(node(s, bias), node(s, mm))) return;
@@ -466,7 +460,7 @@ static bool bias_joins_user(const fuse_state *s, uint32_t c) {
         return false;
     uint32_t u = sole_user(s, c);
     return u != BG_NONE && fusible(s, u) && same_device(s, u, c) &&
-           node(s, u)->dtype == n->dtype && same_shape(node(s, u), n);
+           node(s, u)->dtype == n->dtype && bg_same_shape(node(s, u), n);
 }
 
 /* Rule 15 (docs/fusion.md): conv(x, w, b) whose only user qualifies

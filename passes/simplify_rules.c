@@ -114,11 +114,6 @@ bool bp_simp_no_negzero(bp_simp *s, uint32_t id) {
 
 /* ---- identities ---------------------------------------------------------- */
 
-static bool same_shape(const bg_node *a, const bg_node *b) {
-    return a->rank == b->rank &&
-           memcmp(a->dims, b->dims, a->rank * sizeof *a->dims) == 0;
-}
-
 static bool shape_is(const bg_node *a, int rank, const int64_t *dims) {
     return a->rank == rank && memcmp(a->dims, dims, rank * sizeof *dims) == 0;
 }
@@ -149,7 +144,8 @@ static bool is_sub_zero(bp_simp *s, uint32_t z, uint32_t x) {
  * the identity. */
 static uint32_t binary_identity(bp_simp *s, const bg_node *n) {
     uint32_t a = n->inputs[0], b = n->inputs[1];
-    bool a_ok = same_shape(node(s, a), n), b_ok = same_shape(node(s, b), n);
+    bool a_ok = bg_same_shape(node(s, a), n),
+         b_ok = bg_same_shape(node(s, b), n);
     switch (n->op) {
     case BRAID_OP_MUL:
         if (a_ok && is_one(s, b)) return a;
@@ -175,10 +171,10 @@ static uint32_t binary_identity(bp_simp *s, const bg_node *n) {
 static uint32_t where_identity(bp_simp *s, const bg_node *n) {
     uint32_t c = n->inputs[0], a = n->inputs[1], b = n->inputs[2];
     double v;
-    if (a == b && same_shape(node(s, a), n)) return a;
+    if (a == b && bg_same_shape(node(s, a), n)) return a;
     if (!bp_simp_splat(s, c, &v)) return BG_NONE;
     uint32_t pick = v != 0.0 ? a : b;
-    return same_shape(node(s, pick), n) ? pick : BG_NONE;
+    return bg_same_shape(node(s, pick), n) ? pick : BG_NONE;
 }
 
 static bool perm_is_identity(const uint8_t *perm, int rank) {
@@ -246,7 +242,7 @@ static uint32_t unary_identity(bp_simp *s, uint32_t id) {
         return n->dtype != BRAID_BOOL || makes_clean_bools(in) ? x : BG_NONE;
     case BRAID_OP_RESHAPE:
     case BRAID_OP_BROADCAST_TO:
-        if (same_shape(in, n)) return x;
+        if (bg_same_shape(in, n)) return x;
         return in->op == n->op ? collapse_shape_op(s, id) : BG_NONE;
     case BRAID_OP_PERMUTE:
         if (perm_is_identity(n->attr.perm, n->rank)) return x;

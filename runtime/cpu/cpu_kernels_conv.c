@@ -448,14 +448,14 @@ static int64_t cl_tap(const bg_conv_geom *c, int64_t b, const int64_t *o,
 }
 
 /* Chunk [k0, k1) of the taps of output position e (all its channels),
- * added to y (which holds the bias, or 0, before the first chunk). */
+ * added to y; the first chunk starts from the bias, or 0. */
 #define CL_TAPS(T)                                                             \
     do {                                                                       \
-        const T *xs = x->x, *ws = x->w;                                        \
+        const T *xs = x->x, *ws = x->w, *bs = x->bias;                         \
         T *ys = (T *)x->y + e * c->OC;                                         \
         for (int64_t oc = 0; oc < c->OC; oc++) {                               \
             int64_t g0 = oc / OCg * Cg;                                        \
-            T acc = ys[oc];                                                    \
+            T acc = k0 ? ys[oc] : bs ? bs[oc] : 0;                             \
             for (int64_t k = k0; k < k1; k++) {                                \
                 if (off[k - k0] < 0) continue;                                 \
                 const T *xp = xs + off[k - k0] + g0;                           \
@@ -480,14 +480,6 @@ static void cl_range(void *ctx, int64_t lo, int64_t hi) {
         int64_t b = e / ov, sp = e % ov;
         int64_t o[3] = {sp / (c->out[1] * c->out[2]),
                         sp / c->out[2] % c->out[1], sp % c->out[2]};
-        for (int64_t oc = 0; oc < c->OC; oc++) {
-            if (x->f64)
-                ((double *)x->y)[e * c->OC + oc] =
-                    x->bias ? ((const double *)x->bias)[oc] : 0;
-            else
-                ((float *)x->y)[e * c->OC + oc] =
-                    x->bias ? ((const float *)x->bias)[oc] : 0;
-        }
         for (int64_t k0 = 0; k0 < kv; k0 += CL_TAP_CHUNK) {
             int64_t k1 = kv - k0 < CL_TAP_CHUNK ? kv : k0 + CL_TAP_CHUNK;
             for (int64_t k = k0; k < k1; k++) {
