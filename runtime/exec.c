@@ -163,7 +163,8 @@ static braid_status alloc_buffers(braid_exec *e) {
 }
 
 /* What the host's nodes can derive once from their constant inputs
- * (br_cpu_derive: a Winograd conv's filter transform), where each run
+ * (br_cpu_derive: a Winograd conv's filter transform, a matmul's packed
+ * weights), where each run
  * would otherwise derive it again. Memory that runs short leaves a node
  * deriving it per run, as before. */
 static void derive_constants(braid_exec *e) {
@@ -182,7 +183,10 @@ static void derive_constants(braid_exec *e) {
             e->args[k] = c ? g->nodes[x].attr.data : NULL;
             any |= c;
         }
-        void *d = any ? br_cpu_derive(g, id, e->args, e->pool) : NULL;
+        const bp_program *prog = p->res.info[id].program < p->res.nprograms
+                                     ? &p->res.programs[p->res.info[id].program]
+                                     : NULL;
+        void *d = any ? br_cpu_derive(g, id, e->args, prog, e->pool) : NULL;
         if (!d) continue;
         if (!e->derived &&
             !(e->derived = calloc(p->res.ninfo, sizeof *e->derived))) {

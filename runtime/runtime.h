@@ -52,7 +52,8 @@ typedef struct br_kernel_args {
                                    into a permute's bytes; else NULL */
     const void *derived;        /* what br_cpu_derive made for the node at
                                    executor creation (a conv's Winograd filter
-                                   transform of constant weights), or NULL */
+                                   transform of constant weights, a matmul's
+                                   packed B), or NULL */
     br_pool *pool;         /* threads to split the work over */
     void *scratch;         /* executor scratch, at least what
                               br_cpu_prepare asked for, 64-byte aligned */
@@ -78,13 +79,14 @@ braid_status br_run_check_take(const bp_plan *p, bc_run_check *rc);
 braid_status br_cpu_prepare(const braid_graph *g, uint32_t id, size_t *scratch);
 /* Data the runs of node id can reuse, derived once at executor creation
  * from its constant inputs: in[k] is input k's bytes when it is a constant
- * of the plan (the same bytes every run), else NULL; pool: threads to use.
- * Today a 3×3 Winograd conv's filter transform (cpu_kernels_winograd.c).
- * NULL when the node has none, or memory is short (its runs then compute
- * it each time). The result goes to the node's runs as
- * br_kernel_args.derived; the caller frees it. */
+ * of the plan (the same bytes every run), else NULL; program: a FUSED
+ * node's program, else NULL; pool: threads to use. Today a 3×3 Winograd
+ * conv's filter transform (cpu_kernels_winograd.c) and a matmul's constant
+ * B packed for braid's own GEMM (cpu_sgemm.c). NULL when the node has
+ * none, or memory is short (its runs then work without). The result goes
+ * to the node's runs as br_kernel_args.derived; the caller frees it. */
 void *br_cpu_derive(const braid_graph *g, uint32_t id, const void *const *in,
-                    br_pool *pool);
+                    const bp_program *program, br_pool *pool);
 /* Computes one node. For a node br_cpu_prepare accepted (and, for a FUSED
  * node, br_fused_check) it does not fail: a run error of the data (an index
  * out of range, a checked cast's value that does not fit) is recorded in

@@ -360,11 +360,11 @@ Test(op_conv, cpu_winograd_constant_weights, .timeout = 120) {
                      braid_graph_error(gc));
         /* the conv derives a filter transform from constant weights only */
         const void *cin[3] = {NULL, io->in[1].data, NULL};
-        void *u = br_cpu_derive(gi, gi->nnodes - 1, cin, NULL);
+        void *u = br_cpu_derive(gi, gi->nnodes - 1, cin, NULL, NULL);
         cr_assert(u, "%s: no filter transform derived", what);
         free(u);
         cin[1] = NULL;
-        cr_assert_null(br_cpu_derive(gi, gi->nnodes - 1, cin, NULL));
+        cr_assert_null(br_cpu_derive(gi, gi->nnodes - 1, cin, NULL, NULL));
         for (int threads = 1; threads <= 3; threads += 2) {
             ts_io *want = ts_io_new(gi, 700 + (uint64_t)t); /* same values */
             braid_plan *pi = pf_compile(gi, "cpu");

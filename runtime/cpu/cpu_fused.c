@@ -427,6 +427,18 @@ braid_status br_fused_prepare(const braid_graph *g, uint32_t id,
             sizeof(float);
         if (mm > need) need = mm;
     }
+    /* An f32 one may be a matmul by braid's GEMM: room to pack B per run,
+     * either way round (the program's transposes are not known here). */
+    if (n->dtype == BRAID_F32 && n->ninputs >= 2 && br_sgemm_enabled()) {
+        const bg_node *y = bg_node_at(g, n->inputs[1]);
+        if (y->rank >= 2) {
+            int64_t r = y->dims[y->rank - 2], c = y->dims[y->rank - 1];
+            size_t a = br_sgemm_pack_scratch(r, c),
+                   b = br_sgemm_pack_scratch(c, r);
+            size_t mm = a > b ? a : b;
+            if (mm > need) need = mm;
+        }
+    }
     if (need > *scratch) *scratch = need;
     return BRAID_OK;
 }

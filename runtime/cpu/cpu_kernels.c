@@ -8,11 +8,15 @@
 /* ---- dispatch ------------------------------------------------------------ */
 
 void *br_cpu_derive(const braid_graph *g, uint32_t id, const void *const *in,
-                    br_pool *pool) {
+                    const bp_program *program, br_pool *pool) {
     const bg_node *n = bg_node_at(g, id);
-    return bg_op(n->op)->kind == BRAID_KIND_CONV
-               ? br_conv_derive(g, id, in, pool)
-               : NULL;
+    if (bg_op(n->op)->kind == BRAID_KIND_CONV)
+        return br_conv_derive(g, id, in, pool);
+    if (n->op == BRAID_OP_MATMUL)
+        return br_matmul_derive(g, n, n->attr.flags, in, pool);
+    if (program && program->kind == BP_PROGRAM_MATMUL)
+        return br_matmul_derive(g, n, program->flags, in, pool);
+    return NULL;
 }
 
 braid_status br_cpu_prepare(const braid_graph *g, uint32_t id,

@@ -27,6 +27,39 @@ void br_gemm(br_pool *pool, bool f64, bool ta, bool tb, int M, int N, int K,
              const void *A, int lda, const void *B, int ldb, void *C,
              int ldc);
 
+/* braid's own f32 GEMM against a packed B (cpu_sgemm.c): x86-64 with
+ * AVX-512F, unless BRAID_CPU_GEMM=openblas (br_sgemm_enabled). A packed
+ * B [K, N] is panels of BR_SGEMM_NR columns: panel j holds columns
+ * [j·NR, +NR) as K rows of NR contiguous floats (64-byte aligned), the
+ * columns past N anything finite. br_sgemm_pack packs op(B) (B row-major
+ * with leading dim ldb, transposed where tb) over the pool into one
+ * allocation (free() releases it); NULL when the GEMM is not enabled or
+ * memory is short.
+ * br_sgemm_run: C [M, N] (row stride ldc) = A [M, K] (row-major, leading
+ * dim lda) · B, over the pool; the same bits for any pool. */
+#define BR_SGEMM_NR 32
+typedef struct br_sgemm_packed {
+    int K, N;          /* the operand's shape */
+    int panels;        /* ceil(N / BR_SGEMM_NR) */
+    const float *data; /* panels × K × BR_SGEMM_NR floats */
+} br_sgemm_packed;
+bool br_sgemm_enabled(void);
+br_sgemm_packed *br_sgemm_pack(const float *B, int K, int N, int ldb, bool tb,
+                               br_pool *pool);
+/* A B that is not a constant is packed per run, a block of panels at a
+ * time, in scratch: br_sgemm_pack_scratch is the bytes for K × N (whole
+ * panels, at most 8 MiB unless one panel is more); br_sgemm_pack_into packs
+ * columns [n0, n0 + ncols) of op(B) into dst (64-byte aligned) and
+ * describes them in *view. Each panel's products are the same bits
+ * whichever block it is packed in, so a constant and an input give the
+ * same result. */
+size_t br_sgemm_pack_scratch(int64_t K, int64_t N);
+void br_sgemm_pack_into(const float *B, int K, int ldb, bool tb, int n0,
+                        int ncols, float *dst, br_pool *pool,
+                        br_sgemm_packed *view);
+void br_sgemm_run(br_pool *pool, int M, const float *A, int lda,
+                  const br_sgemm_packed *B, float *C, int ldc);
+
 /* Tasks [0, ntasks) side by side over the pool, in waves of at most
  * `slots`: fn(ctx, task, slot) with slot the task's place in its wave
  * (0 .. slots - 1), so each task in flight may use scratch slot `slot` of
@@ -116,6 +149,12 @@ void br_resize_run(const br_kernel_args *a);
 braid_status br_matmul_prepare(const braid_graph *g, uint32_t id,
                                size_t *scratch);
 void br_matmul_run(const br_kernel_args *a);
+/* br_cpu_derive for a matmul (n a MATMUL node, or a FUSED node whose
+ * program is one: flags its transposes): the constant f32 B packed for
+ * br_sgemm_run when A is not transposed and B is a matrix (or has batch
+ * dims of 1); else NULL. */
+void *br_matmul_derive(const braid_graph *g, const bg_node *n, uint32_t flags,
+                       const void *const *in, br_pool *pool);
 braid_status br_shape_prepare(const braid_graph *g, uint32_t id);
 void br_shape_run(const br_kernel_args *a);
 void br_source_run(const br_kernel_args *a);

@@ -1,7 +1,14 @@
 /* runtime/cpu/cpu_kernels_matmul.c — batched matmul through br_gemm
- * (OpenBLAS, cpu_gemm.c).
+ * (OpenBLAS, cpu_gemm.c) or, against constant f32 weights, braid's own
+ * GEMM (cpu_sgemm.c).
  *
- * Each batch is one GEMM (br_gemm: OpenBLAS, split over the pool) on
+ * Where braid's GEMM is enabled (br_sgemm_enabled), an f32 product whose A
+ * is not transposed and whose B is one matrix for every batch (the weights
+ * of a Linear layer) runs br_sgemm_run: against B as packed once when the
+ * executor was made (br_matmul_derive) when B is a constant, else against
+ * B packed in the scratch, a block of panels at a time, each run — the
+ * same bits either way. Every other product: each
+ * batch is one GEMM (br_gemm: OpenBLAS, split over the pool) on
  * row-major matrices; the transpose flags become BLAS transposes instead of
  * copies. Broadcast batch dims read the same matrix through a zero stride.
  * An operand that is a strided view (a slice / permute of another tensor's
@@ -138,6 +145,71 @@ static void zero_rows(const mm_ctx *m) {
     }
 }
 
+/* Whether braid's GEMM runs the product: f32, A not transposed, B the same
+ * matrix for every batch, C row-major (and the dims in int range, which
+ * br_matmul_prepare checked). Depends on the shapes and layouts alone,
+ * never on whether B is a constant. */
+static bool own_gemm(const mm_ctx *m) {
+    if (m->t != BRAID_F32 || !br_sgemm_enabled() || m->oa.trans ||
+        m->oc.trans || (m->M > 1 && (m->oa.ld < m->K || m->oc.ld < m->N)))
+        return false;
+    for (int d = 0; d < m->nb; d++)
+        if (m->ob.batch[d] != 0 && m->bd[d] != 1) return false;
+    return true;
+}
+
+/* The product by braid's GEMM: B as packed at executor creation when
+ * that matches, else packed here into the scratch a block of panels at a
+ * time (br_matmul_prepare sized it; false, nothing done, if it holds not
+ * even one panel). */
+static bool run_own(const mm_ctx *m, const br_kernel_args *a) {
+    const br_sgemm_packed *p = a->derived;
+    int K = (int)m->K, N = (int)m->N;
+    if (p && p->K == K && p->N == N) {
+        for (int64_t i = 0; i < m->nbatch; i++) {
+            int64_t ao, bo, co;
+            batch_offsets(m, i, &ao, &bo, &co);
+            br_sgemm_run(a->pool, (int)m->M, (const float *)m->a + ao,
+                         (int)m->oa.ld, p, (float *)m->c + co, (int)m->oc.ld);
+        }
+        return true;
+    }
+    size_t per_panel = (size_t)K * BR_SGEMM_NR * sizeof(float);
+    size_t fit = a->scratch_bytes / per_panel;
+    if (fit == 0) return false;
+    int cols = fit * BR_SGEMM_NR < (size_t)N ? (int)fit * BR_SGEMM_NR : N;
+    for (int n0 = 0; n0 < N; n0 += cols) {
+        int nc = N - n0 < cols ? N - n0 : cols;
+        br_sgemm_packed v;
+        br_sgemm_pack_into((const float *)m->b, K, (int)m->ob.ld, m->ob.trans,
+                           n0, nc, a->scratch, a->pool, &v);
+        for (int64_t i = 0; i < m->nbatch; i++) {
+            int64_t ao, bo, co;
+            batch_offsets(m, i, &ao, &bo, &co);
+            br_sgemm_run(a->pool, (int)m->M, (const float *)m->a + ao,
+                         (int)m->oa.ld, &v, (float *)m->c + co + n0,
+                         (int)m->oc.ld);
+        }
+    }
+    return true;
+}
+
+void *br_matmul_derive(const braid_graph *g, const bg_node *n, uint32_t flags,
+                       const void *const *in, br_pool *pool) {
+    if (!in[1] || n->dtype != BRAID_F32 || !br_sgemm_enabled() ||
+        (flags & BRAID_TRANSPOSE_A))
+        return NULL;
+    const bg_node *b = bg_node_at(g, n->inputs[1]);
+    if (b->dtype != BRAID_F32 || b->rank < 2) return NULL;
+    for (int d = 0; d + 2 < b->rank; d++)
+        if (b->dims[d] != 1) return NULL;
+    bool tb = (flags & BRAID_TRANSPOSE_B) != 0;
+    int64_t r = b->dims[b->rank - 2], c = b->dims[b->rank - 1];
+    int64_t K = tb ? c : r, N = tb ? r : c;
+    if (K <= 0 || N <= 0 || K > INT_MAX || N > INT_MAX) return NULL;
+    return br_sgemm_pack(in[1], (int)K, (int)N, (int)c, tb, pool);
+}
+
 void br_matmul_run(const br_kernel_args *a) {
     mm_ctx m = {0};
     mm_analyze(a->g, a->node, a->in_strides, a->out_strides, &m);
@@ -150,6 +222,7 @@ void br_matmul_run(const br_kernel_args *a) {
         zero_rows(&m);
         return;
     }
+    if (own_gemm(&m) && run_own(&m, a)) return;
     int64_t work = m.M * m.N * m.K;
     bool widen = m.t == BRAID_F16 || m.t == BRAID_BF16;
     int64_t threads = br_pool_threads(a->pool);
@@ -179,6 +252,10 @@ braid_status br_matmul_prepare(const braid_graph *g, uint32_t id,
                                  "N=%lld K=%lld exceed BLAS's int range",
                                  id, (long long)m.M, (long long)m.N,
                                  (long long)m.K);
+    if (n->dtype == BRAID_F32 && br_sgemm_enabled() && !m.oa.trans) {
+        size_t bytes = br_sgemm_pack_scratch(m.K, m.N); /* B per run */
+        if (bytes > *scratch) *scratch = bytes;
+    }
     if (n->dtype == BRAID_F16 || n->dtype == BRAID_BF16) {
         /* Each fits in BG_MAX_BYTES, so the sum cannot overflow. */
         size_t bytes =

@@ -1,0 +1,278 @@
+/* runtime/cpu/cpu_sgemm.c — braid's own f32 GEMM against a packed B
+ * (x86-64 with AVX-512F).
+ *
+ * Most of a transformer's CPU time is products of activations [M, K] with
+ * constant weights [K, N]. OpenBLAS packs the weights again on every call
+ * (and braid's pool splits each product into blocks of columns, each its
+ * own call, each packing its A again); on AVX-512 cores its 0.3.21 kernels
+ * reach about 60 % of the FMA peak on GPT-2's shapes. Here constant
+ * weights are packed once, when the executor is made (br_cpu_derive; a B
+ * that is not a constant is packed per run, a block of panels at a time in
+ * the scratch, with the same result), into panels of
+ * SG_NR columns: panel j holds columns [j·SG_NR, +SG_NR) as K rows of SG_NR
+ * contiguous floats, zero-padded past N. A product then runs a 12 × 32
+ * register-blocked micro-kernel (24 accumulators) that broadcasts A
+ * straight from its rows — no packing of A — and loads each B row of the
+ * panel as two vectors.
+ *
+ * Loops, outermost first: blocks of SG_MC rows of A (they stay in L2), K
+ * in blocks of SG_KC (a panel's block, 48 KiB, stays in L1 across the row
+ * tiles), panels, row tiles of SG_MR. The pool splits (row block, group of
+ * panels) tasks. Every output element is the sum over k in order, K block
+ * by K block, so the result is the same bits for any thread count and any
+ * split. While a panel's row tiles run, the next panel's block is
+ * prefetched, a slice per tile: GPT-2's lm_head streams 154 MB of weights.
+ *
+ * The packed copy doubles the weights' memory (GPT-2 small: +500 MB);
+ * BRAID_CPU_GEMM=openblas keeps every product in OpenBLAS (and no copy). */
+#include "runtime/cpu/cpu_kernels.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define SG_X86 1
+#include <immintrin.h>
+#endif
+
+#define SG_MR 12          /* rows of a micro-tile */
+#define SG_NR BR_SGEMM_NR /* columns of a panel: two AVX-512 vectors */
+#ifndef SG_KC
+#define SG_KC 384 /* K per block */
+#endif
+#define SG_MC 240 /* rows of A per block (20 tiles, 360 KiB at SG_KC) */
+
+/* br_sgemm_pack makes the header, then the panels SG_HEADER bytes in (64-byte
+ * aligned): one allocation, so the executor frees it with free(). */
+#define SG_HEADER 64
+_Static_assert(sizeof(br_sgemm_packed) <= SG_HEADER, "header room");
+
+bool br_sgemm_enabled(void) {
+#ifdef SG_X86
+    static int state; /* 0: not yet known, 1: yes, 2: no */
+    int s = __atomic_load_n(&state, __ATOMIC_RELAXED);
+    if (!s) {
+        const char *env = getenv("BRAID_CPU_GEMM");
+        bool off = env && strcmp(env, "openblas") == 0;
+        __builtin_cpu_init();
+        s = !off && __builtin_cpu_supports("avx512f") ? 1 : 2;
+        __atomic_store_n(&state, s, __ATOMIC_RELAXED);
+    }
+    return s == 1;
+#else
+    return false;
+#endif
+}
+
+typedef struct pack_job {
+    const float *B;
+    int K, N, ldb;
+    bool tb;
+    float *dst;
+} pack_job;
+
+/* Panels [b, e) of the packed operand. */
+static void pack_range(void *ctx, int64_t b, int64_t e) {
+    const pack_job *j = ctx;
+    for (int64_t p = b; p < e; p++) {
+        float *d = j->dst + (size_t)p * (size_t)j->K * SG_NR;
+        int n0 = (int)p * SG_NR;
+        int w = j->N - n0 < SG_NR ? j->N - n0 : SG_NR;
+        for (int k = 0; k < j->K; k++) {
+            float *row = d + (size_t)k * SG_NR;
+            if (j->tb)
+                for (int c = 0; c < w; c++)
+                    row[c] = j->B[(size_t)(n0 + c) * (size_t)j->ldb + k];
+            else
+                memcpy(row, j->B + (size_t)k * (size_t)j->ldb + n0,
+                       (size_t)w * sizeof(float));
+            for (int c = w; c < SG_NR; c++)
+                row[c] = 0.0f;
+        }
+    }
+}
+
+/* Most bytes br_sgemm_pack_scratch asks for (whole panels, at least one). */
+#define SG_PACK_MAX ((size_t)8 << 20)
+
+size_t br_sgemm_pack_scratch(int64_t K, int64_t N) {
+    if (K <= 0 || N <= 0) return 0;
+    size_t panel = (size_t)K * SG_NR * sizeof(float);
+    size_t panels = (size_t)((N + SG_NR - 1) / SG_NR);
+    size_t fit = SG_PACK_MAX / panel;
+    if (fit < 1) fit = 1;
+    return (fit < panels ? fit : panels) * panel;
+}
+
+void br_sgemm_pack_into(const float *B, int K, int ldb, bool tb, int n0,
+                        int ncols, float *dst, br_pool *pool,
+                        br_sgemm_packed *view) {
+    /* columns [n0, n0 + ncols) of op(B) are those of the operand starting
+     * at column n0 (row n0 when transposed) */
+    const float *b0 = B + (size_t)n0 * (tb ? (size_t)ldb : 1);
+    pack_job j = {b0, K, ncols, ldb, tb, dst};
+    int panels = (ncols + SG_NR - 1) / SG_NR;
+    br_parallel_for(pool, panels, 1 + (int64_t)BR_GRAIN / K, pack_range, &j);
+    view->K = K;
+    view->N = ncols;
+    view->panels = panels;
+    view->data = dst;
+}
+
+br_sgemm_packed *br_sgemm_pack(const float *B, int K, int N, int ldb, bool tb,
+                               br_pool *pool) {
+    if (!br_sgemm_enabled() || K <= 0 || N <= 0) return NULL;
+    int panels = (N + SG_NR - 1) / SG_NR;
+    size_t bytes =
+        SG_HEADER + (size_t)panels * (size_t)K * SG_NR * sizeof(float);
+    br_sgemm_packed *p = aligned_alloc(64, (bytes + 63) / 64 * 64);
+    if (!p) return NULL;
+    float *data = (float *)((char *)p + SG_HEADER);
+    p->K = K;
+    p->N = N;
+    p->panels = panels;
+    p->data = data;
+    pack_job j = {B, K, N, ldb, tb, data};
+    br_parallel_for(pool, panels, 1 + (int64_t)BR_GRAIN / K, pack_range, &j);
+    return p;
+}
+
+#ifdef SG_X86
+
+/* C[0..mrows, 0..ncols) (row stride ldc) = (first ? 0 : C) + A · Bp over kc
+ * values of k: A's rows at a + i·lda (SG_MR of them readable), bp a panel's
+ * block (kc rows of SG_NR). Prefetches npf lines from pf. */
+__attribute__((target("avx512f"))) static void
+micro(int kc, const float *a, size_t lda, const float *bp, float *c, size_t ldc,
+      bool first, int mrows, int ncols, const char *pf, int npf) {
+    for (int l = 0; l < npf; l++)
+        _mm_prefetch(pf + 64 * l, _MM_HINT_T1);
+    __m512 acc[SG_MR][2];
+    for (int i = 0; i < SG_MR; i++)
+        acc[i][0] = acc[i][1] = _mm512_setzero_ps();
+    for (int k = 0; k < kc; k++) {
+        __m512 b0 = _mm512_load_ps(bp + (size_t)k * SG_NR);
+        __m512 b1 = _mm512_load_ps(bp + (size_t)k * SG_NR + 16);
+#pragma GCC unroll 12
+        for (int i = 0; i < SG_MR; i++) {
+            __m512 av = _mm512_set1_ps(a[(size_t)i * lda + (size_t)k]);
+            acc[i][0] = _mm512_fmadd_ps(av, b0, acc[i][0]);
+            acc[i][1] = _mm512_fmadd_ps(av, b1, acc[i][1]);
+        }
+    }
+    __mmask16 m0 = ncols >= 16 ? 0xffff : (__mmask16)((1u << ncols) - 1);
+    __mmask16 m1 = ncols >= 32   ? 0xffff
+                   : ncols <= 16 ? 0
+                                 : (__mmask16)((1u << (ncols - 16)) - 1);
+    for (int i = 0; i < mrows; i++) {
+        float *cr = c + (size_t)i * ldc;
+        __m512 c0 = acc[i][0], c1 = acc[i][1];
+        if (!first) {
+            c0 = _mm512_add_ps(c0, _mm512_maskz_loadu_ps(m0, cr));
+            c1 = _mm512_add_ps(c1, _mm512_maskz_loadu_ps(m1, cr + 16));
+        }
+        _mm512_mask_storeu_ps(cr, m0, c0);
+        _mm512_mask_storeu_ps(cr + 16, m1, c1);
+    }
+}
+
+typedef struct run_job {
+    int M, N, K, lda, ldc;
+    const float *A;
+    const br_sgemm_packed *B;
+    float *C;
+    int64_t mblocks;   /* row blocks of SG_MC */
+    int64_t per_group; /* panels per task */
+} run_job;
+
+/* Row block mb, panels [j0, j1): every K block, panel and row tile. */
+__attribute__((target("avx512f"))) static void
+run_task(const run_job *r, int64_t mb, int j0, int j1) {
+    int m0 = (int)mb * SG_MC;
+    int m1 = r->M - m0 < SG_MC ? r->M : m0 + SG_MC;
+    int full = m0 + (m1 - m0) / SG_MR * SG_MR; /* rows in whole tiles */
+    int tiles = (m1 - m0 + SG_MR - 1) / SG_MR;
+    /* The last rows (fewer than SG_MR) through a zero-padded copy. */
+    float tail[SG_MR * SG_KC] __attribute__((aligned(64)));
+    for (int pc = 0; pc < r->K; pc += SG_KC) {
+        int kc = r->K - pc < SG_KC ? r->K - pc : SG_KC;
+        if (full < m1) {
+            memset(tail, 0, sizeof tail);
+            for (int i = full; i < m1; i++)
+                memcpy(tail + (size_t)(i - full) * SG_KC,
+                       r->A + (size_t)i * (size_t)r->lda + pc,
+                       (size_t)kc * sizeof(float));
+        }
+        /* 64-byte lines of one panel's block */
+        size_t lines = (size_t)kc * SG_NR * sizeof(float) / 64;
+        for (int j = j0; j < j1; j++) {
+            const float *bp =
+                r->B->data + ((size_t)j * (size_t)r->K + pc) * SG_NR;
+            const char *next = (const char *)(bp + (size_t)r->K * SG_NR);
+            int n0 = j * SG_NR;
+            int ncols = r->N - n0 < SG_NR ? r->N - n0 : SG_NR;
+            for (int t = 0; t < tiles; t++) {
+                int i0 = m0 + t * SG_MR;
+                size_t l0 = lines * (size_t)t / (size_t)tiles;
+                size_t l1 = lines * (size_t)(t + 1) / (size_t)tiles;
+                int npf = j + 1 < j1 ? (int)(l1 - l0) : 0;
+                float *c = r->C + (size_t)i0 * (size_t)r->ldc + n0;
+                if (i0 < full)
+                    micro(kc, r->A + (size_t)i0 * (size_t)r->lda + pc,
+                          (size_t)r->lda, bp, c, (size_t)r->ldc, pc == 0, SG_MR,
+                          ncols, next + 64 * l0, npf);
+                else
+                    micro(kc, tail, SG_KC, bp, c, (size_t)r->ldc, pc == 0,
+                          m1 - i0, ncols, next + 64 * l0, npf);
+            }
+        }
+    }
+}
+
+static void run_range(void *ctx, int64_t b, int64_t e) {
+    const run_job *r = ctx;
+    int64_t groups = (r->B->panels + r->per_group - 1) / r->per_group;
+    for (int64_t t = b; t < e; t++) {
+        int64_t mb = t / groups, g = t % groups;
+        int j0 = (int)(g * r->per_group);
+        int j1 = (int)(j0 + r->per_group < r->B->panels ? j0 + r->per_group
+                                                        : r->B->panels);
+        run_task(r, mb, j0, j1);
+    }
+}
+
+/* Tasks per thread: enough that a thread slowed by other work does not
+ * hold the rest up, few enough that each task's panels run in a row (the
+ * next one prefetched). */
+#define SG_TASKS_PER_THREAD 4
+
+void br_sgemm_run(br_pool *pool, int M, const float *A, int lda,
+                  const br_sgemm_packed *B, float *C, int ldc) {
+    if (M <= 0) return;
+    run_job r = {.M = M,
+                 .N = B->N,
+                 .K = B->K,
+                 .lda = lda,
+                 .ldc = ldc,
+                 .A = A,
+                 .B = B,
+                 .C = C};
+    r.mblocks = (M + SG_MC - 1) / SG_MC;
+    /* Any split gives the same bits (each element's sum runs over k in
+     * order), so the split may follow the thread count. */
+    int64_t want = (int64_t)br_pool_threads(pool) * SG_TASKS_PER_THREAD;
+    int64_t groups_wanted = (want + r.mblocks - 1) / r.mblocks;
+    r.per_group = (B->panels + groups_wanted - 1) / groups_wanted;
+    if (r.per_group < 1) r.per_group = 1;
+    int64_t groups = (B->panels + r.per_group - 1) / r.per_group;
+    br_parallel_for(pool, r.mblocks * groups, 1, run_range, &r);
+}
+
+#else /* not x86-64: br_sgemm_enabled is false, nothing is packed */
+
+void br_sgemm_run(br_pool *pool, int M, const float *A, int lda,
+                  const br_sgemm_packed *B, float *C, int ldc) {
+    (void)pool, (void)M, (void)A, (void)lda, (void)B, (void)C, (void)ldc;
+}
+
+#endif

@@ -1,0 +1,249 @@
+/* tests/test_cpu_sgemm.c — braid's own f32 GEMM against packed constant
+ * weights (runtime/cpu/cpu_sgemm.c).
+ *
+ * Directly: products of every edge the packing and the micro-kernel have
+ * (rows not a multiple of the 12-row tile, columns not a multiple of the
+ * 32-column panel, K across several 384-deep blocks, more rows than one
+ * 240-row block, leading dimensions wider than the matrix, B transposed)
+ * against a double-precision sum, with the f32 error bound of a K-term dot
+ * product, and bit for bit the same on 1 and 3 threads. Through the
+ * executor: a Linear layer's matmul (plain, fused with its bias and GELU,
+ * batched A against one B, B transposed) with constant weights takes the
+ * packed path (the executor holds the derived panels), matches the
+ * reference evaluator on fresh random inputs, and gives the same bits as
+ * the same graph with the weights bound as an input (packed per run). On a CPU
+ * without AVX-512F the GEMM is off (OpenBLAS does every product) and these
+ * tests say so. */
+#include <criterion/criterion.h>
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/cpu/cpu_kernels.h"
+#include "runtime/exec_impl.h"
+#include "support/support.h"
+
+#define SKIP_WITHOUT_GEMM()                                                    \
+    do {                                                                       \
+        if (!br_sgemm_enabled())                                               \
+            cr_skip_test("no AVX-512F here (or BRAID_CPU_GEMM=openblas): "     \
+                         "OpenBLAS runs every product");                       \
+    } while (0)
+
+static float *random_floats(size_t n, uint64_t seed) {
+    float *x = malloc(n * sizeof *x);
+    cr_assert(x);
+    ts_fill_random(BRAID_F32, x, (int64_t)n, seed, -1.0, 1.0);
+    return x;
+}
+
+typedef struct shape {
+    int M, N, K;
+    bool tb;
+    int pad; /* extra columns of lda, ldb and ldc */
+} shape;
+
+static void check_shape(const shape *s, uint64_t seed, br_pool *three) {
+    int lda = s->K + s->pad, ldc = s->N + s->pad;
+    int brows = s->tb ? s->N : s->K, bcols = s->tb ? s->K : s->N;
+    int ldb = bcols + s->pad;
+    float *A = random_floats((size_t)s->M * lda, seed);
+    float *B = random_floats((size_t)brows * ldb, seed + 1);
+    float *C1 = malloc((size_t)s->M * ldc * sizeof(float));
+    float *C3 = malloc((size_t)s->M * ldc * sizeof(float));
+    cr_assert(C1 && C3);
+    /* The padding columns of C must survive: a sentinel there. */
+    for (size_t i = 0; i < (size_t)s->M * ldc; i++)
+        C1[i] = C3[i] = 7.0f;
+    br_sgemm_packed *P = br_sgemm_pack(B, s->K, s->N, ldb, s->tb, three);
+    cr_assert(P, "pack %dx%d failed", s->K, s->N);
+    br_sgemm_run(NULL, s->M, A, lda, P, C1, ldc);
+    br_sgemm_run(three, s->M, A, lda, P, C3, ldc);
+    cr_assert(memcmp(C1, C3, (size_t)s->M * ldc * sizeof(float)) == 0,
+              "M=%d N=%d K=%d: 1 and 3 threads differ", s->M, s->N, s->K);
+    for (int i = 0; i < s->M; i++) {
+        for (int j = 0; j < ldc; j++) {
+            float got = C1[(size_t)i * ldc + j];
+            if (j >= s->N) {
+                cr_assert_eq(got, 7.0f,
+                             "M=%d N=%d K=%d: padding (%d, %d) "
+                             "written",
+                             s->M, s->N, s->K, i, j);
+                continue;
+            }
+            double sum = 0, mag = 0;
+            for (int k = 0; k < s->K; k++) {
+                double b =
+                    s->tb ? B[(size_t)j * ldb + k] : B[(size_t)k * ldb + j];
+                double p = (double)A[(size_t)i * lda + k] * b;
+                sum += p;
+                mag += fabs(p);
+            }
+            /* f32 rounding of a K-term sum: each partial sum once */
+            double tol = 1e-30 + (s->K + 2) * 6e-8 * mag;
+            cr_assert(fabs(got - sum) <= tol,
+                      "M=%d N=%d K=%d tb=%d: C[%d][%d] = %.9g, want %.9g "
+                      "(tolerance %.3g)",
+                      s->M, s->N, s->K, s->tb, i, j, got, sum, tol);
+        }
+    }
+    free(P);
+    free(A);
+    free(B);
+    free(C1);
+    free(C3);
+}
+
+Test(cpu_sgemm, products_match_double_sums_on_every_edge) {
+    SKIP_WITHOUT_GEMM();
+    static const shape shapes[] = {
+        {1, 1, 1, false, 0},       {12, 32, 384, false, 0},
+        {13, 33, 385, false, 3},   {11, 31, 7, true, 0},
+        {128, 100, 800, false, 0}, {250, 70, 96, true, 5},
+        {5, 200, 1000, true, 1},   {487, 64, 33, false, 0},
+        {24, 1, 64, false, 2},     {1, 129, 12, true, 0},
+    };
+    br_pool *three = br_pool_new(3);
+    cr_assert(three);
+    for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++)
+        check_shape(&shapes[i], 100 + 7 * i, three);
+    br_pool_free(three);
+}
+
+/* ---- through the executor ------------------------------------------------ */
+
+/* y = act(a · W (+ bias)) with W constant: a [batch.., M, K] input. */
+static braid_graph *linear_graph(int rank, const int64_t *adims, int64_t N,
+                                 bool tb, bool epilogue, uint64_t seed,
+                                 bool w_input, float **wdata) {
+    int64_t K = adims[rank - 1];
+    int64_t wd[2] = {tb ? N : K, tb ? K : N}, bd[1] = {N};
+    *wdata = random_floats((size_t)(K * N), seed);
+    braid_graph *g = braid_graph_new(NULL);
+    braid_tensor a = braid_input(g, "a", BRAID_F32, rank, adims);
+    braid_tensor w = w_input ? braid_input(g, "w", BRAID_F32, 2, wd)
+                             : braid_constant(g, BRAID_F32, 2, wd, *wdata);
+    braid_tensor y = braid_matmul(g, a, w, tb ? BRAID_TRANSPOSE_B : 0);
+    if (epilogue)
+        y = braid_gelu(
+            g, braid_add(g, y, braid_input(g, "bias", BRAID_F32, 1, bd)));
+    braid_output(g, "y", y);
+    cr_assert_eq(braid_graph_status(g), BRAID_OK, "%s", braid_graph_error(g));
+    return g;
+}
+
+/* Compiles g for the CPU on `threads` threads, asserts that the executor
+ * packed `want` products' weights, runs it on io's inputs into io->out. */
+static void run_packed(const braid_graph *g, int threads, int want, ts_io *io) {
+    braid_compile_options o;
+    braid_compile_options_init(&o);
+    o.devices = "cpu";
+    o.num_threads = threads;
+    braid_plan *p = NULL;
+    braid_exec *e = NULL;
+    cr_assert_eq(braid_compile(g, &o, &p), BRAID_OK, "%s", braid_last_error());
+    cr_assert_eq(braid_exec_new(p, &e), BRAID_OK, "%s", braid_last_error());
+    int packed = 0;
+    for (uint32_t id = 0; e->derived && id < p->res.ninfo; id++)
+        packed += e->derived[id] != NULL;
+    cr_assert_eq(packed, want,
+                 "the executor packed %d products' weights, not %d", packed,
+                 want);
+    cr_assert_eq(braid_run(e, io->in, io->ninputs, io->out, io->noutputs),
+                 BRAID_OK, "%s", braid_last_error());
+    braid_exec_free(e);
+    braid_plan_free(p);
+}
+
+Test(cpu_sgemm, constant_weights_through_the_executor) {
+    SKIP_WITHOUT_GEMM();
+    static const struct {
+        int rank;
+        int64_t a[3];
+        int64_t N;
+        bool tb, epilogue;
+    } cases[] = {
+        {2, {128, 768}, 300, false, true},     /* GPT-2's fused Linear */
+        {3, {1, 128, 200}, 1000, true, false}, /* lm_head: W transposed */
+        {3, {3, 17, 50}, 45, false, true},     /* batch dims against one W */
+        {2, {1, 640}, 33, true, true},         /* one row */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        float *w = NULL, *w2 = NULL;
+        braid_graph *g =
+            linear_graph(cases[i].rank, cases[i].a, cases[i].N, cases[i].tb,
+                         cases[i].epilogue, 300 + i, false, &w);
+        braid_graph *gi =
+            linear_graph(cases[i].rank, cases[i].a, cases[i].N, cases[i].tb,
+                         cases[i].epilogue, 300 + i, true, &w2);
+        for (int threads = 1; threads <= 3; threads += 2) {
+            ts_io *io = ts_io_new(g, 500 + 10 * i + (uint64_t)threads);
+            run_packed(g, threads, 1, io);
+            cr_assert_eq(braid_reference_run(g, io->in, io->ninputs, io->ref,
+                                             io->noutputs),
+                         BRAID_OK, "%s", braid_last_error());
+            char msg[256];
+            cr_assert(ts_io_compare(io, msg, sizeof msg),
+                      "case %zu, %d threads: %s", i, threads, msg);
+            /* the weights as an input ("w"), the same values: same bits */
+            ts_io *in = ts_io_new(gi, 500 + 10 * i + (uint64_t)threads);
+            for (uint32_t k = 0; k < in->ninputs; k++) {
+                const char *name = in->in[k].name;
+                for (uint32_t q = 0; q < io->ninputs; q++)
+                    if (strcmp(io->in[q].name, name) == 0)
+                        memcpy((void *)in->in[k].data, io->in[q].data,
+                               in->in[k].bytes);
+                if (strcmp(name, "w") == 0)
+                    memcpy((void *)in->in[k].data, w, in->in[k].bytes);
+            }
+            run_packed(gi, threads, 0, in);
+            cr_assert(
+                memcmp(in->out[0].data, io->out[0].data, io->out[0].bytes) == 0,
+                "case %zu, %d threads: weights as an input changed the "
+                "bits",
+                i, threads);
+            ts_io_free(in);
+            ts_io_free(io);
+        }
+        braid_graph_free(g);
+        braid_graph_free(gi);
+        free(w);
+        free(w2);
+    }
+}
+
+/* Where the packed path does not apply, the executor packs nothing: B an
+ * input, or A transposed. */
+Test(cpu_sgemm, nothing_packed_when_it_does_not_apply) {
+    SKIP_WITHOUT_GEMM();
+    int64_t ad[2] = {64, 32}, wd[2] = {32, 48}, td[2] = {64, 48};
+    float *w = random_floats(64 * 48, 9);
+    for (int form = 0; form < 2; form++) {
+        braid_graph *g = braid_graph_new(NULL);
+        braid_tensor a = braid_input(g, "a", BRAID_F32, 2, ad);
+        braid_tensor y =
+            form == 0 /* a [64, 32] · w [32, 48], w an input */
+                ? braid_matmul(g, a, braid_input(g, "w", BRAID_F32, 2, wd), 0)
+                /* aᵀ [32, 64] · w [64, 48], w constant */
+                : braid_matmul(g, a, braid_constant(g, BRAID_F32, 2, td, w),
+                               BRAID_TRANSPOSE_A);
+        braid_output(g, "y", y);
+        cr_assert_eq(braid_graph_status(g), BRAID_OK, "%s",
+                     braid_graph_error(g));
+        braid_plan *p = NULL;
+        braid_exec *e = NULL;
+        braid_compile_options o;
+        braid_compile_options_init(&o);
+        o.devices = "cpu";
+        cr_assert_eq(braid_compile(g, &o, &p), BRAID_OK, "%s",
+                     braid_last_error());
+        cr_assert_eq(braid_exec_new(p, &e), BRAID_OK, "%s", braid_last_error());
+        for (uint32_t id = 0; e->derived && id < p->res.ninfo; id++)
+            cr_assert_null(e->derived[id], "form %d: node %u packed", form, id);
+        braid_exec_free(e);
+        braid_plan_free(p);
+        braid_graph_free(g);
+    }
+    free(w);
+}
