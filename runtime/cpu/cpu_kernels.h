@@ -1,8 +1,9 @@
 /* runtime/cpu/cpu_kernels.h — shared pieces of the CPU kernels (prefix br_).
  *
- * Kernels are split by family (cpu_kernels_<family>.c); runtime/cpu/cpu_kernels.c
- * dispatches on the op kind and holds what the families share: the strided
- * n-d iterator and block conversions between dtypes. */
+ * Kernels are split by family (cpu_kernels_<family>.c);
+ * runtime/cpu/cpu_kernels.c dispatches on the op kind and holds what the
+ * families share: the strided n-d iterator and block conversions between
+ * dtypes. */
 #ifndef BRAID_RUNTIME_CPU_KERNELS_H
 #define BRAID_RUNTIME_CPU_KERNELS_H
 
@@ -24,15 +25,14 @@
  * (cpu_gemm.c). The blocks depend on the shape only, so the result is the
  * same bits for any pool. M, N, K > 0. */
 void br_gemm(br_pool *pool, bool f64, bool ta, bool tb, int M, int N, int K,
-             const void *A, int lda, const void *B, int ldb, void *C,
-             int ldc);
+             const void *A, int lda, const void *B, int ldb, void *C, int ldc);
 
 /* braid's own f32 GEMM against a packed B (cpu_sgemm.c): x86-64 with
  * AVX-512F, unless BRAID_CPU_GEMM=openblas (br_sgemm_enabled). A packed
  * B [K, N] is panels of BR_SGEMM_NR columns: panel j holds columns
- * [j·NR, +NR) as K rows of NR contiguous floats (64-byte aligned), the
- * columns past N anything finite. br_sgemm_pack packs op(B) (B row-major
- * with leading dim ldb, transposed where tb) over the pool into one
+ * [j·NR, +NR) as K rows of NR contiguous floats (64-byte aligned, zeros
+ * past N), in blocks of K rows (cpu_sgemm.c). br_sgemm_pack packs op(B) (B
+ * row-major with leading dim ldb, transposed where tb) over the pool into one
  * allocation (free() releases it); NULL when the GEMM is not enabled or
  * memory is short.
  * br_sgemm_run: C [M, N] (row stride ldc) = A [M, K] (row-major, leading
@@ -140,8 +140,8 @@ void br_pool_run(const br_kernel_args *a);
 /* The pool of geometry w (w->planes planes of x, dtype t) into out: what
  * br_pool_run does, for a fused POOL program's prologue values too. */
 struct bg_window;
-void br_pool_window_run(br_pool *pool, const struct bg_window *w,
-                        braid_dtype t, bool max, const void *x, void *out);
+void br_pool_window_run(br_pool *pool, const struct bg_window *w, braid_dtype t,
+                        bool max, const void *x, void *out);
 /* resize (kind WINDOW): cpu_kernels_resize.c */
 braid_status br_resize_prepare(const braid_graph *g, uint32_t id,
                                size_t *scratch);

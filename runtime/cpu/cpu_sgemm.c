@@ -10,7 +10,9 @@
  * that is not a constant is packed per run, a block of panels at a time in
  * the scratch, with the same result), into panels of
  * SG_NR columns: panel j holds columns [j·SG_NR, +SG_NR) as K rows of SG_NR
- * contiguous floats, zero-padded past N. A product then runs a 12 × 32
+ * contiguous floats, zero-padded past N, stored K block by K block (all
+ * panels' first SG_KC rows, then the next rows) so that one K block's
+ * products stream through B in order. A product then runs a 12 × 32
  * register-blocked micro-kernel (24 accumulators) that broadcasts A
  * straight from its rows — no packing of A — and loads each B row of the
  * panel as two vectors.
@@ -64,10 +66,23 @@ bool br_sgemm_enabled(void) {
 #endif
 }
 
+/* Where row k of panel j starts in a packed operand of K rows and `panels`
+ * panels: K blocks of SG_KC rows one after another, each holding every
+ * panel's rows of that block in turn, so the products of one K block read
+ * their panels as one sequential stream. */
+static size_t panel_row(int K, int panels, int j, int k) {
+    int pc = k / SG_KC * SG_KC;
+    int kc = K - pc < SG_KC ? K - pc : SG_KC;
+    return ((size_t)pc * (size_t)panels + (size_t)j * (size_t)kc +
+            (size_t)(k - pc)) *
+           SG_NR;
+}
+
 typedef struct pack_job {
     const float *B;
     int K, N, ldb;
     bool tb;
+    int panels; /* of the whole packed operand */
     float *dst;
 } pack_job;
 
@@ -75,11 +90,10 @@ typedef struct pack_job {
 static void pack_range(void *ctx, int64_t b, int64_t e) {
     const pack_job *j = ctx;
     for (int64_t p = b; p < e; p++) {
-        float *d = j->dst + (size_t)p * (size_t)j->K * SG_NR;
         int n0 = (int)p * SG_NR;
         int w = j->N - n0 < SG_NR ? j->N - n0 : SG_NR;
         for (int k = 0; k < j->K; k++) {
-            float *row = d + (size_t)k * SG_NR;
+            float *row = j->dst + panel_row(j->K, j->panels, (int)p, k);
             if (j->tb)
                 for (int c = 0; c < w; c++)
                     row[c] = j->B[(size_t)(n0 + c) * (size_t)j->ldb + k];
@@ -110,8 +124,8 @@ void br_sgemm_pack_into(const float *B, int K, int ldb, bool tb, int n0,
     /* columns [n0, n0 + ncols) of op(B) are those of the operand starting
      * at column n0 (row n0 when transposed) */
     const float *b0 = B + (size_t)n0 * (tb ? (size_t)ldb : 1);
-    pack_job j = {b0, K, ncols, ldb, tb, dst};
     int panels = (ncols + SG_NR - 1) / SG_NR;
+    pack_job j = {b0, K, ncols, ldb, tb, panels, dst};
     br_parallel_for(pool, panels, 1 + (int64_t)BR_GRAIN / K, pack_range, &j);
     view->K = K;
     view->N = ncols;
@@ -132,7 +146,7 @@ br_sgemm_packed *br_sgemm_pack(const float *B, int K, int N, int ldb, bool tb,
     p->N = N;
     p->panels = panels;
     p->data = data;
-    pack_job j = {B, K, N, ldb, tb, data};
+    pack_job j = {B, K, N, ldb, tb, panels, data};
     br_parallel_for(pool, panels, 1 + (int64_t)BR_GRAIN / K, pack_range, &j);
     return p;
 }
@@ -196,19 +210,21 @@ run_task(const run_job *r, int64_t mb, int j0, int j1) {
     float tail[SG_MR * SG_KC] __attribute__((aligned(64)));
     for (int pc = 0; pc < r->K; pc += SG_KC) {
         int kc = r->K - pc < SG_KC ? r->K - pc : SG_KC;
-        if (full < m1) {
-            memset(tail, 0, sizeof tail);
+        if (full < m1) { /* rows past m1: zeros (their sums are not
+                            stored, but stay finite) */
+            size_t row = (size_t)kc * sizeof(float);
             for (int i = full; i < m1; i++)
-                memcpy(tail + (size_t)(i - full) * SG_KC,
-                       r->A + (size_t)i * (size_t)r->lda + pc,
-                       (size_t)kc * sizeof(float));
+                memcpy(tail + (size_t)(i - full) * (size_t)kc,
+                       r->A + (size_t)i * (size_t)r->lda + pc, row);
+            memset(tail + (size_t)(m1 - full) * (size_t)kc, 0,
+                   (size_t)(SG_MR - (m1 - full)) * row);
         }
         /* 64-byte lines of one panel's block */
         size_t lines = (size_t)kc * SG_NR * sizeof(float) / 64;
         for (int j = j0; j < j1; j++) {
-            const float *bp =
-                r->B->data + ((size_t)j * (size_t)r->K + pc) * SG_NR;
-            const char *next = (const char *)(bp + (size_t)r->K * SG_NR);
+            const float *bp = r->B->data + panel_row(r->K, r->B->panels, j, pc);
+            /* the next panel's block follows this one */
+            const char *next = (const char *)(bp + (size_t)kc * SG_NR);
             int n0 = j * SG_NR;
             int ncols = r->N - n0 < SG_NR ? r->N - n0 : SG_NR;
             for (int t = 0; t < tiles; t++) {
@@ -222,7 +238,7 @@ run_task(const run_job *r, int64_t mb, int j0, int j1) {
                           (size_t)r->lda, bp, c, (size_t)r->ldc, pc == 0, SG_MR,
                           ncols, next + 64 * l0, npf);
                 else
-                    micro(kc, tail, SG_KC, bp, c, (size_t)r->ldc, pc == 0,
+                    micro(kc, tail, (size_t)kc, bp, c, (size_t)r->ldc, pc == 0,
                           m1 - i0, ncols, next + 64 * l0, npf);
             }
         }
