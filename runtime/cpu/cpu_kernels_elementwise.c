@@ -27,6 +27,21 @@ struct ew_ctx {
     size_t isz[3];     /* input element sizes */
 };
 
+/* The typed loops are built three times on x86-64 — AVX-512F, AVX2 and the
+ * baseline — and the loader picks the widest this CPU runs (GCC/clang
+ * function multiversioning): a portable build, yet GPT-2's GELU chain ran
+ * 16 lanes at a time instead of SSE's 4. The file is compiled with
+ * -ffp-contract=off (CMakeLists.txt) so no clone fuses a multiply and an
+ * add the others round twice: every clone gives the same bits. */
+#if defined(__x86_64__) && defined(__has_attribute)
+#if __has_attribute(target_clones)
+#define EW_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
+#endif
+#ifndef EW_CLONES
+#define EW_CLONES
+#endif
+
 /* ---- unary --------------------------------------------------------------- */
 
 #define LOOP1(T, EXPR)                                                         \
@@ -47,7 +62,8 @@ struct ew_ctx {
 
 /* One typed function of a list's ops: T is its element type. */
 #define UNARY_FN(name, TT, LIST, CASE)                                         \
-    void name(braid_op op, int64_t n, TT *restrict o, const TT *restrict a) {  \
+    EW_CLONES void name(braid_op op, int64_t n, TT *restrict o,                \
+                        const TT *restrict a) {                                \
         typedef TT T;                                                          \
         switch (op) {                                                          \
             LIST(CASE)                                                         \
@@ -183,8 +199,9 @@ static void ew_unary(const ew_ctx *c, int64_t n, void *o, const void *a,
 #define NO_FAST_PATH(T)
 
 #define BINARY_FN(name, TT, LIST, CASE, FAST)                                  \
-    void name(braid_op op, int64_t n, TT *restrict o, const TT *restrict a,    \
-              int64_t sa, const TT *restrict b, int64_t sb) {                  \
+    EW_CLONES void name(braid_op op, int64_t n, TT *restrict o,                \
+                        const TT *restrict a, int64_t sa,                      \
+                        const TT *restrict b, int64_t sb) {                    \
         typedef TT T;                                                          \
         FAST(T)                                                                \
         switch (op) {                                                          \
