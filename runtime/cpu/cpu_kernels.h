@@ -16,6 +16,22 @@
  * about 32 KiB of f32 traffic per chunk. */
 #define BR_GRAIN 8192
 
+/* A hot loop's function built three times on x86-64 — AVX-512F, AVX2 and
+ * the baseline the build targets — with the loader picking the widest this
+ * CPU runs (GCC/clang function multiversioning). Files using it are
+ * compiled with -ffp-contract=off (CMakeLists.txt), so no clone fuses a
+ * multiply and an add that the others round twice: every clone gives the
+ * same bits. */
+#if defined(__x86_64__) && defined(__has_attribute)
+#if __has_attribute(target_clones)
+#define BR_CLONES                                                              \
+    __attribute__((target_clones("avx512f", "avx2", "default"), noinline))
+#endif
+#endif
+#ifndef BR_CLONES
+#define BR_CLONES
+#endif
+
 /* Multiply-adds at or below which one GEMM is one thread's work. */
 #define BR_GEMM_SMALL ((int64_t)1 << 18)
 

@@ -27,20 +27,9 @@ struct ew_ctx {
     size_t isz[3];     /* input element sizes */
 };
 
-/* The typed loops are built three times on x86-64 — AVX-512F, AVX2 and the
- * baseline — and the loader picks the widest this CPU runs (GCC/clang
- * function multiversioning): a portable build, yet GPT-2's GELU chain ran
- * 16 lanes at a time instead of SSE's 4. The file is compiled with
- * -ffp-contract=off (CMakeLists.txt) so no clone fuses a multiply and an
- * add the others round twice: every clone gives the same bits. */
-#if defined(__x86_64__) && defined(__has_attribute)
-#if __has_attribute(target_clones)
-#define EW_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#endif
-#endif
-#ifndef EW_CLONES
-#define EW_CLONES
-#endif
+/* The typed loops are built per ISA (BR_CLONES): GPT-2's GELU chain runs
+ * 16 lanes at a time on AVX-512 instead of SSE's 4. */
+#define EW_CLONES BR_CLONES
 
 /* ---- unary --------------------------------------------------------------- */
 
