@@ -24,8 +24,7 @@
  * same bits. */
 #if defined(__x86_64__) && defined(__has_attribute)
 #if __has_attribute(target_clones)
-#define BR_CLONES                                                              \
-    __attribute__((target_clones("avx512f", "avx2", "default"), noinline))
+#define BR_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #endif
 #endif
 #ifndef BR_CLONES

@@ -28,7 +28,9 @@ struct ew_ctx {
 };
 
 /* The typed loops are built per ISA (BR_CLONES): GPT-2's GELU chain runs
- * 16 lanes at a time on AVX-512 instead of SSE's 4. */
+ * 16 lanes at a time on AVX-512 instead of SSE's 4. Each exported loop
+ * calls a static multiversioned one: clang dispatches a multiversioned
+ * function only where every declaration carries the attribute. */
 #define EW_CLONES BR_CLONES
 
 /* ---- unary --------------------------------------------------------------- */
@@ -51,14 +53,17 @@ struct ew_ctx {
 
 /* One typed function of a list's ops: T is its element type. */
 #define UNARY_FN(name, TT, LIST, CASE)                                         \
-    EW_CLONES void name(braid_op op, int64_t n, TT *restrict o,                \
-                        const TT *restrict a) {                                \
+    EW_CLONES static void name##_isa(braid_op op, int64_t n, TT *restrict o,   \
+                                     const TT *restrict a) {                   \
         typedef TT T;                                                          \
         switch (op) {                                                          \
             LIST(CASE)                                                         \
         default:                                                               \
             break;                                                             \
         }                                                                      \
+    }                                                                          \
+    void name(braid_op op, int64_t n, TT *restrict o, const TT *restrict a) {  \
+        name##_isa(op, n, o, a);                                               \
     }
 
 UNARY_FN(br_ew_unary_f32, float, BG_UNARY_OPS, UNARY_CASE)
@@ -188,9 +193,9 @@ static void ew_unary(const ew_ctx *c, int64_t n, void *o, const void *a,
 #define NO_FAST_PATH(T)
 
 #define BINARY_FN(name, TT, LIST, CASE, FAST)                                  \
-    EW_CLONES void name(braid_op op, int64_t n, TT *restrict o,                \
-                        const TT *restrict a, int64_t sa,                      \
-                        const TT *restrict b, int64_t sb) {                    \
+    EW_CLONES static void name##_isa(braid_op op, int64_t n, TT *restrict o,   \
+                                     const TT *restrict a, int64_t sa,         \
+                                     const TT *restrict b, int64_t sb) {       \
         typedef TT T;                                                          \
         FAST(T)                                                                \
         switch (op) {                                                          \
@@ -198,6 +203,10 @@ static void ew_unary(const ew_ctx *c, int64_t n, void *o, const void *a,
         default:                                                               \
             break;                                                             \
         }                                                                      \
+    }                                                                          \
+    void name(braid_op op, int64_t n, TT *restrict o, const TT *restrict a,    \
+              int64_t sa, const TT *restrict b, int64_t sb) {                  \
+        name##_isa(op, n, o, a, sa, b, sb);                                    \
     }
 
 BINARY_FN(br_ew_binary_f32, float, BG_BINARY_OPS, BINARY_CASE, POW_SMALL)
