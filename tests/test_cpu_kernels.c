@@ -35,14 +35,9 @@ static void refill(ts_io *io, const braid_graph *g, uint32_t i, double lo,
 static void run_compare(const braid_graph *g, ts_io *io, int threads,
                         bool exact) {
     cr_assert_eq(braid_graph_status(g), BRAID_OK, "%s", braid_graph_error(g));
-    braid_compile_options o;
-    braid_compile_options_init(&o);
-    o.devices = "cpu";
-    o.num_threads = threads;
-    braid_plan *p = NULL;
-    braid_exec *e = NULL;
-    cr_assert_eq(braid_compile(g, &o, &p), BRAID_OK, "%s", braid_last_error());
-    cr_assert_eq(braid_exec_new(p, &e), BRAID_OK, "%s", braid_last_error());
+    braid_plan *p;
+    braid_exec *e;
+    ts_cpu_exec(g, threads, &p, &e);
     cr_assert_eq(braid_run(e, io->in, io->ninputs, io->out, io->noutputs),
                  BRAID_OK, "%s", braid_last_error());
     cr_assert_eq(

@@ -136,14 +136,9 @@ static braid_graph *linear_graph(int rank, const int64_t *adims, int64_t N,
 /* Compiles g for the CPU on `threads` threads, asserts that the executor
  * packed `want` products' weights, runs it on io's inputs into io->out. */
 static void run_packed(const braid_graph *g, int threads, int want, ts_io *io) {
-    braid_compile_options o;
-    braid_compile_options_init(&o);
-    o.devices = "cpu";
-    o.num_threads = threads;
-    braid_plan *p = NULL;
-    braid_exec *e = NULL;
-    cr_assert_eq(braid_compile(g, &o, &p), BRAID_OK, "%s", braid_last_error());
-    cr_assert_eq(braid_exec_new(p, &e), BRAID_OK, "%s", braid_last_error());
+    braid_plan *p;
+    braid_exec *e;
+    ts_cpu_exec(g, threads, &p, &e);
     int packed = 0;
     for (uint32_t id = 0; e->derived && id < p->res.ninfo; id++)
         packed += e->derived[id] != NULL;
@@ -231,14 +226,9 @@ Test(cpu_sgemm, nothing_packed_when_it_does_not_apply) {
         braid_output(g, "y", y);
         cr_assert_eq(braid_graph_status(g), BRAID_OK, "%s",
                      braid_graph_error(g));
-        braid_plan *p = NULL;
-        braid_exec *e = NULL;
-        braid_compile_options o;
-        braid_compile_options_init(&o);
-        o.devices = "cpu";
-        cr_assert_eq(braid_compile(g, &o, &p), BRAID_OK, "%s",
-                     braid_last_error());
-        cr_assert_eq(braid_exec_new(p, &e), BRAID_OK, "%s", braid_last_error());
+        braid_plan *p;
+        braid_exec *e;
+        ts_cpu_exec(g, 0, &p, &e);
         for (uint32_t id = 0; e->derived && id < p->res.ninfo; id++)
             cr_assert_null(e->derived[id], "form %d: node %u packed", form, id);
         braid_exec_free(e);

@@ -257,6 +257,18 @@ braid_status ts_run_both(const braid_graph *g, ts_io *io) {
     return braid_reference_run(g, io->in, io->ninputs, io->ref, io->noutputs);
 }
 
+void ts_cpu_exec(const braid_graph *g, int threads, braid_plan **p,
+                 braid_exec **e) {
+    braid_compile_options o;
+    braid_compile_options_init(&o);
+    o.devices = "cpu";
+    o.num_threads = threads;
+    *p = NULL;
+    *e = NULL;
+    cr_assert_eq(braid_compile(g, &o, p), BRAID_OK, "%s", braid_last_error());
+    cr_assert_eq(braid_exec_new(*p, e), BRAID_OK, "%s", braid_last_error());
+}
+
 void ts_run_ref(braid_graph *g, braid_tensor y, const braid_input_binding *in,
                 size_t nin, void *out, size_t bytes) {
     cr_assert(braid_tensor_valid(y), "builder: %s", braid_graph_error(g));

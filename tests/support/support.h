@@ -58,6 +58,11 @@ void ts_tolerance(braid_dtype t, double *atol, double *rtol);
  * reference into io->ref. Returns the first failing status. */
 braid_status ts_run_both(const braid_graph *g, ts_io *io);
 
+/* Compiles g for the CPU alone with `threads` threads and makes its
+ * executor into *p and *e; asserts both succeed. */
+void ts_cpu_exec(const braid_graph *g, int threads, braid_plan **p,
+                 braid_exec **e);
+
 /* Marks y as output "y" of g and runs the reference on in[0..nin) into out
  * (bytes); asserts that y is valid and that both succeed. */
 void ts_run_ref(braid_graph *g, braid_tensor y, const braid_input_binding *in,
