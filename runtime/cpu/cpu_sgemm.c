@@ -141,6 +141,9 @@ br_sgemm_packed *br_sgemm_pack(const float *B, int K, int N, int ldb, bool tb,
         SG_HEADER + (size_t)panels * (size_t)K * SG_NR * sizeof(float);
     br_sgemm_packed *p = aligned_alloc(64, (bytes + 63) / 64 * 64);
     if (!p) return NULL;
+    /* huge pages where the kernel gives them: packing GPT-2's 650 MB into
+     * 4 KiB pages spent most of its time faulting and zeroing them */
+    bg_huge_advise(p, bytes);
     float *data = (float *)((char *)p + SG_HEADER);
     p->K = K;
     p->N = N;
