@@ -38,6 +38,12 @@ static braid_status run_host_node(void *ctx, uint32_t id);
 
 /* ---- creation ------------------------------------------------------------ */
 
+/* Node id's fused program, or NULL (not fused, or malformed). */
+static const bp_program *node_program(const bp_plan *p, uint32_t id) {
+    uint32_t k = p->res.info[id].program;
+    return k < p->res.nprograms ? &p->res.programs[k] : NULL;
+}
+
 static void *aligned_buffer(uint64_t bytes) {
     if (bytes > SIZE_MAX - BR_ALIGN) return NULL;
     size_t n = ((size_t)bytes + BR_ALIGN - 1) & ~(size_t)(BR_ALIGN - 1);
@@ -82,9 +88,8 @@ static braid_status check_nodes(braid_exec *e) {
         if (p->res.info[id].noop) continue;
         braid_status s = br_cpu_prepare(p->res.graph, id, &e->scratch_bytes);
         if (s == BRAID_OK && n->op == BRAID_OP_FUSED)
-            s = p->res.info[id].program < p->res.nprograms
-                    ? br_fused_check(p->res.graph, id,
-                                     &p->res.programs[p->res.info[id].program])
+            s = node_program(p, id)
+                    ? br_fused_check(p->res.graph, id, node_program(p, id))
                     : bg_set_last_error(BRAID_ERR_INTERNAL,
                                         "braid_exec_new: fused node %u has "
                                         "no program",
@@ -183,10 +188,9 @@ static void derive_constants(braid_exec *e) {
             e->args[k] = c ? g->nodes[x].attr.data : NULL;
             any |= c;
         }
-        const bp_program *prog = p->res.info[id].program < p->res.nprograms
-                                     ? &p->res.programs[p->res.info[id].program]
-                                     : NULL;
-        void *d = any ? br_cpu_derive(g, id, e->args, prog, e->pool) : NULL;
+        void *d =
+            any ? br_cpu_derive(g, id, e->args, node_program(p, id), e->pool)
+                : NULL;
         if (!d) continue;
         if (!e->derived &&
             !(e->derived = calloc(p->res.ninfo, sizeof *e->derived))) {
@@ -496,9 +500,7 @@ static braid_status run_node(braid_exec *e, br_kernel_args *a, uint32_t id) {
     a->id = id;
     a->node = n;
     a->out = e->ptr[id];
-    a->program = p->res.info[id].program < p->res.nprograms
-                     ? &p->res.programs[p->res.info[id].program]
-                     : NULL;
+    a->program = node_program(p, id);
     if (!e->profiling) return br_cpu_run(a);
     int64_t t0 = br_prof_now_ns();
     braid_status s = br_cpu_run(a);

@@ -31,7 +31,6 @@ struct ew_ctx {
  * 16 lanes at a time on AVX-512 instead of SSE's 4. Each exported loop
  * calls a static multiversioned one: clang dispatches a multiversioned
  * function only where every declaration carries the attribute. */
-#define EW_CLONES BR_CLONES
 
 /* ---- unary --------------------------------------------------------------- */
 
@@ -53,7 +52,7 @@ struct ew_ctx {
 
 /* One typed function of a list's ops: T is its element type. */
 #define UNARY_FN(name, TT, LIST, CASE)                                         \
-    EW_CLONES static void name##_isa(braid_op op, int64_t n, TT *restrict o,   \
+    BR_CLONES static void name##_isa(braid_op op, int64_t n, TT *restrict o,   \
                                      const TT *restrict a) {                   \
         typedef TT T;                                                          \
         switch (op) {                                                          \
@@ -193,7 +192,7 @@ static void ew_unary(const ew_ctx *c, int64_t n, void *o, const void *a,
 #define NO_FAST_PATH(T)
 
 #define BINARY_FN(name, TT, LIST, CASE, FAST)                                  \
-    EW_CLONES static void name##_isa(braid_op op, int64_t n, TT *restrict o,   \
+    BR_CLONES static void name##_isa(braid_op op, int64_t n, TT *restrict o,   \
                                      const TT *restrict a, int64_t sa,         \
                                      const TT *restrict b, int64_t sb) {       \
         typedef TT T;                                                          \

@@ -25,7 +25,8 @@
  * split. While a panel's row tiles run, the next panel's block is
  * prefetched, a slice per tile: GPT-2's lm_head streams 154 MB of weights.
  *
- * The packed copy doubles the weights' memory (GPT-2 small: +500 MB);
+ * The packed copy doubles the weights' memory (GPT-2 small: ~650 MB with
+ * lm_head);
  * BRAID_CPU_GEMM=openblas keeps every product in OpenBLAS (and no copy). */
 #include "runtime/cpu/cpu_kernels.h"
 
@@ -39,9 +40,7 @@
 
 #define SG_MR 12          /* rows of a micro-tile */
 #define SG_NR BR_SGEMM_NR /* columns of a panel: two AVX-512 vectors */
-#ifndef SG_KC
-#define SG_KC 384 /* K per block */
-#endif
+#define SG_KC 384         /* K per block */
 #define SG_MC 240 /* rows of A per block (20 tiles, 360 KiB at SG_KC) */
 
 /* br_sgemm_pack makes the header, then the panels SG_HEADER bytes in (64-byte
@@ -144,13 +143,8 @@ br_sgemm_packed *br_sgemm_pack(const float *B, int K, int N, int ldb, bool tb,
     /* huge pages where the kernel gives them: packing GPT-2's 650 MB into
      * 4 KiB pages spent most of its time faulting and zeroing them */
     bg_huge_advise(p, bytes);
-    float *data = (float *)((char *)p + SG_HEADER);
-    p->K = K;
-    p->N = N;
-    p->panels = panels;
-    p->data = data;
-    pack_job j = {B, K, N, ldb, tb, panels, data};
-    br_parallel_for(pool, panels, 1 + (int64_t)BR_GRAIN / K, pack_range, &j);
+    br_sgemm_pack_into(B, K, ldb, tb, 0, N, (float *)((char *)p + SG_HEADER),
+                       pool, p);
     return p;
 }
 
