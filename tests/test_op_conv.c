@@ -222,6 +222,27 @@ Test(op_conv, cpu_pointwise) {
     }
 }
 
+/* With braid's own GEMM (x86-64 with AVX-512F; elsewhere OpenBLAS runs
+ * the same case), an f32 conv's col is packed per run in blocks of at most
+ * 8 MiB of panels: a 1×1 conv over 400×399 positions of 16 channels
+ * (10 MB of col) takes two blocks (4096 panels of 32 columns, then 891½),
+ * the last panel half full. Against the reference, and the same bits on
+ * 1 and 3 threads. */
+Test(op_conv, cpu_col_in_pack_blocks, .timeout = 120) {
+    ts_conv_case c = {.s = 2,
+                      .N = 1,
+                      .G = 1,
+                      .Cg = 16,
+                      .OCg = 13,
+                      .in = {400, 399, 1},
+                      .k = {1, 1, 1},
+                      .bias = true};
+    braid_graph *g = ts_conv_case_graph(&c, BRAID_F32);
+    check_run(g, "cpu", 11, "1x1 16->13 over 400x399");
+    same_bits_on_1_and_3_threads(g, 11, "1x1 16->13 over 400x399");
+    braid_graph_free(g);
+}
+
 /* Products above one thread's share: im2col and col2im over the pool,
  * the GEMM split in blocks over it too (br_gemm: the 3×3 one by columns,
  * the transpose by rows) (ResNet's 3×3 stride-1 and stride-2 shapes,

@@ -75,10 +75,11 @@ void br_sgemm_pack_into(const float *B, int K, int ldb, bool tb, int n0,
 void br_sgemm_run(br_pool *pool, int M, const float *A, int lda,
                   const br_sgemm_packed *B, float *C, int ldc);
 
-/* Tasks [0, ntasks) side by side over the pool, in waves of at most
- * `slots`: fn(ctx, task, slot) with slot the task's place in its wave
- * (0 .. slots - 1), so each task in flight may use scratch slot `slot` of
- * its own (convolutions' col buffers and Winograd chunks). slots ≥ 1. */
+/* Tasks [0, ntasks) side by side over the pool, at most `slots` at once:
+ * fn(ctx, task, slot) with slot in 0 .. slots - 1 and no two tasks in
+ * flight in the same slot, so each may use scratch slot `slot` of its own
+ * (convolutions' col buffers and Winograd chunks). Which task gets which
+ * slot varies from run to run. slots ≥ 1. */
 typedef void (*br_slot_fn)(void *ctx, int64_t task, int64_t slot);
 void br_waves(br_pool *pool, int64_t ntasks, int64_t slots, br_slot_fn fn,
               void *ctx);

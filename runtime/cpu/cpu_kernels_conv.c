@@ -55,6 +55,8 @@ typedef struct conv_ctx {
     int64_t M, N, K;             /* one item's GEMM */
     bool direct;                 /* 1×1, stride 1, no pads: col is x */
     size_t col_bytes;            /* one item's col buffer (0 when direct) */
+    bool own;          /* f32 products through br_sgemm_run (cpu_sgemm.c) */
+    size_t pack_bytes; /* own: one item's packed col (in blocks of columns) */
     const char *x, *w, *bias;
     char *y;
     char *scratch;
@@ -112,6 +114,18 @@ static void conv_analyze(const braid_graph *g, const bg_node *n, conv_ctx *x) {
     x->col_bytes = c->transpose ? (size_t)(x->M * x->N) * x->esz
                    : x->direct  ? 0
                                 : (size_t)(x->K * x->N) * x->esz;
+    x->own = !x->f64 && !c->transpose && x->K > 0 && br_sgemm_enabled();
+    x->pack_bytes = x->own ? br_sgemm_pack_scratch(x->K, x->N) : 0;
+}
+
+/* Bytes rounded up to whole 64-byte lines (the packed col's alignment). */
+static size_t lines(size_t bytes) {
+    return (bytes + 63) / 64 * 64;
+}
+
+/* Scratch of one item in flight: its col, then its packed col. */
+static size_t item_bytes(const conv_ctx *x) {
+    return lines(x->col_bytes) + x->pack_bytes;
 }
 
 /* ---- im2col / col2im, per element type ------------------------------------
@@ -123,9 +137,26 @@ static void conv_analyze(const braid_graph *g, const bg_node *n, conv_ctx *x) {
  * element kernel tap k reads there, or 0 in the pads. A whole item's col
  * is rows [0, K), columns [0, ov), ld = ov; a block's columns may start
  * and end inside rows of the output. */
-#define CONV_IM2COL(T)                                                         \
-    static void im2col_##T(const conv_ctx *x, const T *xg, T *col, int64_t ld, \
-                           int64_t r0, int64_t r1, int64_t n0, int64_t n1) {   \
+/* dst[o2] = src[o2·s2 + b2] for o2 in [lo, hi), stride 2 as a constant
+ * (always inlined, so each im2col clone vectorises it for its ISA). */
+#define CONV_STRIDED_ROW(T)                                                    \
+    static inline __attribute__((always_inline)) void strided_row_##T(         \
+        T *restrict dst, const T *restrict src, int64_t lo, int64_t hi,        \
+        int64_t s2, int64_t b2) {                                              \
+        if (s2 == 2)                                                           \
+            for (int64_t o2 = lo; o2 < hi; o2++)                               \
+                dst[o2] = src[2 * o2 + b2];                                    \
+        else                                                                   \
+            for (int64_t o2 = lo; o2 < hi; o2++)                               \
+                dst[o2] = src[o2 * s2 + b2];                                   \
+    }
+CONV_STRIDED_ROW(float)
+CONV_STRIDED_ROW(double)
+
+#define CONV_IM2COL(T, ATTR)                                                   \
+    ATTR static void im2col_##T(const conv_ctx *x, const T *xg, T *col,        \
+                                int64_t ld, int64_t r0, int64_t r1,            \
+                                int64_t n0, int64_t n1) {                      \
         const bg_conv_geom *c = &x->ra;                                        \
         int64_t out2 = c->out[2];                                              \
         for (int64_t r = r0; r < r1; r++) {                                    \
@@ -160,8 +191,7 @@ static void conv_analyze(const braid_graph *g, const bg_node *n, conv_ctx *x) {
                         memcpy(dst + lo, src + lo + b2,                        \
                                (size_t)(hi - lo) * sizeof(T));                 \
                     else                                                       \
-                        for (int64_t o2 = lo; o2 < hi; o2++)                   \
-                            dst[o2] = src[o2 * s2 + b2];                       \
+                        strided_row_##T(dst, src, lo, hi, s2, b2);             \
                 }                                                              \
                 for (int64_t o2 = hi; o2 < e; o2++)                            \
                     dst[o2] = (T)0;                                            \
@@ -170,8 +200,13 @@ static void conv_analyze(const braid_graph *g, const bg_node *n, conv_ctx *x) {
             }                                                                  \
         }                                                                      \
     }
-CONV_IM2COL(float)
-CONV_IM2COL(double)
+/* The float im2col is built per ISA (BR_CLONES): with the stride a
+ * constant 2, GCC's AVX-512 clone reads two vectors and keeps every other
+ * lane where a run-time stride leaves a scalar loop (ResNet's stride-2
+ * rows: 0.46 ns an element that way). Copies are exact: every clone gives
+ * the same bits. */
+CONV_IM2COL(float, BR_CLONES)
+CONV_IM2COL(double, )
 
 /* Output channels [c0, c1) of the group's output yg (one image) from the
  * transposed product col [OCg·kv, iv]: entry (ocl, k; p) lands at
@@ -241,6 +276,31 @@ static void gemm(const conv_ctx *x, br_pool *pool, bool ta, const void *A,
     br_gemm(pool, x->f64, ta, false, M, N, K, A, ta ? M : K, B, N, C, N);
 }
 
+/* y [M, ncols] (row stride ldy) = w [M, K] · col [K, ncols] (row stride
+ * ldc) over pool (NULL: on this thread alone): br_sgemm_run against col
+ * packed into pack (64-byte aligned, pack_bytes: as many columns at a time
+ * as it holds) when x->own, br_gemm otherwise. Each output's sum runs over
+ * k in order whatever the blocks, so the bits depend on the shape alone. */
+static void product(const conv_ctx *x, br_pool *pool, const void *w,
+                    const void *col, int64_t ldc, int64_t ncols, void *y,
+                    int64_t ldy, float *pack, size_t pack_bytes) {
+    int M = (int)x->M, K = (int)x->K;
+    if (!x->own) {
+        br_gemm(pool, x->f64, false, false, M, (int)ncols, K, w, K, col,
+                (int)ldc, y, (int)ldy);
+        return;
+    }
+    size_t panel = (size_t)K * BR_SGEMM_NR * sizeof(float);
+    int64_t step = (int64_t)(pack_bytes / panel) * BR_SGEMM_NR;
+    for (int64_t n0 = 0; n0 < ncols; n0 += step) {
+        int64_t nc = ncols - n0 < step ? ncols - n0 : step;
+        br_sgemm_packed v;
+        br_sgemm_pack_into(col, K, (int)ldc, false, (int)n0, (int)nc, pack,
+                           pool, &v);
+        br_sgemm_run(pool, M, w, K, &v, (float *)y + n0, (int)ldy);
+    }
+}
+
 static const char *x_of(const conv_ctx *x, int64_t item) {
     return x->x + (size_t)((item / x->c.G) * x->c.C + (item % x->c.G) * x->Cg) *
                       (size_t)x->iv * x->esz;
@@ -256,7 +316,8 @@ static const char *w_of(const conv_ctx *x, int64_t item) {
     return x->w + (size_t)((item % x->c.G) * x->OCg * x->Cg * x->kv) * x->esz;
 }
 
-/* One item alone on this thread, col in its own slot. */
+/* One item alone on this thread, col (and the packed col) in its own
+ * slot. */
 static void run_item(const conv_ctx *x, int64_t item, char *col) {
     const char *xg = x_of(x, item);
     char *yg = y_of(x, item);
@@ -276,7 +337,8 @@ static void run_item(const conv_ctx *x, int64_t item, char *col) {
                 im2col_float(x, (const float *)xg, (float *)col, x->ov, 0, x->K,
                              0, x->ov);
         }
-        gemm(x, NULL, false, wg, x->direct ? xg : col, yg);
+        product(x, NULL, wg, x->direct ? xg : col, x->N, x->N, yg, x->N,
+                (float *)(col + lines(x->col_bytes)), x->pack_bytes);
     }
     if (x->bias) add_bias(x, yg, item % x->c.G, 0, x->OCg, x->ov, x->ov);
 }
@@ -284,7 +346,7 @@ static void run_item(const conv_ctx *x, int64_t item, char *col) {
 /* Item `item` in col buffer `slot` (br_waves). */
 static void item_in_slot(void *ctx, int64_t item, int64_t slot) {
     const conv_ctx *x = ctx;
-    run_item(x, item, x->scratch + (size_t)slot * x->col_bytes);
+    run_item(x, item, x->scratch + (size_t)slot * item_bytes(x));
 }
 
 /* ---- one item with its loops split over the pool
@@ -324,8 +386,9 @@ static void run_item_split(conv_ctx *x, br_pool *pool, int64_t item) {
                         col2im_range, x);
     } else {
         if (!x->direct) br_parallel_for(pool, x->K, row_grain, im2col_range, x);
-        gemm(x, pool, false, w_of(x, item),
-             x->direct ? x_of(x, item) : x->scratch, y_of(x, item));
+        product(x, pool, w_of(x, item), x->direct ? x_of(x, item) : x->scratch,
+                x->N, x->N, y_of(x, item), x->N,
+                (float *)(x->scratch + lines(x->col_bytes)), x->pack_bytes);
     }
     if (x->bias) br_parallel_for(pool, x->OCg, row_grain, bias_range, x);
 }
@@ -360,10 +423,19 @@ static void set_blocks(conv_ctx *x) {
     x->nblk = (D + x->block - 1) / x->block;
 }
 
-/* Bytes of one block's slot: its col [K, block] and, for blocks across
- * images, its product [OCg, block] before it is scattered. */
+/* One block's packed col (own: whole panels of its columns). */
+static size_t block_pack_bytes(const conv_ctx *x) {
+    if (!x->own) return 0;
+    int64_t panels = (x->block + BR_SGEMM_NR - 1) / BR_SGEMM_NR;
+    return (size_t)(x->K * panels * BR_SGEMM_NR) * sizeof(float);
+}
+
+/* Bytes of one block's slot: its packed col (own), its col [K, block]
+ * and, for blocks across images, its product [OCg, block] before it is
+ * scattered. */
 static size_t slot_bytes(const conv_ctx *x) {
-    return (size_t)((x->K + x->OCg) * x->block) * x->esz;
+    return block_pack_bytes(x) +
+           lines((size_t)((x->K + x->OCg) * x->block) * x->esz);
 }
 
 /* Block t: group t / nblk, the batch's positions [n0, n1) (image n0 / ov
@@ -371,6 +443,9 @@ static size_t slot_bytes(const conv_ctx *x) {
  * a block inside one image writes y directly, one across images writes
  * the slot's product, scattered to each image's rows. */
 static void run_block(const conv_ctx *x, int64_t t, char *slot) {
+    float *pack = (float *)slot;
+    size_t pack_bytes = block_pack_bytes(x);
+    slot += pack_bytes;
     int64_t g = t / x->nblk, n0 = (t % x->nblk) * x->block;
     int64_t D = x->c.N * x->ov, n1 = n0 + x->block < D ? n0 + x->block : D;
     int64_t ncols = n1 - n0;
@@ -387,18 +462,16 @@ static void run_block(const conv_ctx *x, int64_t t, char *slot) {
                          p1);
         n += p1 - p0;
     }
-    int M = (int)x->M, K = (int)x->K, nc = (int)ncols;
     const char *w = w_of(x, g);
     int64_t img = n0 / x->ov, p0 = n0 % x->ov;
     if (p0 + ncols <= x->ov) { /* inside one image */
         char *y = y_of(x, img * x->c.G + g) + (size_t)p0 * x->esz;
-        br_gemm(NULL, x->f64, false, false, M, nc, K, w, K, slot, nc, y,
-                (int)x->ov);
+        product(x, NULL, w, slot, ncols, ncols, y, x->ov, pack, pack_bytes);
         if (x->bias) add_bias(x, y, g, 0, x->OCg, x->ov, ncols);
         return;
     }
     char *prod = slot + (size_t)(x->K * x->block) * x->esz;
-    br_gemm(NULL, x->f64, false, false, M, nc, K, w, K, slot, nc, prod, nc);
+    product(x, NULL, w, slot, ncols, ncols, prod, ncols, pack, pack_bytes);
     if (x->bias) add_bias(x, prod, g, 0, x->OCg, ncols, ncols);
     for (int64_t n = n0; n < n1;) { /* scatter to each image's rows */
         int64_t im = n / x->ov, q0 = n % x->ov;
@@ -540,7 +613,8 @@ void br_conv_run(const br_kernel_args *a) {
         br_waves(a->pool, tasks, x.slots, block_in_slot, &x);
         return;
     }
-    x.slots = x.col_bytes ? (int64_t)(a->scratch_bytes / x.col_bytes) : items;
+    x.slots =
+        item_bytes(&x) ? (int64_t)(a->scratch_bytes / item_bytes(&x)) : items;
     if (x.M * x.N * x.K <= CONV_SMALL && items > 1 && x.slots > 1) {
         br_waves(a->pool, items, x.slots, item_in_slot, &x);
         return;
@@ -581,7 +655,7 @@ braid_status br_conv_prepare(const braid_graph *g, uint32_t id,
         if (w > *scratch) *scratch = w;
         return BRAID_OK;
     }
-    if (x.col_bytes == 0) return BRAID_OK;
+    if (item_bytes(&x) == 0) return BRAID_OK;
     int64_t items = c.N * c.G, slots = 1;
     if (blocked(&x)) { /* a col buffer per block in flight */
         set_blocks(&x);
@@ -598,10 +672,10 @@ braid_status br_conv_prepare(const braid_graph *g, uint32_t id,
     if (x.M * x.N * x.K <= CONV_SMALL && items > 1) {
         slots = cores > 1 ? (cores < 64 ? cores : 64) : 1;
         slots = slots < items ? slots : items;
-        while (slots > 1 && (size_t)slots * x.col_bytes > CONV_SCRATCH_MAX)
+        while (slots > 1 && (size_t)slots * item_bytes(&x) > CONV_SCRATCH_MAX)
             slots--;
     }
-    size_t bytes = (size_t)slots * x.col_bytes;
+    size_t bytes = (size_t)slots * item_bytes(&x);
     if (bytes > *scratch) *scratch = bytes;
     return BRAID_OK;
 }
