@@ -74,6 +74,10 @@ void br_sgemm_pack_into(const float *B, int K, int ldb, bool tb, int n0,
                         br_sgemm_packed *view);
 void br_sgemm_run(br_pool *pool, int M, const float *A, int lda,
                   const br_sgemm_packed *B, float *C, int ldc);
+/* Where row k of panel j starts (in floats from the first panel) in a
+ * packed operand of K rows and `panels` panels: for producers that write
+ * B packed in place (the Winograd input transform). */
+size_t br_sgemm_panel_row(int K, int panels, int j, int k);
 
 /* Tasks [0, ntasks) side by side over the pool, at most `slots` at once:
  * fn(ctx, task, slot) with slot in 0 .. slots - 1 and no two tasks in

@@ -56,7 +56,10 @@ typedef struct wg_ctx {
     float *y;
     const float *U; /* [16][OC][C] */
     float *slots;   /* the chunks' scratch slots, slot_floats each */
-    float *V; /* [16][C][tb] */
+    bool own;       /* products through br_sgemm_run, V packed */
+    int64_t panels; /* own: V's panels of the chunk's tiles */
+    int64_t vplane; /* floats of one ξ's V: C · tb, or own: C · panels · NR */
+    float *V;       /* [16][C][tb], or own: [16] packed [C, tb] */
     float *M; /* [16][OC][tb] */
 } wg_ctx;
 
@@ -72,6 +75,7 @@ static void wg_init(wg_ctx *x, const bg_conv_geom *c) {
     memset(x, 0, sizeof *x);
     x->N = c->N, x->C = c->C, x->OC = c->OC;
     x->H = c->in[0], x->W = c->in[1], x->OH = c->out[0], x->OW = c->out[1];
+    x->own = br_sgemm_enabled();
     x->ph = c->pb[0], x->pw = c->pb[1];
     x->th = (x->OH + 1) / 2, x->tw = (x->OW + 1) / 2;
     x->T = x->N * x->th * x->tw;
@@ -88,7 +92,10 @@ static int64_t u_floats(const wg_ctx *x) {
     return 16 * x->OC * x->C;
 }
 static int64_t slot_floats(const wg_ctx *x) {
-    return 16 * x->cap * (x->C + x->OC);
+    int64_t vcols = x->own
+                        ? (x->cap + BR_SGEMM_NR - 1) / BR_SGEMM_NR * BR_SGEMM_NR
+                        : x->cap;
+    return 16 * (x->C * vcols + x->OC * x->cap);
 }
 
 size_t br_winograd_scratch(const bg_conv_geom *c, int threads) {
@@ -170,64 +177,95 @@ static bool next_span(const wg_ctx *x, int64_t *it, wg_span *sp) {
     if (sp->tx1 - sp->tx0 > WG_ROW_TILES) sp->tx1 = sp->tx0 + WG_ROW_TILES;
     if (*it + (sp->tx1 - sp->tx0) > x->t0 + x->tb)
         sp->tx1 = sp->tx0 + (x->t0 + x->tb - *it);
+    if (x->own) { /* packed V: not past the end of the panel */
+        int64_t left = BR_SGEMM_NR - (*it - x->t0) % BR_SGEMM_NR;
+        if (sp->tx1 - sp->tx0 > left) sp->tx1 = sp->tx0 + left;
+    }
     sp->off = *it - x->t0;
     *it += sp->tx1 - sp->tx0;
     return true;
 }
 
+/* The input transform of channel c under span sp, into V. */
+static void input_tiles(const wg_ctx *x, int64_t c, const wg_span *sp) {
+    enum { PW = 2 * WG_ROW_TILES + 2 };
+    float d[4][PW], s[4][PW];
+    const float *src = x->x + (sp->n * x->C + c) * x->H * x->W;
+    int64_t nt = sp->tx1 - sp->tx0, width = 2 * nt + 2;
+    int64_t col0 = 2 * sp->tx0 - x->pw; /* input column of d[.][0] */
+    int64_t lo = col0 < 0 ? -col0 : 0;
+    int64_t hi = x->W - col0 < width ? x->W - col0 : width;
+    for (int i = 0; i < 4; i++) { /* zeros only where no input */
+        int64_t row = 2 * sp->ty - x->ph + i;
+        if (row >= 0 && row < x->H && hi > lo) {
+            for (int64_t j = 0; j < lo; j++)
+                d[i][j] = 0.0f;
+            memcpy(d[i] + lo, src + row * x->W + col0 + lo,
+                   (size_t)(hi - lo) * sizeof(float));
+            for (int64_t j = hi; j < width; j++)
+                d[i][j] = 0.0f;
+        } else {
+            for (int64_t j = 0; j < width; j++)
+                d[i][j] = 0.0f;
+        }
+    }
+    for (int64_t j = 0; j < width; j++) { /* Bᵀ d */
+        s[0][j] = d[0][j] - d[2][j];
+        s[1][j] = d[1][j] + d[2][j];
+        s[2][j] = d[2][j] - d[1][j];
+        s[3][j] = d[1][j] - d[3][j];
+    }
+    /* the span's entries of row c of V[0]: a run of it (packed: of one
+     * panel's row, next_span keeps a span inside a panel) */
+    float *dst =
+        x->V + (x->own
+                    ? br_sgemm_panel_row((int)x->C, (int)x->panels,
+                                         (int)(sp->off / BR_SGEMM_NR), (int)c) +
+                          (size_t)(sp->off % BR_SGEMM_NR)
+                    : (size_t)(c * x->tb + sp->off));
+    for (int i = 0; i < 4; i++) { /* (Bᵀ d) B */
+        float *v0 = dst + (4 * i + 0) * x->vplane,
+              *v1 = dst + (4 * i + 1) * x->vplane,
+              *v2 = dst + (4 * i + 2) * x->vplane,
+              *v3 = dst + (4 * i + 3) * x->vplane;
+        const float *si = s[i];
+        for (int64_t k = 0; k < nt; k++) {
+            v0[k] = si[2 * k] - si[2 * k + 2];
+            v1[k] = si[2 * k + 1] + si[2 * k + 2];
+            v2[k] = si[2 * k + 2] - si[2 * k + 1];
+            v3[k] = si[2 * k + 1] - si[2 * k + 3];
+        }
+    }
+}
+
 /* V[ξ][c][t − t0] = (Bᵀ d B)[ξ] for input channels [b, e) and the chunk's
  * tiles: Bᵀ = [1 0 −1 0; 0 1 1 0; 0 −1 1 0; 0 1 0 −1]. Per span, the four
  * input rows under it are copied into zero-padded buffers, Bᵀ d is taken
- * along the columns of the whole row, then · B per tile. */
+ * along the columns of the whole row, then · B per tile. Row-major V: each
+ * channel's spans in turn (its rows of V are runs); packed V: each span's
+ * channels in turn (a span inside one panel, its channels' rows of the
+ * panel are consecutive: writing a channel's spans in turn instead touched
+ * 16 × panels pages per channel). */
 static void input_range(void *ctx, int64_t b, int64_t e) {
     const wg_ctx *x = ctx;
-    int64_t plane = x->C * x->tb;
-    enum { PW = 2 * WG_ROW_TILES + 2 };
-    float d[4][PW], s[4][PW];
-    for (int64_t c = b; c < e; c++) {
-        wg_span sp;
-        for (int64_t it = x->t0; next_span(x, &it, &sp);) {
-            const float *src = x->x + (sp.n * x->C + c) * x->H * x->W;
-            int64_t nt = sp.tx1 - sp.tx0, width = 2 * nt + 2;
-            int64_t col0 = 2 * sp.tx0 - x->pw; /* input column of d[.][0] */
-            int64_t lo = col0 < 0 ? -col0 : 0;
-            int64_t hi = x->W - col0 < width ? x->W - col0 : width;
-            for (int i = 0; i < 4; i++) { /* zeros only where no input */
-                int64_t row = 2 * sp.ty - x->ph + i;
-                if (row >= 0 && row < x->H && hi > lo) {
-                    for (int64_t j = 0; j < lo; j++)
-                        d[i][j] = 0.0f;
-                    memcpy(d[i] + lo, src + row * x->W + col0 + lo,
-                           (size_t)(hi - lo) * sizeof(float));
-                    for (int64_t j = hi; j < width; j++)
-                        d[i][j] = 0.0f;
-                } else {
-                    for (int64_t j = 0; j < width; j++)
-                        d[i][j] = 0.0f;
-                }
-            }
-            for (int64_t j = 0; j < width; j++) { /* Bᵀ d */
-                s[0][j] = d[0][j] - d[2][j];
-                s[1][j] = d[1][j] + d[2][j];
-                s[2][j] = d[2][j] - d[1][j];
-                s[3][j] = d[1][j] - d[3][j];
-            }
-            float *dst = x->V + c * x->tb + sp.off;
-            for (int i = 0; i < 4; i++) { /* (Bᵀ d) B */
-                float *v0 = dst + (4 * i + 0) * plane,
-                      *v1 = dst + (4 * i + 1) * plane,
-                      *v2 = dst + (4 * i + 2) * plane,
-                      *v3 = dst + (4 * i + 3) * plane;
-                const float *si = s[i];
-                for (int64_t k = 0; k < nt; k++) {
-                    v0[k] = si[2 * k] - si[2 * k + 2];
-                    v1[k] = si[2 * k + 1] + si[2 * k + 2];
-                    v2[k] = si[2 * k + 2] - si[2 * k + 1];
-                    v3[k] = si[2 * k + 1] - si[2 * k + 3];
-                }
-            }
-        }
+    wg_span sp;
+    if (!x->own) {
+        for (int64_t c = b; c < e; c++)
+            for (int64_t it = x->t0; next_span(x, &it, &sp);)
+                input_tiles(x, c, &sp);
+        return;
     }
+    int64_t used = x->tb % BR_SGEMM_NR;     /* columns of the last panel */
+    for (int64_t c = b; c < e && used; c++) /* its padding: zeros */
+        for (int k = 0; k < 16; k++)
+            memset(x->V + k * x->vplane +
+                       br_sgemm_panel_row((int)x->C, (int)x->panels,
+                                          (int)x->panels - 1, (int)c) +
+                       used,
+                   0, (size_t)(BR_SGEMM_NR - used) * sizeof(float));
+    for (int64_t it = x->t0; next_span(x, &it, &sp);)
+        for (int64_t c = b; c < e; c++)
+            input_tiles(x, c, &sp);
 }
 
 /* The chunk's output tiles of output channels [b, e): Y = Aᵀ m A with
@@ -280,12 +318,23 @@ static void run_chunk(wg_ctx *x, br_pool *pool, int64_t t0, float *V) {
     x->t0 = t0;
     x->tb = x->T - t0 < x->cap ? x->T - t0 : x->cap;
     x->V = V;
-    x->M = V + 16 * x->C * x->tb;
+    x->panels = (x->tb + BR_SGEMM_NR - 1) / BR_SGEMM_NR;
+    x->vplane = x->C * (x->own ? x->panels * BR_SGEMM_NR : x->tb);
+    x->M = V + 16 * x->vplane;
     br_parallel_for(pool, x->C, grain(64 * x->tb), input_range, x);
-    for (int k = 0; k < 16; k++)
-        br_gemm(pool, false, false, false, (int)x->OC, (int)x->tb, (int)x->C,
-                x->U + k * x->OC * x->C, (int)x->C, x->V + k * x->C * x->tb,
-                (int)x->tb, x->M + k * x->OC * x->tb, (int)x->tb);
+    for (int k = 0; k < 16; k++) {
+        const float *U = x->U + k * x->OC * x->C;
+        float *M = x->M + k * x->OC * x->tb;
+        if (x->own) { /* V written packed: nothing to pack, U read as is */
+            br_sgemm_packed v = {(int)x->C, (int)x->tb, (int)x->panels,
+                                 x->V + k * x->vplane};
+            br_sgemm_run(pool, (int)x->OC, U, (int)x->C, &v, M, (int)x->tb);
+        } else {
+            br_gemm(pool, false, false, false, (int)x->OC, (int)x->tb,
+                    (int)x->C, U, (int)x->C, x->V + k * x->vplane, (int)x->tb,
+                    M, (int)x->tb);
+        }
+    }
     br_parallel_for(pool, x->OC, grain(48 * x->tb), output_range, x);
 }
 

@@ -77,6 +77,10 @@ static size_t panel_row(int K, int panels, int j, int k) {
            SG_NR;
 }
 
+size_t br_sgemm_panel_row(int K, int panels, int j, int k) {
+    return panel_row(K, panels, j, k);
+}
+
 typedef struct pack_job {
     const float *B;
     int K, N, ldb;
