@@ -98,11 +98,21 @@ static void check_shape(const shape *s, uint64_t seed, br_pool *three) {
 Test(cpu_sgemm, products_match_double_sums_on_every_edge) {
     SKIP_WITHOUT_GEMM();
     static const shape shapes[] = {
-        {1, 1, 1, false, 0},       {12, 32, 384, false, 0},
-        {13, 33, 385, false, 3},   {11, 31, 7, true, 0},
-        {128, 100, 800, false, 0}, {250, 70, 96, true, 5},
-        {5, 200, 1000, true, 1},   {487, 64, 33, false, 0},
-        {24, 1, 64, false, 2},     {1, 129, 12, true, 0},
+        {1, 1, 1, false, 0},
+        {12, 32, 384, false, 0},
+        {13, 33, 385, false, 3},
+        {11, 31, 7, true, 0},
+        {128, 100, 800, false, 0},
+        {250, 70, 96, true, 5},
+        {5, 200, 1000, true, 1},
+        {487, 64, 33, false, 0},
+        {24, 1, 64, false, 2},
+        {1, 129, 12, true, 0},
+        /* last tiles of 4 rows (ResNet's 64 channels), 6 and 9 rows: the
+         * 4-, 8- and 12-row kernels */
+        {64, 45, 147, false, 0},
+        {30, 33, 20, true, 1},
+        {9, 64, 500, false, 0},
     };
     br_pool *three = br_pool_new(3);
     cr_assert(three);
