@@ -6,7 +6,8 @@
  * 32-column panel, K across several 384-deep blocks, more rows than one
  * 240-row block, leading dimensions wider than the matrix, B transposed)
  * against a double-precision sum, with the f32 error bound of a K-term dot
- * product, and bit for bit the same on 1 and 3 threads. Through the
+ * product, and bit for bit the same on 1 and 3 threads and with A packed
+ * in row tiles (br_sgemm_run_pa). Through the
  * executor: a Linear layer's matmul (plain, fused with its bias and GELU,
  * batched A against one B, B transposed) with constant weights takes the
  * packed path (the executor holds the derived panels), matches the
@@ -62,6 +63,19 @@ static void check_shape(const shape *s, uint64_t seed, br_pool *three) {
     br_sgemm_run(three, s->M, A, lda, P, C3, ldc);
     cr_assert(memcmp(C1, C3, (size_t)s->M * ldc * sizeof(float)) == 0,
               "M=%d N=%d K=%d: 1 and 3 threads differ", s->M, s->N, s->K);
+    /* A packed in row tiles (br_sgemm_run_pa, the Winograd products):
+     * the same bits, the padding of C untouched too */
+    float *Ap = calloc(br_sgemm_apack_floats(s->M, s->K), sizeof(float));
+    cr_assert(Ap);
+    for (int i = 0; i < s->M; i++)
+        for (int k = 0; k < s->K; k++)
+            Ap[br_sgemm_apack_at(s->K, i, k)] = A[(size_t)i * lda + k];
+    for (size_t i = 0; i < (size_t)s->M * ldc; i++)
+        C3[i] = 7.0f;
+    br_sgemm_run_pa(three, s->M, Ap, P, C3, ldc);
+    cr_assert(memcmp(C1, C3, (size_t)s->M * ldc * sizeof(float)) == 0,
+              "M=%d N=%d K=%d: packed A differs", s->M, s->N, s->K);
+    free(Ap);
     for (int i = 0; i < s->M; i++) {
         for (int j = 0; j < ldc; j++) {
             float got = C1[(size_t)i * ldc + j];

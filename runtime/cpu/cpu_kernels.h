@@ -78,6 +78,16 @@ void br_sgemm_run(br_pool *pool, int M, const float *A, int lda,
  * packed operand of K rows and `panels` panels: for producers that write
  * B packed in place (the Winograd input transform). */
 size_t br_sgemm_panel_row(int K, int panels, int j, int k);
+/* A packed for br_sgemm_run_pa: tiles of 12 rows, tile t holding rows
+ * [12t, 12t + 12) as K groups of 12 floats (k after k), zeros past M, so a
+ * product streams A in one run instead of 12 rows (a constant A read from
+ * memory: the Winograd filter transform U). br_sgemm_apack_floats: floats
+ * of A [M, K] packed; br_sgemm_apack_at: where entry (i, k) goes. Then
+ * br_sgemm_run_pa is br_sgemm_run with A packed (the same bits). */
+size_t br_sgemm_apack_floats(int M, int K);
+size_t br_sgemm_apack_at(int K, int i, int k);
+void br_sgemm_run_pa(br_pool *pool, int M, const float *Ap,
+                     const br_sgemm_packed *B, float *C, int ldc);
 
 /* Tasks [0, ntasks) side by side over the pool, at most `slots` at once:
  * fn(ctx, task, slot) with slot in 0 .. slots - 1 and no two tasks in

@@ -54,9 +54,10 @@ typedef struct wg_ctx {
     int64_t t0, tb;       /* the chunk: first tile, its tiles */
     const float *x, *w, *bias;
     float *y;
-    const float *U; /* [16][OC][C] */
+    const float *U; /* [16][OC][C], or own: [16] A-packed [OC, C] */
     float *slots;   /* the chunks' scratch slots, slot_floats each */
-    bool own;       /* products through br_sgemm_run, V packed */
+    bool own;       /* products through br_sgemm_run_pa, U and V packed */
+    int64_t uplane; /* floats of one ξ's U */
     int64_t panels; /* own: V's panels of the chunk's tiles */
     int64_t vplane; /* floats of one ξ's V: C · tb, or own: C · panels · NR */
     float *V;       /* [16][C][tb], or own: [16] packed [C, tb] */
@@ -76,6 +77,8 @@ static void wg_init(wg_ctx *x, const bg_conv_geom *c) {
     x->N = c->N, x->C = c->C, x->OC = c->OC;
     x->H = c->in[0], x->W = c->in[1], x->OH = c->out[0], x->OW = c->out[1];
     x->own = br_sgemm_enabled();
+    x->uplane = x->own ? (int64_t)br_sgemm_apack_floats((int)c->OC, (int)c->C)
+                       : c->OC * c->C;
     x->ph = c->pb[0], x->pw = c->pb[1];
     x->th = (x->OH + 1) / 2, x->tw = (x->OW + 1) / 2;
     x->T = x->N * x->th * x->tw;
@@ -89,7 +92,7 @@ static void wg_init(wg_ctx *x, const bg_conv_geom *c) {
 
 /* Floats of U, and of one chunk's slot (V and M). */
 static int64_t u_floats(const wg_ctx *x) {
-    return 16 * x->OC * x->C;
+    return 16 * x->uplane;
 }
 static int64_t slot_floats(const wg_ctx *x) {
     int64_t vcols = x->own
@@ -125,7 +128,6 @@ typedef struct wg_filter {
 static void filter_range(void *ctx, int64_t b, int64_t e) {
     const wg_filter *f = ctx;
     const wg_ctx *x = f->x;
-    int64_t plane = x->OC * x->C;
     float v[16][WG_FILTER_BLOCK];
     for (int64_t oc = b; oc < e; oc++)
         for (int64_t c0 = 0; c0 < x->C; c0 += WG_FILTER_BLOCK) {
@@ -147,9 +149,17 @@ static void filter_range(void *ctx, int64_t b, int64_t e) {
                     v[4 * i + 3][c] = u[i][2];
                 }
             }
+            if (x->own) { /* A-packed: entry (oc, c) of each ξ */
+                for (int k = 0; k < 16; k++)
+                    for (int64_t c = 0; c < cn; c++)
+                        f->U[k * x->uplane +
+                             (int64_t)br_sgemm_apack_at(
+                                 (int)x->C, (int)oc, (int)(c0 + c))] = v[k][c];
+                continue;
+            }
             float *dst = f->U + oc * x->C + c0;
             for (int k = 0; k < 16; k++)
-                memcpy(dst + k * plane, v[k], (size_t)cn * sizeof(float));
+                memcpy(dst + k * x->uplane, v[k], (size_t)cn * sizeof(float));
         }
 }
 
@@ -323,12 +333,12 @@ static void run_chunk(wg_ctx *x, br_pool *pool, int64_t t0, float *V) {
     x->M = V + 16 * x->vplane;
     br_parallel_for(pool, x->C, grain(64 * x->tb), input_range, x);
     for (int k = 0; k < 16; k++) {
-        const float *U = x->U + k * x->OC * x->C;
+        const float *U = x->U + k * x->uplane;
         float *M = x->M + k * x->OC * x->tb;
-        if (x->own) { /* V written packed: nothing to pack, U read as is */
+        if (x->own) { /* V written packed, U packed once: nothing to pack */
             br_sgemm_packed v = {(int)x->C, (int)x->tb, (int)x->panels,
                                  x->V + k * x->vplane};
-            br_sgemm_run(pool, (int)x->OC, U, (int)x->C, &v, M, (int)x->tb);
+            br_sgemm_run_pa(pool, (int)x->OC, U, &v, M, (int)x->tb);
         } else {
             br_gemm(pool, false, false, false, (int)x->OC, (int)x->tb,
                     (int)x->C, U, (int)x->C, x->V + k * x->vplane, (int)x->tb,
@@ -347,6 +357,8 @@ static void chunk_in_slot(void *ctx, int64_t k, int64_t slot) {
 /* x's filter transform (of x->w) into U, over pool. */
 static void transform_filter(const wg_ctx *x, br_pool *pool, float *U) {
     wg_filter f = {x, U};
+    if (x->own) /* the packed tiles' rows past OC: zeros */
+        memset(U, 0, (size_t)u_floats(x) * sizeof(float));
     br_parallel_for(pool, x->OC, grain(40 * x->C), filter_range, &f);
 }
 

@@ -82,6 +82,15 @@ size_t br_sgemm_panel_row(int K, int panels, int j, int k) {
     return panel_row(K, panels, j, k);
 }
 
+size_t br_sgemm_apack_floats(int M, int K) {
+    return (size_t)((M + SG_MR - 1) / SG_MR) * SG_MR * (size_t)K;
+}
+
+size_t br_sgemm_apack_at(int K, int i, int k) {
+    return ((size_t)(i / SG_MR) * (size_t)K + (size_t)k) * SG_MR +
+           (size_t)(i % SG_MR);
+}
+
 typedef struct pack_job {
     const float *B;
     int K, N, ldb;
@@ -159,11 +168,12 @@ br_sgemm_packed *br_sgemm_pack(const float *B, int K, int N, int ldb, bool tb,
  * tile of fewer rows, which would otherwise cost a whole tile: ResNet's
  * 64-channel products ran 15 % slower for their last 4 rows). Every
  * element is the same sum over k in order whatever R. */
-#define SG_MICRO(R)                                                            \
-    __attribute__((target("avx512f"))) static void micro##R(                   \
+#define SG_MICRO(NAME, R, AT)                                                  \
+    __attribute__((target("avx512f"))) static void NAME(                       \
         int kc, const float *a, size_t lda, const float *bp, float *c,         \
         size_t ldc, bool first, int mrows, int ncols, const char *pf,          \
         int npf) {                                                             \
+        (void)lda; /* the packed versions' offsets do not use it */            \
         for (int l = 0; l < npf; l++)                                          \
             _mm_prefetch(pf + 64 * l, _MM_HINT_T1);                            \
         __m512 acc[R][2];                                                      \
@@ -173,7 +183,7 @@ br_sgemm_packed *br_sgemm_pack(const float *B, int K, int N, int ldb, bool tb,
             __m512 b0 = _mm512_load_ps(bp + (size_t)k * SG_NR);                \
             __m512 b1 = _mm512_load_ps(bp + (size_t)k * SG_NR + 16);           \
             _Pragma("GCC unroll 12") for (int i = 0; i < R; i++) {             \
-                __m512 av = _mm512_set1_ps(a[(size_t)i * lda + (size_t)k]);    \
+                __m512 av = _mm512_set1_ps(a[AT]);                             \
                 acc[i][0] = _mm512_fmadd_ps(av, b0, acc[i][0]);                \
                 acc[i][1] = _mm512_fmadd_ps(av, b1, acc[i][1]);                \
             }                                                                  \
@@ -203,14 +213,23 @@ store_tile(__m512 (*acc)[2], float *c, size_t ldc, bool first, int mrows,
 }
 
 /* C[0..mrows, 0..ncols) (row stride ldc) = (first ? 0 : C) + A · Bp over kc
- * values of k: A's rows at a + i·lda (R of them readable, mrows ≤ R), bp a
- * panel's block (kc rows of SG_NR). Prefetches npf lines from pf. */
-SG_MICRO(12)
-SG_MICRO(8)
-SG_MICRO(4)
+ * values of k: A's entry (i, k) at a[i·lda + k] (R rows readable, mrows ≤
+ * R), or in the packed versions (micro*p, A packed in row tiles; lda
+ * unused) at a[k·SG_MR + i]; bp a panel's block (kc rows of SG_NR).
+ * Prefetches npf lines from pf. The offsets are constants of each version:
+ * the packed ones with a run-time stride spilled a register per k. */
+#define SG_ROWS_AT ((size_t)i * lda + (size_t)k)
+#define SG_PACKED_AT ((size_t)k * SG_MR + (size_t)i)
+SG_MICRO(micro12, 12, SG_ROWS_AT)
+SG_MICRO(micro8, 8, SG_ROWS_AT)
+SG_MICRO(micro4, 4, SG_ROWS_AT)
+SG_MICRO(micro12p, 12, SG_PACKED_AT)
+SG_MICRO(micro8p, 8, SG_PACKED_AT)
+SG_MICRO(micro4p, 4, SG_PACKED_AT)
 
 typedef struct run_job {
     int M, N, K, lda, ldc;
+    bool apacked; /* A packed in row tiles (br_sgemm_run_pa), lda unused */
     const float *A;
     const br_sgemm_packed *B;
     float *C;
@@ -225,12 +244,13 @@ run_task(const run_job *r, int64_t mb, int j0, int j1) {
     int m1 = r->M - m0 < SG_MC ? r->M : m0 + SG_MC;
     int full = m0 + (m1 - m0) / SG_MR * SG_MR; /* rows in whole tiles */
     int tiles = (m1 - m0 + SG_MR - 1) / SG_MR;
-    /* The last rows (fewer than SG_MR) through a zero-padded copy. */
+    /* The last rows (fewer than SG_MR) through a zero-padded copy (packed
+     * A has zero rows there already). */
     float tail[SG_MR * SG_KC] __attribute__((aligned(64)));
     for (int pc = 0; pc < r->K; pc += SG_KC) {
         int kc = r->K - pc < SG_KC ? r->K - pc : SG_KC;
-        if (full < m1) { /* rows past m1: zeros (their sums are not
-                            stored, but stay finite) */
+        if (full < m1 && !r->apacked) { /* rows past m1: zeros (their sums are
+                            not stored, but stay finite) */
             size_t row = (size_t)kc * sizeof(float);
             for (int i = full; i < m1; i++)
                 memcpy(tail + (size_t)(i - full) * (size_t)kc,
@@ -252,20 +272,36 @@ run_task(const run_job *r, int64_t mb, int j0, int j1) {
                 size_t l1 = lines * (size_t)(t + 1) / (size_t)tiles;
                 int npf = j + 1 < j1 ? (int)(l1 - l0) : 0;
                 float *c = r->C + (size_t)i0 * (size_t)r->ldc + n0;
-                int rows = m1 - i0;
-                if (i0 < full)
-                    micro12(kc, r->A + (size_t)i0 * (size_t)r->lda + pc,
-                            (size_t)r->lda, bp, c, (size_t)r->ldc, pc == 0,
-                            SG_MR, ncols, next + 64 * l0, npf);
-                else if (rows <= 4)
-                    micro4(kc, tail, (size_t)kc, bp, c, (size_t)r->ldc, pc == 0,
-                           rows, ncols, next + 64 * l0, npf);
+                int rows = m1 - i0 < SG_MR ? m1 - i0 : SG_MR;
+                /* this tile's A: its rows, the tail copy, or its packed
+                 * tile (K groups of SG_MR) from k = pc */
+                const float *a = r->A + (size_t)i0 * (size_t)r->lda + pc;
+                size_t lda = (size_t)r->lda, ldc = (size_t)r->ldc;
+                const char *pf = next + 64 * l0;
+                if (r->apacked) {
+                    a = r->A + (size_t)(i0 / SG_MR) * SG_MR * (size_t)r->K +
+                        (size_t)pc * SG_MR;
+                    if (rows <= 4)
+                        micro4p(kc, a, 0, bp, c, ldc, pc == 0, rows, ncols, pf,
+                                npf);
+                    else if (rows <= 8)
+                        micro8p(kc, a, 0, bp, c, ldc, pc == 0, rows, ncols, pf,
+                                npf);
+                    else
+                        micro12p(kc, a, 0, bp, c, ldc, pc == 0, rows, ncols, pf,
+                                 npf);
+                    continue;
+                }
+                if (i0 >= full) a = tail, lda = (size_t)kc;
+                if (rows <= 4)
+                    micro4(kc, a, lda, bp, c, ldc, pc == 0, rows, ncols, pf,
+                           npf);
                 else if (rows <= 8)
-                    micro8(kc, tail, (size_t)kc, bp, c, (size_t)r->ldc, pc == 0,
-                           rows, ncols, next + 64 * l0, npf);
+                    micro8(kc, a, lda, bp, c, ldc, pc == 0, rows, ncols, pf,
+                           npf);
                 else
-                    micro12(kc, tail, (size_t)kc, bp, c, (size_t)r->ldc,
-                            pc == 0, rows, ncols, next + 64 * l0, npf);
+                    micro12(kc, a, lda, bp, c, ldc, pc == 0, rows, ncols, pf,
+                            npf);
             }
         }
     }
@@ -288,14 +324,15 @@ static void run_range(void *ctx, int64_t b, int64_t e) {
  * next one prefetched). */
 #define SG_TASKS_PER_THREAD 4
 
-void br_sgemm_run(br_pool *pool, int M, const float *A, int lda,
-                  const br_sgemm_packed *B, float *C, int ldc) {
+static void run(br_pool *pool, int M, const float *A, int lda, bool apacked,
+                const br_sgemm_packed *B, float *C, int ldc) {
     if (M <= 0) return;
     run_job r = {.M = M,
                  .N = B->N,
                  .K = B->K,
                  .lda = lda,
                  .ldc = ldc,
+                 .apacked = apacked,
                  .A = A,
                  .B = B,
                  .C = C};
@@ -310,11 +347,26 @@ void br_sgemm_run(br_pool *pool, int M, const float *A, int lda,
     br_parallel_for(pool, r.mblocks * groups, 1, run_range, &r);
 }
 
+void br_sgemm_run(br_pool *pool, int M, const float *A, int lda,
+                  const br_sgemm_packed *B, float *C, int ldc) {
+    run(pool, M, A, lda, false, B, C, ldc);
+}
+
+void br_sgemm_run_pa(br_pool *pool, int M, const float *Ap,
+                     const br_sgemm_packed *B, float *C, int ldc) {
+    run(pool, M, Ap, 0, true, B, C, ldc);
+}
+
 #else /* not x86-64: br_sgemm_enabled is false, nothing is packed */
 
 void br_sgemm_run(br_pool *pool, int M, const float *A, int lda,
                   const br_sgemm_packed *B, float *C, int ldc) {
     (void)pool, (void)M, (void)A, (void)lda, (void)B, (void)C, (void)ldc;
+}
+
+void br_sgemm_run_pa(br_pool *pool, int M, const float *Ap,
+                     const br_sgemm_packed *B, float *C, int ldc) {
+    (void)pool, (void)M, (void)Ap, (void)B, (void)C, (void)ldc;
 }
 
 #endif
