@@ -9,7 +9,10 @@
  * pads) and g_c the 3×3 filter of (output channel, c). Transformed, the sum
  * over c is 16 independent products, one per position ξ of the 4×4
  * transform: M[ξ] [OC, T] = U[ξ] [OC, C] · V[ξ] [C, T] over T tiles, each
- * one br_gemm (OpenBLAS in blocks over the pool, cpu_gemm.c). So a
+ * one product: braid's GEMM where it runs (cpu_sgemm.c; U packed in row
+ * tiles when it is made, V written in the GEMM's panels by the input
+ * transform, so nothing is packed per product), else one br_gemm
+ * (OpenBLAS in blocks over the pool, cpu_gemm.c). So a
  * convolution is: the filter transform (U), then per chunk of tiles the
  * input transform (V), the 16 products (M) and the output transform with
  * the bias. Chunks bound the scratch (WG_CHUNK_BYTES) and depend on the
