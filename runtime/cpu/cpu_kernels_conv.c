@@ -1,13 +1,15 @@
 /* runtime/cpu/cpu_kernels_conv.c — conv and conv_transpose (the conv ops)
- * as im2col plus one GEMM (br_gemm, cpu_gemm.c) per (image, group).
+ * as im2col plus one GEMM per (image, group): braid's own (cpu_sgemm.c,
+ * the col packed per run) for f32 where it runs, else br_gemm (OpenBLAS,
+ * cpu_gemm.c).
  *
  * conv: the group's input patches are unrolled into col [Cg·kvol, out-vol]
  * (zeros where the dilated kernel overhangs the pads) and
  * y[b, group] = w[group] · col. conv_transpose is the same product read
  * backwards: col [OCg·kvol, in-vol] = w[group]ᵀ · x[b, group], then each
  * column entry is added to the output position its tap reaches (col2im).
- * A 1×1 conv with stride 1 and no pads multiplies x itself. f32 through
- * sgemm, f64 through dgemm; f16/bf16 are refused at executor creation
+ * A 1×1 conv with stride 1 and no pads multiplies x itself. f64 through
+ * dgemm; f16/bf16 are refused at executor creation
  * (compile them for a GPU, or cast around the conv).
  *
  * 3×3 stride-1 f32 convolutions with enough channels go to Winograd
@@ -131,12 +133,6 @@ static size_t item_bytes(const conv_ctx *x) {
 /* ---- im2col / col2im, per element type ------------------------------------
  */
 
-/* Rows [r0, r1) and columns [n0, n1) of the col matrix of conv input xg
- * (the group's Cg channels of one image) into col, rows ld entries apart
- * (column n0 first): row (ci, k) holds, per output position, the input
- * element kernel tap k reads there, or 0 in the pads. A whole item's col
- * is rows [0, K), columns [0, ov), ld = ov; a block's columns may start
- * and end inside rows of the output. */
 /* dst[o2] = src[o2·s2 + b2] for o2 in [lo, hi), stride 2 as a constant
  * (always inlined, so each im2col clone vectorises it for its ISA). */
 #define CONV_STRIDED_ROW(T)                                                    \
@@ -153,6 +149,12 @@ static size_t item_bytes(const conv_ctx *x) {
 CONV_STRIDED_ROW(float)
 CONV_STRIDED_ROW(double)
 
+/* Rows [r0, r1) and columns [n0, n1) of the col matrix of conv input xg
+ * (the group's Cg channels of one image) into col, rows ld entries apart
+ * (column n0 first): row (ci, k) holds, per output position, the input
+ * element kernel tap k reads there, or 0 in the pads. A whole item's col
+ * is rows [0, K), columns [0, ov), ld = ov; a block's columns may start
+ * and end inside rows of the output. */
 #define CONV_IM2COL(T, ATTR)                                                   \
     ATTR static void im2col_##T(const conv_ctx *x, const T *xg, T *col,        \
                                 int64_t ld, int64_t r0, int64_t r1,            \
@@ -268,12 +270,12 @@ static void add_bias(const conv_ctx *x, char *y, int64_t g, int64_t c0,
 /* ---- one item: (image b, group g)
  * -------------------------------------------- */
 
-/* Row-major C [M, N] = op(A) · B with A [M, K] (or [K, M] when ta), split
- * over pool (NULL: on this thread alone). */
-static void gemm(const conv_ctx *x, br_pool *pool, bool ta, const void *A,
-                 const void *B, void *C) {
+/* conv_transpose's product: row-major C [M, N] = Aᵀ · B with A [K, M],
+ * split over pool (NULL: on this thread alone). */
+static void transposed_product(const conv_ctx *x, br_pool *pool, const void *A,
+                               const void *B, void *C) {
     int M = (int)x->M, N = (int)x->N, K = (int)x->K;
-    br_gemm(pool, x->f64, ta, false, M, N, K, A, ta ? M : K, B, N, C, N);
+    br_gemm(pool, x->f64, true, false, M, N, K, A, M, B, N, C, N);
 }
 
 /* y [M, ncols] (row stride ldy) = w [M, K] · col [K, ncols] (row stride
@@ -323,7 +325,7 @@ static void run_item(const conv_ctx *x, int64_t item, char *col) {
     char *yg = y_of(x, item);
     const char *wg = w_of(x, item);
     if (x->c.transpose) {
-        gemm(x, NULL, true, wg, xg, col);
+        transposed_product(x, NULL, wg, xg, col);
         if (x->f64)
             col2im_double(x, (const double *)col, (double *)yg, 0, x->OCg);
         else
@@ -381,7 +383,7 @@ static void run_item_split(conv_ctx *x, br_pool *pool, int64_t item) {
     x->item = item;
     int64_t row_grain = BR_GRAIN / (x->ov > 0 ? x->ov : 1) + 1;
     if (x->c.transpose) {
-        gemm(x, pool, true, w_of(x, item), x_of(x, item), x->scratch);
+        transposed_product(x, pool, w_of(x, item), x_of(x, item), x->scratch);
         br_parallel_for(pool, x->OCg, row_grain / (x->kv ? x->kv : 1) + 1,
                         col2im_range, x);
     } else {

@@ -227,6 +227,16 @@ SG_MICRO(micro12p, 12, SG_PACKED_AT)
 SG_MICRO(micro8p, 8, SG_PACKED_AT)
 SG_MICRO(micro4p, 4, SG_PACKED_AT)
 
+typedef void (*micro_fn)(int kc, const float *a, size_t lda, const float *bp,
+                         float *c, size_t ldc, bool first, int mrows, int ncols,
+                         const char *pf, int npf);
+
+/* The narrowest micro-kernel for a tile of `rows` rows (≤ SG_MR). */
+static micro_fn pick_micro(bool apacked, int rows) {
+    if (apacked) return rows <= 4 ? micro4p : rows <= 8 ? micro8p : micro12p;
+    return rows <= 4 ? micro4 : rows <= 8 ? micro8 : micro12;
+}
+
 typedef struct run_job {
     int M, N, K, lda, ldc;
     bool apacked; /* A packed in row tiles (br_sgemm_run_pa), lda unused */
@@ -249,8 +259,8 @@ run_task(const run_job *r, int64_t mb, int j0, int j1) {
     float tail[SG_MR * SG_KC] __attribute__((aligned(64)));
     for (int pc = 0; pc < r->K; pc += SG_KC) {
         int kc = r->K - pc < SG_KC ? r->K - pc : SG_KC;
-        if (full < m1 && !r->apacked) { /* rows past m1: zeros (their sums are
-                            not stored, but stay finite) */
+        if (full < m1 && !r->apacked) { /* rows past m1: zeros (their sums
+                                           are not stored, but stay finite) */
             size_t row = (size_t)kc * sizeof(float);
             for (int i = full; i < m1; i++)
                 memcpy(tail + (size_t)(i - full) * (size_t)kc,
@@ -276,32 +286,15 @@ run_task(const run_job *r, int64_t mb, int j0, int j1) {
                 /* this tile's A: its rows, the tail copy, or its packed
                  * tile (K groups of SG_MR) from k = pc */
                 const float *a = r->A + (size_t)i0 * (size_t)r->lda + pc;
-                size_t lda = (size_t)r->lda, ldc = (size_t)r->ldc;
-                const char *pf = next + 64 * l0;
-                if (r->apacked) {
+                size_t lda = (size_t)r->lda;
+                if (r->apacked)
                     a = r->A + (size_t)(i0 / SG_MR) * SG_MR * (size_t)r->K +
                         (size_t)pc * SG_MR;
-                    if (rows <= 4)
-                        micro4p(kc, a, 0, bp, c, ldc, pc == 0, rows, ncols, pf,
-                                npf);
-                    else if (rows <= 8)
-                        micro8p(kc, a, 0, bp, c, ldc, pc == 0, rows, ncols, pf,
-                                npf);
-                    else
-                        micro12p(kc, a, 0, bp, c, ldc, pc == 0, rows, ncols, pf,
-                                 npf);
-                    continue;
-                }
-                if (i0 >= full) a = tail, lda = (size_t)kc;
-                if (rows <= 4)
-                    micro4(kc, a, lda, bp, c, ldc, pc == 0, rows, ncols, pf,
-                           npf);
-                else if (rows <= 8)
-                    micro8(kc, a, lda, bp, c, ldc, pc == 0, rows, ncols, pf,
-                           npf);
-                else
-                    micro12(kc, a, lda, bp, c, ldc, pc == 0, rows, ncols, pf,
-                            npf);
+                else if (i0 >= full)
+                    a = tail, lda = (size_t)kc;
+                pick_micro(r->apacked, rows)(kc, a, lda, bp, c, (size_t)r->ldc,
+                                             pc == 0, rows, ncols,
+                                             next + 64 * l0, npf);
             }
         }
     }
