@@ -7,7 +7,8 @@
  * 240-row block, leading dimensions wider than the matrix, B transposed)
  * against a double-precision sum, with the f32 error bound of a K-term dot
  * product, and bit for bit the same on 1 and 3 threads and with A packed
- * in row tiles (br_sgemm_run_pa). Through the
+ * in row tiles (br_sgemm_run_pa), and with a row bias added as rows are
+ * stored the bits of adding it after (br_sgemm_run_bias). Through the
  * executor: a Linear layer's matmul (plain, fused with its bias and GELU,
  * batched A against one B, B transposed) with constant weights takes the
  * packed path (the executor holds the derived panels), matches the
@@ -76,6 +77,21 @@ static void check_shape(const shape *s, uint64_t seed, br_pool *three) {
     cr_assert(memcmp(C1, C3, (size_t)s->M * ldc * sizeof(float)) == 0,
               "M=%d N=%d K=%d: packed A differs", s->M, s->N, s->K);
     free(Ap);
+    /* a row bias added as rows are stored (br_sgemm_run_bias, the
+     * convolutions' bias): the bits of adding it to C1 afterwards */
+    float *bias = random_floats((size_t)s->M, seed + 2);
+    for (size_t i = 0; i < (size_t)s->M * ldc; i++)
+        C3[i] = 7.0f;
+    br_sgemm_run_bias(three, s->M, A, lda, P, C3, ldc, bias);
+    for (int i = 0; i < s->M; i++)
+        for (int j = 0; j < ldc; j++) {
+            float want = C1[(size_t)i * ldc + j] + (j < s->N ? bias[i] : 0.0f);
+            cr_assert(memcmp(&want, &C3[(size_t)i * ldc + j], sizeof want) == 0,
+                      "M=%d N=%d K=%d: C[%d][%d] with its row bias is %.9g, "
+                      "want %.9g",
+                      s->M, s->N, s->K, i, j, C3[(size_t)i * ldc + j], want);
+        }
+    free(bias);
     for (int i = 0; i < s->M; i++) {
         for (int j = 0; j < ldc; j++) {
             float got = C1[(size_t)i * ldc + j];

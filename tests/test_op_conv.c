@@ -510,6 +510,67 @@ Test(op_conv, cpu_blocked, .timeout = 120) {
     }
 }
 
+/* With braid's own GEMM every im2col conv writes its col straight into the
+ * GEMM's panels, block by block, and adds its bias as the product is
+ * stored (elsewhere OpenBLAS runs the same cases): stride 2 with K = 432
+ * (two 384-deep blocks of rows in the panels) over images of 462
+ * positions (one block each, its last panel 14 columns wide); the same
+ * over images of 110 positions (blocks across images); stride 1 with a
+ * dilation and runs that cross panels; stride 3 (the scalar piece).
+ * Against the reference, and the same bits on 1 and 3 threads. */
+Test(op_conv, cpu_im2col_in_panels, .timeout = 120) {
+    ts_conv_case cases[4] = {
+        {.s = 2,
+         .N = 3,
+         .G = 1,
+         .Cg = 48,
+         .OCg = 20,
+         .in = {41, 43, 1},
+         .k = {3, 3, 1},
+         .bias = true,
+         .p = {.strides = {2, 2}, .pads = {1, 1, 1, 1}}},
+        {.s = 2,
+         .N = 5,
+         .G = 1,
+         .Cg = 48,
+         .OCg = 13,
+         .in = {20, 21, 1},
+         .k = {3, 3, 1},
+         .bias = true,
+         .p = {.strides = {2, 2}, .pads = {1, 0, 1, 0}}},
+        {.s = 2,
+         .N = 2,
+         .G = 1,
+         .Cg = 5,
+         .OCg = 17,
+         .in = {30, 45, 1},
+         .k = {3, 2, 1},
+         .bias = true,
+         .p = {.strides = {1, 1}, .dilations = {1, 3}, .pads = {2, 1, 0, 2}}},
+        {.s = 2,
+         .N = 2,
+         .G = 1,
+         .Cg = 6,
+         .OCg = 9,
+         .in = {50, 61, 1},
+         .k = {5, 5, 1},
+         .bias = true,
+         .p = {.strides = {3, 3}, .pads = {2, 2, 2, 2}}},
+    };
+    for (int t = 0; t < 4; t++) {
+        const ts_conv_case *c = &cases[t];
+        braid_graph *g = ts_conv_case_graph(c, BRAID_F32);
+        bg_conv_geom geo;
+        cr_assert(bg_conv_geom_of(g, &g->nodes[g->nnodes - 1], &geo));
+        cr_assert(!br_winograd_applies(&geo, BRAID_F32));
+        char buf[400];
+        ts_conv_case_str(c, buf, sizeof buf);
+        check_run(g, "cpu", 600 + (uint64_t)t, buf);
+        same_bits_on_1_and_3_threads(g, 600 + (uint64_t)t, buf);
+        braid_graph_free(g);
+    }
+}
+
 /* No input channels: the output is the bias alone. */
 Test(op_conv, cpu_no_input_channels) {
     ts_conv_case c = {.s = 1,

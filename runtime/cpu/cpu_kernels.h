@@ -74,6 +74,11 @@ void br_sgemm_pack_into(const float *B, int K, int ldb, bool tb, int n0,
                         br_sgemm_packed *view);
 void br_sgemm_run(br_pool *pool, int M, const float *A, int lda,
                   const br_sgemm_packed *B, float *C, int ldc);
+/* br_sgemm_run, then bias[i] added to each element of row i as the row is
+ * stored (the same bits as adding it after the product). */
+void br_sgemm_run_bias(br_pool *pool, int M, const float *A, int lda,
+                       const br_sgemm_packed *B, float *C, int ldc,
+                       const float *bias);
 /* Where row k of panel j starts (in floats from the first panel) in a
  * packed operand of K rows and `panels` panels: for producers that write
  * B packed in place (the Winograd input transform). */

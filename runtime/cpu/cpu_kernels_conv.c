@@ -15,18 +15,22 @@
  * 3×3 stride-1 f32 convolutions with enough channels go to Winograd
  * F(2×2, 3×3) instead (cpu_kernels_winograd.c).
  *
- * Threads: when one (image, group) product is small (depthwise and
- * grouped convolutions, tiny images) the items are spread over the pool,
- * one col buffer per item in flight. A conv with a large col matrix, or
- * with images smaller than a block, is cut into blocks of about
- * CONV_BLOCK_N output positions of the whole batch (image after image):
- * each block's im2col goes into a buffer of its own (K × block, a core's
- * cache rather than a whole image's col), its GEMM reads it at once
- * (several small images in one product, scattered to their rows after);
- * blocks run side by side, one per scratch slot. A large conv_transpose runs
- * its items one after another with the GEMM and col2im split over the pool.
- * Every block depends on the shape alone, so results are the same bits for any
- * thread count. */
+ * Blocks: with braid's GEMM, every im2col conv runs in blocks of about
+ * CONV_BLOCK_N output positions (whole panels of the GEMM), written by
+ * im2col straight into the GEMM's packed panels (no col, no packing
+ * copy), multiplied at once while they sit in the core's L2, with the bias
+ * added as the product is stored; blocks run side by side over the pool,
+ * one per scratch slot (br_waves: no barrier between them). Images of at
+ * least CONV_BLOCK_N positions are cut into blocks of their own, smaller
+ * ones share blocks (several images in one product, scattered to their
+ * rows after). With OpenBLAS the same blocks are used for a conv with a
+ * large col matrix or small images; otherwise, when one (image, group)
+ * product is small (depthwise and grouped convolutions, tiny images) the
+ * items are spread over the pool, one col buffer per item in flight, and
+ * a large item runs its im2col and GEMM split over the pool. A large
+ * conv_transpose runs its items one after another with the GEMM and
+ * col2im split over the pool. Every block depends on the shape alone, so
+ * results are the same bits for any thread count. */
 #include "runtime/cpu/cpu_kernels.h"
 
 #include <limits.h>
@@ -65,7 +69,8 @@ typedef struct conv_ctx {
     int64_t slots; /* col buffers in scratch */
     int64_t item;  /* the item the split loops work on */
     int64_t block; /* blocked conv: output positions per block */
-    int64_t nblk;  /* blocked conv: blocks per item */
+    int64_t bpi;   /* blocked conv: blocks per image, or 0 (across images) */
+    int64_t nblk;  /* blocked conv: blocks per group */
 } conv_ctx;
 
 /* r = c with its nspatial axes moved to the end and the unused ones (size
@@ -149,22 +154,106 @@ static size_t item_bytes(const conv_ctx *x) {
 CONV_STRIDED_ROW(float)
 CONV_STRIDED_ROW(double)
 
+/* o2 in [a, e) of one run (one output row's positions) into dst[o2]:
+ * the input element src[o2·s2 + b2] for o2 in [lo, hi), zeros around
+ * (always inlined, so each im2col clone vectorises it for its ISA). */
+#define CONV_RUN(T)                                                            \
+    static inline __attribute__((always_inline)) void run_##T(                 \
+        T *restrict dst, const T *restrict src, int64_t a, int64_t lo,         \
+        int64_t hi, int64_t e, int64_t s2, int64_t b2) {                       \
+        for (int64_t o2 = a; o2 < lo; o2++)                                    \
+            dst[o2] = (T)0;                                                    \
+        if (hi > lo) {                                                         \
+            if (s2 == 1)                                                       \
+                memcpy(dst + lo, src + lo + b2,                                \
+                       (size_t)(hi - lo) * sizeof(T));                         \
+            else                                                               \
+                strided_row_##T(dst, src, lo, hi, s2, b2);                     \
+        }                                                                      \
+        for (int64_t o2 = hi; o2 < e; o2++)                                    \
+            dst[o2] = (T)0;                                                    \
+    }
+CONV_RUN(float)
+CONV_RUN(double)
+
+/* One piece of a run in a packed col (at most a panel's BR_SGEMM_NR
+ * columns): run_T's values for o2 in [a, e). The f32 piece is written
+ * with masked AVX-512 loads and stores (packed cols exist only where
+ * braid's GEMM runs, which needs AVX-512F): GCC's vectorised run leaves
+ * up to 15 elements of each piece to a scalar loop, and ResNet's stride-2
+ * runs are 28 or 14 long, so the im2col of its stride-2 3×3
+ * convolutions took 0.6 ns an element that way. Stride 1 and 2 only;
+ * other strides keep run_T. The same values either way: they are copies. */
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+__attribute__((target("avx512f"))) static void
+piece_float(float *dst, const float *src, int64_t a, int64_t lo, int64_t hi,
+            int64_t e, int64_t s2, int64_t b2) {
+    if (s2 > 2 && hi > lo) {
+        run_float(dst, src, a, lo, hi, e, s2, b2);
+        return;
+    }
+    const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14,
+                                          12, 10, 8, 6, 4, 2, 0);
+    for (int64_t o = a; o < e; o += 16) {
+        int64_t n = e - o < 16 ? e - o : 16;
+        __mmask16 all = (__mmask16)((1u << n) - 1);
+        /* lanes [dl, dh) of this vector read the input */
+        int64_t dl = lo - o < 0 ? 0 : lo - o > n ? n : lo - o;
+        int64_t dh = hi - o < dl ? dl : hi - o > n ? n : hi - o;
+        __mmask16 data = (__mmask16)(((1u << dh) - 1) & ~((1u << dl) - 1));
+        __m512 v = _mm512_setzero_ps();
+        if (data && s2 == 1) {
+            v = _mm512_maskz_loadu_ps(data, src + o + b2);
+        } else if (data) { /* input [2·(o + dl), 2·(o + dh) - 1) + b2 */
+            const float *p = src + 2 * o + b2;
+            int64_t f0 = 2 * dl, f1 = 2 * dh - 1; /* floats [f0, f1) */
+            uint32_t m = (uint32_t)(((uint64_t)1 << f1) - 1) &
+                         ~(uint32_t)(((uint64_t)1 << f0) - 1);
+            __m512 x0 = _mm512_maskz_loadu_ps((__mmask16)m, p);
+            __m512 x1 = _mm512_maskz_loadu_ps((__mmask16)(m >> 16), p + 16);
+            v = _mm512_maskz_permutex2var_ps(data, x0, even, x1);
+        }
+        _mm512_mask_storeu_ps(dst + o, all, v);
+    }
+}
+#else
+#define piece_float run_float
+#endif
+#define piece_double run_double
+
 /* Rows [r0, r1) and columns [n0, n1) of the col matrix of conv input xg
- * (the group's Cg channels of one image) into col, rows ld entries apart
- * (column n0 first): row (ci, k) holds, per output position, the input
- * element kernel tap k reads there, or 0 in the pads. A whole item's col
- * is rows [0, K), columns [0, ov), ld = ov; a block's columns may start
- * and end inside rows of the output. */
+ * (the group's Cg channels of one image) into col: row (ci, k) holds, per
+ * output position, the input element kernel tap k reads there, or 0 in
+ * the pads. Plain (panels == 0): rows ld entries apart, column n0 first (a
+ * whole item's col is rows [0, K), columns [0, ov), ld = ov; a block's
+ * columns may start and end inside rows of the output). Packed (panels >
+ * 0, f32 only): col is braid's GEMM's packed operand of K rows and
+ * `panels` panels (br_sgemm_panel_row), column n0 going to its column ld,
+ * so the GEMM reads the im2col as it is written, with no copy between. */
 #define CONV_IM2COL(T, ATTR)                                                   \
     ATTR static void im2col_##T(const conv_ctx *x, const T *xg, T *col,        \
                                 int64_t ld, int64_t r0, int64_t r1,            \
-                                int64_t n0, int64_t n1) {                      \
+                                int64_t n0, int64_t n1, int panels) {          \
         const bg_conv_geom *c = &x->ra;                                        \
         int64_t out2 = c->out[2];                                              \
         for (int64_t r = r0; r < r1; r++) {                                    \
             int64_t kk[3];                                                     \
             bg_conv_tap(c, r % x->kv, kk);                                     \
             const T *xc = xg + (r / x->kv) * x->iv;                            \
+            /* packed: row r of panel 0, and the step from panel to panel */   \
+            T *prow = NULL;                                                    \
+            int64_t pstep = 0;                                                 \
+            if (panels > 0) {                                                  \
+                int K = (int)x->K;                                             \
+                size_t at = br_sgemm_panel_row(K, panels, 0, (int)r);          \
+                prow = col + at;                                               \
+                pstep =                                                        \
+                    panels > 1                                                 \
+                        ? (int64_t)(br_sgemm_panel_row(K, panels, 1, (int)r) - \
+                                    at)                                        \
+                        : 0;                                                   \
+            }                                                                  \
             /* innermost axis: o2 reads p2 = o2·s2 + b2, inside the input     \
              * for o2 in [lo2, hi2) (zeros outside), the same every row */     \
             int64_t s2 = c->stride[2], b2 = kk[2] * c->dil[2] - c->pb[2];      \
@@ -177,7 +266,6 @@ CONV_STRIDED_ROW(double)
                 int64_t e = out2 - a < n1 - n ? out2 : a + (n1 - n);           \
                 int64_t p0 = o0 * c->stride[0] - c->pb[0] + kk[0] * c->dil[0]; \
                 int64_t p1 = o1 * c->stride[1] - c->pb[1] + kk[1] * c->dil[1]; \
-                T *dst = col + r * ld + (n - n0) - a; /* dst[o2] */            \
                 bool inside =                                                  \
                     p0 >= 0 && p0 < c->in[0] && p1 >= 0 && p1 < c->in[1];      \
                 /* input read at [lo, hi) of the run [a, e), zeros around */   \
@@ -185,18 +273,26 @@ CONV_STRIDED_ROW(double)
                 int64_t hi = inside && hi2 < e ? hi2 : e;                      \
                 if (!inside || lo > e) lo = e;                                 \
                 if (hi < lo) hi = lo;                                          \
-                for (int64_t o2 = a; o2 < lo; o2++)                            \
-                    dst[o2] = (T)0;                                            \
-                if (hi > lo) {                                                 \
-                    const T *src = xc + (p0 * c->in[1] + p1) * c->in[2];       \
-                    if (s2 == 1)                                               \
-                        memcpy(dst + lo, src + lo + b2,                        \
-                               (size_t)(hi - lo) * sizeof(T));                 \
-                    else                                                       \
-                        strided_row_##T(dst, src, lo, hi, s2, b2);             \
+                const T *src =                                                 \
+                    inside ? xc + (p0 * c->in[1] + p1) * c->in[2] : xc;        \
+                /* column of o2 = 0 (may be before the block's first) */       \
+                int64_t j = (n - n0) - a + ld;                                 \
+                if (panels == 0) {                                             \
+                    run_##T(col + r * ld + (n - n0) - a, src, a, lo, hi, e,    \
+                            s2, b2);                                           \
+                } else { /* one piece per panel the run crosses */             \
+                    for (int64_t u = a; u < e;) {                              \
+                        int64_t jp = (j + u) / BR_SGEMM_NR;                    \
+                        int64_t v = jp * BR_SGEMM_NR + BR_SGEMM_NR - j;        \
+                        if (v > e) v = e;                                      \
+                        /* dst[o2] is column j + o2 of panel jp */             \
+                        T *dst = prow + jp * pstep - jp * BR_SGEMM_NR + j;     \
+                        int64_t l = lo < u ? u : lo > v ? v : lo;              \
+                        int64_t h = hi < l ? l : hi > v ? v : hi;              \
+                        piece_##T(dst, src, u, l, h, v, s2, b2);               \
+                        u = v;                                                 \
+                    }                                                          \
                 }                                                              \
-                for (int64_t o2 = hi; o2 < e; o2++)                            \
-                    dst[o2] = (T)0;                                            \
                 n += e - a;                                                    \
                 if (++o1 == c->out[1]) o1 = 0, o0++;                           \
             }                                                                  \
@@ -334,10 +430,10 @@ static void run_item(const conv_ctx *x, int64_t item, char *col) {
         if (!x->direct) {
             if (x->f64)
                 im2col_double(x, (const double *)xg, (double *)col, x->ov, 0,
-                              x->K, 0, x->ov);
+                              x->K, 0, x->ov, 0);
             else
                 im2col_float(x, (const float *)xg, (float *)col, x->ov, 0, x->K,
-                             0, x->ov);
+                             0, x->ov, 0);
         }
         product(x, NULL, wg, x->direct ? xg : col, x->N, x->N, yg, x->N,
                 (float *)(col + lines(x->col_bytes)), x->pack_bytes);
@@ -358,10 +454,10 @@ static void im2col_range(void *ctx, int64_t b, int64_t e) {
     const conv_ctx *x = ctx;
     if (x->f64)
         im2col_double(x, (const double *)x_of(x, x->item), (double *)x->scratch,
-                      x->ov, b, e, 0, x->ov);
+                      x->ov, b, e, 0, x->ov, 0);
     else
         im2col_float(x, (const float *)x_of(x, x->item), (float *)x->scratch,
-                     x->ov, b, e, 0, x->ov);
+                     x->ov, b, e, 0, x->ov, 0);
 }
 
 static void col2im_range(void *ctx, int64_t b, int64_t e) {
@@ -399,30 +495,53 @@ static void run_item_split(conv_ctx *x, br_pool *pool, int64_t item) {
  * ------------------------------- */
 
 /* Whether conv x runs in blocks (see the file comment): a conv (not
- * transposed) with a col matrix that outgrows the caches
- * (CONV_BLOCKED_COL), or whose images are too small to be one GEMM each
- * (fewer than CONV_BLOCK_N output positions): blocks then run over the
- * batch's positions, several images in one GEMM. */
+ * transposed) with a col matrix whose products run through braid's GEMM
+ * (own: each block's im2col is written straight into the GEMM's panels),
+ * that outgrows the caches (CONV_BLOCKED_COL), or whose images are too
+ * small to be one GEMM each (fewer than CONV_BLOCK_N output positions). */
 static bool blocked(const conv_ctx *x) {
     return !x->c.transpose && !x->direct && x->col_bytes > 0 &&
-           (x->col_bytes > CONV_BLOCKED_COL ||
+           (x->own || x->col_bytes > CONV_BLOCKED_COL ||
             (x->ov < CONV_BLOCK_N && x->c.N > 1));
 }
 
-/* x->block (a multiple of 16, about CONV_BLOCK_N) and x->nblk: blocks of
- * one group's N·ov output positions (image after image), from the shape
- * alone. A product worth several threads is cut in two at least, so a
- * small image's conv of one group (ResNet-18's 7×7 stride-2 layer-4
- * convolutions: one block of 392 positions, 0.9 GFLOP) does not leave all
- * but one thread idle. */
+/* x->block (about CONV_BLOCK_N output positions: a multiple of the GEMM's
+ * panel width when own, else of 16), x->bpi and x->nblk, from the shape
+ * alone. Images of at least CONV_BLOCK_N positions are cut into bpi blocks
+ * each, none crossing an image, so each block's product lands in the
+ * image's rows; smaller ones (bpi 0) are blocks of the group's N·ov
+ * positions, several images in one product. A product worth several
+ * threads is cut in two at least, so a small image's conv of one group
+ * (ResNet-18's 7×7 stride-2 layer-4 convolutions: 392 positions, 0.9
+ * GFLOP) does not leave all but one thread idle. */
 static void set_blocks(conv_ctx *x) {
-    int64_t D = x->c.N * x->ov;
+    int64_t align = x->own ? BR_SGEMM_NR : 16;
+    bool per_image = x->ov >= CONV_BLOCK_N;
+    int64_t D = per_image ? x->ov : x->c.N * x->ov; /* positions to cut */
     int64_t nb = (D + CONV_BLOCK_N / 2) / CONV_BLOCK_N;
-    if (nb < 2 && D >= 2 * 64 && x->M * x->K * D > 4 * CONV_SMALL) nb = 2;
+    if (nb < 2 && D >= 2 * 64 && x->M * x->K * x->c.N * x->ov > 4 * CONV_SMALL)
+        nb = per_image && x->c.N > 1 ? 1 : 2;
     if (nb < 1) nb = 1;
     int64_t block = (D + nb - 1) / nb;
-    x->block = (block + 15) / 16 * 16;
-    x->nblk = (D + x->block - 1) / x->block;
+    x->block = (block + align - 1) / align * align;
+    x->bpi = per_image ? (D + x->block - 1) / x->block : 0;
+    x->nblk = per_image ? x->c.N * x->bpi : (D + x->block - 1) / x->block;
+}
+
+/* Block t's group and its positions [n0, n1) of the group's N·ov. */
+static void block_range(const conv_ctx *x, int64_t t, int64_t *g, int64_t *n0,
+                        int64_t *n1) {
+    int64_t i = t % x->nblk, end;
+    *g = t / x->nblk;
+    if (x->bpi > 0) {
+        int64_t img = i / x->bpi;
+        *n0 = img * x->ov + (i % x->bpi) * x->block;
+        end = (img + 1) * x->ov;
+    } else {
+        *n0 = i * x->block;
+        end = x->c.N * x->ov;
+    }
+    *n1 = *n0 + x->block < end ? *n0 + x->block : end;
 }
 
 /* One block's packed col (own: whole panels of its columns). */
@@ -432,56 +551,82 @@ static size_t block_pack_bytes(const conv_ctx *x) {
     return (size_t)(x->K * panels * BR_SGEMM_NR) * sizeof(float);
 }
 
-/* Bytes of one block's slot: its packed col (own), its col [K, block]
- * and, for blocks across images, its product [OCg, block] before it is
- * scattered. */
+/* Bytes of one block's slot: own, its packed col, else its col [K,
+ * block]; then, for blocks across images, its product [OCg, block] before
+ * it is scattered. */
 static size_t slot_bytes(const conv_ctx *x) {
-    return block_pack_bytes(x) +
-           lines((size_t)((x->K + x->OCg) * x->block) * x->esz);
+    size_t prod = x->bpi > 0 ? 0 : (size_t)(x->OCg * x->block) * x->esz;
+    if (x->own) return block_pack_bytes(x) + lines(prod);
+    return lines((size_t)(x->K * x->block) * x->esz + prod);
 }
 
-/* Block t: group t / nblk, the batch's positions [n0, n1) (image n0 / ov
- * onwards) in slot `slot`. Its col gets each image's part, then one GEMM:
- * a block inside one image writes y directly, one across images writes
- * the slot's product, scattered to each image's rows. */
+/* Columns [ncols, panels · NR) of the last panel of a packed col of K rows:
+ * zeros (their products are not stored, but are then computed from
+ * numbers). */
+static void zero_pad_columns(const conv_ctx *x, float *pack, int panels,
+                             int64_t ncols) {
+    int64_t used = ncols - (int64_t)(panels - 1) * BR_SGEMM_NR;
+    if (used == BR_SGEMM_NR) return;
+    for (int k = 0; k < (int)x->K; k++)
+        memset(pack + br_sgemm_panel_row((int)x->K, panels, panels - 1, k) +
+                   used,
+               0, (size_t)(BR_SGEMM_NR - used) * sizeof(float));
+}
+
+/* Block t in slot `slot`: group g, the positions [n0, n1) (image n0 / ov
+ * onwards). Its col gets each image's part (own: into the GEMM's panels),
+ * then one product: a block inside one image writes y directly, one
+ * across images writes the slot's product, scattered to each image's
+ * rows. The bias is added as the product is stored (own) or after. */
 static void run_block(const conv_ctx *x, int64_t t, char *slot) {
-    float *pack = (float *)slot;
-    size_t pack_bytes = block_pack_bytes(x);
-    slot += pack_bytes;
-    int64_t g = t / x->nblk, n0 = (t % x->nblk) * x->block;
-    int64_t D = x->c.N * x->ov, n1 = n0 + x->block < D ? n0 + x->block : D;
+    int64_t g, n0, n1;
+    block_range(x, t, &g, &n0, &n1);
     int64_t ncols = n1 - n0;
+    int panels = (int)((ncols + BR_SGEMM_NR - 1) / BR_SGEMM_NR);
     for (int64_t n = n0; n < n1;) { /* each image's part */
         int64_t img = n / x->ov, p0 = n % x->ov;
         int64_t p1 = x->ov - p0 < n1 - n ? x->ov : p0 + (n1 - n);
         const char *xg = x_of(x, img * x->c.G + g);
-        char *col = slot + (size_t)(n - n0) * x->esz;
-        if (x->f64)
-            im2col_double(x, (const double *)xg, (double *)col, ncols, 0, x->K,
-                          p0, p1);
+        if (x->own) /* column n - n0 of the block's panels */
+            im2col_float(x, (const float *)xg, (float *)slot, n - n0, 0, x->K,
+                         p0, p1, panels);
+        else if (x->f64)
+            im2col_double(x, (const double *)xg,
+                          (double *)(slot + (size_t)(n - n0) * x->esz), ncols,
+                          0, x->K, p0, p1, 0);
         else
-            im2col_float(x, (const float *)xg, (float *)col, ncols, 0, x->K, p0,
-                         p1);
+            im2col_float(x, (const float *)xg,
+                         (float *)(slot + (size_t)(n - n0) * x->esz), ncols, 0,
+                         x->K, p0, p1, 0);
         n += p1 - p0;
     }
     const char *w = w_of(x, g);
+    const float *bias =
+        x->own && x->bias ? (const float *)x->bias + g * x->OCg : NULL;
     int64_t img = n0 / x->ov, p0 = n0 % x->ov;
-    if (p0 + ncols <= x->ov) { /* inside one image */
-        char *y = y_of(x, img * x->c.G + g) + (size_t)p0 * x->esz;
-        product(x, NULL, w, slot, ncols, ncols, y, x->ov, pack, pack_bytes);
-        if (x->bias) add_bias(x, y, g, 0, x->OCg, x->ov, ncols);
-        return;
+    bool inside = p0 + ncols <= x->ov; /* one image's positions */
+    char *y = inside ? y_of(x, img * x->c.G + g) + (size_t)p0 * x->esz
+                     : slot + (x->own ? block_pack_bytes(x)
+                                      : (size_t)(x->K * x->block) * x->esz);
+    int64_t ldy = inside ? x->ov : ncols;
+    if (x->own) {
+        zero_pad_columns(x, (float *)slot, panels, ncols);
+        br_sgemm_packed v = {(int)x->K, (int)ncols, panels,
+                             (const float *)slot};
+        br_sgemm_run_bias(NULL, (int)x->M, (const float *)w, (int)x->K, &v,
+                          (float *)y, (int)ldy, bias);
+    } else {
+        product(x, NULL, w, slot, ncols, ncols, y, ldy, NULL, 0);
+        if (x->bias) add_bias(x, y, g, 0, x->OCg, ldy, ncols);
     }
-    char *prod = slot + (size_t)(x->K * x->block) * x->esz;
-    product(x, NULL, w, slot, ncols, ncols, prod, ncols, pack, pack_bytes);
-    if (x->bias) add_bias(x, prod, g, 0, x->OCg, ncols, ncols);
+    if (inside) return;
     for (int64_t n = n0; n < n1;) { /* scatter to each image's rows */
         int64_t im = n / x->ov, q0 = n % x->ov;
         int64_t q1 = x->ov - q0 < n1 - n ? x->ov : q0 + (n1 - n);
-        char *y = y_of(x, im * x->c.G + g) + (size_t)q0 * x->esz;
-        const char *src = prod + (size_t)(n - n0) * x->esz;
+        char *yi = y_of(x, im * x->c.G + g) + (size_t)q0 * x->esz;
+        const char *src = y + (size_t)(n - n0) * x->esz;
         for (int64_t oc = 0; oc < x->OCg; oc++)
-            memcpy(y + (size_t)(oc * x->ov) * x->esz,
+            memcpy(yi + (size_t)(oc * x->ov) * x->esz,
                    src + (size_t)(oc * ncols) * x->esz,
                    (size_t)(q1 - q0) * x->esz);
         n += q1 - q0;

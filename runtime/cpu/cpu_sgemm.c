@@ -171,8 +171,8 @@ br_sgemm_packed *br_sgemm_pack(const float *B, int K, int N, int ldb, bool tb,
 #define SG_MICRO(NAME, R, AT)                                                  \
     __attribute__((target("avx512f"))) static void NAME(                       \
         int kc, const float *a, size_t lda, const float *bp, float *c,         \
-        size_t ldc, bool first, int mrows, int ncols, const char *pf,          \
-        int npf) {                                                             \
+        size_t ldc, bool first, const float *bias, int mrows, int ncols,       \
+        const char *pf, int npf) {                                             \
         (void)lda; /* the packed versions' offsets do not use it */            \
         for (int l = 0; l < npf; l++)                                          \
             _mm_prefetch(pf + 64 * l, _MM_HINT_T1);                            \
@@ -188,14 +188,17 @@ br_sgemm_packed *br_sgemm_pack(const float *B, int K, int N, int ldb, bool tb,
                 acc[i][1] = _mm512_fmadd_ps(av, b1, acc[i][1]);                \
             }                                                                  \
         }                                                                      \
-        store_tile(acc, c, ldc, first, mrows, ncols);                          \
+        store_tile(acc, c, ldc, first, bias, mrows, ncols);                    \
     }
 
 /* Rows [0, mrows) of the tile's sums into C (row stride ldc), its first
- * ncols columns: stored, or added to C's partial sums unless first. */
+ * ncols columns: stored, or added to C's partial sums unless first; then,
+ * when bias is not NULL (the last K block), bias[i] added to row i — the
+ * additions an unfused bias pass after the product would make, in the
+ * same order: the same bits. */
 __attribute__((target("avx512f"))) static inline void
-store_tile(__m512 (*acc)[2], float *c, size_t ldc, bool first, int mrows,
-           int ncols) {
+store_tile(__m512 (*acc)[2], float *c, size_t ldc, bool first,
+           const float *bias, int mrows, int ncols) {
     __mmask16 m0 = ncols >= 16 ? 0xffff : (__mmask16)((1u << ncols) - 1);
     __mmask16 m1 = ncols >= 32   ? 0xffff
                    : ncols <= 16 ? 0
@@ -206,6 +209,11 @@ store_tile(__m512 (*acc)[2], float *c, size_t ldc, bool first, int mrows,
         if (!first) {
             c0 = _mm512_add_ps(c0, _mm512_maskz_loadu_ps(m0, cr));
             c1 = _mm512_add_ps(c1, _mm512_maskz_loadu_ps(m1, cr + 16));
+        }
+        if (bias) {
+            __m512 b = _mm512_set1_ps(bias[i]);
+            c0 = _mm512_add_ps(c0, b);
+            c1 = _mm512_add_ps(c1, b);
         }
         _mm512_mask_storeu_ps(cr, m0, c0);
         _mm512_mask_storeu_ps(cr + 16, m1, c1);
@@ -228,8 +236,8 @@ SG_MICRO(micro8p, 8, SG_PACKED_AT)
 SG_MICRO(micro4p, 4, SG_PACKED_AT)
 
 typedef void (*micro_fn)(int kc, const float *a, size_t lda, const float *bp,
-                         float *c, size_t ldc, bool first, int mrows, int ncols,
-                         const char *pf, int npf);
+                         float *c, size_t ldc, bool first, const float *bias,
+                         int mrows, int ncols, const char *pf, int npf);
 
 /* The narrowest micro-kernel for a tile of `rows` rows (≤ SG_MR). */
 static micro_fn pick_micro(bool apacked, int rows) {
@@ -243,6 +251,7 @@ typedef struct run_job {
     const float *A;
     const br_sgemm_packed *B;
     float *C;
+    const float *bias; /* per row of C, added after the sum, or NULL */
     int64_t mblocks;   /* row blocks of SG_MC */
     int64_t per_group; /* panels per task */
 } run_job;
@@ -292,8 +301,10 @@ run_task(const run_job *r, int64_t mb, int j0, int j1) {
                         (size_t)pc * SG_MR;
                 else if (i0 >= full)
                     a = tail, lda = (size_t)kc;
+                const float *bias =
+                    r->bias && pc + kc == r->K ? r->bias + i0 : NULL;
                 pick_micro(r->apacked, rows)(kc, a, lda, bp, c, (size_t)r->ldc,
-                                             pc == 0, rows, ncols,
+                                             pc == 0, bias, rows, ncols,
                                              next + 64 * l0, npf);
             }
         }
@@ -318,7 +329,8 @@ static void run_range(void *ctx, int64_t b, int64_t e) {
 #define SG_TASKS_PER_THREAD 4
 
 static void run(br_pool *pool, int M, const float *A, int lda, bool apacked,
-                const br_sgemm_packed *B, float *C, int ldc) {
+                const br_sgemm_packed *B, float *C, int ldc,
+                const float *bias) {
     if (M <= 0) return;
     run_job r = {.M = M,
                  .N = B->N,
@@ -328,7 +340,8 @@ static void run(br_pool *pool, int M, const float *A, int lda, bool apacked,
                  .apacked = apacked,
                  .A = A,
                  .B = B,
-                 .C = C};
+                 .C = C,
+                 .bias = bias};
     r.mblocks = (M + SG_MC - 1) / SG_MC;
     /* Any split gives the same bits (each element's sum runs over k in
      * order), so the split may follow the thread count. */
@@ -342,12 +355,18 @@ static void run(br_pool *pool, int M, const float *A, int lda, bool apacked,
 
 void br_sgemm_run(br_pool *pool, int M, const float *A, int lda,
                   const br_sgemm_packed *B, float *C, int ldc) {
-    run(pool, M, A, lda, false, B, C, ldc);
+    run(pool, M, A, lda, false, B, C, ldc, NULL);
+}
+
+void br_sgemm_run_bias(br_pool *pool, int M, const float *A, int lda,
+                       const br_sgemm_packed *B, float *C, int ldc,
+                       const float *bias) {
+    run(pool, M, A, lda, false, B, C, ldc, bias);
 }
 
 void br_sgemm_run_pa(br_pool *pool, int M, const float *Ap,
                      const br_sgemm_packed *B, float *C, int ldc) {
-    run(pool, M, Ap, 0, true, B, C, ldc);
+    run(pool, M, Ap, 0, true, B, C, ldc, NULL);
 }
 
 #else /* not x86-64: br_sgemm_enabled is false, nothing is packed */
@@ -355,6 +374,13 @@ void br_sgemm_run_pa(br_pool *pool, int M, const float *Ap,
 void br_sgemm_run(br_pool *pool, int M, const float *A, int lda,
                   const br_sgemm_packed *B, float *C, int ldc) {
     (void)pool, (void)M, (void)A, (void)lda, (void)B, (void)C, (void)ldc;
+}
+
+void br_sgemm_run_bias(br_pool *pool, int M, const float *A, int lda,
+                       const br_sgemm_packed *B, float *C, int ldc,
+                       const float *bias) {
+    (void)pool, (void)M, (void)A, (void)lda, (void)B, (void)C, (void)ldc;
+    (void)bias;
 }
 
 void br_sgemm_run_pa(br_pool *pool, int M, const float *Ap,
