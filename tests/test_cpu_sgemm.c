@@ -8,9 +8,9 @@
  * against a double-precision sum, with the f32 error bound of a K-term dot
  * product, and bit for bit the same on 1 and 3 threads and with A packed
  * in row tiles (br_sgemm_run_pa), and with a row bias added as rows are
- * stored the bits of adding it after (br_sgemm_run_bias). Through the
- * executor: a Linear layer's matmul (plain, fused with its bias and GELU,
- * batched A against one B, B transposed) with constant weights takes the
+ * stored the bits of adding it after (br_sgemm_run_ep, streamed or not).
+ * Through the executor: a Linear layer's matmul (plain, fused with its bias and
+ * GELU, batched A against one B, B transposed) with constant weights takes the
  * packed path (the executor holds the derived panels), matches the
  * reference evaluator on fresh random inputs, and gives the same bits as
  * the same graph with the weights bound as an input (packed per run). On a CPU
@@ -77,12 +77,13 @@ static void check_shape(const shape *s, uint64_t seed, br_pool *three) {
     cr_assert(memcmp(C1, C3, (size_t)s->M * ldc * sizeof(float)) == 0,
               "M=%d N=%d K=%d: packed A differs", s->M, s->N, s->K);
     free(Ap);
-    /* a row bias added as rows are stored (br_sgemm_run_bias, the
+    /* a row bias added as rows are stored (br_sgemm_run_ep, the
      * convolutions' bias): the bits of adding it to C1 afterwards */
     float *bias = random_floats((size_t)s->M, seed + 2);
     for (size_t i = 0; i < (size_t)s->M * ldc; i++)
         C3[i] = 7.0f;
-    br_sgemm_run_bias(three, s->M, A, lda, P, C3, ldc, bias);
+    br_sgemm_ep ep = {bias, seed % 2 == 0};
+    br_sgemm_run_ep(three, s->M, A, lda, P, C3, ldc, &ep);
     for (int i = 0; i < s->M; i++)
         for (int j = 0; j < ldc; j++) {
             float want = C1[(size_t)i * ldc + j] + (j < s->N ? bias[i] : 0.0f);

@@ -74,11 +74,20 @@ void br_sgemm_pack_into(const float *B, int K, int ldb, bool tb, int n0,
                         br_sgemm_packed *view);
 void br_sgemm_run(br_pool *pool, int M, const float *A, int lda,
                   const br_sgemm_packed *B, float *C, int ldc);
-/* br_sgemm_run, then bias[i] added to each element of row i as the row is
- * stored (the same bits as adding it after the product). */
-void br_sgemm_run_bias(br_pool *pool, int M, const float *A, int lda,
-                       const br_sgemm_packed *B, float *C, int ldc,
-                       const float *bias);
+/* br_sgemm_run with what happens as C's rows are stored: bias (NULL: none)
+ * bias[i] added to each element of row i (the same bits as adding it
+ * after the product); stream, C's whole aligned rows of a product with
+ * K ≤ 384 written with streaming stores (no read for ownership of C's
+ * lines, which then are not in the caches: for a large C that no one reads
+ * soon, a convolution's output across many images; a store fence ends the
+ * call). */
+typedef struct br_sgemm_ep {
+    const float *bias;
+    bool stream;
+} br_sgemm_ep;
+void br_sgemm_run_ep(br_pool *pool, int M, const float *A, int lda,
+                     const br_sgemm_packed *B, float *C, int ldc,
+                     const br_sgemm_ep *ep);
 /* Where row k of panel j starts (in floats from the first panel) in a
  * packed operand of K rows and `panels` panels: for producers that write
  * B packed in place (the Winograd input transform). */

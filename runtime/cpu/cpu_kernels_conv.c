@@ -37,6 +37,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#endif
+
 /* Multiply-adds below which one (image, group) is one thread's work. */
 #define CONV_SMALL BR_GEMM_SMALL
 /* Scratch kept for col buffers of items run side by side. */
@@ -49,6 +53,12 @@
  * 3×3 convolutions (1.8 MB) ran 1.1× slower (im2col of a block walks
  * more, shorter runs), so they keep one col per item. */
 #define CONV_BLOCKED_COL ((size_t)4 << 20)
+/* Output bytes above which braid's GEMM writes a conv's output with
+ * streaming stores (br_sgemm_ep): ResNet-18's stem at batch 8 writes 25.7
+ * MB, and reading each line for ownership before writing it ran its
+ * products at 105 GFLOP/s a core where they reach 155 in cache (125
+ * streamed). */
+#define CONV_STREAM_BYTES ((size_t)16 << 20)
 /* Most blocks in flight (scratch slots). */
 #define CONV_MAX_SLOTS 64
 
@@ -62,6 +72,7 @@ typedef struct conv_ctx {
     bool direct;                 /* 1×1, stride 1, no pads: col is x */
     size_t col_bytes;            /* one item's col buffer (0 when direct) */
     bool own;          /* f32 products through br_sgemm_run (cpu_sgemm.c) */
+    bool stream;       /* own: the output written with streaming stores */
     size_t pack_bytes; /* own: one item's packed col (in blocks of columns) */
     const char *x, *w, *bias;
     char *y;
@@ -123,6 +134,7 @@ static void conv_analyze(const braid_graph *g, const bg_node *n, conv_ctx *x) {
                                 : (size_t)(x->K * x->N) * x->esz;
     x->own = !x->f64 && !c->transpose && x->K > 0 && br_sgemm_enabled();
     x->pack_bytes = x->own ? br_sgemm_pack_scratch(x->K, x->N) : 0;
+    x->stream = x->own && bg_nbytes(n) > CONV_STREAM_BYTES;
 }
 
 /* Bytes rounded up to whole 64-byte lines (the packed col's alignment). */
@@ -176,84 +188,22 @@ CONV_STRIDED_ROW(double)
 CONV_RUN(float)
 CONV_RUN(double)
 
-/* One piece of a run in a packed col (at most a panel's BR_SGEMM_NR
- * columns): run_T's values for o2 in [a, e). The f32 piece is written
- * with masked AVX-512 loads and stores (packed cols exist only where
- * braid's GEMM runs, which needs AVX-512F): GCC's vectorised run leaves
- * up to 15 elements of each piece to a scalar loop, and ResNet's stride-2
- * runs are 28 or 14 long, so the im2col of its stride-2 3×3
- * convolutions took 0.6 ns an element that way. Stride 1 and 2 only;
- * other strides keep run_T. The same values either way: they are copies. */
-#if defined(__x86_64__) && defined(__GNUC__)
-#include <immintrin.h>
-__attribute__((target("avx512f"))) static void
-piece_float(float *dst, const float *src, int64_t a, int64_t lo, int64_t hi,
-            int64_t e, int64_t s2, int64_t b2) {
-    if (s2 > 2 && hi > lo) {
-        run_float(dst, src, a, lo, hi, e, s2, b2);
-        return;
-    }
-    const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14,
-                                          12, 10, 8, 6, 4, 2, 0);
-    for (int64_t o = a; o < e; o += 16) {
-        int64_t n = e - o < 16 ? e - o : 16;
-        __mmask16 all = (__mmask16)((1u << n) - 1);
-        /* lanes [dl, dh) of this vector read the input */
-        int64_t dl = lo - o < 0 ? 0 : lo - o > n ? n : lo - o;
-        int64_t dh = hi - o < dl ? dl : hi - o > n ? n : hi - o;
-        __mmask16 data = (__mmask16)(((1u << dh) - 1) & ~((1u << dl) - 1));
-        __m512 v = _mm512_setzero_ps();
-        if (data && s2 == 1) {
-            v = _mm512_maskz_loadu_ps(data, src + o + b2);
-        } else if (data) { /* input [2·(o + dl), 2·(o + dh) - 1) + b2 */
-            const float *p = src + 2 * o + b2;
-            int64_t f0 = 2 * dl, f1 = 2 * dh - 1; /* floats [f0, f1) */
-            uint32_t m = (uint32_t)(((uint64_t)1 << f1) - 1) &
-                         ~(uint32_t)(((uint64_t)1 << f0) - 1);
-            __m512 x0 = _mm512_maskz_loadu_ps((__mmask16)m, p);
-            __m512 x1 = _mm512_maskz_loadu_ps((__mmask16)(m >> 16), p + 16);
-            v = _mm512_maskz_permutex2var_ps(data, x0, even, x1);
-        }
-        _mm512_mask_storeu_ps(dst + o, all, v);
-    }
-}
-#else
-#define piece_float run_float
-#endif
-#define piece_double run_double
-
 /* Rows [r0, r1) and columns [n0, n1) of the col matrix of conv input xg
- * (the group's Cg channels of one image) into col: row (ci, k) holds, per
- * output position, the input element kernel tap k reads there, or 0 in
- * the pads. Plain (panels == 0): rows ld entries apart, column n0 first (a
- * whole item's col is rows [0, K), columns [0, ov), ld = ov; a block's
- * columns may start and end inside rows of the output). Packed (panels >
- * 0, f32 only): col is braid's GEMM's packed operand of K rows and
- * `panels` panels (br_sgemm_panel_row), column n0 going to its column ld,
- * so the GEMM reads the im2col as it is written, with no copy between. */
+ * (the group's Cg channels of one image) into col, rows ld entries apart
+ * (column n0 first): row (ci, k) holds, per output position, the input
+ * element kernel tap k reads there, or 0 in the pads. A whole item's col
+ * is rows [0, K), columns [0, ov), ld = ov; a block's columns may start
+ * and end inside rows of the output. */
 #define CONV_IM2COL(T, ATTR)                                                   \
     ATTR static void im2col_##T(const conv_ctx *x, const T *xg, T *col,        \
                                 int64_t ld, int64_t r0, int64_t r1,            \
-                                int64_t n0, int64_t n1, int panels) {          \
+                                int64_t n0, int64_t n1) {                      \
         const bg_conv_geom *c = &x->ra;                                        \
         int64_t out2 = c->out[2];                                              \
         for (int64_t r = r0; r < r1; r++) {                                    \
             int64_t kk[3];                                                     \
             bg_conv_tap(c, r % x->kv, kk);                                     \
             const T *xc = xg + (r / x->kv) * x->iv;                            \
-            /* packed: row r of panel 0, and the step from panel to panel */   \
-            T *prow = NULL;                                                    \
-            int64_t pstep = 0;                                                 \
-            if (panels > 0) {                                                  \
-                int K = (int)x->K;                                             \
-                size_t at = br_sgemm_panel_row(K, panels, 0, (int)r);          \
-                prow = col + at;                                               \
-                pstep =                                                        \
-                    panels > 1                                                 \
-                        ? (int64_t)(br_sgemm_panel_row(K, panels, 1, (int)r) - \
-                                    at)                                        \
-                        : 0;                                                   \
-            }                                                                  \
             /* innermost axis: o2 reads p2 = o2·s2 + b2, inside the input     \
              * for o2 in [lo2, hi2) (zeros outside), the same every row */     \
             int64_t s2 = c->stride[2], b2 = kk[2] * c->dil[2] - c->pb[2];      \
@@ -275,24 +225,8 @@ piece_float(float *dst, const float *src, int64_t a, int64_t lo, int64_t hi,
                 if (hi < lo) hi = lo;                                          \
                 const T *src =                                                 \
                     inside ? xc + (p0 * c->in[1] + p1) * c->in[2] : xc;        \
-                /* column of o2 = 0 (may be before the block's first) */       \
-                int64_t j = (n - n0) - a + ld;                                 \
-                if (panels == 0) {                                             \
-                    run_##T(col + r * ld + (n - n0) - a, src, a, lo, hi, e,    \
-                            s2, b2);                                           \
-                } else { /* one piece per panel the run crosses */             \
-                    for (int64_t u = a; u < e;) {                              \
-                        int64_t jp = (j + u) / BR_SGEMM_NR;                    \
-                        int64_t v = jp * BR_SGEMM_NR + BR_SGEMM_NR - j;        \
-                        if (v > e) v = e;                                      \
-                        /* dst[o2] is column j + o2 of panel jp */             \
-                        T *dst = prow + jp * pstep - jp * BR_SGEMM_NR + j;     \
-                        int64_t l = lo < u ? u : lo > v ? v : lo;              \
-                        int64_t h = hi < l ? l : hi > v ? v : hi;              \
-                        piece_##T(dst, src, u, l, h, v, s2, b2);               \
-                        u = v;                                                 \
-                    }                                                          \
-                }                                                              \
+                run_##T(col + r * ld + (n - n0) - a, src, a, lo, hi, e, s2,    \
+                        b2);                                                   \
                 n += e - a;                                                    \
                 if (++o1 == c->out[1]) o1 = 0, o0++;                           \
             }                                                                  \
@@ -305,6 +239,110 @@ piece_float(float *dst, const float *src, int64_t a, int64_t lo, int64_t hi,
  * the same bits. */
 CONV_IM2COL(float, BR_CLONES)
 CONV_IM2COL(double, )
+
+/* The f32 im2col of columns [n0, n1) of image xg's positions, every row,
+ * straight into braid's GEMM's packed operand `pack` (K rows, `panels`
+ * panels: br_sgemm_panel_row), position n0 at its column j0: the GEMM
+ * reads it as it is written, with no col and no packing copy between.
+ * Runs (a row of output positions) go by 16 columns of the packed operand
+ * (each inside one panel) with masked loads and stores, the stride-2
+ * lanes picked from two loads by a permute: GCC's vectorised loop left up
+ * to 15 elements of every run to a scalar tail, and ResNet's stride-2 runs
+ * are 28 or 14 long. The same values as im2col_float: they are copies.
+ * Only where braid's GEMM runs, which needs AVX-512F. */
+#if defined(__x86_64__) && defined(__GNUC__)
+/* Lanes [lo, hi) of 16 (clipped), as a mask. */
+static inline __mmask16 lanes(int64_t lo, int64_t hi) {
+    lo = lo < 0 ? 0 : lo > 16 ? 16 : lo;
+    hi = hi < lo ? lo : hi > 16 ? 16 : hi;
+    return (__mmask16)(((1u << hi) - 1) & ~((1u << lo) - 1));
+}
+
+__attribute__((target("avx512f"))) static void
+im2col_packed(const conv_ctx *x, const float *xg, float *pack, int64_t j0,
+              int64_t n0, int64_t n1, int panels) {
+    const bg_conv_geom *c = &x->ra;
+    int K = (int)x->K;
+    int64_t out2 = c->out[2];
+    const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14,
+                                          12, 10, 8, 6, 4, 2, 0);
+    for (int r = 0; r < K; r++) {
+        int64_t kk[3];
+        bg_conv_tap(c, r % x->kv, kk);
+        const float *xc = xg + (r / x->kv) * x->iv;
+        /* row r of panel 0, and the step from panel to panel */
+        size_t at = br_sgemm_panel_row(K, panels, 0, r);
+        float *prow = pack + at;
+        int64_t pstep =
+            panels > 1 ? (int64_t)(br_sgemm_panel_row(K, panels, 1, r) - at)
+                       : 0;
+        int64_t s2 = c->stride[2], b2 = kk[2] * c->dil[2] - c->pb[2];
+        int64_t lo2 = b2 >= 0 ? 0 : (-b2 + s2 - 1) / s2;
+        int64_t hi2 = c->in[2] - b2 <= 0 ? 0 : (c->in[2] - b2 + s2 - 1) / s2;
+        int64_t q = n0 / out2, a = n0 % out2;
+        int64_t o0 = q / c->out[1], o1 = q % c->out[1];
+        for (int64_t n = n0; n < n1; a = 0) { /* a run of one row */
+            int64_t e = out2 - a < n1 - n ? out2 : a + (n1 - n);
+            int64_t p0 = o0 * c->stride[0] - c->pb[0] + kk[0] * c->dil[0];
+            int64_t p1 = o1 * c->stride[1] - c->pb[1] + kk[1] * c->dil[1];
+            bool inside = p0 >= 0 && p0 < c->in[0] && p1 >= 0 && p1 < c->in[1];
+            int64_t lo = inside && lo2 > a ? lo2 : a;
+            int64_t hi = inside && hi2 < e ? hi2 : e;
+            if (!inside || lo > e) lo = e;
+            if (hi < lo) hi = lo;
+            const float *src =
+                inside ? xc + (p0 * c->in[1] + p1) * c->in[2] : xc;
+            int64_t j = j0 + (n - n0) - a; /* the column of o2 = 0 */
+            /* 16 columns [cb, cb + 16) at a time: o2 = cb - j + lane */
+            for (int64_t cb = (j + a) & ~(int64_t)15; cb < j + e; cb += 16) {
+                int64_t o = cb - j;
+                float *dst =
+                    prow + (cb / BR_SGEMM_NR) * pstep + cb % BR_SGEMM_NR;
+                if (o >= lo && o + 16 <= hi && s2 <= 2) { /* all input */
+                    const float *p = src + s2 * o + b2;
+                    _mm512_storeu_ps(dst, s2 == 1
+                                              ? _mm512_loadu_ps(p)
+                                              : _mm512_permutex2var_ps(
+                                                    _mm512_loadu_ps(p), even,
+                                                    _mm512_loadu_ps(p + 16)));
+                    continue;
+                }
+                __mmask16 all = lanes(a - o, e - o);
+                __mmask16 data = lanes(lo - o, hi - o);
+                __m512 v = _mm512_setzero_ps();
+                if (data && s2 == 1) {
+                    v = _mm512_maskz_loadu_ps(data, src + o + b2);
+                } else if (data && s2 == 2) { /* floats 2·lane of 32 */
+                    int64_t dl = lo - o < 0 ? 0 : lo - o;
+                    int64_t dh = hi - o > 16 ? 16 : hi - o;
+                    int64_t f0 = 2 * dl, f1 = 2 * dh - 1; /* [f0, f1) */
+                    uint32_t m = (uint32_t)(((uint64_t)1 << f1) - 1) &
+                                 ~(uint32_t)(((uint64_t)1 << f0) - 1);
+                    const float *p = src + 2 * o + b2;
+                    __m512 v0 = _mm512_maskz_loadu_ps((__mmask16)m, p);
+                    __m512 v1 =
+                        _mm512_maskz_loadu_ps((__mmask16)(m >> 16), p + 16);
+                    v = _mm512_maskz_permutex2var_ps(data, v0, even, v1);
+                } else if (data) {
+                    float t[16];
+                    for (int l = 0; l < 16; l++)
+                        t[l] = data >> l & 1 ? src[(o + l) * s2 + b2] : 0.0f;
+                    v = _mm512_loadu_ps(t);
+                }
+                _mm512_mask_storeu_ps(dst, all, v);
+            }
+            n += e - a;
+            if (++o1 == c->out[1]) o1 = 0, o0++;
+        }
+    }
+}
+#else
+static void im2col_packed(const conv_ctx *x, const float *xg, float *pack,
+                          int64_t j0, int64_t n0, int64_t n1, int panels) {
+    (void)x, (void)xg, (void)pack, (void)j0, (void)n0, (void)n1,
+        (void)panels; /* never: braid's GEMM is x86-64 only */
+}
+#endif
 
 /* Output channels [c0, c1) of the group's output yg (one image) from the
  * transposed product col [OCg·kv, iv]: entry (ocl, k; p) lands at
@@ -430,10 +468,10 @@ static void run_item(const conv_ctx *x, int64_t item, char *col) {
         if (!x->direct) {
             if (x->f64)
                 im2col_double(x, (const double *)xg, (double *)col, x->ov, 0,
-                              x->K, 0, x->ov, 0);
+                              x->K, 0, x->ov);
             else
                 im2col_float(x, (const float *)xg, (float *)col, x->ov, 0, x->K,
-                             0, x->ov, 0);
+                             0, x->ov);
         }
         product(x, NULL, wg, x->direct ? xg : col, x->N, x->N, yg, x->N,
                 (float *)(col + lines(x->col_bytes)), x->pack_bytes);
@@ -454,10 +492,10 @@ static void im2col_range(void *ctx, int64_t b, int64_t e) {
     const conv_ctx *x = ctx;
     if (x->f64)
         im2col_double(x, (const double *)x_of(x, x->item), (double *)x->scratch,
-                      x->ov, b, e, 0, x->ov, 0);
+                      x->ov, b, e, 0, x->ov);
     else
         im2col_float(x, (const float *)x_of(x, x->item), (float *)x->scratch,
-                     x->ov, b, e, 0, x->ov, 0);
+                     x->ov, b, e, 0, x->ov);
 }
 
 static void col2im_range(void *ctx, int64_t b, int64_t e) {
@@ -588,16 +626,16 @@ static void run_block(const conv_ctx *x, int64_t t, char *slot) {
         int64_t p1 = x->ov - p0 < n1 - n ? x->ov : p0 + (n1 - n);
         const char *xg = x_of(x, img * x->c.G + g);
         if (x->own) /* column n - n0 of the block's panels */
-            im2col_float(x, (const float *)xg, (float *)slot, n - n0, 0, x->K,
-                         p0, p1, panels);
+            im2col_packed(x, (const float *)xg, (float *)slot, n - n0, p0, p1,
+                          panels);
         else if (x->f64)
             im2col_double(x, (const double *)xg,
                           (double *)(slot + (size_t)(n - n0) * x->esz), ncols,
-                          0, x->K, p0, p1, 0);
+                          0, x->K, p0, p1);
         else
             im2col_float(x, (const float *)xg,
                          (float *)(slot + (size_t)(n - n0) * x->esz), ncols, 0,
-                         x->K, p0, p1, 0);
+                         x->K, p0, p1);
         n += p1 - p0;
     }
     const char *w = w_of(x, g);
@@ -613,8 +651,9 @@ static void run_block(const conv_ctx *x, int64_t t, char *slot) {
         zero_pad_columns(x, (float *)slot, panels, ncols);
         br_sgemm_packed v = {(int)x->K, (int)ncols, panels,
                              (const float *)slot};
-        br_sgemm_run_bias(NULL, (int)x->M, (const float *)w, (int)x->K, &v,
-                          (float *)y, (int)ldy, bias);
+        br_sgemm_ep ep = {bias, inside && x->stream};
+        br_sgemm_run_ep(NULL, (int)x->M, (const float *)w, (int)x->K, &v,
+                        (float *)y, (int)ldy, &ep);
     } else {
         product(x, NULL, w, slot, ncols, ncols, y, ldy, NULL, 0);
         if (x->bias) add_bias(x, y, g, 0, x->OCg, ldy, ncols);

@@ -171,7 +171,7 @@ br_sgemm_packed *br_sgemm_pack(const float *B, int K, int N, int ldb, bool tb,
 #define SG_MICRO(NAME, R, AT)                                                  \
     __attribute__((target("avx512f"))) static void NAME(                       \
         int kc, const float *a, size_t lda, const float *bp, float *c,         \
-        size_t ldc, bool first, const float *bias, int mrows, int ncols,       \
+        size_t ldc, unsigned how, const float *bias, int mrows, int ncols,     \
         const char *pf, int npf) {                                             \
         (void)lda; /* the packed versions' offsets do not use it */            \
         for (int l = 0; l < npf; l++)                                          \
@@ -188,25 +188,34 @@ br_sgemm_packed *br_sgemm_pack(const float *B, int K, int N, int ldb, bool tb,
                 acc[i][1] = _mm512_fmadd_ps(av, b1, acc[i][1]);                \
             }                                                                  \
         }                                                                      \
-        store_tile(acc, c, ldc, first, bias, mrows, ncols);                    \
+        store_tile(acc, c, ldc, how, bias, mrows, ncols);                      \
     }
 
+/* How a tile is stored (store_tile's `how`): SG_FIRST, the first K block
+ * (stored, not added to C's partial sums); SG_STREAM, the one K block of
+ * a product whose C is not read again soon (its full, aligned rows are
+ * written with streaming stores, no read for ownership: see
+ * br_sgemm_ep). */
+#define SG_FIRST 1u
+#define SG_STREAM 2u
+
 /* Rows [0, mrows) of the tile's sums into C (row stride ldc), its first
- * ncols columns: stored, or added to C's partial sums unless first; then,
- * when bias is not NULL (the last K block), bias[i] added to row i — the
- * additions an unfused bias pass after the product would make, in the
- * same order: the same bits. */
+ * ncols columns: stored, or added to C's partial sums unless SG_FIRST;
+ * then, when bias is not NULL (the last K block), bias[i] added to row i
+ * — the additions an unfused bias pass after the product would make, in
+ * the same order: the same bits. */
 __attribute__((target("avx512f"))) static inline void
-store_tile(__m512 (*acc)[2], float *c, size_t ldc, bool first,
+store_tile(__m512 (*acc)[2], float *c, size_t ldc, unsigned how,
            const float *bias, int mrows, int ncols) {
     __mmask16 m0 = ncols >= 16 ? 0xffff : (__mmask16)((1u << ncols) - 1);
     __mmask16 m1 = ncols >= 32   ? 0xffff
                    : ncols <= 16 ? 0
                                  : (__mmask16)((1u << (ncols - 16)) - 1);
+    bool stream = (how & SG_STREAM) && ncols == SG_NR;
     for (int i = 0; i < mrows; i++) {
         float *cr = c + (size_t)i * ldc;
         __m512 c0 = acc[i][0], c1 = acc[i][1];
-        if (!first) {
+        if (!(how & SG_FIRST)) {
             c0 = _mm512_add_ps(c0, _mm512_maskz_loadu_ps(m0, cr));
             c1 = _mm512_add_ps(c1, _mm512_maskz_loadu_ps(m1, cr + 16));
         }
@@ -215,8 +224,13 @@ store_tile(__m512 (*acc)[2], float *c, size_t ldc, bool first,
             c0 = _mm512_add_ps(c0, b);
             c1 = _mm512_add_ps(c1, b);
         }
-        _mm512_mask_storeu_ps(cr, m0, c0);
-        _mm512_mask_storeu_ps(cr + 16, m1, c1);
+        if (stream && ((uintptr_t)cr & 63) == 0) {
+            _mm512_stream_ps(cr, c0);
+            _mm512_stream_ps(cr + 16, c1);
+        } else {
+            _mm512_mask_storeu_ps(cr, m0, c0);
+            _mm512_mask_storeu_ps(cr + 16, m1, c1);
+        }
     }
 }
 
@@ -236,7 +250,7 @@ SG_MICRO(micro8p, 8, SG_PACKED_AT)
 SG_MICRO(micro4p, 4, SG_PACKED_AT)
 
 typedef void (*micro_fn)(int kc, const float *a, size_t lda, const float *bp,
-                         float *c, size_t ldc, bool first, const float *bias,
+                         float *c, size_t ldc, unsigned how, const float *bias,
                          int mrows, int ncols, const char *pf, int npf);
 
 /* The narrowest micro-kernel for a tile of `rows` rows (≤ SG_MR). */
@@ -252,12 +266,13 @@ typedef struct run_job {
     const br_sgemm_packed *B;
     float *C;
     const float *bias; /* per row of C, added after the sum, or NULL */
+    bool stream;       /* C written with streaming stores (br_sgemm_ep) */
     int64_t mblocks;   /* row blocks of SG_MC */
     int64_t per_group; /* panels per task */
 } run_job;
 
 /* Row block mb, panels [j0, j1): every K block, panel and row tile. */
-__attribute__((target("avx512f"))) static void
+__attribute__((target("avx512f,prfchw"))) static void
 run_task(const run_job *r, int64_t mb, int j0, int j1) {
     int m0 = (int)mb * SG_MC;
     int m1 = r->M - m0 < SG_MC ? r->M : m0 + SG_MC;
@@ -292,6 +307,13 @@ run_task(const run_job *r, int64_t mb, int j0, int j1) {
                 int npf = j + 1 < j1 ? (int)(l1 - l0) : 0;
                 float *c = r->C + (size_t)i0 * (size_t)r->ldc + n0;
                 int rows = m1 - i0 < SG_MR ? m1 - i0 : SG_MR;
+                /* the next panel's C, unless it is streamed (no read) */
+                if (j + 1 < j1 && pc + kc == r->K && !r->stream)
+                    for (int i = 0; i < rows; i++) {
+                        const float *cn = c + (size_t)i * r->ldc + SG_NR;
+                        __builtin_prefetch(cn, 1, 3);
+                        __builtin_prefetch(cn + 16, 1, 3);
+                    }
                 /* this tile's A: its rows, the tail copy, or its packed
                  * tile (K groups of SG_MR) from k = pc */
                 const float *a = r->A + (size_t)i0 * (size_t)r->lda + pc;
@@ -303,8 +325,10 @@ run_task(const run_job *r, int64_t mb, int j0, int j1) {
                     a = tail, lda = (size_t)kc;
                 const float *bias =
                     r->bias && pc + kc == r->K ? r->bias + i0 : NULL;
+                unsigned how = (pc == 0 ? SG_FIRST : 0u) |
+                               (r->stream && kc == r->K ? SG_STREAM : 0u);
                 pick_micro(r->apacked, rows)(kc, a, lda, bp, c, (size_t)r->ldc,
-                                             pc == 0, bias, rows, ncols,
+                                             how, bias, rows, ncols,
                                              next + 64 * l0, npf);
             }
         }
@@ -330,7 +354,7 @@ static void run_range(void *ctx, int64_t b, int64_t e) {
 
 static void run(br_pool *pool, int M, const float *A, int lda, bool apacked,
                 const br_sgemm_packed *B, float *C, int ldc,
-                const float *bias) {
+                const br_sgemm_ep *ep) {
     if (M <= 0) return;
     run_job r = {.M = M,
                  .N = B->N,
@@ -341,7 +365,8 @@ static void run(br_pool *pool, int M, const float *A, int lda, bool apacked,
                  .A = A,
                  .B = B,
                  .C = C,
-                 .bias = bias};
+                 .bias = ep ? ep->bias : NULL,
+                 .stream = ep && ep->stream};
     r.mblocks = (M + SG_MC - 1) / SG_MC;
     /* Any split gives the same bits (each element's sum runs over k in
      * order), so the split may follow the thread count. */
@@ -351,6 +376,7 @@ static void run(br_pool *pool, int M, const float *A, int lda, bool apacked,
     if (r.per_group < 1) r.per_group = 1;
     int64_t groups = (B->panels + r.per_group - 1) / r.per_group;
     br_parallel_for(pool, r.mblocks * groups, 1, run_range, &r);
+    if (r.stream) _mm_sfence(); /* streamed stores seen before any reader */
 }
 
 void br_sgemm_run(br_pool *pool, int M, const float *A, int lda,
@@ -358,10 +384,10 @@ void br_sgemm_run(br_pool *pool, int M, const float *A, int lda,
     run(pool, M, A, lda, false, B, C, ldc, NULL);
 }
 
-void br_sgemm_run_bias(br_pool *pool, int M, const float *A, int lda,
-                       const br_sgemm_packed *B, float *C, int ldc,
-                       const float *bias) {
-    run(pool, M, A, lda, false, B, C, ldc, bias);
+void br_sgemm_run_ep(br_pool *pool, int M, const float *A, int lda,
+                     const br_sgemm_packed *B, float *C, int ldc,
+                     const br_sgemm_ep *ep) {
+    run(pool, M, A, lda, false, B, C, ldc, ep);
 }
 
 void br_sgemm_run_pa(br_pool *pool, int M, const float *Ap,
@@ -376,11 +402,11 @@ void br_sgemm_run(br_pool *pool, int M, const float *A, int lda,
     (void)pool, (void)M, (void)A, (void)lda, (void)B, (void)C, (void)ldc;
 }
 
-void br_sgemm_run_bias(br_pool *pool, int M, const float *A, int lda,
-                       const br_sgemm_packed *B, float *C, int ldc,
-                       const float *bias) {
+void br_sgemm_run_ep(br_pool *pool, int M, const float *A, int lda,
+                     const br_sgemm_packed *B, float *C, int ldc,
+                     const br_sgemm_ep *ep) {
     (void)pool, (void)M, (void)A, (void)lda, (void)B, (void)C, (void)ldc;
-    (void)bias;
+    (void)ep;
 }
 
 void br_sgemm_run_pa(br_pool *pool, int M, const float *Ap,
