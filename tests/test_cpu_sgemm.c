@@ -7,15 +7,15 @@
  * 240-row block, leading dimensions wider than the matrix, B transposed)
  * against a double-precision sum, with the f32 error bound of a K-term dot
  * product, and bit for bit the same on 1 and 3 threads and with A packed
- * in row tiles (br_sgemm_run_pa), and with a row bias added as rows are
- * stored the bits of adding it after (br_sgemm_run_ep, streamed or not).
- * Through the executor: a Linear layer's matmul (plain, fused with its bias and
- * GELU, batched A against one B, B transposed) with constant weights takes the
- * packed path (the executor holds the derived panels), matches the
- * reference evaluator on fresh random inputs, and gives the same bits as
- * the same graph with the weights bound as an input (packed per run). On a CPU
- * without AVX-512F the GEMM is off (OpenBLAS does every product) and these
- * tests say so. */
+ * in row tiles (br_sgemm_run_pa, alone or as a batch of products), and with a
+ * row bias added as rows are stored the bits of adding it after
+ * (br_sgemm_run_ep, streamed or not). Through the executor: a Linear layer's
+ * matmul (plain, fused with its bias and GELU, batched A against one B, B
+ * transposed) with constant weights takes the packed path (the executor holds
+ * the derived panels), matches the reference evaluator on fresh random inputs,
+ * and gives the same bits as the same graph with the weights bound as an input
+ * (packed per run). On a CPU without AVX-512F the GEMM is off (OpenBLAS does
+ * every product) and these tests say so. */
 #include <criterion/criterion.h>
 
 #include <math.h>
@@ -76,6 +76,30 @@ static void check_shape(const shape *s, uint64_t seed, br_pool *three) {
     br_sgemm_run_pa(three, s->M, Ap, P, C3, ldc);
     cr_assert(memcmp(C1, C3, (size_t)s->M * ldc * sizeof(float)) == 0,
               "M=%d N=%d K=%d: packed A differs", s->M, s->N, s->K);
+    /* as a batch of three (br_sgemm_run_pa_batch): A packed, then A
+     * negated, then A again, each product the bits of its own */
+    size_t ap = br_sgemm_apack_floats(s->M, s->K), cn = (size_t)s->M * ldc;
+    float *Ab = malloc(3 * ap * sizeof(float));
+    float *Cb = malloc(3 * cn * sizeof(float));
+    cr_assert(Ab && Cb);
+    for (size_t i = 0; i < ap; i++)
+        Ab[i] = Ab[2 * ap + i] = Ap[i], Ab[ap + i] = -Ap[i];
+    br_sgemm_packed Pb[3] = {*P, *P, *P};
+    br_sgemm_run_pa_batch(three, 3, s->M, Ab, ap, Pb, Cb, cn, ldc);
+    for (int b = 0; b < 3; b++)
+        for (int i = 0; i < s->M; i++)
+            for (int j = 0; j < s->N; j++) {
+                float want = C1[(size_t)i * ldc + j], got;
+                got = Cb[b * cn + (size_t)i * ldc + j];
+                cr_assert(b == 1 ? got == -want
+                                 : memcmp(&got, &want, sizeof got) == 0,
+                          "M=%d N=%d K=%d: batch item %d C[%d][%d] = %.9g, "
+                          "want %s%.9g",
+                          s->M, s->N, s->K, b, i, j, got, b == 1 ? "-" : "",
+                          want);
+            }
+    free(Ab);
+    free(Cb);
     free(Ap);
     /* a row bias added as rows are stored (br_sgemm_run_ep, the
      * convolutions' bias): the bits of adding it to C1 afterwards */

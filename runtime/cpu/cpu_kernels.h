@@ -102,6 +102,12 @@ size_t br_sgemm_apack_floats(int M, int K);
 size_t br_sgemm_apack_at(int K, int i, int k);
 void br_sgemm_run_pa(br_pool *pool, int M, const float *Ap,
                      const br_sgemm_packed *B, float *C, int ldc);
+/* count products of one shape as one set of tasks over the pool (no
+ * barrier between them): C + i·c_step = (Ap + i·a_step) · B[i], each as
+ * br_sgemm_run_pa (the same bits). The Winograd products, 16 per chunk. */
+void br_sgemm_run_pa_batch(br_pool *pool, int count, int M, const float *Ap,
+                           size_t a_step, const br_sgemm_packed *B, float *C,
+                           size_t c_step, int ldc);
 
 /* Tasks [0, ntasks) side by side over the pool, at most `slots` at once:
  * fn(ctx, task, slot) with slot in 0 .. slots - 1 and no two tasks in

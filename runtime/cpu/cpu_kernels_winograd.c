@@ -335,18 +335,20 @@ static void run_chunk(wg_ctx *x, br_pool *pool, int64_t t0, float *V) {
     x->vplane = x->C * (x->own ? x->panels * BR_SGEMM_NR : x->tb);
     x->M = V + 16 * x->vplane;
     br_parallel_for(pool, x->C, grain(64 * x->tb), input_range, x);
-    for (int k = 0; k < 16; k++) {
-        const float *U = x->U + k * x->uplane;
-        float *M = x->M + k * x->OC * x->tb;
-        if (x->own) { /* V written packed, U packed once: nothing to pack */
-            br_sgemm_packed v = {(int)x->C, (int)x->tb, (int)x->panels,
-                                 x->V + k * x->vplane};
-            br_sgemm_run_pa(pool, (int)x->OC, U, &v, M, (int)x->tb);
-        } else {
+    if (x->own) { /* V written packed, U packed once: nothing to pack; the
+                   * 16 products as one set of tasks */
+        br_sgemm_packed v[16];
+        for (int k = 0; k < 16; k++)
+            v[k] = (br_sgemm_packed){(int)x->C, (int)x->tb, (int)x->panels,
+                                     x->V + k * x->vplane};
+        br_sgemm_run_pa_batch(pool, 16, (int)x->OC, x->U, (size_t)x->uplane, v,
+                              x->M, (size_t)(x->OC * x->tb), (int)x->tb);
+    } else {
+        for (int k = 0; k < 16; k++)
             br_gemm(pool, false, false, false, (int)x->OC, (int)x->tb,
-                    (int)x->C, U, (int)x->C, x->V + k * x->vplane, (int)x->tb,
-                    M, (int)x->tb);
-        }
+                    (int)x->C, x->U + k * x->uplane, (int)x->C,
+                    x->V + k * x->vplane, (int)x->tb, x->M + k * x->OC * x->tb,
+                    (int)x->tb);
     }
     br_parallel_for(pool, x->OC, grain(48 * x->tb), output_range, x);
 }

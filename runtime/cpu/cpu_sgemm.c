@@ -263,17 +263,21 @@ typedef struct run_job {
     int M, N, K, lda, ldc;
     bool apacked; /* A packed in row tiles (br_sgemm_run_pa), lda unused */
     const float *A;
-    const br_sgemm_packed *B;
+    const br_sgemm_packed *B; /* count of them (a batch), the same shape */
     float *C;
+    int64_t count;         /* products in the batch */
+    size_t a_step, c_step; /* floats from one product's A, C to the next */
     const float *bias; /* per row of C, added after the sum, or NULL */
     bool stream;       /* C written with streaming stores (br_sgemm_ep) */
     int64_t mblocks;   /* row blocks of SG_MC */
     int64_t per_group; /* panels per task */
 } run_job;
 
-/* Row block mb, panels [j0, j1): every K block, panel and row tile. */
+/* Row block mb, panels [j0, j1) of the product C = A · B (one of r's
+ * batch): every K block, panel and row tile. */
 __attribute__((target("avx512f,prfchw"))) static void
-run_task(const run_job *r, int64_t mb, int j0, int j1) {
+run_task(const run_job *r, const float *A, const br_sgemm_packed *B, float *C,
+         int64_t mb, int j0, int j1) {
     int m0 = (int)mb * SG_MC;
     int m1 = r->M - m0 < SG_MC ? r->M : m0 + SG_MC;
     int full = m0 + (m1 - m0) / SG_MR * SG_MR; /* rows in whole tiles */
@@ -288,14 +292,14 @@ run_task(const run_job *r, int64_t mb, int j0, int j1) {
             size_t row = (size_t)kc * sizeof(float);
             for (int i = full; i < m1; i++)
                 memcpy(tail + (size_t)(i - full) * (size_t)kc,
-                       r->A + (size_t)i * (size_t)r->lda + pc, row);
+                       A + (size_t)i * (size_t)r->lda + pc, row);
             memset(tail + (size_t)(m1 - full) * (size_t)kc, 0,
                    (size_t)(SG_MR - (m1 - full)) * row);
         }
         /* 64-byte lines of one panel's block */
         size_t lines = (size_t)kc * SG_NR * sizeof(float) / 64;
         for (int j = j0; j < j1; j++) {
-            const float *bp = r->B->data + panel_row(r->K, r->B->panels, j, pc);
+            const float *bp = B->data + panel_row(r->K, B->panels, j, pc);
             /* the next panel's block follows this one */
             const char *next = (const char *)(bp + (size_t)kc * SG_NR);
             int n0 = j * SG_NR;
@@ -305,7 +309,7 @@ run_task(const run_job *r, int64_t mb, int j0, int j1) {
                 size_t l0 = lines * (size_t)t / (size_t)tiles;
                 size_t l1 = lines * (size_t)(t + 1) / (size_t)tiles;
                 int npf = j + 1 < j1 ? (int)(l1 - l0) : 0;
-                float *c = r->C + (size_t)i0 * (size_t)r->ldc + n0;
+                float *c = C + (size_t)i0 * (size_t)r->ldc + n0;
                 int rows = m1 - i0 < SG_MR ? m1 - i0 : SG_MR;
                 /* the next panel's C, unless it is streamed (no read) */
                 if (j + 1 < j1 && pc + kc == r->K && !r->stream)
@@ -316,10 +320,10 @@ run_task(const run_job *r, int64_t mb, int j0, int j1) {
                     }
                 /* this tile's A: its rows, the tail copy, or its packed
                  * tile (K groups of SG_MR) from k = pc */
-                const float *a = r->A + (size_t)i0 * (size_t)r->lda + pc;
+                const float *a = A + (size_t)i0 * (size_t)r->lda + pc;
                 size_t lda = (size_t)r->lda;
                 if (r->apacked)
-                    a = r->A + (size_t)(i0 / SG_MR) * SG_MR * (size_t)r->K +
+                    a = A + (size_t)(i0 / SG_MR) * SG_MR * (size_t)r->K +
                         (size_t)pc * SG_MR;
                 else if (i0 >= full)
                     a = tail, lda = (size_t)kc;
@@ -338,12 +342,15 @@ run_task(const run_job *r, int64_t mb, int j0, int j1) {
 static void run_range(void *ctx, int64_t b, int64_t e) {
     const run_job *r = ctx;
     int64_t groups = (r->B->panels + r->per_group - 1) / r->per_group;
+    int64_t per_item = r->mblocks * groups;
     for (int64_t t = b; t < e; t++) {
-        int64_t mb = t / groups, g = t % groups;
+        int64_t item = t / per_item, mb = t % per_item / groups, g = t % groups;
+        const br_sgemm_packed *B = r->B + item;
         int j0 = (int)(g * r->per_group);
-        int j1 = (int)(j0 + r->per_group < r->B->panels ? j0 + r->per_group
-                                                        : r->B->panels);
-        run_task(r, mb, j0, j1);
+        int j1 = (int)(j0 + r->per_group < B->panels ? j0 + r->per_group
+                                                     : B->panels);
+        run_task(r, r->A + (size_t)item * r->a_step, B,
+                 r->C + (size_t)item * r->c_step, mb, j0, j1);
     }
 }
 
@@ -352,10 +359,13 @@ static void run_range(void *ctx, int64_t b, int64_t e) {
  * next one prefetched). */
 #define SG_TASKS_PER_THREAD 4
 
+/* count products C_i = A_i · B[i] (A_i at A + i·a_step, C_i at C + i·c_step,
+ * every B[i] of one shape) over the pool as one set of tasks. */
 static void run(br_pool *pool, int M, const float *A, int lda, bool apacked,
                 const br_sgemm_packed *B, float *C, int ldc,
-                const br_sgemm_ep *ep) {
-    if (M <= 0) return;
+                const br_sgemm_ep *ep, int64_t count, size_t a_step,
+                size_t c_step) {
+    if (M <= 0 || count <= 0) return;
     run_job r = {.M = M,
                  .N = B->N,
                  .K = B->K,
@@ -365,34 +375,44 @@ static void run(br_pool *pool, int M, const float *A, int lda, bool apacked,
                  .A = A,
                  .B = B,
                  .C = C,
+                 .count = count,
+                 .a_step = a_step,
+                 .c_step = c_step,
                  .bias = ep ? ep->bias : NULL,
                  .stream = ep && ep->stream};
     r.mblocks = (M + SG_MC - 1) / SG_MC;
     /* Any split gives the same bits (each element's sum runs over k in
      * order), so the split may follow the thread count. */
     int64_t want = (int64_t)br_pool_threads(pool) * SG_TASKS_PER_THREAD;
-    int64_t groups_wanted = (want + r.mblocks - 1) / r.mblocks;
+    int64_t per_item = (want + count - 1) / count;
+    int64_t groups_wanted = (per_item + r.mblocks - 1) / r.mblocks;
     r.per_group = (B->panels + groups_wanted - 1) / groups_wanted;
     if (r.per_group < 1) r.per_group = 1;
     int64_t groups = (B->panels + r.per_group - 1) / r.per_group;
-    br_parallel_for(pool, r.mblocks * groups, 1, run_range, &r);
+    br_parallel_for(pool, count * r.mblocks * groups, 1, run_range, &r);
     if (r.stream) _mm_sfence(); /* streamed stores seen before any reader */
 }
 
 void br_sgemm_run(br_pool *pool, int M, const float *A, int lda,
                   const br_sgemm_packed *B, float *C, int ldc) {
-    run(pool, M, A, lda, false, B, C, ldc, NULL);
+    run(pool, M, A, lda, false, B, C, ldc, NULL, 1, 0, 0);
 }
 
 void br_sgemm_run_ep(br_pool *pool, int M, const float *A, int lda,
                      const br_sgemm_packed *B, float *C, int ldc,
                      const br_sgemm_ep *ep) {
-    run(pool, M, A, lda, false, B, C, ldc, ep);
+    run(pool, M, A, lda, false, B, C, ldc, ep, 1, 0, 0);
 }
 
 void br_sgemm_run_pa(br_pool *pool, int M, const float *Ap,
                      const br_sgemm_packed *B, float *C, int ldc) {
-    run(pool, M, Ap, 0, true, B, C, ldc, NULL);
+    run(pool, M, Ap, 0, true, B, C, ldc, NULL, 1, 0, 0);
+}
+
+void br_sgemm_run_pa_batch(br_pool *pool, int count, int M, const float *Ap,
+                           size_t a_step, const br_sgemm_packed *B, float *C,
+                           size_t c_step, int ldc) {
+    run(pool, M, Ap, 0, true, B, C, ldc, NULL, count, a_step, c_step);
 }
 
 #else /* not x86-64: br_sgemm_enabled is false, nothing is packed */
@@ -412,6 +432,13 @@ void br_sgemm_run_ep(br_pool *pool, int M, const float *A, int lda,
 void br_sgemm_run_pa(br_pool *pool, int M, const float *Ap,
                      const br_sgemm_packed *B, float *C, int ldc) {
     (void)pool, (void)M, (void)Ap, (void)B, (void)C, (void)ldc;
+}
+
+void br_sgemm_run_pa_batch(br_pool *pool, int count, int M, const float *Ap,
+                           size_t a_step, const br_sgemm_packed *B, float *C,
+                           size_t c_step, int ldc) {
+    (void)pool, (void)count, (void)M, (void)Ap, (void)a_step, (void)B;
+    (void)C, (void)c_step, (void)ldc;
 }
 
 #endif
