@@ -277,6 +277,10 @@ static braid_status gen_node(const bp_plan *p, uint32_t id, bc_buf *b,
                 s = bc_gen_pool_program(c, b, k);
             else if (c->prog->kind == BP_PROGRAM_MATMUL)
                 s = bc_gen_epilogue(c, b, k);
+            else if (c->prog->kind == BP_PROGRAM_CONV)
+                s = bc_fail(p, id, BRAID_ERR_UNSUPPORTED,
+                            "a conv program runs on the cpu only (the fuse "
+                            "pass makes them for cpu convolutions)");
             else if (n->op == BRAID_OP_SOFTMAX)
                 s = bc_gen_softmax(c, b, k);
             else

@@ -363,6 +363,17 @@ void bg_eval_conv(const braid_graph *g, const bg_node *n,
     }
 }
 
+void bg_conv_attrs(const bg_conv_geom *c, bg_attrs *a) {
+    memset(a, 0, sizeof *a);
+    a->axis = 1;
+    for (int i = 0; i < c->nspatial && i < BG_CONV_MAX_SPATIAL; i++) {
+        a->step[i] = c->stride[i];
+        a->step[3 + i] = c->dil[i];
+        a->start[i] = c->pb[i];
+        a->start[3 + i] = c->pe[i];
+    }
+}
+
 /* ---- builders
  * ------------------------------------------------------------------- */
 

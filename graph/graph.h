@@ -358,6 +358,11 @@ typedef struct bg_conv_geom {
  * a well-formed conv node: what the reference's and the executors' checks
  * of a loaded plan ask. */
 bool bg_conv_geom_of(const braid_graph *g, const bg_node *n, bg_conv_geom *c);
+/* The attributes of an ungrouped, channels-first conv (not transposed)
+ * with the given geometry's strides, dilations and pads on its nspatial
+ * axes: what a conv node built with them holds (the fused CONV program's
+ * conv, passes/program.h, is rebuilt from them). */
+void bg_conv_attrs(const bg_conv_geom *c, bg_attrs *a);
 /* Multiply-adds of the convolution (the cost model's and profiler's
  * count: N · OC · out-volume · C/G · kernel-volume, and for conv_transpose
  * the same count over the input volume). */

@@ -6,7 +6,8 @@
  * as it stands (ids topological):
  *   1. matmul epilogues: a matmul whose only user adds a row bias, the
  *      activation after it when the add's only user is one, and a
- *      residual add of a whole tensor after those;
+ *      residual add of a whole tensor after those; and a CPU conv's
+ *      relu, or residual add and relu;
  *   2. from the last node to the first, every node not yet taken roots a
  *      group: a reduction grows one from its input (the prologue), an
  *      elementwise or broadcast_to node from itself. An elementwise group
@@ -378,6 +379,51 @@ static void try_epilogue(fuse_state *s, uint32_t mm) {
     keep_group(s, BP_PROGRAM_MATMUL, out, mm, first, count);
 }
 
+/* Rule 16 (docs/fusion.md): conv c on the CPU (f32, ungrouped, channels
+ * first, pads not negative) → relu, or → add(c, r) [→ relu] with r a
+ * whole tensor of c's shape and dtype: a CONV group when c and each
+ * member but the last have no other user. The CPU's conv kernels apply
+ * the epilogue as they store each output (the add reads r there), so the
+ * conv's output is never written and read back by another pass. */
+static void try_conv_epilogue(fuse_state *s, uint32_t c) {
+    const bg_node *cv = node(s, c);
+    bg_conv_geom geo;
+    if (cv->dtype != BRAID_F32 ||
+        s->plan->res.info[c].device.kind != BP_DEVICE_CPU ||
+        !bg_conv_geom_of(s->g, cv, &geo) || geo.G != 1 || geo.channels_last)
+        return;
+    for (int i = 0; i < geo.nspatial; i++)
+        if (geo.pe[i] < 0) return;
+    uint32_t u = sole_user(s, c);
+    if (u == BG_NONE || s->taken[u] || !same_device(s, u, c)) return;
+    uint32_t first = s->nmembers, out = u;
+    if (node(s, u)->op == BRAID_OP_RELU) {
+        s->members[s->nmembers++] = u;
+    } else {
+        const bg_node *a = node(s, u);
+        if (a->op != BRAID_OP_ADD || a->inputs[0] == a->inputs[1] ||
+            !bg_same_shape(a, cv) || a->dtype != cv->dtype)
+            return;
+        const bg_node *r =
+            node(s, a->inputs[0] == c ? a->inputs[1] : a->inputs[0]);
+        if (!bg_same_shape(r, cv) || r->dtype != cv->dtype) return;
+        s->members[s->nmembers++] = u;
+        uint32_t act = sole_user(s, u);
+        if (act != BG_NONE && !s->taken[act] && same_device(s, act, c) &&
+            node(s, act)->op == BRAID_OP_RELU) {
+            s->members[s->nmembers++] = act;
+            out = act;
+        }
+    }
+    uint32_t count = s->nmembers - first; /* descending, as keep_group takes */
+    if (count == 2) {
+        uint32_t t = s->members[first];
+        s->members[first] = s->members[first + 1];
+        s->members[first + 1] = t;
+    }
+    keep_group(s, BP_PROGRAM_CONV, out, c, first, count);
+}
+
 /* ---- phase 2: reductions and elementwise groups ------------------------- */
 
 /* A reduction (REDUCE) or a pool (POOL) absorbs the group producing its
@@ -434,6 +480,8 @@ static void find_groups(fuse_state *s) {
     for (uint32_t id = 0; id < s->n; id++)
         if (node(s, id)->op == BRAID_OP_MATMUL && !s->taken[id])
             try_epilogue(s, id);
+        else if (node(s, id)->op == BRAID_OP_CONV && !s->taken[id])
+            try_conv_epilogue(s, id);
     for (uint32_t id = s->n; id-- > 0;) {
         if (s->taken[id]) continue;
         braid_op_kind k = bg_op(node(s, id)->op)->kind;

@@ -221,12 +221,35 @@ static void matmul_head(prog_build *b, uint32_t mm) {
     b->vmap[mm] = emit(b, in);
 }
 
+/* LOAD 0, LOAD 1, [LOAD 2,] CONV: the conv's operands (x, w and its bias)
+ * are inputs 0, 1 and 2. */
+static void conv_head(prog_build *b, uint32_t c) {
+    const bg_node *nd = bg_node_at(b->plan->res.graph, c);
+    bp_instr in = {.op = BRAID_OP_CONV,
+                   .dtype = nd->dtype,
+                   .arg = {BG_NONE, BG_NONE, BG_NONE},
+                   .input = BG_NONE,
+                   .source = b->plan->res.info[c].origin};
+    for (uint32_t k = 0; k < nd->ninputs && k < 3; k++) {
+        uint32_t src = nd->inputs[k];
+        b->inputs[b->ninputs++] = src;
+        bp_instr ld = {.op = BP_INSTR_LOAD,
+                       .dtype = bg_node_at(b->plan->res.graph, src)->dtype,
+                       .arg = {BG_NONE, BG_NONE, BG_NONE},
+                       .input = k,
+                       .source = BG_NONE};
+        in.arg[k] = emit(b, ld);
+    }
+    b->vmap[c] = emit(b, in);
+}
+
 /* The program of group g (instructions in b), its iteration space and
  * attributes. */
 static void fill_program(prog_build *b, const bp_fuse_group *g,
                          const uint32_t *members) {
     const braid_graph *gr = b->plan->res.graph;
     if (g->kind == BP_PROGRAM_MATMUL) matmul_head(b, g->root);
+    if (g->kind == BP_PROGRAM_CONV) conv_head(b, g->root);
     for (uint32_t i = 0; i < g->nmembers; i++) {
         uint32_t id = members[g->first + i];
         b->vmap[id] = compute(b, id);
@@ -298,7 +321,8 @@ braid_status bp_fuse_build(bp_plan *plan, const bp_fuse_group *g,
     build_init(&b, plan, sc);
     for (uint32_t i = 0; i < g->nmembers; i++)
         member[members[g->first + i]] = true;
-    if (g->kind == BP_PROGRAM_MATMUL) member[g->root] = true;
+    if (g->kind == BP_PROGRAM_MATMUL || g->kind == BP_PROGRAM_CONV)
+        member[g->root] = true;
     fill_program(&b, g, members);
     const bg_node *space = bg_node_at(plan->res.graph, g->root);
     bp_program prog = {.kind = g->kind,
@@ -318,11 +342,22 @@ braid_status bp_fuse_build(bp_plan *plan, const bp_fuse_group *g,
     } else if (g->kind == BP_PROGRAM_MATMUL) {
         prog.flags =
             space->attr.flags & (BRAID_TRANSPOSE_A | BRAID_TRANSPOSE_B);
+    } else if (g->kind == BP_PROGRAM_CONV) {
+        bg_conv_geom geo; /* the fuse pass took it well-formed */
+        if (bg_conv_geom_of(plan->res.graph, space, &geo))
+            for (int i = 0; i < geo.nspatial; i++) {
+                prog.window[0][i] = geo.k[i];
+                prog.window[1][i] = geo.stride[i];
+                prog.window[2][i] = geo.dil[i];
+                prog.window[3][i] = geo.pb[i];
+                prog.window[4][i] = geo.pe[i];
+            }
     }
     braid_status s = b.failed ? oom(g->out) : add_fused(&b, g, &prog, sc->rep);
     if (s == BRAID_OK) note_stores(&b, g, members, sc->rep);
     for (uint32_t i = 0; i < g->nmembers; i++)
         member[members[g->first + i]] = false;
-    if (g->kind == BP_PROGRAM_MATMUL) member[g->root] = false;
+    if (g->kind == BP_PROGRAM_MATMUL || g->kind == BP_PROGRAM_CONV)
+        member[g->root] = false;
     return s;
 }

@@ -30,6 +30,7 @@ typedef struct pc {
     const bp_program *p;  /* the program */
     const braid_graph *g; /* the graph holding the node */
     const bg_node *n;     /* the node computing it */
+    uint32_t id;          /* its id */
     char *err;            /* the message buffer */
     size_t cap;           /* its size */
 } pc;
@@ -51,7 +52,7 @@ static const char *dt(braid_dtype t) {
 
 /* NULL: a number that is no kind (3, the old softmax program) */
 static const char *const kind_names[BP_PROGRAM_KIND_COUNT] = {
-    "elementwise", "reduce", "matmul", NULL, "pool"};
+    "elementwise", "reduce", "matmul", NULL, "pool", "conv"};
 
 static const bg_node *input(const pc *c, uint32_t k) {
     return bg_node_at(c->g, c->n->inputs[k]);
@@ -118,6 +119,8 @@ static bool check_load(const pc *c, uint32_t i, const bp_instr *in) {
                     "%u's %s",
                     i, dt(in->dtype), in->input, dt(x->dtype));
     if (c->p->kind == BP_PROGRAM_MATMUL && i < 2) return true;
+    if (c->p->kind == BP_PROGRAM_CONV && i < bp_program_conv_at(c->p))
+        return true;
     if (!broadcasts(c->p, x)) {
         char a[96], b[96];
         return fail(c,
@@ -158,6 +161,40 @@ static bool check_matmul(const pc *c, uint32_t i, const bp_instr *in) {
                     dt(arg_dtype(c, in, 0)), dt(arg_dtype(c, in, 1)),
                     dt(in->dtype));
     return true;
+}
+
+/* CONV programs start LOAD 0, LOAD 1, [LOAD 2,] CONV. */
+static bool check_conv_head(const pc *c, uint32_t i, const bp_instr *in) {
+    uint32_t at = bp_program_conv_at(c->p);
+    bool ok = i < at ? in->op == BP_INSTR_LOAD && in->input == i
+                     : in->op == BRAID_OP_CONV;
+    return ok || fail(c,
+                      "instruction %u: a conv program starts LOAD 0, LOAD 1, "
+                      "[LOAD 2,] CONV",
+                      i);
+}
+
+static bool check_conv(const pc *c, uint32_t i, const bp_instr *in) {
+    uint32_t at = c->p->kind == BP_PROGRAM_CONV ? bp_program_conv_at(c->p) : 0;
+    if (c->p->kind != BP_PROGRAM_CONV || i != at || in->op != BRAID_OP_CONV)
+        return fail(c,
+                    "instruction %u: a %s outside the head of a conv "
+                    "program",
+                    i, bg_op(in->op)->name);
+    for (uint32_t k = 0; k < at; k++)
+        if (in->arg[k] != k)
+            return fail(c,
+                        "instruction %u: conv operand %u is %u (expected "
+                        "%u)",
+                        i, k, in->arg[k], k);
+    bool ok = in->dtype == BRAID_F32 || in->dtype == BRAID_F64;
+    for (uint32_t k = 0; ok && k < at; k++)
+        ok = arg_dtype(c, in, (int)k) == in->dtype;
+    return ok || fail(c,
+                      "instruction %u: conv of %s, %s into %s (expected "
+                      "one dtype, f32 or f64)",
+                      i, dt(arg_dtype(c, in, 0)), dt(arg_dtype(c, in, 1)),
+                      dt(in->dtype));
 }
 
 static bool check_reduction(const pc *c, uint32_t i, const bp_instr *in) {
@@ -239,7 +276,7 @@ static bool check_pool_instr(const pc *c, uint32_t i, const bp_instr *in) {
 }
 
 static bool check_operands(const pc *c, uint32_t i, const bp_instr *in) {
-    int arity = bg_op(in->op)->arity;
+    int arity = bp_instr_arity(in);
     if (arity < 1 || arity > 3)
         return fail(c, "instruction %u: %s cannot be in a program", i,
                     bg_op(in->op)->name);
@@ -327,6 +364,9 @@ static bool check_instr(const pc *c, uint32_t i) {
     if (c->p->kind == BP_PROGRAM_MATMUL && i < 3 &&
         !check_matmul_head(c, i, in))
         return false;
+    if (c->p->kind == BP_PROGRAM_CONV && i <= bp_program_conv_at(c->p) &&
+        !check_conv_head(c, i, in))
+        return false;
     if (in->op == BP_INSTR_LOAD) return check_load(c, i, in);
     if (in->op == BP_INSTR_CONST) return true;
     if (in->op == BP_INSTR_GATHER) return check_gather(c, i, in);
@@ -336,6 +376,7 @@ static bool check_instr(const pc *c, uint32_t i) {
     if (!check_operands(c, i, in)) return false;
     braid_op_kind kind = bg_op(in->op)->kind;
     if (in->op == BRAID_OP_MATMUL) return check_matmul(c, i, in);
+    if (kind == BRAID_KIND_CONV) return check_conv(c, i, in);
     if (kind == BRAID_KIND_REDUCE) return check_reduction(c, i, in);
     if (kind == BRAID_KIND_WINDOW) return check_pool_instr(c, i, in);
     if (kind != BRAID_KIND_ELEMENTWISE)
@@ -378,9 +419,10 @@ static bool check_attrs(const pc *c) {
     if (want)
         return fail(c, "axes 0x%x; %s programs of rank %u expect %s",
                     (unsigned)p->axes, k, (unsigned)p->rank, want);
-    int spatial = p->kind == BP_PROGRAM_POOL ? p->rank - 2 : 0;
-    if (p->kind == BP_PROGRAM_POOL && (spatial < 1 || spatial > 3))
-        return fail(c, "a pool program of rank %u (3..5)", (unsigned)p->rank);
+    bool windowed = p->kind == BP_PROGRAM_POOL || p->kind == BP_PROGRAM_CONV;
+    int spatial = windowed ? p->rank - 2 : 0;
+    if (windowed && (spatial < 1 || spatial > 3))
+        return fail(c, "a %s program of rank %u (3..5)", k, (unsigned)p->rank);
     for (int q = 0; q < 5; q++)
         for (int i = 0; i < 3; i++) {
             int64_t v = p->window[q][i], lo = q < 3 ? 1 : 0;
@@ -416,6 +458,11 @@ static bool check_header(const pc *c) {
     if (p->kind == BP_PROGRAM_MATMUL && p->ninstr < 3)
         return fail(c,
                     "a matmul program starts LOAD 0, LOAD 1, MATMUL(0, 1); "
+                    "it has %u instructions",
+                    p->ninstr);
+    if (p->kind == BP_PROGRAM_CONV && p->ninstr <= bp_program_conv_at(p))
+        return fail(c,
+                    "a conv program starts LOAD 0, LOAD 1, [LOAD 2,] CONV; "
                     "it has %u instructions",
                     p->ninstr);
     if (c->n->ninputs > BP_PROGRAM_MAX_INSTR)
@@ -517,6 +564,14 @@ static bool check_space(const pc *c) {
     if (p->kind == BP_PROGRAM_MATMUL && !matmul_fits(c))
         return fail(c, "instruction 2: the matmul of inputs 0 and 1 does not "
                        "give the space's matrices");
+    bg_node conv;
+    if (p->kind == BP_PROGRAM_CONV &&
+        !bp_program_conv_node(p, c->g, c->id, &conv))
+        return fail(c,
+                    "instruction %u: the conv of inputs 0, 1%s by the "
+                    "window does not give the space",
+                    bp_program_conv_at(p),
+                    bp_program_conv_at(p) == 3 ? ", 2" : "");
     return true;
 }
 
@@ -528,6 +583,7 @@ bool bp_program_check(const bp_program *p, const braid_graph *g, uint32_t node,
     if (!g || node >= g->nnodes)
         return fail(&c, "node %u is not in the graph", node);
     c.n = bg_node_at(g, node);
+    c.id = node;
     if (!check_header(&c)) return false;
     for (uint32_t i = 0; i < p->ninstr; i++)
         if (!check_instr(&c, i)) return false;
@@ -552,6 +608,38 @@ void bp_program_window(const bp_program *p, const int64_t *out_dims,
         for (int i = 0; i + 2 < p->rank && i < 3; i++)
             bg_window_set_param(&n.attr, q, i, p->window[q][i]);
     bg_window_get(&n, &x, w);
+}
+
+uint32_t bp_program_conv_at(const bp_program *p) {
+    return p->ninstr > 2 && p->instr[2].op == BP_INSTR_LOAD ? 3 : 2;
+}
+
+bool bp_program_conv_node(const bp_program *p, const braid_graph *g,
+                          uint32_t node, bg_node *conv) {
+    if (!p || p->kind != BP_PROGRAM_CONV || !g || node >= g->nnodes ||
+        p->rank < 3 || p->rank > 5)
+        return false;
+    const bg_node *n = bg_node_at(g, node);
+    uint32_t nin = bp_program_conv_at(p);
+    if (n->ninputs < nin) return false;
+    bg_conv_geom want = {.nspatial = p->rank - 2};
+    for (int i = 0; i < want.nspatial; i++) {
+        want.stride[i] = p->window[1][i];
+        want.dil[i] = p->window[2][i];
+        want.pb[i] = p->window[3][i];
+        want.pe[i] = p->window[4][i];
+    }
+    *conv = *n;
+    conv->op = BRAID_OP_CONV;
+    conv->ninputs = nin;
+    conv->rank = p->rank;
+    memcpy(conv->dims, p->dims, sizeof conv->dims);
+    bg_conv_attrs(&want, &conv->attr);
+    bg_conv_geom geo;
+    if (!bg_conv_geom_of(g, conv, &geo) || geo.G != 1) return false;
+    for (int i = 0; i < want.nspatial; i++)
+        if (geo.k[i] != p->window[0][i]) return false;
+    return true;
 }
 
 bool bp_program_has_gather(const bp_program *p) {
@@ -580,6 +668,8 @@ bool bp_program_stores_into(const bp_program *p, const braid_graph *g,
 
 int bp_instr_arity(const bp_instr *in) {
     if (in->op == BP_INSTR_LOAD || in->op == BP_INSTR_CONST) return 0;
+    if (in->op == BRAID_OP_CONV) /* x, w and a bias when there is one */
+        return in->arg[2] != BG_NONE ? 3 : 2;
     if (in->op == BP_INSTR_GATHER || in->op == BP_INSTR_STORE) return 1;
     return (unsigned)in->op < BRAID_OP_COUNT_ ? bg_op(in->op)->arity : 0;
 }

@@ -70,13 +70,17 @@ typedef enum bp_program_kind {
     BP_PROGRAM_MATMUL,          /* out = epilogue(matmul(load, load)) */
     /* 3 was SOFTMAX (softmax is the op BRAID_OP_SOFTMAX now): plan files
        store kinds as numbers, so 3 stays refused */
-    BP_PROGRAM_POOL = 4         /* out = pool(expr over the pool's input
-                                   shape): the prologue evaluated at each
-                                   tap; last instr max_pool / avg_pool */
+    BP_PROGRAM_POOL = 4, /* out = pool(expr over the pool's input
+                            shape): the prologue evaluated at each
+                            tap; last instr max_pool / avg_pool */
+    BP_PROGRAM_CONV = 5  /* out = epilogue(conv(load, load[, load])):
+                            an ungrouped, channels-first conv whose
+                            attributes are `window`; the CPU's
+                            (docs/fusion.md, rule 16) */
 } bp_program_kind;
 
 /* Program kinds there are (the largest kind + 1). */
-#define BP_PROGRAM_KIND_COUNT 5
+#define BP_PROGRAM_KIND_COUNT 6
 
 /* A fused node's expression: instr[ninstr-1] is the result. Loads read the
  * fused node's inputs with NumPy broadcasting against `shape` (the output
@@ -94,11 +98,23 @@ typedef struct bp_program {
                                      BRAID_TRANSPOSE_A|B; POOL: BG_POOL_*
                                      (graph/window.h); 0 for the other
                                      kinds */
-    int64_t window[5][3];         /* POOL: parameter p (kernel, stride,
-                                     dilation, pad_lo, pad_hi) of spatial
-                                     axis i < rank - 2, as the pool node
-                                     had them; all 0 otherwise */
+    int64_t window[5][3];         /* POOL, CONV: parameter p (kernel,
+                                     stride, dilation, pad_lo, pad_hi) of
+                                     spatial axis i < rank - 2, as the pool
+                                     or conv node had them; all 0
+                                     otherwise */
 } bp_program;
+
+/* Where a CONV program's conv instruction is: 2 (LOAD x, LOAD w, CONV), or
+ * 3 with a bias (LOAD x, LOAD w, LOAD b, CONV). */
+uint32_t bp_program_conv_at(const bp_program *p);
+
+/* The conv a CONV program p of fused node `node` of g computes, as a conv
+ * node (*conv: the fused node with op conv, its first two or three inputs,
+ * the space's shape and the attributes of p->window). False when p is not
+ * a CONV program or that conv is malformed (bp_program_check says why). */
+bool bp_program_conv_node(const bp_program *p, const braid_graph *g,
+                          uint32_t node, bg_node *conv);
 
 /* Whether p is a program node `node` of g may compute: every rule of
  * docs/fusion.md ("Programs") — structure and sizes, each instruction's op,
@@ -135,7 +151,8 @@ bool bp_program_stores_into(const bp_program *p, const braid_graph *g,
                             uint32_t node, uint32_t var);
 
 /* Operands an instruction reads: 0 for LOAD and CONST, 1 for GATHER and
- * STORE, the op's arity otherwise. */
+ * STORE, 2 or 3 for CONV (3 when arg[2] is set: the bias), the op's arity
+ * otherwise. */
 int bp_instr_arity(const bp_instr *in);
 
 #endif /* BRAID_PASSES_PROGRAM_H */

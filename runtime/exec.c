@@ -95,9 +95,9 @@ static braid_status check_nodes(braid_exec *e) {
                                         "no program",
                                         id);
         if (s == BRAID_OK && n->op == BRAID_OP_FUSED)
-            br_fused_scratch(p->res.graph, id,
-                             &p->res.programs[p->res.info[id].program],
-                             &e->scratch_bytes);
+            s = br_fused_scratch(p->res.graph, id,
+                                 &p->res.programs[p->res.info[id].program],
+                                 &e->scratch_bytes);
         if (s != BRAID_OK) return s;
         if (n->ninputs > e->max_inputs) e->max_inputs = n->ninputs;
     }

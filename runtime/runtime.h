@@ -102,10 +102,11 @@ braid_status br_fused_check(const braid_graph *g, uint32_t id,
                             const bp_program *program);
 
 /* After br_fused_check: adds what the program needs beyond what
- * br_cpu_prepare asked for (a POOL program's batch of prologue values) to
- * *scratch (max). */
-void br_fused_scratch(const braid_graph *g, uint32_t id,
-                      const bp_program *program, size_t *scratch);
+ * br_cpu_prepare asked for (a POOL program's batch of prologue values, a
+ * CONV program's conv's scratch) to *scratch (max); a CONV program's conv
+ * the CPU cannot run is an error, as the conv node's would be. */
+braid_status br_fused_scratch(const braid_graph *g, uint32_t id,
+                              const bp_program *program, size_t *scratch);
 
 /* ---- executors -------------------------------------------------------------- */
 

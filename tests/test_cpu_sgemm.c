@@ -8,14 +8,14 @@
  * against a double-precision sum, with the f32 error bound of a K-term dot
  * product, and bit for bit the same on 1 and 3 threads and with A packed
  * in row tiles (br_sgemm_run_pa, alone or as a batch of products), and with a
- * row bias added as rows are stored the bits of adding it after
- * (br_sgemm_run_ep, streamed or not). Through the executor: a Linear layer's
- * matmul (plain, fused with its bias and GELU, batched A against one B, B
- * transposed) with constant weights takes the packed path (the executor holds
- * the derived panels), matches the reference evaluator on fresh random inputs,
- * and gives the same bits as the same graph with the weights bound as an input
- * (packed per run). On a CPU without AVX-512F the GEMM is off (OpenBLAS does
- * every product) and these tests say so. */
+ * bias, a residual add and a relu applied as rows are stored the bits of
+ * applying them after (br_sgemm_run_ep, streamed or not). Through the executor:
+ * a Linear layer's matmul (plain, fused with its bias and GELU, batched A
+ * against one B, B transposed) with constant weights takes the packed path (the
+ * executor holds the derived panels), matches the reference evaluator on fresh
+ * random inputs, and gives the same bits as the same graph with the weights
+ * bound as an input (packed per run). On a CPU without AVX-512F the GEMM is off
+ * (OpenBLAS does every product) and these tests say so. */
 #include <criterion/criterion.h>
 
 #include <math.h>
@@ -101,22 +101,41 @@ static void check_shape(const shape *s, uint64_t seed, br_pool *three) {
     free(Ab);
     free(Cb);
     free(Ap);
-    /* a row bias added as rows are stored (br_sgemm_run_ep, the
-     * convolutions' bias): the bits of adding it to C1 afterwards */
+    /* the epilogue as rows are stored (br_sgemm_run_ep, the convolutions'
+     * bias, residual add and relu, streamed or not): the bits of doing
+     * each after the product */
     float *bias = random_floats((size_t)s->M, seed + 2);
-    for (size_t i = 0; i < (size_t)s->M * ldc; i++)
-        C3[i] = 7.0f;
-    br_sgemm_ep ep = {bias, seed % 2 == 0};
-    br_sgemm_run_ep(three, s->M, A, lda, P, C3, ldc, &ep);
-    for (int i = 0; i < s->M; i++)
-        for (int j = 0; j < ldc; j++) {
-            float want = C1[(size_t)i * ldc + j] + (j < s->N ? bias[i] : 0.0f);
-            cr_assert(memcmp(&want, &C3[(size_t)i * ldc + j], sizeof want) == 0,
-                      "M=%d N=%d K=%d: C[%d][%d] with its row bias is %.9g, "
-                      "want %.9g",
-                      s->M, s->N, s->K, i, j, C3[(size_t)i * ldc + j], want);
-        }
+    float *R = random_floats((size_t)s->M * ldc, seed + 3);
+    for (int v = 0; v < 3; v++) {
+        for (size_t i = 0; i < (size_t)s->M * ldc; i++)
+            C3[i] = 7.0f;
+        br_sgemm_ep ep = {.bias = v != 1 ? bias : NULL,
+                          .res = v != 0 ? R : NULL,
+                          .ldr = (size_t)ldc,
+                          .res_first = v == 2,
+                          .relu = v != 0,
+                          .stream = seed % 2 == 0};
+        br_sgemm_run_ep(three, s->M, A, lda, P, C3, ldc, &ep);
+        for (int i = 0; i < s->M; i++)
+            for (int j = 0; j < ldc; j++) {
+                size_t at = (size_t)i * ldc + j;
+                float want = C1[at];
+                if (j < s->N) {
+                    if (ep.bias) want = want + bias[i];
+                    if (ep.res)
+                        want = ep.res_first ? R[at] + want : want + R[at];
+                    if (ep.relu) want = want < 0 ? 0.0f : want;
+                } else {
+                    want = 7.0f;
+                }
+                cr_assert(memcmp(&want, &C3[at], sizeof want) == 0,
+                          "M=%d N=%d K=%d: epilogue %d: C[%d][%d] = %.9g, "
+                          "want %.9g",
+                          s->M, s->N, s->K, v, i, j, C3[at], want);
+            }
+    }
     free(bias);
+    free(R);
     for (int i = 0; i < s->M; i++) {
         for (int j = 0; j < ldc; j++) {
             float got = C1[(size_t)i * ldc + j];

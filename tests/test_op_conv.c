@@ -681,6 +681,215 @@ Test(op_conv, epilogue_fuses_after_the_conv) {
     }
 }
 
+/* ---- CPU conv epilogues (docs/fusion.md, rule 16) -------------------------
+ */
+
+/* Epilogues after a conv: 0 relu, 1 add(conv, r), 2 relu(add(r, conv)),
+ * 3 relu(add(conv, r)). */
+static braid_tensor with_epilogue(braid_graph *g, braid_tensor y, int e,
+                                  const bg_node *shape) {
+    if (e == 0) return braid_relu(g, y);
+    braid_tensor r = braid_input(g, "r", BRAID_F32, shape->rank, shape->dims);
+    braid_tensor s = e == 2 ? braid_add(g, r, y) : braid_add(g, y, r);
+    return e == 1 ? s : braid_relu(g, s);
+}
+
+/* Ops of p's graph: fused CONV programs, and conv, add, relu nodes. */
+static void count_conv_plan(const braid_plan *p, int *programs, int *rest) {
+    *programs = *rest = 0;
+    for (uint32_t id = 0; id < p->res.graph->nnodes; id++) {
+        const bg_node *n = &p->res.graph->nodes[id];
+        if (n->op == BRAID_OP_FUSED &&
+            p->res.programs[p->res.info[id].program].kind == BP_PROGRAM_CONV)
+            (*programs)++;
+        *rest += n->op == BRAID_OP_CONV || n->op == BRAID_OP_ADD ||
+                 n->op == BRAID_OP_RELU;
+    }
+}
+
+/* A CPU f32 conv followed by relu, a residual add (either operand order)
+ * or both becomes one fused CONV node, whose kernels apply the epilogue
+ * as they store each output: Winograd (3×3), im2col blocks inside images
+ * and across them (the scatter applies it), a 1×1 conv on its item path
+ * (a pass after), stride 3 (scalar pieces). Against the reference, and
+ * the same bits as the unfused plan (fuse pass off) and on 1 and 3
+ * threads; a plan file round trip runs it the same. */
+Test(op_conv, cpu_epilogue_fuses_into_the_conv, .timeout = 120) {
+    ts_conv_case cases[5] = {
+        {.s = 2,
+         .N = 2,
+         .G = 1,
+         .Cg = 17,
+         .OCg = 20,
+         .in = {13, 11, 1},
+         .k = {3, 3, 1},
+         .bias = true,
+         .p = {.pads = {1, 1, 1, 1}}},
+        {.s = 2,
+         .N = 2,
+         .G = 1,
+         .Cg = 5,
+         .OCg = 13,
+         .in = {41, 39, 1},
+         .k = {3, 3, 1},
+         .bias = true,
+         .p = {.strides = {2, 2}, .pads = {1, 1, 0, 1}}},
+        {.s = 2,
+         .N = 5,
+         .G = 1,
+         .Cg = 6,
+         .OCg = 9,
+         .in = {9, 10, 1},
+         .k = {3, 3, 1},
+         .bias = false,
+         .p = {.strides = {2, 1}, .pads = {1, 1, 1, 1}}},
+        {.s = 2,
+         .N = 3,
+         .G = 1,
+         .Cg = 7,
+         .OCg = 5,
+         .in = {6, 7, 1},
+         .k = {1, 1, 1},
+         .bias = true},
+        {.s = 2,
+         .N = 2,
+         .G = 1,
+         .Cg = 4,
+         .OCg = 6,
+         .in = {31, 29, 1},
+         .k = {5, 5, 1},
+         .bias = true,
+         .p = {.strides = {3, 3}, .pads = {2, 2, 2, 2}}},
+    };
+    for (int t = 0; t < 5; t++)
+        for (int e = 0; e < 4; e++) {
+            ts_conv_case c = cases[t];
+            braid_graph *g = braid_graph_new(NULL);
+            int64_t xd[4] = {c.N, c.Cg, c.in[0], c.in[1]};
+            int64_t wd[4] = {c.OCg, c.Cg, c.k[0], c.k[1]}, oc = c.OCg;
+            braid_tensor x = braid_input(g, "x", BRAID_F32, 4, xd);
+            braid_tensor w = braid_input(g, "w", BRAID_F32, 4, wd);
+            braid_tensor b =
+                c.bias ? braid_input(g, "b", BRAID_F32, 1, &oc) : BRAID_NONE;
+            braid_tensor conv = braid_conv(g, x, w, b, &c.p);
+            cr_assert(braid_tensor_valid(conv), "%s", braid_graph_error(g));
+            bg_node cv = *bg_node_at(g, conv.id);
+            braid_output(g, "y", with_epilogue(g, conv, e, &cv));
+            char buf[400], what[480];
+            snprintf(what, sizeof what, "%s, epilogue %d",
+                     ts_conv_case_str(&c, buf, sizeof buf), e);
+            braid_plan *p = pf_compile(g, "cpu");
+            int programs, rest;
+            count_conv_plan(p, &programs, &rest);
+            cr_assert_eq(programs, 1, "%s: one fused conv", what);
+            cr_assert_eq(rest, 0, "%s: no conv, add or relu left", what);
+            /* unfused: the same bits */
+            braid_compile_options o;
+            braid_compile_options_init(&o);
+            o.devices = "cpu";
+            o.num_threads = 2;
+            o.disable_passes = BRAID_PASS_FUSE;
+            braid_plan *u = NULL;
+            cr_assert_eq(braid_compile(g, &o, &u), BRAID_OK, "%s",
+                         braid_last_error());
+            size_t size;
+            unsigned char *file = pf_save(p, &size);
+            braid_plan *l = pf_load(file, size);
+            ts_io *io[3];
+            const braid_plan *plans[3] = {p, u, l};
+            for (int k = 0; k < 3; k++) {
+                io[k] = ts_io_new(g, 700 + (uint64_t)t);
+                cr_assert_eq(pf_run(plans[k], io[k], false, 0), BRAID_OK,
+                             "%s: %s", what, braid_last_error());
+            }
+            cr_assert(pf_same_outputs(io[0], io[1]),
+                      "%s: fused and unfused differ", what);
+            cr_assert(pf_same_outputs(io[0], io[2]),
+                      "%s: differs after a plan file round trip", what);
+            for (int k = 0; k < 3; k++)
+                ts_io_free(io[k]);
+            free(file);
+            braid_plan_free(l);
+            braid_plan_free(u);
+            braid_plan_free(p);
+            check_run(g, "cpu", 710 + (uint64_t)t, what);
+            same_bits_on_1_and_3_threads(g, 720 + (uint64_t)t, what);
+            braid_graph_free(g);
+        }
+}
+
+/* What stays unfused: a conv whose result is also an output, a residual
+ * that broadcasts, a grouped conv, and a GPU conv (rule 15's instead). */
+Test(op_conv, cpu_epilogue_what_stays) {
+    for (int t = 0; t < 3; t++) {
+        braid_graph *g = braid_graph_new(NULL);
+        braid_tensor x = braid_input(g, "x", BRAID_F32, 4, DIMS(2, 4, 9, 9));
+        braid_tensor w = braid_input(
+            g, "w", BRAID_F32, 4, t == 2 ? DIMS(6, 2, 3, 3) : DIMS(6, 4, 3, 3));
+        braid_conv_params cp = {.pads = {1, 1, 1, 1}, .groups = t == 2 ? 2 : 1};
+        braid_tensor y = braid_conv(g, x, w, BRAID_NONE, &cp);
+        if (t == 0) braid_output(g, "conv", y);
+        braid_tensor r = braid_input(
+            g, "r", BRAID_F32, 4, t == 1 ? DIMS(1, 6, 9, 9) : DIMS(2, 6, 9, 9));
+        braid_output(g, "y", braid_relu(g, braid_add(g, y, r)));
+        braid_plan *p = pf_compile(g, "cpu");
+        int programs, rest;
+        count_conv_plan(p, &programs, &rest);
+        cr_assert_eq(programs, 0, "case %d: nothing fuses into the conv", t);
+        braid_plan_free(p);
+        check_run(g, "cpu", 40 + (uint64_t)t, "unfused epilogue");
+        braid_graph_free(g);
+    }
+}
+
+/* The program checker refuses a CONV program whose conv does not match:
+ * its stride changed (the space no longer follows), the conv moved out of
+ * the head, an epilogue load that is not the space's shape. */
+Test(op_conv, cpu_epilogue_program_checked) {
+    braid_graph *g = braid_graph_new(NULL);
+    braid_tensor x = braid_input(g, "x", BRAID_F32, 4, DIMS(2, 4, 9, 9));
+    braid_tensor w = braid_input(g, "w", BRAID_F32, 4, DIMS(6, 4, 3, 3));
+    braid_tensor b = braid_input(g, "b", BRAID_F32, 1, DIMS(6));
+    braid_conv_params cp = {.pads = {1, 1, 1, 1}};
+    braid_tensor y = braid_conv(g, x, w, b, &cp);
+    braid_tensor r = braid_input(g, "r", BRAID_F32, 4, DIMS(2, 6, 9, 9));
+    braid_output(g, "y", braid_relu(g, braid_add(g, y, r)));
+    braid_plan *p = pf_compile(g, "cpu");
+    uint32_t id = BG_NONE;
+    for (uint32_t i = 0; i < p->res.graph->nnodes; i++)
+        if (p->res.graph->nodes[i].op == BRAID_OP_FUSED) id = i;
+    cr_assert_neq(id, BG_NONE);
+    const bp_program *pr = &p->res.programs[p->res.info[id].program];
+    cr_assert_eq(pr->kind, BP_PROGRAM_CONV);
+    cr_assert_eq(bp_program_conv_at(pr), 3, "x, w, b, then the conv");
+    char err[256];
+    cr_assert(bp_program_check(pr, p->res.graph, id, err, sizeof err), "%s",
+              err);
+    bp_instr ins[16];
+    cr_assert_leq(pr->ninstr, 16);
+    bp_program m = *pr;
+    m.instr = ins;
+    memcpy(ins, pr->instr, pr->ninstr * sizeof *ins);
+    m.window[1][0] = 2; /* stride 2: a 5-row output, not 9 */
+    cr_assert(!bp_program_check(&m, p->res.graph, id, err, sizeof err));
+    cr_assert(strstr(err, "does not give the space"), "%s", err);
+    m = *pr;
+    m.instr = ins;
+    ins[3].op = BRAID_OP_RELU; /* the head's conv gone */
+    cr_assert(!bp_program_check(&m, p->res.graph, id, err, sizeof err));
+    cr_assert(strstr(err, "a conv program starts"), "%s", err);
+    memcpy(ins, pr->instr, pr->ninstr * sizeof *ins);
+    ins[5] = ins[3]; /* a conv in the epilogue */
+    ins[5].arg[0] = 0, ins[5].arg[1] = 1, ins[5].arg[2] = 2;
+    cr_assert(!bp_program_check(&m, p->res.graph, id, err, sizeof err));
+    cr_assert(strstr(err, "outside the head"), "%s", err);
+    memcpy(ins, pr->instr, pr->ninstr * sizeof *ins);
+    m.window[0][1] = 5; /* a kernel the weights do not have */
+    cr_assert(!bp_program_check(&m, p->res.graph, id, err, sizeof err));
+    braid_plan_free(p);
+    braid_graph_free(g);
+}
+
 /* f16 convolutions have no CPU kernel: executor creation says so. */
 Test(op_conv, cpu_f16_refused) {
     ts_conv_case c = {.s = 1,

@@ -92,6 +92,10 @@ static void convs(const braid_plan *p, uint32_t *all, uint32_t *last) {
     *all = *last = 0;
     for (uint32_t id = 0; id < p->res.graph->nnodes; id++) {
         const bg_node *n = &p->res.graph->nodes[id];
+        /* a cpu conv with its epilogue (a CONV program) is channels first */
+        if (n->op == BRAID_OP_FUSED &&
+            p->res.programs[p->res.info[id].program].kind == BP_PROGRAM_CONV)
+            (*all)++;
         if (n->op != BRAID_OP_CONV) continue;
         (*all)++;
         *last += (n->attr.flags & BG_CONV_CHANNELS_LAST) != 0;

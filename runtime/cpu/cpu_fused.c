@@ -55,7 +55,8 @@ static void init_space(br_fz *z, const br_kernel_args *a, const int *perm) {
         z->dims[i] = p->dims[perm ? perm[i] : i];
         z->numel *= z->dims[i];
     }
-    z->ninputs = n->ninputs + (p->kind == BP_PROGRAM_MATMUL);
+    bool head = p->kind == BP_PROGRAM_MATMUL || p->kind == BP_PROGRAM_CONV;
+    z->ninputs = n->ninputs + head;
     for (uint32_t k = 0; k < n->ninputs; k++) {
         const bg_node *x = bg_node_at(a->g, n->inputs[k]);
         br_fz_input *in = &z->in[k];
@@ -64,7 +65,7 @@ static void init_space(br_fz *z, const br_kernel_args *a, const int *perm) {
         in->t = x->dtype;
         if (x->rank <= p->rank) broadcast_strides(x, p, perm, in->st);
     }
-    if (p->kind == BP_PROGRAM_MATMUL) { /* the matmul result, in a->out */
+    if (head) { /* the matmul's or the conv's result, in a->out */
         br_fz_input *in = &z->in[n->ninputs];
         memset(in, 0, sizeof *in);
         in->base = a->out;
@@ -76,12 +77,14 @@ static void init_space(br_fz *z, const br_kernel_args *a, const int *perm) {
     }
 }
 
-/* The input a LOAD (or a MATMUL program's MATMUL) instruction reads, or
+/* The input a LOAD (or a MATMUL program's MATMUL, a CONV program's CONV)
+ * instruction reads, or
  * NULL for computing instructions. */
 static const br_fz_input *load_input(const br_fz *z, uint32_t i) {
     const bp_instr *in = &z->prog->instr[i];
     if (in->op == BP_INSTR_LOAD) return &z->in[in->input];
-    if (in->op == BRAID_OP_MATMUL) return &z->in[z->ninputs - 1];
+    if (in->op == BRAID_OP_MATMUL || in->op == BRAID_OP_CONV)
+        return &z->in[z->ninputs - 1];
     return NULL;
 }
 
@@ -131,6 +134,7 @@ static bool rounds(const bp_instr *in) {
     braid_op op = in->op;
     return op != BP_INSTR_LOAD && op != BP_INSTR_CONST && op != BRAID_OP_CAST &&
            op != BRAID_OP_WHERE && op != BRAID_OP_MATMUL &&
+           op != BRAID_OP_CONV &&
            op != BP_INSTR_GATHER; /* data values: already of the dtype */
 }
 
@@ -386,6 +390,62 @@ static void run_matmul(const br_kernel_args *a) {
     run_output_tiles(a, z);
 }
 
+/* A CONV program's epilogue when the conv kernels apply it as they store
+ * (br_conv_ep): relu, add(conv, r) or add(r, conv) of an f32 input r of
+ * the space's shape, or that add then relu. False for any other. */
+static bool conv_epilogue(const br_kernel_args *a, uint32_t at,
+                          br_conv_ep *ep) {
+    const bp_program *p = a->program;
+    const bp_instr *in = p->instr;
+    uint32_t i = at + 1, v = at; /* the next instruction, the value so far */
+    memset(ep, 0, sizeof *ep);
+    if (in[at].dtype != BRAID_F32) return false;
+    if (i + 1 < p->ninstr && in[i].op == BP_INSTR_LOAD &&
+        in[i + 1].op == BRAID_OP_ADD && in[i + 1].dtype == BRAID_F32) {
+        const bp_instr *ld = &in[i], *add = &in[i + 1];
+        const bg_node *r = bg_node_at(a->g, a->node->inputs[ld->input]);
+        bool first = add->arg[0] == i && add->arg[1] == at;
+        if (!(first || (add->arg[0] == at && add->arg[1] == i)) ||
+            r->dtype != BRAID_F32 || r->rank != p->rank ||
+            memcmp(r->dims, p->dims, (size_t)p->rank * sizeof *p->dims))
+            return false;
+        ep->res = a->in[ld->input];
+        ep->res_first = first;
+        v = i + 1;
+        i += 2;
+    }
+    if (i < p->ninstr && in[i].op == BRAID_OP_RELU && in[i].arg[0] == v &&
+        in[i].dtype == BRAID_F32) {
+        ep->relu = true;
+        v = i++;
+    }
+    return i == p->ninstr && v + 1 == p->ninstr;
+}
+
+/* A CONV program: its conv by the conv kernels (bp_program_conv_node) into
+ * the output, the epilogue applied as they store when it is one they
+ * take (conv_epilogue); any other epilogue in place after, tile by tile,
+ * as a MATMUL program's. */
+static void run_conv(const br_kernel_args *a) {
+    const bp_program *p = a->program;
+    bg_node cv;
+    if (!bp_program_conv_node(p, a->g, a->id, &cv)) return; /* checked */
+    br_kernel_args b = *a;
+    b.node = &cv;
+    b.program = NULL;
+    uint32_t at = bp_program_conv_at(p);
+    br_conv_ep ep;
+    if (conv_epilogue(a, at, &ep)) {
+        br_conv_run_ep(&b, &ep);
+        return;
+    }
+    br_conv_run(&b);
+    if (bg_numel(a->node) == 0 || p->ninstr <= at + 1) return;
+    br_fz *z = a->scratch; /* the conv is done with the scratch */
+    br_fz_setup(z, a, at, p->ninstr - 1, NULL, BR_FZ_TILE_MAX);
+    run_output_tiles(a, z);
+}
+
 /* ---- entry points
  * ------------------------------------------------------------ */
 
@@ -404,6 +464,9 @@ void br_fused_run(const br_kernel_args *a) {
         return;
     case BP_PROGRAM_POOL:
         br_fz_run_pool(a);
+        return;
+    case BP_PROGRAM_CONV:
+        run_conv(a);
         return;
     }
 }
@@ -469,9 +532,19 @@ braid_status br_fused_check(const braid_graph *g, uint32_t id,
                              (unsigned)id, why);
 }
 
-void br_fused_scratch(const braid_graph *g, uint32_t id,
-                      const bp_program *program, size_t *scratch) {
-    if (!program || program->kind != BP_PROGRAM_POOL) return;
+braid_status br_fused_scratch(const braid_graph *g, uint32_t id,
+                              const bp_program *program, size_t *scratch) {
+    if (program && program->kind == BP_PROGRAM_CONV) {
+        bg_node cv; /* br_fused_check accepted it */
+        if (!bp_program_conv_node(program, g, id, &cv))
+            return bg_set_last_error(BRAID_ERR_INTERNAL,
+                                     "braid_exec_new: fused node %u: its "
+                                     "conv is malformed",
+                                     (unsigned)id);
+        return br_conv_prepare_node(g, &cv, id, scratch);
+    }
+    if (!program || program->kind != BP_PROGRAM_POOL) return BRAID_OK;
     size_t need = br_fz_pool_scratch(program, bg_node_at(g, id));
     if (need > *scratch) *scratch = need;
+    return BRAID_OK;
 }

@@ -16,6 +16,10 @@ void *br_cpu_derive(const braid_graph *g, uint32_t id, const void *const *in,
         return br_matmul_derive(g, n, n->attr.flags, in, pool);
     if (program && program->kind == BP_PROGRAM_MATMUL)
         return br_matmul_derive(g, n, program->flags, in, pool);
+    bg_node cv; /* a CONV program's conv: its inputs are the node's first */
+    if (program && program->kind == BP_PROGRAM_CONV &&
+        bp_program_conv_node(program, g, id, &cv))
+        return br_conv_derive_node(g, &cv, in, pool);
     return NULL;
 }
 

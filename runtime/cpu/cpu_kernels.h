@@ -74,15 +74,21 @@ void br_sgemm_pack_into(const float *B, int K, int ldb, bool tb, int n0,
                         br_sgemm_packed *view);
 void br_sgemm_run(br_pool *pool, int M, const float *A, int lda,
                   const br_sgemm_packed *B, float *C, int ldc);
-/* br_sgemm_run with what happens as C's rows are stored: bias (NULL: none)
- * bias[i] added to each element of row i (the same bits as adding it
- * after the product); stream, C's whole aligned rows of a product with
- * K ≤ 384 written with streaming stores (no read for ownership of C's
- * lines, which then are not in the caches: for a large C that no one reads
- * soon, a convolution's output across many images; a store fence ends the
- * call). */
+/* br_sgemm_run with what happens as C's rows are stored, in this order:
+ * bias (NULL: none) bias[i] added to each element of row i; res (NULL:
+ * none) the element of res [M, N] (row stride ldr) at the same place
+ * added (res + c when res_first, else c + res); relu, x < 0 ? 0 : x (NaN
+ * and -0.0 kept) — the bits of doing each after the product, in that order;
+ * stream, C's whole aligned rows of a product with K ≤ 384 written with
+ * streaming stores (no read for ownership of C's lines, which then are not
+ * in the caches: for a large C that no one reads soon, a convolution's
+ * output across many images; a store fence ends the call). */
 typedef struct br_sgemm_ep {
     const float *bias;
+    const float *res;
+    size_t ldr;
+    bool res_first;
+    bool relu;
     bool stream;
 } br_sgemm_ep;
 void br_sgemm_run_ep(br_pool *pool, int M, const float *A, int lda,
@@ -210,29 +216,47 @@ void br_shape_run(const br_kernel_args *a);
 void br_source_run(const br_kernel_args *a);
 braid_status br_index_prepare(const braid_graph *g, uint32_t id);
 void br_index_run(const br_kernel_args *a); /* gather, scatter */
-/* conv ops (cpu_kernels_conv.c) */
+/* conv ops (cpu_kernels_conv.c). The _node forms take the conv node
+ * itself (a fused CONV program's conv, bp_program_conv_node), id naming
+ * the node in messages. */
 braid_status br_conv_prepare(const braid_graph *g, uint32_t id,
                              size_t *scratch);
+braid_status br_conv_prepare_node(const braid_graph *g, const bg_node *n,
+                                  uint32_t id, size_t *scratch);
 void br_conv_run(const br_kernel_args *a);
+/* A f32 conv's epilogue (a fused CONV program's, docs/fusion.md rule 16),
+ * applied to each output element y after its bias, as the conv stores it:
+ * res (NULL: none) the element of res (the output's shape) at the same
+ * place added (res + y when res_first, else y + res), then relu when set
+ * (x < 0 ? 0 : x) — the bits of the unfused add and relu. */
+typedef struct br_conv_ep {
+    const float *res;
+    bool res_first;
+    bool relu;
+} br_conv_ep;
+void br_conv_run_ep(const br_kernel_args *a, const br_conv_ep *ep);
 /* br_cpu_derive for a conv node: the Winograd filter transform of its
  * weights when they are constant and the conv runs as Winograd. */
 void *br_conv_derive(const braid_graph *g, uint32_t id, const void *const *in,
                      br_pool *pool);
+void *br_conv_derive_node(const braid_graph *g, const bg_node *n,
+                          const void *const *in, br_pool *pool);
 /* 3×3 stride-1 f32 convolutions as Winograd F(2×2, 3×3)
  * (cpu_kernels_winograd.c): whether conv c of dtype t runs that way, the
  * scratch it needs for up to `threads` threads taking whole chunks at once,
  * the filter transform of weights w alone (malloc'd, NULL when memory is
  * short; the caller frees it), and the run (x, w, bias (or NULL), y as the
- * conv node's operands; U: w's filter transform made before, or NULL to
- * make it in the scratch; the scratch of scratch_bytes: as many threads
- * take whole chunks as it has room for, and any size from
+ * conv node's operands, ep its epilogue or NULL; U: w's filter transform made
+ * before, or NULL to make it in the scratch; the scratch of scratch_bytes: as
+ * many threads take whole chunks as it has room for, and any size from
  * br_winograd_scratch(c, 1) up works). */
 bool br_winograd_applies(const bg_conv_geom *c, braid_dtype t);
 size_t br_winograd_scratch(const bg_conv_geom *c, int threads);
 float *br_winograd_filter(const bg_conv_geom *c, br_pool *pool, const float *w);
 void br_winograd_run(const bg_conv_geom *c, br_pool *pool, const float *x,
                      const float *w, const float *U, const float *bias,
-                     float *y, void *scratch, size_t scratch_bytes);
+                     const br_conv_ep *ep, float *y, void *scratch,
+                     size_t scratch_bytes);
 /* argmax, argmin, topk_*, cumsum (cpu_kernels_axis.c) */
 braid_status br_axis_prepare(const braid_graph *g, uint32_t id,
                              size_t *scratch);

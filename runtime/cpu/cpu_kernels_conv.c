@@ -73,6 +73,7 @@ typedef struct conv_ctx {
     size_t col_bytes;            /* one item's col buffer (0 when direct) */
     bool own;          /* f32 products through br_sgemm_run (cpu_sgemm.c) */
     bool stream;       /* own: the output written with streaming stores */
+    br_conv_ep ep;     /* f32: the epilogue (all 0: none) */
     size_t pack_bytes; /* own: one item's packed col (in blocks of columns) */
     const char *x, *w, *bias;
     char *y;
@@ -401,6 +402,33 @@ static void add_bias(const conv_ctx *x, char *y, int64_t g, int64_t c0,
     }
 }
 
+/* The epilogue (x->ep) on `rows` rows of n output values at y (f32, row
+ * stride ldy elements), whose residuals sit at the same place of ep.res. */
+static void ep_rows(const conv_ctx *x, float *y, int64_t ldy, int64_t rows,
+                    int64_t n) {
+    const br_conv_ep *e = &x->ep;
+    const float *res = e->res ? e->res + (y - (float *)x->y) : NULL;
+    for (int64_t r = 0; r < rows; r++) {
+        float *v = y + r * ldy;
+        const float *q = res ? res + r * ldy : NULL;
+        for (int64_t i = 0; q && i < n; i++)
+            v[i] = e->res_first ? q[i] + v[i] : v[i] + q[i];
+        for (int64_t i = 0; e->relu && i < n; i++)
+            v[i] = v[i] < 0 ? 0.0f : v[i];
+    }
+}
+
+static bool has_ep(const conv_ctx *x) {
+    return x->ep.res || x->ep.relu;
+}
+
+/* The epilogue over the whole output, when no kernel applied it as it
+ * stored (items and split items). */
+static void ep_range(void *ctx, int64_t b, int64_t e) {
+    const conv_ctx *x = ctx;
+    ep_rows(x, (float *)x->y + b, 0, 1, e - b);
+}
+
 /* ---- one item: (image b, group g)
  * -------------------------------------------- */
 
@@ -651,12 +679,18 @@ static void run_block(const conv_ctx *x, int64_t t, char *slot) {
         zero_pad_columns(x, (float *)slot, panels, ncols);
         br_sgemm_packed v = {(int)x->K, (int)ncols, panels,
                              (const float *)slot};
-        br_sgemm_ep ep = {bias, inside && x->stream};
+        br_sgemm_ep ep = {.bias = bias, .stream = inside && x->stream};
+        if (inside && x->ep.res)
+            ep.res = x->ep.res + ((float *)y - (float *)x->y);
+        ep.ldr = (size_t)ldy;
+        ep.res_first = x->ep.res_first;
+        ep.relu = inside && x->ep.relu;
         br_sgemm_run_ep(NULL, (int)x->M, (const float *)w, (int)x->K, &v,
                         (float *)y, (int)ldy, &ep);
     } else {
         product(x, NULL, w, slot, ncols, ncols, y, ldy, NULL, 0);
         if (x->bias) add_bias(x, y, g, 0, x->OCg, ldy, ncols);
+        if (inside && has_ep(x)) ep_rows(x, (float *)y, ldy, x->OCg, ncols);
     }
     if (inside) return;
     for (int64_t n = n0; n < n1;) { /* scatter to each image's rows */
@@ -668,6 +702,7 @@ static void run_block(const conv_ctx *x, int64_t t, char *slot) {
             memcpy(yi + (size_t)(oc * x->ov) * x->esz,
                    src + (size_t)(oc * ncols) * x->esz,
                    (size_t)(q1 - q0) * x->esz);
+        if (has_ep(x)) ep_rows(x, (float *)yi, x->ov, x->OCg, q1 - q0);
         n += q1 - q0;
     }
 }
@@ -765,53 +800,72 @@ static void run_channels_last(const br_kernel_args *a, const bg_conv_geom *c) {
 }
 
 void br_conv_run(const br_kernel_args *a) {
+    br_conv_run_ep(a, NULL);
+}
+
+/* The conv of x (set up from a) into the output; true when its epilogue
+ * (x->ep) was applied as the output was stored: Winograd's output
+ * transform, and blocks (their products' stores, or right after each
+ * block's product); the item paths leave it to br_conv_run_ep. */
+static bool conv_compute(conv_ctx *x, const br_kernel_args *a) {
+    int64_t items = x->c.N * x->c.G;
+    if (items == 0 || x->M == 0 || x->N == 0) return true;
+    if (br_winograd_applies(&x->c, a->node->dtype)) {
+        br_winograd_run(&x->c, a->pool, (const float *)x->x,
+                        (const float *)x->w, a->derived, (const float *)x->bias,
+                        &x->ep, (float *)x->y, x->scratch, a->scratch_bytes);
+        return true;
+    }
+    if (x->K == 0) { /* no input channels: the bias alone (BLAS takes no K=0) */
+        memset(x->y, 0, bg_nbytes(a->node));
+        for (int64_t i = 0; x->bias && i < items; i++)
+            add_bias(x, y_of(x, i), i % x->c.G, 0, x->OCg, x->ov, x->ov);
+        return false;
+    }
+    if (blocked(x)) { /* waves of blocks, one per slot */
+        set_blocks(x);
+        int64_t tasks = x->c.G * x->nblk;
+        x->slots = (int64_t)(a->scratch_bytes / slot_bytes(x));
+        if (x->slots > tasks) x->slots = tasks;
+        if (x->slots < 1) return true; /* br_conv_prepare sized it: never */
+        br_waves(a->pool, tasks, x->slots, block_in_slot, x);
+        return true;
+    }
+    x->slots =
+        item_bytes(x) ? (int64_t)(a->scratch_bytes / item_bytes(x)) : items;
+    if (x->M * x->N * x->K <= CONV_SMALL && items > 1 && x->slots > 1) {
+        br_waves(a->pool, items, x->slots, item_in_slot, x);
+        return false;
+    }
+    for (int64_t i = 0; i < items; i++)
+        run_item_split(x, a->pool, i);
+    return false;
+}
+
+void br_conv_run_ep(const br_kernel_args *a, const br_conv_ep *ep) {
     conv_ctx x;
     conv_analyze(a->g, a->node, &x);
-    if (x.c.channels_last) {
+    if (x.c.channels_last) { /* the fuse pass gives these no epilogue */
         run_channels_last(a, &x.c);
         return;
     }
+    if (ep && !x.f64) x.ep = *ep;
     x.x = a->in[0];
     x.w = a->in[1];
     x.bias = a->node->ninputs == 3 ? a->in[2] : NULL;
     x.y = a->out;
     x.scratch = a->scratch;
-    int64_t items = x.c.N * x.c.G;
-    if (items == 0 || x.M == 0 || x.N == 0) return;
-    if (br_winograd_applies(&x.c, a->node->dtype)) {
-        br_winograd_run(&x.c, a->pool, (const float *)x.x, (const float *)x.w,
-                        a->derived, (const float *)x.bias, (float *)x.y,
-                        x.scratch, a->scratch_bytes);
-        return;
-    }
-    if (x.K == 0) { /* no input channels: the bias alone (BLAS takes no K=0) */
-        memset(x.y, 0, bg_nbytes(a->node));
-        for (int64_t i = 0; x.bias && i < items; i++)
-            add_bias(&x, y_of(&x, i), i % x.c.G, 0, x.OCg, x.ov, x.ov);
-        return;
-    }
-    if (blocked(&x)) { /* waves of blocks, one per slot */
-        set_blocks(&x);
-        int64_t tasks = x.c.G * x.nblk;
-        x.slots = (int64_t)(a->scratch_bytes / slot_bytes(&x));
-        if (x.slots > tasks) x.slots = tasks;
-        if (x.slots < 1) return; /* br_conv_prepare sized it: never */
-        br_waves(a->pool, tasks, x.slots, block_in_slot, &x);
-        return;
-    }
-    x.slots =
-        item_bytes(&x) ? (int64_t)(a->scratch_bytes / item_bytes(&x)) : items;
-    if (x.M * x.N * x.K <= CONV_SMALL && items > 1 && x.slots > 1) {
-        br_waves(a->pool, items, x.slots, item_in_slot, &x);
-        return;
-    }
-    for (int64_t i = 0; i < items; i++)
-        run_item_split(&x, a->pool, i);
+    if (!conv_compute(&x, a) && has_ep(&x))
+        br_parallel_for(a->pool, bg_numel(a->node), BR_GRAIN, ep_range, &x);
 }
 
 braid_status br_conv_prepare(const braid_graph *g, uint32_t id,
                              size_t *scratch) {
-    const bg_node *n = bg_node_at(g, id);
+    return br_conv_prepare_node(g, bg_node_at(g, id), id, scratch);
+}
+
+braid_status br_conv_prepare_node(const braid_graph *g, const bg_node *n,
+                                  uint32_t id, size_t *scratch) {
     bg_conv_geom c;
     if (!bg_conv_geom_of(g, n, &c))
         return bg_set_last_error(BRAID_ERR_INTERNAL,
@@ -868,7 +922,11 @@ braid_status br_conv_prepare(const braid_graph *g, uint32_t id,
 
 void *br_conv_derive(const braid_graph *g, uint32_t id, const void *const *in,
                      br_pool *pool) {
-    const bg_node *n = bg_node_at(g, id);
+    return br_conv_derive_node(g, bg_node_at(g, id), in, pool);
+}
+
+void *br_conv_derive_node(const braid_graph *g, const bg_node *n,
+                          const void *const *in, br_pool *pool) {
     bg_conv_geom c;
     if (!in[1] || !bg_conv_geom_of(g, n, &c) ||
         !br_winograd_applies(&c, n->dtype))

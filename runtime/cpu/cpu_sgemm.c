@@ -171,7 +171,7 @@ br_sgemm_packed *br_sgemm_pack(const float *B, int K, int N, int ldb, bool tb,
 #define SG_MICRO(NAME, R, AT)                                                  \
     __attribute__((target("avx512f"))) static void NAME(                       \
         int kc, const float *a, size_t lda, const float *bp, float *c,         \
-        size_t ldc, unsigned how, const float *bias, int mrows, int ncols,     \
+        size_t ldc, unsigned how, const sg_epi *e, int mrows, int ncols,       \
         const char *pf, int npf) {                                             \
         (void)lda; /* the packed versions' offsets do not use it */            \
         for (int l = 0; l < npf; l++)                                          \
@@ -188,7 +188,7 @@ br_sgemm_packed *br_sgemm_pack(const float *B, int K, int N, int ldb, bool tb,
                 acc[i][1] = _mm512_fmadd_ps(av, b1, acc[i][1]);                \
             }                                                                  \
         }                                                                      \
-        store_tile(acc, c, ldc, how, bias, mrows, ncols);                      \
+        store_tile(acc, c, ldc, how, e, mrows, ncols);                         \
     }
 
 /* How a tile is stored (store_tile's `how`): SG_FIRST, the first K block
@@ -199,14 +199,23 @@ br_sgemm_packed *br_sgemm_pack(const float *B, int K, int N, int ldb, bool tb,
 #define SG_FIRST 1u
 #define SG_STREAM 2u
 
+/* A tile's part of the epilogue (br_sgemm_ep), given only with its last
+ * K block: bias at its first row, res at its first element. */
+typedef struct sg_epi {
+    const float *bias;
+    const float *res;
+    size_t ldr;
+    bool res_first, relu;
+} sg_epi;
+
 /* Rows [0, mrows) of the tile's sums into C (row stride ldc), its first
  * ncols columns: stored, or added to C's partial sums unless SG_FIRST;
- * then, when bias is not NULL (the last K block), bias[i] added to row i
- * — the additions an unfused bias pass after the product would make, in
- * the same order: the same bits. */
+ * then, with e (the last K block), the epilogue: the operations an
+ * unfused pass after the product would make, in the same order: the same
+ * bits. */
 __attribute__((target("avx512f"))) static inline void
 store_tile(__m512 (*acc)[2], float *c, size_t ldc, unsigned how,
-           const float *bias, int mrows, int ncols) {
+           const sg_epi *e, int mrows, int ncols) {
     __mmask16 m0 = ncols >= 16 ? 0xffff : (__mmask16)((1u << ncols) - 1);
     __mmask16 m1 = ncols >= 32   ? 0xffff
                    : ncols <= 16 ? 0
@@ -219,10 +228,21 @@ store_tile(__m512 (*acc)[2], float *c, size_t ldc, unsigned how,
             c0 = _mm512_add_ps(c0, _mm512_maskz_loadu_ps(m0, cr));
             c1 = _mm512_add_ps(c1, _mm512_maskz_loadu_ps(m1, cr + 16));
         }
-        if (bias) {
-            __m512 b = _mm512_set1_ps(bias[i]);
+        if (e && e->bias) {
+            __m512 b = _mm512_set1_ps(e->bias[i]);
             c0 = _mm512_add_ps(c0, b);
             c1 = _mm512_add_ps(c1, b);
+        }
+        if (e && e->res) {
+            const float *rr = e->res + (size_t)i * e->ldr;
+            __m512 r0 = _mm512_maskz_loadu_ps(m0, rr);
+            __m512 r1 = _mm512_maskz_loadu_ps(m1, rr + 16);
+            c0 = e->res_first ? _mm512_add_ps(r0, c0) : _mm512_add_ps(c0, r0);
+            c1 = e->res_first ? _mm512_add_ps(r1, c1) : _mm512_add_ps(c1, r1);
+        }
+        if (e && e->relu) { /* max(0, x): 0 when x < 0, else x (NaN, -0) */
+            c0 = _mm512_max_ps(_mm512_setzero_ps(), c0);
+            c1 = _mm512_max_ps(_mm512_setzero_ps(), c1);
         }
         if (stream && ((uintptr_t)cr & 63) == 0) {
             _mm512_stream_ps(cr, c0);
@@ -250,7 +270,7 @@ SG_MICRO(micro8p, 8, SG_PACKED_AT)
 SG_MICRO(micro4p, 4, SG_PACKED_AT)
 
 typedef void (*micro_fn)(int kc, const float *a, size_t lda, const float *bp,
-                         float *c, size_t ldc, unsigned how, const float *bias,
+                         float *c, size_t ldc, unsigned how, const sg_epi *e,
                          int mrows, int ncols, const char *pf, int npf);
 
 /* The narrowest micro-kernel for a tile of `rows` rows (≤ SG_MR). */
@@ -267,8 +287,7 @@ typedef struct run_job {
     float *C;
     int64_t count;         /* products in the batch */
     size_t a_step, c_step; /* floats from one product's A, C to the next */
-    const float *bias; /* per row of C, added after the sum, or NULL */
-    bool stream;       /* C written with streaming stores (br_sgemm_ep) */
+    br_sgemm_ep ep;        /* what happens as C is stored (all 0: nothing) */
     int64_t mblocks;   /* row blocks of SG_MC */
     int64_t per_group; /* panels per task */
 } run_job;
@@ -312,7 +331,7 @@ run_task(const run_job *r, const float *A, const br_sgemm_packed *B, float *C,
                 float *c = C + (size_t)i0 * (size_t)r->ldc + n0;
                 int rows = m1 - i0 < SG_MR ? m1 - i0 : SG_MR;
                 /* the next panel's C, unless it is streamed (no read) */
-                if (j + 1 < j1 && pc + kc == r->K && !r->stream)
+                if (j + 1 < j1 && pc + kc == r->K && !r->ep.stream)
                     for (int i = 0; i < rows; i++) {
                         const float *cn = c + (size_t)i * r->ldc + SG_NR;
                         __builtin_prefetch(cn, 1, 3);
@@ -327,12 +346,16 @@ run_task(const run_job *r, const float *A, const br_sgemm_packed *B, float *C,
                         (size_t)pc * SG_MR;
                 else if (i0 >= full)
                     a = tail, lda = (size_t)kc;
-                const float *bias =
-                    r->bias && pc + kc == r->K ? r->bias + i0 : NULL;
+                sg_epi te = {r->ep.bias ? r->ep.bias + i0 : NULL,
+                             r->ep.res ? r->ep.res + (size_t)i0 * r->ep.ldr +
+                                             (size_t)n0
+                                       : NULL,
+                             r->ep.ldr, r->ep.res_first, r->ep.relu};
+                bool epi = pc + kc == r->K && (te.bias || te.res || te.relu);
                 unsigned how = (pc == 0 ? SG_FIRST : 0u) |
-                               (r->stream && kc == r->K ? SG_STREAM : 0u);
+                               (r->ep.stream && kc == r->K ? SG_STREAM : 0u);
                 pick_micro(r->apacked, rows)(kc, a, lda, bp, c, (size_t)r->ldc,
-                                             how, bias, rows, ncols,
+                                             how, epi ? &te : NULL, rows, ncols,
                                              next + 64 * l0, npf);
             }
         }
@@ -378,8 +401,7 @@ static void run(br_pool *pool, int M, const float *A, int lda, bool apacked,
                  .count = count,
                  .a_step = a_step,
                  .c_step = c_step,
-                 .bias = ep ? ep->bias : NULL,
-                 .stream = ep && ep->stream};
+                 .ep = ep ? *ep : (br_sgemm_ep){0}};
     r.mblocks = (M + SG_MC - 1) / SG_MC;
     /* Any split gives the same bits (each element's sum runs over k in
      * order), so the split may follow the thread count. */
@@ -390,7 +412,7 @@ static void run(br_pool *pool, int M, const float *A, int lda, bool apacked,
     if (r.per_group < 1) r.per_group = 1;
     int64_t groups = (B->panels + r.per_group - 1) / r.per_group;
     br_parallel_for(pool, count * r.mblocks * groups, 1, run_range, &r);
-    if (r.stream) _mm_sfence(); /* streamed stores seen before any reader */
+    if (r.ep.stream) _mm_sfence(); /* streamed stores seen before a reader */
 }
 
 void br_sgemm_run(br_pool *pool, int M, const float *A, int lda,

@@ -325,7 +325,7 @@ static bool read_program(br_pf_rd *r, bp_program *pr, uint32_t nsource) {
     /* 3 was a fused softmax (passes/program.h): refused like an unknown
      * kind */
     if (kind >= BP_PROGRAM_KIND_COUNT || kind == 3 || rank > BRAID_MAX_RANK)
-        return br_pf_fail(r, NULL, "kind %u (0..2, 4), rank %u (0..8)", kind,
+        return br_pf_fail(r, NULL, "kind %u (0..2, 4, 5), rank %u (0..8)", kind,
                           rank),
                false;
     pr->kind = (bp_program_kind)kind;
@@ -342,7 +342,8 @@ static bool read_program(br_pf_rd *r, bp_program *pr, uint32_t nsource) {
     if (!br_pf_get_u32(r, "axes", &axes) ||
         !br_pf_get_u32(r, "flags", &pr->flags))
         return false;
-    for (int q = 0; q < 5 && pr->kind == BP_PROGRAM_POOL; q++)
+    bool windowed = pr->kind == BP_PROGRAM_POOL || pr->kind == BP_PROGRAM_CONV;
+    for (int q = 0; q < 5 && windowed; q++)
         for (int i = 0; i < 3; i++)
             if (!br_pf_get_i64(r, "window", &pr->window[q][i])) return false;
     if (!br_pf_get_count(r, "ninstr", 36, &n)) return false;

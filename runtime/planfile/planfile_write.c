@@ -141,7 +141,7 @@ static void put_program(br_pf_buf *b, const bp_program *pr) {
     for (int i = 0; i < pr->rank; i++) br_pf_i64(b, pr->dims[i]);
     br_pf_u32(b, pr->axes);
     br_pf_u32(b, pr->flags);
-    if (pr->kind == BP_PROGRAM_POOL)
+    if (pr->kind == BP_PROGRAM_POOL || pr->kind == BP_PROGRAM_CONV)
         for (int q = 0; q < 5; q++)
             for (int i = 0; i < 3; i++) br_pf_i64(b, pr->window[q][i]);
     br_pf_u32(b, pr->ninstr);

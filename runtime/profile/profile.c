@@ -127,6 +127,12 @@ static double flops_of(const bp_plan *p, uint32_t id) {
         double f = space * computing_instrs(pr);
         if (pr->kind == BP_PROGRAM_MATMUL)
             f += 2 * out * matmul_k(p->res.graph, n, pr->flags);
+        bg_node cv;
+        bg_conv_geom geo;
+        if (pr->kind == BP_PROGRAM_CONV &&
+            bp_program_conv_node(pr, p->res.graph, id, &cv) &&
+            bg_conv_geom_of(p->res.graph, &cv, &geo))
+            f += 2 * bg_conv_macs(&geo);
         if (pr->kind == BP_PROGRAM_POOL) { /* a max or an add per tap */
             double taps = 1;
             for (int i = 0; i + 2 < pr->rank && i < 3; i++)
@@ -160,6 +166,7 @@ static void op_of(const bp_plan *p, uint32_t id, char *buf, size_t size) {
                  k == BP_PROGRAM_REDUCE   ? "fused reduce"
                  : k == BP_PROGRAM_MATMUL ? "fused matmul"
                  : k == BP_PROGRAM_POOL   ? "fused pool"
+                 : k == BP_PROGRAM_CONV   ? "fused conv"
                                           : "fused");
     } else {
         snprintf(buf, size, "%s", bg_op(n->op)->name);
