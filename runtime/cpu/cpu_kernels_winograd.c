@@ -45,6 +45,11 @@
  * columns; fewer make OpenBLAS repack U for too little work (1.5× slower
  * at 256 channels with 64). */
 #define WG_MIN_TILES 256
+/* Floats between one ξ's packed V and the next beyond its panels (a
+ * multiple of 16: the panels stay 64-byte aligned), so that the 16 stores
+ * of a tile's transform do not fall 4 KiB apart, where each would wait on
+ * the others (4K aliasing: V's planes are whole pages of panels). */
+#define WG_PLANE_SKEW 80
 /* Channels ahead whose input rows the input transform asks for. */
 #define WG_PREFETCH_AHEAD 8
 /* Most chunk slots in the scratch (one per thread working at once). */
@@ -105,7 +110,7 @@ static int64_t slot_floats(const wg_ctx *x) {
     int64_t vcols = x->own
                         ? (x->cap + BR_SGEMM_NR - 1) / BR_SGEMM_NR * BR_SGEMM_NR
                         : x->cap;
-    return 16 * (x->C * vcols + x->OC * x->cap);
+    return 16 * (x->C * vcols + (x->own ? WG_PLANE_SKEW : 0) + x->OC * x->cap);
 }
 
 size_t br_winograd_scratch(const bg_conv_geom *c, int threads) {
@@ -225,34 +230,38 @@ static void prefetch_rows(const wg_ctx *x, int64_t c, const wg_span *sp) {
 }
 
 /* The input transform of channel c under span sp, into V. */
-static void input_tiles(const wg_ctx *x, int64_t c, const wg_span *sp) {
+BR_CLONES static void input_tiles(const wg_ctx *x, int64_t c,
+                                  const wg_span *sp) {
     enum { PW = 2 * WG_ROW_TILES + 2 };
-    float d[4][PW], s[4][PW];
+    static const float zeros[PW];
+    float s[4][PW];
     const float *src = x->x + (sp->n * x->C + c) * x->H * x->W;
     int64_t nt = sp->tx1 - sp->tx0, width = 2 * nt + 2;
     int64_t col0 = 2 * sp->tx0 - x->pw; /* input column of d[.][0] */
     int64_t lo = col0 < 0 ? -col0 : 0;
     int64_t hi = x->W - col0 < width ? x->W - col0 : width;
-    for (int i = 0; i < 4; i++) { /* zeros only where no input */
+    if (hi < lo) hi = lo;
+    /* d_i[j], the patch rows: the input's row 2·ty − ph + i at column
+     * col0 + j for j in [lo, hi), zeros outside (and for rows outside),
+     * read in place as r[i][j − lo]: no padded copy (copying the rows with
+     * memcpy and reading them back whole stalled on store forwarding) */
+    const float *r[4];
+    for (int i = 0; i < 4; i++) {
         int64_t row = 2 * sp->ty - x->ph + i;
-        if (row >= 0 && row < x->H && hi > lo) {
-            for (int64_t j = 0; j < lo; j++)
-                d[i][j] = 0.0f;
-            memcpy(d[i] + lo, src + row * x->W + col0 + lo,
-                   (size_t)(hi - lo) * sizeof(float));
-            for (int64_t j = hi; j < width; j++)
-                d[i][j] = 0.0f;
-        } else {
-            for (int64_t j = 0; j < width; j++)
-                d[i][j] = 0.0f;
-        }
+        r[i] = row >= 0 && row < x->H ? src + row * x->W + col0 + lo : zeros;
     }
-    for (int64_t j = 0; j < width; j++) { /* Bᵀ d */
-        s[0][j] = d[0][j] - d[2][j];
-        s[1][j] = d[1][j] + d[2][j];
-        s[2][j] = d[2][j] - d[1][j];
-        s[3][j] = d[1][j] - d[3][j];
+    for (int i = 0; i < 4; i++) /* Bᵀ d: zeros where d is */
+        for (int64_t j = 0; j < lo; j++)
+            s[i][j] = 0.0f;
+    for (int64_t j = 0; j < hi - lo; j++) {
+        s[0][lo + j] = r[0][j] - r[2][j];
+        s[1][lo + j] = r[1][j] + r[2][j];
+        s[2][lo + j] = r[2][j] - r[1][j];
+        s[3][lo + j] = r[1][j] - r[3][j];
     }
+    for (int i = 0; i < 4; i++)
+        for (int64_t j = hi; j < width; j++)
+            s[i][j] = 0.0f;
     /* the span's entries of row c of V[0]: a run of it (packed: of one
      * panel's row, next_span keeps a span inside a panel) */
     float *dst =
@@ -324,7 +333,7 @@ static void epilogue(const br_conv_ep *e, float *v, const float *r, int64_t n) {
  * written. Per span: Aᵀ m for every tile, then · A into two output rows
  * (buffers), the epilogue applied there, copied into the output where
  * inside it. */
-static void output_range(void *ctx, int64_t b, int64_t e) {
+BR_CLONES static void output_range(void *ctx, int64_t b, int64_t e) {
     const wg_ctx *x = ctx;
     int64_t plane = x->OC * x->tb;
     float r0[2 * WG_ROW_TILES], r1[2 * WG_ROW_TILES];
@@ -377,7 +386,8 @@ static void run_chunk(wg_ctx *x, br_pool *pool, int64_t t0, float *V) {
     x->tb = x->T - t0 < x->cap ? x->T - t0 : x->cap;
     x->V = V;
     x->panels = (x->tb + BR_SGEMM_NR - 1) / BR_SGEMM_NR;
-    x->vplane = x->C * (x->own ? x->panels * BR_SGEMM_NR : x->tb);
+    x->vplane = x->C * (x->own ? x->panels * BR_SGEMM_NR : x->tb) +
+                (x->own ? WG_PLANE_SKEW : 0);
     x->M = V + 16 * x->vplane;
     br_parallel_for(pool, x->C, grain(64 * x->tb), input_range, x);
     if (x->own) { /* V written packed, U packed once: nothing to pack; the
