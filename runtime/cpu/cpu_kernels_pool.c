@@ -168,6 +168,10 @@ static void max_taps_avx512(float *y, const float *src, int64_t lo, int64_t hi,
 }
 #endif
 
+/* Output rows ahead whose newest input row max_rows_f32 asks for: the
+ * input of ResNet's stem pool comes from memory (the stem streams it). */
+#define POOL_AHEAD 2
+
 /* max_pool on f32, rows [b, e) (as pool_rows): the window's taps on the
  * outer two axes are clipped once per row, and each tap of the inner axis
  * is applied to the whole row at once, over the output positions where it
@@ -186,6 +190,20 @@ static void max_rows_f32(void *ctx, int64_t b, int64_t e) {
         for (int a = 0; a < 2; a++)
             bg_window_taps(w, a, o[a], &j0[a], &j1[a], &pad);
         float *y = (float *)c->out + r * len;
+        /* the newest input row the output row POOL_AHEAD rows on reads
+         * (the rows before it were read by the rows between) */
+        int64_t pn = (o[1] + POOL_AHEAD) * w->stride[1] - w->pad_lo[1] +
+                     (w->kernel[1] - 1) * w->dilation[1];
+        if (o[1] + POOL_AHEAD < w->out[1] && pn >= 0 && pn < w->in[1]) {
+            int64_t p0 = o[0] * w->stride[0] - w->pad_lo[0];
+            const char *a =
+                (const char *)(x +
+                               ((pl * w->in[0] + (p0 < 0 ? 0 : p0)) * w->in[1] +
+                                pn) *
+                                   w->in[2]);
+            for (int64_t l = 0; l < w->in[2] * 4; l += 64)
+                __builtin_prefetch(a + l, 0, 3);
+        }
         for (int64_t k = 0; k < len; k++)
             y[k] = -INFINITY;
         for (int64_t i = j0[0]; i < j1[0]; i++)
