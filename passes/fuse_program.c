@@ -6,7 +6,8 @@
  * elements are all equal, which become CONSTs. broadcast_to members emit
  * nothing: loads broadcast against the iteration space by themselves, so a
  * broadcast_to is its operand's value. MATMUL programs start with
- * LOAD 0, LOAD 1, MATMUL(0, 1): the operands read whole as matrices. A
+ * LOAD 0, LOAD 1, MATMUL(0, 1): the operands read whole as matrices; CONV
+ * programs with LOAD 0, LOAD 1, [LOAD 2,] CONV (x, w, the bias). A
  * member stored into its variable (passes/fuse.c) is followed by its
  * STORE, the variable an input of the fused node, and its assign takes
  * the fused node as its value (its bytes then hold what the STORE wrote:
@@ -199,38 +200,18 @@ static void store(prog_build *b, uint32_t id) {
     emit(b, in);
 }
 
-/* LOAD 0, LOAD 1, MATMUL(0, 1): the matmul's operands are inputs 0 and 1
- * (twice the same node for x·x), read whole. */
-static void matmul_head(prog_build *b, uint32_t mm) {
-    const bg_node *nd = bg_node_at(b->plan->res.graph, mm);
-    for (uint32_t k = 0; k < 2; k++) {
-        uint32_t src = nd->inputs[k];
-        b->inputs[b->ninputs++] = src;
-        bp_instr ld = {.op = BP_INSTR_LOAD,
-                       .dtype = bg_node_at(b->plan->res.graph, src)->dtype,
-                       .arg = {BG_NONE, BG_NONE, BG_NONE},
-                       .input = k,
-                       .source = BG_NONE};
-        emit(b, ld);
-    }
-    bp_instr in = {.op = BRAID_OP_MATMUL,
-                   .dtype = nd->dtype,
-                   .arg = {0, 1, BG_NONE},
-                   .input = BG_NONE,
-                   .source = b->plan->res.info[mm].origin};
-    b->vmap[mm] = emit(b, in);
-}
-
-/* LOAD 0, LOAD 1, [LOAD 2,] CONV: the conv's operands (x, w and its bias)
- * are inputs 0, 1 and 2. */
-static void conv_head(prog_build *b, uint32_t c) {
-    const bg_node *nd = bg_node_at(b->plan->res.graph, c);
-    bp_instr in = {.op = BRAID_OP_CONV,
+/* A MATMUL or CONV program's head: LOAD k of the heavy node's operand k
+ * (its input k, read whole) for its first n operands — the matmul's two
+ * (twice the same node for x·x), the conv's x, w and bias when it has one
+ * — then the node's op over them. */
+static void head(prog_build *b, uint32_t id, uint32_t n) {
+    const bg_node *nd = bg_node_at(b->plan->res.graph, id);
+    bp_instr in = {.op = nd->op,
                    .dtype = nd->dtype,
                    .arg = {BG_NONE, BG_NONE, BG_NONE},
                    .input = BG_NONE,
-                   .source = b->plan->res.info[c].origin};
-    for (uint32_t k = 0; k < nd->ninputs && k < 3; k++) {
+                   .source = b->plan->res.info[id].origin};
+    for (uint32_t k = 0; k < n && k < 3; k++) {
         uint32_t src = nd->inputs[k];
         b->inputs[b->ninputs++] = src;
         bp_instr ld = {.op = BP_INSTR_LOAD,
@@ -240,7 +221,7 @@ static void conv_head(prog_build *b, uint32_t c) {
                        .source = BG_NONE};
         in.arg[k] = emit(b, ld);
     }
-    b->vmap[c] = emit(b, in);
+    b->vmap[id] = emit(b, in);
 }
 
 /* The program of group g (instructions in b), its iteration space and
@@ -248,8 +229,9 @@ static void conv_head(prog_build *b, uint32_t c) {
 static void fill_program(prog_build *b, const bp_fuse_group *g,
                          const uint32_t *members) {
     const braid_graph *gr = b->plan->res.graph;
-    if (g->kind == BP_PROGRAM_MATMUL) matmul_head(b, g->root);
-    if (g->kind == BP_PROGRAM_CONV) conv_head(b, g->root);
+    if (g->kind == BP_PROGRAM_MATMUL) head(b, g->root, 2);
+    if (g->kind == BP_PROGRAM_CONV)
+        head(b, g->root, bg_node_at(gr, g->root)->ninputs);
     for (uint32_t i = 0; i < g->nmembers; i++) {
         uint32_t id = members[g->first + i];
         b->vmap[id] = compute(b, id);
