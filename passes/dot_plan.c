@@ -181,7 +181,7 @@ static void put_instr_attrs(bp_text *t, const bp_program *prog, braid_op op) {
     } else if (kind == BRAID_KIND_MATMUL) {
         if (prog->flags & BRAID_TRANSPOSE_A) bp_text_printf(t, " transpose_a");
         if (prog->flags & BRAID_TRANSPOSE_B) bp_text_printf(t, " transpose_b");
-    } else if (kind == BRAID_KIND_WINDOW) {
+    } else if (kind == BRAID_KIND_WINDOW || kind == BRAID_KIND_CONV) {
         static const char *const par[5] = {"kernel", "strides", "dilations",
                                            "pads_begin", "pads_end"};
         for (int q = 0; q < 5; q++) {
@@ -227,7 +227,7 @@ static void put_instr(plan_dot *d, const bp_program *prog, const bg_node *n,
     } else {
         int arity = 1;
         if ((unsigned)in->op < (unsigned)BRAID_OP_COUNT_)
-            arity = bg_op(in->op)->arity;
+            arity = bp_instr_arity(in); /* a conv's: 2 or 3 */
         if (arity < 1 || arity > 3) arity = 1;
         bp_text_printf(t, "%s", instr_name(in->op));
         for (int a = 0; a < arity; a++)
