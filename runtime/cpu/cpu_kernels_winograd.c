@@ -30,7 +30,6 @@
  * within f32's tolerance against the reference (tests/test_op_conv.c). */
 #include "runtime/cpu/cpu_kernels.h"
 
-#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -50,8 +49,6 @@
  * of a tile's transform do not fall 4 KiB apart, where each would wait on
  * the others (4K aliasing: V's planes are whole pages of panels). */
 #define WG_PLANE_SKEW 80
-/* Channels ahead whose input rows the input transform asks for. */
-#define WG_PREFETCH_AHEAD 8
 /* Most chunk slots in the scratch (one per thread working at once). */
 #define WG_MAX_SLOTS 16
 
@@ -208,27 +205,6 @@ static bool next_span(const wg_ctx *x, int64_t *it, wg_span *sp) {
     return true;
 }
 
-/* Asks for the input rows channel c's transform under span sp will read:
- * channels are planes apart, so the hardware's prefetcher, which stays
- * inside a page, does not see the next channel's rows coming, and each
- * row copy waited for memory (a fifth of ResNet's 64-channel 3×3
- * convolutions). */
-static void prefetch_rows(const wg_ctx *x, int64_t c, const wg_span *sp) {
-    if (c >= x->C) return;
-    const float *src = x->x + (sp->n * x->C + c) * x->H * x->W;
-    int64_t col0 = 2 * sp->tx0 - x->pw, width = 2 * (sp->tx1 - sp->tx0) + 2;
-    int64_t lo = col0 < 0 ? 0 : col0;
-    int64_t hi = col0 + width < x->W ? col0 + width : x->W;
-    for (int i = 0; i < 4 && hi > lo; i++) {
-        int64_t row = 2 * sp->ty - x->ph + i;
-        if (row < 0 || row >= x->H) continue;
-        const char *a = (const char *)(src + row * x->W + lo);
-        const char *e = (const char *)(src + row * x->W + hi);
-        for (a = (const char *)((uintptr_t)a & ~(uintptr_t)63); a < e; a += 64)
-            __builtin_prefetch(a, 0, 3);
-    }
-}
-
 /* The input transform of channel c under span sp, into V. */
 BR_CLONES static void input_tiles(const wg_ctx *x, int64_t c,
                                   const wg_span *sp) {
@@ -311,11 +287,8 @@ static void input_range(void *ctx, int64_t b, int64_t e) {
                        used,
                    0, (size_t)(BR_SGEMM_NR - used) * sizeof(float));
     for (int64_t it = x->t0; next_span(x, &it, &sp);)
-        for (int64_t c = b; c < e; c++) {
-            if (c + WG_PREFETCH_AHEAD < e)
-                prefetch_rows(x, c + WG_PREFETCH_AHEAD, &sp);
+        for (int64_t c = b; c < e; c++)
             input_tiles(x, c, &sp);
-        }
 }
 
 /* The epilogue on n values v (their residuals at r, or NULL). */

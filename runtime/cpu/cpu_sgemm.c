@@ -294,7 +294,7 @@ typedef struct run_job {
 
 /* Row block mb, panels [j0, j1) of the product C = A · B (one of r's
  * batch): every K block, panel and row tile. */
-__attribute__((target("avx512f,prfchw"))) static void
+__attribute__((target("avx512f"))) static void
 run_task(const run_job *r, const float *A, const br_sgemm_packed *B, float *C,
          int64_t mb, int j0, int j1) {
     int m0 = (int)mb * SG_MC;
@@ -330,13 +330,6 @@ run_task(const run_job *r, const float *A, const br_sgemm_packed *B, float *C,
                 int npf = j + 1 < j1 ? (int)(l1 - l0) : 0;
                 float *c = C + (size_t)i0 * (size_t)r->ldc + n0;
                 int rows = m1 - i0 < SG_MR ? m1 - i0 : SG_MR;
-                /* the next panel's C, unless it is streamed (no read) */
-                if (j + 1 < j1 && pc + kc == r->K && !r->ep.stream)
-                    for (int i = 0; i < rows; i++) {
-                        const float *cn = c + (size_t)i * r->ldc + SG_NR;
-                        __builtin_prefetch(cn, 1, 3);
-                        __builtin_prefetch(cn + 16, 1, 3);
-                    }
                 /* this tile's A: its rows, the tail copy, or its packed
                  * tile (K groups of SG_MR) from k = pc */
                 const float *a = A + (size_t)i0 * (size_t)r->lda + pc;
