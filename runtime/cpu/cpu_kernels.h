@@ -235,6 +235,9 @@ typedef struct br_conv_ep {
     bool relu;
 } br_conv_ep;
 void br_conv_run_ep(const br_kernel_args *a, const br_conv_ep *ep);
+/* The epilogue e on n output values v (their bias added), their residuals
+ * at r (NULL when e has none). */
+void br_conv_ep_apply(const br_conv_ep *e, float *v, const float *r, int64_t n);
 /* br_cpu_derive for a conv node: the Winograd filter transform of its
  * weights when they are constant and the conv runs as Winograd. */
 void *br_conv_derive(const braid_graph *g, uint32_t id, const void *const *in,

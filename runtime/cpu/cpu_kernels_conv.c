@@ -48,10 +48,11 @@
 /* Output positions per block of a large conv (as br_gemm's column blocks:
  * wide enough that repacking the weights per block costs little). */
 #define CONV_BLOCK_N 384
-/* Col bytes of one item above which a conv runs in blocks: ResNet's stem
- * (7.4 MB per image) ran 1.2× faster so on one Zen 3 core; its stride-2
- * 3×3 convolutions (1.8 MB) ran 1.1× slower (im2col of a block walks
- * more, shorter runs), so they keep one col per item. */
+/* With OpenBLAS, col bytes of one item above which a conv runs in blocks:
+ * ResNet's stem (7.4 MB per image) ran 1.2× faster so on one Zen 3 core;
+ * its stride-2 3×3 convolutions (1.8 MB) ran 1.1× slower (im2col of a
+ * block walks more, shorter runs), so they keep one col per item. (With
+ * braid's GEMM every im2col conv runs in blocks.) */
 #define CONV_BLOCKED_COL ((size_t)4 << 20)
 /* Output bytes above which braid's GEMM writes a conv's output with
  * streaming stores (br_sgemm_ep): ResNet-18's stem at batch 8 writes 25.7
@@ -74,7 +75,8 @@ typedef struct conv_ctx {
     bool own;          /* f32 products through br_sgemm_run (cpu_sgemm.c) */
     bool stream;       /* own: the output written with streaming stores */
     br_conv_ep ep;     /* f32: the epilogue (all 0: none) */
-    size_t pack_bytes; /* own: one item's packed col (in blocks of columns) */
+    size_t pack_bytes; /* own and direct: x packed per run, a block of
+                          columns at a time */
     const char *x, *w, *bias;
     char *y;
     char *scratch;
@@ -134,7 +136,9 @@ static void conv_analyze(const braid_graph *g, const bg_node *n, conv_ctx *x) {
                    : x->direct  ? 0
                                 : (size_t)(x->K * x->N) * x->esz;
     x->own = !x->f64 && !c->transpose && x->K > 0 && br_sgemm_enabled();
-    x->pack_bytes = x->own ? br_sgemm_pack_scratch(x->K, x->N) : 0;
+    /* own convs with a col run in blocks (blocked), their panels written
+     * by im2col; only a direct one's x is packed per run */
+    x->pack_bytes = x->own && x->direct ? br_sgemm_pack_scratch(x->K, x->N) : 0;
     x->stream = x->own && bg_nbytes(n) > CONV_STREAM_BYTES;
 }
 
@@ -143,7 +147,7 @@ static size_t lines(size_t bytes) {
     return (bytes + 63) / 64 * 64;
 }
 
-/* Scratch of one item in flight: its col, then its packed col. */
+/* Scratch of one item in flight: its col, or (own, direct) its x packed. */
 static size_t item_bytes(const conv_ctx *x) {
     return lines(x->col_bytes) + x->pack_bytes;
 }
@@ -402,20 +406,23 @@ static void add_bias(const conv_ctx *x, char *y, int64_t g, int64_t c0,
     }
 }
 
+void br_conv_ep_apply(const br_conv_ep *e, float *v, const float *r,
+                      int64_t n) {
+    if (r)
+        for (int64_t i = 0; i < n; i++)
+            v[i] = e->res_first ? r[i] + v[i] : v[i] + r[i];
+    if (e->relu)
+        for (int64_t i = 0; i < n; i++)
+            v[i] = v[i] < 0 ? 0.0f : v[i];
+}
+
 /* The epilogue (x->ep) on `rows` rows of n output values at y (f32, row
  * stride ldy elements), whose residuals sit at the same place of ep.res. */
 static void ep_rows(const conv_ctx *x, float *y, int64_t ldy, int64_t rows,
                     int64_t n) {
-    const br_conv_ep *e = &x->ep;
-    const float *res = e->res ? e->res + (y - (float *)x->y) : NULL;
-    for (int64_t r = 0; r < rows; r++) {
-        float *v = y + r * ldy;
-        const float *q = res ? res + r * ldy : NULL;
-        for (int64_t i = 0; q && i < n; i++)
-            v[i] = e->res_first ? q[i] + v[i] : v[i] + q[i];
-        for (int64_t i = 0; e->relu && i < n; i++)
-            v[i] = v[i] < 0 ? 0.0f : v[i];
-    }
+    const float *res = x->ep.res ? x->ep.res + (y - (float *)x->y) : NULL;
+    for (int64_t r = 0; r < rows; r++)
+        br_conv_ep_apply(&x->ep, y + r * ldy, res ? res + r * ldy : NULL, n);
 }
 
 static bool has_ep(const conv_ctx *x) {
@@ -443,8 +450,10 @@ static void transposed_product(const conv_ctx *x, br_pool *pool, const void *A,
 /* y [M, ncols] (row stride ldy) = w [M, K] · col [K, ncols] (row stride
  * ldc) over pool (NULL: on this thread alone): br_sgemm_run against col
  * packed into pack (64-byte aligned, pack_bytes: as many columns at a time
- * as it holds) when x->own, br_gemm otherwise. Each output's sum runs over
- * k in order whatever the blocks, so the bits depend on the shape alone. */
+ * as it holds) when x->own (a direct conv's x: other own convs write their
+ * blocks' panels in im2col_packed), br_gemm otherwise. Each output's sum runs
+ * over k in order whatever the blocks, so the bits depend on the shape alone.
+ */
 static void product(const conv_ctx *x, br_pool *pool, const void *w,
                     const void *col, int64_t ldc, int64_t ncols, void *y,
                     int64_t ldy, float *pack, size_t pack_bytes) {

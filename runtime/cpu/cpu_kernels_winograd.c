@@ -291,16 +291,6 @@ static void input_range(void *ctx, int64_t b, int64_t e) {
             input_tiles(x, c, &sp);
 }
 
-/* The epilogue on n values v (their residuals at r, or NULL). */
-static void epilogue(const br_conv_ep *e, float *v, const float *r, int64_t n) {
-    if (r)
-        for (int64_t i = 0; i < n; i++)
-            v[i] = e->res_first ? r[i] + v[i] : v[i] + r[i];
-    if (e->relu)
-        for (int64_t i = 0; i < n; i++)
-            v[i] = v[i] < 0 ? 0.0f : v[i];
-}
-
 /* The chunk's output tiles of output channels [b, e): Y = Aᵀ m A with
  * Aᵀ = [1 1 1 0; 0 1 −1 −1], plus the bias, the pixels inside the output
  * written. Per span: Aᵀ m for every tile, then · A into two output rows
@@ -335,10 +325,12 @@ BR_CLONES static void output_range(void *ctx, int64_t b, int64_t e) {
             int64_t at = ((sp.n * x->OC + oc) * x->OH + row) * x->OW + col;
             bool two = row + 1 < x->OH;
             if (x->ep.res || x->ep.relu) {
-                epilogue(&x->ep, r0, x->ep.res ? x->ep.res + at : NULL, w);
+                br_conv_ep_apply(&x->ep, r0, x->ep.res ? x->ep.res + at : NULL,
+                                 w);
                 if (two)
-                    epilogue(&x->ep, r1,
-                             x->ep.res ? x->ep.res + at + x->OW : NULL, w);
+                    br_conv_ep_apply(&x->ep, r1,
+                                     x->ep.res ? x->ep.res + at + x->OW : NULL,
+                                     w);
             }
             memcpy(x->y + at, r0, (size_t)w * sizeof(float));
             if (two) memcpy(x->y + at + x->OW, r1, (size_t)w * sizeof(float));
