@@ -321,6 +321,20 @@ static uint32_t sole_user(const fuse_state *s, uint32_t id) {
     return s->nuse[id] == 1 && !s->is_output[id] ? s->user[id] : BG_NONE;
 }
 
+/* An epilogue chain's group: members [first, s->nmembers), each a user of
+ * the one before (ids ascending), after root. keep_group expects them in
+ * descending id, as grow leaves them. */
+static void keep_chain(fuse_state *s, bp_program_kind kind, uint32_t out,
+                       uint32_t root, uint32_t first) {
+    uint32_t count = s->nmembers - first;
+    for (uint32_t i = 0; i < count / 2; i++) {
+        uint32_t t = s->members[first + i];
+        s->members[first + i] = s->members[first + count - 1 - i];
+        s->members[first + count - 1 - i] = t;
+    }
+    keep_group(s, kind, out, root, first, count);
+}
+
 /* bias broadcasts along the rows of mm: shape [N] or [1, N]. */
 static bool row_bias(const bg_node *bias, const bg_node *mm) {
     int64_t N = mm->dims[mm->rank - 1];
@@ -368,15 +382,7 @@ static void try_epilogue(fuse_state *s, uint32_t mm) {
         s->members[s->nmembers++] = res;
         out = res;
     }
-    /* keep_group expects members in descending id (as grow leaves them);
-       each member is a user of the one before, so ids ascend here */
-    uint32_t count = s->nmembers - first;
-    for (uint32_t i = 0; i < count / 2; i++) {
-        uint32_t t = s->members[first + i];
-        s->members[first + i] = s->members[first + count - 1 - i];
-        s->members[first + count - 1 - i] = t;
-    }
-    keep_group(s, BP_PROGRAM_MATMUL, out, mm, first, count);
+    keep_chain(s, BP_PROGRAM_MATMUL, out, mm, first);
 }
 
 /* Rule 16 (docs/fusion.md): conv c on the CPU (f32, ungrouped, channels
@@ -397,31 +403,16 @@ static void try_conv_epilogue(fuse_state *s, uint32_t c) {
     uint32_t u = sole_user(s, c);
     if (u == BG_NONE || s->taken[u] || !same_device(s, u, c)) return;
     uint32_t first = s->nmembers, out = u;
-    if (node(s, u)->op == BRAID_OP_RELU) {
-        s->members[s->nmembers++] = u;
-    } else {
-        const bg_node *a = node(s, u);
-        if (a->op != BRAID_OP_ADD || a->inputs[0] == a->inputs[1] ||
-            !bg_same_shape(a, cv) || a->dtype != cv->dtype)
-            return;
-        const bg_node *r =
-            node(s, a->inputs[0] == c ? a->inputs[1] : a->inputs[0]);
-        if (!bg_same_shape(r, cv) || r->dtype != cv->dtype) return;
-        s->members[s->nmembers++] = u;
+    if (node(s, u)->op != BRAID_OP_RELU) { /* the residual add, a relu */
+        if (residual_add(s, c, c) != u) return;
         uint32_t act = sole_user(s, u);
         if (act != BG_NONE && !s->taken[act] && same_device(s, act, c) &&
-            node(s, act)->op == BRAID_OP_RELU) {
-            s->members[s->nmembers++] = act;
+            node(s, act)->op == BRAID_OP_RELU)
             out = act;
-        }
     }
-    uint32_t count = s->nmembers - first; /* descending, as keep_group takes */
-    if (count == 2) {
-        uint32_t t = s->members[first];
-        s->members[first] = s->members[first + 1];
-        s->members[first + 1] = t;
-    }
-    keep_group(s, BP_PROGRAM_CONV, out, c, first, count);
+    s->members[s->nmembers++] = u;
+    if (out != u) s->members[s->nmembers++] = out;
+    keep_chain(s, BP_PROGRAM_CONV, out, c, first);
 }
 
 /* ---- phase 2: reductions and elementwise groups ------------------------- */
