@@ -108,6 +108,32 @@ static bool broadcasts(const bp_program *p, const bg_node *x) {
     return true;
 }
 
+/* The loads a MATMUL or CONV program starts with (its heavy op's operands,
+ * read whole), its heavy op right after them: 2 for MATMUL, 2 or 3 for
+ * CONV (bp_program_conv_at); 0 for the other kinds. */
+static uint32_t head_loads(const bp_program *p) {
+    return p->kind == BP_PROGRAM_MATMUL ? 2
+           : p->kind == BP_PROGRAM_CONV ? bp_program_conv_at(p)
+                                        : 0;
+}
+
+/* What a MATMUL or CONV program starts with, for messages. */
+static const char *head_form(const bp_program *p) {
+    return p->kind == BP_PROGRAM_MATMUL ? "LOAD 0, LOAD 1, MATMUL(0, 1)"
+                                        : "LOAD 0, LOAD 1, [LOAD 2,] CONV";
+}
+
+/* Instruction i ≤ head_loads of a MATMUL or CONV program: LOAD i, or the
+ * heavy op after the loads. */
+static bool check_head(const pc *c, uint32_t i, const bp_instr *in) {
+    uint32_t at = head_loads(c->p);
+    braid_op op =
+        c->p->kind == BP_PROGRAM_MATMUL ? BRAID_OP_MATMUL : BRAID_OP_CONV;
+    bool ok = i < at ? in->op == BP_INSTR_LOAD && in->input == i : in->op == op;
+    return ok || fail(c, "instruction %u: a %s program starts %s", i,
+                      kind_names[c->p->kind], head_form(c->p));
+}
+
 static bool check_load(const pc *c, uint32_t i, const bp_instr *in) {
     if (in->input >= c->n->ninputs)
         return fail(c, "instruction %u: load of input %u; the node has %u", i,
@@ -118,9 +144,7 @@ static bool check_load(const pc *c, uint32_t i, const bp_instr *in) {
                     "instruction %u: load dtype %s differs from input "
                     "%u's %s",
                     i, dt(in->dtype), in->input, dt(x->dtype));
-    if (c->p->kind == BP_PROGRAM_MATMUL && i < 2) return true;
-    if (c->p->kind == BP_PROGRAM_CONV && i < bp_program_conv_at(c->p))
-        return true;
+    if (i < head_loads(c->p)) return true; /* an operand read whole */
     if (!broadcasts(c->p, x)) {
         char a[96], b[96];
         return fail(c,
@@ -130,16 +154,6 @@ static bool check_load(const pc *c, uint32_t i, const bp_instr *in) {
                     bg_shape_str(c->p->rank, c->p->dims, b, sizeof b));
     }
     return true;
-}
-
-/* MATMUL programs start LOAD 0, LOAD 1, MATMUL(0, 1). */
-static bool check_matmul_head(const pc *c, uint32_t i, const bp_instr *in) {
-    bool ok = i < 2 ? in->op == BP_INSTR_LOAD && in->input == i
-                    : in->op == BRAID_OP_MATMUL;
-    return ok || fail(c,
-                      "instruction %u: a matmul program starts LOAD 0, "
-                      "LOAD 1, MATMUL(0, 1)",
-                      i);
 }
 
 static bool check_matmul(const pc *c, uint32_t i, const bp_instr *in) {
@@ -161,17 +175,6 @@ static bool check_matmul(const pc *c, uint32_t i, const bp_instr *in) {
                     dt(arg_dtype(c, in, 0)), dt(arg_dtype(c, in, 1)),
                     dt(in->dtype));
     return true;
-}
-
-/* CONV programs start LOAD 0, LOAD 1, [LOAD 2,] CONV. */
-static bool check_conv_head(const pc *c, uint32_t i, const bp_instr *in) {
-    uint32_t at = bp_program_conv_at(c->p);
-    bool ok = i < at ? in->op == BP_INSTR_LOAD && in->input == i
-                     : in->op == BRAID_OP_CONV;
-    return ok || fail(c,
-                      "instruction %u: a conv program starts LOAD 0, LOAD 1, "
-                      "[LOAD 2,] CONV",
-                      i);
 }
 
 static bool check_conv(const pc *c, uint32_t i, const bp_instr *in) {
@@ -361,11 +364,7 @@ static bool check_instr(const pc *c, uint32_t i) {
     const bp_instr *in = &c->p->instr[i];
     if ((unsigned)in->dtype >= BRAID_DTYPE_COUNT_)
         return fail(c, "instruction %u: dtype %d unknown", i, (int)in->dtype);
-    if (c->p->kind == BP_PROGRAM_MATMUL && i < 3 &&
-        !check_matmul_head(c, i, in))
-        return false;
-    if (c->p->kind == BP_PROGRAM_CONV && i <= bp_program_conv_at(c->p) &&
-        !check_conv_head(c, i, in))
+    if (head_loads(c->p) && i <= head_loads(c->p) && !check_head(c, i, in))
         return false;
     if (in->op == BP_INSTR_LOAD) return check_load(c, i, in);
     if (in->op == BP_INSTR_CONST) return true;
@@ -455,16 +454,9 @@ static bool check_header(const pc *c) {
             return fail(c, "an iteration space of more than 2^50 positions");
         numel *= p->dims[d];
     }
-    if (p->kind == BP_PROGRAM_MATMUL && p->ninstr < 3)
-        return fail(c,
-                    "a matmul program starts LOAD 0, LOAD 1, MATMUL(0, 1); "
-                    "it has %u instructions",
-                    p->ninstr);
-    if (p->kind == BP_PROGRAM_CONV && p->ninstr <= bp_program_conv_at(p))
-        return fail(c,
-                    "a conv program starts LOAD 0, LOAD 1, [LOAD 2,] CONV; "
-                    "it has %u instructions",
-                    p->ninstr);
+    if (head_loads(p) && p->ninstr <= head_loads(p))
+        return fail(c, "a %s program starts %s; it has %u instructions",
+                    kind_names[p->kind], head_form(p), p->ninstr);
     if (c->n->ninputs > BP_PROGRAM_MAX_INSTR)
         return fail(c, "the node has %u inputs (at most %d)", c->n->ninputs,
                     BP_PROGRAM_MAX_INSTR);
