@@ -5,6 +5,21 @@
 
 #include <string.h>
 
+bool br_cpu_avx512f(void) {
+#if defined(__x86_64__) && defined(__GNUC__)
+    static int state; /* 0: not yet known, 1: yes, 2: no */
+    int s = __atomic_load_n(&state, __ATOMIC_RELAXED);
+    if (!s) {
+        __builtin_cpu_init();
+        s = __builtin_cpu_supports("avx512f") ? 1 : 2;
+        __atomic_store_n(&state, s, __ATOMIC_RELAXED);
+    }
+    return s == 1;
+#else
+    return false;
+#endif
+}
+
 /* ---- dispatch ------------------------------------------------------------ */
 
 void *br_cpu_derive(const braid_graph *g, uint32_t id, const void *const *in,

@@ -42,6 +42,32 @@
 void br_gemm(br_pool *pool, bool f64, bool ta, bool tb, int M, int N, int K,
              const void *A, int lda, const void *B, int ldb, void *C, int ldc);
 
+/* Whether this CPU runs AVX-512F code (asked once): the hand-written
+ * AVX-512 kernels' (target("avx512f")) condition. */
+bool br_cpu_avx512f(void);
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+/* For AVX-512 kernels: lanes [lo, hi) (0 ≤ lo ≤ hi ≤ 16) of p[lane · s2],
+ * s2 1 or 2, zeros in the others, reading only those floats (masked loads:
+ * nothing past a row's end is touched); stride 2 picks every other float
+ * of two loads by a permute. The im2col of strided convs and the strided
+ * taps of max pools. */
+__attribute__((target("avx512f"))) static inline __m512
+br_load_lanes(const float *p, int64_t s2, int64_t lo, int64_t hi) {
+    __mmask16 m = (__mmask16)(((1u << hi) - 1) & ~((1u << lo) - 1));
+    if (s2 == 1) return _mm512_maskz_loadu_ps(m, p);
+    const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14,
+                                          12, 10, 8, 6, 4, 2, 0);
+    uint32_t f = hi > lo ? (uint32_t)(((uint64_t)1 << (2 * hi - 1)) - 1) &
+                               ~(uint32_t)(((uint64_t)1 << (2 * lo)) - 1)
+                         : 0; /* floats [2·lo, 2·hi − 1) */
+    __m512 v0 = _mm512_maskz_loadu_ps((__mmask16)f, p);
+    __m512 v1 = _mm512_maskz_loadu_ps((__mmask16)(f >> 16), p + 16);
+    return _mm512_maskz_permutex2var_ps(m, v0, even, v1);
+}
+#endif
+
 /* braid's own f32 GEMM against a packed B (cpu_sgemm.c): x86-64 with
  * AVX-512F, unless BRAID_CPU_GEMM=openblas (br_sgemm_enabled). A packed
  * B [K, N] is panels of BR_SGEMM_NR columns: panel j holds columns

@@ -37,10 +37,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#if defined(__x86_64__) && defined(__GNUC__)
-#include <immintrin.h>
-#endif
-
 /* Multiply-adds below which one (image, group) is one thread's work. */
 #define CONV_SMALL BR_GEMM_SMALL
 /* Scratch kept for col buffers of items run side by side. */
@@ -269,8 +265,6 @@ im2col_packed(const conv_ctx *x, const float *xg, float *pack, int64_t j0,
     const bg_conv_geom *c = &x->ra;
     int K = (int)x->K;
     int64_t out2 = c->out[2];
-    const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14,
-                                          12, 10, 8, 6, 4, 2, 0);
     for (int r = 0; r < K; r++) {
         int64_t kk[3];
         bg_conv_tap(c, r % x->kv, kk);
@@ -304,30 +298,17 @@ im2col_packed(const conv_ctx *x, const float *xg, float *pack, int64_t j0,
                 float *dst =
                     prow + (cb / BR_SGEMM_NR) * pstep + cb % BR_SGEMM_NR;
                 if (o >= lo && o + 16 <= hi && s2 <= 2) { /* all input */
-                    const float *p = src + s2 * o + b2;
-                    _mm512_storeu_ps(dst, s2 == 1
-                                              ? _mm512_loadu_ps(p)
-                                              : _mm512_permutex2var_ps(
-                                                    _mm512_loadu_ps(p), even,
-                                                    _mm512_loadu_ps(p + 16)));
+                    _mm512_storeu_ps(
+                        dst, br_load_lanes(src + s2 * o + b2, s2, 0, 16));
                     continue;
                 }
                 __mmask16 all = lanes(a - o, e - o);
                 __mmask16 data = lanes(lo - o, hi - o);
                 __m512 v = _mm512_setzero_ps();
-                if (data && s2 == 1) {
-                    v = _mm512_maskz_loadu_ps(data, src + o + b2);
-                } else if (data && s2 == 2) { /* floats 2·lane of 32 */
+                if (data && s2 <= 2) {
                     int64_t dl = lo - o < 0 ? 0 : lo - o;
                     int64_t dh = hi - o > 16 ? 16 : hi - o;
-                    int64_t f0 = 2 * dl, f1 = 2 * dh - 1; /* [f0, f1) */
-                    uint32_t m = (uint32_t)(((uint64_t)1 << f1) - 1) &
-                                 ~(uint32_t)(((uint64_t)1 << f0) - 1);
-                    const float *p = src + 2 * o + b2;
-                    __m512 v0 = _mm512_maskz_loadu_ps((__mmask16)m, p);
-                    __m512 v1 =
-                        _mm512_maskz_loadu_ps((__mmask16)(m >> 16), p + 16);
-                    v = _mm512_maskz_permutex2var_ps(data, v0, even, v1);
+                    v = br_load_lanes(src + s2 * o + b2, s2, dl, dh);
                 } else if (data) {
                     float t[16];
                     for (int l = 0; l < 16; l++)

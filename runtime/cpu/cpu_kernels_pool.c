@@ -121,25 +121,13 @@ static void pool_elems(void *ctx, int64_t b, int64_t e) {
  * 3.25 ms that way, 2.40 so (in the model its input comes from memory,
  * and both take 3.0-3.6). The same comparisons, so the same values. */
 #if defined(__x86_64__) && defined(__GNUC__)
-#include <immintrin.h>
 __attribute__((target("avx512f"))) static void
 max_taps_avx512(float *y, const float *src, int64_t lo, int64_t hi, int64_t s2,
                 int64_t b2) {
-    const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14,
-                                          12, 10, 8, 6, 4, 2, 0);
     for (int64_t k = lo; k < hi; k += 16) {
         int64_t n = hi - k < 16 ? hi - k : 16;
         __mmask16 m = (__mmask16)((1u << n) - 1);
-        __m512 v;
-        if (s2 == 1) {
-            v = _mm512_maskz_loadu_ps(m, src + k + b2);
-        } else { /* floats [0, 2n - 1) from src + 2k + b2 */
-            uint32_t f = (uint32_t)(((uint64_t)1 << (2 * n - 1)) - 1);
-            const float *p = src + 2 * k + b2;
-            __m512 v0 = _mm512_maskz_loadu_ps((__mmask16)f, p);
-            __m512 v1 = _mm512_maskz_loadu_ps((__mmask16)(f >> 16), p + 16);
-            v = _mm512_permutex2var_ps(v0, even, v1);
-        }
+        __m512 v = br_load_lanes(src + s2 * k + b2, s2, 0, n);
         __m512 yo = _mm512_maskz_loadu_ps(m, y + k);
         __mmask16 up = _mm512_mask_cmp_ps_mask(m, v, yo, _CMP_GT_OQ) |
                        _mm512_mask_cmp_ps_mask(m, v, v, _CMP_UNORD_Q);
@@ -147,21 +135,7 @@ max_taps_avx512(float *y, const float *src, int64_t lo, int64_t hi, int64_t s2,
     }
 }
 
-/* Whether this CPU runs max_taps_avx512 (asked once). */
-static bool vector_taps(void) {
-    static int state; /* 0: not yet known, 1: yes, 2: no */
-    int s = __atomic_load_n(&state, __ATOMIC_RELAXED);
-    if (!s) {
-        __builtin_cpu_init();
-        s = __builtin_cpu_supports("avx512f") ? 1 : 2;
-        __atomic_store_n(&state, s, __ATOMIC_RELAXED);
-    }
-    return s == 1;
-}
 #else
-static bool vector_taps(void) {
-    return false;
-}
 static void max_taps_avx512(float *y, const float *src, int64_t lo, int64_t hi,
                             int64_t s2, int64_t b2) {
     (void)y, (void)src, (void)lo, (void)hi, (void)s2, (void)b2;
@@ -222,7 +196,7 @@ static void max_rows_f32(void *ctx, int64_t b, int64_t e) {
                     int64_t hi =
                         w->in[2] - b2 <= 0 ? 0 : (w->in[2] - b2 + s2 - 1) / s2;
                     if (hi > len) hi = len;
-                    if (s2 <= 2 && vector_taps()) {
+                    if (s2 <= 2 && br_cpu_avx512f()) {
                         max_taps_avx512(y, src, lo, hi, s2, b2);
                         continue;
                     }

@@ -56,8 +56,7 @@ bool br_sgemm_enabled(void) {
     if (!s) {
         const char *env = getenv("BRAID_CPU_GEMM");
         bool off = env && strcmp(env, "openblas") == 0;
-        __builtin_cpu_init();
-        s = !off && __builtin_cpu_supports("avx512f") ? 1 : 2;
+        s = !off && br_cpu_avx512f() ? 1 : 2;
         __atomic_store_n(&state, s, __ATOMIC_RELAXED);
     }
     return s == 1;
