@@ -124,6 +124,10 @@ void br_sgemm_run_ep(br_pool *pool, int M, const float *A, int lda,
  * packed operand of K rows and `panels` panels: for producers that write
  * B packed in place (the Winograd input transform). */
 size_t br_sgemm_panel_row(int K, int panels, int j, int k);
+/* Such a producer's last step: rows [k0, k1) of the packed operand [K, N]
+ * at data get zeros in the columns of the last panel past N (the GEMM
+ * computes them, and stores nothing of them). */
+void br_sgemm_zero_padding(float *data, int K, int N, int k0, int k1);
 /* A packed for br_sgemm_run_pa: tiles of 12 rows, tile t holding rows
  * [12t, 12t + 12) as K groups of 12 floats (k after k), zeros past M, so a
  * product streams A in one run instead of 12 rows (a constant A read from

@@ -616,19 +616,6 @@ static size_t slot_bytes(const conv_ctx *x) {
     return lines((size_t)(x->K * x->block) * x->esz + prod);
 }
 
-/* Columns [ncols, panels · NR) of the last panel of a packed col of K rows:
- * zeros (their products are not stored, but are then computed from
- * numbers). */
-static void zero_pad_columns(const conv_ctx *x, float *pack, int panels,
-                             int64_t ncols) {
-    int64_t used = ncols - (int64_t)(panels - 1) * BR_SGEMM_NR;
-    if (used == BR_SGEMM_NR) return;
-    for (int k = 0; k < (int)x->K; k++)
-        memset(pack + br_sgemm_panel_row((int)x->K, panels, panels - 1, k) +
-                   used,
-               0, (size_t)(BR_SGEMM_NR - used) * sizeof(float));
-}
-
 /* Block t in slot `slot`: group g, the positions [n0, n1) (image n0 / ov
  * onwards). Its col gets each image's part (own: into the GEMM's panels),
  * then one product: a block inside one image writes y directly, one
@@ -666,7 +653,8 @@ static void run_block(const conv_ctx *x, int64_t t, char *slot) {
                                       : (size_t)(x->K * x->block) * x->esz);
     int64_t ldy = inside ? x->ov : ncols;
     if (x->own) {
-        zero_pad_columns(x, (float *)slot, panels, ncols);
+        br_sgemm_zero_padding((float *)slot, (int)x->K, (int)ncols, 0,
+                              (int)x->K);
         br_sgemm_packed v = {(int)x->K, (int)ncols, panels,
                              (const float *)slot};
         br_sgemm_ep ep = {.bias = bias, .stream = inside && x->stream};

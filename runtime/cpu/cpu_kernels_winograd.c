@@ -278,14 +278,9 @@ static void input_range(void *ctx, int64_t b, int64_t e) {
                 input_tiles(x, c, &sp);
         return;
     }
-    int64_t used = x->tb % BR_SGEMM_NR;     /* columns of the last panel */
-    for (int64_t c = b; c < e && used; c++) /* its padding: zeros */
-        for (int k = 0; k < 16; k++)
-            memset(x->V + k * x->vplane +
-                       br_sgemm_panel_row((int)x->C, (int)x->panels,
-                                          (int)x->panels - 1, (int)c) +
-                       used,
-                   0, (size_t)(BR_SGEMM_NR - used) * sizeof(float));
+    for (int k = 0; k < 16; k++) /* the last panel's padding: zeros */
+        br_sgemm_zero_padding(x->V + k * x->vplane, (int)x->C, (int)x->tb,
+                              (int)b, (int)e);
     for (int64_t it = x->t0; next_span(x, &it, &sp);)
         for (int64_t c = b; c < e; c++)
             input_tiles(x, c, &sp);

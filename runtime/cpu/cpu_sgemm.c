@@ -81,6 +81,14 @@ size_t br_sgemm_panel_row(int K, int panels, int j, int k) {
     return panel_row(K, panels, j, k);
 }
 
+void br_sgemm_zero_padding(float *data, int K, int N, int k0, int k1) {
+    int panels = (N + SG_NR - 1) / SG_NR, used = N - (panels - 1) * SG_NR;
+    if (N <= 0 || used == SG_NR) return;
+    for (int k = k0; k < k1; k++)
+        memset(data + panel_row(K, panels, panels - 1, k) + used, 0,
+               (size_t)(SG_NR - used) * sizeof(float));
+}
+
 size_t br_sgemm_apack_floats(int M, int K) {
     return (size_t)((M + SG_MR - 1) / SG_MR) * SG_MR * (size_t)K;
 }
