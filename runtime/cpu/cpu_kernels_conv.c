@@ -827,7 +827,7 @@ void br_conv_run_ep(const br_kernel_args *a, const br_conv_ep *ep) {
         run_channels_last(a, &x.c);
         return;
     }
-    if (ep && !x.f64) x.ep = *ep;
+    if (ep && !x.f64) x.ep = *ep; /* f32 only: conv_epilogue (cpu_fused.c) */
     x.x = a->in[0];
     x.w = a->in[1];
     x.bias = a->node->ninputs == 3 ? a->in[2] : NULL;
