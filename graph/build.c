@@ -550,20 +550,33 @@ static braid_status bg_infer_shape_op(bg_ctx *c) {
  * ------------------------------------------------------------------------------
  */
 
-static bool bg_grow_nodes(braid_graph *g) {
-    if (g->nnodes < g->cap) return true;
-    if (g->nnodes >= BG_NONE - 1) {
-        bg_fail(g, BRAID_ERR_INVALID_ARGUMENT, "graph has too many nodes");
-        return false;
-    }
-    uint32_t cap =
-        g->cap ? (g->cap > UINT32_MAX / 2 ? UINT32_MAX - 1 : 2 * g->cap) : 16;
+static bool bg_resize_nodes(braid_graph *g, uint32_t cap) {
     bg_node *nodes = bg_realloc(g, g->nodes, (size_t)g->cap * sizeof *nodes,
                                 (size_t)cap * sizeof *nodes);
     if (nodes == NULL) return false;
     g->nodes = nodes;
     g->cap = cap;
     return true;
+}
+
+static bool bg_grow_nodes(braid_graph *g) {
+    if (g->nnodes < g->cap) return true;
+    if (g->nnodes >= BG_NONE - 1) {
+        bg_fail(g, BRAID_ERR_INVALID_ARGUMENT, "graph has too many nodes");
+        return false;
+    }
+    return bg_resize_nodes(
+        g,
+        g->cap ? (g->cap > UINT32_MAX / 2 ? UINT32_MAX - 1 : 2 * g->cap) : 16);
+}
+
+bool bg_reserve_nodes(braid_graph *g, uint32_t nnodes) {
+    if (nnodes <= g->cap) return true;
+    if (nnodes >= BG_NONE - 1) {
+        bg_fail(g, BRAID_ERR_INVALID_ARGUMENT, "graph has too many nodes");
+        return false;
+    }
+    return bg_resize_nodes(g, nnodes);
 }
 
 /* Copies what the node owns (inputs, constant data, input name) through

@@ -285,6 +285,11 @@ uint32_t bg_build_shared(braid_graph *g, braid_op op, const uint32_t *inputs,
                          const int64_t *dims, const bg_attrs *attr,
                          const char *name, bg_shared *shared);
 
+/* Makes room for `nnodes` nodes in all, so that appending up to that many
+ * moves the node array no more (a reader that knows the count: the plan
+ * file's loader). False, with g's error set, when out of memory. */
+bool bg_reserve_nodes(braid_graph *g, uint32_t nnodes);
+
 static inline const bg_node *bg_node_at(const braid_graph *g, uint32_t id) {
     return &g->nodes[id];
 }

@@ -325,6 +325,10 @@ braid_status br_pf_read_graph(br_pf_load *L, uint32_t type, braid_graph **out) {
     if (noutputs > br_pf_left(&r) / 8 + 1)
         return br_pf_fail(&r, "noutputs", "count %u cannot fit in the section",
                           noutputs);
+    /* The count is bounded by the section's size (MIN_NODE bytes a node):
+     * the node array is made once, not doubled and copied as it fills. */
+    if (g->nnodes == 0 && !bg_reserve_nodes(g, nnodes))
+        return br_pf_fail(&r, "nnodes", "%s", g->error);
     r.array = "nodes";
     for (uint32_t id = 0; id < nnodes; id++) {
         r.index = id;
