@@ -289,13 +289,15 @@ Test(op_conv, cpu_large_split_path, .timeout = 120) {
 }
 
 /* 3×3 stride-1 f32 convolutions with 16 or more channels each way run as
- * Winograd F(2×2, 3×3) (runtime/cpu/cpu_kernels_winograd.c): random
- * batches, channels, planes (odd sizes, a single row or column: partial
- * tiles), pads 0..2 at each end (asymmetric, more output than input),
- * bias or not, against the reference at f32's tolerance; chunks of tiles
- * when the planes are large. */
+ * Winograd F(4×4, 3×3) or F(2×2, 3×3) (runtime/cpu/cpu_kernels_winograd.c,
+ * the tile from the output planes): random batches, channels, planes (odd
+ * sizes, a single row or column: partial tiles), pads 0..2 at each end
+ * (asymmetric, more output than input), bias or not, against the reference
+ * at f32's tolerance; chunks of tiles when the planes are large. Both tiles
+ * come up. */
 Test(op_conv, cpu_winograd, .timeout = 120) {
     uint64_t st = 31;
+    int tiles[5] = {0};
     for (int t = 0; t < 40; t++) {
         ts_conv_case c = {.s = 2,
                           .N = ts_rand_int(&st, 1, 3),
@@ -322,6 +324,7 @@ Test(op_conv, cpu_winograd, .timeout = 120) {
         bg_conv_geom geo;
         cr_assert(bg_conv_geom_of(g, &g->nodes[g->nnodes - 1], &geo));
         cr_assert(br_winograd_applies(&geo, BRAID_F32));
+        tiles[br_winograd_tile(&geo)]++;
         char buf[400];
         check_run(g, "cpu", 300 + (uint64_t)t,
                   ts_conv_case_str(&c, buf, sizeof buf));
@@ -329,6 +332,51 @@ Test(op_conv, cpu_winograd, .timeout = 120) {
             same_bits_on_1_and_3_threads(g, 300 + (uint64_t)t, buf);
         braid_graph_free(g);
     }
+    cr_assert(tiles[2] > 0, "no case ran F(2x2, 3x3)");
+    if (!getenv("BRAID_CPU_WINOGRAD"))
+        cr_assert(tiles[4] > 0, "no case ran F(4x4, 3x3)");
+}
+
+/* F(4×4, 3×3) rounds more than F(2×2) (its transforms' coefficients reach
+ * 5/2 and 8), and more with more channels. Its stated bound: at 256 input
+ * channels, inputs and weights in [−1, 1], every output within 1e-5 of the
+ * largest output's magnitude of the reference (measured: about 4e-6; a
+ * direct sum's reordering gives about 5e-7). */
+Test(op_conv, cpu_winograd_f4_rounding, .timeout = 120) {
+    if (getenv("BRAID_CPU_WINOGRAD")) cr_skip_test("BRAID_CPU_WINOGRAD set");
+    ts_conv_case c = {.s = 2,
+                      .N = 1,
+                      .G = 1,
+                      .Cg = 256,
+                      .OCg = 32,
+                      .in = {14, 14, 1},
+                      .k = {3, 3, 1},
+                      .p = {.pads = {1, 1, 1, 1}}};
+    braid_graph *g = ts_conv_case_graph(&c, BRAID_F32);
+    bg_conv_geom geo;
+    cr_assert(bg_conv_geom_of(g, &g->nodes[g->nnodes - 1], &geo));
+    cr_assert(br_winograd_applies(&geo, BRAID_F32));
+    cr_assert_eq(br_winograd_tile(&geo), 4);
+    braid_plan *p = pf_compile(g, "cpu");
+    ts_io *io = ts_io_new(g, 77);
+    cr_assert(io);
+    cr_assert_eq(pf_run(p, io, false, 77), BRAID_OK, "%s", braid_last_error());
+    cr_assert_eq(
+        braid_reference_run(g, io->in, io->ninputs, io->ref, io->noutputs),
+        BRAID_OK, "%s", braid_last_error());
+    const float *y = io->out[0].data, *r = io->ref[0].data;
+    double big = 0, worst = 0;
+    for (int64_t i = 0; i < io->out_numel[0]; i++)
+        if (fabs(r[i]) > big) big = fabs(r[i]);
+    for (int64_t i = 0; i < io->out_numel[0]; i++)
+        if (fabs((double)y[i] - r[i]) > worst)
+            worst = fabs((double)y[i] - r[i]);
+    cr_assert_gt(big, 10.0, "the outputs are too small to measure: %g", big);
+    cr_assert_leq(worst, 1e-5 * big, "F(4x4) error %g against max |ref| %g",
+                  worst, big);
+    ts_io_free(io);
+    braid_plan_free(p);
+    braid_graph_free(g);
 }
 
 /* A Winograd conv whose weights (and bias) are constants of the plan: the

@@ -274,8 +274,11 @@ void *br_conv_derive(const braid_graph *g, uint32_t id, const void *const *in,
                      br_pool *pool);
 void *br_conv_derive_node(const braid_graph *g, const bg_node *n,
                           const void *const *in, br_pool *pool);
-/* 3×3 stride-1 f32 convolutions as Winograd F(2×2, 3×3)
- * (cpu_kernels_winograd.c): whether conv c of dtype t runs that way, the
+/* 3×3 stride-1 f32 convolutions as Winograd F(4×4, 3×3) or F(2×2, 3×3)
+ * (cpu_kernels_winograd.c): whether conv c of dtype t runs that way, its
+ * output tile (br_winograd_tile: 4 where F(4×4) makes fewer
+ * multiplications, from the shape alone, unless BRAID_CPU_WINOGRAD=f2; else
+ * 2), the
  * scratch it needs for up to `threads` threads taking whole chunks at once,
  * the filter transform of weights w alone (malloc'd, NULL when memory is
  * short; the caller frees it), and the run (x, w, bias (or NULL), y as the
@@ -284,6 +287,7 @@ void *br_conv_derive_node(const braid_graph *g, const bg_node *n,
  * many threads take whole chunks as it has room for, and any size from
  * br_winograd_scratch(c, 1) up works). */
 bool br_winograd_applies(const bg_conv_geom *c, braid_dtype t);
+int br_winograd_tile(const bg_conv_geom *c);
 size_t br_winograd_scratch(const bg_conv_geom *c, int threads);
 float *br_winograd_filter(const bg_conv_geom *c, br_pool *pool, const float *w);
 void br_winograd_run(const bg_conv_geom *c, br_pool *pool, const float *x,
