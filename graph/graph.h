@@ -110,8 +110,13 @@ typedef struct bg_output {
 
 /* A hash index of names (open addressing, linear probing), rebuilt lazily
  * from the graph when stale, so name checks stay linear overall. */
+typedef struct bg_name_slot {
+    uint32_t entry; /* entry + 1, 0 when empty */
+    uint32_t hash;  /* the name's hash: most probes that miss compare it
+                       alone, without fetching the node and its name */
+} bg_name_slot;
 typedef struct bg_name_index {
-    uint32_t *slot; /* entry + 1 per slot, 0 when empty; owned */
+    bg_name_slot *slot; /* owned */
     uint32_t cap;   /* slots (a power of two), 0 before the first build */
     uint32_t count; /* entries */
     bool stale;     /* out of date: rebuild before the next lookup */

@@ -24,11 +24,10 @@ static const char *entry_name(const braid_graph *g, bool inputs, uint32_t e) {
 static bool insert(bg_name_index *ix, const braid_graph *g, bool inputs,
                    uint32_t e) {
     if (ix->cap == 0 || (ix->count + 1) * 2 > ix->cap) return false;
-    uint32_t mask = ix->cap - 1;
-    for (uint32_t i = hash_name(entry_name(g, inputs, e)) & mask;;
-         i = (i + 1) & mask) {
-        if (ix->slot[i] == 0) {
-            ix->slot[i] = e + 1;
+    uint32_t mask = ix->cap - 1, h = hash_name(entry_name(g, inputs, e));
+    for (uint32_t i = h & mask;; i = (i + 1) & mask) {
+        if (ix->slot[i].entry == 0) {
+            ix->slot[i] = (bg_name_slot){e + 1, h};
             ix->count++;
             return true;
         }
@@ -44,7 +43,7 @@ static bool rebuild(braid_graph *g, bg_name_index *ix, bool inputs) {
     uint32_t cap = 16;
     while (cap < 4 * (n + 1)) cap *= 2;
     if (cap != ix->cap) {
-        uint32_t *slot = bg_alloc(g, cap * sizeof *slot);
+        bg_name_slot *slot = bg_alloc(g, cap * sizeof *slot);
         if (!slot) return false;
         bg_free(g, ix->slot, ix->cap * sizeof *ix->slot);
         ix->slot = slot;
@@ -73,10 +72,13 @@ static uint32_t find(braid_graph *g, bg_name_index *ix, bool inputs,
         }
         return BG_NONE;
     }
-    uint32_t mask = ix->cap - 1;
-    for (uint32_t i = hash_name(name) & mask; ix->slot[i]; i = (i + 1) & mask)
-        if (strcmp(entry_name(g, inputs, ix->slot[i] - 1), name) == 0)
-            return ix->slot[i] - 1;
+    uint32_t mask = ix->cap - 1, h = hash_name(name);
+    for (uint32_t i = h & mask; ix->slot[i].entry; i = (i + 1) & mask) {
+        uint32_t e = ix->slot[i].entry - 1;
+        if (ix->slot[i].hash == h &&
+            strcmp(entry_name(g, inputs, e), name) == 0)
+            return e;
+    }
     return BG_NONE;
 }
 
@@ -103,8 +105,10 @@ void bg_names_invalidate(braid_graph *g) {
 }
 
 void bg_names_free(braid_graph *g) {
-    bg_free(g, g->input_names.slot, g->input_names.cap * sizeof(uint32_t));
-    bg_free(g, g->output_names.slot, g->output_names.cap * sizeof(uint32_t));
+    bg_free(g, g->input_names.slot,
+            g->input_names.cap * sizeof *g->input_names.slot);
+    bg_free(g, g->output_names.slot,
+            g->output_names.cap * sizeof *g->output_names.slot);
     g->input_names = g->output_names = (bg_name_index){0};
 }
 

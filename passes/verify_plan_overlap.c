@@ -116,10 +116,16 @@ typedef struct vp_spans {
     uint32_t *astart;   /* per span: first index in acc (n + 1) */
     uint32_t *acc;      /* accessing nodes; writers first in each span */
     uint32_t *nwrite;   /* per span: how many of its accesses write */
-    bool *to_end;       /* per span: holds an output */
+    uint8_t *flags;     /* per span: VP_TO_END, VP_PERSISTENT */
     int32_t *lastacc;   /* n × nq: last access position per queue */
     int32_t *known;     /* n × nq: min over writers of their clock */
 } vp_spans;
+
+/* A span's flags: it holds an output (never done before anything after
+ * it); its node is persistent (never done before, nor after). Kept beside
+ * the spans so the paint sweep does not fetch each node. */
+#define VP_TO_END 1u
+#define VP_PERSISTENT 2u
 
 /* (arena, offset, node) sort key. */
 typedef struct vp_key {
@@ -188,11 +194,13 @@ static braid_status build_spans(const vp_state *st, vp_spans *sp) {
     for (uint32_t s = 0; s < sp->n; s++) {
         sp->node[s] = key[s].node;
         sp->of[key[s].node] = s;
+        if (bg_op_persistent(p->res.graph->nodes[key[s].node].op))
+            sp->flags[s] |= VP_PERSISTENT;
     }
     free(key);
     for (uint32_t id = 0; id < st->n; id++)
         if (st->output[id] && span_of(st, sp, id) != BG_NONE)
-            sp->to_end[span_of(st, sp, id)] = true;
+            sp->flags[span_of(st, sp, id)] |= VP_TO_END;
     each_access(st, sp, count_access);
     for (uint32_t s = 0; s < sp->n; s++) sp->astart[s + 1] += sp->astart[s];
     sp->acc = bp_calloc(sp->astart[sp->n], sizeof *sp->acc, "verify_plan");
@@ -248,10 +256,8 @@ static bool in_place(const vp_state *st, const vp_spans *sp, uint32_t a,
 /* Span a is done before span b is written. */
 static bool done_before(const vp_state *st, const vp_spans *sp, uint32_t a,
                         uint32_t b) {
-    const bp_plan *p = st->plan;
-    if (sp->to_end[a] || sp->nwrite[b] == 0 ||
-        bg_op_persistent(p->res.graph->nodes[sp->node[a]].op) ||
-        bg_op_persistent(p->res.graph->nodes[sp->node[b]].op))
+    if ((sp->flags[a] & (VP_TO_END | VP_PERSISTENT)) ||
+        (sp->flags[b] & VP_PERSISTENT) || sp->nwrite[b] == 0)
         return false;
     const int32_t *la = sp->lastacc + (size_t)a * st->nq;
     const int32_t *kn = sp->known + (size_t)b * st->nq;
@@ -449,12 +455,12 @@ braid_status vp_check_overlaps(vp_state *st) {
     sp.of = bp_calloc(n, sizeof *sp.of, "verify_plan spans");
     sp.astart = bp_calloc(n + 1, sizeof *sp.astart, "verify_plan spans");
     sp.nwrite = bp_calloc(n, sizeof *sp.nwrite, "verify_plan spans");
-    sp.to_end = bp_calloc(n, sizeof *sp.to_end, "verify_plan spans");
+    sp.flags = bp_calloc(n, sizeof *sp.flags, "verify_plan spans");
     sp.lastacc = bp_calloc(cells, sizeof *sp.lastacc, "verify_plan spans");
     sp.known = bp_calloc(cells, sizeof *sp.known, "verify_plan spans");
     braid_status s = BRAID_ERR_OUT_OF_MEMORY;
-    if (sp.node && sp.of && sp.astart && sp.nwrite && sp.to_end &&
-        sp.lastacc && sp.known) {
+    if (sp.node && sp.of && sp.astart && sp.nwrite && sp.flags && sp.lastacc &&
+        sp.known) {
         s = build_spans(st, &sp);
         if (s == BRAID_OK) summarise(st, &sp);
         if (s == BRAID_OK) s = sweep(st, &sp);
@@ -464,7 +470,7 @@ braid_status vp_check_overlaps(vp_state *st) {
     free(sp.astart);
     free(sp.acc);
     free(sp.nwrite);
-    free(sp.to_end);
+    free(sp.flags);
     free(sp.lastacc);
     free(sp.known);
     return s;
