@@ -149,6 +149,9 @@ uint32_t bp_plan_add_node(bp_plan *plan, braid_op op, const uint32_t *inputs,
 /* Extends info to one entry per graph node (defaults for nodes made with
  * bg_build on plan->res.graph). */
 braid_status bp_plan_sync_info(bp_plan *plan);
+/* Makes room in info for n entries in all (a reader that knows the count:
+ * the plan file's loader), so that syncing up to n moves it no more. */
+braid_status bp_plan_reserve_info(bp_plan *plan, uint32_t n);
 /* Frees what k owns and zeroes it (zeroed is fine). */
 void bp_kernels_free(bp_kernels *k);
 /* Appends a program; returns its index or BG_NONE (out of memory). The

@@ -19,6 +19,18 @@ static bp_node_info default_info(const bp_plan *plan, uint32_t ninputs,
     return in;
 }
 
+braid_status bp_plan_reserve_info(bp_plan *plan, uint32_t n) {
+    if (n <= plan->res.info_cap) return BRAID_OK;
+    bp_node_info *info = realloc(plan->res.info, (size_t)n * sizeof *info);
+    if (!info)
+        return bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY,
+                                 "compile: out of memory for node info");
+    bg_huge_advise(info, (size_t)n * sizeof *info);
+    plan->res.info = info;
+    plan->res.info_cap = n;
+    return BRAID_OK;
+}
+
 /* Grows info to one entry per graph node (nodes made by bg_build on the
  * plan's graph get defaults here). */
 braid_status bp_plan_sync_info(bp_plan *plan) {
@@ -27,13 +39,8 @@ braid_status bp_plan_sync_info(bp_plan *plan) {
     if (g->nnodes > plan->res.info_cap) {
         size_t cap = plan->res.info_cap ? plan->res.info_cap : 16;
         while (cap < g->nnodes) cap *= 2;
-        bp_node_info *n = realloc(plan->res.info, cap * sizeof *n);
-        if (!n)
-            return bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY,
-                                     "compile: out of memory for node info");
-        bg_huge_advise(n, cap * sizeof *n);
-        plan->res.info = n;
-        plan->res.info_cap = (uint32_t)cap;
+        braid_status s = bp_plan_reserve_info(plan, (uint32_t)cap);
+        if (s != BRAID_OK) return s;
     }
     for (uint32_t id = plan->res.ninfo; id < g->nnodes; id++) {
         const bg_node *n = &g->nodes[id];

@@ -329,6 +329,8 @@ braid_status br_pf_read_graph(br_pf_load *L, uint32_t type, braid_graph **out) {
      * the node array is made once, not doubled and copied as it fills. */
     if (g->nnodes == 0 && !bg_reserve_nodes(g, nnodes))
         return br_pf_fail(&r, "nnodes", "%s", g->error);
+    if (plan_graph && bp_plan_reserve_info(L->plan, nnodes) != BRAID_OK)
+        return br_pf_fail(&r, "nnodes", "out of memory");
     r.array = "nodes";
     for (uint32_t id = 0; id < nnodes; id++) {
         r.index = id;
