@@ -113,38 +113,67 @@ static void pool_elems(void *ctx, int64_t b, int64_t e) {
     }
 }
 
-/* One tap of the inner axis over a row, y[k] = src[k·s2 + b2] where that
- * is greater or NaN, for k in [lo, hi), s2 1 or 2: 16 outputs at a time
- * with AVX-512 (masked loads at the row's ends; a stride-2 tap's lanes
- * picked from two loads by a permute). GCC leaves the scalar loop's
- * stride-2 loads and NaN test scalar: ResNet-18's stem pool alone took
- * 3.25 ms that way, 2.40 so (in the model its input comes from memory,
- * and both take 3.0-3.6). The same comparisons, so the same values. */
+/* Most window rows (clipped to the input) and inner-axis taps the AVX-512
+ * row loop takes; wider windows take the scalar loop. */
+#define POOL_VEC_ROWS 8
+#define POOL_VEC_TAPS 8
+
+/* One output row of an f32 max pool, s2 1 or 2: y[k] = the max over the
+ * window rows src[i] (nrows of them) and taps t of src[i][k·s2 + b2[t]],
+ * for k in [lo[t], hi[t]) of each tap (inside the input), −∞ where no tap
+ * reads. 16 outputs at a time with AVX-512, each kept in a register over
+ * every tap (masked loads at the row's ends; a stride-2 tap's lanes picked
+ * from two loads by a permute), stored once: updating y in memory tap by
+ * tap loaded and stored each chunk nine times for ResNet's stem pool (which
+ * went 2.48-2.52 -> 2.41-2.44 ms alone, its input in the L3 cache). The
+ * same comparisons in the same order as the scalar loop (v > acc or v is NaN:
+ * the last NaN in tap order), so the same values. */
 #if defined(__x86_64__) && defined(__GNUC__)
 __attribute__((target("avx512f"))) static void
-max_taps_avx512(float *y, const float *src, int64_t lo, int64_t hi, int64_t s2,
-                int64_t b2) {
-    for (int64_t k = lo; k < hi; k += 16) {
-        int64_t n = hi - k < 16 ? hi - k : 16;
-        __mmask16 m = (__mmask16)((1u << n) - 1);
-        __m512 v = br_load_lanes(src + s2 * k + b2, s2, 0, n);
-        __m512 yo = _mm512_maskz_loadu_ps(m, y + k);
-        __mmask16 up = _mm512_mask_cmp_ps_mask(m, v, yo, _CMP_GT_OQ) |
-                       _mm512_mask_cmp_ps_mask(m, v, v, _CMP_UNORD_Q);
-        _mm512_mask_storeu_ps(y + k, up, v);
+max_row_avx512(float *y, const float *const *src, int nrows, int ntaps,
+               const int64_t *b2, const int64_t *lo, const int64_t *hi,
+               int64_t len, int64_t s2) {
+    for (int64_t k0 = 0; k0 < len; k0 += 16) {
+        int64_t n = len - k0 < 16 ? len - k0 : 16;
+        __m512 acc = _mm512_set1_ps(-INFINITY);
+        for (int i = 0; i < nrows; i++)
+            for (int t = 0; t < ntaps; t++) {
+                int64_t l = lo[t] - k0 < 0 ? 0 : lo[t] - k0;
+                int64_t h = hi[t] - k0 > n ? n : hi[t] - k0;
+                if (h <= l) continue;
+                __m512 v = br_load_lanes(src[i] + s2 * k0 + b2[t], s2, l, h);
+                __mmask16 m = (__mmask16)(((1u << h) - 1) & ~((1u << l) - 1));
+                __mmask16 up = _mm512_mask_cmp_ps_mask(m, v, acc, _CMP_GT_OQ) |
+                               _mm512_mask_cmp_ps_mask(m, v, v, _CMP_UNORD_Q);
+                acc = _mm512_mask_mov_ps(acc, up, v);
+            }
+        _mm512_mask_storeu_ps(y + k0, (__mmask16)((1u << n) - 1), acc);
     }
 }
 
 #else
-static void max_taps_avx512(float *y, const float *src, int64_t lo, int64_t hi,
-                            int64_t s2, int64_t b2) {
-    (void)y, (void)src, (void)lo, (void)hi, (void)s2, (void)b2;
+static void max_row_avx512(float *y, const float *const *src, int nrows,
+                           int ntaps, const int64_t *b2, const int64_t *lo,
+                           const int64_t *hi, int64_t len, int64_t s2) {
+    (void)y, (void)src, (void)nrows, (void)ntaps, (void)b2, (void)lo;
+    (void)hi, (void)len, (void)s2;
 }
 #endif
 
 /* Output rows ahead whose newest input row max_rows_f32 asks for: the
  * input of ResNet's stem pool comes from memory (the stem streams it). */
 #define POOL_AHEAD 2
+
+/* Inner-axis tap t of an output row of len: output k reads input
+ * k·stride + *b2, inside the input for k in [*lo, *hi). */
+static void inner_tap(const bg_window *w, int64_t t, int64_t len, int64_t *b2,
+                      int64_t *lo, int64_t *hi) {
+    int64_t s2 = w->stride[2];
+    *b2 = t * w->dilation[2] - w->pad_lo[2];
+    *lo = *b2 >= 0 ? 0 : (-*b2 + s2 - 1) / s2;
+    *hi = w->in[2] - *b2 <= 0 ? 0 : (w->in[2] - *b2 + s2 - 1) / s2;
+    if (*hi > len) *hi = len;
+}
 
 /* max_pool on f32, rows [b, e) (as pool_rows): the window's taps on the
  * outer two axes are clipped once per row, and each tap of the inner axis
@@ -178,8 +207,15 @@ static void max_rows_f32(void *ctx, int64_t b, int64_t e) {
             for (int64_t l = 0; l < w->in[2] * 4; l += 64)
                 __builtin_prefetch(a + l, 0, 3);
         }
-        for (int64_t k = 0; k < len; k++)
-            y[k] = -INFINITY;
+        /* the window's rows inside the input, and each inner tap's offset
+         * and output range [lo, hi) inside the input */
+        const float *rows[POOL_VEC_ROWS];
+        int64_t b2[POOL_VEC_TAPS], lo[POOL_VEC_TAPS], hi[POOL_VEC_TAPS];
+        int64_t nrows = (j1[0] - j0[0]) * (j1[1] - j0[1]);
+        int64_t ntaps = w->kernel[2];
+        bool vec = s2 <= 2 && nrows <= POOL_VEC_ROWS &&
+                   ntaps <= POOL_VEC_TAPS && br_cpu_avx512f();
+        int nr = 0;
         for (int64_t i = j0[0]; i < j1[0]; i++)
             for (int64_t j = j0[1]; j < j1[1]; j++) {
                 int64_t p0 =
@@ -188,24 +224,31 @@ static void max_rows_f32(void *ctx, int64_t b, int64_t e) {
                     o[1] * w->stride[1] - w->pad_lo[1] + j * w->dilation[1];
                 const float *src =
                     x + ((pl * w->in[0] + p0) * w->in[1] + p1) * w->in[2];
-                for (int64_t t = 0; t < w->kernel[2]; t++) {
-                    /* output k reads src[k·s2 + b2], inside for k in
-                     * [lo, hi) */
-                    int64_t b2 = t * w->dilation[2] - w->pad_lo[2];
-                    int64_t lo = b2 >= 0 ? 0 : (-b2 + s2 - 1) / s2;
-                    int64_t hi =
-                        w->in[2] - b2 <= 0 ? 0 : (w->in[2] - b2 + s2 - 1) / s2;
-                    if (hi > len) hi = len;
-                    if (s2 <= 2 && br_cpu_avx512f()) {
-                        max_taps_avx512(y, src, lo, hi, s2, b2);
-                        continue;
-                    }
-                    for (int64_t k = lo; k < hi; k++) {
-                        float v = src[k * s2 + b2];
+                if (vec) {
+                    rows[nr++] = src;
+                    continue;
+                }
+                if (nr++ == 0)
+                    for (int64_t k = 0; k < len; k++)
+                        y[k] = -INFINITY;
+                for (int64_t t = 0; t < ntaps; t++) {
+                    int64_t tb, tl, th;
+                    inner_tap(w, t, len, &tb, &tl, &th);
+                    for (int64_t k = tl; k < th; k++) {
+                        float v = src[k * s2 + tb];
                         y[k] = v > y[k] || v != v ? v : y[k];
                     }
                 }
             }
+        if (!vec) {
+            if (nr == 0)
+                for (int64_t k = 0; k < len; k++)
+                    y[k] = -INFINITY;
+            continue;
+        }
+        for (int64_t t = 0; t < ntaps; t++)
+            inner_tap(w, t, len, &b2[t], &lo[t], &hi[t]);
+        max_row_avx512(y, rows, nr, (int)ntaps, b2, lo, hi, len, s2);
     }
 }
 
