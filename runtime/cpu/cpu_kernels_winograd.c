@@ -265,27 +265,49 @@ static bool next_span(const wg_ctx *x, int64_t *it, wg_span *sp) {
     return true;
 }
 
+/* Zeros for a patch row outside the input (the widest patch row). */
+static const float wg_zeros[4 * WG_ROW_TILES + 2];
+
+/* The m + 2 patch rows d_i of channel c under span sp (m: x->m), each the
+ * input's row m·ty − ph + i from column col0 = m·tx0 − pw on, its part
+ * inside the input, columns [*lo, *hi) of the patch, read in place as
+ * r[i][j − lo] (rows outside the input read zeros): no padded copy
+ * (copying the rows with memcpy and reading them back whole stalled on
+ * store forwarding). Returns the patch rows' width, m·nt + 2. */
+static int64_t patch_rows(const wg_ctx *x, int64_t c, const wg_span *sp,
+                          const float **r, int64_t *lo, int64_t *hi) {
+    const float *src = x->x + (sp->n * x->C + c) * x->H * x->W;
+    int64_t m = x->m, width = m * (sp->tx1 - sp->tx0) + 2;
+    int64_t col0 = m * sp->tx0 - x->pw;
+    *lo = col0 < 0 ? -col0 : 0;
+    *hi = x->W - col0 < width ? x->W - col0 : width;
+    if (*hi < *lo) *hi = *lo;
+    for (int64_t i = 0; i < m + 2; i++) {
+        int64_t row = m * sp->ty - x->ph + i;
+        r[i] =
+            row >= 0 && row < x->H ? src + row * x->W + col0 + *lo : wg_zeros;
+    }
+    return width;
+}
+
+/* Where the span's entries of row c of V[0] start: a run of it (packed: of
+ * one panel's row; next_span keeps a span inside a panel). */
+static float *v_row(const wg_ctx *x, int64_t c, const wg_span *sp) {
+    return x->V +
+           (x->own ? br_sgemm_panel_row((int)x->C, (int)x->panels,
+                                        (int)(sp->off / BR_SGEMM_NR), (int)c) +
+                         (size_t)(sp->off % BR_SGEMM_NR)
+                   : (size_t)(c * x->tb + sp->off));
+}
+
 /* The input transform of channel c under span sp, into V. */
 BR_CLONES static void input_tiles(const wg_ctx *x, int64_t c,
                                   const wg_span *sp) {
     enum { PW = 2 * WG_ROW_TILES + 2 };
-    static const float zeros[PW];
     float s[4][PW];
-    const float *src = x->x + (sp->n * x->C + c) * x->H * x->W;
-    int64_t nt = sp->tx1 - sp->tx0, width = 2 * nt + 2;
-    int64_t col0 = 2 * sp->tx0 - x->pw; /* input column of d[.][0] */
-    int64_t lo = col0 < 0 ? -col0 : 0;
-    int64_t hi = x->W - col0 < width ? x->W - col0 : width;
-    if (hi < lo) hi = lo;
-    /* d_i[j], the patch rows: the input's row 2·ty − ph + i at column
-     * col0 + j for j in [lo, hi), zeros outside (and for rows outside),
-     * read in place as r[i][j − lo]: no padded copy (copying the rows with
-     * memcpy and reading them back whole stalled on store forwarding) */
+    int64_t nt = sp->tx1 - sp->tx0, lo, hi;
     const float *r[4];
-    for (int i = 0; i < 4; i++) {
-        int64_t row = 2 * sp->ty - x->ph + i;
-        r[i] = row >= 0 && row < x->H ? src + row * x->W + col0 + lo : zeros;
-    }
+    int64_t width = patch_rows(x, c, sp, r, &lo, &hi);
     for (int i = 0; i < 4; i++) /* Bᵀ d: zeros where d is */
         for (int64_t j = 0; j < lo; j++)
             s[i][j] = 0.0f;
@@ -298,14 +320,7 @@ BR_CLONES static void input_tiles(const wg_ctx *x, int64_t c,
     for (int i = 0; i < 4; i++)
         for (int64_t j = hi; j < width; j++)
             s[i][j] = 0.0f;
-    /* the span's entries of row c of V[0]: a run of it (packed: of one
-     * panel's row, next_span keeps a span inside a panel) */
-    float *dst =
-        x->V + (x->own
-                    ? br_sgemm_panel_row((int)x->C, (int)x->panels,
-                                         (int)(sp->off / BR_SGEMM_NR), (int)c) +
-                          (size_t)(sp->off % BR_SGEMM_NR)
-                    : (size_t)(c * x->tb + sp->off));
+    float *dst = v_row(x, c, sp);
     for (int i = 0; i < 4; i++) { /* (Bᵀ d) B */
         float *v0 = dst + (4 * i + 0) * x->vplane,
               *v1 = dst + (4 * i + 1) * x->vplane,
@@ -396,19 +411,10 @@ bt6_vectors(const float *e0, const float *e1, const float *e2, const float *e3,
 BR_CLONES static void input_tiles4(const wg_ctx *x, int64_t c,
                                    const wg_span *sp) {
     enum { PW = 4 * WG_ROW_TILES + 2 };
-    static const float zeros[PW];
     float s[6][PW];
-    const float *src = x->x + (sp->n * x->C + c) * x->H * x->W;
-    int64_t nt = sp->tx1 - sp->tx0, width = 4 * nt + 2;
-    int64_t col0 = 4 * sp->tx0 - x->pw;
-    int64_t lo = col0 < 0 ? -col0 : 0;
-    int64_t hi = x->W - col0 < width ? x->W - col0 : width;
-    if (hi < lo) hi = lo;
+    int64_t nt = sp->tx1 - sp->tx0, lo, hi;
     const float *r[6];
-    for (int i = 0; i < 6; i++) {
-        int64_t row = 4 * sp->ty - x->ph + i;
-        r[i] = row >= 0 && row < x->H ? src + row * x->W + col0 + lo : zeros;
-    }
+    int64_t width = patch_rows(x, c, sp, r, &lo, &hi);
     for (int i = 0; i < 6; i++)
         for (int64_t j = 0; j < lo; j++)
             s[i][j] = 0.0f;
@@ -419,12 +425,7 @@ BR_CLONES static void input_tiles4(const wg_ctx *x, int64_t c,
     for (int i = 0; i < 6; i++)
         for (int64_t j = hi; j < width; j++)
             s[i][j] = 0.0f;
-    float *dst =
-        x->V + (x->own
-                    ? br_sgemm_panel_row((int)x->C, (int)x->panels,
-                                         (int)(sp->off / BR_SGEMM_NR), (int)c) +
-                          (size_t)(sp->off % BR_SGEMM_NR)
-                    : (size_t)(c * x->tb + sp->off));
+    float *dst = v_row(x, c, sp);
     /* (Bᵀ d) B: each row's columns 4k + q dealt into e[q][k] first (tile
      * k's six columns are then e0..e3[k], e0[k + 1], e1[k + 1]), so
      * that both loops run over k in whole vectors */
