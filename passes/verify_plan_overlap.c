@@ -123,9 +123,12 @@ typedef struct vp_spans {
 
 /* A span's flags: it holds an output (never done before anything after
  * it); its node is persistent (never done before, nor after). Kept beside
- * the spans so the paint sweep does not fetch each node. */
+ * the spans, found in one sweep over the nodes in id order, so the paint
+ * sweep does not fetch nodes at random. */
 #define VP_TO_END 1u
 #define VP_PERSISTENT 2u
+#define VP_ALIAS_OK 4u /* its node may write over its input (vp_aliasing_ok)   \
+                        */
 
 /* (arena, offset, node) sort key. */
 typedef struct vp_key {
@@ -194,10 +197,15 @@ static braid_status build_spans(const vp_state *st, vp_spans *sp) {
     for (uint32_t s = 0; s < sp->n; s++) {
         sp->node[s] = key[s].node;
         sp->of[key[s].node] = s;
-        if (bg_op_persistent(p->res.graph->nodes[key[s].node].op))
-            sp->flags[s] |= VP_PERSISTENT;
     }
     free(key);
+    for (uint32_t id = 0; id < st->n; id++) { /* in node order: a sweep */
+        uint32_t s = sp->of[id];
+        if (s == BG_NONE) continue;
+        if (bg_op_persistent(p->res.graph->nodes[id].op))
+            sp->flags[s] |= VP_PERSISTENT;
+        if (vp_aliasing_ok(p, id)) sp->flags[s] |= VP_ALIAS_OK;
+    }
     for (uint32_t id = 0; id < st->n; id++)
         if (st->output[id] && span_of(st, sp, id) != BG_NONE)
             sp->flags[span_of(st, sp, id)] |= VP_TO_END;
@@ -241,7 +249,7 @@ static bool in_place(const vp_state *st, const vp_spans *sp, uint32_t a,
     const bp_tensor_place *pa = &p->res.info[x].place,
                           *pb = &p->res.info[w].place;
     if (sp->node[b] != w || pa->offset != pb->offset ||
-        pa->bytes != pb->bytes || !vp_aliasing_ok(p, w) ||
+        pa->bytes != pb->bytes || !(sp->flags[b] & VP_ALIAS_OK) ||
         bg_numel(&p->res.graph->nodes[x]) != bg_numel(&p->res.graph->nodes[w]))
         return false;
     const bg_node *n = &p->res.graph->nodes[w];
