@@ -185,7 +185,13 @@ static void max_rows_f32(void *ctx, int64_t b, int64_t e) {
     const pool_ctx *c = ctx;
     const bg_window *w = &c->w;
     const float *x = c->x;
-    int64_t len = w->out[2], s2 = w->stride[2];
+    int64_t len = w->out[2], s2 = w->stride[2], ntaps = w->kernel[2];
+    /* each inner tap's offset and output range [lo, hi) inside the input,
+     * the same for every row */
+    int64_t b2[POOL_VEC_TAPS], lo[POOL_VEC_TAPS], hi[POOL_VEC_TAPS];
+    bool vec = s2 <= 2 && ntaps <= POOL_VEC_TAPS && br_cpu_avx512f();
+    for (int64_t t = 0; vec && t < ntaps; t++)
+        inner_tap(w, t, len, &b2[t], &lo[t], &hi[t]);
     for (int64_t r = b; r < e; r++) {
         int64_t o[2] = {(r / w->out[1]) % w->out[0], r % w->out[1]};
         int64_t pl = r / (w->out[0] * w->out[1]);
@@ -207,14 +213,12 @@ static void max_rows_f32(void *ctx, int64_t b, int64_t e) {
             for (int64_t l = 0; l < w->in[2] * 4; l += 64)
                 __builtin_prefetch(a + l, 0, 3);
         }
-        /* the window's rows inside the input, and each inner tap's offset
-         * and output range [lo, hi) inside the input */
+        /* the window's rows inside the input */
         const float *rows[POOL_VEC_ROWS];
-        int64_t b2[POOL_VEC_TAPS], lo[POOL_VEC_TAPS], hi[POOL_VEC_TAPS];
-        int64_t nrows = (j1[0] - j0[0]) * (j1[1] - j0[1]);
-        int64_t ntaps = w->kernel[2];
-        bool vec = s2 <= 2 && nrows <= POOL_VEC_ROWS &&
-                   ntaps <= POOL_VEC_TAPS && br_cpu_avx512f();
+        bool vrow = vec && (j1[0] - j0[0]) * (j1[1] - j0[1]) <= POOL_VEC_ROWS;
+        if (!vrow)
+            for (int64_t k = 0; k < len; k++)
+                y[k] = -INFINITY;
         int nr = 0;
         for (int64_t i = j0[0]; i < j1[0]; i++)
             for (int64_t j = j0[1]; j < j1[1]; j++) {
@@ -224,13 +228,10 @@ static void max_rows_f32(void *ctx, int64_t b, int64_t e) {
                     o[1] * w->stride[1] - w->pad_lo[1] + j * w->dilation[1];
                 const float *src =
                     x + ((pl * w->in[0] + p0) * w->in[1] + p1) * w->in[2];
-                if (vec) {
+                if (vrow) {
                     rows[nr++] = src;
                     continue;
                 }
-                if (nr++ == 0)
-                    for (int64_t k = 0; k < len; k++)
-                        y[k] = -INFINITY;
                 for (int64_t t = 0; t < ntaps; t++) {
                     int64_t tb, tl, th;
                     inner_tap(w, t, len, &tb, &tl, &th);
@@ -240,15 +241,7 @@ static void max_rows_f32(void *ctx, int64_t b, int64_t e) {
                     }
                 }
             }
-        if (!vec) {
-            if (nr == 0)
-                for (int64_t k = 0; k < len; k++)
-                    y[k] = -INFINITY;
-            continue;
-        }
-        for (int64_t t = 0; t < ntaps; t++)
-            inner_tap(w, t, len, &b2[t], &lo[t], &hi[t]);
-        max_row_avx512(y, rows, nr, (int)ntaps, b2, lo, hi, len, s2);
+        if (vrow) max_row_avx512(y, rows, nr, (int)ntaps, b2, lo, hi, len, s2);
     }
 }
 
