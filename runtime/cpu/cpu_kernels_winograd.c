@@ -484,6 +484,23 @@ static void input_range(void *ctx, int64_t b, int64_t e) {
             tiles(x, c, &sp);
 }
 
+/* The m output rows of span sp's tiles of output channel oc (rows[i]:
+ * m·nt values, the bias added) into y where inside the output, the
+ * epilogue applied to each first. */
+static void store_rows(const wg_ctx *x, const wg_span *sp, int64_t oc,
+                       float *const *rows) {
+    int64_t m = x->m, nt = sp->tx1 - sp->tx0;
+    int64_t row = m * sp->ty, col = m * sp->tx0;
+    int64_t w = x->OW - col < m * nt ? x->OW - col : m * nt;
+    for (int64_t i = 0; i < m && row + i < x->OH; i++) {
+        int64_t at = ((sp->n * x->OC + oc) * x->OH + row + i) * x->OW + col;
+        if (x->ep.res || x->ep.relu)
+            br_conv_ep_apply(&x->ep, rows[i], x->ep.res ? x->ep.res + at : NULL,
+                             w);
+        memcpy(x->y + at, rows[i], (size_t)w * sizeof(float));
+    }
+}
+
 /* F(2×2)'s output tiles of output channels [b, e): Y = Aᵀ m A with
  * Aᵀ = [1 1 1 0; 0 1 −1 −1], plus the bias, the pixels inside the output
  * written. Per span: Aᵀ m for every tile, then · A into two output rows
@@ -493,6 +510,7 @@ BR_CLONES static void output_range(void *ctx, int64_t b, int64_t e) {
     const wg_ctx *x = ctx;
     int64_t plane = x->OC * x->tb;
     float r0[2 * WG_ROW_TILES], r1[2 * WG_ROW_TILES];
+    float *const rows[2] = {r0, r1};
     for (int64_t oc = b; oc < e; oc++) {
         float bias = x->bias ? x->bias[oc] : 0.0f;
         wg_span sp;
@@ -513,20 +531,7 @@ BR_CLONES static void output_range(void *ctx, int64_t b, int64_t e) {
                 r1[2 * k] = c[0] + c[1] + c[2] + bias;
                 r1[2 * k + 1] = c[1] - c[2] - c[3] + bias;
             }
-            int64_t row = 2 * sp.ty, col = 2 * sp.tx0;
-            int64_t w = x->OW - col < 2 * nt ? x->OW - col : 2 * nt;
-            int64_t at = ((sp.n * x->OC + oc) * x->OH + row) * x->OW + col;
-            bool two = row + 1 < x->OH;
-            if (x->ep.res || x->ep.relu) {
-                br_conv_ep_apply(&x->ep, r0, x->ep.res ? x->ep.res + at : NULL,
-                                 w);
-                if (two)
-                    br_conv_ep_apply(&x->ep, r1,
-                                     x->ep.res ? x->ep.res + at + x->OW : NULL,
-                                     w);
-            }
-            memcpy(x->y + at, r0, (size_t)w * sizeof(float));
-            if (two) memcpy(x->y + at + x->OW, r1, (size_t)w * sizeof(float));
+            store_rows(x, &sp, oc, rows);
         }
     }
 }
@@ -591,14 +596,38 @@ at6_rows(const float *m, int64_t plane, int64_t nt, float bias,
 }
 #endif
 
+/* at6_rows without AVX-512: the same operations, both steps over the
+ * tiles k in loops GCC vectorises. */
+BR_CLONES static void at6_rows_scalar(const float *m, int64_t plane, int64_t nt,
+                                      float bias,
+                                      float (*rows)[4 * WG_ROW_TILES]) {
+    float a[4][6][WG_ROW_TILES]; /* Aᵀ m: four rows, per column, per tile */
+    for (int j = 0; j < 6; j++) {
+        const float *mj = m + j * plane;
+        for (int64_t k = 0; k < nt; k++)
+            WG_AT6_S(mj[k], mj[6 * plane + k], mj[12 * plane + k],
+                     mj[18 * plane + k], mj[24 * plane + k], mj[30 * plane + k],
+                     a[0][j][k], a[1][j][k], a[2][j][k], a[3][j][k]);
+    }
+    for (int i = 0; i < 4; i++) {
+        float *o = rows[i];
+        for (int64_t k = 0; k < nt; k++) {
+            float o0, o1, o2, o3;
+            WG_AT6_S(a[i][0][k], a[i][1][k], a[i][2][k], a[i][3][k], a[i][4][k],
+                     a[i][5][k], o0, o1, o2, o3);
+            o[4 * k] = o0 + bias, o[4 * k + 1] = o1 + bias;
+            o[4 * k + 2] = o2 + bias, o[4 * k + 3] = o3 + bias;
+        }
+    }
+}
+
 /* output_range for F(4×4, 3×3): Aᵀ m per column of each tile, then · A
- * into four output rows, the bias and the epilogue, copied where inside
- * the output. */
-BR_CLONES static void output_range4(void *ctx, int64_t b, int64_t e) {
+ * into four output rows with the bias (at6_rows), stored by store_rows. */
+static void output_range4(void *ctx, int64_t b, int64_t e) {
     const wg_ctx *x = ctx;
     int64_t plane = x->OC * x->tb;
     float rows[4][4 * WG_ROW_TILES];
-    float a[4][6][WG_ROW_TILES]; /* Aᵀ m: four rows, per column, per tile */
+    float *const rp[4] = {rows[0], rows[1], rows[2], rows[3]};
     for (int64_t oc = b; oc < e; oc++) {
         float bias = x->bias ? x->bias[oc] : 0.0f;
         wg_span sp;
@@ -606,43 +635,12 @@ BR_CLONES static void output_range4(void *ctx, int64_t b, int64_t e) {
             int64_t nt = sp.tx1 - sp.tx0;
             const float *m = x->M + oc * x->tb + sp.off;
 #ifdef WG_X86
-            if (x->own) { /* braid's GEMM: AVX-512F is there */
+            if (x->own) /* braid's GEMM: AVX-512F is there */
                 at6_rows(m, plane, nt, bias, rows);
-                goto store;
-            }
+            else
 #endif
-            /* both steps run over k (tiles) in whole vectors */
-            for (int j = 0; j < 6; j++) {
-                const float *mj = m + j * plane;
-                for (int64_t k = 0; k < nt; k++)
-                    WG_AT6_S(mj[k], mj[6 * plane + k], mj[12 * plane + k],
-                             mj[18 * plane + k], mj[24 * plane + k],
-                             mj[30 * plane + k], a[0][j][k], a[1][j][k],
-                             a[2][j][k], a[3][j][k]);
-            }
-            for (int i = 0; i < 4; i++) {
-                float *o = rows[i];
-                for (int64_t k = 0; k < nt; k++) {
-                    float o0, o1, o2, o3;
-                    WG_AT6_S(a[i][0][k], a[i][1][k], a[i][2][k], a[i][3][k],
-                             a[i][4][k], a[i][5][k], o0, o1, o2, o3);
-                    o[4 * k] = o0 + bias, o[4 * k + 1] = o1 + bias;
-                    o[4 * k + 2] = o2 + bias, o[4 * k + 3] = o3 + bias;
-                }
-            }
-#ifdef WG_X86
-        store:;
-#endif
-            int64_t row = 4 * sp.ty, col = 4 * sp.tx0;
-            int64_t w = x->OW - col < 4 * nt ? x->OW - col : 4 * nt;
-            for (int i = 0; i < 4 && row + i < x->OH; i++) {
-                int64_t at =
-                    ((sp.n * x->OC + oc) * x->OH + row + i) * x->OW + col;
-                if (x->ep.res || x->ep.relu)
-                    br_conv_ep_apply(&x->ep, rows[i],
-                                     x->ep.res ? x->ep.res + at : NULL, w);
-                memcpy(x->y + at, rows[i], (size_t)w * sizeof(float));
-            }
+                at6_rows_scalar(m, plane, nt, bias, rows);
+            store_rows(x, &sp, oc, rp);
         }
     }
 }
