@@ -379,15 +379,121 @@ Test(op_conv, cpu_winograd_f4_rounding, .timeout = 120) {
     braid_graph_free(g);
 }
 
-/* A Winograd conv whose weights (and bias) are constants of the plan: the
- * executor makes the filter transform once, at creation
- * (br_cpu_derive), and every run reuses it. Against the same conv with
+/* 2-D f32 convolutions of one group, kernels larger than 1×1, dilation 1,
+ * column stride 1 or 2 and more than 16 output channels run straight from
+ * their input where braid's GEMM runs (runtime/cpu/cpu_kernels_conv_direct.c):
+ * random batches, channels (partial blocks of 32 and 64 channels),
+ * kernels up to 5 each way, strides 1..3 down and 1..2 across, pads 0..3
+ * at each end, planes whose output rows hold fewer than 7 pixels, 7..13,
+ * exactly 14 and more (tiles of 7 and of 14 pixels, extra pixels read on
+ * into the next row, a last tile shifted left), bias or not, against the
+ * reference at f32's tolerance, and the same bits on 1 and 3 threads. */
+Test(op_conv, cpu_direct, .timeout = 120) {
+    uint64_t st = 47;
+    int rows[4] = {0}, sevens = 0; /* output rows <7, 7..13, 14, >14 */
+    for (int t = 0; t < 40; t++) {
+        ts_conv_case c = {
+            .s = 2,
+            .N = ts_rand_int(&st, 1, 3),
+            .G = 1,
+            .Cg = ts_rand_int(&st, 1, 12),
+            .OCg = ts_rand_int(&st, 17, 80),
+            .in = {ts_rand_int(&st, 1, 14), ts_rand_int(&st, 1, 44), 1},
+            .k = {ts_rand_int(&st, 1, 5), ts_rand_int(&st, 1, 5), 1},
+            .bias = t % 2 == 0};
+        if (c.k[0] == 1 && c.k[1] == 1) c.k[1] = 2;
+        c.p.strides[0] = ts_rand_int(&st, 1, 3);
+        c.p.strides[1] = ts_rand_int(&st, 1, 2);
+        for (int i = 0; i < 4; i++)
+            c.p.pads[i] = ts_rand_int(&st, 0, 3);
+        for (int i = 0; i < 2; i++) /* the kernel fits the padded input */
+            if (c.in[i] + c.p.pads[i] + c.p.pads[i + 2] < c.k[i])
+                c.p.pads[i + 2] = c.k[i] - c.in[i] - c.p.pads[i];
+        braid_graph *g = ts_conv_case_graph(&c, BRAID_F32);
+        bg_conv_geom geo;
+        cr_assert(bg_conv_geom_of(g, &g->nodes[g->nnodes - 1], &geo));
+        char buf[400];
+        ts_conv_case_str(&c, buf, sizeof buf);
+        bool winograd = br_winograd_applies(&geo, BRAID_F32);
+        if (br_conv_direct_applies(&geo, BRAID_F32)) {
+            int64_t ow = geo.out[1];
+            rows[ow < 7 ? 0 : ow < 14 ? 1 : ow == 14 ? 2 : 3]++;
+            sevens += ow <= 7 && geo.OC > 32;
+        } else if (br_sgemm_enabled() && !getenv("BRAID_CPU_CONV"))
+            cr_assert(winograd, "%s: not run direct", buf);
+        check_run(g, "cpu", 400 + (uint64_t)t, buf);
+        if (t % 5 == 0) same_bits_on_1_and_3_threads(g, 400 + (uint64_t)t, buf);
+        braid_graph_free(g);
+    }
+    if (!br_sgemm_enabled() || getenv("BRAID_CPU_CONV"))
+        cr_skip_test("the direct conv does not run here (braid's GEMM off, "
+                     "or BRAID_CPU_CONV set): the cases ran on im2col");
+    for (int i = 0; i < 4; i++)
+        cr_assert(rows[i] > 0, "no case with output rows of kind %d", i);
+    cr_assert(sevens > 0, "no case ran tiles of 7 pixels");
+}
+
+/* The direct conv's output may be the residual it adds (the memory
+ * planner lets a fused conv write over a residual it alone reads): each
+ * residual is read before the pixel is written, the shifted last tile of
+ * a row included. br_conv_direct_run with y = ep.res against a separate
+ * output: the same bits. */
+Test(op_conv, cpu_direct_in_place_residual) {
+    ts_conv_case c = {.s = 2,
+                      .N = 2,
+                      .G = 1,
+                      .Cg = 3,
+                      .OCg = 40,
+                      .in = {6, 19, 1},
+                      .k = {3, 3, 1},
+                      .bias = true,
+                      .p = {.pads = {1, 1, 1, 1}}};
+    braid_graph *g = ts_conv_case_graph(&c, BRAID_F32);
+    bg_conv_geom geo;
+    cr_assert(bg_conv_geom_of(g, &g->nodes[g->nnodes - 1], &geo));
+    if (!br_conv_direct_applies(&geo, BRAID_F32))
+        cr_skip_test("the direct conv does not run here");
+    cr_assert_eq(geo.out[1], 19); /* tiles at 0 and 5: 9 pixels twice */
+    ts_io *io = ts_io_new(g, 91);
+    cr_assert(io);
+    size_t bytes = io->out[0].bytes, sbytes = br_conv_direct_scratch(&geo);
+    int64_t n = (int64_t)(bytes / sizeof(float));
+    float *res = malloc(bytes), *apart = malloc(bytes),
+          *inplace = malloc(bytes);
+    void *scratch = aligned_alloc(64, (sbytes + 63) / 64 * 64);
+    cr_assert(res && apart && inplace && scratch);
+    for (int64_t i = 0; i < n; i++)
+        res[i] = (float)((i * 7919) % 2001 - 1000) / 250.0f;
+    br_conv_ep ep = {.res = res, .res_first = false, .relu = true};
+    br_conv_direct_run(&geo, NULL, io->in[0].data, io->in[1].data, NULL,
+                       io->in[2].data, &ep, apart, scratch);
+    memcpy(inplace, res, bytes);
+    ep.res = inplace;
+    br_conv_direct_run(&geo, NULL, io->in[0].data, io->in[1].data, NULL,
+                       io->in[2].data, &ep, inplace, scratch);
+    cr_assert(memcmp(apart, inplace, bytes) == 0,
+              "writing over the residual changed the output");
+    int64_t positive = 0;
+    for (int64_t i = 0; i < n; i++)
+        positive += apart[i] > 0;
+    cr_assert(positive > n / 10 && positive < n,
+              "relu(conv + residual) left %lld of %lld positive",
+              (long long)positive, (long long)n);
+    free(scratch), free(inplace), free(apart), free(res);
+    ts_io_free(io);
+    braid_graph_free(g);
+}
+
+/* A Winograd conv, and a direct one, whose weights (and bias) are
+ * constants of the plan: the executor makes the filter transform (the
+ * packed filter) once, at creation (br_cpu_derive), and every run reuses
+ * it. Against the same conv with
  * the weights as inputs bound to the same values (which transforms them
  * per run): the same bits, on the first run and the second, on 1 and 3
  * threads (one chunk, and waves of whole chunks); and against the
  * reference at f32's tolerance. */
-Test(op_conv, cpu_winograd_constant_weights, .timeout = 120) {
-    ts_conv_case cases[2] = {
+Test(op_conv, cpu_derived_filter_constant_weights, .timeout = 120) {
+    ts_conv_case cases[3] = {
         {.s = 2,
          .N = 2,
          .G = 1,
@@ -406,8 +512,17 @@ Test(op_conv, cpu_winograd_constant_weights, .timeout = 120) {
          .k = {3, 3, 1},
          .bias = false,
          .p = {.pads = {1, 1, 1, 1}}},
+        {.s = 2, /* direct (where braid's GEMM runs) */
+         .N = 2,
+         .G = 1,
+         .Cg = 8,
+         .OCg = 40,
+         .in = {15, 30, 1},
+         .k = {3, 3, 1},
+         .bias = true,
+         .p = {.strides = {2, 2}, .pads = {1, 1, 1, 1}}},
     };
-    for (int t = 0; t < 2; t++) {
+    for (int t = 0; t < 3; t++) {
         char what[400];
         ts_conv_case_str(&cases[t], what, sizeof what);
         braid_graph *gi = ts_conv_case_graph(&cases[t], BRAID_F32);
@@ -427,10 +542,13 @@ Test(op_conv, cpu_winograd_constant_weights, .timeout = 120) {
         braid_output(gc, "y", y);
         cr_assert_eq(braid_graph_status(gc), BRAID_OK, "%s",
                      braid_graph_error(gc));
-        /* the conv derives a filter transform from constant weights only */
+        /* the conv derives its filter from constant weights only */
         const void *cin[3] = {NULL, io->in[1].data, NULL};
+        bg_conv_geom geo;
+        cr_assert(bg_conv_geom_of(gi, bg_node_at(gi, gi->nnodes - 1), &geo));
         void *u = br_cpu_derive(gi, gi->nnodes - 1, cin, NULL, NULL);
-        cr_assert(u, "%s: no filter transform derived", what);
+        if (t < 2 || br_conv_direct_applies(&geo, BRAID_F32))
+            cr_assert(u, "%s: no filter derived", what);
         free(u);
         cin[1] = NULL;
         cr_assert_null(br_cpu_derive(gi, gi->nnodes - 1, cin, NULL, NULL));
@@ -759,11 +877,12 @@ static void count_conv_plan(const braid_plan *p, int *programs, int *rest) {
  * or both becomes one fused CONV node, whose kernels apply the epilogue
  * as they store each output: Winograd (3×3), im2col blocks inside images
  * and across them (the scatter applies it), a 1×1 conv on its item path
- * (a pass after), stride 3 (scalar pieces). Against the reference, and
+ * (a pass after), stride 3 (scalar pieces), the direct conv's tiles (where
+ * braid's GEMM runs). Against the reference, and
  * the same bits as the unfused plan (fuse pass off) and on 1 and 3
  * threads; a plan file round trip runs it the same. */
 Test(op_conv, cpu_epilogue_fuses_into_the_conv, .timeout = 120) {
-    ts_conv_case cases[5] = {
+    ts_conv_case cases[7] = {
         {.s = 2,
          .N = 2,
          .G = 1,
@@ -808,8 +927,26 @@ Test(op_conv, cpu_epilogue_fuses_into_the_conv, .timeout = 120) {
          .k = {5, 5, 1},
          .bias = true,
          .p = {.strides = {3, 3}, .pads = {2, 2, 2, 2}}},
+        {.s = 2, /* direct: tiles of 14 pixels, the last shifted left */
+         .N = 2,
+         .G = 1,
+         .Cg = 5,
+         .OCg = 33,
+         .in = {9, 17, 1},
+         .k = {3, 3, 1},
+         .bias = true,
+         .p = {.pads = {1, 1, 1, 1}}},
+        {.s = 2, /* direct: tiles of 7 pixels by 64 channels */
+         .N = 3,
+         .G = 1,
+         .Cg = 9,
+         .OCg = 70,
+         .in = {12, 13, 1},
+         .k = {5, 3, 1},
+         .bias = false,
+         .p = {.strides = {2, 2}, .pads = {2, 1, 2, 1}}},
     };
-    for (int t = 0; t < 5; t++)
+    for (int t = 0; t < 7; t++)
         for (int e = 0; e < 4; e++) {
             ts_conv_case c = cases[t];
             braid_graph *g = braid_graph_new(NULL);

@@ -268,8 +268,9 @@ void br_conv_run_ep(const br_kernel_args *a, const br_conv_ep *ep);
 /* The epilogue e on n output values v (their bias added), their residuals
  * at r (NULL when e has none). */
 void br_conv_ep_apply(const br_conv_ep *e, float *v, const float *r, int64_t n);
-/* br_cpu_derive for a conv node: the Winograd filter transform of its
- * weights when they are constant and the conv runs as Winograd. */
+/* br_cpu_derive for a conv node whose weights are constant: their
+ * Winograd filter transform when the conv runs as Winograd, their packed
+ * filter when it runs direct (br_conv_direct_applies), else nothing. */
 void *br_conv_derive(const braid_graph *g, uint32_t id, const void *const *in,
                      br_pool *pool);
 void *br_conv_derive_node(const braid_graph *g, const bg_node *n,
@@ -294,6 +295,21 @@ void br_winograd_run(const bg_conv_geom *c, br_pool *pool, const float *x,
                      const float *w, const float *U, const float *bias,
                      const br_conv_ep *ep, float *y, void *scratch,
                      size_t scratch_bytes);
+/* 2-D f32 convolutions straight from the input, no im2col
+ * (cpu_kernels_conv_direct.c): whether conv c of dtype t runs that way
+ * (one group, a kernel larger than 1×1, dilation 1, column stride 1 or 2,
+ * more than 16 output channels, not Winograd's, braid's GEMM enabled, and
+ * BRAID_CPU_CONV=im2col not set), the scratch it needs, its
+ * packed filter (malloc'd, NULL when memory is short; the caller frees it)
+ * and the run (wp: the packed filter made before, or NULL to pack it in
+ * the scratch; ep the epilogue or NULL). */
+bool br_conv_direct_applies(const bg_conv_geom *c, braid_dtype t);
+size_t br_conv_direct_scratch(const bg_conv_geom *c);
+float *br_conv_direct_filter(const bg_conv_geom *c, br_pool *pool,
+                             const float *w);
+void br_conv_direct_run(const bg_conv_geom *c, br_pool *pool, const float *x,
+                        const float *w, const float *wp, const float *bias,
+                        const br_conv_ep *ep, float *y, void *scratch);
 /* argmax, argmin, topk_*, cumsum (cpu_kernels_axis.c) */
 braid_status br_axis_prepare(const braid_graph *g, uint32_t id,
                              size_t *scratch);

@@ -13,7 +13,11 @@
  * (compile them for a GPU, or cast around the conv).
  *
  * 3×3 stride-1 f32 convolutions with enough channels go to Winograd
- * F(2×2, 3×3) instead (cpu_kernels_winograd.c).
+ * F(4×4, 3×3) or F(2×2, 3×3) instead (cpu_kernels_winograd.c), and where
+ * braid's GEMM runs, the other 2-D f32 convs of one group with kernels
+ * larger than 1×1 and more than 16 output channels (the stem and stride-2
+ * convs of a ResNet) are computed straight from their input, with no
+ * im2col (cpu_kernels_conv_direct.c).
  *
  * Blocks: with braid's GEMM, every im2col conv runs in blocks of about
  * CONV_BLOCK_N output positions (whole panels of the GEMM), written by
@@ -783,8 +787,9 @@ void br_conv_run(const br_kernel_args *a) {
 
 /* The conv of x (set up from a) into the output; true when its epilogue
  * (x->ep) was applied as the output was stored: Winograd's output
- * transform, and blocks (their products' stores, or right after each
- * block's product); the item paths leave it to br_conv_run_ep. */
+ * transform, the direct conv's stores, and blocks (their products' stores, or
+ * right after each block's product); the item paths leave it to br_conv_run_ep.
+ */
 static bool conv_compute(conv_ctx *x, const br_kernel_args *a) {
     int64_t items = x->c.N * x->c.G;
     if (items == 0 || x->M == 0 || x->N == 0) return true;
@@ -792,6 +797,13 @@ static bool conv_compute(conv_ctx *x, const br_kernel_args *a) {
         br_winograd_run(&x->c, a->pool, (const float *)x->x,
                         (const float *)x->w, a->derived, (const float *)x->bias,
                         &x->ep, (float *)x->y, x->scratch, a->scratch_bytes);
+        return true;
+    }
+    if (br_conv_direct_applies(&x->c, a->node->dtype)) {
+        br_conv_direct_run(&x->c, a->pool, (const float *)x->x,
+                           (const float *)x->w, a->derived,
+                           (const float *)x->bias, &x->ep, (float *)x->y,
+                           x->scratch);
         return true;
     }
     if (x->K == 0) { /* no input channels: the bias alone (BLAS takes no K=0) */
@@ -873,6 +885,11 @@ braid_status br_conv_prepare_node(const braid_graph *g, const bg_node *n,
         if (w > *scratch) *scratch = w;
         return BRAID_OK;
     }
+    if (br_conv_direct_applies(&c, n->dtype)) {
+        size_t d = br_conv_direct_scratch(&c);
+        if (d > *scratch) *scratch = d;
+        return BRAID_OK;
+    }
     if (item_bytes(&x) == 0) return BRAID_OK;
     int64_t items = c.N * c.G, slots = 1;
     if (blocked(&x)) { /* a col buffer per block in flight */
@@ -906,8 +923,10 @@ void *br_conv_derive(const braid_graph *g, uint32_t id, const void *const *in,
 void *br_conv_derive_node(const braid_graph *g, const bg_node *n,
                           const void *const *in, br_pool *pool) {
     bg_conv_geom c;
-    if (!in[1] || !bg_conv_geom_of(g, n, &c) ||
-        !br_winograd_applies(&c, n->dtype))
-        return NULL;
-    return br_winograd_filter(&c, pool, in[1]);
+    if (!in[1] || !bg_conv_geom_of(g, n, &c)) return NULL;
+    if (br_winograd_applies(&c, n->dtype))
+        return br_winograd_filter(&c, pool, in[1]);
+    if (br_conv_direct_applies(&c, n->dtype))
+        return br_conv_direct_filter(&c, pool, in[1]);
+    return NULL;
 }
