@@ -181,22 +181,34 @@ br_sgemm_packed *br_sgemm_pack(const float *B, int K, int N, int ldb, bool tb,
         size_t ldc, unsigned how, const sg_epi *e, int mrows, int ncols,       \
         const char *pf, int npf) {                                             \
         (void)lda; /* the packed versions' offsets do not use it */            \
-        for (int l = 0; l < npf; l++)                                          \
-            _mm_prefetch(pf + 64 * l, _MM_HINT_T1);                            \
         __m512 acc[R][2];                                                      \
         for (int i = 0; i < R; i++)                                            \
             acc[i][0] = acc[i][1] = _mm512_setzero_ps();                       \
-        for (int k = 0; k < kc; k++) {                                         \
-            __m512 b0 = _mm512_load_ps(bp + (size_t)k * SG_NR);                \
-            __m512 b1 = _mm512_load_ps(bp + (size_t)k * SG_NR + 16);           \
-            _Pragma("GCC unroll 12") for (int i = 0; i < R; i++) {             \
-                __m512 av = _mm512_set1_ps(a[AT]);                             \
-                acc[i][0] = _mm512_fmadd_ps(av, b0, acc[i][0]);                \
-                acc[i][1] = _mm512_fmadd_ps(av, b1, acc[i][1]);                \
-            }                                                                  \
+        int k = 0;                                                             \
+        for (; k < kc && 2 * k < npf; k++) { /* two lines of pf a step */      \
+            _mm_prefetch(pf + 128 * k, _MM_HINT_T1);                           \
+            _mm_prefetch(pf + 128 * k + 64, _MM_HINT_T1);                      \
+            SG_STEP(R, AT);                                                    \
         }                                                                      \
+        for (; k < kc; k++)                                                    \
+            SG_STEP(R, AT);                                                    \
+        for (int l = 2 * k; l < npf; l++) /* more lines than 2 per step */     \
+            _mm_prefetch(pf + 64 * l, _MM_HINT_T1);                            \
         store_tile(acc, c, ldc, how, e, mrows, ncols);                         \
     }
+
+/* One k of a micro-kernel: B's row k (two vectors) times A's column k,
+ * broadcast, into the R × 2 accumulators. */
+#define SG_STEP(R, AT)                                                         \
+    do {                                                                       \
+        __m512 b0 = _mm512_load_ps(bp + (size_t)k * SG_NR);                    \
+        __m512 b1 = _mm512_load_ps(bp + (size_t)k * SG_NR + 16);               \
+        _Pragma("GCC unroll 12") for (int i = 0; i < R; i++) {                 \
+            __m512 av = _mm512_set1_ps(a[AT]);                                 \
+            acc[i][0] = _mm512_fmadd_ps(av, b0, acc[i][0]);                    \
+            acc[i][1] = _mm512_fmadd_ps(av, b1, acc[i][1]);                    \
+        }                                                                      \
+    } while (0)
 
 /* How a tile is stored (store_tile's `how`): SG_FIRST, the first K block
  * (stored, not added to C's partial sums); SG_STREAM, the one K block of
@@ -265,7 +277,9 @@ store_tile(__m512 (*acc)[2], float *c, size_t ldc, unsigned how,
  * values of k: A's entry (i, k) at a[i·lda + k] (R rows readable, mrows ≤
  * R), or in the packed versions (micro*p, A packed in row tiles; lda
  * unused) at a[k·SG_MR + i]; bp a panel's block (kc rows of SG_NR).
- * Prefetches npf lines from pf. The offsets are constants of each version:
+ * Prefetches npf lines from pf, two with each step of k (a burst of them
+ * at the start filled the core's line buffers and stalled the tile: a
+ * tenth of GPT-2's kernel time). The offsets are constants of each version:
  * the packed ones with a run-time stride spilled a register per k. */
 #define SG_ROWS_AT ((size_t)i * lda + (size_t)k)
 #define SG_PACKED_AT ((size_t)k * SG_MR + (size_t)i)
