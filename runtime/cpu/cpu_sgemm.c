@@ -190,7 +190,7 @@ br_sgemm_packed *br_sgemm_pack(const float *B, int K, int N, int ldb, bool tb,
             _mm_prefetch(pf + 128 * k + 64, _MM_HINT_T1);                      \
             SG_STEP(R, AT);                                                    \
         }                                                                      \
-        for (; k < kc; k++)                                                    \
+        _Pragma("GCC unroll 4") for (; k < kc; k++)                            \
             SG_STEP(R, AT);                                                    \
         for (int l = 2 * k; l < npf; l++) /* more lines than 2 per step */     \
             _mm_prefetch(pf + 64 * l, _MM_HINT_T1);                            \
