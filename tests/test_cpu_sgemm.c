@@ -4,7 +4,8 @@
  * Directly: products of every edge the packing and the micro-kernel have
  * (rows not a multiple of the 12-row tile, columns not a multiple of the
  * 32-column panel, K across several 384-deep blocks, more rows than one
- * 240-row block, leading dimensions wider than the matrix, B transposed)
+ * 240-row block, leading dimensions wider than the matrix, B transposed, a
+ * C larger than L2 that runs panel by panel)
  * against a double-precision sum, with the f32 error bound of a K-term dot
  * product, and bit for bit the same on 1 and 3 threads and with A packed
  * in row tiles (br_sgemm_run_pa, alone or as a batch of products), and with a
@@ -187,6 +188,9 @@ Test(cpu_sgemm, products_match_double_sums_on_every_edge) {
         {64, 45, 147, false, 0},
         {30, 33, 20, true, 1},
         {9, 64, 500, false, 0},
+        /* C of 4.2 MB, two K blocks: run panel by panel (each panel's K
+         * blocks in a row: SG_PANEL_C), with a tail of 9 rows */
+        {21, 50000, 420, false, 0},
     };
     br_pool *three = br_pool_new(3);
     cr_assert(three);

@@ -43,6 +43,11 @@
 #define SG_NR BR_SGEMM_NR /* columns of a panel: two AVX-512 vectors */
 #define SG_KC 384         /* K per block */
 #define SG_MC 240 /* rows of A per block (20 tiles, 360 KiB at SG_KC) */
+/* run_task goes panel by panel (each panel's K blocks in a row) when C is
+ * over SG_PANEL_C bytes and a row block's A, every K block of it, at most
+ * SG_PANEL_A. */
+#define SG_PANEL_C ((size_t)4 << 20)
+#define SG_PANEL_A ((size_t)512 << 10)
 
 /* br_sgemm_pack makes the header, then the panels SG_HEADER bytes in (64-byte
  * aligned): one allocation, so the executor frees it with free(). */
@@ -309,71 +314,117 @@ typedef struct run_job {
     int64_t count;         /* products in the batch */
     size_t a_step, c_step; /* floats from one product's A, C to the next */
     br_sgemm_ep ep;        /* what happens as C is stored (all 0: nothing) */
+    bool panel_major;      /* run_task: each panel's K blocks in a row */
     int64_t mblocks;   /* row blocks of SG_MC */
     int64_t per_group; /* panels per task */
 } run_job;
 
+/* A row block's rows [m0, m1) of one product (one of r's batch): its
+ * whole tiles end at full; rows [full, m1) go through tail, a zero-padded
+ * copy of their K block (packed A has zero rows there already). */
+typedef struct row_block {
+    const float *A;
+    float *C;
+    int m0, m1, full, tiles;
+    float *tail;
+} row_block;
+
+/* K block [pc, pc + kc) of rows [full, m1) into rb->tail, zeros after
+ * (those rows' sums are not stored, but stay finite). */
+static void fill_tail(const run_job *r, const row_block *rb, int pc, int kc) {
+    if (rb->full == rb->m1 || r->apacked) return;
+    size_t row = (size_t)kc * sizeof(float);
+    for (int i = rb->full; i < rb->m1; i++)
+        memcpy(rb->tail + (size_t)(i - rb->full) * (size_t)kc,
+               rb->A + (size_t)i * (size_t)r->lda + pc, row);
+    memset(rb->tail + (size_t)(rb->m1 - rb->full) * (size_t)kc, 0,
+           (size_t)(SG_MR - (rb->m1 - rb->full)) * row);
+}
+
+/* Every row tile of panel j's K block [pc, pc + kc), while the block at
+ * next (nlines 64-byte lines, or none) is prefetched, a slice per tile. */
+__attribute__((target("avx512f"))) static void
+panel_tiles(const run_job *r, const row_block *rb, const br_sgemm_packed *B,
+            int j, int pc, int kc, const char *next, size_t nlines) {
+    const float *bp = B->data + panel_row(r->K, B->panels, j, pc);
+    int n0 = j * SG_NR;
+    int ncols = r->N - n0 < SG_NR ? r->N - n0 : SG_NR;
+    for (int t = 0; t < rb->tiles; t++) {
+        int i0 = rb->m0 + t * SG_MR;
+        size_t l0 = nlines * (size_t)t / (size_t)rb->tiles;
+        size_t l1 = nlines * (size_t)(t + 1) / (size_t)rb->tiles;
+        float *c = rb->C + (size_t)i0 * (size_t)r->ldc + n0;
+        int rows = rb->m1 - i0 < SG_MR ? rb->m1 - i0 : SG_MR;
+        /* this tile's A: its rows, the tail copy, or its packed tile (K
+         * groups of SG_MR) from k = pc */
+        const float *a = rb->A + (size_t)i0 * (size_t)r->lda + pc;
+        size_t lda = (size_t)r->lda;
+        if (r->apacked)
+            a = rb->A + (size_t)(i0 / SG_MR) * SG_MR * (size_t)r->K +
+                (size_t)pc * SG_MR;
+        else if (i0 >= rb->full)
+            a = rb->tail, lda = (size_t)kc;
+        sg_epi te = {r->ep.bias ? r->ep.bias + i0 : NULL,
+                     r->ep.res ? r->ep.res + (size_t)i0 * r->ep.ldr + (size_t)n0
+                               : NULL,
+                     r->ep.ldr, r->ep.res_first, r->ep.relu};
+        bool epi = pc + kc == r->K && (te.bias || te.res || te.relu);
+        unsigned how = (pc == 0 ? SG_FIRST : 0u) |
+                       (r->ep.stream && kc == r->K ? SG_STREAM : 0u);
+        pick_micro(r->apacked, rows)(
+            kc, a, lda, bp, c, (size_t)r->ldc, how, epi ? &te : NULL, rows,
+            ncols, next ? next + 64 * l0 : NULL, next ? (int)(l1 - l0) : 0);
+    }
+}
+
+/* 64-byte lines of a panel's K block of kc rows. */
+static size_t block_lines(int kc) {
+    return (size_t)kc * SG_NR * sizeof(float) / 64;
+}
+
 /* Row block mb, panels [j0, j1) of the product C = A · B (one of r's
- * batch): every K block, panel and row tile. */
+ * batch): every K block, panel and row tile. K blocks outermost, so that
+ * one K block of the row block's A stays in L2 over the panels, unless
+ * r->panel_major: then each panel's K blocks run in a row, so its tiles
+ * of C stay in the caches between them (lm_head's 25.7 MB C otherwise
+ * went out to memory and back once per K block). */
 __attribute__((target("avx512f"))) static void
 run_task(const run_job *r, const float *A, const br_sgemm_packed *B, float *C,
          int64_t mb, int j0, int j1) {
-    int m0 = (int)mb * SG_MC;
-    int m1 = r->M - m0 < SG_MC ? r->M : m0 + SG_MC;
-    int full = m0 + (m1 - m0) / SG_MR * SG_MR; /* rows in whole tiles */
-    int tiles = (m1 - m0 + SG_MR - 1) / SG_MR;
-    /* The last rows (fewer than SG_MR) through a zero-padded copy (packed
-     * A has zero rows there already). */
     float tail[SG_MR * SG_KC] __attribute__((aligned(64)));
-    for (int pc = 0; pc < r->K; pc += SG_KC) {
-        int kc = r->K - pc < SG_KC ? r->K - pc : SG_KC;
-        if (full < m1 && !r->apacked) { /* rows past m1: zeros (their sums
-                                           are not stored, but stay finite) */
-            size_t row = (size_t)kc * sizeof(float);
-            for (int i = full; i < m1; i++)
-                memcpy(tail + (size_t)(i - full) * (size_t)kc,
-                       A + (size_t)i * (size_t)r->lda + pc, row);
-            memset(tail + (size_t)(m1 - full) * (size_t)kc, 0,
-                   (size_t)(SG_MR - (m1 - full)) * row);
-        }
-        /* 64-byte lines of one panel's block */
-        size_t lines = (size_t)kc * SG_NR * sizeof(float) / 64;
-        for (int j = j0; j < j1; j++) {
-            const float *bp = B->data + panel_row(r->K, B->panels, j, pc);
-            /* the next panel's block follows this one */
-            const char *next = (const char *)(bp + (size_t)kc * SG_NR);
-            int n0 = j * SG_NR;
-            int ncols = r->N - n0 < SG_NR ? r->N - n0 : SG_NR;
-            for (int t = 0; t < tiles; t++) {
-                int i0 = m0 + t * SG_MR;
-                size_t l0 = lines * (size_t)t / (size_t)tiles;
-                size_t l1 = lines * (size_t)(t + 1) / (size_t)tiles;
-                int npf = j + 1 < j1 ? (int)(l1 - l0) : 0;
-                float *c = C + (size_t)i0 * (size_t)r->ldc + n0;
-                int rows = m1 - i0 < SG_MR ? m1 - i0 : SG_MR;
-                /* this tile's A: its rows, the tail copy, or its packed
-                 * tile (K groups of SG_MR) from k = pc */
-                const float *a = A + (size_t)i0 * (size_t)r->lda + pc;
-                size_t lda = (size_t)r->lda;
-                if (r->apacked)
-                    a = A + (size_t)(i0 / SG_MR) * SG_MR * (size_t)r->K +
-                        (size_t)pc * SG_MR;
-                else if (i0 >= full)
-                    a = tail, lda = (size_t)kc;
-                sg_epi te = {r->ep.bias ? r->ep.bias + i0 : NULL,
-                             r->ep.res ? r->ep.res + (size_t)i0 * r->ep.ldr +
-                                             (size_t)n0
+    row_block rb = {.A = A, .C = C, .tail = tail};
+    rb.m0 = (int)mb * SG_MC;
+    rb.m1 = r->M - rb.m0 < SG_MC ? r->M : rb.m0 + SG_MC;
+    rb.full = rb.m0 + (rb.m1 - rb.m0) / SG_MR * SG_MR; /* rows in whole tiles */
+    rb.tiles = (rb.m1 - rb.m0 + SG_MR - 1) / SG_MR;
+    if (!r->panel_major) {
+        for (int pc = 0; pc < r->K; pc += SG_KC) {
+            int kc = r->K - pc < SG_KC ? r->K - pc : SG_KC;
+            fill_tail(r, &rb, pc, kc);
+            for (int j = j0; j < j1; j++) { /* the next panel's block follows */
+                const float *bp = B->data + panel_row(r->K, B->panels, j, pc);
+                panel_tiles(r, &rb, B, j, pc, kc,
+                            j + 1 < j1 ? (const char *)(bp + (size_t)kc * SG_NR)
                                        : NULL,
-                             r->ep.ldr, r->ep.res_first, r->ep.relu};
-                bool epi = pc + kc == r->K && (te.bias || te.res || te.relu);
-                unsigned how = (pc == 0 ? SG_FIRST : 0u) |
-                               (r->ep.stream && kc == r->K ? SG_STREAM : 0u);
-                pick_micro(r->apacked, rows)(kc, a, lda, bp, c, (size_t)r->ldc,
-                                             how, epi ? &te : NULL, rows, ncols,
-                                             next + 64 * l0, npf);
+                            block_lines(kc));
             }
         }
+        return;
     }
+    for (int j = j0; j < j1; j++)
+        for (int pc = 0; pc < r->K; pc += SG_KC) {
+            int kc = r->K - pc < SG_KC ? r->K - pc : SG_KC;
+            fill_tail(r, &rb, pc, kc);
+            /* next: this panel's next K block, else the next panel's first */
+            int nj = pc + kc < r->K ? j : j + 1,
+                npc = pc + kc < r->K ? pc + kc : 0;
+            int nkc = r->K - npc < SG_KC ? r->K - npc : SG_KC;
+            const char *next =
+                nj < j1 ? (const char *)(B->data +
+                                         panel_row(r->K, B->panels, nj, npc))
+                        : NULL;
+            panel_tiles(r, &rb, B, j, pc, kc, next, block_lines(nkc));
+        }
 }
 
 static void run_range(void *ctx, int64_t b, int64_t e) {
@@ -417,6 +468,12 @@ static void run(br_pool *pool, int M, const float *A, int lda, bool apacked,
                  .c_step = c_step,
                  .ep = ep ? *ep : (br_sgemm_ep){0}};
     r.mblocks = (M + SG_MC - 1) / SG_MC;
+    /* Panel by panel when C outgrows L2 and the row block's A for every
+     * K block still fits it (run_task). */
+    int mc = M < SG_MC ? M : SG_MC;
+    r.panel_major = B->K > SG_KC &&
+                    (size_t)mc * (size_t)B->K * sizeof(float) <= SG_PANEL_A &&
+                    (size_t)M * (size_t)B->N * sizeof(float) > SG_PANEL_C;
     /* Any split gives the same bits (each element's sum runs over k in
      * order), so the split may follow the thread count. */
     int64_t want = (int64_t)br_pool_threads(pool) * SG_TASKS_PER_THREAD;
