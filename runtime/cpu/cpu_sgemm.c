@@ -20,11 +20,14 @@
  *
  * Loops, outermost first: blocks of SG_MC rows of A (they stay in L2), K
  * in blocks of SG_KC (a panel's block, 48 KiB, stays in L1 across the row
- * tiles), panels, row tiles of SG_MR. The pool splits (row block, group of
- * panels) tasks. Every output element is the sum over k in order, K block
- * by K block, so the result is the same bits for any thread count and any
- * split. While a panel's row tiles run, the next panel's block is
- * prefetched, a slice per tile: GPT-2's lm_head streams 154 MB of weights.
+ * tiles), panels, row tiles of SG_MR; when C outgrows L2 and a row block's
+ * A for all of K fits it, panels before K blocks instead (run_task), so C
+ * is not written out and read back once per K block. The pool splits (row
+ * block, group of panels) tasks. Every output element is the sum over k in
+ * order, K block by K block, so the result is the same bits for any thread
+ * count, split or loop order. While a panel's row tiles run, the next
+ * block is prefetched, two lines with each step of k of each tile: GPT-2's
+ * lm_head streams 154 MB of weights.
  *
  * The packed copy doubles the weights' memory (GPT-2 small: ~650 MB with
  * lm_head);
