@@ -41,6 +41,7 @@
 #define AT_QG 32    /* query rows per task (gemm path) */
 #define AT_SLOTS 16 /* score buffers (gemm path) */
 #define AT_SCRATCH_MAX ((int64_t)64 << 20) /* their bytes at most */
+#define AT_LANES 16 /* partial maxes and sums of a softmax row */
 
 typedef struct at_ctx {
     bg_attn_geom a;
@@ -168,18 +169,38 @@ typedef struct at_gemm {
         if (a->causal)                                                         \
             for (int64_t j = i + 1; j < T; j++)                                \
                 s[j] = -(CT)INFINITY;                                          \
+        /* the max and the sum in AT_LANES partial results (key j in           \
+         * lane j % AT_LANES), then combined lane by lane: a chain per         \
+         * lane, which the clones vectorise (one running sum was a chain       \
+         * of dependent adds: GPT-2's attention 8 % faster without) */         \
+        CT part[AT_LANES];                                                     \
+        int64_t jt = T / AT_LANES * AT_LANES; /* the lanes' tail from jt */    \
+        for (int l = 0; l < AT_LANES; l++)                                     \
+            part[l] = -(CT)INFINITY;                                           \
+        for (int64_t j0 = 0; j0 < jt; j0 += AT_LANES)                          \
+            for (int l = 0; l < AT_LANES; l++)                                 \
+                part[l] = s[j0 + l] > part[l] ? s[j0 + l] : part[l];           \
+        for (int64_t j = jt; j < T; j++)                                       \
+            part[j - jt] = s[j] > part[j - jt] ? s[j] : part[j - jt];          \
         CT mx = -(CT)INFINITY;                                                 \
-        for (int64_t j = 0; j < T; j++)                                        \
-            mx = s[j] > mx ? s[j] : mx;                                        \
+        for (int l = 0; l < AT_LANES; l++)                                     \
+            mx = part[l] > mx ? part[l] : mx;                                  \
         if (mx == -(CT)INFINITY) {                                             \
             memset(s, 0, sizeof *s *(size_t)T);                                \
             return;                                                            \
         }                                                                      \
         for (int64_t j = 0; j < T; j++)                                        \
             s[j] = EXP(s[j] - mx);                                             \
+        for (int l = 0; l < AT_LANES; l++)                                     \
+            part[l] = 0;                                                       \
+        for (int64_t j0 = 0; j0 < jt; j0 += AT_LANES)                          \
+            for (int l = 0; l < AT_LANES; l++)                                 \
+                part[l] += s[j0 + l];                                          \
+        for (int64_t j = jt; j < T; j++)                                       \
+            part[j - jt] += s[j];                                              \
         CT sum = 0;                                                            \
-        for (int64_t j = 0; j < T; j++)                                        \
-            sum += s[j];                                                       \
+        for (int l = 0; l < AT_LANES; l++)                                     \
+            sum += part[l];                                                    \
         CT inv = (CT)1 / sum;                                                  \
         for (int64_t j = 0; j < T; j++)                                        \
             s[j] *= inv;                                                       \
