@@ -3,6 +3,7 @@
 #include "runtime/collective_host.h"
 #include "runtime/cpu/cpu_fused.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 bool br_cpu_avx512f(void) {
@@ -18,6 +19,16 @@ bool br_cpu_avx512f(void) {
 #else
     return false;
 #endif
+}
+
+bool br_env_is(const char *name, const char *value, int *state) {
+    int s = __atomic_load_n(state, __ATOMIC_RELAXED);
+    if (!s) {
+        const char *env = getenv(name);
+        s = env && strcmp(env, value) == 0 ? 1 : 2;
+        __atomic_store_n(state, s, __ATOMIC_RELAXED);
+    }
+    return s == 1;
 }
 
 /* ---- dispatch ------------------------------------------------------------ */

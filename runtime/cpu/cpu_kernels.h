@@ -45,6 +45,10 @@ void br_gemm(br_pool *pool, bool f64, bool ta, bool tb, int M, int N, int K,
 /* Whether this CPU runs AVX-512F code (asked once): the hand-written
  * AVX-512 kernels' (target("avx512f")) condition. */
 bool br_cpu_avx512f(void);
+/* Whether environment variable `name` is `value`, read once into *state
+ * (a static int: 0 not read yet, then 1 yes, 2 no): a kernel setting that
+ * an executor's scratch was sized by must not change under it. */
+bool br_env_is(const char *name, const char *value, int *state);
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>

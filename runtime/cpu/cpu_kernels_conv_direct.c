@@ -100,17 +100,10 @@ static size_t lines(size_t bytes) {
     return (bytes + 63) / 64 * 64;
 }
 
-/* Whether BRAID_CPU_CONV=im2col keeps every conv on im2col (read once:
- * the scratch an executor sized must fit every later run). */
+/* Whether BRAID_CPU_CONV=im2col keeps every conv on im2col. */
 static bool im2col_only(void) {
-    static int state; /* 0: not yet known, 1: im2col only, 2: either */
-    int s = __atomic_load_n(&state, __ATOMIC_RELAXED);
-    if (!s) {
-        const char *env = getenv("BRAID_CPU_CONV");
-        s = env && strcmp(env, "im2col") == 0 ? 1 : 2;
-        __atomic_store_n(&state, s, __ATOMIC_RELAXED);
-    }
-    return s == 1;
+    static int state;
+    return br_env_is("BRAID_CPU_CONV", "im2col", &state);
 }
 
 bool br_conv_direct_applies(const bg_conv_geom *c, braid_dtype t) {

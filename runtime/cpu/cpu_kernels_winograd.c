@@ -89,17 +89,10 @@ bool br_winograd_applies(const bg_conv_geom *c, braid_dtype t) {
            c->out[0] >= 1 && c->out[1] >= 1 && c->N >= 1;
 }
 
-/* Whether BRAID_CPU_WINOGRAD=f2 asks for F(2×2) alone (read once: the
- * scratch an executor sized must fit every later run). */
+/* Whether BRAID_CPU_WINOGRAD=f2 asks for F(2×2) alone. */
 static bool f2_only(void) {
-    static int state; /* 0: not yet known, 1: F(2×2) only, 2: either */
-    int s = __atomic_load_n(&state, __ATOMIC_RELAXED);
-    if (!s) {
-        const char *env = getenv("BRAID_CPU_WINOGRAD");
-        s = env && strcmp(env, "f2") == 0 ? 1 : 2;
-        __atomic_store_n(&state, s, __ATOMIC_RELAXED);
-    }
-    return s == 1;
+    static int state;
+    return br_env_is("BRAID_CPU_WINOGRAD", "f2", &state);
 }
 
 int br_winograd_tile(const bg_conv_geom *c) {

@@ -59,15 +59,9 @@ _Static_assert(sizeof(br_sgemm_packed) <= SG_HEADER, "header room");
 
 bool br_sgemm_enabled(void) {
 #ifdef SG_X86
-    static int state; /* 0: not yet known, 1: yes, 2: no */
-    int s = __atomic_load_n(&state, __ATOMIC_RELAXED);
-    if (!s) {
-        const char *env = getenv("BRAID_CPU_GEMM");
-        bool off = env && strcmp(env, "openblas") == 0;
-        s = !off && br_cpu_avx512f() ? 1 : 2;
-        __atomic_store_n(&state, s, __ATOMIC_RELAXED);
-    }
-    return s == 1;
+    static int openblas;
+    return !br_env_is("BRAID_CPU_GEMM", "openblas", &openblas) &&
+           br_cpu_avx512f();
 #else
     return false;
 #endif
