@@ -48,6 +48,8 @@
 /* Tasks per thread: (channel block, image, rows) cuts enough that a
  * thread slowed by other work does not hold the rest up. */
 #define DC_TASKS_PER_THREAD 4
+/* Most bytes of the padded input copy (all images at once). */
+#define DC_PAD_MAX ((size_t)256 << 20)
 /* Channels ahead whose input rows a tile prefetches: a tap's rows sit a
  * plane apart from the last channel's, where no hardware prefetcher looks
  * (the tiles' broadcasts waited on L2 without it). */
@@ -123,8 +125,12 @@ bool br_conv_direct_applies(const bg_conv_geom *c, braid_dtype t) {
     if (br_winograd_applies(c, t)) return false;
     dc_geom d;
     dc_init(c, &d);
-    /* the offsets inside one image's (padded) input are int32 */
-    if (d.C * d.Hp * d.Wp + slack(&d) > INT_MAX || d.K > INT_MAX) return false;
+    /* the offsets inside one image's (padded) input are int32; the padded
+     * copy of every image sits in the scratch, so a batch whose copy would
+     * pass DC_PAD_MAX keeps im2col's blocks (their scratch is bounded) */
+    if (d.C * d.Hp * d.Wp + slack(&d) > INT_MAX || d.K > INT_MAX ||
+        (size_t)padded_floats(&d) * sizeof(float) > DC_PAD_MAX)
+        return false;
     return br_sgemm_enabled() && !im2col_only();
 }
 
