@@ -1,8 +1,8 @@
 /* runtime/cpu/cpu_kernels_conv_direct.c — 2-D f32 convolutions computed
  * straight from their input, with no im2col: ResNet's stem (7×7, stride
- * 2), its stride-2 3×3 and 1×1 convolutions, and the other 2-D convs
- * Winograd does not take, but not 1×1 ones (x86-64 with AVX-512F, where
- * braid's GEMM runs).
+ * 2) and its stride-2 3×3 convolutions, and the other 2-D convs Winograd
+ * does not take except 1×1 ones (x86-64 with AVX-512F, where braid's GEMM
+ * runs).
  *
  * A tile is P output pixels of one output row (P = 14, or 7 for rows of at
  * most 7) by 16·V output channels (V = 2, or 4 with P = 7): P·V
@@ -221,8 +221,9 @@ static void pad_range(void *ctx, int64_t b, int64_t e) {
 }
 
 /* The sums of one tile into out[p·V + v] (pixel p, channels 16v..): P
- * pixels sw floats apart from xb, each k's input at xb + koff[k], its V
- * weight vectors at wp + k·16·V. */
+ * pixels sw floats apart from xb, each k's input at xb + koff[2k] (and a
+ * line to prefetch at xb + koff[2k + 1]), its V weight vectors at
+ * wp + k·16·V. */
 #define DC_KERNEL(NAME, P, V, SW)                                              \
     __attribute__((target("avx512f"))) static void NAME(                       \
         const float *xb, const int32_t *koff, const float *wp, int64_t K,      \
