@@ -8,8 +8,10 @@
  *     shapes: 1-D, 2-D and 3-D, strides 1..3, dilations 1..2, asymmetric
  *     pads, groups (depthwise included), bias or not, output_padding, f32
  *     and f64; the 1×1 direct path; 3×3 stride-1 convolutions through
- *     Winograd F(2×2, 3×3); products large enough for the split
- *     path (im2col and the GEMM's blocks over the pool);
+ *     Winograd F(4×4, 3×3) and F(2×2, 3×3); the other 2-D convs straight
+ *     from the input (cpu_kernels_conv_direct.c: tiles of 14 and 7 pixels,
+ *     an output written over its residual); products large enough for the
+ *     split path (im2col and the GEMM's blocks over the pool);
  *   - GPU plans on the emulated executor against the reference;
  *   - the channels-last form (passes/channels_last.c makes it for GPUs):
  *     the reference gives the channels-first bits, the CPU's direct loops
