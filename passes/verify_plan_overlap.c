@@ -122,13 +122,13 @@ typedef struct vp_spans {
 } vp_spans;
 
 /* A span's flags: it holds an output (never done before anything after
- * it); its node is persistent (never done before, nor after). Kept beside
- * the spans, found in one sweep over the nodes in id order, so the paint
- * sweep does not fetch nodes at random. */
+ * it); its node is persistent (never done before, nor after); its node may
+ * write over its input (vp_aliasing_ok). Kept beside the spans, found in
+ * sweeps over the nodes in id order, so the paint sweep does not fetch
+ * nodes at random. */
 #define VP_TO_END 1u
 #define VP_PERSISTENT 2u
-#define VP_ALIAS_OK 4u /* its node may write over its input (vp_aliasing_ok)   \
-                        */
+#define VP_ALIAS_OK 4u
 
 /* (arena, offset, node) sort key. */
 typedef struct vp_key {

@@ -50,8 +50,33 @@ bool br_cpu_avx512f(void);
  * an executor's scratch was sized by must not change under it. */
 bool br_env_is(const char *name, const char *value, int *state);
 
+/* bytes rounded up to whole 64-byte lines (scratch carved into aligned
+ * parts). */
+static inline size_t br_lines(size_t bytes) {
+    return (bytes + 63) / 64 * 64;
+}
+
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
+/* Lanes [lo, hi) of 16 as a mask (0 ≤ lo ≤ hi ≤ 16). */
+static inline __mmask16 br_lanes(int64_t lo, int64_t hi) {
+    return (__mmask16)(((1u << hi) - 1) & ~((1u << lo) - 1));
+}
+
+/* A fused conv's epilogue (br_conv_ep) on 16 output values v, as the
+ * unfused add and relu nodes would: the residual's lanes m at res added
+ * (res + v when res_first, else v + res; res NULL: none), then, with
+ * relu, max(0, v): 0 where v < 0, else v (NaN and −0 kept). */
+__attribute__((target("avx512f"))) static inline __m512
+br_epilogue16(__m512 v, const float *res, __mmask16 m, bool res_first,
+              bool relu) {
+    if (res) {
+        __m512 r = _mm512_maskz_loadu_ps(m, res);
+        v = res_first ? _mm512_add_ps(r, v) : _mm512_add_ps(v, r);
+    }
+    return relu ? _mm512_max_ps(_mm512_setzero_ps(), v) : v;
+}
+
 /* For AVX-512 kernels: lanes [lo, hi) (0 ≤ lo ≤ hi ≤ 16) of p[lane · s2],
  * s2 1 or 2, zeros in the others, reading only those floats (masked loads:
  * nothing past a row's end is touched); stride 2 picks every other float
@@ -59,7 +84,7 @@ bool br_env_is(const char *name, const char *value, int *state);
  * taps of max pools. */
 __attribute__((target("avx512f"))) static inline __m512
 br_load_lanes(const float *p, int64_t s2, int64_t lo, int64_t hi) {
-    __mmask16 m = (__mmask16)(((1u << hi) - 1) & ~((1u << lo) - 1));
+    __mmask16 m = br_lanes(lo, hi);
     if (s2 == 1) return _mm512_maskz_loadu_ps(m, p);
     const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14,
                                           12, 10, 8, 6, 4, 2, 0);

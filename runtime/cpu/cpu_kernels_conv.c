@@ -142,14 +142,9 @@ static void conv_analyze(const braid_graph *g, const bg_node *n, conv_ctx *x) {
     x->stream = x->own && bg_nbytes(n) > CONV_STREAM_BYTES;
 }
 
-/* Bytes rounded up to whole 64-byte lines (the packed col's alignment). */
-static size_t lines(size_t bytes) {
-    return (bytes + 63) / 64 * 64;
-}
-
 /* Scratch of one item in flight: its col, or (own, direct) its x packed. */
 static size_t item_bytes(const conv_ctx *x) {
-    return lines(x->col_bytes) + x->pack_bytes;
+    return br_lines(x->col_bytes) + x->pack_bytes;
 }
 
 /* ---- im2col / col2im, per element type ------------------------------------
@@ -260,7 +255,7 @@ CONV_IM2COL(double, )
 static inline __mmask16 lanes(int64_t lo, int64_t hi) {
     lo = lo < 0 ? 0 : lo > 16 ? 16 : lo;
     hi = hi < lo ? lo : hi > 16 ? 16 : hi;
-    return (__mmask16)(((1u << hi) - 1) & ~((1u << lo) - 1));
+    return br_lanes(lo, hi);
 }
 
 __attribute__((target("avx512f"))) static void
@@ -496,7 +491,7 @@ static void run_item(const conv_ctx *x, int64_t item, char *col) {
                              0, x->ov);
         }
         product(x, NULL, wg, x->direct ? xg : col, x->N, x->N, yg, x->N,
-                (float *)(col + lines(x->col_bytes)), x->pack_bytes);
+                (float *)(col + br_lines(x->col_bytes)), x->pack_bytes);
     }
     if (x->bias) add_bias(x, yg, item % x->c.G, 0, x->OCg, x->ov, x->ov);
 }
@@ -546,7 +541,7 @@ static void run_item_split(conv_ctx *x, br_pool *pool, int64_t item) {
         if (!x->direct) br_parallel_for(pool, x->K, row_grain, im2col_range, x);
         product(x, pool, w_of(x, item), x->direct ? x_of(x, item) : x->scratch,
                 x->N, x->N, y_of(x, item), x->N,
-                (float *)(x->scratch + lines(x->col_bytes)), x->pack_bytes);
+                (float *)(x->scratch + br_lines(x->col_bytes)), x->pack_bytes);
     }
     if (x->bias) br_parallel_for(pool, x->OCg, row_grain, bias_range, x);
 }
@@ -616,8 +611,8 @@ static size_t block_pack_bytes(const conv_ctx *x) {
  * it is scattered. */
 static size_t slot_bytes(const conv_ctx *x) {
     size_t prod = x->bpi > 0 ? 0 : (size_t)(x->OCg * x->block) * x->esz;
-    if (x->own) return block_pack_bytes(x) + lines(prod);
-    return lines((size_t)(x->K * x->block) * x->esz + prod);
+    if (x->own) return block_pack_bytes(x) + br_lines(prod);
+    return br_lines((size_t)(x->K * x->block) * x->esz + prod);
 }
 
 /* Block t in slot `slot`: group g, the positions [n0, n1) (image n0 / ov

@@ -97,11 +97,6 @@ static int64_t filter_floats(const dc_geom *d) {
     return d->nob * d->K * d->L;
 }
 
-/* Bytes rounded up to whole 64-byte lines. */
-static size_t lines(size_t bytes) {
-    return (bytes + 63) / 64 * 64;
-}
-
 /* Whether BRAID_CPU_CONV=im2col keeps every conv on im2col. */
 static bool im2col_only(void) {
     static int state;
@@ -137,9 +132,9 @@ bool br_conv_direct_applies(const bg_conv_geom *c, braid_dtype t) {
 size_t br_conv_direct_scratch(const bg_conv_geom *c) {
     dc_geom d;
     dc_init(c, &d);
-    return lines((size_t)filter_floats(&d) * sizeof(float)) +
-           lines((size_t)(2 * d.K) * sizeof(int32_t)) +
-           lines((size_t)padded_floats(&d) * sizeof(float));
+    return br_lines((size_t)filter_floats(&d) * sizeof(float)) +
+           br_lines((size_t)(2 * d.K) * sizeof(int32_t)) +
+           br_lines((size_t)padded_floats(&d) * sizeof(float));
 }
 
 /* ---- the filter ----------------------------------------------------------
@@ -177,7 +172,7 @@ float *br_conv_direct_filter(const bg_conv_geom *c, br_pool *pool,
                              const float *w) {
     dc_geom d;
     dc_init(c, &d);
-    size_t bytes = lines((size_t)filter_floats(&d) * sizeof(float));
+    size_t bytes = br_lines((size_t)filter_floats(&d) * sizeof(float));
     float *wp = aligned_alloc(64, bytes);
     if (wp) pack_filter(&d, pool, w, wp);
     return wp;
@@ -290,11 +285,6 @@ __attribute__((target("avx512f"))) static inline void transpose16(__m512 *r) {
     }
 }
 
-/* Lanes [lo, hi) of 16, as a mask (lo, hi within [0, 16]). */
-static inline __mmask16 lane_mask(int64_t lo, int64_t hi) {
-    return (__mmask16)(((1u << hi) - 1) & ~((1u << lo) - 1));
-}
-
 /* Tile (image img, channel block ob, output row oh, pixels from ow0) from
  * its sums acc into y, its pixels [skip, its last inside the row) alone. */
 __attribute__((target("avx512f"))) static void
@@ -302,14 +292,14 @@ store_tile(const dc_run *r, __m512 *acc, int64_t img, int64_t ob, int64_t oh,
            int64_t ow0, int64_t skip) {
     const dc_geom *d = &r->d;
     int64_t npix = d->OW - ow0 < d->P ? d->OW - ow0 : d->P;
-    __mmask16 m = lane_mask(skip, npix);
+    __mmask16 m = br_lanes(skip, npix);
     for (int v = 0; v < d->V; v++) {
         int64_t oc0 = ob * d->L + 16 * v;
         if (oc0 >= d->OC) break;
         int64_t nc = d->OC - oc0 < 16 ? d->OC - oc0 : 16;
         __m512 rows[16];
         __m512 bv = r->bias
-                        ? _mm512_maskz_loadu_ps(lane_mask(0, nc), r->bias + oc0)
+                        ? _mm512_maskz_loadu_ps(br_lanes(0, nc), r->bias + oc0)
                         : _mm512_setzero_ps();
         for (int p = 0; p < 16; p++)
             rows[p] = p >= d->P ? _mm512_setzero_ps()
@@ -319,14 +309,9 @@ store_tile(const dc_run *r, __m512 *acc, int64_t img, int64_t ob, int64_t oh,
         for (int64_t l = 0; l < nc; l++) {
             size_t at =
                 (size_t)(((img * d->OC + oc0 + l) * d->OH + oh) * d->OW + ow0);
-            __m512 val = rows[l];
-            if (r->ep.res) {
-                __m512 res = _mm512_maskz_loadu_ps(m, r->ep.res + at);
-                val = r->ep.res_first ? _mm512_add_ps(res, val)
-                                      : _mm512_add_ps(val, res);
-            }
-            if (r->ep.relu) /* max(0, x): 0 when x < 0, else x (NaN, -0) */
-                val = _mm512_max_ps(_mm512_setzero_ps(), val);
+            __m512 val =
+                br_epilogue16(rows[l], r->ep.res ? r->ep.res + at : NULL, m,
+                              r->ep.res_first, r->ep.relu);
             _mm512_mask_storeu_ps(r->y + at, m, val);
         }
     }
@@ -371,9 +356,9 @@ void br_conv_direct_run(const bg_conv_geom *c, br_pool *pool, const float *x,
      * before), the offsets, then the padded copy. */
     char *s = scratch;
     float *wscratch = (float *)s;
-    s += lines((size_t)filter_floats(d) * sizeof(float));
+    s += br_lines((size_t)filter_floats(d) * sizeof(float));
     int32_t *koff = (int32_t *)s;
-    s += lines((size_t)(2 * d->K) * sizeof(int32_t));
+    s += br_lines((size_t)(2 * d->K) * sizeof(int32_t));
     if (!wp) {
         pack_filter(d, pool, w, wscratch);
         wp = wscratch;

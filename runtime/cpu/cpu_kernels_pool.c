@@ -142,7 +142,7 @@ max_row_avx512(float *y, const float *const *src, int nrows, int ntaps,
                 int64_t h = hi[t] - k0 > n ? n : hi[t] - k0;
                 if (h <= l) continue;
                 __m512 v = br_load_lanes(src[i] + s2 * k0 + b2[t], s2, l, h);
-                __mmask16 m = (__mmask16)(((1u << h) - 1) & ~((1u << l) - 1));
+                __mmask16 m = br_lanes(l, h);
                 __mmask16 up = _mm512_mask_cmp_ps_mask(m, v, acc, _CMP_GT_OQ) |
                                _mm512_mask_cmp_ps_mask(m, v, v, _CMP_UNORD_Q);
                 acc = _mm512_mask_mov_ps(acc, up, v);

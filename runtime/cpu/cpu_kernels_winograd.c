@@ -591,15 +591,10 @@ at6_store(const wg_ctx *x, const wg_span *sp, int64_t oc, const float *m,
                 int64_t o = 4 * k + 16 * c; /* its first column from col */
                 if (o >= w) break;
                 int64_t n = w - o >= 16 ? 16 : w - o;
-                __mmask16 sm = (__mmask16)((1u << n) - 1);
-                __m512 v = f[c];
-                if (x->ep.res) {
-                    __m512 r = _mm512_maskz_loadu_ps(sm, x->ep.res + at + o);
-                    v = x->ep.res_first ? _mm512_add_ps(r, v)
-                                        : _mm512_add_ps(v, r);
-                }
-                if (x->ep.relu) /* max(0, v): 0 when v < 0, else v */
-                    v = _mm512_max_ps(_mm512_setzero_ps(), v);
+                __mmask16 sm = br_lanes(0, n);
+                __m512 v =
+                    br_epilogue16(f[c], x->ep.res ? x->ep.res + at + o : NULL,
+                                  sm, x->ep.res_first, x->ep.relu);
                 _mm512_mask_storeu_ps(x->y + at + o, sm, v);
             }
         }

@@ -161,7 +161,7 @@ br_sgemm_packed *br_sgemm_pack(const float *B, int K, int N, int ldb, bool tb,
     int panels = (N + SG_NR - 1) / SG_NR;
     size_t bytes =
         SG_HEADER + (size_t)panels * (size_t)K * SG_NR * sizeof(float);
-    br_sgemm_packed *p = aligned_alloc(64, (bytes + 63) / 64 * 64);
+    br_sgemm_packed *p = aligned_alloc(64, br_lines(bytes));
     if (!p) return NULL;
     /* huge pages where the kernel gives them: packing GPT-2's 650 MB into
      * 4 KiB pages spent most of its time faulting and zeroing them */
@@ -254,16 +254,11 @@ store_tile(__m512 (*acc)[2], float *c, size_t ldc, unsigned how,
             c0 = _mm512_add_ps(c0, b);
             c1 = _mm512_add_ps(c1, b);
         }
-        if (e && e->res) {
-            const float *rr = e->res + (size_t)i * e->ldr;
-            __m512 r0 = _mm512_maskz_loadu_ps(m0, rr);
-            __m512 r1 = _mm512_maskz_loadu_ps(m1, rr + 16);
-            c0 = e->res_first ? _mm512_add_ps(r0, c0) : _mm512_add_ps(c0, r0);
-            c1 = e->res_first ? _mm512_add_ps(r1, c1) : _mm512_add_ps(c1, r1);
-        }
-        if (e && e->relu) { /* max(0, x): 0 when x < 0, else x (NaN, -0) */
-            c0 = _mm512_max_ps(_mm512_setzero_ps(), c0);
-            c1 = _mm512_max_ps(_mm512_setzero_ps(), c1);
+        if (e) {
+            const float *rr = e->res ? e->res + (size_t)i * e->ldr : NULL;
+            c0 = br_epilogue16(c0, rr, m0, e->res_first, e->relu);
+            c1 = br_epilogue16(c1, rr ? rr + 16 : NULL, m1, e->res_first,
+                               e->relu);
         }
         if (stream && ((uintptr_t)cr & 63) == 0) {
             _mm512_stream_ps(cr, c0);
