@@ -12,14 +12,12 @@
 static void *bg_default_alloc(void *user, void *ptr, size_t old_size,
                               size_t new_size) {
     (void)user;
-    (void)old_size;
     if (new_size == 0) {
         free(ptr);
         return NULL;
     }
-    void *p = realloc(ptr, new_size);
-    bg_huge_advise(p, new_size); /* the node array of a large graph */
-    return p;
+    /* the node array of a large graph gets huge pages */
+    return bg_huge_realloc(ptr, old_size, new_size);
 }
 
 braid_graph *braid_graph_new(const braid_graph_options *opts) {
@@ -64,6 +62,7 @@ void braid_graph_free(braid_graph *g) {
         bg_free_str(g, g->outputs[i].name);
     bg_free(g, g->outputs, (size_t)g->ocap * sizeof *g->outputs);
     bg_names_free(g);
+    if (g->bulk) g->alloc(g->alloc_user, g->bulk, g->bulk_size, 0);
     g->alloc(g->alloc_user, g, sizeof *g, 0);
 }
 
@@ -73,26 +72,65 @@ void *bg_alloc(braid_graph *g, size_t size) {
     return bg_realloc(g, NULL, 0, size);
 }
 
+/* ---- bulk block -------------------------------------------------------------
+ * A graph made in one go (the compile's two clones, a loaded plan's graphs)
+ * takes its nodes' input lists and names from one block instead of one
+ * malloc each: a 150k-node graph otherwise makes ~200k small allocations
+ * per copy, and every pass that walks input lists jumps around the heap
+ * (issue 17: at 150k nodes those misses are what grows faster than the
+ * node count). */
+
+bool bg_bulk_reserve(braid_graph *g, size_t bytes) {
+    if (g->bulk || bytes == 0) return true;
+    if ((g->bulk = bg_alloc(g, bytes)) == NULL) return false;
+    g->bulk_size = bytes;
+    g->bulk_used = 0;
+    return true;
+}
+
+void bg_bulk_close(braid_graph *g) {
+    g->bulk_used = g->bulk_size;
+}
+
+void *bg_alloc_piece(braid_graph *g, size_t size) {
+    size_t need = (size + 3) & ~(size_t)3; /* input lists stay aligned */
+    if (size == 0 || !g->bulk || g->bulk_size - g->bulk_used < need)
+        return bg_alloc(g, size);
+    void *p = g->bulk + g->bulk_used;
+    g->bulk_used += need;
+    return p;
+}
+
+/* Whether ptr is a piece of the graph's bulk block (never freed alone). */
+static bool in_bulk(const braid_graph *g, const void *ptr) {
+    uintptr_t p = (uintptr_t)ptr, b = (uintptr_t)g->bulk;
+    return g->bulk && p >= b && p - b < g->bulk_size;
+}
+
 void *bg_realloc(braid_graph *g, void *ptr, size_t old_size, size_t new_size) {
     if (new_size == 0) {
         bg_free(g, ptr, old_size);
         return NULL;
     }
-    void *p = g->alloc(g->alloc_user, ptr, ptr ? old_size : 0, new_size);
+    bool piece = ptr && in_bulk(g, ptr); /* moved out, never resized */
+    void *p = g->alloc(g->alloc_user, piece ? NULL : ptr,
+                       ptr && !piece ? old_size : 0, new_size);
     if (p == NULL)
         bg_fail(g, BRAID_ERR_OUT_OF_MEMORY,
                 "out of memory allocating %zu bytes", new_size);
+    else if (piece)
+        memcpy(p, ptr, old_size < new_size ? old_size : new_size);
     return p;
 }
 
 void bg_free(braid_graph *g, void *ptr, size_t size) {
-    if (ptr != NULL) g->alloc(g->alloc_user, ptr, size, 0);
+    if (ptr != NULL && !in_bulk(g, ptr)) g->alloc(g->alloc_user, ptr, size, 0);
 }
 
 char *bg_strdup(braid_graph *g, const char *s) {
     if (s == NULL) return NULL;
     size_t n = strlen(s) + 1;
-    char *p = bg_alloc(g, n);
+    char *p = bg_alloc_piece(g, n);
     if (p != NULL) memcpy(p, s, n);
     return p;
 }

@@ -155,7 +155,7 @@ static bool bg_node_copy(braid_graph *c, bg_node *dst, const bg_node *src,
                          bool into_shared) {
     size_t in_bytes = (size_t)src->ninputs * sizeof *src->inputs;
     if (in_bytes) {
-        if ((dst->inputs = bg_alloc(c, in_bytes)) == NULL) return false;
+        if ((dst->inputs = bg_alloc_piece(c, in_bytes)) == NULL) return false;
         memcpy(dst->inputs, src->inputs, in_bytes);
     }
     size_t data_bytes = src->attr.data ? bg_nbytes(src) : 0;
@@ -192,13 +192,27 @@ static bool bg_clone_outputs(braid_graph *c, const braid_graph *g) {
     return true;
 }
 
+/* The bytes of g's input lists and names as bg_alloc_piece hands them out. */
+static size_t bg_piece_bytes(const braid_graph *g) {
+    size_t bytes = 0;
+    for (uint32_t i = 0; i < g->nnodes; i++) {
+        const bg_node *n = &g->nodes[i];
+        bytes += (size_t)n->ninputs * sizeof *n->inputs;
+        if (n->name) bytes += (strlen(n->name) + 4) & ~(size_t)3;
+        if (n->device) bytes += (strlen(n->device) + 4) & ~(size_t)3;
+    }
+    for (uint32_t i = 0; i < g->noutputs; i++)
+        bytes += (strlen(g->outputs[i].name) + 4) & ~(size_t)3;
+    return bytes;
+}
+
 static braid_graph *clone(const braid_graph *g, bool into_shared) {
     if (g == NULL) return NULL;
     braid_graph_options o = {g->alloc, g->alloc_user};
     braid_graph *c = braid_graph_new(&o);
     if (c == NULL) return NULL;
-    bool ok = true;
-    if (g->nnodes) {
+    bool ok = bg_bulk_reserve(c, bg_piece_bytes(g));
+    if (ok && g->nnodes) {
         c->nodes = bg_alloc(c, (size_t)g->nnodes * sizeof *c->nodes);
         ok = c->nodes != NULL;
         c->cap = ok ? g->nnodes : 0;
@@ -215,6 +229,7 @@ static braid_graph *clone(const braid_graph *g, bool into_shared) {
         ok = bg_node_copy(c, dst, &g->nodes[i], into_shared);
     }
     ok = ok && bg_clone_outputs(c, g);
+    bg_bulk_close(c);
     if (!ok) {
         braid_graph_free(c);
         bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY,

@@ -15,6 +15,8 @@
 #include "graph/graph.h"
 
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 
 /* Below this many bytes an array fits the TLB anyway (and a huge page
@@ -32,4 +34,24 @@ void bg_huge_advise(void *p, size_t n) {
     (void)p;
     (void)n;
 #endif
+}
+
+/* realloc, with a large new block advised before anything is written to
+ * it. realloc copies the old bytes into fresh memory before a caller could
+ * advise it, so the copy faulted every 4 KiB page in (a 150k-node graph's
+ * node array, doubled by the fuse pass's first added node: 94 MB, a fifth
+ * of the compile's time in page faults). Here a growth past HUGE_MIN takes
+ * a new block, advises it, then copies: one fault per 2 MiB page. */
+void *bg_huge_realloc(void *p, size_t old_size, size_t new_size) {
+    if (new_size < HUGE_MIN || !p || old_size == 0) {
+        void *q = realloc(p, new_size);
+        bg_huge_advise(q, new_size);
+        return q;
+    }
+    void *q = malloc(new_size);
+    if (!q) return NULL;
+    bg_huge_advise(q, new_size);
+    memcpy(q, p, old_size < new_size ? old_size : new_size);
+    free(p);
+    return q;
 }

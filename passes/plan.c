@@ -28,8 +28,9 @@ bool bp_grow(void **arr, uint32_t n, uint32_t *cap, size_t size,
     if (n < *cap) return true;
     size_t want = n < 8 ? 16 : 2 * (size_t)n;
     if (want > UINT32_MAX) want = UINT32_MAX;
-    void *p =
-        want > n && want <= SIZE_MAX / size ? realloc(*arr, want * size) : NULL;
+    void *p = want > n && want <= SIZE_MAX / size
+                  ? bg_huge_realloc(*arr, (size_t)*cap * size, want * size)
+                  : NULL;
     if (!p) {
         bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY,
                           "braid_compile: out of memory adding %s (%u "
@@ -37,7 +38,6 @@ bool bp_grow(void **arr, uint32_t n, uint32_t *cap, size_t size,
                           what, (unsigned)n);
         return false;
     }
-    bg_huge_advise(p, want * size);
     *arr = p;
     *cap = (uint32_t)want;
     return true;

@@ -21,11 +21,12 @@ static bp_node_info default_info(const bp_plan *plan, uint32_t ninputs,
 
 braid_status bp_plan_reserve_info(bp_plan *plan, uint32_t n) {
     if (n <= plan->res.info_cap) return BRAID_OK;
-    bp_node_info *info = realloc(plan->res.info, (size_t)n * sizeof *info);
+    bp_node_info *info =
+        bg_huge_realloc(plan->res.info, plan->res.info_cap * sizeof *info,
+                        (size_t)n * sizeof *info);
     if (!info)
         return bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY,
                                  "compile: out of memory for node info");
-    bg_huge_advise(info, (size_t)n * sizeof *info);
     plan->res.info = info;
     plan->res.info_cap = n;
     return BRAID_OK;
@@ -71,7 +72,7 @@ uint32_t bp_plan_add_node(bp_plan *plan, braid_op op, const uint32_t *inputs,
     }
     uint32_t *in = NULL;
     if (ninputs) {
-        in = bg_alloc(g, ninputs * sizeof *in);
+        in = bg_alloc_piece(g, ninputs * sizeof *in);
         if (!in) return graph_status(plan, "adding a node"), BG_NONE;
         memcpy(in, inputs, ninputs * sizeof *in);
     }

@@ -522,6 +522,62 @@ Test(builder, clone_and_equal) {
     braid_graph_free(h);
 }
 
+/* Whether p lies inside c's bulk block. */
+static bool in_block(const braid_graph *c, const void *p) {
+    const char *b = c->bulk, *q = p;
+    return b && q >= b && q < b + c->bulk_size;
+}
+
+/* A clone takes its input lists and names from one block (graph/graph.c);
+ * replacing, growing and freeing those pieces keeps working, and the block
+ * goes with the graph (the sanitizer build sees a bad free or a leak). */
+Test(builder, clone_takes_lists_and_names_from_one_block) {
+    build_rich(g);
+    braid_graph *c = bg_graph_clone(g);
+    cr_assert_not_null(c);
+    cr_assert_not_null(c->bulk);
+    cr_assert_eq(c->bulk_used, c->bulk_size, "closed after the clone");
+    uint32_t lists = 0, names = 0;
+    for (uint32_t i = 0; i < c->nnodes; i++) {
+        const bg_node *n = &c->nodes[i];
+        if (n->ninputs) {
+            cr_assert(in_block(c, n->inputs), "node %u's inputs", i);
+            cr_assert_eq((uintptr_t)n->inputs % sizeof *n->inputs, 0);
+            lists++;
+        }
+        if (n->name) {
+            cr_assert(in_block(c, n->name));
+            names++;
+        }
+        if (n->device) cr_assert(in_block(c, n->device));
+    }
+    for (uint32_t i = 0; i < c->noutputs; i++) {
+        cr_assert(in_block(c, c->outputs[i].name));
+        names++;
+    }
+    cr_assert(lists >= 6 && names >= 4, "%u lists, %u names", lists, names);
+    cr_assert(bg_graph_equal(g, c));
+    /* a new name replaces a piece; a grown input list moves out */
+    uint32_t j = braid_graph_node_count(c) - 1; /* the concat: 2 inputs */
+    cr_assert_eq(braid_set_name(c, (braid_tensor){j}, "renamed"), BRAID_OK);
+    cr_assert(!in_block(c, c->nodes[j].name));
+    cr_assert_str_eq(c->nodes[j].name, "renamed");
+    bg_node *n = &c->nodes[j];
+    uint32_t a = n->inputs[0], b = n->inputs[1];
+    uint32_t *in = bg_realloc(c, n->inputs, 2 * sizeof *in, 3 * sizeof *in);
+    cr_assert_not_null(in);
+    cr_assert(!in_block(c, in));
+    cr_assert(in[0] == a && in[1] == b, "moved with its ids");
+    in[2] = a;
+    n->inputs = in;
+    n->ninputs = 3;
+    /* pieces are never freed alone; new ones come from the heap */
+    char *s = bg_strdup(c, "after");
+    cr_assert(!in_block(c, s));
+    bg_free_str(c, s);
+    braid_graph_free(c);
+}
+
 Test(builder, clone_keeps_error_state) {
     braid_tensor x = braid_input(g, "x", BRAID_F32, 1, DIMS(2));
     braid_tensor y = braid_input(g, "y", BRAID_F32, 1, DIMS(3));
