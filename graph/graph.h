@@ -325,6 +325,10 @@ braid_graph *bg_graph_clone(const braid_graph *g);
  * shared holders (copied once): a bg_graph_clone of the result then shares
  * them instead of copying them again. */
 braid_graph *bg_graph_clone_shared(const braid_graph *g);
+/* bg_graph_clone with room for `room` more nodes in its node array, so that
+ * adding them does not copy the array into a new one twice its size (the
+ * compile's working graph: graph/graph_edit.c says why). */
+braid_graph *bg_graph_clone_room(const braid_graph *g, uint32_t room);
 
 /* Structural equality (ops, types, attributes, constant bytes, names, hints,
  * outputs). Used by round-trip tests. */

@@ -206,16 +206,19 @@ static size_t bg_piece_bytes(const braid_graph *g) {
     return bytes;
 }
 
-static braid_graph *clone(const braid_graph *g, bool into_shared) {
+static braid_graph *clone(const braid_graph *g, bool into_shared,
+                          uint32_t room) {
     if (g == NULL) return NULL;
     braid_graph_options o = {g->alloc, g->alloc_user};
     braid_graph *c = braid_graph_new(&o);
     if (c == NULL) return NULL;
     bool ok = bg_bulk_reserve(c, bg_piece_bytes(g));
-    if (ok && g->nnodes) {
-        c->nodes = bg_alloc(c, (size_t)g->nnodes * sizeof *c->nodes);
+    uint32_t cap = g->nnodes;
+    if (room && cap) cap = room < BG_NONE - 1 - cap ? cap + room : BG_NONE - 1;
+    if (ok && cap) {
+        c->nodes = bg_alloc(c, (size_t)cap * sizeof *c->nodes);
         ok = c->nodes != NULL;
-        c->cap = ok ? g->nnodes : 0;
+        c->cap = ok ? cap : 0;
     }
     for (uint32_t i = 0; ok && i < g->nnodes; i++) {
         bg_node *dst = &c->nodes[i];
@@ -241,10 +244,20 @@ static braid_graph *clone(const braid_graph *g, bool into_shared) {
     return c;
 }
 
-braid_graph *bg_graph_clone(const braid_graph *g) { return clone(g, false); }
+braid_graph *bg_graph_clone(const braid_graph *g) {
+    return clone(g, false, 0);
+}
 
 braid_graph *bg_graph_clone_shared(const braid_graph *g) {
-    return clone(g, true);
+    return clone(g, true, 0);
+}
+
+/* A large node array that fills up is copied into one twice its size:
+ * fresh memory the copy faults in (at 1.5M nodes, 470 MB copied into a
+ * 940 MB block, a fifth of the compile). Room reserved here is never
+ * touched unless used, so never backed by memory. */
+braid_graph *bg_graph_clone_room(const braid_graph *g, uint32_t room) {
+    return clone(g, false, room);
 }
 
 /* ---- equality

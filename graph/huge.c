@@ -41,9 +41,10 @@ void bg_huge_advise(void *p, size_t n) {
  * advise it, so the copy faulted every 4 KiB page in (a 150k-node graph's
  * node array, doubled by the fuse pass's first added node: 94 MB, a fifth
  * of the compile's time in page faults). Here a growth past HUGE_MIN takes
- * a new block, advises it, then copies: one fault per 2 MiB page. */
+ * a new block, advises it, then copies: one fault per 2 MiB page. A block
+ * that shrinks stays where it is (realloc). */
 void *bg_huge_realloc(void *p, size_t old_size, size_t new_size) {
-    if (new_size < HUGE_MIN || !p || old_size == 0) {
+    if (new_size < HUGE_MIN || !p || old_size == 0 || new_size <= old_size) {
         void *q = realloc(p, new_size);
         bg_huge_advise(q, new_size);
         return q;

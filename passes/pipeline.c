@@ -210,7 +210,10 @@ braid_status bp_plan_new(const braid_graph *g,
      * working graph shares them (the user's graph is never touched, and
      * nothing writes constant bytes). */
     p->prov.source = bg_graph_clone_shared(g);
-    p->res.graph = p->prov.source ? bg_graph_clone(p->prov.source) : NULL;
+    /* The working graph has room for as many nodes again: the fuse pass
+     * adds one a group, the copies pass one a crossing. */
+    p->res.graph =
+        p->prov.source ? bg_graph_clone_room(p->prov.source, g->nnodes) : NULL;
     if (!p->res.graph || !p->prov.source)
         return bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY,
                                  "braid_compile: out of memory copying the "

@@ -578,6 +578,30 @@ Test(builder, clone_takes_lists_and_names_from_one_block) {
     braid_graph_free(c);
 }
 
+/* A clone with room takes nodes without moving its node array. */
+Test(builder, clone_room_takes_nodes_in_place) {
+    build_rich(g);
+    uint32_t n = braid_graph_node_count(g);
+    braid_graph *c = bg_graph_clone_room(g, 5);
+    cr_assert_not_null(c);
+    cr_assert_eq(c->cap, n + 5);
+    cr_assert(bg_graph_equal(g, c));
+    const bg_node *before = c->nodes;
+    braid_tensor x = {0};
+    for (int i = 0; i < 5; i++)
+        x = braid_neg(c, x);
+    cr_assert_eq(braid_graph_status(c), BRAID_OK, "%s", braid_graph_error(c));
+    cr_assert_eq(c->nodes, before, "the node array did not move");
+    cr_assert_eq(braid_graph_node_count(c), n + 5);
+    braid_graph_free(c);
+    braid_graph *e = braid_graph_new(NULL);
+    c = bg_graph_clone_room(e, 7); /* nothing to copy: no array yet */
+    cr_assert_not_null(c);
+    cr_assert(bg_graph_equal(e, c));
+    braid_graph_free(e);
+    braid_graph_free(c);
+}
+
 Test(builder, clone_keeps_error_state) {
     braid_tensor x = braid_input(g, "x", BRAID_F32, 1, DIMS(2));
     braid_tensor y = braid_input(g, "y", BRAID_F32, 1, DIMS(3));
