@@ -40,11 +40,14 @@ void bg_huge_advise(void *p, size_t n) {
  * it. realloc copies the old bytes into fresh memory before a caller could
  * advise it, so the copy faulted every 4 KiB page in (a 150k-node graph's
  * node array, doubled by the fuse pass's first added node: 94 MB, a fifth
- * of the compile's time in page faults). Here a growth past HUGE_MIN takes
- * a new block, advises it, then copies: one fault per 2 MiB page. A block
- * that shrinks stays where it is (realloc). */
+ * of the compile's time in page faults). Here a block that grows past
+ * HUGE_MIN is a new one, advised, then copied into: one fault per 2 MiB
+ * page. A block already that large stays with realloc, which moves a
+ * block the C library mapped on its own (mremap: no copy, its advice
+ * kept), and so does a block that shrinks. */
 void *bg_huge_realloc(void *p, size_t old_size, size_t new_size) {
-    if (new_size < HUGE_MIN || !p || old_size == 0 || new_size <= old_size) {
+    if (new_size < HUGE_MIN || !p || old_size == 0 || new_size <= old_size ||
+        old_size >= HUGE_MIN) {
         void *q = realloc(p, new_size);
         bg_huge_advise(q, new_size);
         return q;
