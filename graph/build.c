@@ -587,7 +587,7 @@ static uint32_t bg_append(bg_ctx *c) {
     if (!bg_grow_nodes(g)) return BG_NONE;
     bool ok = true;
     size_t in_bytes = (size_t)c->nin * sizeof *n->inputs;
-    if (in_bytes && (ok = (n->inputs = bg_alloc_piece(g, in_bytes)) != NULL))
+    if (in_bytes && (ok = (n->inputs = bg_alloc(g, in_bytes)) != NULL))
         memcpy(n->inputs, c->in, in_bytes);
     n->ninputs = n->inputs ? c->nin : 0;
     size_t nbytes = bg_nbytes(n);

@@ -73,12 +73,11 @@ void *bg_alloc(braid_graph *g, size_t size) {
 }
 
 /* ---- bulk block -------------------------------------------------------------
- * A graph made in one go (the compile's two clones, a loaded plan's graphs)
- * takes its nodes' input lists and names from one block instead of one
- * malloc each: a 150k-node graph otherwise makes ~200k small allocations
- * per copy, and every pass that walks input lists jumps around the heap
- * (issue 17: at 150k nodes those misses are what grows faster than the
- * node count). */
+ * A clone (the compile makes two) takes its nodes' input lists and names
+ * from one block instead of one malloc each: a 150k-node graph otherwise makes
+ * ~200k small allocations per copy, and every pass that walks input lists jumps
+ * around the heap (issue 17: at 150k nodes those misses are what grows faster
+ * than the node count). */
 
 bool bg_bulk_reserve(braid_graph *g, size_t bytes) {
     if (g->bulk || bytes == 0) return true;
@@ -93,7 +92,7 @@ void bg_bulk_close(braid_graph *g) {
 }
 
 void *bg_alloc_piece(braid_graph *g, size_t size) {
-    size_t need = (size + 3) & ~(size_t)3; /* input lists stay aligned */
+    size_t need = bg_piece_size(size);
     if (size == 0 || !g->bulk || g->bulk_size - g->bulk_used < need)
         return bg_alloc(g, size);
     void *p = g->bulk + g->bulk_used;

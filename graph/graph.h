@@ -77,8 +77,9 @@ braid_tensor bg_constant_shared(braid_graph *g, braid_dtype dtype, int rank,
  * transparent huge pages when n is large (≥ 4 MiB; graph/huge.c says
  * why); a no-op elsewhere. For arrays with an entry per node. */
 void bg_huge_advise(void *p, size_t n);
-/* realloc(p, new_size) for a block of old_size bytes; a large new block is
- * advised before the old bytes are copied into it. */
+/* realloc(p, new_size) for a block of old_size bytes, advised like
+ * bg_huge_advise; a block growing past 4 MiB is advised before the old
+ * bytes are copied into it (graph/huge.c). */
 void *bg_huge_realloc(void *p, size_t old_size, size_t new_size);
 
 /* One more reference to s. */
@@ -139,9 +140,8 @@ struct braid_graph {
     char error[BG_ERROR_MAX]; /* first error's message */
     bg_name_index input_names;  /* input node ids by name */
     bg_name_index output_names; /* output indices by name */
-    char *bulk;       /* one block for the input lists and names of a graph
-                         made in one go (a clone, a plan load): see
-                         bg_bulk_reserve; owned */
+    char *bulk;       /* one block for the input lists and names a clone
+                         copied: see bg_bulk_reserve; owned */
     size_t bulk_size; /* its bytes */
     size_t bulk_used; /* bytes handed out (bulk_size once closed) */
 };
@@ -204,14 +204,19 @@ void *bg_alloc(braid_graph *g, size_t size);
 void *bg_realloc(braid_graph *g, void *ptr, size_t old_size, size_t new_size);
 void bg_free(braid_graph *g, void *ptr, size_t size);
 /* One block of `bytes` for the input lists and names of the nodes about to
- * be added in one go (graph/graph.c says why): bg_alloc_piece carves them
- * from it until bg_bulk_close. bg_free leaves pieces alone (the block goes
- * with the graph) and bg_realloc moves a piece out. False when out of
+ * be copied in (a clone; graph/graph.c says why): bg_alloc_piece carves
+ * them from it until bg_bulk_close. bg_free leaves pieces alone (the block
+ * goes with the graph) and bg_realloc moves a piece out. False when out of
  * memory; a graph has at most one block (true, nothing done, after). */
 bool bg_bulk_reserve(braid_graph *g, size_t bytes);
 void bg_bulk_close(braid_graph *g);
-/* bg_alloc for an input list or a name: from the bulk block while it has
- * room, else bg_alloc. */
+/* The bytes a piece of `size` takes in the block (input lists stay
+ * aligned). */
+static inline size_t bg_piece_size(size_t size) {
+    return (size + 3) & ~(size_t)3;
+}
+/* bg_alloc for an input list or a name (bg_strdup): from the bulk block
+ * while it has room, else bg_alloc. */
 void *bg_alloc_piece(braid_graph *g, size_t size);
 char *bg_strdup(braid_graph *g, const char *s);
 void bg_free_str(braid_graph *g, char *s);

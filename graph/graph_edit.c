@@ -197,12 +197,12 @@ static size_t bg_piece_bytes(const braid_graph *g) {
     size_t bytes = 0;
     for (uint32_t i = 0; i < g->nnodes; i++) {
         const bg_node *n = &g->nodes[i];
-        bytes += (size_t)n->ninputs * sizeof *n->inputs;
-        if (n->name) bytes += (strlen(n->name) + 4) & ~(size_t)3;
-        if (n->device) bytes += (strlen(n->device) + 4) & ~(size_t)3;
+        bytes += bg_piece_size((size_t)n->ninputs * sizeof *n->inputs);
+        if (n->name) bytes += bg_piece_size(strlen(n->name) + 1);
+        if (n->device) bytes += bg_piece_size(strlen(n->device) + 1);
     }
     for (uint32_t i = 0; i < g->noutputs; i++)
-        bytes += (strlen(g->outputs[i].name) + 4) & ~(size_t)3;
+        bytes += bg_piece_size(strlen(g->outputs[i].name) + 1);
     return bytes;
 }
 

@@ -72,7 +72,7 @@ uint32_t bp_plan_add_node(bp_plan *plan, braid_op op, const uint32_t *inputs,
     }
     uint32_t *in = NULL;
     if (ninputs) {
-        in = bg_alloc_piece(g, ninputs * sizeof *in);
+        in = bg_alloc(g, ninputs * sizeof *in);
         if (!in) return graph_status(plan, "adding a node"), BG_NONE;
         memcpy(in, inputs, ninputs * sizeof *in);
     }
