@@ -2,6 +2,7 @@
  * nodes and programs, rewiring uses, and compaction, which restores the
  * invariants of passes/plan.h (topological ids, only live nodes, one info
  * entry per node) after a pass has rewritten the graph. */
+#include "graph/collective.h"
 #include "passes/collectives.h"
 #include "passes/passes.h"
 
@@ -151,15 +152,17 @@ void bp_plan_replace_map(bp_plan *plan, const uint32_t *rep, uint32_t n) {
  * input (callers bind all inputs by name, needed or not). */
 static braid_status mark_live(const braid_graph *g, bool *live,
                               uint32_t *stack) {
-    uint32_t top = 0;
+    uint32_t top = 0, collectives = 0;
     for (uint32_t i = 0; i < g->noutputs; i++) stack[top++] = g->outputs[i].node;
     for (uint32_t id = 0; id < g->nnodes; id++) {
-        if (g->nodes[id].op == BRAID_OP_INPUT) live[id] = true;
+        const bg_node *n = &g->nodes[id];
+        if (n->op == BRAID_OP_INPUT) live[id] = true;
         /* an assign is needed for its effect (a variable's next value) */
-        if (g->nodes[id].op == BRAID_OP_ASSIGN) stack[top++] = id;
+        if (n->op == BRAID_OP_ASSIGN) stack[top++] = id;
+        collectives += bg_is_collective(n);
     }
     do { /* again while collective groups revive members (a group is
-            kept whole) */
+            kept whole); without collectives, no scan for them */
         while (top > 0) {
             uint32_t id = stack[--top];
             if (live[id]) continue;
@@ -168,7 +171,7 @@ static braid_status mark_live(const braid_graph *g, bool *live,
             for (uint32_t k = 0; k < n->ninputs; k++)
                 if (!live[n->inputs[k]]) stack[top++] = n->inputs[k];
         }
-        top = bp_coll_revive(g, live, stack);
+        top = collectives ? bp_coll_revive(g, live, stack) : 0;
     } while (top > 0);
     return BRAID_OK;
 }
@@ -210,16 +213,21 @@ static braid_status topo_order(const braid_graph *g, const bool *live,
     return BRAID_OK;
 }
 
-/* Whether every node reads only smaller ids. Then the live ids ascending
- * are the order topo_order would find (its roots' inputs are all visited
- * as earlier roots), without its depth-first walk over the nodes. */
-static bool topological(const braid_graph *g) {
+/* Whether every node reads only smaller ids (then the live ids ascending
+ * are the order topo_order would find, its roots' inputs all visited as
+ * earlier roots, without its depth-first walk over the nodes); *edges gets
+ * the number of input edges. One sweep for both: at a million nodes, each
+ * sweep over the node array is a trip through memory. */
+static bool topological(const braid_graph *g, size_t *edges) {
+    bool topo = true;
+    *edges = 0;
     for (uint32_t id = 0; id < g->nnodes; id++) {
         const bg_node *n = &g->nodes[id];
-        for (uint32_t k = 0; k < n->ninputs; k++)
-            if (n->inputs[k] >= id) return false;
+        *edges += n->ninputs;
+        for (uint32_t k = 0; topo && k < n->ninputs; k++)
+            topo = n->inputs[k] < id;
     }
-    return true;
+    return topo;
 }
 
 /* The live ids ascending into order; how many. */
@@ -324,20 +332,26 @@ braid_status bp_plan_compact(bp_plan *plan) {
     uint32_t norder = 0;
     /* The liveness stack may hold a node once per edge into it; bound it by
      * the number of edges plus outputs. */
-    size_t edges = (size_t)g->noutputs + 2 * (size_t)n; /* + assigns, revived
-                                                          collectives */
-    for (uint32_t id = 0; id < n; id++) edges += g->nodes[id].ninputs;
+    size_t edges = 0;
+    bool topo = topological(g, &edges);
+    edges += (size_t)g->noutputs + 2 * (size_t)n; /* + assigns, revived
+                                                    collectives */
     uint32_t *wstack = s == BRAID_OK ? malloc((edges + 1) * sizeof *wstack)
                                      : NULL;
     if (s == BRAID_OK && !wstack)
         s = bg_set_last_error(BRAID_ERR_OUT_OF_MEMORY,
                               "compile: out of memory compacting the plan");
     if (s == BRAID_OK) s = mark_live(g, live, wstack);
-    if (s == BRAID_OK && topological(g))
+    if (s == BRAID_OK && topo)
         norder = live_ids(live, n, order);
     else if (s == BRAID_OK)
         s = topo_order(g, live, state, stack, kid, order, &norder);
-    if (s == BRAID_OK) s = renumber(plan, order, norder, newid, state);
+    /* Every node live and already in order: the ids stay as they are (the
+     * common case after a pass that only rewired uses). */
+    if (s == BRAID_OK && topo && norder == n)
+        shrink(plan);
+    else if (s == BRAID_OK)
+        s = renumber(plan, order, norder, newid, state);
     free(wstack);
     free(live);
     free(state);
