@@ -2,6 +2,7 @@
  * lifetimes sorted by start, with a segment tree of the largest end below
  * each node, so a query visits only intervals that meet it
  * (O((k + 1) log n) for k answers). */
+#include "graph/sort.h"
 #include "passes/memory_index.h"
 
 #include <stdlib.h>
@@ -15,37 +16,25 @@ static void ext(const bp_mem *m, uint32_t g, uint64_t *lo, uint64_t *hi) {
     *hi = gr->last == END ? (uint64_t)m->plan->res.nschedule + 1 : gr->last;
 }
 
-typedef struct ix_key {
-    uint64_t lo;
-    uint32_t g;
-} ix_key;
-
-static int by_lo(const void *x, const void *y) {
-    const ix_key *a = x, *b = y;
-    if (a->lo != b->lo) return a->lo < b->lo ? -1 : 1;
-    return a->g < b->g ? -1 : a->g > b->g;
-}
-
-static int by_u64(const void *x, const void *y) {
-    uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
-    return a < b ? -1 : a > b;
-}
-
+/* key: scratch for 2n items. */
 static braid_status fill(const bp_mem *m, pk_index *ix, const uint32_t *order,
-                         ix_key *key) {
+                         bg_sort_item *key) {
     uint32_t n = ix->n;
     for (uint32_t i = 0; i < n; i++) {
         uint64_t lo, hi;
         ext(m, order[i], &lo, &hi);
-        key[i] = (ix_key){lo, order[i]};
+        key[i] = (bg_sort_item){lo, 0, order[i]}; /* by (start, group) */
     }
-    qsort(key, n, sizeof *key, by_lo);
+    bg_sort_items(key, n, key + n);
     for (uint32_t i = 0; i < n; i++) {
-        ix->grp[i] = key[i].g;
-        ext(m, key[i].g, &ix->lo[i], &ix->hi[i]);
-        ix->hisort[i] = ix->hi[i];
+        ix->grp[i] = key[i].v;
+        ext(m, key[i].v, &ix->lo[i], &ix->hi[i]);
     }
-    qsort(ix->hisort, n, sizeof *ix->hisort, by_u64);
+    for (uint32_t i = 0; i < n; i++)
+        key[i] = (bg_sort_item){ix->hi[i], 0, 0};
+    bg_sort_items(key, n, key + n);
+    for (uint32_t i = 0; i < n; i++)
+        ix->hisort[i] = key[i].k1;
     for (uint32_t i = 0; i < n; i++)
         ix->tmax[ix->size + i] = ix->hi[i];
     for (uint32_t k = ix->size; k-- > 1;)
@@ -72,7 +61,7 @@ braid_status pk_index_init(const bp_mem *m, pk_index *ix, const uint32_t *order,
     ix->placed = bp_calloc(m->ngroups ? m->ngroups : 1, sizeof *ix->placed,
                            "memory index");
     ix->out = bp_calloc(c, sizeof *ix->out, "memory index");
-    ix_key *key = bp_calloc(c, sizeof *key, "memory index");
+    bg_sort_item *key = bp_calloc(2 * c, sizeof *key, "memory index");
     braid_status s = BRAID_ERR_OUT_OF_MEMORY;
     if (ix->grp && ix->lo && ix->hi && ix->hisort && ix->tmax && ix->placed &&
         ix->out && key)

@@ -21,6 +21,7 @@
  * an interval index (memory_index.c), so a try costs about the number of
  * conflicting pairs; past BP_MEM_GREEDY_PAIRS of them the arena is packed
  * by the sweep of memory_sweep.c instead. */
+#include "graph/sort.h"
 #include "passes/memory.h"
 #include "passes/memory_index.h"
 
@@ -359,49 +360,42 @@ static braid_status place_one(bp_mem *m, pk_index *ix, uint32_t g, bool best,
     return BRAID_OK;
 }
 
-/* A group's place in one packing order. */
-typedef struct pk_key {
-    uint64_t k1, k2; /* sort keys, larger first */
-    uint32_t group;  /* its index (smaller first on ties) */
-} pk_key;
-
-static int by_key(const void *x, const void *y) {
-    const pk_key *a = x, *b = y;
-    if (a->k1 != b->k1) return a->k1 > b->k1 ? -1 : 1;
-    if (a->k2 != b->k2) return a->k2 > b->k2 ? -1 : 1;
-    return a->group < b->group ? -1 : a->group > b->group;
-}
-
 /* The orders tried: largest first (then earliest), earliest first (then
  * largest), longest-lived first, most byte-time first. */
 #define PK_ORDERS 4
 
 static braid_status sort_groups(const bp_mem *m, uint32_t *order, uint32_t n,
                                 int how) {
-    pk_key *key = bp_calloc(n, sizeof *key, "memory order");
+    /* keys larger first (complemented), then the group smaller first; the
+     * second half is scratch */
+    bg_sort_item *key =
+        bp_calloc(2 * (size_t)n + 1, sizeof *key, "memory order");
     if (!key) return BRAID_ERR_OUT_OF_MEMORY;
     uint64_t end = (uint64_t)m->plan->res.nschedule + 1;
     for (uint32_t i = 0; i < n; i++) {
         const bp_mem_group *gr = &m->group[order[i]];
         uint64_t last = gr->last == END ? end : gr->last;
         uint64_t life = last - gr->first + 1, early = end - gr->first;
+        uint64_t k1, k2;
         switch (how) {
         case 0:
-            key[i] = (pk_key){gr->bytes, early, order[i]};
+            k1 = gr->bytes, k2 = early;
             break;
         case 1:
-            key[i] = (pk_key){early, gr->bytes, order[i]};
+            k1 = early, k2 = gr->bytes;
             break;
         case 2:
-            key[i] = (pk_key){life, gr->bytes, order[i]};
+            k1 = life, k2 = gr->bytes;
             break;
         default:
-            key[i] = (pk_key){gr->bytes * life, gr->bytes, order[i]};
+            k1 = gr->bytes * life, k2 = gr->bytes;
             break;
         }
+        key[i] = (bg_sort_item){~k1, ~k2, order[i]};
     }
-    qsort(key, n, sizeof *key, by_key);
-    for (uint32_t i = 0; i < n; i++) order[i] = key[i].group;
+    bg_sort_items(key, n, key + n);
+    for (uint32_t i = 0; i < n; i++)
+        order[i] = key[i].v;
     free(key);
     return BRAID_OK;
 }

@@ -25,6 +25,7 @@
  * top grows. Events are added in schedule order, so the clocks they change
  * are recomputed over about the span they cover (memory_hb.c). Outputs,
  * GPU constants and groups without writers are never released. */
+#include "graph/sort.h"
 #include "passes/memory.h"
 
 #include <stdlib.h>
@@ -245,17 +246,6 @@ static uint64_t fb_top(fb_tree *t, uint64_t size, const int32_t *known,
 /* ---- the sweep ------------------------------------------------------------
  */
 
-typedef struct sw_key {
-    uint64_t at;    /* sort key */
-    uint32_t group; /* its group (smaller first on ties) */
-} sw_key;
-
-static int by_at(const void *x, const void *y) {
-    const sw_key *a = x, *b = y;
-    if (a->at != b->at) return a->at < b->at ? -1 : 1;
-    return a->group < b->group ? -1 : a->group > b->group;
-}
-
 /* Never gives its bytes back. */
 static bool kept(const bp_mem_group *gr) {
     return gr->last == END || gr->whole_run || gr->nwriters == 0;
@@ -341,26 +331,27 @@ static braid_status take(bp_mem *m, fb_tree *t, uint32_t g, uint64_t *top) {
     return BRAID_OK;
 }
 
-/* The sweep over order[0..n); scratch in byfirst and bylast (n each). */
+/* The sweep over order[0..n); scratch in byfirst and bylast (2n each: the
+ * groups by first and by last use, (time, group) ascending). */
 static braid_status sweep(bp_mem *m, const uint32_t *order, uint32_t n,
-                          sw_key *byfirst, sw_key *bylast, fb_tree *t,
-                          uint64_t *bytes) {
+                          bg_sort_item *byfirst, bg_sort_item *bylast,
+                          fb_tree *t, uint64_t *bytes) {
     uint32_t nlast = 0;
     for (uint32_t i = 0; i < n; i++) {
         const bp_mem_group *gr = &m->group[order[i]];
-        byfirst[i] = (sw_key){gr->first, order[i]};
-        if (!kept(gr)) bylast[nlast++] = (sw_key){gr->last, order[i]};
+        byfirst[i] = (bg_sort_item){gr->first, 0, order[i]};
+        if (!kept(gr)) bylast[nlast++] = (bg_sort_item){gr->last, 0, order[i]};
     }
-    qsort(byfirst, n, sizeof *byfirst, by_at);
-    qsort(bylast, nlast, sizeof *bylast, by_at);
+    bg_sort_items(byfirst, n, byfirst + n);
+    bg_sort_items(bylast, nlast, bylast + nlast);
     uint64_t top = 0;
     uint32_t next = 0, nq = t->nq, nx0 = m->hb.nx;
     int32_t *acc = t->acc + (size_t)t->cap * nq; /* scratch row */
     braid_status s = BRAID_OK;
     for (uint32_t i = 0; i < n && s == BRAID_OK; i++) {
-        uint32_t g = byfirst[i].group;
-        for (; next < nlast && bylast[next].at < m->group[g].first; next++) {
-            uint32_t h = bylast[next].group;
+        uint32_t g = byfirst[i].v;
+        for (; next < nlast && bylast[next].k1 < m->group[g].first; next++) {
+            uint32_t h = bylast[next].v;
             for (uint32_t j = 0; j < nq; j++)
                 acc[j] = m->lastacc[(size_t)h * nq + j];
             fb_release(t, m->group[h].offset, m->group[h].bytes, acc);
@@ -378,8 +369,8 @@ static braid_status sweep(bp_mem *m, const uint32_t *order, uint32_t n,
 braid_status bp_mem_pack_sweep(bp_mem *m, const uint32_t *order, uint32_t n,
                                uint64_t *bytes) {
     size_t c = n ? n : 1;
-    sw_key *byfirst = bp_calloc(c, sizeof *byfirst, "memory sweep");
-    sw_key *bylast = bp_calloc(c, sizeof *bylast, "memory sweep");
+    bg_sort_item *byfirst = bp_calloc(2 * c, sizeof *byfirst, "memory sweep");
+    bg_sort_item *bylast = bp_calloc(2 * c, sizeof *bylast, "memory sweep");
     /* at most one free block per released group, plus one */
     uint32_t cap = (uint32_t)c + 2, nq = m->hb.nq ? m->hb.nq : 1;
     fb_tree t = {

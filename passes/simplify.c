@@ -66,9 +66,7 @@ static bool grow(bp_simp *s, uint32_t n) {
     if (facts) s->facts = facts;
     double *splat = realloc(s->splat, cap * sizeof *splat);
     if (splat) s->splat = splat;
-    uint64_t *hash = realloc(s->hash, cap * sizeof *hash);
-    if (hash) s->hash = hash;
-    if (!rep || !facts || !splat || !hash) {
+    if (!rep || !facts || !splat) {
         oom(s, "node tables");
         return false;
     }
@@ -76,7 +74,6 @@ static bool grow(bp_simp *s, uint32_t n) {
         s->rep[i] = BG_NONE;
         s->facts[i] = 0;
         s->splat[i] = 0.0;
-        s->hash[i] = 0;
     }
     s->cap = (uint32_t)cap;
     return true;
@@ -96,6 +93,19 @@ static uint64_t mix_bytes(uint64_t h, const void *p, size_t n) {
     for (size_t i = 0; i < n; i++)
         f = (f ^ b[i]) * 0x100000001b3ull;
     return mix(h, f);
+}
+
+/* n bytes (a multiple of 8: fixed attribute arrays) folded into h eight at
+ * a time: a byte loop over perm, start and step was a chain of 136
+ * dependent multiplies per node. */
+static uint64_t mix_words(uint64_t h, const void *p, size_t n) {
+    const unsigned char *b = p;
+    for (size_t i = 0; i + 8 <= n; i += 8) {
+        uint64_t w;
+        memcpy(&w, b + i, sizeof w);
+        h = mix(h, w);
+    }
+    return h;
 }
 
 /* Constant bytes (weights: hundreds of MB in an imported model), hashed
@@ -125,20 +135,28 @@ static uint64_t mix_double(uint64_t h, double v) {
     return mix(h, bits);
 }
 
-/* Hash of everything node_same compares. */
-static uint64_t node_hash(const bg_node *n) {
+/* Hash of everything node_same compares, the inputs read through rep
+ * (visit has rewired a node's inputs before it hashes it, and rep[r] = r
+ * for a node r standing for itself, so only a look ahead, whose inputs are
+ * not yet rewired, sees a difference). */
+static uint64_t node_hash(const bg_node *n, const uint32_t *rep) {
     const bg_attrs *a = &n->attr;
     uint64_t h = mix(mix(mix(0, n->op), n->dtype), n->rank);
     for (int i = 0; i < n->rank; i++)
         h = mix(h, (uint64_t)n->dims[i]);
     h = mix(h, n->ninputs);
-    for (uint32_t k = 0; k < n->ninputs; k++)
-        h = mix(h, n->inputs[k]);
+    for (uint32_t k = 0; k < n->ninputs; k++) {
+        uint32_t in = n->inputs[k];
+        h = mix(h, rep[in] != BG_NONE ? rep[in] : in);
+    }
     h = mix_double(mix_double(h, a->value[0]), a->value[1]);
     h = mix(mix(mix(mix(h, a->seed), (uint32_t)a->axis), a->flags), a->axes);
-    h = mix_bytes(h, a->perm, sizeof a->perm);
-    h = mix_bytes(h, a->start, sizeof a->start);
-    h = mix_bytes(h, a->step, sizeof a->step);
+    _Static_assert(sizeof a->perm % 8 == 0 && sizeof a->start % 8 == 0 &&
+                       sizeof a->step % 8 == 0,
+                   "mix_words takes whole words");
+    h = mix_words(h, a->perm, sizeof a->perm);
+    h = mix_words(h, a->start, sizeof a->start);
+    h = mix_words(h, a->step, sizeof a->step);
     if (a->data) h = mix_data(h, a->data, bg_nbytes(n));
     if (n->device) h = mix_bytes(h, n->device, strlen(n->device));
     return h;
@@ -178,21 +196,26 @@ static bool cse_candidate(const bg_node *n) {
            n->op != BRAID_OP_VARIABLE && k != BRAID_KIND_STATE;
 }
 
-static bool table_insert(bp_simp *s, uint32_t id) {
+static void table_insert(bp_simp *s, uint32_t id, uint32_t hash) {
     uint32_t mask = s->tcap - 1;
-    for (uint32_t i = (uint32_t)s->hash[id] & mask;; i = (i + 1) & mask)
-        if (s->table[i] == BG_NONE) {
-            s->table[i] = id;
+    for (uint32_t i = hash & mask;; i = (i + 1) & mask)
+        if (s->table[i].node == BG_NONE) {
+            s->table[i] = (bp_simp_slot){id, hash};
             s->tcount++;
-            return true;
+            return;
         }
 }
 
-/* Keeps the table at most half full. */
-static bool table_reserve(bp_simp *s) {
-    if (2 * ((uint64_t)s->tcount + 1) <= s->tcap) return true;
-    uint32_t *old = s->table, ocap = s->tcap;
-    uint64_t cap = ocap ? 2 * (uint64_t)ocap : 256;
+/* Makes room for want entries in all, keeping the table at most half
+ * full. bp_simplify asks for the whole graph first, so a sweep rehashes
+ * only for the nodes its rules add. */
+static bool table_reserve(bp_simp *s, uint64_t want) {
+    if (2 * want <= s->tcap) return true;
+    bp_simp_slot *old = s->table;
+    uint32_t ocap = s->tcap;
+    uint64_t cap = ocap ? ocap : 256;
+    while (cap < 2 * want)
+        cap *= 2;
     if (cap > UINT32_MAX) return oom(s, "subexpression table"), false;
     s->table = malloc(cap * sizeof *s->table);
     if (!s->table) {
@@ -202,9 +225,9 @@ static bool table_reserve(bp_simp *s) {
     s->tcap = (uint32_t)cap;
     s->tcount = 0;
     for (uint32_t i = 0; i < s->tcap; i++)
-        s->table[i] = BG_NONE;
+        s->table[i] = (bp_simp_slot){BG_NONE, 0};
     for (uint32_t i = 0; i < ocap; i++)
-        if (old[i] != BG_NONE) table_insert(s, old[i]);
+        if (old[i].node != BG_NONE) table_insert(s, old[i].node, old[i].hash);
     free(old);
     return true;
 }
@@ -215,20 +238,35 @@ static uint32_t cse(bp_simp *s, uint32_t id) {
     const braid_graph *g = s->plan->res.graph;
     const bg_node *n = &g->nodes[id];
     if (!cse_candidate(n)) return id;
-    if (!table_reserve(s)) return BG_NONE;
-    uint64_t h = node_hash(n);
-    s->hash[id] = h;
-    uint32_t mask = s->tcap - 1;
-    for (uint32_t i = (uint32_t)h & mask;; i = (i + 1) & mask) {
-        uint32_t t = s->table[i];
-        if (t == BG_NONE) break;
-        if (s->hash[t] == h && node_same(&g->nodes[t], n)) return t;
+    if (!table_reserve(s, (uint64_t)s->tcount + 1)) return BG_NONE;
+    uint32_t h = (uint32_t)node_hash(n, s->rep), mask = s->tcap - 1;
+    for (uint32_t i = h & mask;; i = (i + 1) & mask) {
+        bp_simp_slot t = s->table[i];
+        if (t.node == BG_NONE) break;
+        if (t.hash == h && node_same(&g->nodes[t.node], n)) return t.node;
     }
-    table_insert(s, id);
+    table_insert(s, id, h);
     return id;
 }
 
 /* ---- the sweep ----------------------------------------------------------- */
+
+/* How many nodes ahead of the sweep prefetch_slot looks. */
+#define SIMP_LOOKAHEAD 8
+
+/* Starts fetching the table slot node id will probe, hashing it with the
+ * inputs it will likely have (its inputs' current stand-ins): the probes
+ * of a large graph go to random slots of a table far larger than the
+ * caches, and without this each one waits on memory. A wrong guess (a
+ * rule rewrites the node, an input not yet visited is merged) costs one
+ * unused fetch. Constants are skipped: hashing their bytes twice would
+ * cost more than the miss. */
+static void prefetch_slot(const bp_simp *s, uint32_t id) {
+    const bg_node *n = &s->plan->res.graph->nodes[id];
+    if (s->tcap == 0 || n->attr.data || !cse_candidate(n)) return;
+    uint32_t h = (uint32_t)node_hash(n, s->rep);
+    __builtin_prefetch(&s->table[h & (s->tcap - 1)]);
+}
 
 /* Rewires node id to canonical inputs, applies the rules and records the
  * node standing for it in rep[id]. Returns that node, BG_NONE on failure. */
@@ -307,14 +345,16 @@ braid_status bp_simplify(bp_plan *plan) {
     if (st != BRAID_OK) return st;
     bp_simp s = {.plan = plan, .status = BRAID_OK};
     uint32_t n0 = plan->res.graph->nnodes;
-    if (grow(&s, n0))
-        for (uint32_t id = 0; id < n0; id++)
+    if (grow(&s, n0) && table_reserve(&s, n0))
+        for (uint32_t id = 0; id < n0; id++) {
+            if (id + SIMP_LOOKAHEAD < n0)
+                prefetch_slot(&s, id + SIMP_LOOKAHEAD);
             if (visit(&s, id) == BG_NONE) break;
+        }
     if (s.status == BRAID_OK) redirect_outputs(&s);
     free(s.rep);
     free(s.facts);
     free(s.splat);
-    free(s.hash);
     free(s.table);
     return s.status != BRAID_OK ? s.status : bp_plan_compact(plan);
 }

@@ -22,6 +22,14 @@
 #define BP_SIMP_SPLAT 2u       /* every element holds the bits of splat[id] */
 #define BP_SIMP_NO_NEGZERO 4u  /* no element can be -0.0 (float dtypes) */
 
+/* A slot of the CSE table: a node and the low 32 bits of its key's hash,
+ * kept beside it so that a probe past other nodes reads no node and no
+ * per-node array (at a million nodes, each would be a miss to memory). */
+typedef struct bp_simp_slot {
+    uint32_t node; /* node id, BG_NONE when free */
+    uint32_t hash; /* (uint32_t)node_hash(node) */
+} bp_simp_slot;
+
 /* State of one bp_simplify run. Per-node arrays have cap entries and grow
  * with the graph as the pass appends nodes. */
 typedef struct bp_simp {
@@ -32,8 +40,8 @@ typedef struct bp_simp {
     uint8_t *facts;      /* per node: BP_SIMP_* bits */
     double *splat;       /* per node with BP_SIMP_SPLAT: the element value
                             (bg_store of it gives back the element's bits) */
-    uint64_t *hash;      /* per canonical node in the CSE table: its key hash */
-    uint32_t *table;     /* CSE hash table of node ids, BG_NONE when free */
+    bp_simp_slot *table; /* CSE hash table (linear probing), node BG_NONE
+                            when free */
     uint32_t tcap;       /* table slots (a power of two) */
     uint32_t tcount;     /* occupied slots */
     braid_status status; /* first failure (message set), BRAID_OK */

@@ -10,6 +10,7 @@
  * output exactly over an input it is the last to read (in place). An
  * output is never done (callers read it after the run) and a GPU constant
  * lives as long as the executor. */
+#include "graph/sort.h"
 #include "passes/verify_plan.h"
 
 #include <stdio.h>
@@ -130,20 +131,6 @@ typedef struct vp_spans {
 #define VP_PERSISTENT 2u
 #define VP_ALIAS_OK 4u
 
-/* (arena, offset, node) sort key. */
-typedef struct vp_key {
-    uint32_t arena;
-    uint64_t offset;
-    uint32_t node;
-} vp_key;
-
-static int by_place(const void *x, const void *y) {
-    const vp_key *a = x, *b = y;
-    if (a->arena != b->arena) return a->arena < b->arena ? -1 : 1;
-    if (a->offset != b->offset) return a->offset < b->offset ? -1 : 1;
-    return a->node < b->node ? -1 : a->node > b->node;
-}
-
 /* The span node u's bytes belong to, or BG_NONE. */
 static uint32_t span_of(const vp_state *st, const vp_spans *sp, uint32_t u) {
     return sp->of[st->root[u]];
@@ -184,19 +171,21 @@ static void fill_access(vp_spans *sp, uint32_t s, uint32_t u, bool w) {
 
 static braid_status build_spans(const vp_state *st, vp_spans *sp) {
     const bp_plan *p = st->plan;
-    vp_key *key = bp_calloc(st->n, sizeof *key, "verify_plan spans");
+    /* spans in (arena, offset, node) order; the second half is scratch */
+    bg_sort_item *key =
+        bp_calloc(2 * (size_t)st->n + 1, sizeof *key, "verify_plan spans");
     if (!key) return BRAID_ERR_OUT_OF_MEMORY;
     sp->n = 0;
     for (uint32_t id = 0; id < st->n; id++) {
         sp->of[id] = BG_NONE;
         const bp_tensor_place *pl = &p->res.info[id].place;
         if (pl->storage == BP_STORAGE_ARENA && pl->bytes > 0)
-            key[sp->n++] = (vp_key){pl->arena, pl->offset, id};
+            key[sp->n++] = (bg_sort_item){pl->arena, pl->offset, id};
     }
-    qsort(key, sp->n, sizeof *key, by_place);
+    bg_sort_items(key, sp->n, key + sp->n);
     for (uint32_t s = 0; s < sp->n; s++) {
-        sp->node[s] = key[s].node;
-        sp->of[key[s].node] = s;
+        sp->node[s] = key[s].v;
+        sp->of[key[s].v] = s;
     }
     free(key);
     for (uint32_t id = 0; id < st->n; id++) { /* in node order: a sweep */
@@ -388,37 +377,40 @@ typedef struct vp_first {
     uint32_t node;
 } vp_first;
 
-static int by_first(const void *x, const void *y) {
-    const vp_first *a = x, *b = y;
-    if (a->pos != b->pos) return a->pos < b->pos ? -1 : 1;
-    return a->node < b->node ? -1 : a->node > b->node;
-}
-
-static void order_spans(const vp_state *st, const vp_spans *sp, vp_first *f) {
+/* f: the spans by (first access, node). key: scratch for 2 · sp->n. */
+static void order_spans(const vp_state *st, const vp_spans *sp, vp_first *f,
+                        bg_sort_item *key) {
     for (uint32_t s = 0; s < sp->n; s++) {
         int64_t first = -1; /* never accessed: done before anything */
         for (uint32_t k = sp->astart[s]; k < sp->astart[s + 1]; k++)
             if (first < 0 || st->pos[sp->acc[k]] < first)
                 first = st->pos[sp->acc[k]];
-        f[s] = (vp_first){first, s, sp->node[s]};
+        key[s] = (bg_sort_item){bg_sort_signed(first), sp->node[s], s};
     }
-    qsort(f, sp->n, sizeof *f, by_first);
+    bg_sort_items(key, sp->n, key + sp->n);
+    for (uint32_t i = 0; i < sp->n; i++)
+        f[i] = (vp_first){(int64_t)(key[i].k1 ^ bg_sort_signed(0)), key[i].v,
+                          (uint32_t)key[i].k2};
 }
 
-static braid_status sweep_with(vp_paint *pt, vp_cut *cut, vp_first *f) {
+/* key: scratch for 4 · sp->n items. */
+static braid_status sweep_with(vp_paint *pt, vp_cut *cut, vp_first *f,
+                               bg_sort_item *key) {
     const bp_plan *p = pt->st->plan;
     const vp_spans *sp = pt->sp;
     uint32_t ncut = 0;
     for (uint32_t s = 0; s < sp->n; s++) {
         const bp_tensor_place *pl = &p->res.info[sp->node[s]].place;
-        cut[ncut++] = (vp_cut){pl->arena, pl->offset};
-        cut[ncut++] = (vp_cut){pl->arena, pl->offset + pl->bytes};
+        key[ncut++] = (bg_sort_item){pl->arena, pl->offset, 0};
+        key[ncut++] = (bg_sort_item){pl->arena, pl->offset + pl->bytes, 0};
     }
-    qsort(cut, ncut, sizeof *cut, by_cut);
+    bg_sort_items(key, ncut, key + ncut);
     uint32_t m = 0;
-    for (uint32_t i = 0; i < ncut; i++)
-        if (m == 0 || by_cut(&cut[m - 1], &cut[i]) != 0) cut[m++] = cut[i];
-    order_spans(pt->st, sp, f);
+    for (uint32_t i = 0; i < ncut; i++) {
+        vp_cut c = {(uint32_t)key[i].k1, key[i].k2};
+        if (m == 0 || by_cut(&cut[m - 1], &c) != 0) cut[m++] = c;
+    }
+    order_spans(pt->st, sp, f, key);
     for (uint32_t k = 0; k < 4 * (size_t)m; k++)
         pt->color[k] = PT_NONE;
     for (uint32_t i = 0; i < sp->n && pt->status == BRAID_OK; i++) {
@@ -443,16 +435,18 @@ static braid_status sweep(const vp_state *st, const vp_spans *sp) {
                    BRAID_OK};
     vp_cut *cut = bp_calloc(2 * n, sizeof *cut, "verify_plan");
     vp_first *f = bp_calloc(n, sizeof *f, "verify_plan");
+    bg_sort_item *key = bp_calloc(4 * n, sizeof *key, "verify_plan");
     braid_status s = BRAID_ERR_OUT_OF_MEMORY;
-    if (pt.color && pt.seen && cut && f) {
+    if (pt.color && pt.seen && cut && f && key) {
         for (uint32_t i = 0; i < sp->n; i++)
             pt.seen[i] = PT_NONE;
-        s = sweep_with(&pt, cut, f);
+        s = sweep_with(&pt, cut, f, key);
     }
     free(pt.color);
     free(pt.seen);
     free(cut);
     free(f);
+    free(key);
     return s;
 }
 
