@@ -33,7 +33,8 @@ static int by_keys(const void *x, const void *y) {
 }
 
 /* Key shapes: full 64-bit keys; small offsets in one "arena" (most bytes
- * shared); few distinct values (ties in k1 and k2, order by v). */
+ * shared); few distinct values (ties in k1 and k2, order by v); keys that
+ * differ only in high bits. */
 static bg_sort_item make(uint64_t *s, int shape, uint32_t i) {
     uint64_t a = rng(s), b = rng(s);
     switch (shape) {
@@ -41,8 +42,11 @@ static bg_sort_item make(uint64_t *s, int shape, uint32_t i) {
         return (bg_sort_item){a, b, (uint32_t)rng(s)};
     case 1:
         return (bg_sort_item){3, a % (1u << 20), i};
-    default:
+    case 2:
         return (bg_sort_item){a % 4, b % 3, (uint32_t)(rng(s) % 1000)};
+    default: /* only high bits differ: the low bytes' passes are skipped */
+        return (bg_sort_item){((a % 5000) << 43) | 0x5a5, ~UINT64_C(0),
+                              (uint32_t)((b % 7) << 21) | 3};
     }
 }
 
@@ -74,7 +78,7 @@ Test(sort, matches_qsort_on_random_keys) {
     uint64_t seed = fresh_seed();
     const size_t sizes[] = {0, 1, 2, 63, 64, 65, 1000, 100003};
     for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++)
-        for (int shape = 0; shape < 3; shape++)
+        for (int shape = 0; shape < 4; shape++)
             check(sizes[k], shape, seed + 31 * k + (uint64_t)shape);
 }
 
