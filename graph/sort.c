@@ -17,14 +17,14 @@ static inline unsigned digit(const bg_sort_item *it, int d) {
     return (unsigned)(it->k1 >> (8 * (d - 12))) & 0xff;
 }
 
-/* Insertion sort for short arrays, where the histograms cost more than
- * the sort. */
 static bool less(const bg_sort_item *a, const bg_sort_item *b) {
     if (a->k1 != b->k1) return a->k1 < b->k1;
     if (a->k2 != b->k2) return a->k2 < b->k2;
     return a->v < b->v;
 }
 
+/* Insertion sort for short arrays, where the histograms cost more than
+ * the sort. */
 static void insertion_sort(bg_sort_item *items, size_t n) {
     for (size_t i = 1; i < n; i++) {
         bg_sort_item x = items[i];

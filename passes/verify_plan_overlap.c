@@ -370,15 +370,9 @@ static uint32_t find_cut(const vp_cut *c, uint32_t n, vp_cut key) {
     return lo;
 }
 
-/* Spans in paint order: first access, then node id. */
-typedef struct vp_first {
-    int64_t pos;
-    uint32_t span;
-    uint32_t node;
-} vp_first;
-
-/* f: the spans by (first access, node). key: scratch for 2 · sp->n. */
-static void order_spans(const vp_state *st, const vp_spans *sp, vp_first *f,
+/* The spans in paint order, by (first access, node), into key[0..sp->n):
+ * each item's v is the span. key: room for 2 · sp->n (the rest scratch). */
+static void order_spans(const vp_state *st, const vp_spans *sp,
                         bg_sort_item *key) {
     for (uint32_t s = 0; s < sp->n; s++) {
         int64_t first = -1; /* never accessed: done before anything */
@@ -388,14 +382,10 @@ static void order_spans(const vp_state *st, const vp_spans *sp, vp_first *f,
         key[s] = (bg_sort_item){bg_sort_signed(first), sp->node[s], s};
     }
     bg_sort_items(key, sp->n, key + sp->n);
-    for (uint32_t i = 0; i < sp->n; i++)
-        f[i] = (vp_first){(int64_t)(key[i].k1 ^ bg_sort_signed(0)), key[i].v,
-                          (uint32_t)key[i].k2};
 }
 
 /* key: scratch for 4 · sp->n items. */
-static braid_status sweep_with(vp_paint *pt, vp_cut *cut, vp_first *f,
-                               bg_sort_item *key) {
+static braid_status sweep_with(vp_paint *pt, vp_cut *cut, bg_sort_item *key) {
     const bp_plan *p = pt->st->plan;
     const vp_spans *sp = pt->sp;
     uint32_t ncut = 0;
@@ -410,12 +400,12 @@ static braid_status sweep_with(vp_paint *pt, vp_cut *cut, vp_first *f,
         vp_cut c = {(uint32_t)key[i].k1, key[i].k2};
         if (m == 0 || by_cut(&cut[m - 1], &c) != 0) cut[m++] = c;
     }
-    order_spans(pt->st, sp, f, key);
+    order_spans(pt->st, sp, key);
     for (uint32_t k = 0; k < 4 * (size_t)m; k++)
         pt->color[k] = PT_NONE;
     for (uint32_t i = 0; i < sp->n && pt->status == BRAID_OK; i++) {
-        const bp_tensor_place *pl = &p->res.info[f[i].node].place;
-        pt->span = f[i].span;
+        pt->span = key[i].v;
+        const bp_tensor_place *pl = &p->res.info[sp->node[pt->span]].place;
         pt->l = find_cut(cut, m, (vp_cut){pl->arena, pl->offset});
         pt->r = find_cut(cut, m, (vp_cut){pl->arena, pl->offset + pl->bytes});
         paint(pt, 1, 0, m);
@@ -434,18 +424,16 @@ static braid_status sweep(const vp_state *st, const vp_spans *sp) {
                    0,
                    BRAID_OK};
     vp_cut *cut = bp_calloc(2 * n, sizeof *cut, "verify_plan");
-    vp_first *f = bp_calloc(n, sizeof *f, "verify_plan");
     bg_sort_item *key = bp_calloc(4 * n, sizeof *key, "verify_plan");
     braid_status s = BRAID_ERR_OUT_OF_MEMORY;
-    if (pt.color && pt.seen && cut && f && key) {
+    if (pt.color && pt.seen && cut && key) {
         for (uint32_t i = 0; i < sp->n; i++)
             pt.seen[i] = PT_NONE;
-        s = sweep_with(&pt, cut, f, key);
+        s = sweep_with(&pt, cut, key);
     }
     free(pt.color);
     free(pt.seen);
     free(cut);
-    free(f);
     free(key);
     return s;
 }
